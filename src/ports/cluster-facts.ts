@@ -1,0 +1,15 @@
+import type { Component } from './types.js';
+
+/** Facts the join service reads from and records in the Kubernetes API (REFERENCE §1.3 steps 8–13). */
+export interface ClusterFacts {
+  /** The components from the ConfigMap referenced by the NodeVersion resource. */
+  components(): Promise<Component[]>;
+  /**
+   * Records a joining node (the JoiningNode resource). Rejects with `failed-precondition` when another
+   * control plane is already joining.
+   */
+  addJoiningNode(nodeName: string, isControlPlane: boolean): Promise<void>;
+}
+
+/** DI token for {@link ClusterFacts}. */
+export const ClusterFacts = Symbol.for('confboot.ClusterFacts');

@@ -1,0 +1,30 @@
+import { execFileSync } from 'node:child_process';
+import { existsSync, readFileSync } from 'node:fs';
+import { resolve } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { VERSION } from '../../src/version.js';
+
+const root = resolve(import.meta.dirname, '../..');
+const pkg = JSON.parse(readFileSync(resolve(root, 'package.json'), 'utf8'));
+
+describe('package', () => {
+  it('keeps VERSION equal to package.json', () => {
+    expect(VERSION).toBe(pkg.version);
+  });
+
+  it('pins the versions PLATFORM.md says must be pinned', () => {
+    expect(pkg.devDependencies.typescript).toMatch(/^~5\.9\./);
+    expect(pkg.dependencies['@grpc/grpc-js']).toMatch(/^~1\.14\./);
+    expect(pkg.dependencies['@kubernetes/client-node']).toBe('1.3.0');
+    expect(pkg.devDependencies['@types/node']).toMatch(/^\^?20\./);
+    expect(pkg.engines.node).toBe('>=20.19');
+  });
+
+  const bin = resolve(root, pkg.bin.confboot);
+  it.runIf(existsSync(bin))('the confboot bin prints --help and --version', () => {
+    const help = execFileSync(process.execPath, [bin, '--help'], { encoding: 'utf8' });
+    expect(help).toContain('Usage: confboot <command>');
+    const version = execFileSync(process.execPath, [bin, '--version'], { encoding: 'utf8' });
+    expect(version.trim()).toBe(pkg.version);
+  });
+});
