@@ -1,0 +1,96 @@
+/**
+ * `confboot metadata-server`: runs the QEMU metadata server (REFERENCE §6) that a QEMU or loopback
+ * cluster's nodes ask for their own instance, their peers, the control-plane endpoint and the init
+ * secret hash. Stops cleanly on SIGTERM/SIGINT (or the caller's AbortSignal).
+ */
+
+import { startMetadataServer } from '../../adapters/cloud/qemu/metadata-server.js';
+import { createPinoLogger } from '../../adapters/log/pino-logger.js';
+import type { Logger } from '../../ports/logger.js';
+import { type CommandSpec, parseCommand, runCommand, UsageError } from './args.js';
+
+/** The command's options. */
+export const METADATA_SERVER_COMMAND: CommandSpec = {
+  name: 'metadata-server',
+  summary: 'Serve /self, /peers, /endpoint and /initsecrethash for QEMU clusters from a dnsmasq leases file.',
+  options: {
+    leases: {
+      type: 'string',
+      valueName: 'F',
+      required: true,
+      description: 'dnsmasq leases file, re-read per request',
+    },
+    'init-secret-hash': {
+      type: 'string',
+      valueName: 'H',
+      description: 'bcrypt hash of the init secret served on /initsecrethash',
+    },
+    listen: {
+      type: 'string',
+      valueName: 'HOST:PORT',
+      default: '0.0.0.0:8080',
+      description: 'address to listen on',
+    },
+  },
+  epilog: 'Leases file lines: <expiry> <mac> <ip> <hostname> <client-id>.\nStops on SIGTERM or SIGINT.',
+};
+
+/** Splits `HOST:PORT` (IPv6 hosts in brackets). */
+export function parseListen(value: string): { host: string; port: number } {
+  const m = /^(?:\[([^\]]+)\]|([^:]+)):(\d{1,5})$/.exec(value);
+  const port = m ? Number(m[3]) : Number.NaN;
+  if (!m || port > 65535) throw new UsageError(`--listen: expected HOST:PORT, got ${JSON.stringify(value)}`);
+  return { host: (m[1] ?? m[2]) as string, port };
+}
+
+/** Options for running the command in-process (tests, embedding). */
+export interface MetadataServerRunOptions {
+  /** Stops the server when aborted, in addition to SIGTERM/SIGINT. */
+  signal?: AbortSignal;
+  logger?: Logger;
+  /** Called once the server listens, with its port. */
+  onListening?: (port: number) => void;
+}
+
+/** Runs `confboot metadata-server`; resolves to the exit code after shutdown. */
+export function run(argv: string[], options: MetadataServerRunOptions = {}): Promise<number> {
+  return runCommand(async () => {
+    const values = parseCommand(argv, METADATA_SERVER_COMMAND);
+    if (values === undefined) return 0;
+    const { host, port } = parseListen(values.listen as string);
+    const logger = options.logger ?? createPinoLogger({ base: { component: 'metadata-server' } });
+    const stop = new AbortController();
+    const onSignal = (sig: NodeJS.Signals) => {
+      logger.info('Shutting down', { signal: sig });
+      stop.abort();
+    };
+    process.once('SIGTERM', onSignal);
+    process.once('SIGINT', onSignal);
+    const onAbort = () => stop.abort();
+    options.signal?.addEventListener('abort', onAbort, { once: true });
+    try {
+      const server = await startMetadataServer({
+        leasesFile: values.leases as string,
+        initSecretHash: (values['init-secret-hash'] as string | undefined) ?? '',
+        host,
+        port,
+        logger,
+      }).catch((err: unknown) => {
+        throw new Error(`starting metadata server on ${values.listen as string}: ${(err as Error).message}`);
+      });
+      options.onListening?.(server.port);
+      if (options.signal?.aborted) stop.abort();
+      if (!stop.signal.aborted)
+        await new Promise<void>((resolve) =>
+          stop.signal.addEventListener('abort', () => resolve(), { once: true }),
+        );
+      await server.close();
+      logger.info('Metadata server stopped');
+      return 0;
+    } finally {
+      process.off('SIGTERM', onSignal);
+      process.off('SIGINT', onSignal);
+      options.signal?.removeEventListener('abort', onAbort);
+    }
+  });
+}
