@@ -1,0 +1,87 @@
+/**
+ * KMS port over the key service's gRPC API (REFERENCE §1.2, upstream `joinservice/internal/kms`):
+ * the join service asks the key service for state-disk keys and the measurement secret. Plain
+ * insecure gRPC, as upstream: the key service is reachable only inside the cluster.
+ */
+import { credentials, Metadata, type ServiceError, status } from '@grpc/grpc-js';
+import { APIClient } from '../../gen/keyservice.js';
+import { ConfbootError, type ConfbootErrorCode } from '../../ports/errors.js';
+import type { KMS } from '../../ports/kms.js';
+import type { CallOptions } from '../../ports/types.js';
+
+/** Options of {@link GrpcKmsClient}. */
+export interface GrpcKmsClientOptions {
+  /** `host:port` of the key service, e.g. `key-service.kube-system:9000`. */
+  endpoint: string;
+  /** Deadline of one call unless the caller gives `timeoutInMs`; default 30 s (upstream's RPC timeout). */
+  defaultTimeoutInMs?: number;
+}
+
+const CODE_BY_STATUS: Partial<Record<status, ConfbootErrorCode>> = {
+  [status.INVALID_ARGUMENT]: 'invalid-argument',
+  [status.UNAVAILABLE]: 'unavailable',
+  // Not our own abort (handled before): the server cancelled, e.g. while shutting down.
+  [status.CANCELLED]: 'unavailable',
+  [status.DEADLINE_EXCEEDED]: 'deadline-exceeded',
+  [status.RESOURCE_EXHAUSTED]: 'resource-exhausted',
+  [status.FAILED_PRECONDITION]: 'failed-precondition',
+  [status.PERMISSION_DENIED]: 'permission-denied',
+};
+
+/** {@link KMS} backed by a remote key service. Call {@link GrpcKmsClient.close} when done. */
+export class GrpcKmsClient implements KMS {
+  readonly #client: InstanceType<typeof APIClient>;
+  readonly #endpoint: string;
+  readonly #defaultTimeoutInMs: number;
+
+  constructor(options: GrpcKmsClientOptions) {
+    this.#endpoint = options.endpoint;
+    this.#defaultTimeoutInMs = options.defaultTimeoutInMs ?? 30_000;
+    this.#client = new APIClient(options.endpoint, credentials.createInsecure());
+  }
+
+  /** Asks the key service for the key; see {@link KMS.getDataKey} for the error kinds. */
+  getDataKey(dataKeyId: string, length: number, options?: CallOptions): Promise<Uint8Array> {
+    const operation = `getting data key from key service ${this.#endpoint}`;
+    const signal = options?.signal;
+    if (signal?.aborted) return Promise.reject(signal.reason);
+    const deadline = Date.now() + (options?.timeoutInMs ?? this.#defaultTimeoutInMs);
+    return new Promise<Uint8Array>((resolve, reject) => {
+      const onAbort = () => call.cancel();
+      const call = this.#client.getDataKey(
+        { dataKeyId, length },
+        new Metadata(),
+        { deadline },
+        (err, res) => {
+          signal?.removeEventListener('abort', onAbort);
+          if (err) {
+            if (err.code === status.CANCELLED && signal?.aborted) reject(signal.reason);
+            else reject(toConfbootError(operation, err));
+            return;
+          }
+          if (res.dataKey.length !== length) {
+            reject(
+              new ConfbootError(
+                'internal',
+                `${operation}: got ${res.dataKey.length} bytes, asked for ${length}`,
+              ),
+            );
+            return;
+          }
+          resolve(new Uint8Array(res.dataKey));
+        },
+      );
+      signal?.addEventListener('abort', onAbort, { once: true });
+    });
+  }
+
+  /** Closes the channel. */
+  close(): void {
+    this.#client.close();
+  }
+}
+
+function toConfbootError(operation: string, err: ServiceError): ConfbootError {
+  const code = CODE_BY_STATUS[err.code as status] ?? 'internal';
+  return new ConfbootError(code, `${operation}: ${err.details || err.message}`, { cause: err });
+}

@@ -1,0 +1,109 @@
+/**
+ * The key service's gRPC edge (REFERENCE §5, upstream `keyservice/internal/server`): `kms.API`
+ * on plain insecure gRPC, as upstream (the service is cluster-internal). It checks the request the
+ * way upstream does and maps error kinds to status codes here, and only here.
+ */
+import { type handleUnaryCall, Server, ServerCredentials, type ServiceError, status } from '@grpc/grpc-js';
+import { APIService, type GetDataKeyRequest, type GetDataKeyResponse } from '../../gen/keyservice.js';
+import { isConfbootError } from '../../ports/errors.js';
+import type { KMS } from '../../ports/kms.js';
+import type { Logger } from '../../ports/logger.js';
+import { checkDataKeyRequest } from './hkdf-kms.js';
+
+/** Options of {@link startKeyServiceServer}. */
+export interface KeyServiceServerOptions {
+  /** Where keys come from, usually an {@link HkdfKms}. */
+  kms: KMS;
+  /** Address to bind, e.g. `0.0.0.0` or `127.0.0.1`. */
+  host: string;
+  /** Port to bind; 0 picks a free one (see {@link KeyServiceServer.port}). */
+  port: number;
+  logger: Logger;
+  /** How long shutdown waits for running calls before cancelling them; default 5 s. */
+  shutdownGraceInMs?: number;
+}
+
+/** A running key service. */
+export interface KeyServiceServer {
+  /** The bound port. */
+  readonly port: number;
+  /** Stops accepting calls, lets running calls finish within the grace period, then forces. */
+  shutdown(): Promise<void>;
+}
+
+/** The gRPC status for a failed key derivation: precise for bad input, `INTERNAL` otherwise. */
+function toServiceError(err: unknown): Partial<ServiceError> {
+  const message = err instanceof Error ? err.message : String(err);
+  if (isConfbootError(err) && err.code === 'invalid-argument')
+    return { code: status.INVALID_ARGUMENT, details: message };
+  if (isConfbootError(err) && err.code === 'unavailable')
+    return { code: status.UNAVAILABLE, details: message };
+  return { code: status.INTERNAL, details: `getting data key: ${message}` };
+}
+
+/** Builds the `kms.API` handler over `kms`. Exposed for servers that host several services. */
+export function keyServiceHandlers(
+  kms: KMS,
+  logger: Logger,
+): { getDataKey: handleUnaryCall<GetDataKeyRequest, GetDataKeyResponse> } {
+  return {
+    getDataKey: (call, callback) => {
+      const { dataKeyId, length } = call.request;
+      const log = logger.child({ dataKeyId, length, peer: call.getPeer() });
+      try {
+        checkDataKeyRequest(dataKeyId, length);
+      } catch (err) {
+        log.warn('Refused data key request', { reason: err instanceof Error ? err.message : String(err) });
+        callback(toServiceError(err));
+        return;
+      }
+      kms.getDataKey(dataKeyId, length).then(
+        (key) => {
+          log.debug('Derived data key');
+          callback(null, { dataKey: Buffer.from(key) });
+        },
+        (err: unknown) => {
+          log.error('Deriving data key failed', { reason: err instanceof Error ? err.message : String(err) });
+          callback(toServiceError(err));
+        },
+      );
+    },
+  };
+}
+
+/**
+ * Starts the key service on `host:port` and resolves once it is bound.
+ * @throws when the address cannot be bound (the message names it).
+ */
+export async function startKeyServiceServer(options: KeyServiceServerOptions): Promise<KeyServiceServer> {
+  const { kms, host, logger } = options;
+  const graceMs = options.shutdownGraceInMs ?? 5_000;
+  const server = new Server();
+  server.addService(APIService, keyServiceHandlers(kms, logger));
+  const address =
+    host.includes(':') && !host.startsWith('[') ? `[${host}]:${options.port}` : `${host}:${options.port}`;
+  const port = await new Promise<number>((resolve, reject) => {
+    server.bindAsync(address, ServerCredentials.createInsecure(), (err, bound) => {
+      if (err) reject(new Error(`binding key service to ${address}: ${err.message}`, { cause: err }));
+      else resolve(bound);
+    });
+  });
+  let stopped: Promise<void> | undefined;
+  return {
+    port,
+    shutdown() {
+      stopped ??= new Promise<void>((resolve) => {
+        const force = setTimeout(() => {
+          logger.warn('Key service calls still running after grace period, cancelling them', { graceMs });
+          server.forceShutdown();
+          resolve();
+        }, graceMs);
+        server.tryShutdown(() => {
+          clearTimeout(force);
+          resolve();
+        });
+      });
+      return stopped;
+    },
+  };
+}

@@ -1,0 +1,125 @@
+/**
+ * `confboot key-service`: the cluster's key service (REFERENCE §5). Reads the master secret and
+ * salt from files (upstream: /var/config/mastersecret and /var/config/salt), serves `kms.API` on
+ * plain gRPC, logs where it listens (never the secret) and stops cleanly on SIGTERM or SIGINT.
+ * The body runs until an AbortSignal fires; the process signals only abort it, so tests drive the
+ * same code in-process.
+ */
+import { readFile } from 'node:fs/promises';
+import { HkdfKms, MIN_MASTER_SECRET_LENGTH, MIN_SALT_LENGTH } from '../../adapters/kms/hkdf-kms.js';
+import { startKeyServiceServer } from '../../adapters/kms/key-service-server.js';
+import { createPinoLogger } from '../../adapters/log/pino-logger.js';
+import type { Logger } from '../../ports/logger.js';
+import { type CommandSpec, parseCommand, runCommand, UsageError } from './args.js';
+
+/** Default listen address (upstream `KeyServicePort`, all interfaces). */
+export const DEFAULT_KEY_SERVICE_LISTEN = '0.0.0.0:9000';
+
+/** Flags of `confboot key-service`. */
+export const keyServiceCommand: CommandSpec = {
+  name: 'key-service',
+  summary:
+    'Serve data keys derived from the cluster master secret (HKDF-SHA256) over gRPC (kms.API, no TLS).',
+  options: {
+    'master-secret-file': {
+      type: 'string',
+      valueName: 'F',
+      required: true,
+      description: `file with the master secret, used byte for byte (at least ${MIN_MASTER_SECRET_LENGTH} bytes)`,
+    },
+    'salt-file': {
+      type: 'string',
+      valueName: 'F',
+      required: true,
+      description: `file with the master salt, used byte for byte (at least ${MIN_SALT_LENGTH} bytes)`,
+    },
+    listen: {
+      type: 'string',
+      valueName: 'HOST:PORT',
+      default: DEFAULT_KEY_SERVICE_LISTEN,
+      description: 'address to listen on; [v6addr]:PORT for IPv6, port 0 picks a free port',
+    },
+  },
+  epilog:
+    'The service has no TLS and no authentication, as upstream: expose it only inside the cluster.\n' +
+    'Exit codes: 0 after a clean shutdown (SIGTERM/SIGINT), 1 on a runtime failure, 2 on bad flags or files.',
+};
+
+/** Parses `HOST:PORT` / `[V6]:PORT`. */
+export function parseListen(value: string): { host: string; port: number } {
+  const m = /^(?:\[([0-9a-fA-F:.]+)\]|([^:[\]]+)):(\d{1,5})$/.exec(value);
+  const port = m ? Number(m[3]) : Number.NaN;
+  if (!m || port > 65535)
+    throw new UsageError(`--listen: want HOST:PORT (e.g. ${DEFAULT_KEY_SERVICE_LISTEN}), got "${value}"`);
+  return { host: (m[1] ?? m[2]) as string, port };
+}
+
+async function readSecretFile(what: string, path: string, minLength: number): Promise<Buffer> {
+  let data: Buffer;
+  try {
+    data = await readFile(path);
+  } catch (err) {
+    const reason = (err as NodeJS.ErrnoException).code ?? (err instanceof Error ? err.message : String(err));
+    throw new UsageError(`reading ${what} file ${path}: ${reason}`);
+  }
+  if (data.length < minLength)
+    throw new UsageError(`${what} file ${path} holds ${data.length} bytes; need at least ${minLength}`);
+  return data;
+}
+
+/** Options of {@link runKeyService}. */
+export interface KeyServiceRunOptions {
+  /** Stops the service when it aborts. */
+  signal: AbortSignal;
+  /** Default: pino JSON lines on stderr. */
+  logger?: Logger;
+  /** Called once the service is bound, with the actual port. */
+  onListening?: (address: { host: string; port: number }) => void;
+}
+
+/**
+ * Runs the key service until `options.signal` aborts; resolves to the exit code. Usage and file
+ * errors throw {@link UsageError} (exit 2 through {@link run}).
+ */
+export async function runKeyService(argv: string[], options: KeyServiceRunOptions): Promise<number> {
+  const values = parseCommand(argv, keyServiceCommand);
+  if (values === undefined) return 0;
+  const { host, port } = parseListen(values.listen as string);
+  const masterSecret = await readSecretFile(
+    'master secret',
+    values['master-secret-file'] as string,
+    MIN_MASTER_SECRET_LENGTH,
+  );
+  const salt = await readSecretFile('salt', values['salt-file'] as string, MIN_SALT_LENGTH);
+  const kms = new HkdfKms(masterSecret, salt);
+  masterSecret.fill(0);
+  salt.fill(0);
+
+  const logger = options.logger ?? createPinoLogger({ base: { component: 'key-service' } });
+  const server = await startKeyServiceServer({ kms, host, port, logger });
+  logger.info('Key service listening', { host, port: server.port });
+  options.onListening?.({ host, port: server.port });
+
+  await new Promise<void>((resolve) => {
+    if (options.signal.aborted) resolve();
+    else options.signal.addEventListener('abort', () => resolve(), { once: true });
+  });
+  logger.info('Key service shutting down');
+  await server.shutdown();
+  logger.info('Key service stopped');
+  return 0;
+}
+
+/** `confboot key-service …`: runs until SIGTERM or SIGINT; resolves to the exit code. */
+export async function run(argv: string[]): Promise<number> {
+  const stop = new AbortController();
+  const onSignal = () => stop.abort();
+  process.once('SIGTERM', onSignal);
+  process.once('SIGINT', onSignal);
+  try {
+    return await runCommand(() => runKeyService(argv, { signal: stop.signal }));
+  } finally {
+    process.removeListener('SIGTERM', onSignal);
+    process.removeListener('SIGINT', onSignal);
+  }
+}
