@@ -1,0 +1,197 @@
+/**
+ * Measurements policy (REFERENCE §4.3). The join service and `confboot init` read the expected
+ * measurements from the attestation config; every validator compares the measured PCRs (or TDX
+ * MRTD/RTMRs) through the same policy, so a variant cannot apply its own rules. Parsing fails closed:
+ * anything that is not a well-formed, non-empty measurements map is an error.
+ */
+import { ConfbootError } from '../ports/errors.js';
+import type { MeasurementPolicy } from '../ports/measurement-policy.js';
+import type { Measurement, MeasurementMismatch, Measurements } from '../ports/types.js';
+
+/** Length of a SHA-256 PCR value. */
+export const PCR_MEASUREMENT_LENGTH = 32;
+/** Length of a TDX MRTD/RTMR value (SHA-384). */
+export const TDX_MEASUREMENT_LENGTH = 48;
+/** Highest PCR index accepted in a PCR (32-byte) measurements map. */
+export const MAX_PCR_INDEX = 31;
+/** Highest index accepted in a TDX (48-byte) measurements map (upstream keys are uint32). */
+export const MAX_UINT32 = 0xffff_ffff;
+
+const INDEX_RE = /^(0|[1-9][0-9]*)$/;
+const HEX_RE = /^(?:[0-9a-fA-F]{2})*$/;
+const MEASUREMENT_KEYS = new Set(['expected', 'warnOnly']);
+
+function invalid(message: string): ConfbootError {
+  return new ConfbootError('invalid-argument', `invalid measurements: ${message}`);
+}
+
+function isPlainObject(v: unknown): v is Record<string, unknown> {
+  return typeof v === 'object' && v !== null && !Array.isArray(v) && !(v instanceof Uint8Array);
+}
+
+function parseJsonText(json: unknown, what: string): unknown {
+  if (typeof json !== 'string') return json;
+  try {
+    return JSON.parse(json);
+  } catch (err) {
+    throw new ConfbootError('invalid-argument', `invalid ${what}: not JSON`, { cause: err });
+  }
+}
+
+function hexToBytes(hex: string): Uint8Array {
+  const out = new Uint8Array(hex.length / 2);
+  for (let i = 0; i < out.length; i++) out[i] = Number.parseInt(hex.slice(2 * i, 2 * i + 2), 16);
+  return out;
+}
+
+/** Lower-case hex of `bytes`. */
+export function toHex(bytes: Uint8Array): string {
+  let s = '';
+  for (const b of bytes) s += b.toString(16).padStart(2, '0');
+  return s;
+}
+
+function parseEntry(key: string, value: unknown): Measurement {
+  let expectedHex: unknown;
+  let warnOnly: unknown = false;
+  if (typeof value === 'string') {
+    // Legacy format: a plain hex string, always enforced.
+    expectedHex = value;
+  } else if (isPlainObject(value)) {
+    const unknownKey = Object.keys(value).find((k) => !MEASUREMENT_KEYS.has(k));
+    // A misspelt "warnOnly" must not silently change what is enforced.
+    if (unknownKey !== undefined) throw invalid(`index ${key}: unknown field ${JSON.stringify(unknownKey)}`);
+    expectedHex = value.expected;
+    if ('warnOnly' in value) warnOnly = value.warnOnly;
+  } else {
+    throw invalid(`index ${key}: expected an object {"expected", "warnOnly"} or a hex string`);
+  }
+  if (typeof expectedHex !== 'string') throw invalid(`index ${key}: "expected" must be a hex string`);
+  if (typeof warnOnly !== 'boolean') throw invalid(`index ${key}: "warnOnly" must be a boolean`);
+  if (!HEX_RE.test(expectedHex)) throw invalid(`index ${key}: "expected" is not hex`);
+  const expected = hexToBytes(expectedHex);
+  if (expected.length !== PCR_MEASUREMENT_LENGTH && expected.length !== TDX_MEASUREMENT_LENGTH) {
+    throw invalid(
+      `index ${key}: expected value has ${expected.length} bytes, need ${PCR_MEASUREMENT_LENGTH} or ${TDX_MEASUREMENT_LENGTH}`,
+    );
+  }
+  return { expected, warnOnly };
+}
+
+/**
+ * Parses a measurements map `{"<idx>": {"expected": "<hex>", "warnOnly": bool}}` (a JSON value or
+ * JSON text). A legacy plain hex string is an enforced measurement. Every expected value must be 32
+ * (PCR) or 48 (TDX) bytes and all must have the same length; a PCR index is at most 31, a TDX index
+ * any uint32. Throws `invalid-argument` naming the index for anything else, and for an empty map.
+ */
+export function parseMeasurements(json: unknown): Measurements {
+  const value = parseJsonText(json, 'measurements');
+  if (!isPlainObject(value)) throw invalid('expected an object mapping indices to measurements');
+  const entries = Object.entries(value);
+  if (entries.length === 0) throw invalid('no measurements given (an empty policy would accept anything)');
+  const parsed: Array<[number, Measurement, string]> = [];
+  for (const [key, entry] of entries) {
+    if (!INDEX_RE.test(key)) throw invalid(`index ${JSON.stringify(key)} is not a non-negative integer`);
+    parsed.push([Number(key), parseEntry(key, entry), key]);
+  }
+  const length = parsed[0]![1].expected.length;
+  const maxIndex = length === PCR_MEASUREMENT_LENGTH ? MAX_PCR_INDEX : MAX_UINT32;
+  const out: Measurements = new Map();
+  for (const [index, m, key] of parsed.sort((a, b) => a[0] - b[0])) {
+    if (m.expected.length !== length) {
+      throw invalid(`index ${key}: expected value has ${m.expected.length} bytes, others have ${length}`);
+    }
+    if (index > maxIndex) throw invalid(`index ${key} is out of range (at most ${maxIndex})`);
+    out.set(index, m);
+  }
+  return out;
+}
+
+/** A parsed attestation config: the measurements plus the whole object for variant-specific fields. */
+export interface ParsedAttestationConfig {
+  measurements: Measurements;
+  /** The config object; for a bare measurements map this is `{ measurements: <map> }`. */
+  raw: Record<string, unknown>;
+}
+
+/**
+ * Parses an attestation config (`/var/config/attestationConfig`): an object with a `measurements`
+ * field, or a bare measurements map. Accepts a JSON value or JSON text; fails closed like
+ * {@link parseMeasurements}.
+ */
+export function parseAttestationConfig(json: unknown): ParsedAttestationConfig {
+  const value = parseJsonText(json, 'attestation config');
+  if (!isPlainObject(value))
+    throw new ConfbootError('invalid-argument', 'invalid attestation config: expected an object');
+  if ('measurements' in value) {
+    return { measurements: parseMeasurements(value.measurements), raw: value };
+  }
+  return { measurements: parseMeasurements(value), raw: { measurements: value } };
+}
+
+function bytesEqual(a: Uint8Array, b: Uint8Array): boolean {
+  if (a.length !== b.length) return false;
+  let diff = 0;
+  for (let i = 0; i < a.length; i++) diff |= a[i]! ^ b[i]!;
+  return diff === 0;
+}
+
+/**
+ * Compares measured values with the expected ones. Returns every mismatch in ascending index order,
+ * warnOnly ones included; a missing value is a mismatch with `actual: undefined`. Extra actual
+ * values are ignored.
+ */
+export function compareMeasurements(
+  expected: Measurements,
+  actual: Map<number, Uint8Array>,
+): MeasurementMismatch[] {
+  const mismatches: MeasurementMismatch[] = [];
+  for (const index of [...expected.keys()].sort((a, b) => a - b)) {
+    const want = expected.get(index)!;
+    const got = actual.get(index);
+    if (got === undefined || !bytesEqual(want.expected, got)) {
+      mismatches.push({ index, expected: want.expected.slice(), actual: got, warnOnly: want.warnOnly });
+    }
+  }
+  return mismatches;
+}
+
+/**
+ * Upstream-like text for one mismatch: "untrusted measurement value <hex> at index N" or
+ * "missing measurement value for index N". Warnings are logged with an "Encountered " prefix upstream.
+ */
+export function formatMismatch(m: MeasurementMismatch): string {
+  if (m.actual === undefined) return `missing measurement value for index ${m.index}`;
+  return `untrusted measurement value ${toHex(m.actual)} at index ${m.index}`;
+}
+
+/** The enforced mismatches of `mismatches` (those that must fail validation). */
+export function enforcedMismatches(mismatches: MeasurementMismatch[]): MeasurementMismatch[] {
+  return mismatches.filter((m) => !m.warnOnly);
+}
+
+/** The measurement policy built from the attestation config and handed to every validator. */
+export class MeasurementsPolicy implements MeasurementPolicy {
+  readonly #measurements: Measurements;
+
+  /** Copies `measurements`; throws `invalid-argument` when it is empty (fail closed). */
+  constructor(measurements: Measurements) {
+    if (measurements.size === 0)
+      throw invalid('no measurements given (an empty policy would accept anything)');
+    this.#measurements = new Map(
+      [...measurements].map(([i, m]) => [i, { expected: m.expected.slice(), warnOnly: m.warnOnly }]),
+    );
+  }
+
+  /** A copy of the expected measurements. */
+  get measurements(): Measurements {
+    return new Map(
+      [...this.#measurements].map(([i, m]) => [i, { expected: m.expected.slice(), warnOnly: m.warnOnly }]),
+    );
+  }
+
+  /** See {@link compareMeasurements}. */
+  compare(actual: Map<number, Uint8Array>): MeasurementMismatch[] {
+    return compareMeasurements(this.#measurements, actual);
+  }
+}
