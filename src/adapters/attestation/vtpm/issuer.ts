@@ -1,0 +1,183 @@
+/**
+ * The vTPM Issuer (REFERENCE §4.1): the attesting side of attested TLS for every TPM-based variant.
+ * Where it sits: attested TLS calls issue(userData, nonce) with userData = SHA-256 of our TLS key
+ * and the verifier's nonce; the document travels to the verifier, whose vTPM Validator checks it.
+ *
+ *   extraData = SHA256(userData ‖ nonce)
+ *   tpmNonce  = SHA256(instanceInfo ‖ extraData)     (instanceInfo is variant-specific, may be absent)
+ *   quote     = TPM2_Quote(AK, SHA-256 PCRs 0–23, qualifyingData = tpmNonce)
+ *
+ * The document is upstream's Go-JSON `AttestationDocument`, byte for byte as Go's encoding/json
+ * writes it: struct field order, `omitempty` on the go-tpm-tools protobuf fields, standard base64
+ * with padding, map keys sorted as strings, `null` for nil. Only the SHA-256 bank is quoted
+ * (go-tpm-tools also adds SHA-1; the validator ignores it, and REFERENCE says compare SHA-256 only).
+ */
+import { createHash } from 'node:crypto';
+import { readFile } from 'node:fs/promises';
+import { ConfbootError, wrapError } from '../../../ports/errors.js';
+import type { Issuer } from '../../../ports/issuer.js';
+import type { Tpm } from '../../../ports/tpm.js';
+import type { CallOptions } from '../../../ports/types.js';
+import { VARIANT_OIDS, type Variant } from '../../../ports/variant.js';
+
+/** The variants whose attestation is a vTPM quote (all but the test-only dummy and raw TDX). */
+export type VtpmVariant = Exclude<Variant, 'dummy' | 'qemu-tdx'>;
+
+/** go-tpm-tools `HashAlgo` values used in `pcrs.hash`. */
+export const HASH_ALGO = { SHA1: 4, SHA256: 11 } as const;
+
+/** Where Linux exposes the firmware's TCG event log. */
+export const LINUX_EVENT_LOG_PATH = '/sys/kernel/security/tpm0/binary_bios_measurements';
+
+/**
+ * Supplies the variant's instance info, the bytes bound into the TPM nonce (e.g. Go JSON of AWS's
+ * instance identity document, or of GCE's instance info). Undefined means none (JSON `null`).
+ */
+export type InstanceInfoProvider = (
+  extraData: Uint8Array,
+  options?: CallOptions,
+) => Promise<Uint8Array | undefined>;
+
+/** Options for {@link VtpmIssuer}. */
+export interface VtpmIssuerOptions {
+  /** The variant this issuer attests as; sets the OID. */
+  variant: VtpmVariant;
+  /** The TPM holding the attestation key. */
+  tpm: Pick<Tpm, 'attestationKeyPublic' | 'quote'>;
+  /** Variant-specific instance info; default none (qemu-vtpm). */
+  instanceInfo?: InstanceInfoProvider;
+  /**
+   * A TCG event log file to include as `event_log` (e.g. {@link LINUX_EVENT_LOG_PATH}), read on
+   * every issue because it grows. Default: no event log (swtpm has none).
+   */
+  eventLogPath?: string;
+  /** PCRs to quote, default 0–23. */
+  pcrs?: number[];
+}
+
+/** One quote as go-tpm-tools' `tpm.Quote`. */
+export interface GoTpmQuote {
+  quote: Uint8Array;
+  rawSig: Uint8Array;
+  /** go-tpm-tools `HashAlgo` of the bank, see {@link HASH_ALGO}. */
+  hash: number;
+  pcrs: Map<number, Uint8Array>;
+}
+
+/** The fields of upstream's `vtpm.AttestationDocument` this issuer fills. */
+export interface VtpmAttestationDocument {
+  /** TPMT_PUBLIC of the attestation key. */
+  akPub: Uint8Array;
+  quotes: GoTpmQuote[];
+  /** Raw TCG event log; omitted when undefined or empty. */
+  eventLog?: Uint8Array;
+  /** Variant instance info; `null` when undefined. */
+  instanceInfo: Uint8Array | undefined;
+  userData: Uint8Array;
+}
+
+/** `attestation.MakeExtraData`: SHA256(userData ‖ nonce). */
+export function makeExtraData(userData: Uint8Array, nonce: Uint8Array): Uint8Array {
+  return new Uint8Array(createHash('sha256').update(userData).update(nonce).digest());
+}
+
+/** The quote's qualifying data: SHA256(instanceInfo ‖ extraData), instanceInfo empty when absent. */
+export function makeTpmNonce(instanceInfo: Uint8Array | undefined, extraData: Uint8Array): Uint8Array {
+  const h = createHash('sha256');
+  if (instanceInfo) h.update(instanceInfo);
+  return new Uint8Array(h.update(extraData).digest());
+}
+
+const b64 = (b: Uint8Array): string => JSON.stringify(Buffer.from(b).toString('base64'));
+
+/**
+ * Encodes the document as Go's encoding/json encodes `vtpm.AttestationDocument` holding a
+ * go-tpm-tools `attest.Attestation` (REFERENCE §4.1): `{"Attestation":{"ak_pub",…,"TeeAttestation":null},
+ * "InstanceInfo","UserData"}`. The oneof `TeeAttestation` has no json tag and no omitempty, so Go
+ * writes it as `null` when unset; every tagged field is omitted when empty.
+ */
+export function encodeAttestationDocument(doc: VtpmAttestationDocument): Uint8Array {
+  const att: string[] = [];
+  if (doc.akPub.length > 0) att.push(`"ak_pub":${b64(doc.akPub)}`);
+  if (doc.quotes.length > 0) att.push(`"quotes":[${doc.quotes.map(encodeQuote).join(',')}]`);
+  if (doc.eventLog && doc.eventLog.length > 0) att.push(`"event_log":${b64(doc.eventLog)}`);
+  att.push('"TeeAttestation":null');
+  const instanceInfo = doc.instanceInfo === undefined ? 'null' : b64(doc.instanceInfo);
+  const json = `{"Attestation":{${att.join(',')}},"InstanceInfo":${instanceInfo},"UserData":${b64(doc.userData)}}`;
+  return new TextEncoder().encode(json);
+}
+
+/** go-tpm-tools `tpm.Quote` {quote, raw_sig, pcrs{hash, pcrs}} with omitempty. */
+function encodeQuote(q: GoTpmQuote): string {
+  const fields: string[] = [];
+  if (q.quote.length > 0) fields.push(`"quote":${b64(q.quote)}`);
+  if (q.rawSig.length > 0) fields.push(`"raw_sig":${b64(q.rawSig)}`);
+  const pcrs: string[] = [];
+  if (q.hash !== 0) pcrs.push(`"hash":${q.hash}`);
+  if (q.pcrs.size > 0) {
+    // encoding/json sorts map keys by their string form: "0","1","10",…,"19","2","20",…
+    const keys = [...q.pcrs.keys()].map(String).sort();
+    const entries = keys.map((k) => `"${k}":${b64(q.pcrs.get(Number(k)) as Uint8Array)}`);
+    pcrs.push(`"pcrs":{${entries.join(',')}}`);
+  }
+  fields.push(`"pcrs":{${pcrs.join(',')}}`);
+  return `{${fields.join(',')}}`;
+}
+
+/** The vTPM {@link Issuer}: quotes the TPM and wraps the quote in upstream's attestation document. */
+export class VtpmIssuer implements Issuer {
+  readonly variant: VtpmVariant;
+  readonly oid: string;
+  private readonly tpm: VtpmIssuerOptions['tpm'];
+  private readonly instanceInfo: InstanceInfoProvider | undefined;
+  private readonly eventLogPath: string | undefined;
+  private readonly pcrs: number[] | undefined;
+
+  constructor(options: VtpmIssuerOptions) {
+    const name: string = options.variant;
+    if (!Object.hasOwn(VARIANT_OIDS, name) || name === 'dummy' || name === 'qemu-tdx')
+      throw new ConfbootError('invalid-argument', `vTPM issuer: unsupported variant ${options.variant}`);
+    this.variant = options.variant;
+    this.oid = VARIANT_OIDS[options.variant];
+    this.tpm = options.tpm;
+    this.instanceInfo = options.instanceInfo;
+    this.eventLogPath = options.eventLogPath;
+    this.pcrs = options.pcrs;
+  }
+
+  async issue(userData: Uint8Array, nonce: Uint8Array, options?: CallOptions): Promise<Uint8Array> {
+    try {
+      const extraData = makeExtraData(userData, nonce);
+      const instanceInfo = this.instanceInfo ? await this.instanceInfo(extraData, options) : undefined;
+      const tpmNonce = makeTpmNonce(instanceInfo, extraData);
+      const akPub = await this.tpm.attestationKeyPublic(options);
+      const q = await this.tpm.quote(tpmNonce, this.pcrs, options);
+      const eventLog = this.eventLogPath ? await readEventLog(this.eventLogPath) : undefined;
+      return encodeAttestationDocument({
+        akPub,
+        quotes: [{ quote: q.quote, rawSig: q.rawSig, hash: HASH_ALGO.SHA256, pcrs: q.pcrs }],
+        ...(eventLog ? { eventLog } : {}),
+        instanceInfo,
+        userData,
+      });
+    } catch (err) {
+      throw wrapError(`issuing ${this.variant} attestation`, err);
+    }
+  }
+}
+
+async function readEventLog(path: string): Promise<Uint8Array> {
+  try {
+    return new Uint8Array(await readFile(path));
+  } catch (err) {
+    throw wrapError(`reading TCG event log ${path}`, err, 'unavailable');
+  }
+}
+
+/** The `qemu-vtpm` issuer: no instance info, AK trusted as is by the validator. */
+export function createQemuVtpmIssuer(
+  tpm: VtpmIssuerOptions['tpm'],
+  options: Omit<VtpmIssuerOptions, 'variant' | 'tpm' | 'instanceInfo'> = {},
+): VtpmIssuer {
+  return new VtpmIssuer({ ...options, variant: 'qemu-vtpm', tpm });
+}

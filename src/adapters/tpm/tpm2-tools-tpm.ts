@@ -1,0 +1,360 @@
+/**
+ * The {@link Tpm} port on a real TPM 2.0 through tpm2-tools (swtpm in tests and the demo,
+ * /dev/tpmrm0 on a VM). Where it sits: the vTPM issuer quotes through it and the node lock's PCR 15
+ * marker extends through it.
+ *
+ * Every tool runs with execFile (no shell), a bounded timeout and TPM2TOOLS_TCTI set; file outputs go
+ * to a private 0700 temp dir removed after each operation. Operations on the same TCTI are queued in
+ * this process, because swtpm (and /dev/tpm0) has no resource manager: two tools interleaving would
+ * exhaust or steal each other's object slots. The attestation key follows go-tpm-tools'
+ * AttestationKeyRSA (an RSA-2048 restricted RSASSA-SHA256 primary key in the owner hierarchy),
+ * persisted at 0x81008F01 and reused when it is already there.
+ */
+import { execFile } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { ConfbootError, type ConfbootErrorCode, wrapError } from '../../ports/errors.js';
+import type { Tpm, TpmQuote } from '../../ports/tpm.js';
+import type { CallOptions } from '../../ports/types.js';
+import { matchesRsaAkTemplate, parseQuoteInfo, TPM_ALG_SHA256 } from './tpm-structures.js';
+
+/** go-tpm-tools' persistent handle for the RSA attestation key. */
+export const DEFAULT_AK_HANDLE = 0x81008f01;
+/** The TCTI of a kernel resource-managed TPM on a VM. */
+export const DEVICE_TCTI = 'device:/dev/tpmrm0';
+/** PCRs 0–23, the default quote selection. */
+export const ALL_PCRS: readonly number[] = Array.from({ length: 24 }, (_, i) => i);
+
+const AK_ATTRIBUTES = 'fixedtpm|fixedparent|sensitivedataorigin|userwithauth|noda|restricted|sign';
+const SHA256_SIZE = 32;
+const STDERR_LIMIT = 2000;
+
+/** Options for {@link Tpm2ToolsTpm}. */
+export interface Tpm2ToolsTpmOptions {
+  /** TCTI string, e.g. `swtpm:host=127.0.0.1,port=2321` or {@link DEVICE_TCTI}. */
+  tcti: string;
+  /** Persistent handle of the attestation key, default {@link DEFAULT_AK_HANDLE}. */
+  akHandle?: number;
+  /**
+   * Create (and persist) the RSA AK when the handle is empty or holds a key of another template,
+   * default true. Set false for a pre-provisioned AK (e.g. Azure's 0x81000003), which is then used as is.
+   */
+  createAttestationKey?: boolean;
+  /** Deadline of one operation (queueing included) when the call gives none, default 20000 ms. */
+  timeoutInMs?: number;
+  /** Directory holding the tpm2_* executables, default: PATH. */
+  toolsDir?: string;
+  /** Parent of the private per-operation temp dirs, default the OS temp dir. */
+  tmpDir?: string;
+}
+
+/** A tpm2-tools invocation failed; carries the tool's name, exit code and stderr. */
+export class Tpm2ToolError extends ConfbootError {
+  override readonly name = 'Tpm2ToolError';
+  /** The tool, e.g. `tpm2_quote`. */
+  readonly tool: string;
+  /** Exit code, or undefined if the tool did not run to completion. */
+  readonly exitCode: number | undefined;
+  /** The tool's stderr (trimmed, at most 2000 characters). */
+  readonly stderr: string;
+
+  constructor(
+    code: ConfbootErrorCode,
+    tool: string,
+    exitCode: number | undefined,
+    stderr: string,
+    message: string,
+    cause?: unknown,
+  ) {
+    super(code, message, { cause });
+    this.tool = tool;
+    this.exitCode = exitCode;
+    this.stderr = stderr;
+  }
+}
+
+/** Tail of the per-TCTI operation queue; shared by every adapter instance in this process. */
+const queues = new Map<string, Promise<void>>();
+
+/** Runs `fn` after every earlier operation queued on `key` has settled. */
+function serialized<T>(key: string, fn: () => Promise<T>): Promise<T> {
+  const previous = queues.get(key) ?? Promise.resolve();
+  const result = previous.then(fn);
+  const tail = result.then(
+    () => undefined,
+    () => undefined,
+  );
+  queues.set(key, tail);
+  void tail.then(() => {
+    if (queues.get(key) === tail) queues.delete(key);
+  });
+  return result;
+}
+
+/** What an operation body gets: its private temp dir and a tool runner bound to the deadline. */
+interface OperationContext {
+  dir: string;
+  run(tool: string, args: string[]): Promise<string>;
+}
+
+/** Validates and sorts PCR indices (0–23, no duplicates kept). */
+function normalizePcrs(pcrs: readonly number[], operation: string): number[] {
+  for (const p of pcrs)
+    if (!Number.isInteger(p) || p < 0 || p > 23)
+      throw new ConfbootError('invalid-argument', `${operation}: PCR index ${p} is not in 0–23`);
+  return [...new Set(pcrs)].sort((a, b) => a - b);
+}
+
+function sameBytes(a: Uint8Array, b: Uint8Array): boolean {
+  return a.length === b.length && Buffer.from(a).equals(Buffer.from(b));
+}
+
+/** The {@link Tpm} port through tpm2-tools. */
+export class Tpm2ToolsTpm implements Tpm {
+  /** The TCTI this adapter talks to. */
+  readonly tcti: string;
+  /** Persistent handle of the attestation key. */
+  readonly akHandle: number;
+  private readonly createAk: boolean;
+  private readonly timeoutInMs: number;
+  private readonly toolsDir: string | undefined;
+  private readonly tmpDir: string;
+  private akPublic: Uint8Array | undefined;
+
+  constructor(options: Tpm2ToolsTpmOptions) {
+    if (!options.tcti) throw new ConfbootError('invalid-argument', 'creating tpm2-tools TPM: empty TCTI');
+    this.tcti = options.tcti;
+    this.akHandle = options.akHandle ?? DEFAULT_AK_HANDLE;
+    this.createAk = options.createAttestationKey ?? true;
+    this.timeoutInMs = options.timeoutInMs ?? 20_000;
+    this.toolsDir = options.toolsDir;
+    this.tmpDir = options.tmpDir ?? tmpdir();
+  }
+
+  private get akHandleHex(): string {
+    return `0x${this.akHandle.toString(16)}`;
+  }
+
+  async attestationKeyPublic(options?: CallOptions): Promise<Uint8Array> {
+    const cached = this.akPublic;
+    if (cached) return cached.slice();
+    const pub = await this.operation(`loading attestation key ${this.akHandleHex}`, options, (ctx) =>
+      this.ensureAk(ctx),
+    );
+    return pub.slice();
+  }
+
+  async quote(
+    qualifyingData: Uint8Array,
+    pcrs: number[] = [...ALL_PCRS],
+    options?: CallOptions,
+  ): Promise<TpmQuote> {
+    const what = `quoting SHA-256 PCRs ${pcrs.join(',')}`;
+    const selection = normalizePcrs(pcrs, what);
+    if (selection.length === 0) throw new ConfbootError('invalid-argument', `${what}: no PCRs selected`);
+    return this.operation(what, options, async (ctx) => {
+      await this.ensureAk(ctx);
+      const msg = join(ctx.dir, 'quote.msg');
+      const sig = join(ctx.dir, 'quote.sig');
+      const values = join(ctx.dir, 'quote.pcrs');
+      const args = ['-c', this.akHandleHex, '-l', `sha256:${selection.join(',')}`, '-g', 'sha256'];
+      args.push('-m', msg, '-s', sig, '-o', values, '-F', 'values');
+      if (qualifyingData.length > 0) args.push('-q', Buffer.from(qualifyingData).toString('hex'));
+      // tpm2_quote reads the PCR values after the TPM signed; another TPM user extending in between
+      // would make them disagree with the signed digest, so check and retry a few times.
+      for (let attempt = 1; ; attempt++) {
+        await ctx.run('tpm2_quote', args);
+        const quote = new Uint8Array(await readFile(msg));
+        const rawSig = new Uint8Array(await readFile(sig));
+        const flat = await readFile(values);
+        const info = parseQuoteInfo(quote);
+        if (!sameBytes(info.extraData, qualifyingData))
+          throw new ConfbootError('internal', 'the TPM quoted different qualifying data than requested');
+        const sel = info.pcrSelections;
+        if (sel.length !== 1 || sel[0]?.hash !== TPM_ALG_SHA256 || sel[0].pcrs.join() !== selection.join())
+          throw new ConfbootError('internal', 'the TPM quoted a different PCR selection than requested');
+        if (flat.length !== selection.length * SHA256_SIZE)
+          throw new ConfbootError('internal', `tpm2_quote returned ${flat.length} bytes of PCR values`);
+        const digest = createHash('sha256').update(flat).digest();
+        if (digest.equals(info.pcrDigest)) {
+          const pcrValues = new Map<number, Uint8Array>();
+          selection.forEach((p, i) => {
+            pcrValues.set(p, new Uint8Array(flat.subarray(i * SHA256_SIZE, (i + 1) * SHA256_SIZE)));
+          });
+          return { quote, rawSig, pcrs: pcrValues };
+        }
+        if (attempt >= 3)
+          throw new ConfbootError(
+            'unavailable',
+            'PCR values kept changing while quoting (another TPM user?)',
+          );
+      }
+    });
+  }
+
+  async readPcrs(pcrs: number[], options?: CallOptions): Promise<Map<number, Uint8Array>> {
+    const what = `reading SHA-256 PCRs ${pcrs.join(',')}`;
+    const selection = normalizePcrs(pcrs, what);
+    if (selection.length === 0) return new Map();
+    return this.operation(what, options, async (ctx) => {
+      const out = join(ctx.dir, 'pcrs');
+      await ctx.run('tpm2_pcrread', [`sha256:${selection.join(',')}`, '-o', out]);
+      const flat = await readFile(out);
+      if (flat.length !== selection.length * SHA256_SIZE)
+        throw new ConfbootError(
+          'internal',
+          `tpm2_pcrread returned ${flat.length} bytes for ${selection.length} PCRs`,
+        );
+      const result = new Map<number, Uint8Array>();
+      selection.forEach((p, i) => {
+        result.set(p, new Uint8Array(flat.subarray(i * SHA256_SIZE, (i + 1) * SHA256_SIZE)));
+      });
+      return result;
+    });
+  }
+
+  async pcrEvent(pcr: number, data: Uint8Array, options?: CallOptions): Promise<void> {
+    const what = `recording an event in PCR ${pcr}`;
+    normalizePcrs([pcr], what);
+    await this.operation(what, options, async (ctx) => {
+      const file = join(ctx.dir, 'event');
+      await writeFile(file, data, { mode: 0o600 });
+      await ctx.run('tpm2_pcrevent', [String(pcr), file]);
+    });
+  }
+
+  /** Returns the AK's TPMT_PUBLIC, creating and persisting the key if needed. Runs inside the queue. */
+  private async ensureAk(ctx: OperationContext): Promise<Uint8Array> {
+    if (this.akPublic) return this.akPublic;
+    const handles = await ctx.run('tpm2_getcap', ['handles-persistent']);
+    const present = [...handles.matchAll(/0x[0-9a-f]+/gi)].some(
+      (m) => Number.parseInt(m[0], 16) === this.akHandle,
+    );
+    if (present) {
+      const pub = await this.readPublic(ctx);
+      if (!this.createAk || matchesRsaAkTemplate(pub)) {
+        this.akPublic = pub;
+        return pub;
+      }
+      // As go-tpm-tools' cached keys: a key of another template at our handle is replaced.
+      await ctx.run('tpm2_evictcontrol', ['-C', 'o', '-c', this.akHandleHex]);
+    } else if (!this.createAk) {
+      throw new ConfbootError(
+        'failed-precondition',
+        `no attestation key at persistent handle ${this.akHandleHex}`,
+      );
+    }
+    const context = join(ctx.dir, 'ak.ctx');
+    let failure: unknown;
+    try {
+      await ctx.run('tpm2_createprimary', [
+        ...['-C', 'o', '-G', 'rsa2048:rsassa-sha256:null', '-g', 'sha256'],
+        ...['-a', AK_ATTRIBUTES, '-c', context],
+      ]);
+      await ctx.run('tpm2_evictcontrol', ['-C', 'o', '-c', context, this.akHandleHex]);
+    } catch (err) {
+      failure = err;
+    }
+    // Without a resource manager the primary (and the copy evictcontrol loaded) stay resident.
+    await ctx.run('tpm2_flushcontext', ['-t']).catch((err: unknown) => {
+      failure ??= err;
+    });
+    if (failure !== undefined) throw failure;
+    const pub = await this.readPublic(ctx);
+    this.akPublic = pub;
+    return pub;
+  }
+
+  /** TPMT_PUBLIC of the AK: tpm2_readpublic's `tss` format is a TPM2B_PUBLIC, so drop its size. */
+  private async readPublic(ctx: OperationContext): Promise<Uint8Array> {
+    const out = join(ctx.dir, 'ak.pub');
+    await ctx.run('tpm2_readpublic', ['-c', this.akHandleHex, '-f', 'tss', '-o', out]);
+    const tpm2b = await readFile(out);
+    const size = tpm2b.length >= 2 ? tpm2b.readUInt16BE(0) : -1;
+    if (size !== tpm2b.length - 2)
+      throw new ConfbootError(
+        'internal',
+        `tpm2_readpublic wrote a malformed TPM2B_PUBLIC (${tpm2b.length} bytes)`,
+      );
+    return new Uint8Array(tpm2b.subarray(2));
+  }
+
+  /** Queues `body` on this TCTI with a private temp dir and one deadline; wraps errors with `what`. */
+  private async operation<T>(
+    what: string,
+    options: CallOptions | undefined,
+    body: (ctx: OperationContext) => Promise<T>,
+  ): Promise<T> {
+    const timeoutInMs = options?.timeoutInMs ?? this.timeoutInMs;
+    const timeout = AbortSignal.timeout(timeoutInMs);
+    const signal = options?.signal ? AbortSignal.any([options.signal, timeout]) : timeout;
+    try {
+      return await serialized(this.tcti, async () => {
+        if (signal.aborted) throw abortError(signal, timeoutInMs);
+        const dir = await mkdtemp(join(this.tmpDir, 'confboot-tpm2-'));
+        try {
+          return await body({ dir, run: (tool, args) => this.exec(tool, args, signal, timeoutInMs) });
+        } finally {
+          await rm(dir, { recursive: true, force: true });
+        }
+      });
+    } catch (err) {
+      throw wrapError(`${what} (TCTI ${this.tcti})`, err);
+    }
+  }
+
+  /** Runs one tool and returns its stdout; a failure becomes a {@link Tpm2ToolError}. */
+  private exec(tool: string, args: string[], signal: AbortSignal, timeoutInMs: number): Promise<string> {
+    const file = this.toolsDir ? join(this.toolsDir, tool) : tool;
+    return new Promise((resolve, reject) => {
+      execFile(
+        file,
+        args,
+        {
+          env: { ...process.env, TPM2TOOLS_TCTI: this.tcti },
+          signal,
+          encoding: 'utf8',
+          maxBuffer: 4 * 1024 * 1024,
+          windowsHide: true,
+        },
+        (err, stdout, stderr) => {
+          if (!err) return resolve(stdout);
+          const text = stderr.trim().slice(-STDERR_LIMIT);
+          const errno = (err as NodeJS.ErrnoException).code;
+          if (signal.aborted) {
+            const base = abortError(signal, timeoutInMs);
+            return reject(
+              new Tpm2ToolError(base.code, tool, undefined, text, `${tool}: ${base.message}`, err),
+            );
+          }
+          if (errno === 'ENOENT')
+            return reject(new Tpm2ToolError('internal', tool, undefined, '', `${tool}: not installed`, err));
+          const exitCode = typeof errno === 'number' ? errno : undefined;
+          const code: ConfbootErrorCode = /tcti|connection refused|no such device/i.test(text)
+            ? 'unavailable'
+            : 'internal';
+          reject(
+            new Tpm2ToolError(
+              code,
+              tool,
+              exitCode,
+              text,
+              `${tool} failed (exit ${exitCode ?? '?'}): ${text}`,
+              err,
+            ),
+          );
+        },
+      );
+    });
+  }
+}
+
+/** The error for an aborted or timed-out operation. */
+function abortError(signal: AbortSignal, timeoutInMs: number): ConfbootError {
+  const reason: unknown = signal.reason;
+  if (reason instanceof Error && reason.name === 'TimeoutError')
+    return new ConfbootError('deadline-exceeded', `timed out after ${timeoutInMs} ms`, { cause: reason });
+  return new ConfbootError('internal', 'aborted by the caller', { cause: reason, recoverable: false });
+}
