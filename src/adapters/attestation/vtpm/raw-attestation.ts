@@ -1,0 +1,91 @@
+/**
+ * Verification of a raw go-tpm-tools `Attestation` protobuf (what GCE's go-tpm-tools clients send,
+ * and the real test vectors): the quote's qualifying data is the caller's nonce as is (no
+ * Constellation extraData rule), and the AK is trusted either because it equals a given key or
+ * because its AK certificate chains to given roots (intermediates from the caller and field 7).
+ * Used by `confboot attestation verify --format pb`.
+ */
+import { createPublicKey, type KeyObject } from 'node:crypto';
+import type * as x509 from '@peculiar/x509';
+import { AttestationError } from '../../../ports/errors.js';
+import type { MeasurementPolicy } from '../../../ports/measurement-policy.js';
+import type { AttestationCheck, MeasurementMismatch } from '../../../ports/types.js';
+import { decodeAttestationPb } from './attestation.js';
+import { CheckRecorder } from './checks.js';
+import { compareMeasurements } from './validator.js';
+import {
+  parseAttestationKey,
+  sameKey,
+  type VerifiedAttestation,
+  verifyAttestationQuotes,
+} from './verify-attestation.js';
+import { certificateSpki, parseCertificates, verifyCertificateChain } from './x509-chain.js';
+
+/** How to trust the AK of a raw attestation: exactly one of the two. */
+export type RawAkTrust =
+  | { trustedAk: KeyObject }
+  | { roots: x509.X509Certificate[]; intermediates?: x509.X509Certificate[]; at: Date };
+
+/** Options of {@link verifyRawAttestation}. */
+export interface RawAttestationOptions {
+  /** The quote's expected qualifying data (extraData), as is. */
+  nonce: Uint8Array;
+  trust: RawAkTrust;
+  /** Expected measurements; omitted means PCRs are not compared. */
+  policy?: MeasurementPolicy;
+}
+
+/** Outcome of a successful raw verification. */
+export interface RawAttestationResult {
+  checks: AttestationCheck[];
+  warnings: MeasurementMismatch[];
+  verified: VerifiedAttestation;
+}
+
+/**
+ * Verifies a raw go-tpm-tools Attestation protobuf.
+ * @throws AttestationError naming the failed check, with every check so far and every mismatch
+ */
+export async function verifyRawAttestation(
+  pb: Uint8Array,
+  options: RawAttestationOptions,
+): Promise<RawAttestationResult> {
+  const rec = new CheckRecorder();
+  const att = rec.run(() => decodeAttestationPb(pb));
+  rec.pass('document-format', `go-tpm-tools Attestation, ${att.quotes.length} quote(s)`);
+  const ak = parseAttestationKey(att.akPub, rec);
+
+  if ('trustedAk' in options.trust) {
+    if (!sameKey(ak, options.trust.trustedAk))
+      throw rec.fail('ak-trust', 'untrusted attestation public key: it differs from the trusted AK');
+    rec.pass('ak-trust', 'attestation key equals the trusted AK');
+  } else {
+    if (att.akCert.length === 0)
+      throw rec.fail('ak-certificate', 'attestation carries no AK certificate and no trusted AK was given');
+    const akCert = rec.run(() => parseCertificates(att.akCert, 'ak_cert'))[0] as x509.X509Certificate;
+    const fromDoc = att.intermediateCerts.flatMap((c, i) =>
+      rec.run(() => parseCertificates(c, `intermediate_certs[${i}]`)),
+    );
+    const { roots, intermediates = [], at } = options.trust;
+    try {
+      await verifyCertificateChain(akCert, [...intermediates, ...fromDoc], roots, at);
+    } catch (err) {
+      if (!(err instanceof AttestationError)) throw err;
+      throw rec.fail('ak-certificate', `AK certificate: ${err.message}`, { cause: err });
+    }
+    rec.pass(
+      'ak-certificate',
+      `AK certificate "${akCert.subject}" chains to a given root at ${at.toISOString()}`,
+    );
+    const certKey = createPublicKey({ key: certificateSpki(akCert), format: 'der', type: 'spki' });
+    if (!sameKey(ak, certKey))
+      throw rec.fail('ak-trust', 'untrusted attestation public key: it differs from the AK certificate key');
+    rec.pass('ak-trust', 'attestation key equals the AK certificate key');
+  }
+
+  const verified = verifyAttestationQuotes(att, ak, options.nonce, rec);
+  let warnings: MeasurementMismatch[] = [];
+  if (options.policy) warnings = compareMeasurements(options.policy, verified.quote.pcrs, rec);
+  else rec.pass('measurements', 'not compared (no expected measurements given)');
+  return { checks: [...rec.checks], warnings, verified };
+}

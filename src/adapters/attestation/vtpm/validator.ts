@@ -1,0 +1,149 @@
+/**
+ * The vTPM document validator (REFERENCE §4.1 Validate): decode upstream's Go-JSON document,
+ * extraData = SHA256(UserData‖nonce), the variant's AK trust, TPM nonce = SHA256(InstanceInfo‖
+ * extraData), the SHA-256 quote and event log (verify-attestation.ts), the variant's CVM checks, then
+ * the measurements through the MeasurementPolicy port. Variants (src/adapters/attestation/variants)
+ * supply only the two variant-specific steps. Immutable once built; safe for concurrent use.
+ */
+import { createHash } from 'node:crypto';
+import { AttestationError, wrapError } from '../../../ports/errors.js';
+import type { Logger } from '../../../ports/logger.js';
+import type { MeasurementPolicy } from '../../../ports/measurement-policy.js';
+import type { CallOptions, MeasurementMismatch } from '../../../ports/types.js';
+import type { ValidationResult, Validator } from '../../../ports/validator.js';
+import { VARIANT_OIDS, type Variant } from '../../../ports/variant.js';
+import { decodeVtpmDocument, type VtpmDocument } from './attestation.js';
+import { CheckRecorder } from './checks.js';
+import type { TpmtPublic } from './tpm2.js';
+import {
+  parseAttestationKey,
+  type VerifiedAttestation,
+  verifyAttestationQuotes,
+} from './verify-attestation.js';
+
+/** The variant-specific steps of vTPM validation (upstream's getTrustedKey and validateCVM). */
+export interface VtpmVariantChecks {
+  /**
+   * Decides whether `ak` (parsed from the document's ak_pub) is trusted for this variant. Records an
+   * `ak-trust` check; throws `rec.fail('ak-trust', …)` when it is not.
+   */
+  checkAk(
+    doc: VtpmDocument,
+    ak: TpmtPublic,
+    extraData: Uint8Array,
+    rec: CheckRecorder,
+    options?: CallOptions,
+  ): Promise<void>;
+  /**
+   * Variant checks on the verified machine state (upstream's validateCVM). Records a `cvm` check;
+   * throws `rec.fail('cvm', …)` on failure.
+   */
+  validateCvm(
+    doc: VtpmDocument,
+    state: VerifiedAttestation,
+    rec: CheckRecorder,
+    options?: CallOptions,
+  ): Promise<void>;
+}
+
+/** Renders one mismatch as "PCR4: expected <hex>, got <hex>". */
+export function describeMismatch(m: MeasurementMismatch): string {
+  const actual = m.actual ? Buffer.from(m.actual).toString('hex') : '(missing)';
+  return `PCR${m.index}: expected ${Buffer.from(m.expected).toString('hex')}, got ${actual}${m.warnOnly ? ' (warnOnly)' : ''}`;
+}
+
+/**
+ * Compares `pcrs` through `policy`. Records `measurements`; throws with every mismatch (warnOnly ones
+ * included) when an enforced one differs; returns the warnOnly mismatches otherwise.
+ */
+export function compareMeasurements(
+  policy: MeasurementPolicy,
+  pcrs: Map<number, Uint8Array>,
+  rec: CheckRecorder,
+): MeasurementMismatch[] {
+  const mismatches = policy.compare(pcrs);
+  const enforced = mismatches.filter((m) => !m.warnOnly);
+  if (enforced.length > 0) {
+    throw rec.fail(
+      'measurements',
+      `measurement validation failed: ${enforced.map(describeMismatch).join('; ')}`,
+      {
+        mismatches,
+      },
+    );
+  }
+  const warnings = mismatches.filter((m) => m.warnOnly);
+  rec.pass(
+    'measurements',
+    warnings.length
+      ? `match, with ${warnings.length} warnOnly mismatch(es)`
+      : 'all expected measurements match',
+  );
+  return warnings;
+}
+
+/** Options of {@link VtpmValidator}. */
+export interface VtpmValidatorOptions {
+  /** Receives one warning per tolerated (warnOnly) mismatch. */
+  logger?: Logger;
+}
+
+function throwIfAborted(options?: CallOptions): void {
+  options?.signal?.throwIfAborted();
+}
+
+/** Validates upstream's vTPM attestation documents for one variant. */
+export class VtpmValidator implements Validator {
+  /** The variant's OID. */
+  readonly oid: string;
+
+  /**
+   * @param variant the vTPM variant this validator accepts
+   * @param variantChecks AK trust and CVM checks of the variant
+   * @param policy expected measurements (from the attestation config)
+   */
+  constructor(
+    readonly variant: Variant,
+    private readonly variantChecks: VtpmVariantChecks,
+    private readonly policy: MeasurementPolicy,
+    private readonly options: VtpmValidatorOptions = {},
+  ) {
+    this.oid = VARIANT_OIDS[variant];
+  }
+
+  /** {@inheritDoc Validator.validate} */
+  async validate(document: Uint8Array, nonce: Uint8Array, options?: CallOptions): Promise<ValidationResult> {
+    throwIfAborted(options);
+    const rec = new CheckRecorder();
+    try {
+      const doc = rec.run(() => decodeVtpmDocument(document));
+      rec.pass('document-format', `${this.variant} attestation document`);
+      const extraData = createHash('sha256').update(doc.userData).update(nonce).digest();
+      const ak = parseAttestationKey(doc.attestation.akPub, rec);
+      await this.variantChecks.checkAk(doc, ak, extraData, rec, options);
+      throwIfAborted(options);
+      const tpmNonce = createHash('sha256')
+        .update(doc.instanceInfo ?? new Uint8Array())
+        .update(extraData)
+        .digest();
+      const state = verifyAttestationQuotes(doc.attestation, ak, tpmNonce, rec);
+      await this.variantChecks.validateCvm(doc, state, rec, options);
+      const warnings = compareMeasurements(this.policy, state.quote.pcrs, rec);
+      for (const w of warnings) {
+        this.options.logger?.warn('Tolerated warnOnly measurement mismatch', {
+          variant: this.variant,
+          index: w.index,
+          expected: Buffer.from(w.expected).toString('hex'),
+          actual: w.actual ? Buffer.from(w.actual).toString('hex') : null,
+        });
+      }
+      return { userData: doc.userData, checks: [...rec.checks], warnings };
+    } catch (err) {
+      if (err instanceof AttestationError || options?.signal?.aborted) throw err;
+      // A variant's port failed (e.g. a cloud API is down): not a verdict on the attester, so keep
+      // the port's error code (e.g. unavailable) and name the step.
+      const last = rec.checks.at(-1)?.name ?? 'start';
+      throw wrapError(`validating ${this.variant} attestation after check ${last}`, err);
+    }
+  }
+}

@@ -1,0 +1,113 @@
+/**
+ * X.509 chain verification for attestation-key certificates (azure-trustedlaunch's AK cert, the GCE
+ * AK cert of a raw go-tpm-tools attestation). Roots are always configuration, never embedded
+ * (DESIGN.md "Attestation validation"); the time is an argument so expired chains can be judged at a
+ * chosen instant. Unknown critical extensions are not rejected (GCE AK certs carry a critical SAN with
+ * only a directoryName).
+ */
+import 'reflect-metadata';
+import { webcrypto } from 'node:crypto';
+import * as x509 from '@peculiar/x509';
+import { AttestationError } from '../../../ports/errors.js';
+
+x509.cryptoProvider.set(webcrypto as unknown as Parameters<typeof x509.cryptoProvider.set>[0]);
+
+/** Parses DER or PEM certificate bytes; every PEM block in the input is returned. */
+export function parseCertificates(
+  data: Uint8Array | string,
+  what: string,
+  check = 'ak-certificate',
+): x509.X509Certificate[] {
+  try {
+    const text = typeof data === 'string' ? data : Buffer.from(data).toString('latin1');
+    if (text.includes('-----BEGIN CERTIFICATE-----')) {
+      const blocks = text.match(/-----BEGIN CERTIFICATE-----[\s\S]+?-----END CERTIFICATE-----/g) ?? [];
+      return blocks.map((b) => new x509.X509Certificate(b));
+    }
+    return [
+      new x509.X509Certificate(typeof data === 'string' ? Buffer.from(data, 'latin1') : Buffer.from(data)),
+    ];
+  } catch (err) {
+    throw new AttestationError(
+      check,
+      `parsing ${what}: ${err instanceof Error ? err.message : String(err)}`,
+      {
+        cause: err,
+      },
+    );
+  }
+}
+
+function isCa(cert: x509.X509Certificate): boolean {
+  const bc = cert.getExtension(x509.BasicConstraintsExtension);
+  return bc?.ca === true;
+}
+
+function checkValidity(cert: x509.X509Certificate, at: Date, check: string): void {
+  if (at < cert.notBefore || at > cert.notAfter) {
+    throw new AttestationError(
+      check,
+      `certificate "${cert.subject}" is not valid at ${at.toISOString()} (valid ${cert.notBefore.toISOString()} … ${cert.notAfter.toISOString()})`,
+    );
+  }
+}
+
+async function signedBy(cert: x509.X509Certificate, issuer: x509.X509Certificate): Promise<boolean> {
+  if (cert.issuer !== issuer.subject) return false;
+  try {
+    return await cert.verify({ publicKey: issuer, signatureOnly: true });
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * Verifies that `leaf` chains through `intermediates` to one of `roots`, every certificate valid at
+ * `at`, issuers being CAs. Returns the chain leaf-first, root last.
+ * @throws AttestationError (`check`, default `ak-certificate`) naming the certificate that failed
+ */
+export async function verifyCertificateChain(
+  leaf: x509.X509Certificate,
+  intermediates: x509.X509Certificate[],
+  roots: x509.X509Certificate[],
+  at: Date,
+  check = 'ak-certificate',
+): Promise<x509.X509Certificate[]> {
+  if (roots.length === 0) throw new AttestationError(check, 'no trusted roots configured');
+  const chain = [leaf];
+  checkValidity(leaf, at, check);
+  let current = leaf;
+  for (let depth = 0; depth < 8; depth++) {
+    for (const root of roots) {
+      if (await signedBy(current, root)) {
+        checkValidity(root, at, check);
+        chain.push(root);
+        return chain;
+      }
+    }
+    let next: x509.X509Certificate | undefined;
+    for (const c of intermediates) {
+      if (chain.some((x) => x.equal(c))) continue;
+      if (await signedBy(current, c)) {
+        next = c;
+        break;
+      }
+    }
+    if (!next) {
+      throw new AttestationError(
+        check,
+        `certificate "${current.subject}" is not signed by a trusted root or given intermediate (issuer "${current.issuer}")`,
+      );
+    }
+    if (!isCa(next)) throw new AttestationError(check, `intermediate "${next.subject}" is not a CA`);
+    checkValidity(next, at, check);
+    chain.push(next);
+    current = next;
+  }
+  throw new AttestationError(check, 'certificate chain is too long');
+}
+
+/** The certificate's public key as SPKI DER. */
+export function certificateSpki(cert: x509.X509Certificate): Buffer {
+  return Buffer.from(cert.publicKey.rawData);
+}
