@@ -18,7 +18,7 @@ import { join } from 'node:path';
 import { ConfbootError, type ConfbootErrorCode, wrapError } from '../../ports/errors.js';
 import type { Tpm, TpmQuote } from '../../ports/tpm.js';
 import type { CallOptions } from '../../ports/types.js';
-import { matchesRsaAkTemplate, parseQuoteInfo, TPM_ALG_SHA256 } from './tpm-structures.js';
+import { matchesRsaAkTemplate, parseQuoteInfo, TPM_ALG_SHA1, TPM_ALG_SHA256 } from './tpm-structures.js';
 
 /** go-tpm-tools' persistent handle for the RSA attestation key. */
 export const DEFAULT_AK_HANDLE = 0x81008f01;
@@ -29,6 +29,15 @@ export const ALL_PCRS: readonly number[] = Array.from({ length: 24 }, (_, i) => 
 
 const AK_ATTRIBUTES = 'fixedtpm|fixedparent|sensitivedataorigin|userwithauth|noda|restricted|sign';
 const SHA256_SIZE = 32;
+
+/** A PCR bank {@link Tpm2ToolsTpm.quoteBank} can quote. */
+export type PcrBank = 'sha1' | 'sha256';
+const BANKS: Record<PcrBank, { alg: number; size: number }> = {
+  sha1: { alg: TPM_ALG_SHA1, size: 20 },
+  sha256: { alg: TPM_ALG_SHA256, size: SHA256_SIZE },
+};
+/** The pcrDigest's hash follows the AK's signing scheme; its size tells which one it is. */
+const DIGEST_HASH_BY_SIZE: Record<number, string> = { 20: 'sha1', 32: 'sha256', 48: 'sha384', 64: 'sha512' };
 const STDERR_LIMIT = 2000;
 
 /** Options for {@link Tpm2ToolsTpm}. */
@@ -151,7 +160,22 @@ export class Tpm2ToolsTpm implements Tpm {
     pcrs: number[] = [...ALL_PCRS],
     options?: CallOptions,
   ): Promise<TpmQuote> {
-    const what = `quoting SHA-256 PCRs ${pcrs.join(',')}`;
+    return this.quoteBank('sha256', qualifyingData, pcrs, options);
+  }
+
+  /**
+   * Quotes PCRs of one bank (`sha256` as {@link quote}, or `sha1` for documents that carry every
+   * bank like go-tpm-tools'). PCR values come back with the bank's digest size; the quote's
+   * pcrDigest uses the AK's signing hash either way.
+   */
+  async quoteBank(
+    bank: PcrBank,
+    qualifyingData: Uint8Array,
+    pcrs: number[] = [...ALL_PCRS],
+    options?: CallOptions,
+  ): Promise<TpmQuote> {
+    const { alg, size } = BANKS[bank];
+    const what = `quoting ${bank.toUpperCase()} PCRs ${pcrs.join(',')}`;
     const selection = normalizePcrs(pcrs, what);
     if (selection.length === 0) throw new ConfbootError('invalid-argument', `${what}: no PCRs selected`);
     return this.operation(what, options, async (ctx) => {
@@ -159,7 +183,7 @@ export class Tpm2ToolsTpm implements Tpm {
       const msg = join(ctx.dir, 'quote.msg');
       const sig = join(ctx.dir, 'quote.sig');
       const values = join(ctx.dir, 'quote.pcrs');
-      const args = ['-c', this.akHandleHex, '-l', `sha256:${selection.join(',')}`, '-g', 'sha256'];
+      const args = ['-c', this.akHandleHex, '-l', `${bank}:${selection.join(',')}`, '-g', 'sha256'];
       args.push('-m', msg, '-s', sig, '-o', values, '-F', 'values');
       if (qualifyingData.length > 0) args.push('-q', Buffer.from(qualifyingData).toString('hex'));
       // tpm2_quote reads the PCR values after the TPM signed; another TPM user extending in between
@@ -173,15 +197,17 @@ export class Tpm2ToolsTpm implements Tpm {
         if (!sameBytes(info.extraData, qualifyingData))
           throw new ConfbootError('internal', 'the TPM quoted different qualifying data than requested');
         const sel = info.pcrSelections;
-        if (sel.length !== 1 || sel[0]?.hash !== TPM_ALG_SHA256 || sel[0].pcrs.join() !== selection.join())
+        if (sel.length !== 1 || sel[0]?.hash !== alg || sel[0].pcrs.join() !== selection.join())
           throw new ConfbootError('internal', 'the TPM quoted a different PCR selection than requested');
-        if (flat.length !== selection.length * SHA256_SIZE)
+        if (flat.length !== selection.length * size)
           throw new ConfbootError('internal', `tpm2_quote returned ${flat.length} bytes of PCR values`);
-        const digest = createHash('sha256').update(flat).digest();
-        if (digest.equals(info.pcrDigest)) {
+        const digestHash = DIGEST_HASH_BY_SIZE[info.pcrDigest.length];
+        if (!digestHash)
+          throw new ConfbootError('internal', `quote has a PCR digest of ${info.pcrDigest.length} bytes`);
+        if (createHash(digestHash).update(flat).digest().equals(info.pcrDigest)) {
           const pcrValues = new Map<number, Uint8Array>();
           selection.forEach((p, i) => {
-            pcrValues.set(p, new Uint8Array(flat.subarray(i * SHA256_SIZE, (i + 1) * SHA256_SIZE)));
+            pcrValues.set(p, new Uint8Array(flat.subarray(i * size, (i + 1) * size)));
           });
           return { quote, rawSig, pcrs: pcrValues };
         }

@@ -127,6 +127,22 @@ describe('Tpm2ToolsTpm on swtpm', () => {
       expect(await checkQuote(tmp(), pem, q.quote, q.rawSig, new Uint8Array(0))).toBe(true);
     });
 
+    it('quotes the SHA-1 bank on request: 20-byte values, digest by the AK signing hash', async () => {
+      const s = await swtpm();
+      const tpm = new Tpm2ToolsTpm({ tcti: s.tcti });
+      await tpm.pcrEvent(16, Buffer.from('some event'));
+      const q = await tpm.quoteBank('sha1', nonce(3), [0, 16]);
+      expect([...q.pcrs.values()].map((v) => v.length)).toEqual([20, 20]);
+      expect(Buffer.from(q.pcrs.get(16) as Uint8Array).toString('hex')).toBe(
+        sha1(Buffer.alloc(20), sha1(Buffer.from('some event'))).toString('hex'),
+      );
+      expect(
+        pcrDigestOf(q.quote).equals(sha256(q.pcrs.get(0) as Uint8Array, q.pcrs.get(16) as Uint8Array)),
+      ).toBe(true);
+      const pem = rsaAkPem(await tpm.attestationKeyPublic());
+      expect(await checkQuote(tmp(), pem, q.quote, q.rawSig, nonce(3))).toBe(true);
+    });
+
     it('serializes parallel quotes from several adapters on one swtpm', async () => {
       const s = await swtpm();
       const dir = tmp();

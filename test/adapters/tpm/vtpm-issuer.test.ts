@@ -166,6 +166,24 @@ describe('VtpmIssuer on swtpm', () => {
     expect(Object.keys(doc.Attestation.quotes[0]?.pcrs.pcrs ?? {}).sort()).toEqual(['15', '4', '9']);
   });
 
+  it('adds a SHA-1 quote first when asked, both over the same TPM nonce', async () => {
+    const s = await swtpm();
+    const tpm = new Tpm2ToolsTpm({ tcti: s.tcti });
+    const { doc, text } = parse(
+      await createQemuVtpmIssuer(tpm, { sha1Quoter: tpm }).issue(userData, verifierNonce),
+    );
+    expect(doc.Attestation.quotes.map((q) => q.pcrs.hash)).toEqual([4, 11]);
+    expect(text).toMatch(/"quotes":\[\{"quote":"[^"]+","raw_sig":"[^"]+","pcrs":\{"hash":4,"pcrs":\{"0":"/);
+    const tpmNonce = sha256(sha256(userData, verifierNonce));
+    const pem = rsaAkPem(b(doc.Attestation.ak_pub));
+    for (const q of doc.Attestation.quotes) {
+      expect(extraDataOf(b(q.quote)).equals(tpmNonce)).toBe(true);
+      expect(await checkQuote(tmp(), pem, b(q.quote), b(q.raw_sig), tpmNonce)).toBe(true);
+    }
+    expect(b(doc.Attestation.quotes[0]?.pcrs.pcrs['0'] ?? '').length).toBe(20);
+    expect(b(doc.Attestation.quotes[1]?.pcrs.pcrs['0'] ?? '').length).toBe(32);
+  });
+
   it('refuses non-vTPM variants and wraps TPM failures with the variant', async () => {
     const s = await swtpm();
     await s.stop();

@@ -9,14 +9,15 @@
  *
  * The document is upstream's Go-JSON `AttestationDocument`, byte for byte as Go's encoding/json
  * writes it: struct field order, `omitempty` on the go-tpm-tools protobuf fields, standard base64
- * with padding, map keys sorted as strings, `null` for nil. Only the SHA-256 bank is quoted
- * (go-tpm-tools also adds SHA-1; the validator ignores it, and REFERENCE says compare SHA-256 only).
+ * with padding, map keys sorted as strings, `null` for nil. By default only the SHA-256 bank is
+ * quoted (go-tpm-tools quotes every bank; validators compare the SHA-256 quote only); a SHA-1 quote
+ * can be added with {@link VtpmIssuerOptions.sha1Quoter}.
  */
 import { createHash } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import { ConfbootError, wrapError } from '../../../ports/errors.js';
 import type { Issuer } from '../../../ports/issuer.js';
-import type { Tpm } from '../../../ports/tpm.js';
+import type { Tpm, TpmQuote } from '../../../ports/tpm.js';
 import type { CallOptions } from '../../../ports/types.js';
 import { VARIANT_OIDS, type Variant } from '../../../ports/variant.js';
 
@@ -53,6 +54,22 @@ export interface VtpmIssuerOptions {
   eventLogPath?: string;
   /** PCRs to quote, default 0–23. */
   pcrs?: number[];
+  /**
+   * When set, the document also carries a quote of the SHA-1 bank, placed first as go-tpm-tools
+   * orders banks. Default: SHA-256 only (validators compare the SHA-256 quote alone).
+   */
+  sha1Quoter?: Sha1Quoter;
+}
+
+/** A TPM that can quote the SHA-1 bank too (e.g. the tpm2-tools adapter's `quoteBank`). */
+export interface Sha1Quoter {
+  /** Quotes SHA-1 PCRs `pcrs` with `qualifyingData`, signed by the same AK as the SHA-256 quote. */
+  quoteBank(
+    bank: 'sha1',
+    qualifyingData: Uint8Array,
+    pcrs?: number[],
+    options?: CallOptions,
+  ): Promise<TpmQuote>;
 }
 
 /** One quote as go-tpm-tools' `tpm.Quote`. */
@@ -132,6 +149,7 @@ export class VtpmIssuer implements Issuer {
   private readonly instanceInfo: InstanceInfoProvider | undefined;
   private readonly eventLogPath: string | undefined;
   private readonly pcrs: number[] | undefined;
+  private readonly sha1Quoter: Sha1Quoter | undefined;
 
   constructor(options: VtpmIssuerOptions) {
     const name: string = options.variant;
@@ -143,6 +161,7 @@ export class VtpmIssuer implements Issuer {
     this.instanceInfo = options.instanceInfo;
     this.eventLogPath = options.eventLogPath;
     this.pcrs = options.pcrs;
+    this.sha1Quoter = options.sha1Quoter;
   }
 
   async issue(userData: Uint8Array, nonce: Uint8Array, options?: CallOptions): Promise<Uint8Array> {
@@ -151,11 +170,17 @@ export class VtpmIssuer implements Issuer {
       const instanceInfo = this.instanceInfo ? await this.instanceInfo(extraData, options) : undefined;
       const tpmNonce = makeTpmNonce(instanceInfo, extraData);
       const akPub = await this.tpm.attestationKeyPublic(options);
+      const quotes: GoTpmQuote[] = [];
+      if (this.sha1Quoter) {
+        const q1 = await this.sha1Quoter.quoteBank('sha1', tpmNonce, this.pcrs, options);
+        quotes.push({ quote: q1.quote, rawSig: q1.rawSig, hash: HASH_ALGO.SHA1, pcrs: q1.pcrs });
+      }
       const q = await this.tpm.quote(tpmNonce, this.pcrs, options);
+      quotes.push({ quote: q.quote, rawSig: q.rawSig, hash: HASH_ALGO.SHA256, pcrs: q.pcrs });
       const eventLog = this.eventLogPath ? await readEventLog(this.eventLogPath) : undefined;
       return encodeAttestationDocument({
         akPub,
-        quotes: [{ quote: q.quote, rawSig: q.rawSig, hash: HASH_ALGO.SHA256, pcrs: q.pcrs }],
+        quotes,
         ...(eventLog ? { eventLog } : {}),
         instanceInfo,
         userData,
