@@ -69,8 +69,8 @@ export class StubMetadata implements MetadataAPI {
   };
   selfAnswers: Array<InstanceMetadata | Error> = [];
   selfErr?: Error;
-  /** When set, self() hangs until its signal aborts. */
-  selfHangs = false;
+  /** The first this many self() calls hang until their signal aborts. */
+  selfHangCount = 0;
   listValue: InstanceMetadata[] = [
     { name: 'cp-0', providerId: 'p0', role: 'ControlPlane', vpcIp: '192.0.2.10' },
   ];
@@ -88,7 +88,10 @@ export class StubMetadata implements MetadataAPI {
   self(options?: CallOptions): Promise<InstanceMetadata> {
     this.calls.push('self');
     this.options.push(options);
-    if (this.selfHangs) return hang(options);
+    if (this.selfHangCount > 0) {
+      this.selfHangCount--;
+      return hang(options);
+    }
     return answer(this.selfAnswers, this.selfErr, this.selfValue);
   }
   list(options?: CallOptions): Promise<InstanceMetadata[]> {

@@ -1,0 +1,478 @@
+/**
+ * The join flow (upstream JoinClient, REFERENCE §2.3 with the preamble's differences). Runs on every
+ * new node next to the init server: it asks a join service for a join ticket, takes the node lock
+ * with the cluster ID derived from the ticket, and then — past the point of no return — sets the
+ * state disk passphrase, writes the control-plane files, the kubelet credentials and the node state,
+ * and joins the Kubernetes cluster. Before the lock every failure is retried with capped exponential
+ * backoff and full jitter; after the lock every failure is final.
+ */
+import type { Clock } from '../ports/clock.js';
+import type { ClusterJoiner, JoinClusterArgs } from '../ports/cluster-joiner.js';
+import type { CsrFactory } from '../ports/csr-factory.js';
+import type { EncryptedDisk } from '../ports/encrypted-disk.js';
+import { ConfbootError, wrapError } from '../ports/errors.js';
+import type { FileWriter } from '../ports/file-writer.js';
+import type { JoinTicketClient } from '../ports/join-ticket-client.js';
+import type { Logger } from '../ports/logger.js';
+import type { MetadataAPI } from '../ports/metadata-api.js';
+import type { NodeStateStore } from '../ports/node-state-store.js';
+import type { Random } from '../ports/random.js';
+import type { InstanceMetadata, JoinTicket, JoinTicketRequest } from '../ports/types.js';
+import { type BackoffOptions, callWithTimeout, checkBackoffOptions, fullJitterDelayMs } from './backoff.js';
+import { messageOf, unrecoverable } from './errors.js';
+import { deriveClusterId } from './key-derivation.js';
+import type { NodeLockLike } from './node-lock.js';
+
+/** NodePort of the join service that joining nodes dial (upstream `JoinServiceNodePort`). */
+export const JOIN_SERVICE_NODE_PORT = 30090;
+
+/**
+ * The only control-plane file names a join ticket may carry (kubeadm's names, REFERENCE §1.4),
+ * relative to the pki directory. Anything else (e.g. `../x`) is refused: the names become paths.
+ */
+export const CONTROL_PLANE_FILE_NAMES: readonly string[] = Object.freeze([
+  'ca.key',
+  'sa.key',
+  'front-proxy-ca.key',
+  'etcd/ca.key',
+  'ca.crt',
+  'sa.pub',
+  'front-proxy-ca.crt',
+  'etcd/ca.crt',
+]);
+
+/** How many times kubeadm join is tried after the lock (upstream: 3). */
+export const JOIN_CLUSTER_ATTEMPTS = 3;
+
+/** Where the join flow writes the node's credentials. */
+export interface JoinPaths {
+  /** Directory of the control-plane files (upstream `/etc/kubernetes/pki`). */
+  pkiDir: string;
+  /** Kubelet client certificate (PEM). */
+  kubeletCertPath: string;
+  /** Kubelet client key (PEM). */
+  kubeletKeyPath: string;
+}
+
+/** Per-call deadlines in milliseconds. */
+export interface JoinTimeouts {
+  /** Each metadata call (upstream: 30 s). */
+  metadataMs: number;
+  /** Each IssueJoinTicket call (upstream: 30 s). */
+  joinTicketMs: number;
+  /** Each kubeadm join attempt (upstream: 5 min). */
+  joinClusterMs: number;
+}
+
+/** Upstream's paths. */
+export const DEFAULT_JOIN_PATHS: Readonly<JoinPaths> = Object.freeze({
+  pkiDir: '/etc/kubernetes/pki',
+  kubeletCertPath: '/run/state/kubelet/pki/kubelet-client-crt.pem',
+  kubeletKeyPath: '/run/state/kubelet/pki/kubelet-client-key.pem',
+});
+
+/** Upstream's timeouts. */
+export const DEFAULT_JOIN_TIMEOUTS: Readonly<JoinTimeouts> = Object.freeze({
+  metadataMs: 30_000,
+  joinTicketMs: 30_000,
+  joinClusterMs: 5 * 60_000,
+});
+
+/** Default backoff: first ceiling 1 s, capped at upstream's fixed 30 s interval. */
+export const DEFAULT_JOIN_BACKOFF: Readonly<BackoffOptions> = Object.freeze({
+  initialMs: 1_000,
+  maxMs: 30_000,
+});
+
+/** The ports the join flow uses (only the slices it needs). */
+export interface JoinFlowDeps {
+  metadata: Pick<MetadataAPI, 'self' | 'list' | 'getLoadBalancerEndpoint'>;
+  disk: Pick<EncryptedDisk, 'open' | 'uuid' | 'updatePassphrase'>;
+  joinClient: Pick<JoinTicketClient, 'issueJoinTicket'>;
+  csrFactory: CsrFactory;
+  lock: NodeLockLike;
+  files: FileWriter;
+  nodeState: Pick<NodeStateStore, 'write'>;
+  joiner: ClusterJoiner;
+  clock: Clock;
+  random: Pick<Random, 'float'>;
+  logger: Logger;
+}
+
+/** Tuning of the join flow; every field has upstream's default. */
+export interface JoinFlowOptions {
+  /** Port of the join service on every endpoint (default 30090). */
+  joinServicePort?: number;
+  paths?: Partial<JoinPaths>;
+  backoff?: Partial<BackoffOptions>;
+  timeouts?: Partial<JoinTimeouts>;
+  /**
+   * Called once right after the node lock was taken (upstream `cleaner.Clean()`), e.g. to stop the
+   * init server. A failure is final like every other failure after the lock.
+   */
+  onPointOfNoReturn?: () => void | Promise<void>;
+}
+
+/** How a join run ended without an error. */
+export type JoinOutcome =
+  /** The node joined the cluster. */
+  | { outcome: 'joined' }
+  /** The node lock was already taken: an init is running on this node, so the join stopped and wrote nothing. */
+  | { outcome: 'init-in-progress' }
+  /** `stop()` was called before the lock. */
+  | { outcome: 'stopped' };
+
+interface TicketAttempt {
+  ticket: JoinTicket;
+  /** PEM key of the CSR the kubelet certificate was issued for. Secret. */
+  keyPem: Uint8Array;
+  endpoint: string;
+}
+
+/** `host:port`, with brackets around IPv6 hosts. */
+export function joinHostPort(host: string, port: number | string): string {
+  return host.includes(':') && !host.startsWith('[') ? `[${host}]:${port}` : `${host}:${port}`;
+}
+
+/**
+ * Checks a join ticket before the node lock is taken, so a malformed ticket costs one retry instead
+ * of the node. Throws `invalid-argument` naming the field (never its value).
+ */
+export function checkJoinTicket(ticket: JoinTicket, isControlPlane: boolean): void {
+  const missing = (field: string) =>
+    new ConfbootError('invalid-argument', `checking join ticket: ${field} is empty`, { recoverable: true });
+  if (ticket.stateDiskKey.length === 0) throw missing('state disk key');
+  if (ticket.measurementSecret.length === 0) throw missing('measurement secret');
+  if (ticket.measurementSalt.length === 0) throw missing('measurement salt');
+  if (ticket.kubeletCert.length === 0) throw missing('kubelet certificate');
+  if (ticket.apiServerEndpoint === '') throw missing('API server endpoint');
+  if (ticket.token === '') throw missing('bootstrap token');
+  if (ticket.discoveryTokenCaCertHash === '') throw missing('discovery token CA cert hash');
+  if (!isControlPlane) return;
+  const seen = new Set<string>();
+  for (const file of ticket.controlPlaneFiles) {
+    if (!CONTROL_PLANE_FILE_NAMES.includes(file.name)) {
+      throw new ConfbootError(
+        'invalid-argument',
+        `checking join ticket: unexpected control-plane file name ${JSON.stringify(file.name)}`,
+        { recoverable: true },
+      );
+    }
+    if (seen.has(file.name)) {
+      throw new ConfbootError(
+        'invalid-argument',
+        `checking join ticket: control-plane file ${JSON.stringify(file.name)} appears twice`,
+        { recoverable: true },
+      );
+    }
+    seen.add(file.name);
+  }
+}
+
+/** The join flow of one node; `run()` once, `stop()` from anywhere. */
+export class JoinFlow {
+  readonly #deps: JoinFlowDeps;
+  readonly #port: number;
+  readonly #paths: JoinPaths;
+  readonly #backoff: BackoffOptions;
+  readonly #timeouts: JoinTimeouts;
+  readonly #onPointOfNoReturn: (() => void | Promise<void>) | undefined;
+  readonly #stop = new AbortController();
+  #started = false;
+
+  /** Throws `invalid-argument` for invalid backoff bounds. */
+  constructor(deps: JoinFlowDeps, options: JoinFlowOptions = {}) {
+    this.#deps = deps;
+    this.#port = options.joinServicePort ?? JOIN_SERVICE_NODE_PORT;
+    this.#paths = { ...DEFAULT_JOIN_PATHS, ...options.paths };
+    this.#backoff = { ...DEFAULT_JOIN_BACKOFF, ...options.backoff };
+    checkBackoffOptions(this.#backoff);
+    this.#timeouts = { ...DEFAULT_JOIN_TIMEOUTS, ...options.timeouts };
+    this.#onPointOfNoReturn = options.onPointOfNoReturn;
+  }
+
+  /**
+   * Asks the flow to stop. Before the node lock, pending sleeps and calls are aborted and `run()`
+   * resolves `{outcome: 'stopped'}` promptly. After the lock the flow finishes what it started (a
+   * half-joined node is worse than a late stop), so this may be called from `onPointOfNoReturn`.
+   */
+  stop(): void {
+    if (!this.#stop.signal.aborted) {
+      this.#stop.abort(new ConfbootError('failed-precondition', 'join flow stopped', { recoverable: false }));
+    }
+  }
+
+  /** Whether `stop()` was called. */
+  get stopped(): boolean {
+    return this.#stop.signal.aborted;
+  }
+
+  /**
+   * Runs the join. Resolves with how it ended; rejects when the state disk cannot be read (before
+   * the lock, error code kept) or when anything fails after the node lock (never recoverable: the
+   * caller marks the disk for reset and reboots). Can run only once.
+   */
+  async run(): Promise<JoinOutcome> {
+    if (this.#started) throw new ConfbootError('failed-precondition', 'join flow: run() was already called');
+    this.#started = true;
+    const signal = this.#stop.signal;
+    const { logger } = this.#deps;
+    if (signal.aborted) return { outcome: 'stopped' };
+
+    const diskUuid = await this.#readDiskUuid();
+    const self = await this.#waitForSelf(signal);
+    if (self === undefined) return this.#stopped();
+    logger.info('Starting join', { name: self.name, role: self.role });
+
+    for (let attempt = 0; ; attempt++) {
+      const got = await this.#tryEndpoints(diskUuid, self, signal);
+      if (signal.aborted) return this.#stopped();
+      if (got !== undefined) return this.#startNodeAndJoin(self, got);
+      if (!(await this.#backoffSleep(attempt, signal))) return this.#stopped();
+    }
+  }
+
+  #stopped(): JoinOutcome {
+    this.#deps.logger.info('Join flow stopped');
+    return { outcome: 'stopped' };
+  }
+
+  /** Sleeps the jittered backoff of `attempt`; false when stopped meanwhile. */
+  async #backoffSleep(attempt: number, signal: AbortSignal): Promise<boolean> {
+    const delayMs = fullJitterDelayMs(attempt, this.#backoff, this.#deps.random);
+    try {
+      await this.#deps.clock.sleep(delayMs, signal);
+    } catch {
+      // Clock.sleep rejects only on abort.
+    }
+    return !signal.aborted;
+  }
+
+  async #readDiskUuid(): Promise<string> {
+    const { disk, logger } = this.#deps;
+    let release: () => Promise<void>;
+    try {
+      release = await disk.open();
+    } catch (err) {
+      throw wrapError('join: opening state disk', err);
+    }
+    try {
+      const uuid = (await disk.uuid()).toLowerCase();
+      if (uuid === '') throw new ConfbootError('internal', 'state disk has an empty UUID');
+      return uuid;
+    } catch (err) {
+      throw wrapError('join: reading state disk UUID', err);
+    } finally {
+      await release().catch((err: unknown) =>
+        logger.warn('Failed to release state disk', { error: messageOf(err) }),
+      );
+    }
+  }
+
+  /** Polls metadata until this node has a name and a known role; undefined when stopped. */
+  async #waitForSelf(signal: AbortSignal): Promise<InstanceMetadata | undefined> {
+    const { metadata, clock, logger } = this.#deps;
+    for (let attempt = 0; ; attempt++) {
+      if (signal.aborted) return undefined;
+      try {
+        const self = await callWithTimeout(
+          clock,
+          'getting own metadata',
+          this.#timeouts.metadataMs,
+          signal,
+          (o) => metadata.self(o),
+        );
+        if (self.name !== '' && (self.role === 'ControlPlane' || self.role === 'Worker')) return self;
+        logger.warn('Metadata has no name or role for this node yet', { name: self.name, role: self.role });
+      } catch (err) {
+        if (signal.aborted) return undefined;
+        logger.warn('Failed to get own metadata', { error: messageOf(err) });
+      }
+      if (!(await this.#backoffSleep(attempt, signal))) return undefined;
+    }
+  }
+
+  /** Load balancer first (a failed lookup is tolerated), then the control planes from a random start. */
+  async #endpoints(signal: AbortSignal): Promise<string[]> {
+    const { metadata, clock, logger, random } = this.#deps;
+    const endpoints: string[] = [];
+    try {
+      const lb = await callWithTimeout(
+        clock,
+        'getting load balancer endpoint',
+        this.#timeouts.metadataMs,
+        signal,
+        (o) => metadata.getLoadBalancerEndpoint(o),
+      );
+      if (lb.host !== '') endpoints.push(joinHostPort(lb.host, this.#port));
+    } catch (err) {
+      if (!signal.aborted) logger.warn('Failed to get load balancer endpoint', { error: messageOf(err) });
+    }
+    try {
+      const peers = await callWithTimeout(
+        clock,
+        'listing instances',
+        this.#timeouts.metadataMs,
+        signal,
+        (o) => metadata.list(o),
+      );
+      const ips = peers.filter((p) => p.role === 'ControlPlane' && p.vpcIp !== '').map((p) => p.vpcIp);
+      if (ips.length > 0) {
+        // A random start spreads joining nodes over the control planes.
+        const start = Math.min(ips.length - 1, Math.floor(Math.max(0, random.float()) * ips.length));
+        for (const ip of [...ips.slice(start), ...ips.slice(0, start)])
+          endpoints.push(joinHostPort(ip, this.#port));
+      }
+    } catch (err) {
+      if (!signal.aborted) logger.warn('Failed to list control-plane nodes', { error: messageOf(err) });
+    }
+    return endpoints;
+  }
+
+  /** One round over all endpoints; the first valid ticket wins. Undefined when none gave one. */
+  async #tryEndpoints(
+    diskUuid: string,
+    self: InstanceMetadata,
+    signal: AbortSignal,
+  ): Promise<TicketAttempt | undefined> {
+    const { csrFactory, joinClient, clock, logger } = this.#deps;
+    const endpoints = await this.#endpoints(signal);
+    if (signal.aborted) return undefined;
+    if (endpoints.length === 0) {
+      logger.warn('No join service endpoints found');
+      return undefined;
+    }
+    const isControlPlane = self.role === 'ControlPlane';
+    for (const endpoint of endpoints) {
+      if (signal.aborted) return undefined;
+      try {
+        // A fresh key and CSR for every attempt: a key is never sent to two join services.
+        const csr = await csrFactory.create(self.name, self.vpcIp === '' ? [] : [self.vpcIp]);
+        const request: JoinTicketRequest = {
+          diskUuid,
+          certificateRequest: csr.csrDer,
+          isControlPlane,
+          hostPublicKey: new Uint8Array(0),
+          hostCertificatePrincipals: [],
+        };
+        const ticket = await callWithTimeout(
+          clock,
+          `issuing join ticket from ${endpoint}`,
+          this.#timeouts.joinTicketMs,
+          signal,
+          (o) => joinClient.issueJoinTicket(endpoint, request, o),
+        );
+        checkJoinTicket(ticket, isControlPlane);
+        logger.info('Got join ticket', { endpoint });
+        return { ticket, keyPem: csr.keyPem, endpoint };
+      } catch (err) {
+        if (signal.aborted) return undefined;
+        logger.warn('Failed to get join ticket', { endpoint, error: messageOf(err) });
+      }
+    }
+    return undefined;
+  }
+
+  async #startNodeAndJoin(self: InstanceMetadata, got: TicketAttempt): Promise<JoinOutcome> {
+    const { lock, disk, files, nodeState, logger } = this.#deps;
+    const { ticket } = got;
+    const clusterId = deriveClusterId(ticket.measurementSecret, ticket.measurementSalt);
+    let acquired: boolean;
+    try {
+      ({ acquired } = await lock.tryLockOnce(clusterId));
+    } catch (err) {
+      throw unrecoverable('join: taking node lock', err);
+    }
+    if (!acquired) {
+      logger.info('Node is already locked, an init is in progress; not joining');
+      return { outcome: 'init-in-progress' };
+    }
+
+    // Point of no return: the node is marked with the cluster ID. Nothing below can be retried
+    // from a clean state, so every failure is final (the caller resets the disk and reboots).
+    const step = async <T>(operation: string, fn: () => Promise<T> | T): Promise<T> => {
+      try {
+        return await fn();
+      } catch (err) {
+        throw unrecoverable(`join after node lock: ${operation}`, err);
+      }
+    };
+    await step('running point-of-no-return callback', () => this.#onPointOfNoReturn?.());
+    await step('updating state disk passphrase', async () => {
+      const release = await disk.open();
+      try {
+        await disk.updatePassphrase(ticket.stateDiskKey);
+      } finally {
+        await release().catch((err: unknown) =>
+          logger.warn('Failed to release state disk', { error: messageOf(err) }),
+        );
+      }
+    });
+    if (self.role === 'ControlPlane') {
+      for (const file of ticket.controlPlaneFiles) {
+        await step(`writing control-plane file ${file.name}`, () =>
+          files.writeExclusive(this.#pkiPath(file.name), file.data),
+        );
+      }
+    }
+    await step('writing kubelet certificate', () =>
+      files.writeExclusive(this.#paths.kubeletCertPath, ticket.kubeletCert),
+    );
+    await step('writing kubelet key', () => files.writeExclusive(this.#paths.kubeletKeyPath, got.keyPem));
+    await step('writing node state', () =>
+      nodeState.write({ role: self.role, measurementSalt: ticket.measurementSalt }),
+    );
+    await step('joining Kubernetes cluster', () =>
+      this.#joinCluster({
+        apiServerEndpoint: ticket.apiServerEndpoint,
+        token: ticket.token,
+        discoveryTokenCaCertHash: ticket.discoveryTokenCaCertHash,
+        nodeName: self.name,
+        nodeIp: self.vpcIp,
+        role: self.role,
+        kubernetesVersion: ticket.kubernetesVersion,
+        components: ticket.kubernetesComponents,
+        kubeletCertPath: this.#paths.kubeletCertPath,
+        kubeletKeyPath: this.#paths.kubeletKeyPath,
+      }),
+    );
+    logger.info('Joined the cluster', { role: self.role, endpoint: got.endpoint });
+    return { outcome: 'joined' };
+  }
+
+  #pkiPath(name: string): string {
+    // Checked before the lock already; checked again because this string becomes a path.
+    if (!CONTROL_PLANE_FILE_NAMES.includes(name)) {
+      throw new ConfbootError(
+        'invalid-argument',
+        `unexpected control-plane file name ${JSON.stringify(name)}`,
+      );
+    }
+    return `${this.#paths.pkiDir.replace(/\/+$/, '')}/${name}`;
+  }
+
+  /** kubeadm join, tried up to {@link JOIN_CLUSTER_ATTEMPTS} times (it sometimes fails transiently). */
+  async #joinCluster(args: JoinClusterArgs): Promise<void> {
+    const { joiner, clock, logger } = this.#deps;
+    let last: unknown;
+    for (let attempt = 0; attempt < JOIN_CLUSTER_ATTEMPTS; attempt++) {
+      try {
+        await callWithTimeout(clock, 'kubeadm join', this.#timeouts.joinClusterMs, undefined, (o) =>
+          joiner.joinCluster(args, o),
+        );
+        return;
+      } catch (err) {
+        last = err;
+        logger.error('Failed to join Kubernetes cluster', {
+          role: args.role,
+          attempt: attempt + 1,
+          error: messageOf(err),
+        });
+      }
+      if (attempt + 1 < JOIN_CLUSTER_ATTEMPTS) {
+        await clock.sleep(fullJitterDelayMs(attempt, this.#backoff, this.#deps.random));
+      }
+    }
+    throw wrapError(`${JOIN_CLUSTER_ATTEMPTS} attempts failed`, last);
+  }
+}
