@@ -1,0 +1,9 @@
+/** GCP provider. The Compute SDK loads only when a GcpMetadataAPI first calls the cloud. */
+export {
+  DEFAULT_GCE_METADATA_URL,
+  fetchCapableAuthClient,
+  type GcpAuthClient,
+  GcpMetadataAPI,
+  type GcpMetadataAPIOptions,
+  regionOfZone,
+} from './metadata-api.js';
