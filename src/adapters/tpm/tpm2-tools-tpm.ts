@@ -116,6 +116,19 @@ function normalizePcrs(pcrs: readonly number[], operation: string): number[] {
   return [...new Set(pcrs)].sort((a, b) => a - b);
 }
 
+/** `[0,1,2,3,7]` → `0-3,7`, for error messages. */
+function describePcrs(pcrs: readonly number[]): string {
+  const sorted = [...new Set(pcrs)].sort((a, b) => a - b);
+  const parts: string[] = [];
+  for (let i = 0; i < sorted.length; ) {
+    let j = i;
+    while (j + 1 < sorted.length && (sorted[j + 1] as number) === (sorted[j] as number) + 1) j++;
+    parts.push(j > i ? `${sorted[i]}-${sorted[j]}` : String(sorted[i]));
+    i = j + 1;
+  }
+  return parts.join(',') || 'none';
+}
+
 function sameBytes(a: Uint8Array, b: Uint8Array): boolean {
   return a.length === b.length && Buffer.from(a).equals(Buffer.from(b));
 }
@@ -175,7 +188,7 @@ export class Tpm2ToolsTpm implements Tpm {
     options?: CallOptions,
   ): Promise<TpmQuote> {
     const { alg, size } = BANKS[bank];
-    const what = `quoting ${bank.toUpperCase()} PCRs ${pcrs.join(',')}`;
+    const what = `quoting ${bank === 'sha1' ? 'SHA-1' : 'SHA-256'} PCRs ${describePcrs(pcrs)}`;
     const selection = normalizePcrs(pcrs, what);
     if (selection.length === 0) throw new ConfbootError('invalid-argument', `${what}: no PCRs selected`);
     return this.operation(what, options, async (ctx) => {
@@ -221,7 +234,7 @@ export class Tpm2ToolsTpm implements Tpm {
   }
 
   async readPcrs(pcrs: number[], options?: CallOptions): Promise<Map<number, Uint8Array>> {
-    const what = `reading SHA-256 PCRs ${pcrs.join(',')}`;
+    const what = `reading SHA-256 PCRs ${describePcrs(pcrs)}`;
     const selection = normalizePcrs(pcrs, what);
     if (selection.length === 0) return new Map();
     return this.operation(what, options, async (ctx) => {
