@@ -1,0 +1,13 @@
+/**
+ * The domain core of confboot: pure logic of the join flow, the init flow, the node lock, ticket
+ * issuance, the measurements policy and key derivation. Imports only src/ports and node:crypto;
+ * src/app wires it to adapters.
+ */
+export * from './backoff.js';
+export * from './errors.js';
+export * from './init-flow.js';
+export * from './join-flow.js';
+export * from './key-derivation.js';
+export * from './measurements.js';
+export * from './node-lock.js';
+export * from './ticket-issuer.js';

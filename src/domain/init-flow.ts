@@ -1,0 +1,235 @@
+/**
+ * The init flow (upstream InitServer logic, REFERENCE §2.2 with the preamble's differences). Runs on
+ * a new node next to the join flow and handles the operator's `confboot init`: it checks the init
+ * secret, sets up the KMS from the request, takes the node lock with the cluster ID, and then — past
+ * the point of no return — sets the state disk passphrase, writes the node state and initialises the
+ * cluster. A failure after the lock marks the state disk for reset and carries the node's logs.
+ */
+import type { ClusterInitializer } from '../ports/cluster-initializer.js';
+import type { EncryptedDisk } from '../ports/encrypted-disk.js';
+import { ConfbootError, wrapError } from '../ports/errors.js';
+import type { KmsFactory } from '../ports/kms-factory.js';
+import type { LogCollector } from '../ports/log-collector.js';
+import type { Logger } from '../ports/logger.js';
+import type { MetadataAPI } from '../ports/metadata-api.js';
+import type { NodeStateStore } from '../ports/node-state-store.js';
+import type { SecretHash } from '../ports/secret-hash.js';
+import type { InitRequest, InitResult } from '../ports/types.js';
+import { InitFailure, messageOf, splitIntoChunks, unrecoverable } from './errors.js';
+import {
+  deriveClusterId,
+  MEASUREMENT_SECRET_KEY_ID,
+  MEASUREMENT_SECRET_LENGTH,
+  SALT_LENGTH,
+  STATE_DISK_KEY_LENGTH,
+} from './key-derivation.js';
+import type { NodeLockLike } from './node-lock.js';
+
+/** Cluster name used when the request leaves it empty (upstream default). */
+export const DEFAULT_CLUSTER_NAME = 'constellation';
+
+/** The ports the init flow uses (only the slices it needs). */
+export interface InitFlowDeps {
+  metadata: Pick<MetadataAPI, 'initSecretHash' | 'self'>;
+  secretHash: SecretHash;
+  kmsFactory: KmsFactory;
+  lock: NodeLockLike;
+  disk: Pick<EncryptedDisk, 'open' | 'uuid' | 'updatePassphrase' | 'markDiskForReset'>;
+  nodeState: Pick<NodeStateStore, 'write'>;
+  initializer: ClusterInitializer;
+  logCollector: LogCollector;
+  logger: Logger;
+}
+
+/** Tuning of the init flow. */
+export interface InitFlowOptions {
+  /**
+   * Called once right after the node lock was taken (upstream `cleaner.Clean()`): stops the join
+   * flow. A failure is final like every other failure after the lock.
+   */
+  onPointOfNoReturn?: () => void | Promise<void>;
+  /** Deadline passed to the cluster initializer (kubeadm init), in ms; none by default. */
+  initClusterTimeoutMs?: number;
+}
+
+/** The init flow of one node. */
+export class InitFlow {
+  readonly #deps: InitFlowDeps;
+  readonly #options: InitFlowOptions;
+
+  constructor(deps: InitFlowDeps, options: InitFlowOptions = {}) {
+    this.#deps = deps;
+    this.#options = options;
+  }
+
+  /**
+   * Initialises the cluster on this node. Rejects with an {@link InitFailure}: `permission-denied`
+   * for a wrong init secret (checked before any key is used; no logs attached), `failed-precondition`
+   * "node is already being activated" when the node lock is taken, and after the lock any failure,
+   * never recoverable, with the state disk marked for reset. Every failure after the secret check
+   * carries the collected logs in chunks of at most 1024 bytes.
+   */
+  async init(request: InitRequest): Promise<{ result: InitResult }> {
+    const { logger } = this.#deps;
+    try {
+      await this.#checkInitSecret(request.initSecret);
+    } catch (err) {
+      logger.warn('Init refused', { error: messageOf(err) });
+      throw new InitFailure(asConfbootError('init', err));
+    }
+    let locked = false;
+    try {
+      return await this.#init(request, () => {
+        locked = true;
+      });
+    } catch (err) {
+      const failure = asConfbootError('init', err);
+      logger.error('Init failed', { error: failure.message, afterNodeLock: locked });
+      const diskMarkedForReset = locked ? await this.#markDiskForReset() : false;
+      const logChunks = await this.#collectLogs();
+      throw new InitFailure(failure, { logChunks, diskMarkedForReset });
+    }
+  }
+
+  async #checkInitSecret(initSecret: Uint8Array): Promise<void> {
+    const { metadata, secretHash } = this.#deps;
+    let hash: Uint8Array;
+    try {
+      hash = await metadata.initSecretHash();
+    } catch (err) {
+      throw wrapError('init: reading init secret hash from metadata', err);
+    }
+    if (hash.length === 0) {
+      throw new ConfbootError('failed-precondition', 'init: init secret hash in metadata is empty', {
+        recoverable: false,
+      });
+    }
+    let ok: boolean;
+    try {
+      ok = await secretHash.matches(hash, initSecret);
+    } catch (err) {
+      throw wrapError('init: checking init secret', err, 'internal');
+    }
+    if (!ok)
+      throw new ConfbootError('permission-denied', 'init: invalid init secret', { recoverable: false });
+  }
+
+  async #init(request: InitRequest, onLocked: () => void): Promise<{ result: InitResult }> {
+    const { metadata, kmsFactory, lock, disk, nodeState, initializer, logger } = this.#deps;
+    if (request.measurementSalt.length !== SALT_LENGTH) {
+      throw new ConfbootError(
+        'invalid-argument',
+        `init: measurement salt has ${request.measurementSalt.length} bytes, need ${SALT_LENGTH}`,
+      );
+    }
+    let self: Awaited<ReturnType<typeof metadata.self>>;
+    try {
+      self = await metadata.self();
+    } catch (err) {
+      throw wrapError('init: getting own metadata', err);
+    }
+    if (self.name === '')
+      throw new ConfbootError('unavailable', 'init: metadata has no name for this node yet');
+
+    const kms = await kmsFactory
+      .fromUri(request.kmsUri, request.storageUri)
+      .catch((err: unknown) => Promise.reject(wrapError('init: setting up KMS', err)));
+    const measurementSecret = await kms
+      .getDataKey(MEASUREMENT_SECRET_KEY_ID, MEASUREMENT_SECRET_LENGTH)
+      .catch((err: unknown) => Promise.reject(wrapError('init: getting measurement secret', err)));
+    const clusterId = deriveClusterId(measurementSecret, request.measurementSalt);
+
+    let acquired: boolean;
+    try {
+      ({ acquired } = await lock.tryLockOnce(clusterId));
+    } catch (err) {
+      onLocked(); // the lock stays taken when marking fails
+      throw unrecoverable('init: taking node lock', err);
+    }
+    if (!acquired) {
+      throw new ConfbootError('failed-precondition', 'node is already being activated', {
+        recoverable: false,
+      });
+    }
+    onLocked();
+
+    // Point of no return: the node is marked with the cluster ID. Every failure below is final.
+    const step = async <T>(operation: string, fn: () => Promise<T> | T): Promise<T> => {
+      try {
+        return await fn();
+      } catch (err) {
+        throw unrecoverable(`init after node lock: ${operation}`, err);
+      }
+    };
+    await step('running point-of-no-return callback', () => this.#options.onPointOfNoReturn?.());
+    const release = await step('opening state disk', () => disk.open());
+    try {
+      const uuid = await step('reading state disk UUID', async () => {
+        const u = (await disk.uuid()).toLowerCase();
+        if (u === '') throw new ConfbootError('internal', 'state disk has an empty UUID');
+        return u;
+      });
+      const diskKey = await step('getting state disk key', () => kms.getDataKey(uuid, STATE_DISK_KEY_LENGTH));
+      await step('updating state disk passphrase', () => disk.updatePassphrase(diskKey));
+    } finally {
+      await release().catch((err: unknown) =>
+        logger.warn('Failed to release state disk', { error: messageOf(err) }),
+      );
+    }
+    await step('writing node state', () =>
+      nodeState.write({ role: 'ControlPlane', measurementSalt: request.measurementSalt }),
+    );
+    const kubeconfig = await step('initializing Kubernetes cluster', () =>
+      initializer.initCluster(
+        {
+          kubernetesVersion: request.kubernetesVersion,
+          clusterName: request.clusterName === '' ? DEFAULT_CLUSTER_NAME : request.clusterName,
+          conformanceMode: request.conformanceMode,
+          components: request.kubernetesComponents,
+          apiserverCertSans: request.apiserverCertSans,
+          serviceCidr: request.serviceCidr,
+          nodeName: self.name,
+          nodeIp: self.vpcIp,
+        },
+        this.#options.initClusterTimeoutMs === undefined
+          ? undefined
+          : { timeoutInMs: this.#options.initClusterTimeoutMs },
+      ),
+    );
+    logger.info('Cluster initialized');
+    return { result: { kubeconfig, clusterId } };
+  }
+
+  /** Marks the state disk for reset; logs and returns false when that fails too. */
+  async #markDiskForReset(): Promise<boolean> {
+    const { disk, logger } = this.#deps;
+    try {
+      const release = await disk.open();
+      try {
+        await disk.markDiskForReset();
+      } finally {
+        await release().catch((err: unknown) =>
+          logger.warn('Failed to release state disk', { error: messageOf(err) }),
+        );
+      }
+      return true;
+    } catch (err) {
+      logger.error('Failed to mark state disk for reset', { error: messageOf(err) });
+      return false;
+    }
+  }
+
+  async #collectLogs(): Promise<Uint8Array[]> {
+    const { logCollector, logger } = this.#deps;
+    try {
+      return splitIntoChunks(await logCollector.collect());
+    } catch (err) {
+      logger.warn('Failed to collect logs', { error: messageOf(err) });
+      return [];
+    }
+  }
+}
+
+function asConfbootError(operation: string, err: unknown): ConfbootError {
+  return err instanceof ConfbootError ? err : wrapError(operation, err);
+}

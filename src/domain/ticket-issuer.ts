@@ -1,0 +1,234 @@
+/**
+ * Join ticket issuance (join service logic, REFERENCE §1.3, §1.6 and the preamble). Runs on control
+ * planes behind attested TLS: by the time a request arrives here the caller's attestation has
+ * passed. It derives the node's keys, creates a bootstrap token, signs the kubelet CSR after
+ * upstream's checks, and records the joining node. Errors carry precise kinds (the gRPC edge maps
+ * them to InvalidArgument, Unavailable, FailedPrecondition, …) and never contain secrets.
+ */
+import type { BootstrapTokens } from '../ports/bootstrap-tokens.js';
+import type { CertificateAuthority, CsrInfo } from '../ports/certificate-authority.js';
+import type { Clock } from '../ports/clock.js';
+import type { ClusterFacts } from '../ports/cluster-facts.js';
+import { ConfbootError, isConfbootError } from '../ports/errors.js';
+import type { KMS } from '../ports/kms.js';
+import type { Logger } from '../ports/logger.js';
+import type {
+  ControlPlaneFile,
+  JoinTicket,
+  JoinTicketRequest,
+  RejoinTicket,
+  RejoinTicketRequest,
+} from '../ports/types.js';
+import { dependencyError, messageOf } from './errors.js';
+import {
+  KUBERNETES_JOIN_TOKEN_TTL_MS,
+  MEASUREMENT_SECRET_KEY_ID,
+  MEASUREMENT_SECRET_LENGTH,
+  STATE_DISK_KEY_LENGTH,
+} from './key-derivation.js';
+
+/** Organization every kubelet CSR must carry, and nothing else. */
+export const KUBELET_CSR_ORGANIZATION = 'system:nodes';
+/** Prefix of a kubelet CSR's common name; the rest is the node name. */
+export const KUBELET_CSR_CN_PREFIX = 'system:node:';
+
+const UUID_RE = /^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$/;
+const RFC1123_LABEL = '[a-z0-9]([-a-z0-9]*[a-z0-9])?';
+const RFC1123_SUBDOMAIN_RE = new RegExp(`^${RFC1123_LABEL}(\\.${RFC1123_LABEL})*$`);
+
+/**
+ * Normalises a node name as the join service records it (lower case, `_` → `-`) and checks that
+ * the result is an RFC 1123 subdomain (dots allowed, unlike upstream's escaping bug). Throws
+ * `invalid-argument` otherwise.
+ */
+export function normalizeNodeName(name: string): string {
+  const normalized = name.toLowerCase().replaceAll('_', '-');
+  const labelsOk = normalized.split('.').every((l) => l.length <= 63);
+  if (normalized.length > 253 || !labelsOk || !RFC1123_SUBDOMAIN_RE.test(normalized)) {
+    throw new ConfbootError(
+      'invalid-argument',
+      `node name ${JSON.stringify(name)} is not a valid RFC 1123 name after normalisation`,
+    );
+  }
+  return normalized;
+}
+
+/** Throws `invalid-argument` unless `uuid` is a non-empty UUID (any case). */
+export function checkDiskUuid(uuid: string): void {
+  if (uuid === '') throw new ConfbootError('invalid-argument', 'disk UUID is empty');
+  if (!UUID_RE.test(uuid))
+    throw new ConfbootError('invalid-argument', `disk UUID ${JSON.stringify(uuid)} is not a UUID`);
+}
+
+/**
+ * Upstream's kubelet CSR checks on an inspected CSR (REFERENCE §1.6, §2.7): valid signature,
+ * organization exactly `system:nodes`, common name `system:node:<name>`, no DNS names. Returns the
+ * normalised node name; throws `invalid-argument` saying what to fix.
+ */
+export function checkKubeletCsr(info: CsrInfo): string {
+  const bad = (why: string) => new ConfbootError('invalid-argument', `kubelet CSR: ${why}`);
+  if (!info.signatureValid) throw bad('signature does not verify');
+  if (info.organizations.length !== 1 || info.organizations[0] !== KUBELET_CSR_ORGANIZATION) {
+    throw bad(`organization must be exactly [${JSON.stringify(KUBELET_CSR_ORGANIZATION)}]`);
+  }
+  if (!info.commonName.startsWith(KUBELET_CSR_CN_PREFIX)) {
+    throw bad(`common name must start with ${JSON.stringify(KUBELET_CSR_CN_PREFIX)}`);
+  }
+  if (info.dnsNames.length > 0) throw bad('DNS names are not allowed (IP addresses only)');
+  try {
+    return normalizeNodeName(info.commonName.slice(KUBELET_CSR_CN_PREFIX.length));
+  } catch (err) {
+    throw bad(messageOf(err));
+  }
+}
+
+/** The ports and facts ticket issuance uses. */
+export interface TicketIssuerDeps {
+  kms: Pick<KMS, 'getDataKey'>;
+  ca: CertificateAuthority;
+  tokens: BootstrapTokens;
+  facts: ClusterFacts;
+  /** The cluster's measurement salt (from `/var/config/measurementSalt`). */
+  measurementSalt: Uint8Array;
+  /** `<vpcIP>:6443` of this control plane. */
+  apiServerEndpoint: string;
+  clock: Clock;
+  logger: Logger;
+}
+
+/** Who is asking (for messages and logs). */
+export interface TicketContext {
+  /** The caller's address, `ip:port`. */
+  peer: string;
+}
+
+/** Issues join and rejoin tickets. */
+export class TicketIssuer {
+  readonly #deps: TicketIssuerDeps;
+
+  /** Throws `invalid-argument` when the measurement salt or the API server endpoint is empty. */
+  constructor(deps: TicketIssuerDeps) {
+    if (deps.measurementSalt.length === 0)
+      throw new ConfbootError('invalid-argument', 'ticket issuer: empty measurement salt');
+    if (deps.apiServerEndpoint === '')
+      throw new ConfbootError('invalid-argument', 'ticket issuer: empty API server endpoint');
+    this.#deps = { ...deps, measurementSalt: deps.measurementSalt.slice() };
+  }
+
+  /**
+   * Issues a join ticket to an attested node. Rejects with `invalid-argument` for a bad disk UUID or
+   * CSR, `unavailable` when the KMS or Kubernetes is down, `failed-precondition` when another
+   * control plane is joining; the message names the peer and the step, never a secret.
+   */
+  async issueJoinTicket(req: JoinTicketRequest, ctx: TicketContext): Promise<JoinTicket> {
+    const { kms, ca, tokens, facts, clock, logger } = this.#deps;
+    const started = clock.now().getTime();
+    const op = `issuing join ticket for ${ctx.peer}`;
+    const fail = (step: string, err: unknown): ConfbootError =>
+      isConfbootError(err) && err.code === 'invalid-argument'
+        ? new ConfbootError('invalid-argument', `${op}: ${step}: ${err.message}`, {
+            cause: err,
+            recoverable: false,
+          })
+        : dependencyError(`${op}: ${step}`, err);
+
+    try {
+      checkDiskUuid(req.diskUuid);
+    } catch (err) {
+      throw fail('checking request', err);
+    }
+    if (req.certificateRequest.length === 0) {
+      throw new ConfbootError('invalid-argument', `${op}: checking request: no certificate signing request`);
+    }
+    let nodeName: string;
+    try {
+      nodeName = checkKubeletCsr(await ca.inspectCsr(req.certificateRequest));
+    } catch (err) {
+      // A CSR that cannot be parsed is the caller's fault whatever the CA reports.
+      throw new ConfbootError('invalid-argument', `${op}: checking CSR: ${messageOf(err)}`, { cause: err });
+    }
+
+    const step = async <T>(name: string, fn: () => Promise<T>): Promise<T> => {
+      try {
+        return await fn();
+      } catch (err) {
+        throw fail(name, err);
+      }
+    };
+    const measurementSecret = await step('getting measurement secret', () =>
+      kms.getDataKey(MEASUREMENT_SECRET_KEY_ID, MEASUREMENT_SECRET_LENGTH),
+    );
+    const stateDiskKey = await step('getting state disk key', () =>
+      kms.getDataKey(req.diskUuid.toLowerCase(), STATE_DISK_KEY_LENGTH),
+    );
+    // The token is created before the CA hash is read (upstream order).
+    const token = await step('creating bootstrap token', () =>
+      tokens.createToken(KUBERNETES_JOIN_TOKEN_TTL_MS),
+    );
+    const discoveryTokenCaCertHash = await step('computing discovery CA hash', () =>
+      tokens.discoveryCaCertHash(),
+    );
+    const kubernetesComponents = await step('reading Kubernetes components', () => facts.components());
+    const kubeletCert = await step('signing kubelet certificate', () =>
+      ca.signKubeletCsr(req.certificateRequest),
+    );
+    const controlPlaneFiles: ControlPlaneFile[] = req.isControlPlane
+      ? await step('loading control-plane files', () => ca.controlPlaneFiles())
+      : [];
+    await step('recording joining node', () => facts.addJoiningNode(nodeName, req.isControlPlane));
+
+    logger.info('Issued join ticket', {
+      peer: ctx.peer,
+      nodeName,
+      isControlPlane: req.isControlPlane,
+      durationMs: clock.now().getTime() - started,
+    });
+    return {
+      stateDiskKey,
+      measurementSalt: this.#deps.measurementSalt.slice(),
+      measurementSecret,
+      kubeletCert,
+      apiServerEndpoint: this.#deps.apiServerEndpoint,
+      token,
+      discoveryTokenCaCertHash,
+      controlPlaneFiles,
+      kubernetesVersion: '',
+      kubernetesComponents,
+      authorizedCaPublicKey: new Uint8Array(0),
+      hostCertificate: new Uint8Array(0),
+    };
+  }
+
+  /**
+   * Issues a rejoin ticket (state disk key and measurement secret) to a rebooting node; no
+   * Kubernetes interaction. Same error kinds as {@link issueJoinTicket}.
+   */
+  async issueRejoinTicket(
+    req: RejoinTicketRequest,
+    ctx: TicketContext = { peer: 'unknown peer' },
+  ): Promise<RejoinTicket> {
+    const { kms, logger } = this.#deps;
+    const op = `issuing rejoin ticket for ${ctx.peer}`;
+    try {
+      checkDiskUuid(req.diskUuid);
+    } catch (err) {
+      throw new ConfbootError('invalid-argument', `${op}: checking request: ${messageOf(err)}`, {
+        cause: err,
+      });
+    }
+    let measurementSecret: Uint8Array;
+    let stateDiskKey: Uint8Array;
+    try {
+      measurementSecret = await kms.getDataKey(MEASUREMENT_SECRET_KEY_ID, MEASUREMENT_SECRET_LENGTH);
+    } catch (err) {
+      throw dependencyError(`${op}: getting measurement secret`, err);
+    }
+    try {
+      stateDiskKey = await kms.getDataKey(req.diskUuid.toLowerCase(), STATE_DISK_KEY_LENGTH);
+    } catch (err) {
+      throw dependencyError(`${op}: getting state disk key`, err);
+    }
+    logger.info('Issued rejoin ticket', { peer: ctx.peer });
+    return { stateDiskKey, measurementSecret };
+  }
+}

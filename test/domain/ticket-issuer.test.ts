@@ -1,0 +1,404 @@
+/** Join ticket issuance (REFERENCE §1.3, §1.6 domain-side checks, and the preamble). */
+import { describe, expect, it } from 'vitest';
+import { KUBERNETES_JOIN_TOKEN_TTL_MS } from '../../src/domain/key-derivation.js';
+import { normalizeNodeName, TicketIssuer } from '../../src/domain/ticket-issuer.js';
+import { ConfbootError, type ConfbootErrorCode, isConfbootError } from '../../src/ports/errors.js';
+import type { JoinTicketRequest } from '../../src/ports/types.js';
+import { FakeClock } from '../fakes/fake-clock.js';
+import { bytes, filled, RecordingLogger, StubCa, StubFacts, StubKms, StubTokens, someErr } from './stubs.js';
+
+const UUID = '0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0';
+const PEER = '10.0.0.3:40000';
+
+function setup() {
+  const order: string[] = [];
+  const s = {
+    kms: new StubKms(),
+    ca: new StubCa(),
+    tokens: new StubTokens(order),
+    facts: new StubFacts(),
+    measurementSalt: filled(32, 0x77),
+    apiServerEndpoint: '10.0.0.1:6443',
+    clock: new FakeClock(),
+    logger: new RecordingLogger(),
+    order,
+  };
+  return { ...s, issuer: () => new TicketIssuer(s) };
+}
+type Setup = ReturnType<typeof setup>;
+
+function req(overrides: Partial<JoinTicketRequest> = {}): JoinTicketRequest {
+  return {
+    diskUuid: UUID,
+    certificateRequest: bytes('csr der'),
+    isControlPlane: false,
+    hostPublicKey: new Uint8Array(),
+    hostCertificatePrincipals: [],
+    ...overrides,
+  };
+}
+
+async function issueErr(s: Setup, r: JoinTicketRequest = req()): Promise<ConfbootError> {
+  const err = await s
+    .issuer()
+    .issueJoinTicket(r, { peer: PEER })
+    .catch((e: unknown) => e);
+  if (!isConfbootError(err)) throw new Error(`expected a ConfbootError, got ${String(err)}`);
+  return err;
+}
+
+describe('TicketIssuer.issueJoinTicket', () => {
+  it('worker node: issues a complete ticket', async () => {
+    const s = setup();
+    const t = await s.issuer().issueJoinTicket(req(), { peer: PEER });
+    expect(t).toEqual({
+      stateDiskKey: StubKms.keyFor(UUID, 32),
+      measurementSalt: s.measurementSalt,
+      measurementSecret: StubKms.keyFor('measurementSecret', 32),
+      kubeletCert: s.ca.cert,
+      apiServerEndpoint: '10.0.0.1:6443',
+      token: s.tokens.token,
+      discoveryTokenCaCertHash: s.tokens.caHash,
+      controlPlaneFiles: [],
+      kubernetesVersion: '',
+      kubernetesComponents: s.facts.componentsValue,
+      authorizedCaPublicKey: new Uint8Array(),
+      hostCertificate: new Uint8Array(),
+    });
+    expect(s.facts.joiningNodes).toEqual([{ nodeName: 'node-1', isControlPlane: false }]);
+    expect(s.ca.calls).not.toContain('controlPlaneFiles');
+  });
+
+  it('control plane: adds the control-plane files and records a joining control plane', async () => {
+    const s = setup();
+    const t = await s.issuer().issueJoinTicket(req({ isControlPlane: true }), { peer: PEER });
+    expect(t.controlPlaneFiles).toEqual(s.ca.files);
+    expect(s.facts.joiningNodes).toEqual([{ nodeName: 'node-1', isControlPlane: true }]);
+  });
+
+  it.each([
+    ['lower case uuid', UUID],
+    ['upper case uuid', UUID.toUpperCase()],
+  ])('%s: derives the disk key for the lower-cased UUID', async (_name, uuid) => {
+    const s = setup();
+    await s.issuer().issueJoinTicket(req({ diskUuid: uuid }), { peer: PEER });
+    expect(s.kms.calls).toEqual([
+      { dataKeyId: 'measurementSecret', length: 32 },
+      { dataKeyId: UUID, length: 32 },
+    ]);
+  });
+
+  it('creates a 15-minute bootstrap token before computing the CA hash', async () => {
+    const s = setup();
+    await s.issuer().issueJoinTicket(req(), { peer: PEER });
+    expect(s.order).toEqual(['createToken', 'discoveryCaCertHash']);
+    expect(s.tokens.ttls).toEqual([KUBERNETES_JOIN_TOKEN_TTL_MS]);
+  });
+
+  interface FailCase {
+    arrange?: (s: Setup) => void;
+    request?: Partial<JoinTicketRequest>;
+    wantCode: ConfbootErrorCode;
+    wantMessage: string;
+    /** Whether the KMS was asked before the failure. */
+    wantKms: boolean;
+  }
+  const failCases: Record<string, FailCase> = {
+    'empty disk UUID': {
+      request: { diskUuid: '' },
+      wantCode: 'invalid-argument',
+      wantMessage: 'disk UUID is empty',
+      wantKms: false,
+    },
+    'disk UUID that is not a UUID': {
+      request: { diskUuid: '../../etc' },
+      wantCode: 'invalid-argument',
+      wantMessage: 'is not a UUID',
+      wantKms: false,
+    },
+    'no signing request': {
+      request: { certificateRequest: new Uint8Array() },
+      wantCode: 'invalid-argument',
+      wantMessage: 'no certificate signing request',
+      wantKms: false,
+    },
+    'unparsable signing request': {
+      arrange: (s) => {
+        s.ca.inspectCsrErr = new ConfbootError('invalid-argument', 'parsing CSR: bad DER');
+      },
+      wantCode: 'invalid-argument',
+      wantMessage: 'bad DER',
+      wantKms: false,
+    },
+    'CSR inspection fails with a plain error': {
+      arrange: (s) => {
+        s.ca.inspectCsrErr = someErr;
+      },
+      wantCode: 'invalid-argument',
+      wantMessage: 'checking CSR',
+      wantKms: false,
+    },
+    'invalid CSR signature': {
+      arrange: (s) => {
+        s.ca.csrInfo = { ...s.ca.csrInfo, signatureValid: false };
+      },
+      wantCode: 'invalid-argument',
+      wantMessage: 'signature',
+      wantKms: false,
+    },
+    'incorrect common name format': {
+      arrange: (s) => {
+        s.ca.csrInfo = { ...s.ca.csrInfo, commonName: 'node-1' };
+      },
+      wantCode: 'invalid-argument',
+      wantMessage: 'common name',
+      wantKms: false,
+    },
+    'incorrect organization format': {
+      arrange: (s) => {
+        s.ca.csrInfo = { ...s.ca.csrInfo, organizations: ['system:nodes', 'system:masters'] };
+      },
+      wantCode: 'invalid-argument',
+      wantMessage: 'organization',
+      wantKms: false,
+    },
+    'wrong organization': {
+      arrange: (s) => {
+        s.ca.csrInfo = { ...s.ca.csrInfo, organizations: ['system:masters'] };
+      },
+      wantCode: 'invalid-argument',
+      wantMessage: 'organization',
+      wantKms: false,
+    },
+    'no organization': {
+      arrange: (s) => {
+        s.ca.csrInfo = { ...s.ca.csrInfo, organizations: [] };
+      },
+      wantCode: 'invalid-argument',
+      wantMessage: 'organization',
+      wantKms: false,
+    },
+    'DNS names in the CSR': {
+      arrange: (s) => {
+        s.ca.csrInfo = { ...s.ca.csrInfo, dnsNames: ['kubernetes.default'] };
+      },
+      wantCode: 'invalid-argument',
+      wantMessage: 'DNS names',
+      wantKms: false,
+    },
+    'empty node name': {
+      arrange: (s) => {
+        s.ca.csrInfo = { ...s.ca.csrInfo, commonName: 'system:node:' };
+      },
+      wantCode: 'invalid-argument',
+      wantMessage: 'RFC 1123',
+      wantKms: false,
+    },
+    'node name ending in an underscore': {
+      arrange: (s) => {
+        s.ca.csrInfo = { ...s.ca.csrInfo, commonName: 'system:node:test_node_' };
+      },
+      wantCode: 'invalid-argument',
+      wantMessage: 'RFC 1123',
+      wantKms: false,
+    },
+    'GetDataKey fails': {
+      arrange: (s) => {
+        s.kms.getDataKeyErr = new Error('connection refused');
+      },
+      wantCode: 'unavailable',
+      wantMessage: 'getting measurement secret: connection refused',
+      wantKms: true,
+    },
+    'state disk key fails': {
+      arrange: (s) => {
+        s.kms.errFor.set(UUID, new ConfbootError('unavailable', 'key service down'));
+      },
+      wantCode: 'unavailable',
+      wantMessage: 'getting state disk key',
+      wantKms: true,
+    },
+    'token creation fails': {
+      arrange: (s) => {
+        s.tokens.createTokenErr = someErr;
+      },
+      wantCode: 'unavailable',
+      wantMessage: 'creating bootstrap token',
+      wantKms: true,
+    },
+    'CA hash fails': {
+      arrange: (s) => {
+        s.tokens.discoveryCaCertHashErr = someErr;
+      },
+      wantCode: 'unavailable',
+      wantMessage: 'computing discovery CA hash',
+      wantKms: true,
+    },
+    'components fail': {
+      arrange: (s) => {
+        s.facts.componentsErr = someErr;
+      },
+      wantCode: 'unavailable',
+      wantMessage: 'reading Kubernetes components',
+      wantKms: true,
+    },
+    'signing the kubelet certificate fails': {
+      arrange: (s) => {
+        s.ca.signKubeletCsrErr = someErr;
+      },
+      wantCode: 'unavailable',
+      wantMessage: 'signing kubelet certificate',
+      wantKms: true,
+    },
+    'control-plane files missing': {
+      request: { isControlPlane: true },
+      arrange: (s) => {
+        s.ca.controlPlaneFilesErr = new Error('open /etc/kubernetes/pki/sa.key: no such file');
+      },
+      wantCode: 'unavailable',
+      wantMessage: 'loading control-plane files',
+      wantKms: true,
+    },
+    'another control plane is already joining': {
+      request: { isControlPlane: true },
+      arrange: (s) => {
+        s.facts.addJoiningNodeErr = new ConfbootError(
+          'failed-precondition',
+          'another control plane is joining',
+        );
+      },
+      wantCode: 'failed-precondition',
+      wantMessage: 'another control plane is joining',
+      wantKms: true,
+    },
+  };
+
+  it.each(Object.entries(failCases))('%s', async (_name, tc) => {
+    const s = setup();
+    tc.arrange?.(s);
+    const err = await issueErr(s, req(tc.request));
+    expect(err.code).toBe(tc.wantCode);
+    expect(err.message).toContain(tc.wantMessage);
+    expect(err.message).toContain(`issuing join ticket for ${PEER}`);
+    expect(s.kms.calls.length > 0).toBe(tc.wantKms);
+    expect(s.facts.joiningNodes).toEqual([]);
+  });
+
+  it('keeps the cause of a dependency failure', async () => {
+    const s = setup();
+    const cause = new Error('connection refused');
+    s.kms.getDataKeyErr = cause;
+    expect((await issueErr(s)).cause).toBe(cause);
+  });
+
+  it('never puts the token or a key into errors or logs', async () => {
+    const s = setup();
+    await s.issuer().issueJoinTicket(req(), { peer: PEER });
+    s.facts.addJoiningNodeErr = someErr;
+    const err = await issueErr(s);
+    const text = `${s.logger.text()} ${err.message}`;
+    expect(text).not.toContain(s.tokens.token);
+    for (const secret of [StubKms.keyFor(UUID, 32), StubKms.keyFor('measurementSecret', 32)]) {
+      expect(text).not.toContain(Buffer.from(secret).toString('hex'));
+      expect(text).not.toContain(Buffer.from(secret).toString('base64'));
+    }
+  });
+
+  it('records the normalised node name', async () => {
+    const s = setup();
+    s.ca.csrInfo = { ...s.ca.csrInfo, commonName: 'system:node:Worker_1.Zone-A' };
+    await s.issuer().issueJoinTicket(req(), { peer: PEER });
+    expect(s.facts.joiningNodes[0]?.nodeName).toBe('worker-1.zone-a');
+  });
+
+  it('returns a copy of the measurement salt', async () => {
+    const s = setup();
+    const t = await s.issuer().issueJoinTicket(req(), { peer: PEER });
+    t.measurementSalt.fill(0);
+    const t2 = await s.issuer().issueJoinTicket(req(), { peer: PEER });
+    expect(t2.measurementSalt).toEqual(filled(32, 0x77));
+  });
+
+  it.each([
+    ['an empty measurement salt', { measurementSalt: new Uint8Array() }],
+    ['an empty API server endpoint', { apiServerEndpoint: '' }],
+  ])('refuses to start with %s', (_name, override) => {
+    const s = setup();
+    expect(() => new TicketIssuer({ ...s, ...override })).toThrow('ticket issuer');
+  });
+});
+
+describe('normalizeNodeName', () => {
+  it.each([
+    ['node-1', 'node-1'],
+    ['Node_1', 'node-1'],
+    ['worker.zone-a.example', 'worker.zone-a.example'],
+    ['a', 'a'],
+    ['0', '0'],
+    [`${'a'.repeat(63)}.b`, `${'a'.repeat(63)}.b`],
+  ])('accepts %j as %j', (name, want) => {
+    expect(normalizeNodeName(name)).toBe(want);
+  });
+
+  it.each([
+    ['an empty name', ''],
+    ['a trailing underscore', 'test_node_'],
+    ['a leading hyphen', '-node'],
+    ['an empty label', 'a..b'],
+    ['a trailing dot', 'node.'],
+    ['a slash', 'a/b'],
+    ['a space', 'a b'],
+    ['a 64-character label', 'a'.repeat(64)],
+    ['more than 253 characters', `${'a'.repeat(63)}.`.repeat(4) + 'aa'],
+  ])('rejects %s', (_name, name) => {
+    expect(() => normalizeNodeName(name)).toThrow('RFC 1123');
+  });
+});
+
+describe('TicketIssuer.issueRejoinTicket', () => {
+  it.each([
+    ['lower case uuid', UUID],
+    ['upper case uuid', UUID.toUpperCase()],
+  ])('%s: returns the disk key for the lower-cased UUID and the measurement secret', async (_name, uuid) => {
+    const s = setup();
+    const t = await s.issuer().issueRejoinTicket({ diskUuid: uuid }, { peer: PEER });
+    expect(t).toEqual({
+      stateDiskKey: StubKms.keyFor(UUID, 32),
+      measurementSecret: StubKms.keyFor('measurementSecret', 32),
+    });
+    expect(s.kms.calls.map((c) => c.dataKeyId)).toEqual(['measurementSecret', UUID]);
+  });
+
+  it('does not talk to Kubernetes', async () => {
+    const s = setup();
+    await s.issuer().issueRejoinTicket({ diskUuid: UUID });
+    expect([s.order, s.ca.calls, s.facts.joiningNodes]).toEqual([[], [], []]);
+  });
+
+  it.each([
+    ['an empty disk UUID', { diskUuid: '' }, 'invalid-argument'],
+    ['a disk UUID that is not a UUID', { diskUuid: 'state' }, 'invalid-argument'],
+  ])('rejects %s', async (_name, r, code) => {
+    const s = setup();
+    const err = await s
+      .issuer()
+      .issueRejoinTicket(r, { peer: PEER })
+      .catch((e: unknown) => e);
+    expect(isConfbootError(err) && err.code).toBe(code);
+    expect(s.kms.calls).toEqual([]);
+  });
+
+  it.each([
+    ['the measurement secret', 'measurementSecret'],
+    ['the state disk key', UUID],
+  ])('maps a KMS failure for %s to unavailable', async (_name, id) => {
+    const s = setup();
+    s.kms.errFor.set(id, new Error('connection refused'));
+    const err = await s
+      .issuer()
+      .issueRejoinTicket({ diskUuid: UUID }, { peer: PEER })
+      .catch((e: unknown) => e);
+    expect(isConfbootError(err) && err.code).toBe('unavailable');
+    expect((err as Error).message).toContain(`issuing rejoin ticket for ${PEER}`);
+  });
+});
