@@ -5,7 +5,7 @@
  * can stand in for swtpm where process start-up would dominate (benchmarks, validator negative
  * cases). It is NOT a security boundary: the private key lives in this process.
  */
-import { createHash, generateKeyPairSync, type KeyObject, sign } from 'node:crypto';
+import { createHash, createPublicKey, generateKeyPairSync, type KeyObject, sign } from 'node:crypto';
 import {
   type AttestationQuote,
   encodeVtpmDocument,
@@ -125,6 +125,16 @@ export class SoftTpm implements Tpm {
       u32(e === 65537 ? 0 : e),
     ]);
     return Buffer.concat([head, params, tpm2b(n)]);
+  }
+
+  /** The AK's public key as SPKI DER. */
+  akPublicKeySpki(): Buffer {
+    return createPublicKey(this.privateKey).export({ type: 'spki', format: 'der' });
+  }
+
+  /** The AK's public key as PEM "PUBLIC KEY" (what GCE's shielded identity returns). */
+  akPublicKeyPem(): string {
+    return createPublicKey(this.privateKey).export({ type: 'spki', format: 'pem' }).toString();
   }
 
   /** TPM name of the AK: nameAlg ‖ SHA256(TPMT_PUBLIC). */
