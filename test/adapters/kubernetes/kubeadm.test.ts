@@ -143,7 +143,6 @@ describe('KubeadmJoiner with a simulated kubeadm', () => {
     const err = await rejectionOf(joiner.joinCluster(validJoinArgs(), { timeoutInMs: 500 }));
     expect((err as ConfbootError).code).toBe('deadline-exceeded');
     expect(err.message).toMatch(/running kubeadm join: timed out after 500 ms/);
-    expect(err.message).toContain('simulated hang');
   });
 
   it('stops kubeadm when the caller aborts and rejects with the abort reason', async () => {
