@@ -1,0 +1,304 @@
+/**
+ * Cluster CA for the join service (REFERENCE §1.4, §1.6): reads the Kubernetes CA from the pki
+ * directory on every call (so a rotated CA is picked up), signs the joining node's kubelet CSR with
+ * upstream's checks and certificate profile, and hands control-plane nodes the eight CA files.
+ * Parsing and signing use @peculiar/x509 over Node's WebCrypto; SEC1 and PKCS#1 keys are converted
+ * to PKCS#8 with node:crypto's KeyObject first.
+ */
+import 'reflect-metadata';
+import { createPrivateKey, type KeyObject, randomBytes, webcrypto } from 'node:crypto';
+import { readFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import * as x509 from '@peculiar/x509';
+import type { CertificateAuthority, CsrInfo } from '../../ports/certificate-authority.js';
+import type { Clock } from '../../ports/clock.js';
+import { ConfbootError, wrapError } from '../../ports/errors.js';
+import type { ControlPlaneFile } from '../../ports/types.js';
+
+x509.cryptoProvider.set(webcrypto as unknown as Parameters<typeof x509.cryptoProvider.set>[0]);
+
+/** Upstream's pki directory. */
+export const DEFAULT_PKI_DIR = '/etc/kubernetes/pki';
+
+/** The control-plane files a joining control plane receives, relative to the pki directory (kubeadm names). */
+export const CONTROL_PLANE_FILE_NAMES: readonly string[] = Object.freeze([
+  'ca.key',
+  'sa.key',
+  'front-proxy-ca.key',
+  'etcd/ca.key',
+  'ca.crt',
+  'sa.pub',
+  'front-proxy-ca.crt',
+  'etcd/ca.crt',
+]);
+
+/** Organization a kubelet CSR must carry (exactly this one). */
+export const KUBELET_ORGANIZATION = 'system:nodes';
+/** Prefix of a kubelet CSR's common name. */
+export const KUBELET_COMMON_NAME_PREFIX = 'system:node:';
+
+const HOUR_MS = 60 * 60 * 1000;
+const OID_CN = '2.5.4.3';
+const OID_O = '2.5.4.10';
+const OID_SAN = '2.5.29.17';
+const OID_SKI = '2.5.29.14';
+
+/** Options for {@link FileCertificateAuthority}. */
+export interface FileCertificateAuthorityOptions {
+  /** Time source for NotBefore/NotAfter. */
+  clock: Clock;
+  /** Default {@link DEFAULT_PKI_DIR}. */
+  pkiDir?: string;
+}
+
+/** The CA's signing key, ready for WebCrypto, and the algorithm to sign with. */
+interface SigningKey {
+  key: webcrypto.CryptoKey;
+  algorithm: webcrypto.Algorithm | webcrypto.EcdsaParams;
+}
+
+/** Imports a CA private key PEM of type EC PRIVATE KEY, RSA PRIVATE KEY or PRIVATE KEY. */
+export async function importCaKey(pem: string): Promise<SigningKey> {
+  const match = /-----BEGIN ([A-Z0-9 ]+)-----/.exec(pem);
+  if (match === null) throw new ConfbootError('internal', 'CA key is not PEM');
+  const type = match[1];
+  const format = { 'EC PRIVATE KEY': 'sec1', 'RSA PRIVATE KEY': 'pkcs1', 'PRIVATE KEY': 'pkcs8' } as const;
+  if (type !== 'EC PRIVATE KEY' && type !== 'RSA PRIVATE KEY' && type !== 'PRIVATE KEY') {
+    throw new ConfbootError('internal', `CA key has unsupported PEM type "${type}"`);
+  }
+  let keyObject: KeyObject;
+  try {
+    const block = new RegExp(`-----BEGIN ${type}-----([\\s\\S]*?)-----END ${type}-----`).exec(pem);
+    if (block === null) throw new Error('unterminated PEM block');
+    const der = Buffer.from((block[1] ?? '').replace(/\s+/g, ''), 'base64');
+    keyObject = createPrivateKey({ key: der, format: 'der', type: format[type] });
+  } catch (err) {
+    throw new ConfbootError('internal', `CA key (${type}) cannot be parsed: ${(err as Error).message}`, {
+      cause: err,
+    });
+  }
+  const pkcs8 = keyObject.export({ format: 'der', type: 'pkcs8' });
+  if (keyObject.asymmetricKeyType === 'ec') {
+    const curves: Record<string, [string, string]> = {
+      prime256v1: ['P-256', 'SHA-256'],
+      secp384r1: ['P-384', 'SHA-384'],
+      secp521r1: ['P-521', 'SHA-512'],
+    };
+    const curve = curves[keyObject.asymmetricKeyDetails?.namedCurve ?? ''];
+    if (curve === undefined) {
+      throw new ConfbootError(
+        'internal',
+        `CA key uses unsupported curve ${keyObject.asymmetricKeyDetails?.namedCurve}`,
+      );
+    }
+    const key = await webcrypto.subtle.importKey(
+      'pkcs8',
+      pkcs8,
+      { name: 'ECDSA', namedCurve: curve[0] },
+      false,
+      ['sign'],
+    );
+    return { key, algorithm: { name: 'ECDSA', hash: curve[1] } as webcrypto.EcdsaParams };
+  }
+  if (keyObject.asymmetricKeyType === 'rsa') {
+    const key = await webcrypto.subtle.importKey(
+      'pkcs8',
+      pkcs8,
+      { name: 'RSASSA-PKCS1-v1_5', hash: 'SHA-256' },
+      false,
+      ['sign'],
+    );
+    return { key, algorithm: { name: 'RSASSA-PKCS1-v1_5', hash: 'SHA-256' } as webcrypto.Algorithm };
+  }
+  throw new ConfbootError(
+    'internal',
+    `CA key type ${keyObject.asymmetricKeyType} is not supported (EC or RSA)`,
+  );
+}
+
+/** Parses the first PEM CERTIFICATE block of `pem`. */
+function parseFirstCertificate(pem: string): x509.X509Certificate {
+  const block = /-----BEGIN CERTIFICATE-----([\s\S]*?)-----END CERTIFICATE-----/.exec(pem);
+  if (block === null) throw new ConfbootError('internal', 'CA certificate has no PEM CERTIFICATE block');
+  try {
+    return new x509.X509Certificate(Buffer.from((block[1] ?? '').replace(/\s+/g, ''), 'base64'));
+  } catch (err) {
+    throw new ConfbootError('internal', `CA certificate cannot be parsed: ${(err as Error).message}`, {
+      cause: err,
+    });
+  }
+}
+
+function parseCsr(csrDer: Uint8Array): x509.Pkcs10CertificateRequest {
+  if (csrDer.length === 0) throw new ConfbootError('invalid-argument', 'certificate request is empty');
+  try {
+    return new x509.Pkcs10CertificateRequest(new Uint8Array(csrDer));
+  } catch (err) {
+    throw new ConfbootError(
+      'invalid-argument',
+      `certificate request cannot be parsed: ${(err as Error).message}`,
+      {
+        cause: err,
+      },
+    );
+  }
+}
+
+function sanNames(csr: x509.Pkcs10CertificateRequest): { ips: string[]; dns: string[] } {
+  const ext = csr.getExtension(OID_SAN);
+  if (ext === null) return { ips: [], dns: [] };
+  const san =
+    ext instanceof x509.SubjectAlternativeNameExtension
+      ? ext
+      : new x509.SubjectAlternativeNameExtension(ext.rawData);
+  return {
+    ips: san.names.items.filter((n) => n.type === 'ip').map((n) => n.value),
+    dns: san.names.items.filter((n) => n.type === 'dns').map((n) => n.value),
+  };
+}
+
+async function verifyCsr(csr: x509.Pkcs10CertificateRequest): Promise<boolean> {
+  try {
+    return await csr.verify();
+  } catch {
+    return false;
+  }
+}
+
+/** Random serial in [1, 2^128), as hex. */
+function randomSerial(): string {
+  for (;;) {
+    const bytes = randomBytes(16);
+    if (bytes.some((b) => b !== 0)) return bytes.toString('hex');
+  }
+}
+
+/** {@link CertificateAuthority} over the kubeadm pki directory. */
+export class FileCertificateAuthority implements CertificateAuthority {
+  /** The pki directory. */
+  readonly pkiDir: string;
+  private readonly clock: Clock;
+
+  constructor(options: FileCertificateAuthorityOptions) {
+    this.clock = options.clock;
+    this.pkiDir = options.pkiDir ?? DEFAULT_PKI_DIR;
+  }
+
+  /** Parses a DER CSR and checks its self-signature; rejects with `invalid-argument` when unparsable. */
+  async inspectCsr(csrDer: Uint8Array): Promise<CsrInfo> {
+    const csr = parseCsr(csrDer);
+    let names: { ips: string[]; dns: string[] };
+    try {
+      names = sanNames(csr);
+    } catch (err) {
+      throw new ConfbootError(
+        'invalid-argument',
+        `certificate request SANs cannot be parsed: ${(err as Error).message}`,
+      );
+    }
+    return {
+      commonName: csr.subjectName.getField(OID_CN)[0] ?? '',
+      organizations: csr.subjectName.getField(OID_O),
+      ipAddresses: names.ips,
+      dnsNames: names.dns,
+      signatureValid: await verifyCsr(csr),
+    };
+  }
+
+  /**
+   * Signs a kubelet CSR: signature must verify, exactly one organization `system:nodes`, common name
+   * `system:node:…`. The certificate copies the CSR's subject and IP SANs (DNS names are dropped), is
+   * valid from now-2h to now+365d and is for client and server auth.
+   */
+  async signKubeletCsr(csrDer: Uint8Array): Promise<Uint8Array> {
+    const op = 'signing kubelet certificate';
+    const csr = parseCsr(csrDer);
+    if (!(await verifyCsr(csr)))
+      throw new ConfbootError('invalid-argument', `${op}: certificate request signature is invalid`);
+    const orgs = csr.subjectName.getField(OID_O);
+    if (orgs.length !== 1 || orgs[0] !== KUBELET_ORGANIZATION) {
+      throw new ConfbootError(
+        'invalid-argument',
+        `${op}: certificate request must have exactly one organization "${KUBELET_ORGANIZATION}", has ${JSON.stringify(orgs)}`,
+      );
+    }
+    const cn = csr.subjectName.getField(OID_CN)[0] ?? '';
+    if (!cn.startsWith(KUBELET_COMMON_NAME_PREFIX)) {
+      throw new ConfbootError(
+        'invalid-argument',
+        `${op}: certificate request common name must start with "${KUBELET_COMMON_NAME_PREFIX}", is ${JSON.stringify(cn)}`,
+      );
+    }
+    let ips: string[];
+    try {
+      ips = sanNames(csr).ips;
+    } catch (err) {
+      throw new ConfbootError(
+        'invalid-argument',
+        `${op}: certificate request SANs cannot be parsed: ${(err as Error).message}`,
+      );
+    }
+
+    let caCert: x509.X509Certificate;
+    let signing: SigningKey;
+    try {
+      caCert = parseFirstCertificate(await readFile(join(this.pkiDir, 'ca.crt'), 'utf8'));
+      signing = await importCaKey(await readFile(join(this.pkiDir, 'ca.key'), 'utf8'));
+    } catch (err) {
+      throw wrapError(`${op}: loading the cluster CA from ${this.pkiDir}`, err, 'internal');
+    }
+
+    const now = this.clock.now().getTime();
+    const extensions: x509.Extension[] = [
+      new x509.KeyUsagesExtension(
+        x509.KeyUsageFlags.digitalSignature | x509.KeyUsageFlags.keyEncipherment,
+        true,
+      ),
+      new x509.ExtendedKeyUsageExtension(
+        [x509.ExtendedKeyUsage.clientAuth, x509.ExtendedKeyUsage.serverAuth],
+        false,
+      ),
+      new x509.BasicConstraintsExtension(false, undefined, true),
+    ];
+    const caSki = caCert.getExtension(OID_SKI);
+    if (caSki !== null) {
+      const keyId = new x509.SubjectKeyIdentifierExtension(caSki.rawData).keyId;
+      extensions.push(new x509.AuthorityKeyIdentifierExtension(keyId, false));
+    }
+    if (ips.length > 0) {
+      extensions.push(
+        new x509.SubjectAlternativeNameExtension(ips.map((value) => ({ type: 'ip' as const, value }))),
+      );
+    }
+    try {
+      const cert = await x509.X509CertificateGenerator.create({
+        serialNumber: randomSerial(),
+        subject: new x509.Name(csr.subjectName.toArrayBuffer()),
+        issuer: new x509.Name(caCert.subjectName.toArrayBuffer()),
+        notBefore: new Date(now - 2 * HOUR_MS),
+        notAfter: new Date(now + 365 * 24 * HOUR_MS),
+        publicKey: csr.publicKey,
+        signingKey: signing.key,
+        signingAlgorithm: signing.algorithm,
+        extensions,
+      });
+      return new TextEncoder().encode(`${cert.toString('pem').trim()}\n`);
+    } catch (err) {
+      throw wrapError(`${op}: creating the certificate`, err, 'internal');
+    }
+  }
+
+  /** Reads the eight control-plane files; any missing one is an error naming it. */
+  async controlPlaneFiles(): Promise<ControlPlaneFile[]> {
+    const files: ControlPlaneFile[] = [];
+    for (const name of CONTROL_PLANE_FILE_NAMES) {
+      const path = join(this.pkiDir, name);
+      try {
+        files.push({ name, data: new Uint8Array(await readFile(path)) });
+      } catch (err) {
+        throw wrapError(`reading control-plane file ${path}`, err, 'internal');
+      }
+    }
+    return files;
+  }
+}
