@@ -1,0 +1,199 @@
+/**
+ * Validators for the SEV-SNP-on-vTPM variants aws-sev-snp, gcp-sev-snp and azure-sev-snp
+ * (REFERENCE §4.1–4.2). The SNP report in InstanceInfo proves the hardware and binds the AK:
+ *  - aws-sev-snp: report_data = SHA-512(PKIX DER of the AK);
+ *  - gcp-sev-snp: report_data = extraData zero-padded, and the AK comes from the GCE API;
+ *  - azure-sev-snp: report_data[0:32] = SHA-256(HCL runtime data), whose keys[0] is the AK.
+ * The TPM quote is then verified by the injected vTPM verifier with nonce
+ * SHA256(InstanceInfo ‖ extraData), and its PCRs compared with the configured measurements.
+ */
+import { createHash, type KeyObject } from 'node:crypto';
+import type { Clock } from '../../../ports/clock.js';
+import { AttestationError } from '../../../ports/errors.js';
+import type { MeasurementPolicy } from '../../../ports/measurement-policy.js';
+import type { AttestationCheck, CallOptions } from '../../../ports/types.js';
+import type { ValidationResult, Validator } from '../../../ports/validator.js';
+import { VARIANT_OIDS } from '../../../ports/variant.js';
+import { checkHclRuntimeData } from './azure-hcl.js';
+import type { AmdCertCache } from './cert-cache.js';
+import { commonName, loadCertificates } from './certs.js';
+import { parseSnpReport } from './report.js';
+import { decodeTpmtPublic, type TpmPublicKey } from './tpm-public.js';
+import { type SnpChain, type SnpPolicy, verifySnpReport } from './verify.js';
+import { compareMeasurements, goBytes, parseVtpmDocument, type VerifyVtpmQuote } from './vtpm-document.js';
+
+/** The SNP variants. */
+export type SnpVariant = 'aws-sev-snp' | 'gcp-sev-snp' | 'azure-sev-snp';
+
+/** GCE instance identity carried in gcp-sev-snp InstanceInfo. */
+export interface GceInstanceInfo {
+  zone: string;
+  project_id: string;
+  instance_name: string;
+}
+
+/** Everything an SNP validator needs. Trust anchors and policy come from the attestation config. */
+export interface SnpValidatorConfig {
+  /** SNP policy without report data (the validator derives it per variant). */
+  policy: Omit<SnpPolicy, 'reportData'>;
+  measurements: MeasurementPolicy;
+  /** The vTPM quote verifier (src/adapters/attestation/vtpm). */
+  verifyVtpmQuote: VerifyVtpmQuote;
+  /** Time for certificate validity. */
+  clock: Clock;
+  /** Fetches ASK/ASVK (and VCEKs) the issuer did not send. Without it they must be in the document. */
+  certCache?: AmdCertCache;
+  /** gcp-sev-snp: the AK from GCE's shielded instance identity (`signingKey.ekPub`). */
+  gceAkPublicKey?: (instance: GceInstanceInfo, options?: CallOptions) => Promise<KeyObject>;
+}
+
+/** upstream `snp.InstanceInfo` (Go JSON, []byte as base64). */
+interface InstanceInfoJson {
+  ReportSigner?: string | null;
+  CertChain?: string | null;
+  AttestationReport?: string | null;
+  Azure?: { RuntimeData?: string | null; MAAToken?: string } | null;
+  GCP?: GceInstanceInfo | null;
+}
+
+function fail(check: string, message: string, checks: AttestationCheck[], cause?: unknown): never {
+  checks.push({ name: check, ok: false, detail: message });
+  throw new AttestationError(check, message, { checks, cause });
+}
+
+/** Validates aws-sev-snp, gcp-sev-snp or azure-sev-snp attestation documents. */
+export class SnpValidator implements Validator {
+  readonly oid: string;
+
+  constructor(
+    readonly variant: SnpVariant,
+    private readonly config: SnpValidatorConfig,
+  ) {
+    this.oid = VARIANT_OIDS[variant];
+    if (variant === 'gcp-sev-snp' && config.gceAkPublicKey === undefined)
+      throw new Error('gcp-sev-snp validator needs gceAkPublicKey (the GCE shielded identity lookup)');
+  }
+
+  async validate(document: Uint8Array, nonce: Uint8Array, options?: CallOptions): Promise<ValidationResult> {
+    const op = `validating ${this.variant} attestation`;
+    const checks: AttestationCheck[] = [];
+    let doc: ReturnType<typeof parseVtpmDocument>;
+    let info: InstanceInfoJson;
+    try {
+      doc = parseVtpmDocument(document);
+      info = JSON.parse(Buffer.from(doc.instanceInfo).toString('utf8')) as InstanceInfoJson;
+      if (typeof info !== 'object' || info === null) throw new Error('InstanceInfo is not a JSON object');
+    } catch (err) {
+      fail(
+        'document-format',
+        `${op}: malformed document: ${err instanceof Error ? err.message : String(err)}`,
+        checks,
+        err,
+      );
+    }
+    checks.push({
+      name: 'document-format',
+      ok: true,
+      detail: 'vTPM attestation document with SNP instance info',
+    });
+    const extraData = createHash('sha256').update(doc.userData).update(nonce).digest();
+
+    let ak: TpmPublicKey;
+    try {
+      ak = decodeTpmtPublic(doc.akPub);
+    } catch (err) {
+      fail('attestation-key', `${op}: ${err instanceof Error ? err.message : String(err)}`, checks, err);
+    }
+
+    const report = goBytes(info.AttestationReport, 'AttestationReport');
+    const product = this.config.policy.product ?? 'milan';
+    let parsed: ReturnType<typeof parseSnpReport>;
+    try {
+      parsed = parseSnpReport(report, product);
+    } catch (err) {
+      fail('report-format', `${op}: ${err instanceof Error ? err.message : String(err)}`, checks, err);
+    }
+
+    // Signer and chain: the issuer's signer, else the cache; the ASK from the issuer, else the cache; never the issuer's ARK.
+    let signer: Uint8Array = goBytes(info.ReportSigner, 'ReportSigner');
+    const chain: SnpChain = {};
+    const signerKind = parsed.signerInfo.signingKey === 'vlek' ? 'vlek' : 'vcek';
+    try {
+      for (const cert of loadCertificates(goBytes(info.CertChain, 'CertChain'), 'CertChain').slice(0, 2))
+        if (commonName(cert.subject).startsWith('SEV-')) chain.ask = cert;
+      if (signer.length === 0) {
+        if (signerKind === 'vlek' || this.config.certCache === undefined)
+          throw new Error(`the document carries no ${signerKind.toUpperCase()} and none can be fetched`);
+        signer = await this.config.certCache.getVcek(product, parsed.chipId, parsed.reportedTcb, options);
+      }
+      if (chain.ask === undefined && this.config.certCache !== undefined)
+        chain.ask = (await this.config.certCache.getChain(product, signerKind, options)).ask;
+    } catch (err) {
+      fail('certificates', `${op}: ${err instanceof Error ? err.message : String(err)}`, checks, err);
+    }
+
+    let expectedReportData: Uint8Array | undefined;
+    if (this.variant === 'aws-sev-snp')
+      expectedReportData = createHash('sha512')
+        .update(ak.key.export({ type: 'spki', format: 'der' }))
+        .digest();
+    else if (this.variant === 'gcp-sev-snp') expectedReportData = extraData;
+    const v = verifySnpReport(
+      report,
+      signer,
+      chain,
+      { ...this.config.policy, ...(expectedReportData ? { reportData: expectedReportData } : {}) },
+      this.config.clock.now(),
+    );
+    checks.push(...v.checks);
+
+    if (this.variant === 'azure-sev-snp') {
+      const runtime = goBytes(info.Azure?.RuntimeData, 'Azure.RuntimeData');
+      checks.push(...checkHclRuntimeData(parsed.reportData, runtime, ak.rsa));
+    }
+    const failed = checks.filter((c) => !c.ok);
+    if (failed.length > 0)
+      throw new AttestationError(
+        failed[0]?.name ?? 'sev-snp',
+        `${op}: ${failed.map((c) => `${c.name}: ${c.detail}`).join('; ')}`,
+        { checks },
+      );
+
+    let trustedAk = ak.key;
+    if (this.variant === 'gcp-sev-snp') {
+      const gcp = info.GCP;
+      if (gcp === undefined || gcp === null)
+        fail('gce-instance', `${op}: InstanceInfo has no GCP instance`, checks);
+      try {
+        trustedAk = await (this.config.gceAkPublicKey as NonNullable<SnpValidatorConfig['gceAkPublicKey']>)(
+          gcp,
+          options,
+        );
+      } catch (err) {
+        fail(
+          'gce-ak',
+          `${op}: getting the AK of ${gcp.project_id}/${gcp.zone}/${gcp.instance_name} from GCE: ${err instanceof Error ? err.message : String(err)}`,
+          checks,
+          err,
+        );
+      }
+      checks.push({
+        name: 'gce-ak',
+        ok: true,
+        detail: `AK from the shielded identity of ${gcp.instance_name}`,
+      });
+    }
+
+    const tpmNonce = createHash('sha256').update(doc.instanceInfo).update(extraData).digest();
+    const tpm = await this.config.verifyVtpmQuote(doc.attestation, { nonce: tpmNonce, trustedAk }, options);
+    checks.push(...tpm.checks);
+    const m = compareMeasurements(this.config.measurements, tpm.pcrs);
+    checks.push(m.check);
+    if (!m.check.ok)
+      throw new AttestationError('measurements', `${op}: measurement validation failed: ${m.check.detail}`, {
+        checks,
+        mismatches: [...m.enforced, ...m.warnings],
+      });
+    return { userData: doc.userData, checks, warnings: m.warnings };
+  }
+}

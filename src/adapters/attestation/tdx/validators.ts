@@ -1,0 +1,178 @@
+/**
+ * Validators for the TDX variants (REFERENCE §4.2):
+ *  - qemu-tdx: document `{"RawQuote": b64, "UserData": b64}`; the quote's report_data must be
+ *    SHA256(userData ‖ nonce) (zero-padded); measurements 0 = MRTD, 1..4 = RTMR0..3.
+ *  - azure-tdx: a vTPM document whose InstanceInfo is `{"AttestationReport": b64 quote,
+ *    "RuntimeData": b64}`; the quote's report_data[0:32] = SHA-256(runtime data) and the runtime
+ *    data's keys[0] is the AK; then the TPM quote (injected verifier) and PCR measurements.
+ */
+import { createHash } from 'node:crypto';
+import type { Clock } from '../../../ports/clock.js';
+import { AttestationError } from '../../../ports/errors.js';
+import type { MeasurementPolicy } from '../../../ports/measurement-policy.js';
+import type { AttestationCheck, CallOptions } from '../../../ports/types.js';
+import type { ValidationResult, Validator } from '../../../ports/validator.js';
+import { VARIANT_OIDS } from '../../../ports/variant.js';
+import { checkHclRuntimeData } from '../snp/azure-hcl.js';
+import type { CertificateInput } from '../snp/certs.js';
+import { decodeTpmtPublic } from '../snp/tpm-public.js';
+import {
+  compareMeasurements,
+  goBytes,
+  parseVtpmDocument,
+  type VerifyVtpmQuote,
+} from '../snp/vtpm-document.js';
+import type { TdxCollateral } from './collateral.js';
+import { tdxMeasurements } from './quote.js';
+import { type TdxPolicy, verifyTdxQuote } from './verify.js';
+
+/** Everything a TDX validator needs. */
+export interface TdxValidatorConfig {
+  /** The Intel SGX Root CA (configuration). */
+  root: CertificateInput;
+  /** Quote policy (report data is derived per variant). */
+  policy?: Omit<TdxPolicy, 'reportData'>;
+  /** Returns collateral for an FMSPC (hex), e.g. from Intel PCS or a cache. Absent: chain only. */
+  getCollateral?: (fmspc: string, options?: CallOptions) => Promise<TdxCollateral>;
+  measurements: MeasurementPolicy;
+  clock: Clock;
+  /** azure-tdx only: the vTPM quote verifier. */
+  verifyVtpmQuote?: VerifyVtpmQuote;
+}
+
+const msg = (e: unknown) => (e instanceof Error ? e.message : String(e));
+
+async function verifyQuoteWithCollateral(
+  config: TdxValidatorConfig,
+  quote: Uint8Array,
+  reportData: Uint8Array | undefined,
+  op: string,
+  checks: AttestationCheck[],
+  options?: CallOptions,
+) {
+  const at = config.clock.now();
+  const policy = { ...config.policy, ...(reportData ? { reportData } : {}) };
+  let v = await verifyTdxQuote(quote, { root: config.root, policy, at });
+  if (config.getCollateral !== undefined && v.pck !== undefined) {
+    const fmspc = Buffer.from(v.pck.fmspc).toString('hex');
+    let collateral: TdxCollateral;
+    try {
+      collateral = await config.getCollateral(fmspc, options);
+    } catch (err) {
+      checks.push({ name: 'collateral', ok: false, detail: msg(err) });
+      throw new AttestationError(
+        'collateral',
+        `${op}: getting TDX collateral for FMSPC ${fmspc}: ${msg(err)}`,
+        { checks, cause: err },
+      );
+    }
+    v = await verifyTdxQuote(quote, { root: config.root, policy, at, collateral });
+  }
+  checks.push(...v.checks);
+  return v;
+}
+
+function throwIfFailed(checks: AttestationCheck[], op: string): void {
+  const failed = checks.filter((c) => !c.ok);
+  if (failed.length > 0)
+    throw new AttestationError(
+      failed[0]?.name ?? 'tdx',
+      `${op}: ${failed.map((c) => `${c.name}: ${c.detail}`).join('; ')}`,
+      { checks },
+    );
+}
+
+/** Validates qemu-tdx documents. */
+export class QemuTdxValidator implements Validator {
+  readonly variant = 'qemu-tdx' as const;
+  readonly oid = VARIANT_OIDS['qemu-tdx'];
+
+  constructor(private readonly config: TdxValidatorConfig) {}
+
+  async validate(document: Uint8Array, nonce: Uint8Array, options?: CallOptions): Promise<ValidationResult> {
+    const op = 'validating qemu-tdx attestation';
+    const checks: AttestationCheck[] = [];
+    let quote: Uint8Array;
+    let userData: Uint8Array;
+    try {
+      const doc = JSON.parse(Buffer.from(document).toString('utf8')) as Record<string, unknown>;
+      quote = goBytes(doc.RawQuote, 'RawQuote');
+      userData = goBytes(doc.UserData, 'UserData');
+      if (quote.length === 0) throw new Error('RawQuote is empty');
+    } catch (err) {
+      checks.push({ name: 'document-format', ok: false, detail: msg(err) });
+      throw new AttestationError('document-format', `${op}: malformed document: ${msg(err)}`, {
+        checks,
+        cause: err,
+      });
+    }
+    checks.push({ name: 'document-format', ok: true, detail: 'RawQuote and UserData' });
+    const extraData = createHash('sha256').update(userData).update(nonce).digest();
+    const v = await verifyQuoteWithCollateral(this.config, quote, extraData, op, checks, options);
+    throwIfFailed(checks, op);
+    const m = compareMeasurements(
+      this.config.measurements,
+      tdxMeasurements((v.quote as NonNullable<typeof v.quote>).body),
+    );
+    checks.push(m.check);
+    if (!m.check.ok)
+      throw new AttestationError('measurements', `${op}: measurement validation failed: ${m.check.detail}`, {
+        checks,
+        mismatches: [...m.enforced, ...m.warnings],
+      });
+    return { userData, checks, warnings: m.warnings };
+  }
+}
+
+/** Validates azure-tdx documents. */
+export class AzureTdxValidator implements Validator {
+  readonly variant = 'azure-tdx' as const;
+  readonly oid = VARIANT_OIDS['azure-tdx'];
+
+  constructor(private readonly config: TdxValidatorConfig) {
+    if (config.verifyVtpmQuote === undefined) throw new Error('azure-tdx validator needs verifyVtpmQuote');
+  }
+
+  async validate(document: Uint8Array, nonce: Uint8Array, options?: CallOptions): Promise<ValidationResult> {
+    const op = 'validating azure-tdx attestation';
+    const checks: AttestationCheck[] = [];
+    let doc: ReturnType<typeof parseVtpmDocument>;
+    let quote: Uint8Array;
+    let runtime: Uint8Array;
+    let ak: ReturnType<typeof decodeTpmtPublic>;
+    try {
+      doc = parseVtpmDocument(document);
+      const info = JSON.parse(Buffer.from(doc.instanceInfo).toString('utf8')) as Record<string, unknown>;
+      quote = goBytes(info.AttestationReport, 'AttestationReport');
+      runtime = goBytes(info.RuntimeData, 'RuntimeData');
+      ak = decodeTpmtPublic(doc.akPub);
+    } catch (err) {
+      checks.push({ name: 'document-format', ok: false, detail: msg(err) });
+      throw new AttestationError('document-format', `${op}: malformed document: ${msg(err)}`, {
+        checks,
+        cause: err,
+      });
+    }
+    checks.push({
+      name: 'document-format',
+      ok: true,
+      detail: 'vTPM attestation document with TDX instance info',
+    });
+    const extraData = createHash('sha256').update(doc.userData).update(nonce).digest();
+    const v = await verifyQuoteWithCollateral(this.config, quote, undefined, op, checks, options);
+    if (v.quote !== undefined) checks.push(...checkHclRuntimeData(v.quote.body.reportData, runtime, ak.rsa));
+    throwIfFailed(checks, op);
+    const tpmNonce = createHash('sha256').update(doc.instanceInfo).update(extraData).digest();
+    const verifyVtpm = this.config.verifyVtpmQuote as VerifyVtpmQuote;
+    const tpm = await verifyVtpm(doc.attestation, { nonce: tpmNonce, trustedAk: ak.key }, options);
+    checks.push(...tpm.checks);
+    const m = compareMeasurements(this.config.measurements, tpm.pcrs);
+    checks.push(m.check);
+    if (!m.check.ok)
+      throw new AttestationError('measurements', `${op}: measurement validation failed: ${m.check.detail}`, {
+        checks,
+        mismatches: [...m.enforced, ...m.warnings],
+      });
+    return { userData: doc.userData, checks, warnings: m.warnings };
+  }
+}
