@@ -123,13 +123,23 @@ export class CryptsetupDisk implements EncryptedDisk {
     this.requireOpen(op);
     if (passphrase.length === 0)
       throw new ConfbootError('invalid-argument', `${op}: the new passphrase is empty`);
+    // Read once to fail early and clearly; cryptsetup reads the same file itself, so these bytes are wiped.
+    let initialLength: number;
     try {
-      await readFile(this.initialPassphrasePath);
+      const initial = await readFile(this.initialPassphrasePath);
+      initialLength = initial.length;
+      initial.fill(0);
     } catch (err) {
       throw wrapError(
         `${op}: reading initial passphrase ${this.initialPassphrasePath}`,
         err,
         'failed-precondition',
+      );
+    }
+    if (initialLength === 0) {
+      throw new ConfbootError(
+        'failed-precondition',
+        `${op}: initial passphrase ${this.initialPassphrasePath} is empty`,
       );
     }
     try {
