@@ -1,0 +1,7 @@
+/** AWS provider. The AWS SDK clients load only when an AwsMetadataAPI first calls AWS. */
+export {
+  AwsMetadataAPI,
+  type AwsMetadataAPIOptions,
+  type AwsStaticCredentials,
+  DEFAULT_AWS_IMDS_URL,
+} from './metadata-api.js';
