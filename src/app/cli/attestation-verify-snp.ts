@@ -1,0 +1,236 @@
+/**
+ * `confboot attestation verify-snp`: verifies one SEV-SNP attestation report offline — signature by
+ * the VCEK/VLEK, chain to the operator-pinned ARK, TCB, guest policy, ID key and report data — and
+ * prints every check. Exit 0 accepted, 1 rejected, 2 usage or input error.
+ */
+import { readFile } from 'node:fs/promises';
+import { commonName, loadCertificates } from '../../adapters/attestation/snp/certs.js';
+import {
+  AMD_PRODUCTS,
+  type AmdProduct,
+  parseSnpReport,
+  type SnpTcbParts,
+} from '../../adapters/attestation/snp/report.js';
+import {
+  type IdKeyDigestEnforcement,
+  type SnpPolicy,
+  verifySnpReport,
+} from '../../adapters/attestation/snp/verify.js';
+import type { AttestationCheck } from '../../ports/types.js';
+import { type CommandSpec, parseCommand, runCommand, UsageError } from './args.js';
+
+const spec: CommandSpec = {
+  name: 'attestation verify-snp',
+  summary: 'Verify an AMD SEV-SNP attestation report (offline) and list every check.',
+  options: {
+    report: {
+      type: 'string',
+      valueName: 'F',
+      required: true,
+      description: 'attestation report, binary or base64 (≥ 1184 bytes; trailing bytes ignored)',
+    },
+    signer: {
+      type: 'string',
+      valueName: 'F',
+      required: true,
+      description: 'VCEK or VLEK certificate, PEM or DER',
+    },
+    chain: {
+      type: 'string',
+      valueName: 'F',
+      description: 'PEM with the ASK (or ASVK) and optionally the ARK, which must equal --ark',
+    },
+    ark: {
+      type: 'string',
+      valueName: 'F',
+      required: true,
+      description:
+        'trusted ARK for --product, PEM/DER (an AMD cert_chain bundle also works; its ASK is used when --chain is absent)',
+    },
+    product: { type: 'string', valueName: 'P', default: 'milan', description: 'milan, genoa or turin' },
+    at: {
+      type: 'string',
+      valueName: 'RFC3339',
+      description: 'time at which certificates must be valid (default now)',
+    },
+    'report-data': {
+      type: 'string',
+      valueName: 'HEX',
+      description: 'expected report_data (zero-padded to 64 bytes)',
+    },
+    'allow-debug': { type: 'boolean', description: 'accept a guest policy that allows debugging' },
+    'no-smt': { type: 'boolean', description: 'reject a guest policy that allows SMT' },
+    vmpl: { type: 'string', valueName: 'N', default: '0', description: 'required VMPL' },
+    'minimum-tcb': {
+      type: 'string',
+      valueName: 'TCB',
+      description: 'minimum reported TCB, e.g. bl=2,tee=0,snp=5,ucode=68',
+    },
+    'minimum-launch-tcb': { type: 'string', valueName: 'TCB', description: 'minimum launch TCB, same form' },
+    'id-key-digest': {
+      type: 'string',
+      multiple: true,
+      valueName: 'HEX',
+      description: 'accepted ID-key digest (48 bytes hex); repeatable',
+    },
+    'id-key-enforcement': {
+      type: 'string',
+      valueName: 'E',
+      default: 'equal',
+      description: 'equal or warn-only',
+    },
+    json: { type: 'boolean', description: 'print the result as JSON' },
+  },
+  epilog: [
+    'Trust: the ARK is never taken from the report or --chain; --ark pins it. If --chain carries an',
+    'ARK as well, it must be byte-identical to the pinned one.',
+    'Exit codes: 0 accepted, 1 rejected, 2 usage or input error.',
+  ].join('\n'),
+};
+
+async function readInput(path: string, what: string): Promise<Buffer> {
+  try {
+    return await readFile(path);
+  } catch (err) {
+    throw new UsageError(`reading ${what} ${path}: ${err instanceof Error ? err.message : String(err)}`);
+  }
+}
+
+/** Binary as is; text consisting only of base64 characters is decoded. */
+function binaryOrBase64(data: Buffer): Buffer {
+  const text = data.toString('latin1').trim();
+  if (text.length > 0 && /^[A-Za-z0-9+/=\r\n]+$/.test(text)) return Buffer.from(text, 'base64');
+  return data;
+}
+
+function parseHex(v: string, what: string): Buffer {
+  const clean = v.replace(/^0x/, '');
+  if (!/^([0-9a-fA-F]{2})*$/.test(clean)) throw new UsageError(`${what} is not hex: ${v}`);
+  return Buffer.from(clean, 'hex');
+}
+
+function parseTcb(v: string, what: string): SnpTcbParts {
+  const out: Record<string, number> = {};
+  for (const part of v.split(',')) {
+    const m = /^(bl|tee|snp|ucode|fmc)=(\d{1,3})$/.exec(part.trim());
+    if (m === null)
+      throw new UsageError(`${what}: ${JSON.stringify(part)} is not name=number (bl, tee, snp, ucode, fmc)`);
+    out[m[1] as string] = Number(m[2]);
+  }
+  for (const k of ['bl', 'tee', 'snp', 'ucode'])
+    if (out[k] === undefined) throw new UsageError(`${what}: missing ${k}`);
+  return out as unknown as SnpTcbParts;
+}
+
+/** Parses an RFC 3339 time for --at. */
+export function parseAt(v: string | undefined): Date {
+  if (v === undefined) return new Date();
+  if (!/^\d{4}-\d{2}-\d{2}(T\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:\d{2}))?$/.test(v))
+    throw new UsageError(`--at ${JSON.stringify(v)} is not RFC 3339`);
+  const d = new Date(v);
+  if (Number.isNaN(d.getTime())) throw new UsageError(`--at ${JSON.stringify(v)} is not a valid time`);
+  return d;
+}
+
+function printChecks(checks: AttestationCheck[], accepted: boolean): void {
+  for (const c of checks) process.stdout.write(`${c.ok ? 'PASS' : 'FAIL'}  ${c.name}: ${c.detail ?? ''}\n`);
+  process.stdout.write(`${accepted ? 'ACCEPTED' : 'REJECTED'}\n`);
+}
+
+/** Runs `confboot attestation verify-snp`. */
+export async function run(argv: string[]): Promise<number> {
+  return runCommand(async () => {
+    const values = parseCommand(argv, spec);
+    if (values === undefined) return 0;
+    const product = String(values.product) as AmdProduct;
+    if (!AMD_PRODUCTS.includes(product))
+      throw new UsageError(`--product must be one of ${AMD_PRODUCTS.join(', ')}`);
+    const at = parseAt(values.at as string | undefined);
+    const vmpl = Number(values.vmpl);
+    if (!Number.isInteger(vmpl) || vmpl < 0 || vmpl > 3) throw new UsageError('--vmpl must be 0..3');
+    const enforcement = String(values['id-key-enforcement']) as IdKeyDigestEnforcement;
+    if (enforcement !== 'equal' && enforcement !== 'warn-only')
+      throw new UsageError('--id-key-enforcement must be equal or warn-only');
+
+    const report = binaryOrBase64(await readInput(values.report as string, 'report'));
+    try {
+      parseSnpReport(report, product);
+    } catch (err) {
+      throw new UsageError(
+        `report ${values.report as string}: ${err instanceof Error ? err.message : String(err)}`,
+      );
+    }
+    const signer = await readInput(values.signer as string, 'signer');
+    let arkCerts: ReturnType<typeof loadCertificates>;
+    let chainCerts: ReturnType<typeof loadCertificates> = [];
+    try {
+      loadCertificates(signer, 'signer');
+      arkCerts = loadCertificates(await readInput(values.ark as string, 'ARK'), 'ARK file');
+      if (values.chain !== undefined)
+        chainCerts = loadCertificates(await readInput(values.chain as string, 'chain'), 'chain');
+    } catch (err) {
+      if (err instanceof UsageError) throw err;
+      throw new UsageError(err instanceof Error ? err.message : String(err));
+    }
+    const arkName = `ARK-${product[0]?.toUpperCase()}${product.slice(1)}`;
+    const ark =
+      arkCerts.find((c) => commonName(c.subject) === arkName) ??
+      (arkCerts.length === 1 ? arkCerts[0] : undefined);
+    if (ark === undefined)
+      throw new UsageError(`--ark ${values.ark as string} holds no ${arkName} certificate`);
+    const isArk = (c: (typeof chainCerts)[number]) => commonName(c.subject).startsWith('ARK-');
+    const ask =
+      chainCerts.find((c) => !isArk(c)) ??
+      (values.chain === undefined ? arkCerts.find((c) => !isArk(c)) : undefined);
+    const chainArk = chainCerts.find(isArk);
+
+    const policy: SnpPolicy = {
+      product,
+      arks: { [product]: ark },
+      allowDebug: values['allow-debug'] === true,
+      allowSmt: values['no-smt'] !== true,
+      vmpl,
+    };
+    if (values['minimum-tcb'] !== undefined)
+      policy.minimumTcb = parseTcb(values['minimum-tcb'] as string, '--minimum-tcb');
+    if (values['minimum-launch-tcb'] !== undefined)
+      policy.minimumLaunchTcb = parseTcb(values['minimum-launch-tcb'] as string, '--minimum-launch-tcb');
+    if (values['report-data'] !== undefined) {
+      policy.reportData = parseHex(values['report-data'] as string, '--report-data');
+      if (policy.reportData.length > 64) throw new UsageError('--report-data is longer than 64 bytes');
+    }
+    const digests = values['id-key-digest'] as string[] | undefined;
+    if (digests !== undefined)
+      policy.idKeyDigests = { accepted: digests.map((d) => parseHex(d, '--id-key-digest')), enforcement };
+
+    const v = verifySnpReport(
+      report,
+      signer,
+      { ...(ask ? { ask } : {}), ...(chainArk ? { ark: chainArk } : {}) },
+      policy,
+      at,
+    );
+    if (values.json === true) {
+      const r = v.report;
+      const summary = r && {
+        version: r.version,
+        vmpl: r.vmpl,
+        policy: `0x${r.policy.raw.toString(16)}`,
+        signingKey: r.signerInfo.signingKey,
+        measurement: Buffer.from(r.measurement).toString('hex'),
+        reportData: Buffer.from(r.reportData).toString('hex'),
+        reportedTcb: {
+          bl: r.reportedTcb.bl,
+          tee: r.reportedTcb.tee,
+          snp: r.reportedTcb.snp,
+          ucode: r.reportedTcb.ucode,
+        },
+        chipId: Buffer.from(r.chipId).toString('hex'),
+      };
+      process.stdout.write(
+        `${JSON.stringify({ accepted: v.accepted, at: at.toISOString(), checks: v.checks, warnings: v.warnings, report: summary }, null, 2)}\n`,
+      );
+    } else printChecks(v.checks, v.accepted);
+    return v.accepted ? 0 : 1;
+  });
+}

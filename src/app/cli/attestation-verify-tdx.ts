@@ -1,0 +1,134 @@
+/**
+ * `confboot attestation verify-tdx`: verifies one Intel TDX quote (v4/v5) offline — quote and QE
+ * signatures, the PCK chain to the operator-supplied Intel SGX root and, with --collateral, TCB
+ * info, QE identity and CRLs — and prints every check. Exit 0 accepted, 1 rejected, 2 usage or
+ * input error.
+ */
+import { readFile } from 'node:fs/promises';
+import { loadCertificate } from '../../adapters/attestation/snp/certs.js';
+import { loadTdxCollateralDir } from '../../adapters/attestation/tdx/collateral.js';
+import { tdxMeasurements } from '../../adapters/attestation/tdx/quote.js';
+import { type TdxPolicy, verifyTdxQuote } from '../../adapters/attestation/tdx/verify.js';
+import { type CommandSpec, parseCommand, runCommand, UsageError } from './args.js';
+import { parseAt } from './attestation-verify-snp.js';
+
+const spec: CommandSpec = {
+  name: 'attestation verify-tdx',
+  summary: 'Verify an Intel TDX quote (v4 or v5, offline) and list every check.',
+  options: {
+    quote: {
+      type: 'string',
+      valueName: 'F',
+      required: true,
+      description: 'TDX quote, binary or base64 (padding after the quote is ignored)',
+    },
+    root: {
+      type: 'string',
+      valueName: 'F',
+      required: true,
+      description: 'trusted Intel SGX Root CA certificate, PEM or DER',
+    },
+    collateral: {
+      type: 'string',
+      valueName: 'DIR',
+      description:
+        'directory with TCB info, QE identity, their issuer chains and both CRLs (tcb_info.json, qe_identity.json, *_issuer_chain.pem, pck_crl.der, root_crl.der, or go-tdx-guest testdata names)',
+    },
+    at: {
+      type: 'string',
+      valueName: 'RFC3339',
+      description: 'time at which certificates and collateral must be valid (default now)',
+    },
+    'report-data': {
+      type: 'string',
+      valueName: 'HEX',
+      description: 'expected report_data (zero-padded to 64 bytes)',
+    },
+    'accept-tcb-status': {
+      type: 'string',
+      multiple: true,
+      valueName: 'S',
+      description: 'accepted TCB status (default UpToDate); repeatable',
+    },
+    'allow-debug': { type: 'boolean', description: 'accept a TD with the DEBUG attribute' },
+    json: { type: 'boolean', description: 'print the result as JSON' },
+  },
+  epilog: 'Exit codes: 0 accepted, 1 rejected, 2 usage or input error.',
+};
+
+async function readInput(path: string, what: string): Promise<Buffer> {
+  try {
+    return await readFile(path);
+  } catch (err) {
+    throw new UsageError(`reading ${what} ${path}: ${err instanceof Error ? err.message : String(err)}`);
+  }
+}
+
+/** Runs `confboot attestation verify-tdx`. */
+export async function run(argv: string[]): Promise<number> {
+  return runCommand(async () => {
+    const values = parseCommand(argv, spec);
+    if (values === undefined) return 0;
+    const at = parseAt(values.at as string | undefined);
+    let quote = await readInput(values.quote as string, 'quote');
+    const text = quote.toString('latin1').trim();
+    if (text.length > 0 && /^[A-Za-z0-9+/=\r\n]+$/.test(text)) quote = Buffer.from(text, 'base64');
+    let root: ReturnType<typeof loadCertificate>;
+    try {
+      root = loadCertificate(await readInput(values.root as string, 'root'), 'Intel SGX root');
+    } catch (err) {
+      if (err instanceof UsageError) throw err;
+      throw new UsageError(err instanceof Error ? err.message : String(err));
+    }
+    const policy: TdxPolicy = { allowDebug: values['allow-debug'] === true };
+    const statuses = values['accept-tcb-status'] as string[] | undefined;
+    if (statuses !== undefined) policy.acceptedTcbStatuses = statuses;
+    if (values['report-data'] !== undefined) {
+      const h = String(values['report-data']).replace(/^0x/, '');
+      if (!/^([0-9a-fA-F]{2})*$/.test(h) || h.length > 128)
+        throw new UsageError('--report-data must be at most 64 bytes of hex');
+      policy.reportData = Buffer.from(h, 'hex');
+    }
+    let v = await verifyTdxQuote(quote, { root, policy, at });
+    if (v.quote === undefined)
+      throw new UsageError(`quote ${values.quote as string}: ${v.checks[0]?.detail ?? 'unreadable'}`);
+    if (values.collateral !== undefined) {
+      let collateral: Awaited<ReturnType<typeof loadTdxCollateralDir>>;
+      try {
+        collateral = await loadTdxCollateralDir(
+          values.collateral as string,
+          v.pck ? Buffer.from(v.pck.fmspc).toString('hex') : undefined,
+        );
+      } catch (err) {
+        throw new UsageError(err instanceof Error ? err.message : String(err));
+      }
+      v = await verifyTdxQuote(quote, { root, policy, at, collateral });
+    }
+    const q = v.quote;
+    if (values.json === true) {
+      const hex = (b: Uint8Array) => Buffer.from(b).toString('hex');
+      const measurements = q
+        ? Object.fromEntries([...tdxMeasurements(q.body)].map(([i, m]) => [String(i), hex(m)]))
+        : undefined;
+      const out = {
+        accepted: v.accepted,
+        at: at.toISOString(),
+        checks: v.checks,
+        quote: q && {
+          version: q.version,
+          teeTcbSvn: hex(q.body.teeTcbSvn),
+          mrSeam: hex(q.body.mrSeam),
+          reportData: hex(q.body.reportData),
+          measurements,
+        },
+        fmspc: v.pck && hex(v.pck.fmspc),
+      };
+      process.stdout.write(`${JSON.stringify(out, null, 2)}\n`);
+    } else {
+      for (const c of v.checks)
+        process.stdout.write(`${c.ok ? 'PASS' : 'FAIL'}  ${c.name}: ${c.detail ?? ''}\n`);
+      process.stdout.write(`${v.accepted ? 'ACCEPTED' : 'REJECTED'}\n`);
+    }
+    return v.accepted ? 0 : 1;
+  });
+}

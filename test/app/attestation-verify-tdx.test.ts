@@ -1,0 +1,110 @@
+/**
+ * `confboot attestation verify-tdx` run() on the go-tdx-guest quotes: v4 with and without
+ * collateral at 2023-07-01, v5 and CCEL with the chain only, expiry, and usage errors (exit 2).
+ */
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterEach, beforeEach, expect, it, type MockInstance, vi } from 'vitest';
+import { run } from '../../src/app/cli/attestation-verify-tdx.js';
+import { describeVectors, VECTORS, vec } from '../adapters/attestation/snp/vectors.js';
+import { useTmpDirs } from '../support/tmp.js';
+
+const tmp = useTmpDirs('confboot-tdx-cli-');
+const v = (p: string) => join(VECTORS, p);
+let out: MockInstance;
+let err: MockInstance;
+beforeEach(() => {
+  out = vi.spyOn(process.stdout, 'write').mockImplementation(() => true);
+  err = vi.spyOn(process.stderr, 'write').mockImplementation(() => true);
+});
+afterEach(() => {
+  out.mockRestore();
+  err.mockRestore();
+});
+const stdout = () => out.mock.calls.map((c) => String(c[0])).join('');
+const stderr = () => err.mock.calls.map((c) => String(c[0])).join('');
+
+describeVectors('confboot attestation verify-tdx', () => {
+  const root = ['--root', v('go-tdx-guest/trust/trusted_root.pem')];
+  const v4 = v('go-tdx-guest/testdata/tdx_prod_quote_SPR_E4.dat');
+
+  it('accepts the v4 quote with the chain only at 2023-07-01', async () => {
+    expect(await run(['--quote', v4, ...root, '--at', '2023-07-01T00:00:00Z'])).toBe(0);
+    expect(stdout()).toContain('PASS  quote-signature');
+    expect(stdout()).toContain('PASS  qe-report-signature');
+    expect(stdout().trim().endsWith('ACCEPTED')).toBe(true);
+  });
+
+  it('with collateral at 2023-07-01: every collateral check passes except the TCB level (README caveat), so exit 1', async () => {
+    expect(
+      await run([
+        '--quote',
+        v4,
+        ...root,
+        '--at',
+        '2023-07-01T00:00:00Z',
+        '--collateral',
+        v('go-tdx-guest/testdata'),
+      ]),
+    ).toBe(1);
+    const text = stdout();
+    for (const name of [
+      'tcb-info-signature',
+      'tcb-info-validity',
+      'tcb-info-fmspc',
+      'qe-identity-signature',
+      'qe-identity',
+      'root-crl',
+      'pck-crl',
+    ])
+      expect(text).toContain(`PASS  ${name}`);
+    expect(text).toContain('FAIL  tcb-level: no TCB level matches');
+  });
+
+  it('accepts v5 at 2026-02-03 and the base64-encoded CCEL quote now, as JSON with MRTD and RTMRs', async () => {
+    expect(
+      await run([
+        '--quote',
+        v('go-tdx-guest/testdata/quote_v5_sample.dat'),
+        ...root,
+        '--at',
+        '2026-02-03T00:00:00Z',
+      ]),
+    ).toBe(0);
+    out.mockClear();
+    const file = join(tmp(), 'quote.b64');
+    writeFileSync(file, vec('go-tdx-guest/testdata/ccel/cos-113-tdx-quote.dat').toString('base64'));
+    expect(await run(['--quote', file, ...root, '--json', '--report-data', '00'])).toBe(0);
+    const json = JSON.parse(stdout()) as {
+      accepted: boolean;
+      fmspc: string;
+      quote: { measurements: Record<string, string> };
+    };
+    expect(json.accepted).toBe(true);
+    expect(json.fmspc).toBe('00806f050000');
+    expect(json.quote.measurements['1']?.startsWith('3fa2f61f')).toBe(true);
+  });
+
+  it('rejects the v4 quote at 2053-07-01 (PCK leaf expired)', async () => {
+    expect(await run(['--quote', v4, ...root, '--at', '2053-07-01T00:00:00Z'])).toBe(1);
+    expect(stdout()).toContain('FAIL  certificate-validity');
+  });
+
+  it.each([
+    ['missing --root', ['--quote', 'q'], 'missing required option --root'],
+    ['unreadable quote', ['--quote', '/nonexistent/q', '--root', 'r'], 'reading quote'],
+    ['bad --at', ['--quote', 'q', '--root', 'r', '--at', '2023-13-45'], 'not a valid time'],
+  ])('exits 2 on %s', async (_name, argv, message) => {
+    expect(await run(argv)).toBe(2);
+    expect(stderr()).toContain(message);
+  });
+
+  it('exits 2 on a file that is not a quote, and on an empty collateral directory', async () => {
+    const dir = tmp();
+    writeFileSync(join(dir, 'junk'), Buffer.from([1, 2, 3]));
+    expect(await run(['--quote', join(dir, 'junk'), ...root])).toBe(2);
+    expect(stderr()).toContain('TDX quote is truncated');
+    expect(await run(['--quote', v4, ...root, '--collateral', dir, '--at', '2023-07-01T00:00:00Z'])).toBe(2);
+    expect(stderr()).toContain('has no TCB info');
+  });
+});
