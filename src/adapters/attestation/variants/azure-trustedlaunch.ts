@@ -10,7 +10,7 @@ import type { Clock } from '../../../ports/clock.js';
 import { TpmAlg } from '../vtpm/tpm2.js';
 import type { VtpmVariantChecks } from '../vtpm/validator.js';
 import { sameKey } from '../vtpm/verify-attestation.js';
-import { certificateSpki, parseCertificates, verifyCertificateChain } from '../vtpm/x509-chain.js';
+import { certificateSpki, certName, parseCertificates, verifyCertificateChain } from '../vtpm/x509-chain.js';
 
 /** Configuration of azure-trustedlaunch validation. */
 export interface AzureTrustedLaunchConfig {
@@ -65,7 +65,7 @@ export function azureTrustedLaunchChecks(config: AzureTrustedLaunchConfig): Vtpm
       }
       rec.pass(
         'ak-certificate',
-        `AK certificate "${akCert.subject}" chains to a configured root at ${at.toISOString()}`,
+        `AK certificate ${certName(akCert)} chains to a configured root at ${at.toISOString()}`,
       );
       if (ak.type !== TpmAlg.RSA)
         throw rec.fail('ak-trust', 'untrusted attestation public key: azure-trustedlaunch AK must be RSA');

@@ -41,6 +41,22 @@ export function parseGceInstanceInfo(raw: Uint8Array | undefined): GceInstanceIn
   return o as GceInstanceInfo;
 }
 
+/**
+ * The gcp-sev-es CVM check alone (upstream validateCVM): GCE firmware version ≥ 1 and AMD_SEV, read
+ * from the replay-verified event log. Exported for callers that trust the AK another way.
+ */
+export const gceSevCvmCheck: VtpmVariantChecks['validateCvm'] = async (_doc, state, rec) => {
+  if (!state.eventLog) throw rec.fail('cvm', 'no event log: cannot tell the GCE platform state');
+  const log = state.eventLog;
+  const platform = rec.run(() => platformState(log, TpmAlg.SHA256));
+  const version = platform.gceVersion ?? 0;
+  if (version < MINIMUM_GCE_VERSION)
+    throw rec.fail('cvm', `outdated GCE version: ${version} (require >= ${MINIMUM_GCE_VERSION})`);
+  if (platform.technology !== 'AMD_SEV')
+    throw rec.fail('cvm', `unexpected confidential technology: ${platform.technology} (expected: AMD_SEV)`);
+  rec.pass('cvm', `GCE firmware v${version}, AMD_SEV`);
+};
+
 /** Variant checks of gcp-sev-es, trusting the AK the GCE API names. */
 export function gcpSevEsChecks(gce: GceShieldedIdentity): VtpmVariantChecks {
   return {
@@ -73,19 +89,6 @@ export function gcpSevEsChecks(gce: GceShieldedIdentity): VtpmVariantChecks {
       }
       rec.pass('ak-trust', `attestation key is the shielded-identity signing key of ${where}`);
     },
-    async validateCvm(_doc, state, rec) {
-      if (!state.eventLog) throw rec.fail('cvm', 'no event log: cannot tell the GCE platform state');
-      const log = state.eventLog;
-      const platform = rec.run(() => platformState(log, TpmAlg.SHA256));
-      const version = platform.gceVersion ?? 0;
-      if (version < MINIMUM_GCE_VERSION)
-        throw rec.fail('cvm', `outdated GCE version: ${version} (require >= ${MINIMUM_GCE_VERSION})`);
-      if (platform.technology !== 'AMD_SEV')
-        throw rec.fail(
-          'cvm',
-          `unexpected confidential technology: ${platform.technology} (expected: AMD_SEV)`,
-        );
-      rec.pass('cvm', `GCE firmware v${version}, AMD_SEV`);
-    },
+    validateCvm: gceSevCvmCheck,
   };
 }

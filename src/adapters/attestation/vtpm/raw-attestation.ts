@@ -19,7 +19,7 @@ import {
   type VerifiedAttestation,
   verifyAttestationQuotes,
 } from './verify-attestation.js';
-import { certificateSpki, parseCertificates, verifyCertificateChain } from './x509-chain.js';
+import { certificateSpki, certName, parseCertificates, verifyCertificateChain } from './x509-chain.js';
 
 /** How to trust the AK of a raw attestation: exactly one of the two. */
 export type RawAkTrust =
@@ -75,7 +75,7 @@ export async function verifyRawAttestation(
     }
     rec.pass(
       'ak-certificate',
-      `AK certificate "${akCert.subject}" chains to a given root at ${at.toISOString()}`,
+      `AK certificate ${certName(akCert)} chains to a given root at ${at.toISOString()}`,
     );
     const certKey = createPublicKey({ key: certificateSpki(akCert), format: 'der', type: 'spki' });
     if (!sameKey(ak, certKey))

@@ -47,7 +47,7 @@ function checkValidity(cert: x509.X509Certificate, at: Date, check: string): voi
   if (at < cert.notBefore || at > cert.notAfter) {
     throw new AttestationError(
       check,
-      `certificate "${cert.subject}" is not valid at ${at.toISOString()} (valid ${cert.notBefore.toISOString()} … ${cert.notAfter.toISOString()})`,
+      `certificate ${certName(cert)} is not valid at ${at.toISOString()} (valid ${cert.notBefore.toISOString()} … ${cert.notAfter.toISOString()})`,
     );
   }
 }
@@ -96,7 +96,7 @@ export async function verifyCertificateChain(
     if (!next) {
       throw new AttestationError(
         check,
-        `certificate "${current.subject}" is not signed by a trusted root or given intermediate (issuer "${current.issuer}")`,
+        `certificate ${certName(current)} is not signed by a trusted root or given intermediate (issuer "${current.issuer}")`,
       );
     }
     if (!isCa(next)) throw new AttestationError(check, `intermediate "${next.subject}" is not a CA`);
@@ -105,6 +105,11 @@ export async function verifyCertificateChain(
     current = next;
   }
   throw new AttestationError(check, 'certificate chain is too long');
+}
+
+/** A name for messages: the subject, or the serial and issuer when the subject is empty (GCE AK certs). */
+export function certName(cert: x509.X509Certificate): string {
+  return cert.subject ? `"${cert.subject}"` : `serial ${cert.serialNumber} from "${cert.issuer}"`;
 }
 
 /** The certificate's public key as SPKI DER. */

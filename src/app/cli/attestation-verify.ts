@@ -1,0 +1,310 @@
+/**
+ * `confboot attestation verify`: verifies one vTPM attestation offline and prints the verdict, every
+ * check performed and every measurement mismatch as expected vs actual (issue 3, item 7).
+ *   --format json (default): upstream's Go-JSON attestation document of variant V; --nonce is the
+ *     verifier's nonce and extraData = SHA256(UserData‖nonce) applies.
+ *   --format pb: a raw go-tpm-tools Attestation protobuf; --nonce is the quote's qualifying data as is;
+ *     the AK is trusted through its AK certificate chaining to --ak-roots (roots and intermediates) at
+ *     --at, or through --trusted-ak.
+ * Exit 0 accepted, 1 rejected, 2 usage or input error. The lead's dispatcher registers this module's
+ * run() as the `verify` verb of `confboot attestation`; a leading `verify` argument is also accepted.
+ */
+import { createPublicKey, type KeyObject } from 'node:crypto';
+import { readFile } from 'node:fs/promises';
+import { awsNitroTpmChecks } from '../../adapters/attestation/variants/aws-nitro-tpm.js';
+import { Ec2AmiTpmSupport } from '../../adapters/attestation/variants/ec2-ami-tpm-support.js';
+import {
+  createValidator,
+  isVtpmVariant,
+  VTPM_VARIANTS,
+  type VtpmVariant,
+} from '../../adapters/attestation/variants/factory.js';
+import { ComputeShieldedIdentity } from '../../adapters/attestation/variants/gce-shielded-identity.js';
+import { gceSevCvmCheck } from '../../adapters/attestation/variants/gcp-sev-es.js';
+import { verifyRawAttestation } from '../../adapters/attestation/vtpm/raw-attestation.js';
+import { VtpmValidator, type VtpmVariantChecks } from '../../adapters/attestation/vtpm/validator.js';
+import { sameKey } from '../../adapters/attestation/vtpm/verify-attestation.js';
+import { parseCertificates } from '../../adapters/attestation/vtpm/x509-chain.js';
+import { formatMismatch, MeasurementsPolicy, parseAttestationConfig } from '../../domain/measurements.js';
+import { isAttestationError } from '../../ports/errors.js';
+import type { MeasurementPolicy } from '../../ports/measurement-policy.js';
+import type { AttestationCheck, MeasurementMismatch } from '../../ports/types.js';
+import { type CommandSpec, parseCommand, runCommand, UsageError } from './args.js';
+
+/** Flags of `confboot attestation verify`. */
+export const attestationVerifyCommand: CommandSpec = {
+  name: 'attestation verify',
+  summary:
+    'Verify a vTPM attestation (upstream JSON document or raw go-tpm-tools protobuf) and list every check.',
+  options: {
+    document: { type: 'string', valueName: 'F', required: true, description: 'the attestation document' },
+    format: { type: 'string', valueName: 'json|pb', default: 'json', description: 'document format' },
+    variant: {
+      type: 'string',
+      valueName: 'V',
+      default: 'qemu-vtpm',
+      description: `variant of a json document: ${VTPM_VARIANTS.join(', ')}`,
+    },
+    nonce: {
+      type: 'string',
+      valueName: 'HEX',
+      default: '',
+      description: "json: the verifier's nonce; pb: the quote's qualifying data as is (default empty)",
+    },
+    config: {
+      type: 'string',
+      valueName: 'F',
+      description:
+        'expected measurements: {"<idx>": {"expected", "warnOnly"}} or an attestation config holding them',
+    },
+    'ak-roots': {
+      type: 'string',
+      valueName: 'F',
+      multiple: true,
+      description: 'AK certificate roots and intermediates, PEM or DER (pb; azure-trustedlaunch); repeatable',
+    },
+    'trusted-ak': {
+      type: 'string',
+      valueName: 'F',
+      description: 'PEM public key the attestation key must equal (replaces certificate or cloud AK trust)',
+    },
+    at: {
+      type: 'string',
+      valueName: 'RFC3339',
+      description: 'time at which certificates must be valid (default now)',
+    },
+    json: { type: 'boolean', description: 'print the result as JSON' },
+  },
+  epilog: [
+    'gcp-sev-es asks the GCE API for the instance identity unless --trusted-ak is given; aws-nitro-tpm asks EC2',
+    "for the AMI (both with the SDKs' default credentials).",
+    'Exit codes: 0 accepted, 1 rejected, 2 usage or input error.',
+  ].join('\n'),
+};
+
+/** The outcome printed by the command. */
+export interface VerifyReport {
+  verdict: 'accepted' | 'rejected';
+  format: 'json' | 'pb';
+  variant?: string;
+  /** The failed check's name when rejected. */
+  failedCheck?: string;
+  reason?: string;
+  checks: AttestationCheck[];
+  mismatches: Array<{ index: number; expected: string; actual: string | null; warnOnly: boolean }>;
+  /** Hex of the bound user data (json format, accepted). */
+  userData?: string;
+}
+
+const hex = (b: Uint8Array) => Buffer.from(b).toString('hex');
+
+function parseHex(value: string, flag: string): Buffer {
+  if (!/^(?:[0-9a-fA-F]{2})*$/.test(value)) throw new UsageError(`${flag}: not an even-length hex string`);
+  return Buffer.from(value, 'hex');
+}
+
+function parseAt(value: string | undefined): Date {
+  if (value === undefined) return new Date();
+  const rfc3339 = /^\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}:\d{2}(\.\d+)?([Zz]|[+-]\d{2}:\d{2})$/;
+  const d = new Date(value);
+  if (!rfc3339.test(value) || Number.isNaN(d.getTime()))
+    throw new UsageError(`--at: not an RFC 3339 time: ${value}`);
+  return d;
+}
+
+async function readInput(path: string, what: string): Promise<Buffer> {
+  try {
+    return await readFile(path);
+  } catch (err) {
+    throw new UsageError(`reading ${what} ${path}: ${err instanceof Error ? err.message : String(err)}`);
+  }
+}
+
+/** A policy that compares nothing, for runs without --config. */
+const NO_MEASUREMENTS: MeasurementPolicy = { compare: () => [] };
+
+async function loadPolicy(path: string | undefined): Promise<MeasurementPolicy | undefined> {
+  if (path === undefined) return undefined;
+  const text = (await readInput(path, 'measurements config')).toString('utf8');
+  try {
+    return new MeasurementsPolicy(parseAttestationConfig(text).measurements);
+  } catch (err) {
+    throw new UsageError(`--config ${path}: ${err instanceof Error ? err.message : String(err)}`);
+  }
+}
+
+async function loadTrustedAk(path: string | undefined): Promise<KeyObject | undefined> {
+  if (path === undefined) return undefined;
+  const pem = await readInput(path, 'trusted AK');
+  try {
+    return createPublicKey(pem);
+  } catch (err) {
+    throw new UsageError(
+      `--trusted-ak ${path}: not a PEM public key: ${err instanceof Error ? err.message : String(err)}`,
+    );
+  }
+}
+
+async function loadRoots(paths: string[]): Promise<ReturnType<typeof parseCertificates>> {
+  const out: ReturnType<typeof parseCertificates> = [];
+  for (const p of paths) {
+    const data = await readInput(p, 'AK root');
+    try {
+      out.push(...parseCertificates(data, p));
+    } catch (err) {
+      throw new UsageError(`--ak-roots ${p}: ${err instanceof Error ? err.message : String(err)}`);
+    }
+  }
+  return out;
+}
+
+function mismatchRows(ms: MeasurementMismatch[]): VerifyReport['mismatches'] {
+  return ms.map((m) => ({
+    index: m.index,
+    expected: hex(m.expected),
+    actual: m.actual ? hex(m.actual) : null,
+    warnOnly: m.warnOnly,
+  }));
+}
+
+/** Replaces the detail of the measurements check when no expectations were given. */
+function noteNoConfig(checks: AttestationCheck[], policyGiven: boolean): AttestationCheck[] {
+  if (policyGiven) return checks;
+  return checks.map((c) =>
+    c.name === 'measurements' ? { ...c, detail: 'not compared (no --config given)' } : c,
+  );
+}
+
+/** Builds the json-format validator for `variant`, honouring --trusted-ak and --ak-roots. */
+function jsonValidator(
+  variant: VtpmVariant,
+  policy: MeasurementPolicy,
+  trustedAk: KeyObject | undefined,
+  roots: ReturnType<typeof parseCertificates>,
+  at: Date,
+) {
+  if (trustedAk) {
+    const cvm: Record<VtpmVariant, VtpmVariantChecks['validateCvm']> = {
+      'qemu-vtpm': async (_d, _s, rec) => rec.pass('cvm', 'qemu-vtpm has no CVM checks'),
+      'azure-trustedlaunch': async (_d, _s, rec) => rec.pass('cvm', 'azure-trustedlaunch has no CVM checks'),
+      'gcp-sev-es': gceSevCvmCheck,
+      'aws-nitro-tpm': awsNitroTpmChecks(new Ec2AmiTpmSupport()).validateCvm,
+    };
+    const checks: VtpmVariantChecks = {
+      async checkAk(_doc, ak, _extraData, rec) {
+        if (!sameKey(ak, trustedAk))
+          throw rec.fail('ak-trust', 'untrusted attestation public key: it differs from --trusted-ak');
+        rec.pass('ak-trust', 'attestation key equals --trusted-ak');
+      },
+      validateCvm: cvm[variant],
+    };
+    return new VtpmValidator(variant, checks, policy);
+  }
+  if (variant === 'azure-trustedlaunch' && roots.length === 0)
+    throw new UsageError('azure-trustedlaunch needs --ak-roots (or --trusted-ak)');
+  return createValidator(variant, {
+    policy,
+    amiTpmSupport: new Ec2AmiTpmSupport(),
+    gceShieldedIdentity: new ComputeShieldedIdentity(),
+    azureAkRoots: roots.map((r) => r.toString('pem')),
+    clock: { now: () => at },
+  });
+}
+
+/** Verifies as the flags say; returns the report (never throws for a rejection). */
+export async function verifyFromFlags(
+  values: Record<string, string | boolean | string[] | undefined>,
+): Promise<VerifyReport> {
+  const format = String(values.format);
+  if (format !== 'json' && format !== 'pb') throw new UsageError('--format must be json or pb');
+  const variant = String(values.variant);
+  if (format === 'json' && !isVtpmVariant(variant))
+    throw new UsageError(
+      `--variant must be one of ${VTPM_VARIANTS.join(', ')} (SEV-SNP and TDX have their own verbs)`,
+    );
+  const nonce = parseHex(String(values.nonce ?? ''), '--nonce');
+  const at = parseAt(values.at as string | undefined);
+  const document = await readInput(values.document as string, 'document');
+  const policy = await loadPolicy(values.config as string | undefined);
+  const trustedAk = await loadTrustedAk(values['trusted-ak'] as string | undefined);
+  const roots = await loadRoots((values['ak-roots'] as string[] | undefined) ?? []);
+
+  const base = { format, ...(format === 'json' ? { variant } : {}) } as Pick<
+    VerifyReport,
+    'format' | 'variant'
+  >;
+  try {
+    if (format === 'pb') {
+      if (!trustedAk && roots.length === 0)
+        throw new UsageError('--format pb needs --ak-roots or --trusted-ak');
+      const res = await verifyRawAttestation(document, {
+        nonce,
+        trust: trustedAk ? { trustedAk } : { roots, intermediates: roots, at },
+        ...(policy ? { policy } : {}),
+      });
+      return {
+        verdict: 'accepted',
+        ...base,
+        checks: noteNoConfig(res.checks, !!policy),
+        mismatches: mismatchRows(res.warnings),
+      };
+    }
+    const validator = jsonValidator(variant as VtpmVariant, policy ?? NO_MEASUREMENTS, trustedAk, roots, at);
+    const res = await validator.validate(document, nonce);
+    return {
+      verdict: 'accepted',
+      ...base,
+      checks: noteNoConfig(res.checks, !!policy),
+      mismatches: mismatchRows(res.warnings),
+      userData: hex(res.userData),
+    };
+  } catch (err) {
+    if (!isAttestationError(err)) throw err;
+    if (err.check === 'document-format')
+      throw new UsageError(`document ${values.document as string}: ${err.message}`);
+    return {
+      verdict: 'rejected',
+      ...base,
+      failedCheck: err.check,
+      reason: err.message,
+      checks: err.checks.length ? err.checks : [{ name: err.check, ok: false, detail: err.message }],
+      mismatches: mismatchRows(err.mismatches),
+    };
+  }
+}
+
+/** Renders the report for humans. */
+export function renderReport(r: VerifyReport): string {
+  const lines = [
+    `verdict: ${r.verdict.toUpperCase()} (${r.format}${r.variant ? `, ${r.variant}` : ''})`,
+    ...(r.reason ? [`reason: ${r.failedCheck}: ${r.reason}`] : []),
+    'checks:',
+  ];
+  const width = Math.max(...r.checks.map((c) => c.name.length));
+  for (const c of r.checks)
+    lines.push(`  ${c.ok ? 'ok  ' : 'FAIL'} ${c.name.padEnd(width)}  ${c.detail ?? ''}`.trimEnd());
+  if (r.mismatches.length) {
+    lines.push('measurement mismatches:');
+    for (const m of r.mismatches) {
+      lines.push(
+        `  PCR${m.index} (${m.warnOnly ? 'warnOnly' : 'enforced'}): ${formatMismatch({ index: m.index, expected: Buffer.from(m.expected, 'hex'), actual: m.actual === null ? undefined : Buffer.from(m.actual, 'hex'), warnOnly: m.warnOnly })}`,
+      );
+      lines.push(`    expected ${m.expected}`);
+      lines.push(`    actual   ${m.actual ?? '(missing)'}`);
+    }
+  }
+  if (r.userData) lines.push(`userData: ${r.userData}`);
+  return `${lines.join('\n')}\n`;
+}
+
+/** Runs `confboot attestation verify`; resolves to the exit code. */
+export async function run(argv: string[]): Promise<number> {
+  return runCommand(async () => {
+    const args = argv[0] === 'verify' ? argv.slice(1) : argv;
+    const values = parseCommand(args, attestationVerifyCommand);
+    if (values === undefined) return 0;
+    const report = await verifyFromFlags(values);
+    process.stdout.write(values.json ? `${JSON.stringify(report, null, 2)}\n` : renderReport(report));
+    return report.verdict === 'accepted' ? 0 : 1;
+  });
+}
