@@ -1,0 +1,186 @@
+/**
+ * One attested TLS connection, either end (adapter layer, src/adapters/grpc/atls): wraps a TCP
+ * socket in TLS 1.3 with a fresh self-signed certificate, runs the attestation exchange under one
+ * deadline, and either returns the attested socket or closes it after telling the peer why.
+ */
+
+import { constants } from 'node:crypto';
+import type { Socket } from 'node:net';
+import {
+  createServer as createTlsServer,
+  type TLSSocket,
+  type TlsOptions,
+  connect as tlsConnect,
+} from 'node:tls';
+import { ConfbootError } from '../../../ports/errors.js';
+import { createTlsIdentity } from './certificate.js';
+import {
+  type AtlsOptions,
+  type AttestedPeer,
+  DEFAULT_HANDSHAKE_TIMEOUT_MS,
+  exchangeAttestations,
+  type TlsRole,
+} from './exchange.js';
+import { protocolError } from './protocol.js';
+
+/** ALPN protocol both ends must agree on; grpc-js's HTTP/2 session needs it on a TLS socket. */
+export const ALPN_PROTOCOL = 'h2';
+/** How long a refused socket may take to flush the deny verdict before it is destroyed. */
+const CLOSE_GRACE_MS = 250;
+
+/** Closes `socket` gracefully (flushing a pending verdict), destroying it after a short grace. */
+export function closeSoon(socket: Socket): void {
+  if (socket.destroyed) return;
+  socket.end();
+  setTimeout(() => socket.destroy(), CLOSE_GRACE_MS).unref();
+}
+
+/** Waits for the TLS handshake on the socket grpc-js gave us (client side). */
+function clientHandshake(socket: TLSSocket, signal: AbortSignal): Promise<void> {
+  return new Promise<void>((resolve, reject) => {
+    const cleanup = () => {
+      socket.off('secureConnect', onSecure);
+      socket.off('error', onError);
+      socket.off('close', onClose);
+      signal.removeEventListener('abort', onClose);
+    };
+    const onSecure = () => {
+      cleanup();
+      resolve();
+    };
+    const onError = (err: Error) => {
+      cleanup();
+      reject(
+        protocolError(
+          'frame-format',
+          `TLS handshake failed (not a confboot attested TLS peer?): ${err.message}`,
+        ),
+      );
+    };
+    const onClose = () => {
+      cleanup();
+      reject(new ConfbootError('unavailable', 'connection closed during the TLS handshake'));
+    };
+    socket.once('secureConnect', onSecure);
+    socket.once('error', onError);
+    socket.once('close', onClose);
+    signal.addEventListener('abort', onClose, { once: true });
+  });
+}
+
+/**
+ * Runs the server side of the TLS handshake on `raw` through a tls.Server made for this one
+ * connection (it carries the connection's fresh certificate). Injecting the TCP socket through the
+ * server's documented 'connection' event yields a fully initialised server-side TLSSocket, which
+ * grpc-js's HTTP/2 session accepts as connected.
+ */
+function serverHandshake(raw: Socket, tlsOptions: TlsOptions, signal: AbortSignal): Promise<TLSSocket> {
+  const server = createTlsServer(tlsOptions);
+  return new Promise<TLSSocket>((resolve, reject) => {
+    const cleanup = () => {
+      server.off('secureConnection', onSecure);
+      server.off('tlsClientError', onError);
+      raw.off('close', onClose);
+      signal.removeEventListener('abort', onClose);
+    };
+    const onSecure = (socket: TLSSocket) => {
+      cleanup();
+      resolve(socket);
+    };
+    const onError = (err: Error, socket: TLSSocket) => {
+      cleanup();
+      socket.destroy();
+      reject(
+        protocolError(
+          'frame-format',
+          `TLS handshake failed (not a confboot attested TLS peer?): ${err.message}`,
+        ),
+      );
+    };
+    const onClose = () => {
+      cleanup();
+      reject(new ConfbootError('unavailable', 'connection closed during the TLS handshake'));
+    };
+    server.once('secureConnection', onSecure);
+    server.once('tlsClientError', onError);
+    raw.once('close', onClose);
+    signal.addEventListener('abort', onClose, { once: true });
+    server.emit('connection', raw);
+  });
+}
+
+/**
+ * Secures and attests `raw` as `role`. Resolves with the TLS socket (positioned right after the
+ * exchange, ready for HTTP/2) and the attested peer; on any failure the socket is closed and the
+ * promise rejects with the reason (AttestationError naming the check, or ConfbootError).
+ */
+export async function attestSocket(
+  raw: Socket,
+  role: TlsRole,
+  options: AtlsOptions,
+): Promise<{ socket: TLSSocket; peer: AttestedPeer }> {
+  const timeoutMs = options.handshakeTimeoutMs ?? DEFAULT_HANDSHAKE_TIMEOUT_MS;
+  const controller = new AbortController();
+  const address = `${raw.remoteAddress}:${raw.remotePort}`;
+  let tlsSocket: TLSSocket | undefined;
+  const timer = setTimeout(() => {
+    controller.abort(
+      new ConfbootError('deadline-exceeded', `attested TLS handshake not completed within ${timeoutMs} ms`),
+    );
+  }, timeoutMs);
+  timer.unref();
+  const onAbort = () => {
+    tlsSocket?.destroy();
+    raw.destroy();
+  };
+  controller.signal.addEventListener('abort', onAbort, { once: true });
+  const swallow = () => {};
+  raw.on('error', swallow);
+  try {
+    const identity = await createTlsIdentity(options.clock);
+    if (controller.signal.aborted) throw controller.signal.reason;
+    const tlsOptions = {
+      key: identity.keyPem,
+      cert: identity.certPem,
+      minVersion: 'TLSv1.3' as const,
+      // The peer's self-signed certificate is checked by the attestation exchange itself
+      // (checkPeerCertificate + user-data binding), never by the TLS stack or checkServerIdentity.
+      rejectUnauthorized: false,
+      ALPNProtocols: [ALPN_PROTOCOL],
+      // No session tickets: every connection is a full handshake with a fresh certificate.
+      secureOptions: constants.SSL_OP_NO_TICKET,
+    };
+    if (role === 'server') {
+      tlsSocket = await serverHandshake(
+        raw,
+        { ...tlsOptions, requestCert: (options.validators ?? []).length > 0, handshakeTimeout: timeoutMs },
+        controller.signal,
+      );
+    } else {
+      tlsSocket = tlsConnect({ socket: raw, ...tlsOptions });
+      tlsSocket.on('error', swallow);
+      await clientHandshake(tlsSocket, controller.signal);
+    }
+    tlsSocket.on('error', swallow);
+    if (tlsSocket.getProtocol() !== 'TLSv1.3')
+      throw protocolError(
+        'frame-format',
+        `peer negotiated ${tlsSocket.getProtocol()}, attested TLS needs TLSv1.3`,
+      );
+    if (tlsSocket.alpnProtocol !== ALPN_PROTOCOL)
+      throw protocolError('frame-format', `peer did not negotiate ALPN ${ALPN_PROTOCOL}`);
+    const attestation = await exchangeAttestations(tlsSocket, role, identity, options, controller.signal);
+    if (controller.signal.aborted) throw controller.signal.reason;
+    // The no-op error listeners stay: a reset after the hand-off must not crash the process;
+    // grpc-js's HTTP/2 session sees the close and handles it.
+    return { socket: tlsSocket, peer: { address, attestation } };
+  } catch (err) {
+    const reason = controller.signal.aborted ? controller.signal.reason : err;
+    if (tlsSocket) closeSoon(tlsSocket);
+    else raw.destroy();
+    throw reason;
+  } finally {
+    clearTimeout(timer);
+    controller.signal.removeEventListener('abort', onAbort);
+  }
+}

@@ -1,0 +1,255 @@
+/**
+ * The attestation exchange of attested TLS (adapter layer, src/adapters/grpc/atls): runs on an
+ * established TLS 1.3 socket, symmetric for client and server. Each side sends one ATTESTATION
+ * frame (its document, or "none"), verifies the peer's frame if it has validators, answers with a
+ * VERDICT frame, and waits for the peer's verdict. Only when both verdicts accept is the socket
+ * handed to grpc-js. See docs/atls.md.
+ */
+import type { TLSSocket } from 'node:tls';
+import type { Clock } from '../../../ports/clock.js';
+import {
+  AttestationError,
+  ConfbootError,
+  isAttestationError,
+  isConfbootError,
+} from '../../../ports/errors.js';
+import type { Issuer } from '../../../ports/issuer.js';
+import type { AttestationCheck, MeasurementMismatch } from '../../../ports/types.js';
+import type { Validator } from '../../../ports/validator.js';
+import { type Variant, variantFromOid } from '../../../ports/variant.js';
+import { checkPeerCertificate, type TlsIdentity } from './certificate.js';
+import {
+  type AttestationFrame,
+  DEFAULT_MAX_DOCUMENT_BYTES,
+  EXPORTER_LABEL,
+  encodeAttestationFrame,
+  encodeVerdictFrame,
+  FRAME_VERDICT,
+  FrameReader,
+  NONCE_BYTES,
+  protocolError,
+  type VerdictFrame,
+} from './protocol.js';
+
+/** Which end of the TLS connection we are. */
+export type TlsRole = 'client' | 'server';
+
+/** Default bound on TLS handshake plus attestation exchange (upstream's validation timeout). */
+export const DEFAULT_HANDSHAKE_TIMEOUT_MS = 30_000;
+
+/** Configuration of one end of attested TLS. */
+export interface AtlsOptions {
+  /** Attest ourselves with this issuer; without one we send "no attestation". */
+  issuer?: Issuer;
+  /** Verify the peer with one of these validators (matched by OID); empty = do not verify the peer. */
+  validators?: readonly Validator[];
+  /** Time source for certificate validity. */
+  clock: Clock;
+  /** Bound on the TLS handshake plus the attestation exchange, in ms (default 30 000). */
+  handshakeTimeoutMs?: number;
+  /** Largest attestation document accepted from the peer (default and maximum sensible: 1 MiB). */
+  maxDocumentBytes?: number;
+}
+
+/** The peer's validated attestation. */
+export interface PeerAttestation {
+  variant: Variant;
+  oid: string;
+  /** SHA-256 of the peer's TLS SPKI, as attested. */
+  userData: Uint8Array;
+  /** Every check performed, in order (aTLS checks and the validator's). */
+  checks: AttestationCheck[];
+  /** warnOnly measurement mismatches reported by the validator. */
+  warnings: MeasurementMismatch[];
+}
+
+/** A connection that passed attested TLS. */
+export interface AttestedPeer {
+  /** Peer address as grpc-js reports it (`ip:port`). */
+  address: string;
+  /** The peer's validated attestation; undefined when this end has no validators. */
+  attestation: PeerAttestation | undefined;
+}
+
+/** The 32-byte nonce that an attester in `attesterRole` must bind on this connection. */
+export function exporterNonce(socket: TLSSocket, attesterRole: TlsRole): Uint8Array {
+  return new Uint8Array(
+    socket.exportKeyingMaterial(NONCE_BYTES, EXPORTER_LABEL, Buffer.from(attesterRole, 'ascii')),
+  );
+}
+
+function bytesEqual(a: Uint8Array, b: Uint8Array): boolean {
+  return a.length === b.length && Buffer.from(a).equals(Buffer.from(b));
+}
+
+/**
+ * Verifies the peer's attestation frame: certificate, OID, validator, user-data binding.
+ * Rejects with an AttestationError naming the failed check and listing the checks performed.
+ */
+export async function verifyPeerAttestation(
+  frame: AttestationFrame,
+  socket: TLSSocket,
+  nonce: Uint8Array,
+  validators: readonly Validator[],
+  clock: Clock,
+  callOptions: { signal?: AbortSignal; timeoutInMs?: number },
+): Promise<PeerAttestation> {
+  const checks: AttestationCheck[] = [];
+  const fail = (
+    check: string,
+    message: string,
+    extra?: { mismatches?: MeasurementMismatch[]; cause?: unknown },
+  ) =>
+    new AttestationError(check, message, {
+      checks: [...checks, { name: check, ok: false, detail: message }],
+      ...extra,
+    });
+  let spkiHash: Uint8Array;
+  try {
+    spkiHash = checkPeerCertificate(socket.getPeerX509Certificate(), clock);
+  } catch (err) {
+    throw isAttestationError(err) ? fail(err.check, err.message) : err;
+  }
+  checks.push({ name: 'peer-certificate', ok: true, detail: 'self-signed and within its validity' });
+  if (frame.oid === '')
+    throw fail('attestation-missing', 'peer sent no attestation, but this end requires one');
+  const validator = validators.find((v) => v.oid === frame.oid);
+  if (validator === undefined) {
+    const name = variantFromOid(frame.oid);
+    const accepted = validators.map((v) => `${v.variant} (${v.oid})`).join(', ');
+    throw fail(
+      'unknown-oid',
+      `attestation variant OID ${frame.oid}${name ? ` (${name})` : ''} is not accepted; accepted: ${accepted}`,
+    );
+  }
+  checks.push({ name: 'variant-oid', ok: true, detail: `${validator.variant} (${validator.oid})` });
+  let result: Awaited<ReturnType<Validator['validate']>>;
+  try {
+    result = await validator.validate(frame.document, nonce, callOptions);
+  } catch (err) {
+    if (isAttestationError(err))
+      throw new AttestationError(err.check, `${validator.variant} attestation: ${err.message}`, {
+        checks: [
+          ...checks,
+          ...err.checks,
+          ...(err.checks.some((c) => !c.ok) ? [] : [{ name: err.check, ok: false }]),
+        ],
+        mismatches: err.mismatches,
+        cause: err,
+      });
+    const message = err instanceof Error ? err.message : String(err);
+    throw fail('validator', `validating ${validator.variant} attestation: ${message}`, { cause: err });
+  }
+  checks.push(...result.checks);
+  if (!bytesEqual(result.userData, spkiHash))
+    throw fail('user-data', "attested user data does not match the SHA-256 of the peer's TLS public key");
+  checks.push({ name: 'user-data', ok: true, detail: 'binds the peer TLS public key' });
+  return {
+    variant: validator.variant,
+    oid: validator.oid,
+    userData: result.userData,
+    checks,
+    warnings: result.warnings,
+  };
+}
+
+function refusedByPeer(frame: VerdictFrame): AttestationError {
+  const check = frame.check || 'refused';
+  const message = `refused by the peer (check ${check}): ${frame.reason || 'no reason given'}`;
+  return new AttestationError(check, message, { checks: [{ name: check, ok: false, detail: frame.reason }] });
+}
+
+function checkOf(err: unknown): string {
+  if (isAttestationError(err)) return err.check;
+  if (isConfbootError(err) && err.code === 'deadline-exceeded') return 'timeout';
+  return 'internal';
+}
+
+/**
+ * Runs the attestation exchange on `socket` (TLS 1.3 established) as `role`. Resolves with the
+ * peer's validated attestation (undefined without validators); rejects with an AttestationError
+ * (a check failed, here or at the peer) or a ConfbootError (connection lost, issuer failed). On
+ * failure a deny verdict naming the check has been written; the caller closes the socket.
+ */
+export async function exchangeAttestations(
+  socket: TLSSocket,
+  role: TlsRole,
+  identity: TlsIdentity,
+  options: AtlsOptions,
+  signal: AbortSignal,
+): Promise<PeerAttestation | undefined> {
+  const peerRole: TlsRole = role === 'client' ? 'server' : 'client';
+  const ownNonce = exporterNonce(socket, role);
+  const peerNonce = exporterNonce(socket, peerRole);
+  const validators = options.validators ?? [];
+  const timeoutInMs = options.handshakeTimeoutMs ?? DEFAULT_HANDSHAKE_TIMEOUT_MS;
+  const reader = new FrameReader(socket, options.maxDocumentBytes ?? DEFAULT_MAX_DOCUMENT_BYTES);
+  // Every write is tracked: the socket must not reach grpc-js's HTTP/2 session while a write of
+  // ours is still in flight (Node aborts on "is_write_in_progress" when the session takes over).
+  const inFlight: Promise<void>[] = [];
+  const write = (frame: Buffer) => {
+    if (socket.destroyed || !socket.writable) return;
+    inFlight.push(new Promise<void>((resolve) => socket.write(frame, () => resolve())));
+  };
+  let peerRefused = false;
+
+  const sent = (async () => {
+    const issuer = options.issuer;
+    if (issuer === undefined) {
+      write(encodeAttestationFrame('', new Uint8Array(0)));
+      return;
+    }
+    let document: Uint8Array;
+    try {
+      document = await issuer.issue(identity.spkiHash, ownNonce, { signal, timeoutInMs });
+    } catch (err) {
+      const message = err instanceof Error ? err.message : String(err);
+      throw new ConfbootError(
+        isConfbootError(err) ? err.code : 'internal',
+        `issuing ${issuer.variant} attestation: ${message}`,
+        {
+          cause: err,
+        },
+      );
+    }
+    write(encodeAttestationFrame(issuer.oid, document));
+  })();
+  const issueFailed = sent.then(() => new Promise<never>(() => {}));
+  issueFailed.catch(() => {});
+
+  try {
+    const firstRead = reader.next();
+    firstRead.catch(() => {});
+    const first = await Promise.race([firstRead, issueFailed]);
+    if (first.type === FRAME_VERDICT) {
+      if (first.accepted)
+        throw protocolError('frame-format', 'peer sent a verdict before its attestation frame');
+      peerRefused = true;
+      throw refusedByPeer(first);
+    }
+    const result =
+      validators.length > 0
+        ? await verifyPeerAttestation(first, socket, peerNonce, validators, options.clock, {
+            signal,
+            timeoutInMs,
+          })
+        : undefined;
+    await sent;
+    write(encodeVerdictFrame(true));
+    const second = await reader.next();
+    if (second.type !== FRAME_VERDICT)
+      throw protocolError('frame-format', 'peer sent a second attestation frame instead of its verdict');
+    if (!second.accepted) {
+      peerRefused = true;
+      throw refusedByPeer(second);
+    }
+    await Promise.all(inFlight);
+    return result;
+  } catch (err) {
+    if (!peerRefused) {
+      const reason = err instanceof Error ? err.message : String(err);
+      write(encodeVerdictFrame(false, checkOf(err), reason));
+    }
+    throw err;
+  }
+}

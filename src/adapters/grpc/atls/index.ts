@@ -1,0 +1,31 @@
+/** Attested TLS for grpc-js (adapter layer): public surface of src/adapters/grpc/atls. See docs/atls.md. */
+export { checkPeerCertificate, createTlsIdentity, spkiHashOf, type TlsIdentity } from './certificate.js';
+export { ALPN_PROTOCOL, attestSocket, closeSoon } from './connection.js';
+export {
+  type AtlsCredentialsOptions,
+  AttestedChannelCredentials,
+  type SecureConnector,
+} from './credentials.js';
+export {
+  type AtlsOptions,
+  type AttestedPeer,
+  DEFAULT_HANDSHAKE_TIMEOUT_MS,
+  exchangeAttestations,
+  exporterNonce,
+  type PeerAttestation,
+  type TlsRole,
+  verifyPeerAttestation,
+} from './exchange.js';
+export {
+  assertGrpcJsInternals,
+  checkGrpcJsInternals,
+  type GrpcJsInternalsReport,
+  SUPPORTED_GRPC_JS,
+} from './grpc-hook.js';
+export {
+  type AtlsListenerOptions,
+  type AttestedConnectionHandler,
+  AttestedTlsListener,
+  type RefusedConnectionHandler,
+} from './listener.js';
+export * from './protocol.js';

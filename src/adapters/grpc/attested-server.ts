@@ -1,0 +1,98 @@
+/**
+ * A grpc-js Server reachable only through attested TLS (adapter layer, src/adapters/grpc). An
+ * {@link AttestedTlsListener} accepts TCP, runs attested TLS, and injects only attested sockets into
+ * the server through grpc-js's public connection injector. A per-connection registry keyed by the
+ * peer address (as `call.getPeer()` reports it) gives handlers the validated attestation; a handler
+ * whose connection is not in the registry is refused without running (defence in depth).
+ */
+
+import type { TLSSocket } from 'node:tls';
+import { type ConnectionInjector, Server, ServerCredentials, type ServerOptions } from '@grpc/grpc-js';
+import type { Logger } from '../../ports/logger.js';
+import type { AttestedPeer } from './atls/exchange.js';
+import { assertGrpcJsInternals } from './atls/grpc-hook.js';
+import { type AtlsListenerOptions, AttestedTlsListener } from './atls/listener.js';
+
+/** Options of {@link AttestedGrpcServer}. */
+export interface AttestedGrpcServerOptions extends AtlsListenerOptions {
+  /** Extra grpc-js server options (keepalive, message sizes). */
+  grpcOptions?: ServerOptions;
+  /** Logger for connection events; never receives secrets. */
+  logger?: Logger;
+}
+
+/** Default grace period for {@link AttestedGrpcServer.shutdown}. */
+export const DEFAULT_SHUTDOWN_GRACE_MS = 5_000;
+
+/** A grpc-js server behind attested TLS. Add services on `grpc`, then `listen`. */
+export class AttestedGrpcServer {
+  /** The grpc-js server; add services here. Never bind it yourself: only `listen` feeds it. */
+  readonly grpc: Server;
+  private readonly injector: ConnectionInjector;
+  private readonly listener: AttestedTlsListener;
+  private readonly peers = new Map<string, AttestedPeer>();
+  private readonly sockets = new Set<TLSSocket>();
+
+  constructor(options: AttestedGrpcServerOptions) {
+    assertGrpcJsInternals();
+    this.grpc = new Server({ 'grpc.max_receive_message_length': 4 * 1024 * 1024, ...options.grpcOptions });
+    this.injector = this.grpc.createConnectionInjector(ServerCredentials.createInsecure());
+    this.listener = new AttestedTlsListener(options, (socket, peer) => this.inject(socket, peer));
+  }
+
+  /** The attested TLS listener (for observers such as `onRefused`). */
+  get tls(): AttestedTlsListener {
+    return this.listener;
+  }
+
+  /** Number of attested connections currently open. */
+  get connections(): number {
+    return this.sockets.size;
+  }
+
+  /** The attested peer behind a call (`call.getPeer()`), or undefined if the connection is unknown. */
+  peerOf(call: { getPeer(): string }): AttestedPeer | undefined {
+    return this.peers.get(call.getPeer());
+  }
+
+  /** Listens on `host:port` (0 = any free port); resolves with the bound port. */
+  listen(host: string, port: number): Promise<number> {
+    return this.listener.listen(host, port);
+  }
+
+  /**
+   * Graceful shutdown: stop accepting, close handshakes in progress, let running calls finish for
+   * up to `graceMs`, then cancel what is left.
+   */
+  async shutdown(graceMs = DEFAULT_SHUTDOWN_GRACE_MS): Promise<void> {
+    // Stop accepting now; the listener's close completes once every socket is gone.
+    const listenerClosed = this.listener.close();
+    await new Promise<void>((resolve) => {
+      const timer = setTimeout(() => {
+        this.grpc.forceShutdown();
+        resolve();
+      }, graceMs);
+      timer.unref();
+      this.grpc.tryShutdown(() => {
+        clearTimeout(timer);
+        resolve();
+      });
+    });
+    this.injector.destroy();
+    for (const s of this.sockets) s.destroy();
+    this.sockets.clear();
+    this.peers.clear();
+    await listenerClosed;
+  }
+
+  private inject(socket: TLSSocket, peer: AttestedPeer): void {
+    const key = `${socket.remoteAddress}:${socket.remotePort}`;
+    this.peers.set(key, peer);
+    this.sockets.add(socket);
+    socket.once('close', () => {
+      this.sockets.delete(socket);
+      if (this.peers.get(key) === peer) this.peers.delete(key);
+    });
+    this.injector.injectConnection(socket);
+  }
+}

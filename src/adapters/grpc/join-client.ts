@@ -1,0 +1,130 @@
+/**
+ * The joining node's gRPC edge (adapter layer, src/adapters/grpc): implements the JoinTicketClient
+ * port over attested TLS. The node attests with its Issuer; like upstream it does not verify the
+ * join service unless validators are given (mutual). One channel per call, always closed.
+ */
+import {
+  type ClientUnaryCall,
+  type CallOptions as GrpcCallOptions,
+  Metadata,
+  type ServiceError,
+} from '@grpc/grpc-js';
+import { APIClient as JoinAPIClient } from '../../gen/join.js';
+import type { Clock } from '../../ports/clock.js';
+import type { Issuer } from '../../ports/issuer.js';
+import type { JoinTicketClient } from '../../ports/join-ticket-client.js';
+import type { Logger } from '../../ports/logger.js';
+import type {
+  CallOptions,
+  JoinTicket,
+  JoinTicketRequest,
+  RejoinTicket,
+  RejoinTicketRequest,
+} from '../../ports/types.js';
+import type { Validator } from '../../ports/validator.js';
+import { AttestedChannelCredentials } from './atls/credentials.js';
+import {
+  joinRequestToProto,
+  joinTicketFromProto,
+  rejoinRequestToProto,
+  rejoinTicketFromProto,
+} from './mapping.js';
+import { callError, DEFAULT_CALL_TIMEOUT_MS, deadlineFrom, throwIfAborted } from './unary-call.js';
+
+/** Options of {@link GrpcJoinTicketClient}. */
+export interface GrpcJoinTicketClientOptions {
+  /** This node's attestation issuer. */
+  issuer: Issuer;
+  clock: Clock;
+  /** Optional: also verify the join service (mutual attestation). */
+  validators?: readonly Validator[];
+  /** Per-call timeout when CallOptions has none (default 30 s). */
+  defaultTimeoutMs?: number;
+  /** Bound on TLS handshake + attestation exchange (default 30 s). */
+  handshakeTimeoutMs?: number;
+  logger?: Logger;
+}
+
+/** JoinTicketClient over grpc-js and attested TLS. */
+export class GrpcJoinTicketClient implements JoinTicketClient {
+  private readonly options: GrpcJoinTicketClientOptions;
+
+  constructor(options: GrpcJoinTicketClientOptions) {
+    this.options = options;
+  }
+
+  /** Asks the join service at `endpoint` (`host:port`) for a join ticket. */
+  issueJoinTicket(endpoint: string, request: JoinTicketRequest, options?: CallOptions): Promise<JoinTicket> {
+    return this.call(
+      endpoint,
+      `issuing join ticket from ${endpoint}`,
+      options,
+      (client, meta, opts, cb) => client.issueJoinTicket(joinRequestToProto(request), meta, opts, cb),
+      joinTicketFromProto,
+    );
+  }
+
+  /** Asks the join service at `endpoint` for a rejoin ticket. */
+  issueRejoinTicket(
+    endpoint: string,
+    request: RejoinTicketRequest,
+    options?: CallOptions,
+  ): Promise<RejoinTicket> {
+    return this.call(
+      endpoint,
+      `issuing rejoin ticket from ${endpoint}`,
+      options,
+      (client, meta, opts, cb) => client.issueRejoinTicket(rejoinRequestToProto(request), meta, opts, cb),
+      rejoinTicketFromProto,
+    );
+  }
+
+  private async call<Res, Out>(
+    endpoint: string,
+    operation: string,
+    options: CallOptions | undefined,
+    invoke: (
+      client: JoinAPIClient,
+      meta: Metadata,
+      opts: Partial<GrpcCallOptions>,
+      cb: (err: ServiceError | null, res: Res) => void,
+    ) => ClientUnaryCall,
+    fromProto: (r: Res) => Out,
+  ): Promise<Out> {
+    const signal = options?.signal;
+    throwIfAborted(signal, operation);
+    const credentials = new AttestedChannelCredentials({
+      issuer: this.options.issuer,
+      clock: this.options.clock,
+      ...(this.options.validators ? { validators: this.options.validators } : {}),
+      ...(this.options.handshakeTimeoutMs !== undefined
+        ? { handshakeTimeoutMs: this.options.handshakeTimeoutMs }
+        : {}),
+    });
+    const client = new JoinAPIClient(endpoint, credentials, { 'grpc.use_local_subchannel_pool': 1 });
+    try {
+      return await new Promise<Out>((resolve, reject) => {
+        const call = invoke(
+          client,
+          new Metadata(),
+          { deadline: deadlineFrom(options, this.options.defaultTimeoutMs ?? DEFAULT_CALL_TIMEOUT_MS) },
+          (err, res) => {
+            signal?.removeEventListener('abort', onAbort);
+            if (err) reject(callError(err, operation, credentials, signal));
+            else resolve(fromProto(res));
+          },
+        );
+        const onAbort = () => call.cancel();
+        signal?.addEventListener('abort', onAbort, { once: true });
+      });
+    } catch (err) {
+      this.options.logger?.warn('Join service call failed', {
+        endpoint,
+        reason: err instanceof Error ? err.message : String(err),
+      });
+      throw err;
+    } finally {
+      client.close();
+    }
+  }
+}
