@@ -30,8 +30,9 @@ export function loadCertificate(input: CertificateInput, what = 'certificate'): 
   }
 }
 
-/** Parses every PEM certificate in `input` (or a single DER certificate). */
+/** Parses every PEM certificate in `input` (or a single DER certificate); empty input gives none. */
 export function loadCertificates(input: Uint8Array | string, what = 'certificate chain'): X509Certificate[] {
+  if (input.length === 0) return [];
   const text = typeof input === 'string' ? input : Buffer.from(input).toString('latin1');
   const blocks = text.match(PEM_CERT);
   if (blocks === null) return typeof input === 'string' ? [] : [loadCertificate(input, what)];

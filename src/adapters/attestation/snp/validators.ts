@@ -9,7 +9,7 @@
  */
 import { createHash, type KeyObject } from 'node:crypto';
 import type { Clock } from '../../../ports/clock.js';
-import { AttestationError } from '../../../ports/errors.js';
+import { AttestationError, isAttestationError } from '../../../ports/errors.js';
 import type { MeasurementPolicy } from '../../../ports/measurement-policy.js';
 import type { AttestationCheck, CallOptions } from '../../../ports/types.js';
 import type { ValidationResult, Validator } from '../../../ports/validator.js';
@@ -185,7 +185,10 @@ export class SnpValidator implements Validator {
     }
 
     const tpmNonce = createHash('sha256').update(doc.instanceInfo).update(extraData).digest();
-    const tpm = await this.config.verifyVtpmQuote(doc.attestation, { nonce: tpmNonce, trustedAk }, options);
+    const tpm = await withChecks(
+      this.config.verifyVtpmQuote(doc.attestation, { nonce: tpmNonce, trustedAk }, options),
+      checks,
+    );
     checks.push(...tpm.checks);
     const m = compareMeasurements(this.config.measurements, tpm.pcrs);
     checks.push(m.check);
@@ -195,5 +198,20 @@ export class SnpValidator implements Validator {
         mismatches: [...m.enforced, ...m.warnings],
       });
     return { userData: doc.userData, checks, warnings: m.warnings };
+  }
+}
+
+/** Rejections of the vTPM half keep the checks made so far. */
+async function withChecks<T>(p: Promise<T>, checks: AttestationCheck[]): Promise<T> {
+  try {
+    return await p;
+  } catch (err) {
+    if (isAttestationError(err))
+      throw new AttestationError(err.check, err.message, {
+        checks: [...checks, ...err.checks],
+        mismatches: err.mismatches,
+        cause: err,
+      });
+    throw err;
   }
 }

@@ -8,7 +8,7 @@
  */
 import { createHash } from 'node:crypto';
 import type { Clock } from '../../../ports/clock.js';
-import { AttestationError } from '../../../ports/errors.js';
+import { AttestationError, isAttestationError } from '../../../ports/errors.js';
 import type { MeasurementPolicy } from '../../../ports/measurement-policy.js';
 import type { AttestationCheck, CallOptions } from '../../../ports/types.js';
 import type { ValidationResult, Validator } from '../../../ports/validator.js';
@@ -164,7 +164,10 @@ export class AzureTdxValidator implements Validator {
     throwIfFailed(checks, op);
     const tpmNonce = createHash('sha256').update(doc.instanceInfo).update(extraData).digest();
     const verifyVtpm = this.config.verifyVtpmQuote as VerifyVtpmQuote;
-    const tpm = await verifyVtpm(doc.attestation, { nonce: tpmNonce, trustedAk: ak.key }, options);
+    const tpm = await withChecks(
+      verifyVtpm(doc.attestation, { nonce: tpmNonce, trustedAk: ak.key }, options),
+      checks,
+    );
     checks.push(...tpm.checks);
     const m = compareMeasurements(this.config.measurements, tpm.pcrs);
     checks.push(m.check);
@@ -174,5 +177,20 @@ export class AzureTdxValidator implements Validator {
         mismatches: [...m.enforced, ...m.warnings],
       });
     return { userData: doc.userData, checks, warnings: m.warnings };
+  }
+}
+
+/** Rejections of the vTPM half keep the checks made so far. */
+async function withChecks<T>(p: Promise<T>, checks: AttestationCheck[]): Promise<T> {
+  try {
+    return await p;
+  } catch (err) {
+    if (isAttestationError(err))
+      throw new AttestationError(err.check, err.message, {
+        checks: [...checks, ...err.checks],
+        mismatches: err.mismatches,
+        cause: err,
+      });
+    throw err;
   }
 }
