@@ -144,6 +144,7 @@ describe('confboot key-service', () => {
     const port = await freePort();
     vi.spyOn(process.stderr, 'write').mockImplementation(() => true);
     // Park the worker's own SIGTERM listeners so that emitting the event reaches run()'s handler only.
+    const sigintBefore = process.listenerCount('SIGINT');
     const others = process.listeners('SIGTERM');
     for (const l of others) process.removeListener('SIGTERM', l);
     cleanups.push(() => {
@@ -175,6 +176,6 @@ describe('confboot key-service', () => {
     process.emit('SIGTERM');
     expect(await exit).toBe(0);
     expect(process.listenerCount('SIGTERM')).toBe(0);
-    expect(process.listenerCount('SIGINT')).toBe(0);
+    expect(process.listenerCount('SIGINT')).toBe(sigintBefore);
   });
 });
