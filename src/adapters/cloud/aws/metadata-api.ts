@@ -13,6 +13,7 @@ import {
   type CommonCloudOptions,
   DEFAULT_CLOUD_TIMEOUT_IN_MS,
   type DeadlineSettings,
+  toCloudError,
   withDeadline,
 } from '../shared/call.js';
 import { expectOk, httpRequest, parseJsonBody } from '../shared/http.js';
@@ -71,6 +72,7 @@ export class AwsMetadataAPI implements MetadataAPI {
   private readonly deadline: DeadlineSettings;
   private identity: IdentityDocument | undefined;
   private clients: Promise<Clients> | undefined;
+  private sdkLoaded: Promise<void> | undefined;
 
   constructor(private readonly options: AwsMetadataAPIOptions = {}) {
     this.imdsBaseUrl = (options.imdsBaseUrl ?? DEFAULT_AWS_IMDS_URL).replace(/\/+$/, '');
@@ -79,6 +81,35 @@ export class AwsMetadataAPI implements MetadataAPI {
       timeoutInMs: options.timeoutInMs ?? DEFAULT_CLOUD_TIMEOUT_IN_MS,
       ...(options.logger ? { logger: options.logger } : {}),
     };
+  }
+
+  /**
+   * Loads the SDK (once; it takes up to a second) before the call's deadline starts, then runs the
+   * call under {@link withDeadline}. Loading is local work and must not eat the cloud call's budget.
+   */
+  private async withSdk<T>(
+    operation: string,
+    settings: DeadlineSettings,
+    options: CallOptions | undefined,
+    fn: (signal: AbortSignal) => Promise<T>,
+  ): Promise<T> {
+    this.sdkLoaded ??= Promise.all([
+      import('@aws-sdk/client-ec2'),
+      import('@aws-sdk/client-resource-groups-tagging-api'),
+      import('@aws-sdk/client-elastic-load-balancing-v2'),
+    ]).then(
+      () => undefined,
+      (err: unknown) => {
+        this.sdkLoaded = undefined;
+        throw err;
+      },
+    );
+    try {
+      await this.sdkLoaded;
+    } catch (err) {
+      throw toCloudError(`${operation}: loading the SDK`, err);
+    }
+    return withDeadline(operation, settings, options, fn);
   }
 
   /** IMDSv2: PUT a session token, then GET the identity document (immutable, cached on success). */
@@ -173,7 +204,7 @@ export class AwsMetadataAPI implements MetadataAPI {
 
   /** Name = instance ID, VPC IP = private IP, role = tag (Unknown if missing). */
   self(options?: CallOptions): Promise<InstanceMetadata> {
-    return withDeadline('getting own instance from AWS', this.deadline, options, async (abortSignal) => {
+    return this.withSdk('getting own instance from AWS', this.deadline, options, async (abortSignal) => {
       const { id, tags } = await this.ownTags(abortSignal);
       return {
         name: id.instanceId,
@@ -186,7 +217,7 @@ export class AwsMetadataAPI implements MetadataAPI {
 
   /** Running instances tagged with the UID (all pages); each must carry a role tag. */
   list(options?: CallOptions): Promise<InstanceMetadata[]> {
-    return withDeadline('listing instances on AWS', this.deadline, options, async (abortSignal) => {
+    return this.withSdk('listing instances on AWS', this.deadline, options, async (abortSignal) => {
       const { tags } = await this.ownTags(abortSignal);
       const uid = tagValue(tags, this.keys.uid) ?? '';
       if (uid === '')
@@ -226,7 +257,7 @@ export class AwsMetadataAPI implements MetadataAPI {
 
   /** The one load balancer tagged with the UID; its DNS name, port 6443. */
   getLoadBalancerEndpoint(options?: CallOptions): Promise<Endpoint> {
-    return withDeadline(
+    return this.withSdk(
       'getting load balancer endpoint from AWS',
       this.deadline,
       options,
@@ -267,7 +298,7 @@ export class AwsMetadataAPI implements MetadataAPI {
 
   /** Instance tag `constellation-init-secret-hash`; empty when unset. */
   initSecretHash(options?: CallOptions): Promise<Uint8Array> {
-    return withDeadline('getting init secret hash from AWS', this.deadline, options, async (abortSignal) => {
+    return this.withSdk('getting init secret hash from AWS', this.deadline, options, async (abortSignal) => {
       const { tags } = await this.ownTags(abortSignal);
       return new TextEncoder().encode(tagValue(tags, this.keys.initSecretHash) ?? '');
     });
@@ -275,7 +306,7 @@ export class AwsMetadataAPI implements MetadataAPI {
 
   /** Instance tag `constellation-uid`. */
   uid(options?: CallOptions): Promise<string> {
-    return withDeadline('getting cluster UID from AWS', this.deadline, options, async (abortSignal) => {
+    return this.withSdk('getting cluster UID from AWS', this.deadline, options, async (abortSignal) => {
       return tagValue((await this.ownTags(abortSignal)).tags, this.keys.uid) ?? '';
     });
   }

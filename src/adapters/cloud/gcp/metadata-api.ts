@@ -12,6 +12,7 @@ import {
   type CommonCloudOptions,
   DEFAULT_CLOUD_TIMEOUT_IN_MS,
   type DeadlineSettings,
+  toCloudError,
   withDeadline,
 } from '../shared/call.js';
 import { expectOk, httpRequest } from '../shared/http.js';
@@ -110,6 +111,7 @@ export class GcpMetadataAPI implements MetadataAPI {
   private readonly zoneCacheTtlInMs: number;
   private identity: GceIdentity | undefined;
   private clients: Promise<Clients> | undefined;
+  private sdkLoaded: Promise<void> | undefined;
   private zoneCache: { region: string; zones: string[]; at: number } | undefined;
 
   constructor(private readonly options: GcpMetadataAPIOptions = {}) {
@@ -121,6 +123,31 @@ export class GcpMetadataAPI implements MetadataAPI {
       timeoutInMs: options.timeoutInMs ?? DEFAULT_CLOUD_TIMEOUT_IN_MS,
       ...(options.logger ? { logger: options.logger } : {}),
     };
+  }
+
+  /**
+   * Loads the SDK (once; it takes up to a second) before the call's deadline starts, then runs the
+   * call under {@link withDeadline}. Loading is local work and must not eat the cloud call's budget.
+   */
+  private async withSdk<T>(
+    operation: string,
+    settings: DeadlineSettings,
+    options: CallOptions | undefined,
+    fn: (signal: AbortSignal) => Promise<T>,
+  ): Promise<T> {
+    this.sdkLoaded ??= import('@google-cloud/compute').then(
+      () => undefined,
+      (err: unknown) => {
+        this.sdkLoaded = undefined;
+        throw err;
+      },
+    );
+    try {
+      await this.sdkLoaded;
+    } catch (err) {
+      throw toCloudError(`${operation}: loading the SDK`, err);
+    }
+    return withDeadline(operation, settings, options, fn);
   }
 
   /** Creates the Compute clients on first use (the SDK takes about a second to load). */
@@ -241,7 +268,7 @@ export class GcpMetadataAPI implements MetadataAPI {
 
   /** This instance via `instances.get`, with its subnetwork's first secondary range. */
   self(options?: CallOptions): Promise<InstanceMetadata> {
-    return withDeadline('getting own instance from GCP', this.deadline, options, async (signal) => {
+    return this.withSdk('getting own instance from GCP', this.deadline, options, async (signal) => {
       const timeoutInMs = this.timeout(options);
       const { id, inst } = await this.selfInstance(signal, timeoutInMs);
       const out = this.toMetadata(inst, id.project, id.zone);
@@ -278,7 +305,7 @@ export class GcpMetadataAPI implements MetadataAPI {
 
   /** Every instance labelled with this cluster's UID, in every zone of this instance's region. */
   list(options?: CallOptions): Promise<InstanceMetadata[]> {
-    return withDeadline('listing instances on GCP', this.deadline, options, async (signal) => {
+    return this.withSdk('listing instances on GCP', this.deadline, options, async (signal) => {
       const timeoutInMs = this.timeout(options);
       const { id, inst } = await this.selfInstance(signal, timeoutInMs);
       const uid = inst.labels?.[this.keys.uid] ?? '';
@@ -304,7 +331,7 @@ export class GcpMetadataAPI implements MetadataAPI {
 
   /** The forwarding rule labelled with the UID and `constellation-use: kubernetes`: global first, then regional. */
   getLoadBalancerEndpoint(options?: CallOptions): Promise<Endpoint> {
-    return withDeadline('getting load balancer endpoint from GCP', this.deadline, options, async (signal) => {
+    return this.withSdk('getting load balancer endpoint from GCP', this.deadline, options, async (signal) => {
       const timeoutInMs = this.timeout(options);
       const { id, inst } = await this.selfInstance(signal, timeoutInMs);
       const uid = inst.labels?.[this.keys.uid] ?? '';
@@ -339,7 +366,7 @@ export class GcpMetadataAPI implements MetadataAPI {
 
   /** Instance metadata item (not a label) `constellation-init-secret-hash`; empty when unset. */
   initSecretHash(options?: CallOptions): Promise<Uint8Array> {
-    return withDeadline('getting init secret hash from GCP', this.deadline, options, async (signal) => {
+    return this.withSdk('getting init secret hash from GCP', this.deadline, options, async (signal) => {
       const { inst } = await this.selfInstance(signal, this.timeout(options));
       const item = inst.metadata?.items?.find((i) => i.key === this.keys.initSecretHash);
       return new TextEncoder().encode(item?.value ?? '');
@@ -348,7 +375,7 @@ export class GcpMetadataAPI implements MetadataAPI {
 
   /** Label `constellation-uid` of this instance. */
   uid(options?: CallOptions): Promise<string> {
-    return withDeadline('getting cluster UID from GCP', this.deadline, options, async (signal) => {
+    return this.withSdk('getting cluster UID from GCP', this.deadline, options, async (signal) => {
       const { inst } = await this.selfInstance(signal, this.timeout(options));
       return inst.labels?.[this.keys.uid] ?? '';
     });
