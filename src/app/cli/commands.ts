@@ -13,4 +13,16 @@ export interface CommandEntry {
   load: () => Promise<CommandModule>;
 }
 
-export const COMMANDS: CommandEntry[] = [];
+export const COMMANDS: CommandEntry[] = [
+  {
+    name: 'attestation',
+    summary: 'Verify attestation evidence offline (vTPM, SEV-SNP, TDX)',
+    load: () => import('./attestation.js'),
+  },
+  { name: 'key-service', summary: 'Serve HKDF data keys over gRPC', load: () => import('./key-service.js') },
+  {
+    name: 'metadata-server',
+    summary: 'Serve QEMU-style instance metadata from a dnsmasq leases file',
+    load: () => import('./metadata-server.js'),
+  },
+];
