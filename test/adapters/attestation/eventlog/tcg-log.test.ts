@@ -1,6 +1,7 @@
 /** TCG event-log parsing and replay against the 14 real logs of go-tpm-tools (testvectors §1.4). */
 import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
+import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import {
   checkEventLogAgainstPcrs,
@@ -101,5 +102,28 @@ describe('TCG event log replay', () => {
     }
     expect(rejected).toBeGreaterThan(100);
     expect(() => parseEventLog(new Uint8Array())).toThrow(/empty log/);
+  });
+
+  it('random mutations of a real log parse and replay, or fail with event-log-format, never crash', () => {
+    const raw = readFileSync(resolve(vectors, 'eventlogs/cos-85-amd-sev.bin'));
+    fc.assert(
+      fc.property(
+        fc.array(fc.tuple(fc.nat(raw.length - 1), fc.integer({ min: 1, max: 255 })), {
+          minLength: 1,
+          maxLength: 3,
+        }),
+        (edits) => {
+          const copy = Buffer.from(raw);
+          for (const [i, x] of edits) copy[i] = (copy[i] as number) ^ x;
+          try {
+            replayEventLog(parseEventLog(copy));
+          } catch (err) {
+            return isAttestationError(err) && err.check === 'event-log-format';
+          }
+          return true;
+        },
+      ),
+      { numRuns: 300 },
+    );
   });
 });
