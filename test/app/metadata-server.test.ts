@@ -121,6 +121,7 @@ describe('confboot metadata-server', () => {
     await writeFile(file, leasesText(LEASES));
     const port = await freePort();
     const stop = new AbortController();
+    const before = [process.listenerCount('SIGTERM'), process.listenerCount('SIGINT')];
     let listening: (p: number) => void = () => {};
     const up = new Promise<number>((r) => {
       listening = r;
@@ -134,6 +135,8 @@ describe('confboot metadata-server', () => {
     expect((await httpRequest({ url: `http://127.0.0.1:${port}/initsecrethash` })).body.toString()).toBe('H');
     stop.abort();
     expect(await exit).toBe(0);
+    // SIGTERM/SIGINT handlers are removed again after shutdown
+    expect([process.listenerCount('SIGTERM'), process.listenerCount('SIGINT')]).toEqual(before);
     await expect(httpRequest({ url: `http://127.0.0.1:${port}/peers` })).rejects.toThrow(/ECONNREFUSED/);
   });
 
