@@ -5,7 +5,14 @@
  * can stand in for swtpm where process start-up would dominate (benchmarks, validator negative
  * cases). It is NOT a security boundary: the private key lives in this process.
  */
-import { createHash, createPublicKey, generateKeyPairSync, type KeyObject, sign } from 'node:crypto';
+import {
+  constants,
+  createHash,
+  createPublicKey,
+  generateKeyPairSync,
+  type KeyObject,
+  sign,
+} from 'node:crypto';
 import {
   type AttestationQuote,
   encodeVtpmDocument,
@@ -197,7 +204,11 @@ export class SoftTpm implements Tpm {
       return Buffer.concat([u16(0x0018), u16(SHA256), tpm2b(sig.subarray(0, 32)), tpm2b(sig.subarray(32))]);
     }
     if (this.kind === 'rsa-pss') {
-      const sig = sign('sha256', attest, { key: this.privateKey, padding: 6, saltLength: 32 });
+      const sig = sign('sha256', attest, {
+        key: this.privateKey,
+        padding: constants.RSA_PKCS1_PSS_PADDING,
+        saltLength: 32,
+      });
       return Buffer.concat([u16(0x0016), u16(SHA256), tpm2b(sig)]);
     }
     const sig = sign('sha256', attest, this.privateKey);

@@ -5,6 +5,7 @@
  * order) where H is the signing scheme's hash, not the bank's.
  */
 import { createHash, constants as cryptoConstants, verify } from 'node:crypto';
+import { AttestationError } from '../../../ports/errors.js';
 import type { CheckRecorder } from './checks.js';
 import {
   algName,
@@ -122,7 +123,7 @@ export function verifyQuote(
       );
     }
   } catch (err) {
-    if (err instanceof Error && err.name === 'AttestationError') throw err;
+    if (err instanceof AttestationError) throw err;
     throw rec.fail('quote-signature', `${bankName} quote: verifying signature: ${String(err)}`, {
       cause: err,
     });
