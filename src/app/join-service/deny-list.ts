@@ -1,0 +1,257 @@
+/**
+ * Join service: the deny list of node identities (per-node revocation, which upstream lacks). A JSON
+ * file `{"nodes": ["worker-3"], "diskUuids": ["…"]}` names nodes (the kubelet CSR's CN without
+ * `system:node:`, normalised like the ticket issuer records them) and state disks that must never get
+ * a join or rejoin ticket. The file is watched through its DIRECTORY, so ConfigMap `..data` symlink
+ * swaps and write-then-rename replacements are seen; an invalid or unreadable new file keeps the last
+ * good list and is logged. The initial file must be valid: a revocation list that silently starts
+ * empty would un-revoke nodes.
+ */
+import { type FSWatcher, watch } from 'node:fs';
+import { readFile } from 'node:fs/promises';
+import { dirname } from 'node:path';
+import { ConfbootError, wrapError } from '../../ports/errors.js';
+import type { Logger } from '../../ports/logger.js';
+
+/** The parsed deny list. Node names are normalised, disk UUIDs lower-cased. */
+export interface DenyListEntries {
+  nodes: ReadonlySet<string>;
+  diskUuids: ReadonlySet<string>;
+}
+
+/** Why a caller is denied, or undefined when it is not. */
+export interface DenyMatch {
+  /** Which identity matched. */
+  kind: 'node' | 'disk-uuid';
+  /** The matched value (a node name or disk UUID; neither is secret). */
+  value: string;
+}
+
+const ALLOWED_KEYS = new Set(['nodes', 'diskUuids']);
+
+/** Lower case and `_` → `-`, as the join service records node names. */
+export function normalizeDeniedNodeName(name: string): string {
+  return name.toLowerCase().replaceAll('_', '-');
+}
+
+function stringList(value: unknown, field: string): string[] {
+  if (value === undefined) return [];
+  if (!Array.isArray(value))
+    throw new ConfbootError('invalid-argument', `"${field}" must be an array of strings`);
+  return value.map((v, i) => {
+    if (typeof v !== 'string' || v.trim() === '')
+      throw new ConfbootError('invalid-argument', `"${field}"[${i}] must be a non-empty string`);
+    return v.trim();
+  });
+}
+
+/**
+ * Parses deny-list JSON text. Unknown top-level keys are errors (a misspelt "node" must not
+ * silently deny nobody); both lists are optional.
+ * @throws ConfbootError `invalid-argument` naming the problem
+ */
+export function parseDenyList(text: string): DenyListEntries {
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch (err) {
+    throw new ConfbootError('invalid-argument', `deny list is not JSON: ${(err as Error).message}`, {
+      cause: err,
+    });
+  }
+  if (typeof value !== 'object' || value === null || Array.isArray(value))
+    throw new ConfbootError(
+      'invalid-argument',
+      'deny list must be an object {"nodes": [...], "diskUuids": [...]}',
+    );
+  const unknown = Object.keys(value).find((k) => !ALLOWED_KEYS.has(k));
+  if (unknown !== undefined)
+    throw new ConfbootError(
+      'invalid-argument',
+      `deny list has unknown field ${JSON.stringify(unknown)} (allowed: "nodes", "diskUuids")`,
+    );
+  const v = value as { nodes?: unknown; diskUuids?: unknown };
+  return {
+    nodes: new Set(stringList(v.nodes, 'nodes').map(normalizeDeniedNodeName)),
+    diskUuids: new Set(stringList(v.diskUuids, 'diskUuids').map((u) => u.toLowerCase())),
+  };
+}
+
+/** Outcome of one reload attempt. */
+export type DenyListReloadOutcome =
+  | { ok: true; changed: boolean; nodes: number; diskUuids: number }
+  | { ok: false; error: Error };
+
+/** Options of {@link FileDenyList.start}. */
+export interface FileDenyListOptions {
+  /** The deny-list file, e.g. `/var/config/denylist/denylist.json`. */
+  path: string;
+  logger: Logger;
+  /** Called after every reload attempt (metrics, tests). */
+  onReload?: (outcome: DenyListReloadOutcome) => void;
+}
+
+/** Something that can tell whether a node identity is denied. */
+export interface DenyList {
+  /** Returns the first match for the node name and/or disk UUID, or undefined. */
+  match(identity: { nodeName?: string | undefined; diskUuid?: string | undefined }): DenyMatch | undefined;
+  /** Sizes of the current list. */
+  readonly size: { nodes: number; diskUuids: number };
+}
+
+/** An empty deny list (no file configured). */
+export const EMPTY_DENY_LIST: DenyList = {
+  match: () => undefined,
+  size: { nodes: 0, diskUuids: 0 },
+};
+
+function matchEntries(
+  entries: DenyListEntries,
+  identity: { nodeName?: string | undefined; diskUuid?: string | undefined },
+): DenyMatch | undefined {
+  if (identity.diskUuid !== undefined && entries.diskUuids.has(identity.diskUuid.toLowerCase()))
+    return { kind: 'disk-uuid', value: identity.diskUuid.toLowerCase() };
+  if (identity.nodeName !== undefined) {
+    const name = normalizeDeniedNodeName(identity.nodeName);
+    if (entries.nodes.has(name)) return { kind: 'node', value: name };
+  }
+  return undefined;
+}
+
+/** A deny list that follows a file; lookups read the current immutable list without a lock. */
+export class FileDenyList implements DenyList {
+  private current: DenyListEntries;
+  private currentText: string;
+  private lastFailedText: string | undefined;
+  private watcher: FSWatcher | undefined;
+  private reloading: Promise<void> | undefined;
+  private pending = false;
+  private closed = false;
+
+  private constructor(
+    private readonly options: FileDenyListOptions,
+    entries: DenyListEntries,
+    text: string,
+  ) {
+    this.current = entries;
+    this.currentText = text;
+  }
+
+  /**
+   * Loads the file and starts watching its directory.
+   * @throws ConfbootError `failed-precondition` when the file is missing or invalid
+   */
+  static async start(options: FileDenyListOptions): Promise<FileDenyList> {
+    let text: string;
+    try {
+      text = await readFile(options.path, 'utf8');
+    } catch (err) {
+      throw wrapError(`loading deny list ${options.path}`, err, 'failed-precondition');
+    }
+    let entries: DenyListEntries;
+    try {
+      entries = parseDenyList(text);
+    } catch (err) {
+      throw wrapError(`loading deny list ${options.path}`, err, 'failed-precondition');
+    }
+    const list = new FileDenyList(options, entries, text);
+    list.watch();
+    options.logger.info('Deny list loaded', {
+      path: options.path,
+      nodes: entries.nodes.size,
+      diskUuids: entries.diskUuids.size,
+    });
+    return list;
+  }
+
+  /** {@inheritDoc DenyList.match} */
+  match(identity: { nodeName?: string | undefined; diskUuid?: string | undefined }): DenyMatch | undefined {
+    return matchEntries(this.current, identity);
+  }
+
+  /** {@inheritDoc DenyList.size} */
+  get size(): { nodes: number; diskUuids: number } {
+    return { nodes: this.current.nodes.size, diskUuids: this.current.diskUuids.size };
+  }
+
+  /** Re-reads the file now (also triggered by every change in its directory); resolves when done. */
+  reload(): Promise<void> {
+    this.scheduleReload();
+    return this.reloading ?? Promise.resolve();
+  }
+
+  /** Stops watching; lookups keep answering from the last good list. Waits for a running reload. */
+  async close(): Promise<void> {
+    this.closed = true;
+    this.watcher?.close();
+    this.watcher = undefined;
+    await this.reloading;
+  }
+
+  private watch(): void {
+    const dir = dirname(this.options.path);
+    try {
+      this.watcher = watch(dir, { persistent: false }, () => this.scheduleReload());
+    } catch (err) {
+      throw wrapError(`watching deny list directory ${dir}`, err, 'failed-precondition');
+    }
+    this.watcher.on('error', (err) => {
+      // The directory went away; the last good list stays in force.
+      this.options.logger.error('Watching deny list failed; keeping the current list', {
+        path: this.options.path,
+        error: err.message,
+      });
+      this.watcher?.close();
+      this.watcher = undefined;
+    });
+  }
+
+  /** At most one reload runs; one more follows if events arrived meanwhile. */
+  private scheduleReload(): void {
+    if (this.closed) return;
+    if (this.reloading) {
+      this.pending = true;
+      return;
+    }
+    this.reloading = (async () => {
+      do {
+        this.pending = false;
+        const outcome = await this.reloadOnce();
+        if (outcome) this.options.onReload?.(outcome);
+      } while (this.pending && !this.closed);
+    })().finally(() => {
+      this.reloading = undefined;
+    });
+  }
+
+  private async reloadOnce(): Promise<DenyListReloadOutcome | undefined> {
+    if (this.closed) return undefined;
+    const { path, logger } = this.options;
+    let text: string;
+    try {
+      text = await readFile(path, 'utf8');
+    } catch (err) {
+      // Mid-swap or removed: the last good list stays in force; the next event retries.
+      const error = wrapError(`reading deny list ${path}`, err);
+      logger.warn('Deny list unreadable; keeping the current list', { path, error: error.message });
+      return { ok: false, error };
+    }
+    const sizes = () => ({ nodes: this.current.nodes.size, diskUuids: this.current.diskUuids.size });
+    if (text === this.currentText) return { ok: true, changed: false, ...sizes() };
+    if (text === this.lastFailedText) return undefined;
+    try {
+      const entries = parseDenyList(text);
+      if (this.closed) return undefined;
+      this.current = entries;
+      this.currentText = text;
+      this.lastFailedText = undefined;
+      logger.info('Deny list updated', { path, ...sizes() });
+      return { ok: true, changed: true, ...sizes() };
+    } catch (err) {
+      this.lastFailedText = text;
+      const error = wrapError(`updating deny list ${path}`, err);
+      logger.error('Invalid deny list; keeping the last good list', { path, error: error.message });
+      return { ok: false, error };
+    }
+  }
+}

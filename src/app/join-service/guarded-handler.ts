@@ -1,0 +1,210 @@
+/**
+ * Join service: the request path between the attested gRPC edge and the domain's TicketIssuer.
+ * For every join or rejoin request, in this order and before any key-service call: the caller's
+ * per-IP rate limit and the global concurrency cap (ResourceExhausted), then the deny list
+ * (PermissionDenied) on the disk UUID and the node name from the kubelet CSR. Then the ticket is
+ * issued. Every request ends in exactly one audit event and one counted outcome; neither ever
+ * holds a key, token or secret (tickets are never logged, only the caller, node and outcome).
+ */
+import { checkKubeletCsr } from '../../domain/ticket-issuer.js';
+import type { CertificateAuthority } from '../../ports/certificate-authority.js';
+import { ConfbootError, isAttestationError, isConfbootError } from '../../ports/errors.js';
+import type { Logger } from '../../ports/logger.js';
+import type { JoinTicket, JoinTicketRequest, RejoinTicket, RejoinTicketRequest } from '../../ports/types.js';
+import type { DenyList } from './deny-list.js';
+import {
+  type ConcurrencyLimiter,
+  overloadedError,
+  rateLimitedError,
+  sourceIp,
+  type TokenBucketRateLimiter,
+} from './limits.js';
+import type { JoinOutcome, JoinRpc, JoinServiceMetrics } from './metrics.js';
+
+/** The message of every audit event. */
+export const AUDIT_MESSAGE = 'Join audit';
+/** The `event` field of every audit event. */
+export const AUDIT_EVENT = 'join-audit';
+
+/** One audit event (logged as fields of {@link AUDIT_MESSAGE}). */
+export interface JoinAuditEvent {
+  event: typeof AUDIT_EVENT;
+  rpc: JoinRpc;
+  /** Caller address `ip:port`. */
+  peer: string;
+  /** Attested variant, or `unknown` when the connection was refused before attestation passed. */
+  variant: string;
+  /** Node name from the kubelet CSR (normalised), when the request has a parsable one. */
+  nodeName?: string;
+  /** State disk UUID as requested (an identifier, not a secret). */
+  diskUuid?: string;
+  isControlPlane?: boolean;
+  outcome: JoinOutcome;
+  /** Error kind of a refusal (`permission-denied`, `resource-exhausted`, …). */
+  code?: string;
+  /** Short stable reason: `ok`, `rate-limited`, `overloaded`, `deny-list`, the error kind or the failed attestation check. */
+  reason: string;
+  /** Human-readable detail of a refusal; confboot error messages carry no secrets by contract. */
+  detail?: string;
+  durationMs: number;
+}
+
+/** The part of the TicketIssuer the handler calls. */
+export interface TicketIssuing {
+  /** See TicketIssuer.issueJoinTicket. */
+  issueJoinTicket(req: JoinTicketRequest, ctx: { peer: string }): Promise<JoinTicket>;
+  /** See TicketIssuer.issueRejoinTicket. */
+  issueRejoinTicket(req: RejoinTicketRequest, ctx: { peer: string }): Promise<RejoinTicket>;
+}
+
+/** What the gRPC edge tells the handler about its caller. */
+export interface CallerContext {
+  /** Caller address `ip:port`. */
+  peer: string;
+  /** The attested variant. */
+  variant: string;
+}
+
+/** Dependencies of {@link GuardedJoinHandler}. */
+export interface GuardedJoinHandlerDeps {
+  issuer: TicketIssuing;
+  /** Used to read the node name from the CSR for the deny list and the audit event. */
+  ca: Pick<CertificateAuthority, 'inspectCsr'>;
+  denyList: DenyList;
+  rateLimiter: TokenBucketRateLimiter;
+  concurrency: ConcurrencyLimiter;
+  metrics: JoinServiceMetrics;
+  /** Receives the audit events. */
+  audit: Logger;
+}
+
+/** Refusals decided by the handler itself carry their metric reason. */
+class Refusal extends ConfbootError {
+  constructor(
+    readonly reason: string,
+    cause: ConfbootError,
+  ) {
+    super(cause.code, cause.message, { recoverable: cause.recoverable });
+  }
+}
+
+function reasonOf(err: unknown): { code: string; reason: string; detail: string } {
+  if (err instanceof Refusal) return { code: err.code, reason: err.reason, detail: err.message };
+  if (isAttestationError(err)) return { code: err.code, reason: err.check, detail: err.message };
+  if (isConfbootError(err)) return { code: err.code, reason: err.code, detail: err.message };
+  return { code: 'internal', reason: 'internal', detail: 'internal error' };
+}
+
+/** Emits one audit event at info (issued) or warn (refused). */
+export function emitAudit(audit: Logger, event: JoinAuditEvent): void {
+  const fields = { ...event } as Record<string, unknown>;
+  if (event.outcome === 'issued') audit.info(AUDIT_MESSAGE, fields);
+  else audit.warn(AUDIT_MESSAGE, fields);
+}
+
+/** The join service's request path: limits, deny list, ticket issuer, audit and metrics. */
+export class GuardedJoinHandler {
+  constructor(private readonly deps: GuardedJoinHandlerDeps) {}
+
+  /** Issues a join ticket unless a limit or the deny list refuses the caller first. */
+  issueJoinTicket(request: JoinTicketRequest, ctx: CallerContext): Promise<JoinTicket> {
+    const event: Partial<JoinAuditEvent> = {
+      diskUuid: request.diskUuid,
+      isControlPlane: request.isControlPlane,
+    };
+    return this.guard('IssueJoinTicket', ctx, event, async () => {
+      event.nodeName = await this.nodeNameOf(request.certificateRequest);
+      this.checkDenyList({ nodeName: event.nodeName, diskUuid: request.diskUuid });
+      return this.deps.issuer.issueJoinTicket(request, { peer: ctx.peer });
+    });
+  }
+
+  /**
+   * Issues a rejoin ticket unless a limit or the deny list refuses the caller first. A rejoin
+   * carries only the disk UUID, so revoking a node's rejoin needs its disk UUID on the list (the
+   * audit event of its join names both).
+   */
+  issueRejoinTicket(request: RejoinTicketRequest, ctx: CallerContext): Promise<RejoinTicket> {
+    const event: Partial<JoinAuditEvent> = { diskUuid: request.diskUuid };
+    return this.guard('IssueRejoinTicket', ctx, event, async () => {
+      this.checkDenyList({ diskUuid: request.diskUuid });
+      return this.deps.issuer.issueRejoinTicket(request, { peer: ctx.peer });
+    });
+  }
+
+  private async nodeNameOf(csr: Uint8Array): Promise<string | undefined> {
+    if (csr.length === 0) return undefined;
+    try {
+      return checkKubeletCsr(await this.deps.ca.inspectCsr(csr));
+    } catch {
+      // A bad CSR is refused by the ticket issuer with the precise reason, before any KMS call.
+      return undefined;
+    }
+  }
+
+  private checkDenyList(identity: { nodeName?: string | undefined; diskUuid?: string }): void {
+    const m = this.deps.denyList.match(identity);
+    if (m === undefined) return;
+    const what = m.kind === 'node' ? `node ${JSON.stringify(m.value)}` : `disk ${m.value}`;
+    throw new Refusal(
+      'deny-list',
+      new ConfbootError('permission-denied', `${what} is on the join service's deny list`, {
+        recoverable: false,
+      }),
+    );
+  }
+
+  private async guard<T>(
+    rpc: JoinRpc,
+    ctx: CallerContext,
+    event: Partial<JoinAuditEvent>,
+    body: () => Promise<T>,
+  ): Promise<T> {
+    const { metrics, rateLimiter, concurrency } = this.deps;
+    const started = process.hrtime.bigint();
+    const finish = (outcome: JoinOutcome, err?: unknown) => {
+      const seconds = Number(process.hrtime.bigint() - started) / 1e9;
+      const r = err === undefined ? { reason: 'ok' } : reasonOf(err);
+      metrics.countRequest({ rpc, outcome, variant: ctx.variant, reason: r.reason });
+      metrics.requestSeconds.observe({ rpc, outcome }, seconds);
+      emitAudit(this.deps.audit, {
+        event: AUDIT_EVENT,
+        rpc,
+        peer: ctx.peer,
+        variant: ctx.variant,
+        ...event,
+        outcome,
+        ...r,
+        durationMs: Math.round(seconds * 1e6) / 1e3,
+      });
+    };
+
+    const source = sourceIp(ctx.peer);
+    if (!rateLimiter.tryTake(source)) {
+      const err = new Refusal(
+        'rate-limited',
+        rateLimitedError(source, rateLimiter.retryAfterSeconds(source)),
+      );
+      finish('refused', err);
+      throw err;
+    }
+    const release = concurrency.tryAcquire();
+    if (release === undefined) {
+      const err = new Refusal('overloaded', overloadedError(concurrency.max));
+      finish('refused', err);
+      throw err;
+    }
+    metrics.inFlight.inc();
+    try {
+      const result = await body();
+      finish('issued');
+      return result;
+    } catch (err) {
+      finish('refused', err);
+      throw err;
+    } finally {
+      metrics.inFlight.dec();
+      release();
+    }
+  }
+}
