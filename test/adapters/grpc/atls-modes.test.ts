@@ -124,7 +124,7 @@ describe('client->server (join: the node attests)', () => {
     expect((client as PromiseRejectedResult).reason.message).toContain(
       'issuing dummy attestation: TPM quote failed',
     );
-    expect(checkOf(server)).toBe('internal');
+    expect(checkOf(server)).toBe('issuer');
     expect((server as PromiseRejectedResult).reason.message).toContain('TPM quote failed');
   });
 });

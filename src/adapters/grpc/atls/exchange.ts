@@ -192,6 +192,7 @@ export async function exchangeAttestations(
     inFlight.push(new Promise<void>((resolve) => socket.write(frame, () => resolve())));
   };
   let peerRefused = false;
+  let issuerError: unknown;
 
   const sent = (async () => {
     const issuer = options.issuer;
@@ -204,13 +205,14 @@ export async function exchangeAttestations(
       document = await issuer.issue(identity.spkiHash, ownNonce, { signal, timeoutInMs });
     } catch (err) {
       const message = err instanceof Error ? err.message : String(err);
-      throw new ConfbootError(
+      issuerError = new ConfbootError(
         isConfbootError(err) ? err.code : 'internal',
         `issuing ${issuer.variant} attestation: ${message}`,
         {
           cause: err,
         },
       );
+      throw issuerError;
     }
     write(encodeAttestationFrame(issuer.oid, document));
   })();
@@ -248,7 +250,7 @@ export async function exchangeAttestations(
   } catch (err) {
     if (!peerRefused) {
       const reason = err instanceof Error ? err.message : String(err);
-      write(encodeVerdictFrame(false, checkOf(err), reason));
+      write(encodeVerdictFrame(false, err === issuerError ? 'issuer' : checkOf(err), reason));
     }
     throw err;
   }
