@@ -1,14 +1,19 @@
 /** The seams of confboot: one interface and DI token per file. Exported as `confboot/ports`. */
+
+export * from './amd-cert-fetcher.js';
+export * from './ami-tpm-support.js';
 export * from './bootstrap-tokens.js';
 export * from './certificate-authority.js';
 export * from './clock.js';
 export * from './cluster-facts.js';
 export * from './cluster-initializer.js';
 export * from './cluster-joiner.js';
+export * from './confidential-guest-device.js';
 export * from './csr-factory.js';
 export * from './encrypted-disk.js';
 export * from './errors.js';
 export * from './file-writer.js';
+export * from './gce-shielded-identity.js';
 export * from './issuer.js';
 export * from './join-ticket-client.js';
 export * from './kms.js';

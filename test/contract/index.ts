@@ -3,6 +3,7 @@
  * its port with a factory returning `{ subject, seed, cleanup, supports }` (see harness.ts and
  * test/contract/README.md). Suites use Vitest's `describe`/`it`, so run them under Vitest.
  */
+export * from './attestation.js';
 export * from './cluster-joiner.js';
 export * from './encrypted-disk.js';
 export * from './harness.js';

@@ -19,6 +19,11 @@ export const COMMANDS: CommandEntry[] = [
     summary: 'Verify attestation evidence offline (vTPM, SEV-SNP, TDX)',
     load: () => import('./attestation.js'),
   },
+  {
+    name: 'init',
+    summary: "Initialise a cluster on its first node after verifying the node's attestation",
+    load: () => import('./init.js'),
+  },
   { name: 'key-service', summary: 'Serve HKDF data keys over gRPC', load: () => import('./key-service.js') },
   {
     name: 'metadata-server',

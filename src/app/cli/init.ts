@@ -1,0 +1,267 @@
+/**
+ * `confboot init`: the operator side of the init flow (REFERENCE §2.2). Verifies the first node's
+ * attestation over attested TLS before sending anything, then sends the InitRequest — master secret
+ * and salt inside `kms_uri` as upstream, a fresh measurement salt, the init secret and the cluster
+ * name — shows progress, writes the admin kubeconfig and prints the cluster ID. On failure it prints
+ * the log lines the node streamed back.
+ */
+import { randomBytes } from 'node:crypto';
+import { readFile, writeFile } from 'node:fs/promises';
+import { createValidator } from '../../adapters/attestation/variants/factory.js';
+import { GrpcInitClient } from '../../adapters/grpc/init-client.js';
+import { clusterKmsUri, NO_STORE_URI } from '../../adapters/kms/cluster-kms-factory.js';
+import { SystemClock } from '../../adapters/system/system-clock.js';
+import { MeasurementsPolicy, parseAttestationConfig } from '../../domain/measurements.js';
+import { isAttestationError } from '../../ports/errors.js';
+import type { Validator } from '../../ports/validator.js';
+import { variantFromString } from '../../ports/variant.js';
+import { type CommandSpec, parseCommand, runCommand, UsageError } from './args.js';
+
+export const initCommand: CommandSpec = {
+  name: 'init',
+  summary:
+    "Initialise a cluster on its first control-plane node: verify the node's attestation, send the master secret, write the kubeconfig.",
+  options: {
+    endpoint: {
+      type: 'string',
+      valueName: 'HOST:PORT',
+      description: "the first node's init server",
+      required: true,
+    },
+    'attestation-config': {
+      type: 'string',
+      valueName: 'F',
+      description: 'expected measurements ({"measurements": {...}} or a bare map)',
+      required: true,
+    },
+    variant: {
+      type: 'string',
+      valueName: 'V',
+      description: 'attestation variant of the node',
+      default: 'qemu-vtpm',
+    },
+    'init-secret-file': {
+      type: 'string',
+      valueName: 'F',
+      description: 'the init secret whose bcrypt hash the node reads from metadata',
+      required: true,
+    },
+    'master-secret-file': {
+      type: 'string',
+      valueName: 'F',
+      description: 'JSON {"key","salt"} (base64); created with fresh random values if missing',
+      default: 'constellation-mastersecret.json',
+    },
+    'measurement-salt-file': {
+      type: 'string',
+      valueName: 'F',
+      description: '32-byte measurement salt; created with fresh random bytes if missing',
+      default: 'measurement-salt.bin',
+    },
+    'cluster-name': {
+      type: 'string',
+      valueName: 'NAME',
+      description: 'cluster name',
+      default: 'constellation',
+    },
+    'kubernetes-version': {
+      type: 'string',
+      valueName: 'V',
+      description: 'Kubernetes version',
+      default: 'v1.31.1',
+    },
+    'apiserver-cert-san': {
+      type: 'string',
+      multiple: true,
+      valueName: 'SAN',
+      description: 'extra API server SAN',
+    },
+    'service-cidr': {
+      type: 'string',
+      valueName: 'CIDR',
+      description: 'service CIDR',
+      default: '10.96.0.0/12',
+    },
+    kubeconfig: {
+      type: 'string',
+      valueName: 'F',
+      description: 'where to write the admin kubeconfig (must not exist)',
+      default: 'constellation-admin.conf',
+    },
+    'timeout-seconds': {
+      type: 'string',
+      valueName: 'N',
+      description: 'bound on the whole init',
+      default: '900',
+    },
+  },
+  epilog: 'Exit codes: 0 initialised, 1 refused or failed, 2 usage or input error.',
+};
+
+/** What {@link initCluster} needs; the CLI builds it from flags, the demo passes it directly. */
+export interface InitClusterOptions {
+  endpoint: string;
+  validators: Validator[];
+  masterSecret: Uint8Array;
+  masterSalt: Uint8Array;
+  measurementSalt: Uint8Array;
+  initSecret: Uint8Array;
+  clusterName: string;
+  kubernetesVersion: string;
+  apiserverCertSans: string[];
+  serviceCidr: string;
+  timeoutInMs: number;
+  /** Progress lines (never secrets). */
+  progress: (line: string) => void;
+}
+
+/** The outcome of an init, for printing or for the demo. */
+export type InitClusterOutcome =
+  | { ok: true; kubeconfig: Uint8Array; clusterId: Uint8Array; attestationChecks: string[] }
+  | { ok: false; error: string; logs: string; check?: string; mismatches?: string[] };
+
+/** Verifies the node's attestation and runs Init; never throws for a refused or failed init. */
+export async function initCluster(o: InitClusterOptions): Promise<InitClusterOutcome> {
+  const client = new GrpcInitClient({ validators: o.validators, clock: new SystemClock() });
+  o.progress(`Connecting to ${o.endpoint} and verifying the node's attestation`);
+  try {
+    const outcome = await client.init(
+      o.endpoint,
+      {
+        kmsUri: clusterKmsUri(o.masterSecret, o.masterSalt),
+        storageUri: NO_STORE_URI,
+        measurementSalt: o.measurementSalt,
+        kubernetesVersion: o.kubernetesVersion,
+        conformanceMode: false,
+        kubernetesComponents: [],
+        initSecret: o.initSecret,
+        clusterName: o.clusterName,
+        apiserverCertSans: o.apiserverCertSans,
+        serviceCidr: o.serviceCidr,
+      },
+      { timeoutInMs: o.timeoutInMs },
+    );
+    const checks =
+      outcome.server?.attestation?.checks.map((c) => `${c.ok ? 'ok' : 'FAILED'} ${c.name}`) ?? [];
+    if (outcome.kind === 'success') {
+      o.progress('Node attested; cluster initialised');
+      return {
+        ok: true,
+        kubeconfig: outcome.result.kubeconfig,
+        clusterId: outcome.result.clusterId,
+        attestationChecks: checks,
+      };
+    }
+    return { ok: false, error: outcome.error, logs: new TextDecoder().decode(outcome.logs) };
+  } catch (err) {
+    if (isAttestationError(err)) {
+      return {
+        ok: false,
+        error: err.message,
+        logs: '',
+        check: err.check,
+        mismatches: err.mismatches.map(
+          (m) =>
+            `PCR ${m.index}: expected ${Buffer.from(m.expected).toString('hex')}, got ${m.actual ? Buffer.from(m.actual).toString('hex') : 'nothing'}${m.warnOnly ? ' (warn only)' : ''}`,
+        ),
+      };
+    }
+    return { ok: false, error: err instanceof Error ? err.message : String(err), logs: '' };
+  }
+}
+
+async function readOrCreate(
+  path: string,
+  make: () => Uint8Array,
+  parse: (b: Buffer) => Uint8Array,
+): Promise<Uint8Array> {
+  try {
+    return parse(await readFile(path));
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
+    const value = make();
+    await writeFile(path, value, { mode: 0o600, flag: 'wx' });
+    return parse(Buffer.from(value));
+  }
+}
+
+/** Runs `confboot init`. */
+export async function run(argv: string[]): Promise<number> {
+  return runCommand(async () => {
+    const v = parseCommand(argv, initCommand);
+    if (v === undefined) return 0;
+    const progress = (line: string) => process.stderr.write(`init: ${line}\n`);
+    let variant: ReturnType<typeof variantFromString>;
+    try {
+      variant = variantFromString(String(v.variant));
+    } catch (err) {
+      throw new UsageError((err as Error).message);
+    }
+    if (variant === 'dummy') throw new UsageError('the dummy variant is for tests only');
+    const timeoutSeconds = Number(v['timeout-seconds']);
+    if (!Number.isFinite(timeoutSeconds) || timeoutSeconds <= 0)
+      throw new UsageError('--timeout-seconds must be > 0');
+
+    let config: ReturnType<typeof parseAttestationConfig>;
+    try {
+      config = parseAttestationConfig(await readFile(String(v['attestation-config']), 'utf8'));
+    } catch (err) {
+      throw new UsageError(`reading --attestation-config: ${(err as Error).message}`);
+    }
+    const validator = createValidator(variant, { policy: new MeasurementsPolicy(config.measurements) });
+
+    const masterFile = await readOrCreate(
+      String(v['master-secret-file']),
+      () =>
+        new TextEncoder().encode(
+          `${JSON.stringify({ key: randomBytes(32).toString('base64'), salt: randomBytes(32).toString('base64') }, null, 2)}\n`,
+        ),
+      (b) => b,
+    );
+    let master: { key?: unknown; salt?: unknown };
+    try {
+      master = JSON.parse(new TextDecoder().decode(masterFile));
+    } catch {
+      throw new UsageError('--master-secret-file is not JSON {"key","salt"}');
+    }
+    if (typeof master.key !== 'string' || typeof master.salt !== 'string')
+      throw new UsageError('--master-secret-file must hold base64 "key" and "salt"');
+    const masterSecret = Buffer.from(master.key, 'base64');
+    const masterSalt = Buffer.from(master.salt, 'base64');
+    if (masterSecret.length < 16 || masterSalt.length < 32)
+      throw new UsageError('--master-secret-file: key must be ≥ 16 bytes and salt ≥ 32 bytes');
+    const measurementSalt = await readOrCreate(
+      String(v['measurement-salt-file']),
+      () => randomBytes(32),
+      (b) => new Uint8Array(b),
+    );
+    if (measurementSalt.length !== 32)
+      throw new UsageError('--measurement-salt-file must hold exactly 32 bytes');
+    const initSecret = new Uint8Array(await readFile(String(v['init-secret-file'])));
+
+    const outcome = await initCluster({
+      endpoint: String(v.endpoint),
+      validators: [validator],
+      masterSecret,
+      masterSalt,
+      measurementSalt,
+      initSecret,
+      clusterName: String(v['cluster-name']),
+      kubernetesVersion: String(v['kubernetes-version']),
+      apiserverCertSans: (v['apiserver-cert-san'] as string[] | undefined) ?? [],
+      serviceCidr: String(v['service-cidr']),
+      timeoutInMs: timeoutSeconds * 1000,
+      progress,
+    });
+    if (!outcome.ok) {
+      process.stderr.write(`init: failed: ${outcome.error}\n`);
+      for (const m of outcome.mismatches ?? []) process.stderr.write(`init:   ${m}\n`);
+      if (outcome.logs) process.stderr.write(`init: log lines from the node:\n${outcome.logs}\n`);
+      return 1;
+    }
+    await writeFile(String(v.kubeconfig), outcome.kubeconfig, { mode: 0o600, flag: 'wx' });
+    progress(`Wrote the admin kubeconfig to ${String(v.kubeconfig)}`);
+    process.stdout.write(`Cluster ID: ${Buffer.from(outcome.clusterId).toString('hex')}\n`);
+    return 0;
+  });
+}
