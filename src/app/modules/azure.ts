@@ -1,0 +1,112 @@
+/**
+ * The Azure node module (app layer, DI wiring): MetadataAPI on IMDS and the ARM compute and network
+ * APIs, and the azure-trustedlaunch Issuer: a vTPM quote with the HCL-provisioned AK (0x81000003)
+ * and instance info `{"AkCert","CA"}` — the AK certificate from TPM NV index 0x1C101D0 and its
+ * issuing CA, downloaded from the certificate's CA Issuers URL (REFERENCE §4.2). The ARM SDKs are
+ * loaded lazily by the adapter.
+ */
+import { execFile } from 'node:child_process';
+import { X509Certificate } from 'node:crypto';
+import { ContainerModule } from 'inversify';
+import { LINUX_EVENT_LOG_PATH, VtpmIssuer } from '../../adapters/attestation/vtpm/issuer.js';
+import { AzureMetadataAPI } from '../../adapters/cloud/azure/metadata-api.js';
+import { expectOk, httpRequest } from '../../adapters/cloud/shared/http.js';
+import { ConfbootError, wrapError } from '../../ports/errors.js';
+import { Issuer } from '../../ports/issuer.js';
+import { Logger } from '../../ports/logger.js';
+import { MetadataAPI } from '../../ports/metadata-api.js';
+import { Tpm } from '../../ports/tpm.js';
+import type { CallOptions } from '../../ports/types.js';
+import { NodeConfig } from './node-config.js';
+
+/** npm packages of this cloud's SDK. */
+export const SDK_PACKAGES: readonly string[] = Object.freeze(['@azure/arm-compute', '@azure/arm-network']);
+
+/** Loads this cloud's SDK now; for the module-isolation check (`--preload-sdk`). */
+export async function preloadSdk(): Promise<void> {
+  await Promise.all([import('@azure/arm-compute'), import('@azure/arm-network')]);
+}
+
+/** TPM NV index holding the AK certificate on Azure trusted launch VMs. */
+export const AZURE_AK_CERT_NV_INDEX = 0x01c101d0;
+
+/** Reads an NV index with owner authorisation through tpm2-tools. */
+function readNvIndex(tcti: string, index: number, options?: CallOptions): Promise<Buffer> {
+  const handle = `0x${index.toString(16)}`;
+  return new Promise((resolve, reject) => {
+    execFile(
+      'tpm2_nvread',
+      ['-C', 'o', handle],
+      {
+        encoding: 'buffer',
+        env: { ...process.env, TPM2TOOLS_TCTI: tcti },
+        timeout: options?.timeoutInMs ?? 20_000,
+        maxBuffer: 64 * 1024,
+        ...(options?.signal ? { signal: options.signal } : {}),
+      },
+      (err, stdout, stderr) => {
+        if (err) {
+          const detail = Buffer.from(stderr).toString('utf8').trim().slice(0, 500) || err.message;
+          reject(
+            new ConfbootError('unavailable', `reading TPM NV index ${handle}: ${detail}`, { cause: err }),
+          );
+        } else resolve(Buffer.from(stdout));
+      },
+    );
+  });
+}
+
+/** The `CA Issuers` URL of a certificate's Authority Information Access extension. */
+function caIssuersUrl(cert: X509Certificate): string {
+  for (const line of (cert.infoAccess ?? '').split('\n')) {
+    const m = /^CA Issuers - URI:(\S+)$/.exec(line.trim());
+    if (m?.[1]) return m[1];
+  }
+  throw new ConfbootError('failed-precondition', 'AK certificate names no CA Issuers URL');
+}
+
+/** Builds azure-trustedlaunch's instance info `{"AkCert": DER, "CA": DER}` (Go JSON, base64). */
+export async function azureTrustedLaunchInfo(tcti: string, options?: CallOptions): Promise<Uint8Array> {
+  try {
+    const akCertDer = await readNvIndex(tcti, AZURE_AK_CERT_NV_INDEX, options);
+    const cert = new X509Certificate(akCertDer);
+    const url = caIssuersUrl(cert);
+    const res = await httpRequest({ url, ...(options?.signal ? { signal: options.signal } : {}) });
+    const caDer = expectOk(res, `AK CA certificate from ${url}`).body;
+    new X509Certificate(caDer); // fail here, not at the verifier, if it is not a certificate
+    return new TextEncoder().encode(
+      JSON.stringify({ AkCert: akCertDer.toString('base64'), CA: caDer.toString('base64') }),
+    );
+  } catch (err) {
+    throw wrapError('reading Azure trusted launch instance info', err);
+  }
+}
+
+/** The Azure module: binds {@link MetadataAPI} and {@link Issuer}. */
+export function cloudModule(): ContainerModule {
+  return new ContainerModule(({ bind }) => {
+    bind<MetadataAPI>(MetadataAPI)
+      .toResolvedValue(
+        (c: NodeConfig, logger: Logger) =>
+          new AzureMetadataAPI({
+            ...(c.metadata.baseUrl === undefined ? {} : { imdsBaseUrl: c.metadata.baseUrl }),
+            ...(c.metadata.apiEndpoint === undefined ? {} : { armEndpoint: c.metadata.apiEndpoint }),
+            logger,
+          }),
+        [NodeConfig, Logger],
+      )
+      .inSingletonScope();
+    bind<Issuer>(Issuer)
+      .toResolvedValue(
+        (c: NodeConfig, tpm: Tpm) =>
+          new VtpmIssuer({
+            variant: 'azure-trustedlaunch',
+            tpm,
+            instanceInfo: (_extraData, options) => azureTrustedLaunchInfo(c.tcti, options),
+            eventLogPath: LINUX_EVENT_LOG_PATH,
+          }),
+        [NodeConfig, Tpm],
+      )
+      .inSingletonScope();
+  });
+}

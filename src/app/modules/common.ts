@@ -1,0 +1,245 @@
+/**
+ * The common node module (app layer, DI wiring): every binding a bootstrapper node needs that does
+ * not depend on the cloud — clock, randomness, logging, the TPM and the PCR 15 marker, the state
+ * disk, files and node state, kubelet CSRs, the init secret check, the cluster KMS, kubeadm, the
+ * join client and the node lock. A cloud module adds MetadataAPI and Issuer. Wiring reads like a
+ * table: one `bind` per token, singleton scope said explicitly, domain classes built without
+ * decorators through `toResolvedValue(factory, [TOKENS])`.
+ */
+import { ContainerModule } from 'inversify';
+import { BcryptSecretHash } from '../../adapters/crypto/bcrypt-secret-hash.js';
+import { CryptsetupDisk } from '../../adapters/disk/cryptsetup-disk.js';
+import { GrpcJoinTicketClient } from '../../adapters/grpc/join-client.js';
+import { ClusterKmsFactory } from '../../adapters/kms/cluster-kms-factory.js';
+import { KubeadmInitializer, KubeadmJoiner } from '../../adapters/kubernetes/kubeadm.js';
+import { createPinoLogger } from '../../adapters/log/pino-logger.js';
+import { RingLogCollector } from '../../adapters/log/ring-log-collector.js';
+import { X509CsrFactory } from '../../adapters/pki/x509-csr-factory.js';
+import { ExclusiveFileWriter } from '../../adapters/state/exclusive-file-writer.js';
+import { JsonNodeStateStore } from '../../adapters/state/json-node-state-store.js';
+import { CryptoRandom } from '../../adapters/system/crypto-random.js';
+import { SystemClock } from '../../adapters/system/system-clock.js';
+import { Pcr15Marker } from '../../adapters/tpm/pcr15-marker.js';
+import { Tpm2ToolsTpm } from '../../adapters/tpm/tpm2-tools-tpm.js';
+import { NodeLock } from '../../domain/node-lock.js';
+import { Clock } from '../../ports/clock.js';
+import { ClusterInitializer } from '../../ports/cluster-initializer.js';
+import { ClusterJoiner } from '../../ports/cluster-joiner.js';
+import { CsrFactory } from '../../ports/csr-factory.js';
+import { EncryptedDisk } from '../../ports/encrypted-disk.js';
+import { FileWriter } from '../../ports/file-writer.js';
+import { Issuer } from '../../ports/issuer.js';
+import { JoinTicketClient } from '../../ports/join-ticket-client.js';
+import { KmsFactory } from '../../ports/kms-factory.js';
+import { LogCollector } from '../../ports/log-collector.js';
+import { Logger } from '../../ports/logger.js';
+import { MetadataAPI } from '../../ports/metadata-api.js';
+import { NodeMarker } from '../../ports/node-marker.js';
+import { NodeStateStore } from '../../ports/node-state-store.js';
+import { Random } from '../../ports/random.js';
+import { SecretHash } from '../../ports/secret-hash.js';
+import { Tpm } from '../../ports/tpm.js';
+import type { BootstrapperNodeDeps } from '../bootstrapper/node.js';
+import { AZURE_HCL_AK_HANDLE, NodeConfig } from './node-config.js';
+
+/** DI token of the node lock both bootstrapper sides share (the domain's {@link NodeLock}). */
+export const SharedNodeLock = Symbol.for('confboot.NodeLock');
+
+/** DI token of the ring buffer behind {@link LogCollector} (the logger tees into it). */
+export const LogRing = Symbol.for('confboot.LogRing');
+
+/** DI token of everything `startBootstrapperNode` needs ({@link BootstrapperNodeDeps}). */
+export const BootstrapperDeps = Symbol.for('confboot.BootstrapperDeps');
+
+/** Every token a node container binds, for `--check-wiring` (cloud modules bind the first two). */
+export const NODE_TOKENS: readonly symbol[] = Object.freeze([
+  MetadataAPI,
+  Issuer,
+  NodeConfig,
+  Clock,
+  Random,
+  LogRing,
+  Logger,
+  LogCollector,
+  Tpm,
+  NodeMarker,
+  SharedNodeLock,
+  EncryptedDisk,
+  FileWriter,
+  NodeStateStore,
+  CsrFactory,
+  SecretHash,
+  KmsFactory,
+  ClusterJoiner,
+  ClusterInitializer,
+  JoinTicketClient,
+  BootstrapperDeps,
+]);
+
+/** The common module for `config`; load it together with exactly one cloud module. */
+export function commonModule(config: NodeConfig): ContainerModule {
+  return new ContainerModule(({ bind }) => {
+    bind<NodeConfig>(NodeConfig).toConstantValue(config);
+    bind<Clock>(Clock)
+      .toResolvedValue(() => new SystemClock())
+      .inSingletonScope();
+    bind<Random>(Random)
+      .toResolvedValue(() => new CryptoRandom())
+      .inSingletonScope();
+    bind<RingLogCollector>(LogRing)
+      .toResolvedValue(() => new RingLogCollector())
+      .inSingletonScope();
+    bind<Logger>(Logger)
+      .toResolvedValue(
+        (ring: RingLogCollector, c: NodeConfig) =>
+          ring.tee(createPinoLogger({ level: c.logLevel, base: { component: 'bootstrapper', csp: c.csp } })),
+        [LogRing, NodeConfig],
+      )
+      .inSingletonScope();
+    bind<LogCollector>(LogCollector)
+      .toResolvedValue((ring: RingLogCollector) => ring, [LogRing])
+      .inSingletonScope();
+
+    bind<Tpm>(Tpm)
+      .toResolvedValue(
+        (c: NodeConfig) =>
+          new Tpm2ToolsTpm({
+            tcti: c.tcti,
+            // Azure's HCL provisions the AK at a fixed handle; elsewhere confboot creates its own.
+            ...(c.csp === 'azure'
+              ? { akHandle: c.akHandle ?? AZURE_HCL_AK_HANDLE, createAttestationKey: false }
+              : c.akHandle === undefined
+                ? {}
+                : { akHandle: c.akHandle }),
+          }),
+        [NodeConfig],
+      )
+      .inSingletonScope();
+    bind<NodeMarker>(NodeMarker)
+      .toResolvedValue((tpm: Tpm) => new Pcr15Marker(tpm), [Tpm])
+      .inSingletonScope();
+    bind<NodeLock>(SharedNodeLock)
+      .toResolvedValue((marker: NodeMarker) => new NodeLock(marker), [NodeMarker])
+      .inSingletonScope();
+
+    bind<EncryptedDisk>(EncryptedDisk)
+      .toResolvedValue(
+        (c: NodeConfig) =>
+          new CryptsetupDisk({
+            devicePath: c.diskDevice,
+            ...(c.initialPassphrasePath === undefined
+              ? {}
+              : { initialPassphrasePath: c.initialPassphrasePath }),
+          }),
+        [NodeConfig],
+      )
+      .inSingletonScope();
+    bind<FileWriter>(FileWriter)
+      .toResolvedValue(() => new ExclusiveFileWriter())
+      .inSingletonScope();
+    bind<NodeStateStore>(NodeStateStore)
+      .toResolvedValue(
+        (c: NodeConfig, files: FileWriter) =>
+          new JsonNodeStateStore({ path: c.paths.nodeState, fileWriter: files }),
+        [NodeConfig, FileWriter],
+      )
+      .inSingletonScope();
+    bind<CsrFactory>(CsrFactory)
+      .toResolvedValue(() => new X509CsrFactory())
+      .inSingletonScope();
+    bind<SecretHash>(SecretHash)
+      .toResolvedValue(() => new BcryptSecretHash())
+      .inSingletonScope();
+    bind<KmsFactory>(KmsFactory)
+      .toResolvedValue(() => new ClusterKmsFactory())
+      .inSingletonScope();
+
+    bind<ClusterJoiner>(ClusterJoiner)
+      .toResolvedValue(
+        (c: NodeConfig, logger: Logger) =>
+          new KubeadmJoiner({
+            ...(c.kubeadmPath === undefined ? {} : { kubeadmPath: c.kubeadmPath }),
+            logger,
+          }),
+        [NodeConfig, Logger],
+      )
+      .inSingletonScope();
+    bind<ClusterInitializer>(ClusterInitializer)
+      .toResolvedValue(
+        (c: NodeConfig, logger: Logger) =>
+          new KubeadmInitializer({
+            ...(c.kubeadmPath === undefined ? {} : { kubeadmPath: c.kubeadmPath }),
+            logger,
+          }),
+        [NodeConfig, Logger],
+      )
+      .inSingletonScope();
+    bind<JoinTicketClient>(JoinTicketClient)
+      .toResolvedValue(
+        (issuer: Issuer, clock: Clock, logger: Logger) => new GrpcJoinTicketClient({ issuer, clock, logger }),
+        [Issuer, Clock, Logger],
+      )
+      .inSingletonScope();
+
+    bind<BootstrapperNodeDeps>(BootstrapperDeps)
+      .toResolvedValue(
+        (
+          metadata: MetadataAPI,
+          issuer: Issuer,
+          marker: NodeMarker,
+          lock: NodeLock,
+          disk: EncryptedDisk,
+          csrFactory: CsrFactory,
+          joinClient: JoinTicketClient,
+          files: FileWriter,
+          nodeState: NodeStateStore,
+          joiner: ClusterJoiner,
+          initializer: ClusterInitializer,
+          kmsFactory: KmsFactory,
+          secretHash: SecretHash,
+          logCollector: LogCollector,
+          clock: Clock,
+          random: Random,
+          logger: Logger,
+        ) => ({
+          metadata,
+          issuer,
+          marker,
+          lock,
+          disk,
+          csrFactory,
+          joinClient,
+          files,
+          nodeState,
+          joiner,
+          initializer,
+          kmsFactory,
+          secretHash,
+          logCollector,
+          clock,
+          random,
+          logger,
+        }),
+        [
+          MetadataAPI,
+          Issuer,
+          NodeMarker,
+          SharedNodeLock,
+          EncryptedDisk,
+          CsrFactory,
+          JoinTicketClient,
+          FileWriter,
+          NodeStateStore,
+          ClusterJoiner,
+          ClusterInitializer,
+          KmsFactory,
+          SecretHash,
+          LogCollector,
+          Clock,
+          Random,
+          Logger,
+        ],
+      )
+      .inSingletonScope();
+  });
+}

@@ -1,0 +1,126 @@
+/**
+ * The configuration of one bootstrapper node (app layer, DI wiring): which cloud, which attestation
+ * variant, where the TPM, the state disk and the files are. Bound as a constant under the
+ * {@link NodeConfig} token; every module reads it. Building one refuses the test-only `dummy`
+ * variant and any variant the cloud does not offer, so production wiring can never attest with a
+ * fake.
+ */
+import { DEFAULT_NODE_STATE_PATH } from '../../adapters/state/json-node-state-store.js';
+import { DEVICE_TCTI } from '../../adapters/tpm/tpm2-tools-tpm.js';
+import { DEFAULT_JOIN_PATHS } from '../../domain/join-flow.js';
+import { ConfbootError } from '../../ports/errors.js';
+import { PRODUCTION_VARIANTS, type Variant } from '../../ports/variant.js';
+
+/** The clouds confboot has a node module for. */
+export type Csp = 'gcp' | 'azure' | 'aws' | 'qemu';
+
+/** Every {@link Csp}, in the order the CLI lists them. */
+export const CSPS: readonly Csp[] = Object.freeze(['gcp', 'azure', 'aws', 'qemu']);
+
+/**
+ * Attestation variants a node of each cloud can issue (those with an issuer in src/adapters). The
+ * SNP/TDX variants of the clouds verify on the join service side but have no issuer yet.
+ */
+export const VARIANTS_BY_CSP: Readonly<Record<Csp, readonly Variant[]>> = Object.freeze({
+  gcp: ['gcp-sev-es'],
+  azure: ['azure-trustedlaunch'],
+  aws: ['aws-nitro-tpm'],
+  qemu: ['qemu-vtpm', 'qemu-tdx'],
+});
+
+/** Where the node writes its files (upstream's paths by default). */
+export interface NodePaths {
+  /** node_state.json (REFERENCE §2.5). */
+  nodeState: string;
+  /** Control-plane files directory. */
+  pkiDir: string;
+  kubeletCertPath: string;
+  kubeletKeyPath: string;
+}
+
+/** Everything the node modules need to build the adapters. No secrets. */
+export interface NodeConfig {
+  csp: Csp;
+  /** Never `dummy`: {@link nodeConfig} refuses it. */
+  variant: Variant;
+  /** tpm2-tools TCTI, default {@link DEVICE_TCTI}. */
+  tcti: string;
+  /** Persistent handle of the attestation key; default the variant's. */
+  akHandle?: number;
+  /** The LUKS2 state disk (block device or image file). */
+  diskDevice: string;
+  /** File holding the initial passphrase; default `/run/cryptsetup-keys.d/state.key`. */
+  initialPassphrasePath?: string;
+  paths: NodePaths;
+  /**
+   * Metadata endpoints: `baseUrl` is the metadata server or IMDS root, `apiEndpoint` the cloud API
+   * (for local fakes; default the SDK's), `localAddress` the source address of metadata requests.
+   */
+  metadata: { baseUrl?: string; apiEndpoint?: string; localAddress?: string };
+  /** kubeadm binary; default `kubeadm` on PATH. */
+  kubeadmPath?: string;
+  /** pino level. */
+  logLevel: string;
+}
+
+/** Persistent handle of the attestation key Azure's HCL provisions (REFERENCE §4.2). */
+export const AZURE_HCL_AK_HANDLE = 0x81000003;
+
+/** DI token for {@link NodeConfig}. */
+export const NodeConfig = Symbol.for('confboot.NodeConfig');
+
+/** What {@link nodeConfig} needs; everything else has a default. */
+export type NodeConfigInput = { csp: string; variant: string; diskDevice: string } & Partial<
+  Omit<NodeConfig, 'csp' | 'variant' | 'diskDevice' | 'paths'>
+> & { paths?: Partial<NodePaths> };
+
+/** Parses a cloud name; throws `invalid-argument` naming the accepted ones. */
+export function cspFromString(name: string): Csp {
+  if ((CSPS as readonly string[]).includes(name)) return name as Csp;
+  throw new ConfbootError(
+    'invalid-argument',
+    `unknown cloud ${JSON.stringify(name)} (want one of ${CSPS.join(', ')})`,
+  );
+}
+
+/**
+ * Builds and checks a {@link NodeConfig}. Throws `invalid-argument` for an unknown cloud, for the
+ * test-only `dummy` variant, and for a variant the cloud cannot issue.
+ */
+export function nodeConfig(input: NodeConfigInput): NodeConfig {
+  const csp = cspFromString(input.csp);
+  const variant = input.variant as Variant;
+  if (!(PRODUCTION_VARIANTS as readonly string[]).includes(input.variant)) {
+    throw new ConfbootError(
+      'invalid-argument',
+      `attestation variant ${JSON.stringify(input.variant)} cannot be used by a node (want one of ${VARIANTS_BY_CSP[csp].join(', ')})`,
+    );
+  }
+  if (!VARIANTS_BY_CSP[csp].includes(variant)) {
+    throw new ConfbootError(
+      'invalid-argument',
+      `attestation variant ${variant} is not available on ${csp} (want one of ${VARIANTS_BY_CSP[csp].join(', ')})`,
+    );
+  }
+  if (input.diskDevice === '')
+    throw new ConfbootError('invalid-argument', 'node config: state disk device is empty');
+  return {
+    csp,
+    variant,
+    tcti: input.tcti ?? DEVICE_TCTI,
+    ...(input.akHandle === undefined ? {} : { akHandle: input.akHandle }),
+    diskDevice: input.diskDevice,
+    ...(input.initialPassphrasePath === undefined
+      ? {}
+      : { initialPassphrasePath: input.initialPassphrasePath }),
+    paths: {
+      nodeState: input.paths?.nodeState ?? DEFAULT_NODE_STATE_PATH,
+      pkiDir: input.paths?.pkiDir ?? DEFAULT_JOIN_PATHS.pkiDir,
+      kubeletCertPath: input.paths?.kubeletCertPath ?? DEFAULT_JOIN_PATHS.kubeletCertPath,
+      kubeletKeyPath: input.paths?.kubeletKeyPath ?? DEFAULT_JOIN_PATHS.kubeletKeyPath,
+    },
+    metadata: { ...input.metadata },
+    ...(input.kubeadmPath === undefined ? {} : { kubeadmPath: input.kubeadmPath }),
+    logLevel: input.logLevel ?? 'info',
+  };
+}
