@@ -14,6 +14,7 @@ x509.cryptoProvider.set(webcrypto as unknown as Parameters<typeof x509.cryptoPro
 
 /** Subject of every attested TLS certificate (upstream's value). */
 export const CERTIFICATE_SUBJECT = 'CN=Constellation';
+const SUBJECT_NAME = new x509.Name(CERTIFICATE_SUBJECT);
 /** Validity margin on both sides of "now". */
 export const CERTIFICATE_VALIDITY_MS = 2 * 60 * 60 * 1000;
 
@@ -37,12 +38,15 @@ export async function createTlsIdentity(clock: Clock): Promise<TlsIdentity> {
   // A positive serial below 2^127 (first byte < 0x80), as upstream's "random serial < 2^128".
   const serial = randomBytes(16);
   serial[0] = (serial[0] ?? 0) & 0x7f || 0x01;
-  const cert = await x509.X509CertificateGenerator.createSelfSigned({
+  // create() with a prebuilt Name costs about half of createSelfSigned() (no DN string parsing).
+  const cert = await x509.X509CertificateGenerator.create({
     serialNumber: serial.toString('hex'),
-    name: CERTIFICATE_SUBJECT,
+    subject: SUBJECT_NAME,
+    issuer: SUBJECT_NAME,
     notBefore: new Date(now - CERTIFICATE_VALIDITY_MS),
     notAfter: new Date(now + CERTIFICATE_VALIDITY_MS),
-    keys,
+    publicKey: keys.publicKey,
+    signingKey: keys.privateKey,
     signingAlgorithm: { name: 'ECDSA', hash: 'SHA-256' },
   });
   const pkcs8 = Buffer.from(await webcrypto.subtle.exportKey('pkcs8', keys.privateKey));
