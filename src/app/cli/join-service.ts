@@ -1,0 +1,315 @@
+/**
+ * `confboot join-service`: the join service on a control plane (REFERENCE §1.2, with confboot's
+ * operations additions). Parses the flags the Kubernetes manifest passes
+ * (deploy/kubernetes/join-service.yaml), wires the production adapters
+ * (src/app/join-service/production.ts) and runs until SIGTERM or SIGINT, then drains and exits 0.
+ * The body runs until an AbortSignal fires; the process signals only abort it, so tests drive the
+ * same code in-process.
+ */
+import { createPinoLogger } from '../../adapters/log/pino-logger.js';
+import type { Logger } from '../../ports/logger.js';
+import { PRODUCTION_VARIANTS, type Variant } from '../../ports/variant.js';
+import { JOIN_SERVICE_HTTP_PORT, JOIN_SERVICE_PORT } from '../defaults.js';
+import {
+  JOIN_SERVICE_CSPS,
+  type JoinServiceCsp,
+  startProductionJoinService,
+} from '../join-service/production.js';
+import {
+  DEFAULT_MAX_CONCURRENT,
+  DEFAULT_RATE_LIMIT_PER_SECOND,
+  DEFAULT_SHUTDOWN_GRACE_MS,
+  type ListenAddress,
+} from '../join-service/service.js';
+import { type CommandSpec, parseCommand, runCommand, UsageError } from './args.js';
+
+/** Default attested gRPC listen address. */
+export const DEFAULT_JOIN_SERVICE_LISTEN = `0.0.0.0:${JOIN_SERVICE_PORT}`;
+/** Default operations HTTP listen address. */
+export const DEFAULT_JOIN_SERVICE_HTTP_LISTEN = `0.0.0.0:${JOIN_SERVICE_HTTP_PORT}`;
+
+const LOG_LEVELS = ['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent'];
+
+/** Flags of `confboot join-service`. */
+export const joinServiceCommand: CommandSpec = {
+  name: 'join-service',
+  summary:
+    'Serve join and rejoin tickets to attested nodes (join.API over attested TLS), with health, metrics, audit, limits and a deny list.',
+  options: {
+    csp: {
+      type: 'string',
+      valueName: 'C',
+      required: true,
+      description: `cloud provider: ${JOIN_SERVICE_CSPS.join(', ')}`,
+    },
+    'attestation-variant': {
+      type: 'string',
+      valueName: 'V',
+      required: true,
+      description: 'attestation variant of joining nodes, e.g. qemu-vtpm',
+    },
+    'attestation-config': {
+      type: 'string',
+      valueName: 'F',
+      required: true,
+      description:
+        'attestation config JSON with the expected measurements (watched; e.g. /var/config/attestationConfig)',
+    },
+    'measurement-salt-file': {
+      type: 'string',
+      valueName: 'F',
+      required: true,
+      description: 'file with the cluster measurement salt (e.g. /var/config/measurementSalt)',
+    },
+    'key-service-endpoint': {
+      type: 'string',
+      valueName: 'HOST:PORT',
+      required: true,
+      description: 'key service address (plain gRPC, cluster-internal), e.g. key-service.kube-system:9000',
+    },
+    'deny-list': {
+      type: 'string',
+      valueName: 'F',
+      description:
+        'deny list JSON {"nodes": [...], "diskUuids": [...]} (watched; must exist and be valid at start)',
+    },
+    listen: {
+      type: 'string',
+      valueName: 'HOST:PORT',
+      default: DEFAULT_JOIN_SERVICE_LISTEN,
+      description: 'attested gRPC address; [v6addr]:PORT for IPv6, port 0 picks a free port',
+    },
+    'http-listen': {
+      type: 'string',
+      valueName: 'HOST:PORT',
+      default: DEFAULT_JOIN_SERVICE_HTTP_LISTEN,
+      description: 'HTTP address for /healthz, /readyz and /metrics',
+    },
+    'grpc-health-listen': {
+      type: 'string',
+      valueName: 'HOST:PORT',
+      description:
+        'optional plain-gRPC address serving only grpc.health.v1.Health (the attested port needs attestation)',
+    },
+    kubeconfig: {
+      type: 'string',
+      valueName: 'F',
+      description: 'kubeconfig for the Kubernetes API (default: in-cluster service account)',
+    },
+    'admin-conf': {
+      type: 'string',
+      valueName: 'F',
+      default: '/etc/kubernetes/admin.conf',
+      description: 'admin.conf with the cluster CA (discovery hash)',
+    },
+    'pki-dir': {
+      type: 'string',
+      valueName: 'D',
+      default: '/etc/kubernetes/pki',
+      description: 'cluster pki directory (ca.crt, ca.key and the control-plane files)',
+    },
+    'api-server-endpoint': {
+      type: 'string',
+      valueName: 'HOST:PORT',
+      description:
+        "API server endpoint put into tickets (default: this node's VPC IP from metadata, port 6443)",
+    },
+    'metadata-url': {
+      type: 'string',
+      valueName: 'URL',
+      description: "override of the cloud's metadata base URL (QEMU metadata server, IMDS)",
+    },
+    'azure-ak-roots': {
+      type: 'string',
+      valueName: 'F',
+      description: 'azure-trustedlaunch: PEM file with the trusted AK root certificates',
+    },
+    'rate-limit': {
+      type: 'string',
+      valueName: 'N/s',
+      default: `${DEFAULT_RATE_LIMIT_PER_SECOND}/s`,
+      description: 'requests per second per caller IP (burst N); 0 disables',
+    },
+    'max-concurrent': {
+      type: 'string',
+      valueName: 'N',
+      default: String(DEFAULT_MAX_CONCURRENT),
+      description: 'requests handled at once, beyond that ResourceExhausted; 0 disables',
+    },
+    'shutdown-grace': {
+      type: 'string',
+      valueName: 'MS',
+      default: String(DEFAULT_SHUTDOWN_GRACE_MS),
+      description: 'how long SIGTERM lets running requests finish, in ms',
+    },
+    'log-level': {
+      type: 'string',
+      valueName: 'L',
+      default: 'info',
+      description: `log level: ${LOG_LEVELS.join(', ')}`,
+    },
+  },
+  epilog:
+    'Kubernetes probes use the HTTP endpoints (/healthz liveness, /readyz readiness).\n' +
+    'Exit codes: 0 after a clean shutdown (SIGTERM/SIGINT), 1 when starting or serving fails, 2 on bad flags.',
+};
+
+/** Parses `HOST:PORT` / `[V6]:PORT` for `--flag`. */
+export function parseHostPort(flag: string, value: string): ListenAddress {
+  const m = /^(?:\[([0-9a-fA-F:.]+)\]|([^:[\]\s]+)):(\d{1,5})$/.exec(value);
+  const port = m ? Number(m[3]) : Number.NaN;
+  if (!m || port > 65535) throw new UsageError(`--${flag}: want HOST:PORT, got "${value}"`);
+  return { host: (m[1] ?? m[2]) as string, port };
+}
+
+/** Parses `--rate-limit`: `N/s` or `N` (N ≥ 0, decimals allowed). */
+export function parseRateLimit(value: string): number {
+  const m = /^(\d+(?:\.\d+)?)(?:\/s)?$/.exec(value.trim());
+  if (!m) throw new UsageError(`--rate-limit: want N/s (e.g. 10/s, 0 disables), got "${value}"`);
+  return Number(m[1]);
+}
+
+function parseCount(flag: string, value: string): number {
+  if (!/^\d+$/.test(value)) throw new UsageError(`--${flag}: want a whole number ≥ 0, got "${value}"`);
+  return Number(value);
+}
+
+/** The flags, checked and typed. */
+export interface JoinServiceFlags {
+  csp: JoinServiceCsp;
+  variant: Variant;
+  attestationConfigPath: string;
+  measurementSaltPath: string;
+  keyServiceEndpoint: string;
+  denyListPath: string | undefined;
+  listen: ListenAddress;
+  httpListen: ListenAddress;
+  grpcHealthListen: ListenAddress | undefined;
+  kubeconfigPath: string | undefined;
+  adminConfPath: string;
+  pkiDir: string;
+  apiServerEndpoint: string | undefined;
+  metadataUrl: string | undefined;
+  azureAkRootsPath: string | undefined;
+  ratePerSecond: number;
+  maxConcurrent: number;
+  shutdownGraceMs: number;
+  logLevel: string;
+}
+
+/**
+ * Parses and checks `argv`. Returns undefined after printing help.
+ * @throws UsageError for unknown, missing or malformed flags, an unknown CSP, or a variant that
+ *   production cannot select (`dummy`)
+ */
+export function parseJoinServiceFlags(
+  argv: string[],
+  out?: NodeJS.WritableStream,
+): JoinServiceFlags | undefined {
+  const v = parseCommand(argv, joinServiceCommand, out);
+  if (v === undefined) return undefined;
+  const str = (k: string) => v[k] as string | undefined;
+  const csp = str('csp') as string;
+  if (!(JOIN_SERVICE_CSPS as readonly string[]).includes(csp))
+    throw new UsageError(`--csp: want one of ${JOIN_SERVICE_CSPS.join(', ')}, got "${csp}"`);
+  const variant = str('attestation-variant') as string;
+  if (!(PRODUCTION_VARIANTS as string[]).includes(variant))
+    throw new UsageError(
+      `--attestation-variant: want one of ${PRODUCTION_VARIANTS.join(', ')}, got "${variant}"${variant === 'dummy' ? ' (dummy is for tests only)' : ''}`,
+    );
+  const apiServerEndpoint = str('api-server-endpoint');
+  if (apiServerEndpoint !== undefined) parseHostPort('api-server-endpoint', apiServerEndpoint);
+  const keyServiceEndpoint = str('key-service-endpoint') as string;
+  parseHostPort('key-service-endpoint', keyServiceEndpoint);
+  const logLevel = str('log-level') as string;
+  if (!LOG_LEVELS.includes(logLevel))
+    throw new UsageError(`--log-level: want one of ${LOG_LEVELS.join(', ')}, got "${logLevel}"`);
+  const grpcHealth = str('grpc-health-listen');
+  return {
+    csp: csp as JoinServiceCsp,
+    variant: variant as Variant,
+    attestationConfigPath: str('attestation-config') as string,
+    measurementSaltPath: str('measurement-salt-file') as string,
+    keyServiceEndpoint,
+    denyListPath: str('deny-list'),
+    listen: parseHostPort('listen', str('listen') as string),
+    httpListen: parseHostPort('http-listen', str('http-listen') as string),
+    grpcHealthListen: grpcHealth === undefined ? undefined : parseHostPort('grpc-health-listen', grpcHealth),
+    kubeconfigPath: str('kubeconfig'),
+    adminConfPath: str('admin-conf') as string,
+    pkiDir: str('pki-dir') as string,
+    apiServerEndpoint,
+    metadataUrl: str('metadata-url'),
+    azureAkRootsPath: str('azure-ak-roots'),
+    ratePerSecond: parseRateLimit(str('rate-limit') as string),
+    maxConcurrent: parseCount('max-concurrent', str('max-concurrent') as string),
+    shutdownGraceMs: parseCount('shutdown-grace', str('shutdown-grace') as string),
+    logLevel,
+  };
+}
+
+/** Options of {@link runJoinService}. */
+export interface JoinServiceRunOptions {
+  /** Stops the service when it aborts. */
+  signal: AbortSignal;
+  /** Default: pino JSON lines on stderr at `--log-level`. */
+  logger?: Logger;
+  /** Called once listening, with the bound ports. */
+  onListening?: (ports: { grpcPort: number; httpPort: number; grpcHealthPort: number | undefined }) => void;
+}
+
+/**
+ * Runs the join service until `options.signal` aborts, drains, and resolves to the exit code.
+ * Flag errors throw {@link UsageError} (exit 2 through {@link run}); start failures reject (exit 1).
+ */
+export async function runJoinService(argv: string[], options: JoinServiceRunOptions): Promise<number> {
+  const flags = parseJoinServiceFlags(argv);
+  if (flags === undefined) return 0;
+  const logger =
+    options.logger ?? createPinoLogger({ level: flags.logLevel, base: { component: 'join-service' } });
+  const service = await startProductionJoinService({
+    csp: flags.csp,
+    variant: flags.variant,
+    attestationConfigPath: flags.attestationConfigPath,
+    measurementSaltPath: flags.measurementSaltPath,
+    keyServiceEndpoint: flags.keyServiceEndpoint,
+    listen: flags.listen,
+    httpListen: flags.httpListen,
+    adminConfPath: flags.adminConfPath,
+    pkiDir: flags.pkiDir,
+    logger,
+    signal: options.signal,
+    limits: {
+      ratePerSecond: flags.ratePerSecond,
+      maxConcurrent: flags.maxConcurrent,
+      shutdownGraceMs: flags.shutdownGraceMs,
+    },
+    ...(flags.denyListPath !== undefined ? { denyListPath: flags.denyListPath } : {}),
+    ...(flags.grpcHealthListen !== undefined ? { grpcHealthListen: flags.grpcHealthListen } : {}),
+    ...(flags.kubeconfigPath !== undefined ? { kubeconfigPath: flags.kubeconfigPath } : {}),
+    ...(flags.apiServerEndpoint !== undefined ? { apiServerEndpoint: flags.apiServerEndpoint } : {}),
+    ...(flags.metadataUrl !== undefined ? { metadataUrl: flags.metadataUrl } : {}),
+    ...(flags.azureAkRootsPath !== undefined ? { azureAkRootsPath: flags.azureAkRootsPath } : {}),
+  });
+  options.onListening?.({
+    grpcPort: service.grpcPort,
+    httpPort: service.httpPort,
+    grpcHealthPort: service.grpcHealthPort,
+  });
+  await service.closed;
+  return 0;
+}
+
+/** `confboot join-service …`: runs until SIGTERM or SIGINT; resolves to the exit code. */
+export async function run(argv: string[]): Promise<number> {
+  const stop = new AbortController();
+  const onSignal = () => stop.abort();
+  process.once('SIGTERM', onSignal);
+  process.once('SIGINT', onSignal);
+  try {
+    return await runCommand(() => runJoinService(argv, { signal: stop.signal }));
+  } finally {
+    process.removeListener('SIGTERM', onSignal);
+    process.removeListener('SIGINT', onSignal);
+  }
+}

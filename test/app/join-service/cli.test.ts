@@ -1,0 +1,253 @@
+/**
+ * `confboot join-service` in-process: it accepts exactly the flags the Kubernetes manifest passes,
+ * refuses bad flags (exit 2) and the test-only dummy variant, fails to start (exit 1) on a missing
+ * config, and with the production wiring — the real qemu-vtpm validator following the attestation
+ * config, the real key service over gRPC, the FileCertificateAuthority and the Kubernetes adapters
+ * against a SIMULATED Kubernetes API server — issues a ticket to a soft-TPM node, serves /readyz
+ * and /metrics, and exits 0 once aborted (what SIGTERM does in run()).
+ */
+import { randomBytes, randomUUID } from 'node:crypto';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import { parseAllDocuments } from 'yaml';
+import { GrpcJoinTicketClient } from '../../../src/adapters/grpc/join-client.js';
+import { HkdfKms } from '../../../src/adapters/kms/hkdf-kms.js';
+import { startKeyServiceServer } from '../../../src/adapters/kms/key-service-server.js';
+import { silentLogger } from '../../../src/adapters/log/pino-logger.js';
+import { X509CsrFactory } from '../../../src/adapters/pki/x509-csr-factory.js';
+import {
+  SimulatedClusterInitializer,
+  SimulatedControlPlane,
+} from '../../../src/adapters/simulated/simulated-kubernetes.js';
+import { SystemClock } from '../../../src/adapters/system/system-clock.js';
+import { UsageError } from '../../../src/app/cli/args.js';
+import {
+  joinServiceCommand,
+  parseHostPort,
+  parseJoinServiceFlags,
+  parseRateLimit,
+  run,
+  runJoinService,
+} from '../../../src/app/cli/join-service.js';
+import { apiServerEndpointFromMetadata } from '../../../src/app/join-service/production.js';
+import { FakeKubeApi } from '../../adapters/kubernetes/fake-kube-api.js';
+import { SoftTpm, SoftVtpmIssuer } from '../../support/soft-tpm.js';
+import { useTmpDirs } from '../../support/tmp.js';
+import { captureLogs, secretForms } from './harness.js';
+
+const tmp = useTmpDirs('confboot-join-service-cli-');
+const cleanups: Array<() => Promise<void> | void> = [];
+afterEach(async () => {
+  for (const c of cleanups.splice(0).reverse()) await c();
+  vi.restoreAllMocks();
+});
+
+const MANIFEST = resolve(import.meta.dirname, '../../../deploy/kubernetes/join-service.yaml');
+
+function manifestArgs(): string[] {
+  for (const doc of parseAllDocuments(readFileSync(MANIFEST, 'utf8'))) {
+    const obj = doc.toJS() as { kind?: string; spec?: { template?: { spec?: { containers?: unknown[] } } } };
+    if (obj?.kind !== 'DaemonSet') continue;
+    const containers = (obj.spec?.template?.spec?.containers ?? []) as Array<{
+      name: string;
+      args: string[];
+    }>;
+    const c = containers.find((x) => x.name === 'join-service');
+    if (c) return c.args;
+  }
+  throw new Error(`no join-service container in ${MANIFEST}`);
+}
+
+describe('confboot join-service flags', () => {
+  it('accepts every flag the Kubernetes manifest passes, with the values it passes', () => {
+    const [command, ...argv] = manifestArgs();
+    expect(command).toBe('join-service');
+    for (const a of argv) {
+      const name = /^--([a-z-]+)=/.exec(a)?.[1];
+      expect(name !== undefined && name in joinServiceCommand.options, `flag ${a}`).toBe(true);
+    }
+    expect(parseJoinServiceFlags(argv)).toMatchObject({
+      csp: 'qemu',
+      variant: 'qemu-vtpm',
+      attestationConfigPath: '/var/config/attestationConfig',
+      measurementSaltPath: '/var/config/measurementSalt',
+      denyListPath: '/var/config/denylist/denylist.json',
+      keyServiceEndpoint: 'key-service.kube-system:9000',
+      listen: { host: '0.0.0.0', port: 30090 },
+      httpListen: { host: '0.0.0.0', port: 30091 },
+      ratePerSecond: 10,
+      maxConcurrent: 64,
+    });
+  });
+
+  it.each([
+    ['a missing required flag', ['--csp', 'qemu'], /missing required option --attestation-variant/],
+    ['an unknown flag', [...manifestArgs().slice(1), '--frobnicate'], /Unknown option/],
+    ['an unknown CSP', [...manifestArgs().slice(1), '--csp=mars'], /--csp: want one of/],
+    [
+      'the dummy variant',
+      [...manifestArgs().slice(1), '--attestation-variant=dummy'],
+      /dummy is for tests only/,
+    ],
+    ['a bad listen address', [...manifestArgs().slice(1), '--listen=30090'], /--listen: want HOST:PORT/],
+    ['a bad rate limit', [...manifestArgs().slice(1), '--rate-limit=fast'], /--rate-limit: want N\/s/],
+    ['a bad concurrency cap', [...manifestArgs().slice(1), '--max-concurrent=-1'], /--max-concurrent/],
+    ['a bad log level', [...manifestArgs().slice(1), '--log-level=loud'], /--log-level/],
+  ])('refuses %s with a usage error', (_name, argv, message) => {
+    expect(() => parseJoinServiceFlags(argv)).toThrow(UsageError);
+    expect(() => parseJoinServiceFlags(argv)).toThrow(message);
+  });
+
+  it('parses listen addresses and rate limits', () => {
+    expect(parseHostPort('listen', '[::1]:30090')).toEqual({ host: '::1', port: 30090 });
+    expect(() => parseHostPort('listen', '1.2.3.4:70000')).toThrow(UsageError);
+    expect([parseRateLimit('10/s'), parseRateLimit('2.5'), parseRateLimit('0')]).toEqual([10, 2.5, 0]);
+  });
+
+  it('exits 2 on bad flags and 1 when the attestation config is missing', async () => {
+    const stderr = vi.spyOn(process.stderr, 'write').mockImplementation(() => true);
+    expect(await run(['--csp', 'qemu'])).toBe(2);
+    const dir = tmp();
+    writeFileSync(join(dir, 'salt'), randomBytes(32));
+    writeFileSync(join(dir, 'kubeconfig'), new FakeKubeApi().kubeconfig());
+    const code = await run([
+      ...['--csp=qemu', '--attestation-variant=qemu-vtpm', `--attestation-config=${join(dir, 'missing')}`],
+      ...[`--measurement-salt-file=${join(dir, 'salt')}`, '--key-service-endpoint=127.0.0.1:9000'],
+      ...[`--kubeconfig=${join(dir, 'kubeconfig')}`, '--api-server-endpoint=10.0.0.1:6443'],
+      ...['--listen=127.0.0.1:0', '--http-listen=127.0.0.1:0'],
+    ]);
+    expect(code).toBe(1);
+    expect(stderr.mock.calls.map((c) => String(c[0])).join('')).toMatch(/loading attestation config/);
+  });
+
+  it('takes the API server endpoint from metadata when none is given', async () => {
+    const self = (vpcIp: string) => ({
+      self: async () => ({ name: 'cp-0', providerId: 'qemu:///cp-0', role: 'ControlPlane' as const, vpcIp }),
+    });
+    expect(await apiServerEndpointFromMetadata(self('10.42.0.2'))).toBe('10.42.0.2:6443');
+    expect(await apiServerEndpointFromMetadata(self('fd00::2'))).toBe('[fd00::2]:6443');
+    await expect(apiServerEndpointFromMetadata(self(''))).rejects.toMatchObject({ code: 'unavailable' });
+  });
+});
+
+describe('confboot join-service (production wiring; simulated Kubernetes API server)', () => {
+  it('issues a ticket to a soft-TPM node, serves /readyz and /metrics, and exits 0 when aborted', async () => {
+    const clock = new SystemClock();
+    const dir = tmp();
+    // The control plane's files: pki and admin.conf as the SIMULATED kubeadm init writes them.
+    await new SimulatedClusterInitializer(new SimulatedControlPlane(clock), {
+      pkiDir: join(dir, 'pki'),
+      adminConfPath: join(dir, 'admin.conf'),
+      logger: silentLogger,
+    }).initCluster({
+      kubernetesVersion: 'v1.31.1',
+      clusterName: 'cli',
+      conformanceMode: false,
+      components: [],
+      apiserverCertSans: [],
+      serviceCidr: '10.96.0.0/12',
+      nodeName: 'cp-0',
+      nodeIp: '127.0.0.1',
+    });
+    const api = await new FakeKubeApi().start();
+    cleanups.push(() => api.close());
+    api.seedComponents('k8s-components-1', [
+      { url: 'https://example.com/kubelet', hash: 'sha256:aa', install_path: '/k', extract: false },
+    ]);
+    writeFileSync(join(dir, 'kubeconfig'), api.kubeconfig());
+    const masterSecret = randomBytes(32);
+    const keyServer = await startKeyServiceServer({
+      kms: new HkdfKms(masterSecret, randomBytes(32)),
+      host: '127.0.0.1',
+      port: 0,
+      logger: silentLogger,
+    });
+    cleanups.push(() => keyServer.shutdown());
+    const zero = '00'.repeat(32);
+    writeFileSync(
+      join(dir, 'attestationConfig'),
+      JSON.stringify({ measurements: { 4: { expected: zero, warnOnly: false } } }),
+    );
+    const salt = randomBytes(32);
+    writeFileSync(join(dir, 'measurementSalt'), salt);
+    mkdirSync(join(dir, 'denylist'));
+    writeFileSync(join(dir, 'denylist', 'denylist.json'), '{"nodes": ["revoked-1"]}');
+
+    const { logger, logs } = captureLogs();
+    const stop = new AbortController();
+    let listening: (p: { grpcPort: number; httpPort: number }) => void = () => {};
+    const bound = new Promise<{ grpcPort: number; httpPort: number }>((ok) => {
+      listening = ok;
+    });
+    const exit = runJoinService(
+      [
+        ...[
+          '--csp=qemu',
+          '--attestation-variant=qemu-vtpm',
+          `--attestation-config=${join(dir, 'attestationConfig')}`,
+        ],
+        ...[
+          `--measurement-salt-file=${join(dir, 'measurementSalt')}`,
+          `--key-service-endpoint=127.0.0.1:${keyServer.port}`,
+        ],
+        ...[
+          `--deny-list=${join(dir, 'denylist', 'denylist.json')}`,
+          `--kubeconfig=${join(dir, 'kubeconfig')}`,
+        ],
+        ...[`--admin-conf=${join(dir, 'admin.conf')}`, `--pki-dir=${join(dir, 'pki')}`],
+        ...['--api-server-endpoint=10.0.0.1:6443', '--listen=127.0.0.1:0', '--http-listen=127.0.0.1:0'],
+      ],
+      { signal: stop.signal, logger, onListening: (p) => listening(p) },
+    );
+    cleanups.push(async () => {
+      stop.abort();
+      await exit.catch(() => 0);
+    });
+    const { grpcPort, httpPort } = await Promise.race([
+      bound,
+      exit.then((c) => Promise.reject(new Error(`exited early with ${c}`))),
+    ]);
+
+    const ready = await fetch(`http://127.0.0.1:${httpPort}/readyz`, { signal: AbortSignal.timeout(5_000) });
+    expect(ready.status).toBe(200);
+
+    const node = new GrpcJoinTicketClient({ issuer: new SoftVtpmIssuer(SoftTpm.create()), clock });
+    const csr = await new X509CsrFactory().create('worker-1', ['10.0.0.7']);
+    const request = {
+      diskUuid: randomUUID(),
+      certificateRequest: csr.csrDer,
+      isControlPlane: false,
+      hostPublicKey: new Uint8Array(0),
+      hostCertificatePrincipals: [],
+    };
+    const ticket = await node.issueJoinTicket(`127.0.0.1:${grpcPort}`, request, { timeoutInMs: 10_000 });
+    expect(Buffer.from(ticket.measurementSalt).equals(salt)).toBe(true);
+    expect(ticket.kubernetesComponents).toEqual([
+      { url: 'https://example.com/kubelet', hash: 'sha256:aa', installPath: '/k', extract: false },
+    ]);
+    const [tokenId] = ticket.token.split('.');
+    expect(api.secrets.has(`bootstrap-token-${tokenId}`)).toBe(true);
+    expect(api.joiningNodes.has('worker-1')).toBe(true);
+    expect(api.violations).toEqual([]);
+
+    const revokedCsr = await new X509CsrFactory().create('revoked-1', []);
+    await expect(
+      node.issueJoinTicket(`127.0.0.1:${grpcPort}`, { ...request, certificateRequest: revokedCsr.csrDer }),
+    ).rejects.toMatchObject({ code: 'permission-denied' });
+
+    const metrics = await (await fetch(`http://127.0.0.1:${httpPort}/metrics`)).text();
+    expect(metrics).toContain(
+      'confboot_join_requests_total{rpc="IssueJoinTicket",outcome="issued",variant="qemu-vtpm",reason="ok"} 1',
+    );
+    expect(metrics).toContain('process_resident_memory_bytes');
+
+    stop.abort();
+    expect(await exit).toBe(0);
+    const secrets = [masterSecret, salt, ticket.stateDiskKey, ticket.measurementSecret, ticket.token].flatMap(
+      secretForms,
+    );
+    for (const line of logs.lines) for (const s of secrets) expect(line.includes(s), line).toBe(false);
+    expect(logs.audits().map((a) => a.outcome)).toEqual(['issued', 'refused']);
+  });
+});
