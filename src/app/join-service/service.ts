@@ -267,16 +267,18 @@ export async function startJoinService(options: JoinServiceOptions): Promise<Run
     const grpcPort = await server.listen(listen.host, listen.port);
     grpcListening = true;
     const graceMs = limits.shutdownGraceMs ?? DEFAULT_SHUTDOWN_GRACE_MS;
-    cleanups.push(async () => {
+    const stopGrpc = async () => {
       grpcListening = false;
       await server.shutdown(graceMs);
-    });
+    };
+    cleanups.push(stopGrpc);
 
     let grpcHealthPort: number | undefined;
     if (options.grpcHealthListen !== undefined) {
       const h = await startHealthOnlyServer(options.grpcHealthListen, health);
       grpcHealthPort = h.port;
-      cleanups.push(() => h.server.forceShutdown());
+      // Stopped after the drain, so plain health probes see NOT_SERVING rather than a closed port.
+      cleanups.splice(cleanups.indexOf(stopGrpc), 0, () => h.server.forceShutdown());
     }
 
     const readiness = (): ReadinessChecks => {

@@ -317,6 +317,7 @@ describe('join service (simulated Kubernetes, real key service and CA, attested 
     await h.kms.waitForCall();
     const closing = h.service.close();
     await waitFor(async () => (await h.http('/readyz')).status === 503, 'not ready during drain');
+    expect(await h.healthCheck('', plain)).toEqual({ status: ServingStatus.NOT_SERVING });
     await ended;
     expect(watched).toEqual([ServingStatus.SERVING, ServingStatus.NOT_SERVING]);
     watchClient.close();
