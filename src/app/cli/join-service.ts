@@ -9,7 +9,7 @@
 import { createPinoLogger } from '../../adapters/log/pino-logger.js';
 import type { Logger } from '../../ports/logger.js';
 import { PRODUCTION_VARIANTS, type Variant } from '../../ports/variant.js';
-import { JOIN_SERVICE_HTTP_PORT, JOIN_SERVICE_PORT } from '../defaults.js';
+import { ADMIN_CONF_PATH, JOIN_SERVICE_HTTP_PORT, JOIN_SERVICE_PORT, PKI_DIR } from '../defaults.js';
 import {
   JOIN_SERVICE_CSPS,
   type JoinServiceCsp,
@@ -99,13 +99,13 @@ export const joinServiceCommand: CommandSpec = {
     'admin-conf': {
       type: 'string',
       valueName: 'F',
-      default: '/etc/kubernetes/admin.conf',
+      default: ADMIN_CONF_PATH,
       description: 'admin.conf with the cluster CA (discovery hash)',
     },
     'pki-dir': {
       type: 'string',
       valueName: 'D',
-      default: '/etc/kubernetes/pki',
+      default: PKI_DIR,
       description: 'cluster pki directory (ca.crt, ca.key and the control-plane files)',
     },
     'api-server-endpoint': {

@@ -30,6 +30,7 @@ import {
   run,
   runJoinService,
 } from '../../../src/app/cli/join-service.js';
+import { parseDenyList } from '../../../src/app/join-service/deny-list.js';
 import { apiServerEndpointFromMetadata } from '../../../src/app/join-service/production.js';
 import { FakeKubeApi } from '../../adapters/kubernetes/fake-kube-api.js';
 import { SoftTpm, SoftVtpmIssuer } from '../../support/soft-tpm.js';
@@ -79,6 +80,18 @@ describe('confboot join-service flags', () => {
       ratePerSecond: 10,
       maxConcurrent: 64,
     });
+  });
+
+  it('can read the deny list the manifests ship (ConfigMap join-denylist)', () => {
+    const path = resolve(import.meta.dirname, '../../../deploy/kubernetes/config.yaml');
+    const cm = parseAllDocuments(readFileSync(path, 'utf8'))
+      .map((d) => d.toJS() as { kind?: string; metadata?: { name?: string }; data?: Record<string, string> })
+      .find((o) => o?.kind === 'ConfigMap' && o.metadata?.name === 'join-denylist');
+    const manifestPath = manifestArgs()
+      .find((a) => a.startsWith('--deny-list='))
+      ?.split('=')[1] as string;
+    const key = manifestPath.split('/').at(-1) as string;
+    expect(parseDenyList(cm?.data?.[key] as string).nodes.size).toBe(0);
   });
 
   it.each([
