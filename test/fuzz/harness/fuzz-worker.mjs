@@ -32,7 +32,12 @@ parentPort.on('message', async (msg) => {
       ...(def.shrink === false ? { endOnFailure: true } : {}),
       ...(def.examples ? { examples: def.examples().map((e) => [e]) } : {}),
     });
-    const report = details.failed ? String(fc.defaultReportMessage(details)).slice(0, MAX_REPORT) : '';
+    let report = '';
+    if (details.failed) {
+      const err = details.errorInstance;
+      const text = err instanceof Error ? (err.stack ?? err.message) : String(err);
+      report = `${fc.defaultReportMessage(details)}\nError: ${text}`.slice(0, MAX_REPORT);
+    }
     parentPort.postMessage({ id: msg.id, failed: details.failed, numRuns: details.numRuns, report });
   } catch (err) {
     const report = `fuzz worker error: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}`;

@@ -1,0 +1,324 @@
+/**
+ * Fuzz properties of the SEV-SNP and TDX parsers and validators (src/adapters/attestation/snp,
+ * tdx): the SNP report, TDX quote v4/v5, Azure HCL report, TPMT_PUBLIC and DER readers, seeded with
+ * the real reports and quotes of the shared test vectors; and the azure-sev-snp and qemu-tdx
+ * validators on mutated documents built from those vectors. The parsers document plain `Error`s
+ * ("throws on …"), so for them a defined error is an `Error` whose class is exactly Error — a
+ * TypeError or RangeError means a missed check. The validators must reject with AttestationError
+ * only. azure-sev-snp uses a STUB vTPM quote verifier (the vTPM half has its own properties).
+ */
+import fc from 'fast-check';
+import { certificateExtensions, readChildren, readTlv } from '../../../src/adapters/attestation/snp/der.js';
+import { parseSnpReport } from '../../../src/adapters/attestation/snp/report.js';
+import { decodeTpmtPublic } from '../../../src/adapters/attestation/snp/tpm-public.js';
+import { SnpValidator } from '../../../src/adapters/attestation/snp/validators.js';
+import type { VerifyVtpmQuote } from '../../../src/adapters/attestation/snp/vtpm-document.js';
+import { parseAzureHclReport } from '../../../src/adapters/attestation/tdx/hcl-report.js';
+import { parseQeReport, parseTdxQuote } from '../../../src/adapters/attestation/tdx/quote.js';
+import { QemuTdxValidator } from '../../../src/adapters/attestation/tdx/validators.js';
+import type { MeasurementPolicy } from '../../../src/ports/measurement-policy.js';
+import { FakeClock } from '../../fakes/fake-clock.js';
+import { fuzzRuns } from '../harness/config.js';
+import { type FuzzJson, jsonMutated } from '../harness/json.js';
+import {
+  applyMutation,
+  type Base,
+  type FuzzBytes,
+  hugeBytes,
+  type Mutation,
+  mutated,
+  mutation,
+  randomBytes,
+} from '../harness/mutate.js';
+import {
+  attestationError,
+  callDefined,
+  callDefinedAsync,
+  type DefinedError,
+  property,
+} from '../harness/property.js';
+import { vector } from '../harness/vectors.js';
+
+/** A plain Error (exactly that class), as the SNP/TDX parsers document. */
+const plainError: DefinedError = {
+  name: 'Error (plain)',
+  test: (err) => err instanceof Error && err.constructor === Error && err.message.length > 0,
+};
+
+const b64 = (b: Uint8Array) => Buffer.from(b).toString('base64');
+
+let bases: { reports: Base[]; quotes: Base[]; hcl: Base[]; certs: Base[] } | undefined;
+
+function getBases() {
+  bases ??= {
+    reports: [
+      { name: 'azure-snp.attestation.bin', bytes: vector('constellation/snp/attestation.bin') },
+      { name: 'go-sev-guest.attestation.bin', bytes: vector('go-sev-guest/verify-testdata/attestation.bin') },
+      {
+        name: 'aws-snp.report.txt',
+        bytes: Buffer.from(
+          Buffer.from(vector('constellation/aws-snp/report.txt')).toString('latin1').trim(),
+          'base64',
+        ),
+      },
+    ],
+    quotes: [
+      { name: 'tdx_prod_quote_SPR_E4.dat', bytes: vector('go-tdx-guest/testdata/tdx_prod_quote_SPR_E4.dat') },
+      { name: 'quote_v5_sample.dat', bytes: vector('go-tdx-guest/testdata/quote_v5_sample.dat') },
+      { name: 'cos-113-tdx-quote.dat', bytes: vector('go-tdx-guest/testdata/ccel/cos-113-tdx-quote.dat') },
+    ],
+    hcl: [{ name: 'hclreport.bin', bytes: vector('constellation/azure-tdx/hclreport.bin') }],
+    certs: [
+      { name: 'vcek.cert', bytes: vector('constellation/snp/vcek.cert') },
+      { name: 'vcek.testcer', bytes: vector('go-sev-guest/verify-testdata/vcek.testcer') },
+    ],
+  };
+  return bases;
+}
+
+function bytesInput(b: () => Base[]) {
+  return fc.constant(null).chain(() => fc.oneof(randomBytes(1500), mutated(b(), 4)));
+}
+
+function checkSnpReport(b: Uint8Array): void {
+  for (const product of ['milan', 'genoa', 'turin'] as const)
+    callDefined(() => parseSnpReport(b, product), plainError);
+}
+
+function checkTdxQuote(b: Uint8Array): void {
+  callDefined(() => parseTdxQuote(b), plainError);
+  callDefined(() => parseQeReport(b.subarray(0, 384)), plainError);
+}
+
+function checkDer(b: Uint8Array): void {
+  callDefined(() => certificateExtensions(b), plainError);
+  const t = callDefined(() => readTlv(b), plainError);
+  if (t.ok) callDefined(() => readChildren(t.value.content), plainError);
+}
+
+// ---- validators ----
+
+const PCR4 = new Uint8Array(32).fill(4);
+const noMeasurements: MeasurementPolicy = { compare: () => [] };
+
+/** STUB vTPM verifier (the vTPM half is fuzzed in attestation-document.props.ts). */
+const stubVtpm: VerifyVtpmQuote = async () => ({
+  pcrs: new Map([[4, PCR4]]),
+  checks: [{ name: 'stub-tpm-quote', ok: true, detail: 'STUB' }],
+});
+
+/** An RSA TPMT_PUBLIC (RSASSA/SHA-256) with `modulus`. */
+function rsaTpmtPublic(modulus: Uint8Array): Uint8Array {
+  const head = Buffer.alloc(24);
+  let o = head.writeUInt16BE(0x0001, 0);
+  o = head.writeUInt16BE(0x000b, o);
+  o = head.writeUInt32BE(0x00050072, o);
+  o = head.writeUInt16BE(0, o);
+  o = head.writeUInt16BE(0x0010, o);
+  o = head.writeUInt16BE(0x0014, o);
+  o = head.writeUInt16BE(0x000b, o);
+  o = head.writeUInt16BE(modulus.length * 8, o);
+  o = head.writeUInt32BE(0, o);
+  head.writeUInt16BE(modulus.length, o);
+  return Buffer.concat([head, modulus]);
+}
+
+const NONCE = Buffer.alloc(32, 0x42);
+const USER_DATA = Buffer.from('spki-hash-of-the-tls-key');
+
+interface ValidatorSetup {
+  snp: SnpValidator;
+  tdx: QemuTdxValidator;
+  snpInfo: Record<string, unknown>;
+  snpDoc: Record<string, unknown>;
+  tdxDoc: Record<string, unknown>;
+}
+
+let validators: ValidatorSetup | undefined;
+
+function getValidators(): ValidatorSetup {
+  if (validators) return validators;
+  const runtime = vector('constellation/snp/runtimedata.bin');
+  const n = (JSON.parse(Buffer.from(runtime).toString('utf8')) as { keys: { n: string }[] }).keys[0]?.n ?? '';
+  const akPub = rsaTpmtPublic(Buffer.from(n, 'base64url'));
+  const snpInfo = {
+    ReportSigner: b64(vector('constellation/snp/vcek.pem')),
+    CertChain: b64(vector('constellation/snp/certchain.pem')),
+    AttestationReport: b64(vector('constellation/snp/attestation.bin')),
+    Azure: { RuntimeData: b64(runtime), MAAToken: '' },
+    GCP: null,
+  };
+  const snpDoc = {
+    Attestation: { ak_pub: b64(akPub), quotes: [] },
+    InstanceInfo: b64(Buffer.from(JSON.stringify(snpInfo))),
+    UserData: b64(USER_DATA),
+  };
+  const clock = new FakeClock(new Date('2026-11-21T00:00:00Z'));
+  const snp = new SnpValidator('azure-sev-snp', {
+    policy: {
+      arks: { milan: vector('constellation/trust-anchors/amd-ark-milan.pem') },
+      idKeyDigests: {
+        accepted: [
+          Buffer.from(
+            '57e229e0ffe5fa92d0faddff6cae0e61c926fc9ef9afd20a8b8cfcf7129db9338cbe5bf3f6987733a2bf65d06dc38fc1',
+            'hex',
+          ),
+        ],
+        enforcement: 'equal',
+      },
+      minimumTcb: { bl: 2, tee: 0, snp: 6, ucode: 93 },
+    },
+    measurements: noMeasurements,
+    verifyVtpmQuote: stubVtpm,
+    clock,
+  });
+  const tdx = new QemuTdxValidator({
+    root: vector('go-tdx-guest/trust/trusted_root.pem'),
+    measurements: noMeasurements,
+    clock,
+  });
+  const tdxDoc = {
+    RawQuote: b64(vector('go-tdx-guest/testdata/ccel/cos-113-tdx-quote.dat')),
+    UserData: b64(Buffer.from('u')),
+  };
+  validators = { snp, tdx, snpInfo, snpDoc, tdxDoc };
+  return validators;
+}
+
+const anyAttestationError = attestationError();
+
+/** A document with its InstanceInfo (SNP) or RawQuote (TDX) edited at the JSON or byte level. */
+type DocCase =
+  | { kind: 'snp-json'; doc: FuzzJson }
+  | { kind: 'snp-info-json'; info: FuzzJson }
+  | { kind: 'snp-report'; steps: Mutation[] }
+  | { kind: 'tdx-json'; doc: FuzzJson }
+  | { kind: 'tdx-quote'; steps: Mutation[] };
+
+const steps = fc.array(mutation, { minLength: 1, maxLength: 3 });
+
+/**
+ * Left out until the reported defect is fixed: SnpValidator.validate decodes InstanceInfo's
+ * AttestationReport, ReportSigner and Azure.RuntimeData outside its try blocks, so a value that is
+ * neither a string nor null (`{}`, `1`, `[]`) rejects with a plain Error instead of an
+ * AttestationError. Drop this filter with the fix.
+ */
+function hitsKnownDefect(info: unknown): boolean {
+  if (typeof info !== 'object' || info === null || Array.isArray(info)) return false;
+  const i = info as Record<string, unknown>;
+  const azure = i.Azure;
+  const runtime =
+    typeof azure === 'object' && azure !== null ? (azure as Record<string, unknown>).RuntimeData : undefined;
+  const bad = (x: unknown) => x !== undefined && x !== null && typeof x !== 'string';
+  return bad(i.AttestationReport) || bad(i.ReportSigner) || bad(runtime);
+}
+
+function docCase(): fc.Arbitrary<DocCase> {
+  const v = getValidators();
+  return fc.oneof(
+    jsonMutated([{ name: 'azure-snp-doc', value: v.snpDoc }], 3).map((doc) => ({
+      kind: 'snp-json' as const,
+      doc,
+    })),
+    jsonMutated([{ name: 'azure-snp-info', value: v.snpInfo }], 3)
+      .filter((info) => !hitsKnownDefect(info.value))
+      .map((info) => ({ kind: 'snp-info-json' as const, info })),
+    steps.map((s) => ({ kind: 'snp-report' as const, steps: s })),
+    jsonMutated([{ name: 'qemu-tdx-doc', value: v.tdxDoc }], 3).map((doc) => ({
+      kind: 'tdx-json' as const,
+      doc,
+    })),
+    steps.map((s) => ({ kind: 'tdx-quote' as const, steps: s })),
+  );
+}
+
+function build(c: DocCase): { validator: 'snp' | 'tdx'; bytes: Uint8Array } {
+  const v = getValidators();
+  const withInfo = (info: unknown) => ({
+    ...v.snpDoc,
+    InstanceInfo: b64(Buffer.from(JSON.stringify(info) ?? '')),
+  });
+  switch (c.kind) {
+    case 'snp-json':
+      return { validator: 'snp', bytes: c.doc.bytes };
+    case 'snp-info-json':
+      return { validator: 'snp', bytes: Buffer.from(JSON.stringify(withInfo(c.info.value))) };
+    case 'snp-report': {
+      const report = c.steps.reduce(applyMutation, vector('constellation/snp/attestation.bin'));
+      const info = { ...v.snpInfo, AttestationReport: b64(report) };
+      return { validator: 'snp', bytes: Buffer.from(JSON.stringify(withInfo(info))) };
+    }
+    case 'tdx-json':
+      return { validator: 'tdx', bytes: c.doc.bytes };
+    case 'tdx-quote': {
+      const quote = c.steps.reduce(applyMutation, vector('go-tdx-guest/testdata/ccel/cos-113-tdx-quote.dat'));
+      return { validator: 'tdx', bytes: Buffer.from(JSON.stringify({ ...v.tdxDoc, RawQuote: b64(quote) })) };
+    }
+  }
+}
+
+async function checkValidator(c: DocCase): Promise<void> {
+  const { validator, bytes } = build(c);
+  const v = getValidators();
+  await callDefinedAsync(
+    () => (validator === 'snp' ? v.snp : v.tdx).validate(bytes, NONCE),
+    anyAttestationError,
+  );
+}
+
+/** The SEV-SNP/TDX properties. */
+export const properties = {
+  snpReport: property({
+    arbitrary: () => bytesInput(() => getBases().reports),
+    check: (b: FuzzBytes) => checkSnpReport(b.bytes),
+    runs: fuzzRuns(300),
+  }),
+  tdxQuote: property({
+    arbitrary: () => bytesInput(() => getBases().quotes),
+    check: (b: FuzzBytes) => checkTdxQuote(b.bytes),
+    runs: fuzzRuns(400),
+  }),
+  hclReport: property({
+    arbitrary: () => bytesInput(() => getBases().hcl),
+    check: (b: FuzzBytes) => {
+      callDefined(() => parseAzureHclReport(b.bytes), plainError);
+    },
+    runs: fuzzRuns(300),
+  }),
+  tpmtPublicAndDer: property({
+    arbitrary: () =>
+      fc.oneof(
+        bytesInput(() => getBases().certs),
+        fc.constant(null).chain(() => mutated([{ name: 'azure-ak', bytes: getAk() }], 3)),
+      ),
+    check: (b: FuzzBytes) => {
+      checkDer(b.bytes);
+      callDefined(() => decodeTpmtPublic(b.bytes), plainError);
+    },
+    runs: fuzzRuns(400),
+  }),
+  validators: property({
+    arbitrary: docCase,
+    check: checkValidator,
+    runs: fuzzRuns(250),
+    async: true,
+  }),
+  huge: property({
+    arbitrary: () => hugeBytes(1 << 20, 10 << 20, getBases().quotes[0]),
+    check: (b: FuzzBytes) => {
+      checkSnpReport(b.bytes);
+      checkTdxQuote(b.bytes);
+      checkDer(b.bytes);
+      callDefined(() => parseAzureHclReport(b.bytes), plainError);
+      callDefined(() => decodeTpmtPublic(b.bytes), plainError);
+    },
+    runs: fuzzRuns(5, 'heavy'),
+    shrink: false,
+  }),
+};
+
+function getAk(): Uint8Array {
+  const runtime = vector('constellation/snp/runtimedata.bin');
+  const n = (JSON.parse(Buffer.from(runtime).toString('utf8')) as { keys: { n: string }[] }).keys[0]?.n ?? '';
+  return rsaTpmtPublic(Buffer.from(n, 'base64url'));
+}
