@@ -210,8 +210,8 @@ export async function startBootstrapperNode(
     })();
   };
 
-  /** Marks the state disk for reset after a failure past the lock; logs when that fails too. */
-  const markDiskForReset = async (): Promise<void> => {
+  /** Marks the state disk for reset after a failure past the lock; false (and logged) when that fails too. */
+  const markDiskForReset = async (): Promise<boolean> => {
     try {
       const release = await deps.disk.open();
       try {
@@ -222,10 +222,14 @@ export async function startBootstrapperNode(
         );
       }
       logger.warn('Marked state disk for reset');
+      return true;
     } catch (err) {
       logger.error('Failed to mark state disk for reset', { error: messageOf(err) });
+      return false;
     }
   };
+  const resetNote = (marked: boolean) =>
+    marked ? 'state disk marked for reset' : 'marking the state disk for reset failed too';
 
   const initFlow = new InitFlow(
     { ...deps, lock: lockFor('init') },
@@ -249,8 +253,10 @@ export async function startBootstrapperNode(
     } catch (err) {
       const afterLock = winner === 'init';
       if (afterLock) {
-        if (!(isInitFailure(err) && err.diskMarkedForReset)) await markDiskForReset();
-        finish({ err: wrapError('bootstrapper: init failed after the node lock', err) });
+        const marked = (isInitFailure(err) && err.diskMarkedForReset) || (await markDiskForReset());
+        finish({
+          err: wrapError(`bootstrapper: init failed after the node lock (${resetNote(marked)})`, err),
+        });
       }
       yield { kind: 'failure', error: messageOf(err) };
       if (isInitFailure(err)) for (const chunk of err.logChunks) yield { kind: 'log', chunk };
@@ -286,8 +292,10 @@ export async function startBootstrapperNode(
         return;
       }
       if (winner === 'join') {
-        await markDiskForReset();
-        finish({ err: wrapError('bootstrapper: join failed after the node lock', err) });
+        const marked = await markDiskForReset();
+        finish({
+          err: wrapError(`bootstrapper: join failed after the node lock (${resetNote(marked)})`, err),
+        });
       } else {
         finish({ err: wrapError('bootstrapper: join flow cannot run', err) });
       }

@@ -283,7 +283,7 @@ describe('startBootstrapperNode', () => {
     h.joinServiceUp.resolve();
     const node = await start(h);
     await expect(node.done).rejects.toThrow(
-      /join failed after the node lock: join after node lock: joining Kubernetes cluster: .*connection refused/,
+      /join failed after the node lock \(state disk marked for reset\): join after node lock: joining Kubernetes cluster: .*connection refused/,
     );
     expect(h.deps.disk.diskIsInitialized).toBe(false);
     expect(await refusesConnections(node.initPort as number)).toBe(true);
@@ -298,7 +298,9 @@ describe('startBootstrapperNode', () => {
     if (outcome.kind !== 'failure') return;
     expect(outcome.error).toMatch(/initializing Kubernetes cluster: kubeadm init: preflight failed/);
     expect(new TextDecoder().decode(outcome.logs)).toContain('Init failed');
-    await expect(node.done).rejects.toThrow(/init failed after the node lock/);
+    await expect(node.done).rejects.toThrow(
+      /init failed after the node lock \(state disk marked for reset\)/,
+    );
     expect(h.deps.disk.diskIsInitialized).toBe(false);
   });
 

@@ -28,6 +28,7 @@ import {
 import { NodeLock } from '../../../src/domain/node-lock.js';
 import { Issuer } from '../../../src/ports/issuer.js';
 import { MetadataAPI } from '../../../src/ports/metadata-api.js';
+import { Random } from '../../../src/ports/random.js';
 import { Tpm } from '../../../src/ports/tpm.js';
 import { PRODUCTION_VARIANTS, VARIANT_OIDS } from '../../../src/ports/variant.js';
 
@@ -64,6 +65,16 @@ describe('node containers', () => {
       expect(await container.getAsync(Tpm)).toBe(await container.getAsync(Tpm));
     },
   );
+
+  it('the node Random gives floats in [0, 1) (jittered retries depend on it)', async () => {
+    const container = await createNodeContainer({ csp: 'qemu', variant: 'qemu-vtpm', diskDevice: '/d' });
+    const random = await container.getAsync<Random>(Random);
+    for (let i = 0; i < 100; i++) {
+      const f = random.float();
+      expect(f).toBeGreaterThanOrEqual(0);
+      expect(f).toBeLessThan(1);
+    }
+  });
 
   it('azure uses the HCL attestation key and never creates one', async () => {
     const container = await createNodeContainer({

@@ -1,0 +1,193 @@
+/**
+ * `confboot bootstrapper` on real parts where they exist here: a real swtpm (PCR 15 read and
+ * extended through tpm2-tools), a real LUKS2 image (header checked, reset token written by
+ * cryptsetup), the real QEMU metadata server, real attested TLS with the qemu-vtpm validator. No
+ * join service runs (the join side just retries), and kubeadm is never reached.
+ */
+import { writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { Writable } from 'node:stream';
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import { createValidator } from '../../../src/adapters/attestation/variants/factory.js';
+import { startMetadataServer } from '../../../src/adapters/cloud/qemu/metadata-server.js';
+import { hashInitSecret } from '../../../src/adapters/crypto/bcrypt-secret-hash.js';
+import { GrpcInitClient, type InitOutcome } from '../../../src/adapters/grpc/init-client.js';
+import { clusterKmsUri, NO_STORE_URI } from '../../../src/adapters/kms/cluster-kms-factory.js';
+import { SystemClock } from '../../../src/adapters/system/system-clock.js';
+import { Tpm2ToolsTpm } from '../../../src/adapters/tpm/tpm2-tools-tpm.js';
+import { run } from '../../../src/app/cli/bootstrapper.js';
+import { CSPS, VARIANTS_BY_CSP } from '../../../src/app/modules/index.js';
+import { MeasurementsPolicy } from '../../../src/domain/measurements.js';
+import { dumpMetadata, formatImage } from '../../adapters/disk/luks-image.js';
+import { freePort } from '../../support/net.js';
+import { useSwtpm } from '../../support/swtpm.js';
+import { useTmpDirs } from '../../support/tmp.js';
+
+const tmp = useTmpDirs('confboot-bootstrapper-cli-');
+const swtpm = useSwtpm();
+const clock = new SystemClock();
+
+/** A writable that keeps what was written. */
+function sink(): Writable & { text: () => string } {
+  const chunks: Buffer[] = [];
+  const w = new Writable({
+    write(chunk, _enc, cb) {
+      chunks.push(Buffer.from(chunk));
+      cb();
+    },
+  });
+  return Object.assign(w, { text: () => Buffer.concat(chunks).toString('utf8') });
+}
+
+const stderr: string[] = [];
+afterEach(() => {
+  vi.restoreAllMocks();
+  stderr.length = 0;
+});
+function captureStderr(): void {
+  vi.spyOn(process.stderr, 'write').mockImplementation((chunk: string | Uint8Array) => {
+    stderr.push(String(chunk));
+    return true;
+  });
+}
+
+describe('confboot bootstrapper: flags', () => {
+  it.each(CSPS)('--check-wiring on %s resolves every binding and exits 0', async (csp) => {
+    const out = sink();
+    const code = await run(
+      ['--csp', csp, '--disk', '/nonexistent', '--check-wiring', '--log-level', 'silent'],
+      {
+        out,
+      },
+    );
+    expect(code).toBe(0);
+    expect(out.text()).toMatch(
+      new RegExp(`^Wiring of ${csp}/${VARIANTS_BY_CSP[csp][0]} resolves: \\d+ bindings`),
+    );
+  });
+
+  it.each([
+    [
+      'the dummy variant',
+      ['--csp', 'qemu', '--attestation-variant', 'dummy'],
+      /"dummy" cannot be used by a node/,
+    ],
+    [
+      'a variant of another cloud',
+      ['--csp', 'aws', '--attestation-variant', 'qemu-vtpm'],
+      /not available on aws/,
+    ],
+    ['an unknown cloud', ['--csp', 'mars'], /unknown cloud "mars"/],
+    [
+      'a bad init address',
+      ['--csp', 'qemu', '--init-listen', 'nowhere'],
+      /--init-listen: expected HOST:PORT/,
+    ],
+  ])('refuses %s with exit code 2', async (_name, args, message) => {
+    captureStderr();
+    expect(await run([...args, '--disk', '/d', '--check-wiring'])).toBe(2);
+    expect(stderr.join('')).toMatch(message);
+  });
+
+  it('--csp and --disk are required', async () => {
+    captureStderr();
+    expect(await run(['--disk', '/d'])).toBe(2);
+    expect(stderr.join('')).toMatch(/missing required option --csp/);
+  });
+});
+
+describe('confboot bootstrapper on a qemu node', () => {
+  it('already bootstrapped (PCR 15 set on the TPM): says so, starts nothing and exits 0', async () => {
+    const tpm = await swtpm();
+    await new Tpm2ToolsTpm({ tcti: tpm.tcti }).pcrEvent(15, new Uint8Array(32).fill(1));
+    const port = await freePort();
+    const out = sink();
+    const code = await run(
+      [
+        ...['--csp', 'qemu', '--tcti', tpm.tcti, '--disk', '/nonexistent'],
+        ...['--init-listen', `127.0.0.1:${port}`, '--log-level', 'silent'],
+      ],
+      { out },
+    );
+    expect(code).toBe(0);
+    expect(out.text()).toBe('Node is already bootstrapped (PCR 15 is set); nothing to do\n');
+  });
+
+  it('init fails after the node lock: the LUKS2 disk is marked for reset and the exit code is 1 with the reason', async () => {
+    const dir = tmp();
+    const tpm = await swtpm();
+    const image = await formatImage(dir);
+    const secret = new TextEncoder().encode('init-secret');
+    const leases = join(dir, 'leases');
+    await writeFile(leases, '0 52:54:00:00:00:01 127.0.0.1 control-plane-0 *\n');
+    const metadata = await startMetadataServer({
+      leasesFile: leases,
+      initSecretHash: await hashInitSecret(secret, 4),
+      host: '127.0.0.1',
+      port: 0,
+    });
+    try {
+      let onListening!: (port: number) => void;
+      const listening = new Promise<number>((resolve) => {
+        onListening = resolve;
+      });
+      const out = sink();
+      const exit = run(
+        [
+          ...['--csp', 'qemu', '--attestation-variant', 'qemu-vtpm', '--tcti', tpm.tcti],
+          ...['--disk', image.path, '--initial-passphrase-file', join(dir, 'missing.key')],
+          ...['--metadata-url', `http://127.0.0.1:${metadata.port}`, '--init-listen', '127.0.0.1:0'],
+          ...[
+            '--join-service-port',
+            String(await freePort()),
+            '--node-state-file',
+            join(dir, 'node_state.json'),
+          ],
+          ...['--log-level', 'silent'],
+        ],
+        { out, onListening },
+      );
+      const port = await Promise.race([
+        listening,
+        exit.then((c) => Promise.reject(new Error(`exited ${c}`))),
+      ]);
+
+      // The operator's side: verify the node's qemu-vtpm attestation against its real PCR 4.
+      const pcrs = await new Tpm2ToolsTpm({ tcti: tpm.tcti }).readPcrs([4]);
+      const validator = createValidator('qemu-vtpm', {
+        policy: new MeasurementsPolicy(
+          new Map([[4, { expected: pcrs.get(4) as Uint8Array, warnOnly: false }]]),
+        ),
+      });
+      const client = new GrpcInitClient({ validators: [validator], clock, defaultTimeoutMs: 30_000 });
+      captureStderr();
+      const outcome: InitOutcome = await client.init(`127.0.0.1:${port}`, {
+        kmsUri: clusterKmsUri(new Uint8Array(32).fill(1), new Uint8Array(32).fill(2)),
+        storageUri: NO_STORE_URI,
+        measurementSalt: new Uint8Array(32).fill(3),
+        kubernetesVersion: 'v1.31.0',
+        conformanceMode: false,
+        kubernetesComponents: [],
+        initSecret: secret,
+        clusterName: '',
+        apiserverCertSans: [],
+        serviceCidr: '',
+      });
+      expect(outcome.kind).toBe('failure');
+      if (outcome.kind === 'failure') expect(outcome.error).toMatch(/reading initial passphrase/);
+
+      expect(await exit).toBe(1);
+      expect(stderr.join('')).toMatch(
+        /bootstrapping failed: bootstrapper: init failed after the node lock \(state disk marked for reset\): .*reading initial passphrase/,
+      );
+      const meta = (await dumpMetadata(image.path)) as {
+        tokens: Record<string, { diskIsInitialized?: boolean }>;
+      };
+      expect(meta.tokens['0']?.diskIsInitialized).toBe(false);
+      const pcr15 = (await new Tpm2ToolsTpm({ tcti: tpm.tcti }).readPcrs([15])).get(15) as Uint8Array;
+      expect(pcr15.some((b) => b !== 0)).toBe(true);
+    } finally {
+      await metadata.close();
+    }
+  }, 60_000);
+});
