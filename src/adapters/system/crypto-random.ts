@@ -8,6 +8,7 @@ export class CryptoRandom implements Random {
   }
 
   float(): number {
-    return randomInt(0, 2 ** 48) / 2 ** 48;
+    // randomInt accepts ranges below 2^48.
+    return randomInt(0, 2 ** 48 - 1) / 2 ** 48;
   }
 }

@@ -20,6 +20,11 @@ export const COMMANDS: CommandEntry[] = [
     load: () => import('./attestation.js'),
   },
   {
+    name: 'demo',
+    summary: 'Run the whole flow on loopback with real TPMs and LUKS2 disks (kubeadm simulated)',
+    load: () => import('./demo.js'),
+  },
+  {
     name: 'init',
     summary: "Initialise a cluster on its first node after verifying the node's attestation",
     load: () => import('./init.js'),

@@ -15,13 +15,13 @@ export interface StateDiskImage {
   initialPassphrasePath: string;
 }
 
-/** Formats a 16 MiB LUKS2 image in `dir` with a random initial passphrase. */
+/** Formats a 32 MiB LUKS2 image (the LUKS2 header alone takes 16 MiB) in `dir` with a random initial passphrase. */
 export async function createStateDiskImage(dir: string, name: string): Promise<StateDiskImage> {
   const imagePath = join(dir, `${name}.luks2.img`);
   const initialPassphrasePath = join(dir, `${name}.initial.key`);
   await writeFile(initialPassphrasePath, randomBytes(32), { mode: 0o400, flag: 'wx' });
   await writeFile(imagePath, new Uint8Array(), { flag: 'wx' });
-  await truncate(imagePath, 16 * 1024 * 1024);
+  await truncate(imagePath, 32 * 1024 * 1024);
   await runCryptsetup(
     [
       'luksFormat',
