@@ -20,6 +20,11 @@ export const COMMANDS: CommandEntry[] = [
     load: () => import('./attestation.js'),
   },
   {
+    name: 'bootstrapper',
+    summary: "Run a node's bootstrapper: init server and join client side by side on one node lock",
+    load: () => import('./bootstrapper.js'),
+  },
+  {
     name: 'demo',
     summary: 'Run the whole flow on loopback with real TPMs and LUKS2 disks (kubeadm simulated)',
     load: () => import('./demo.js'),
@@ -28,6 +33,11 @@ export const COMMANDS: CommandEntry[] = [
     name: 'init',
     summary: "Initialise a cluster on its first node after verifying the node's attestation",
     load: () => import('./init.js'),
+  },
+  {
+    name: 'join-service',
+    summary: 'Serve join tickets to attested nodes (attested gRPC, health, metrics, audit log)',
+    load: () => import('./join-service.js'),
   },
   { name: 'key-service', summary: 'Serve HKDF data keys over gRPC', load: () => import('./key-service.js') },
   {
