@@ -14,12 +14,13 @@ import {
   VTPM_VARIANTS,
 } from '../../adapters/attestation/variants/factory.js';
 import { GrpcKmsClient } from '../../adapters/kms/grpc-kms-client.js';
-import { KubeBootstrapTokens, KubeClusterFacts, loadKubeConfig } from '../../adapters/kubernetes/api.js';
 import { FileCertificateAuthority } from '../../adapters/pki/file-certificate-authority.js';
 import { SystemClock } from '../../adapters/system/system-clock.js';
 import { MeasurementsPolicy, parseAttestationConfig } from '../../domain/measurements.js';
 import type { AmiTpmSupport } from '../../ports/ami-tpm-support.js';
+import type { BootstrapTokens } from '../../ports/bootstrap-tokens.js';
 import type { Clock } from '../../ports/clock.js';
+import type { ClusterFacts } from '../../ports/cluster-facts.js';
 import { ConfbootError, wrapError } from '../../ports/errors.js';
 import type { GceShieldedIdentity } from '../../ports/gce-shielded-identity.js';
 import type { Logger } from '../../ports/logger.js';
@@ -205,7 +206,66 @@ export async function apiServerEndpointFromMetadata(
   return self.vpcIp.includes(':') ? `[${self.vpcIp}]:${KUBERNETES_PORT}` : `${self.vpcIp}:${KUBERNETES_PORT}`;
 }
 
-/** Builds the production adapters and starts the join service. Disposes what it built on failure. */
+/** Bootstrap tokens and cluster facts on a Kubernetes client that is loaded on demand. */
+export interface LazyKubernetes {
+  tokens: BootstrapTokens;
+  facts: ClusterFacts;
+  /** Loads the client and the kubeconfig (once); rejects like loadKubeConfig. */
+  load(): Promise<void>;
+  /** Whether the client is loaded and configured. */
+  loaded(): boolean;
+}
+
+/**
+ * The Kubernetes adapters behind a loader. @kubernetes/client-node is by far the slowest module to
+ * import, and tickets need it only after attestation, so the service listens first and loads the
+ * client right after; a request arriving meanwhile waits for it.
+ */
+export function lazyKubernetes(
+  options: { kubeconfigPath?: string | undefined; adminConfPath: string },
+  clock: Clock,
+  logger: Logger,
+): LazyKubernetes {
+  let adapters: Promise<{ tokens: BootstrapTokens; facts: ClusterFacts }> | undefined;
+  let done = false;
+  const get = () => {
+    adapters ??= import('../../adapters/kubernetes/api.js').then((k8s) => {
+      const kubeConfig = k8s.loadKubeConfig(options.kubeconfigPath);
+      const loaded = {
+        tokens: new k8s.KubeBootstrapTokens({
+          kubeConfig,
+          clock,
+          adminConfPath: options.adminConfPath,
+          logger,
+        }),
+        facts: new k8s.KubeClusterFacts({ kubeConfig, clock, logger }),
+      };
+      done = true;
+      return loaded;
+    });
+    return adapters;
+  };
+  return {
+    tokens: {
+      createToken: async (ttlMs) => (await get()).tokens.createToken(ttlMs),
+      discoveryCaCertHash: async () => (await get()).tokens.discoveryCaCertHash(),
+    },
+    facts: {
+      components: async () => (await get()).facts.components(),
+      addJoiningNode: async (name, isControlPlane) =>
+        (await get()).facts.addJoiningNode(name, isControlPlane),
+    },
+    load: async () => {
+      await get();
+    },
+    loaded: () => done,
+  };
+}
+
+/**
+ * Builds the production adapters and starts the join service; resolves once it listens and the
+ * Kubernetes client is configured. Disposes what it built on failure.
+ */
 export async function startProductionJoinService(
   config: ProductionJoinServiceConfig,
 ): Promise<RunningJoinService> {
@@ -218,7 +278,6 @@ export async function startProductionJoinService(
     logger,
   );
   const measurementSalt = await readMeasurementSalt(config.measurementSaltPath);
-  const kubeConfig = loadKubeConfig(config.kubeconfigPath);
   const apiServerEndpoint =
     config.apiServerEndpoint ??
     (await apiServerEndpointFromMetadata(
@@ -234,17 +293,17 @@ export async function startProductionJoinService(
     onReload: (o) => metrics.configReloads.inc({ config: 'attestation', result: o.ok ? 'ok' : 'error' }),
   });
   const kms = new GrpcKmsClient({ endpoint: config.keyServiceEndpoint });
-  return startJoinService({
+  const kube = lazyKubernetes(
+    { kubeconfigPath: config.kubeconfigPath, adminConfPath: config.adminConfPath ?? ADMIN_CONF_PATH },
+    clock,
+    logger,
+  );
+  const service = await startJoinService({
     validators: [validator],
     kms,
     ca: new FileCertificateAuthority({ clock, pkiDir: config.pkiDir ?? PKI_DIR }),
-    tokens: new KubeBootstrapTokens({
-      kubeConfig,
-      clock,
-      adminConfPath: config.adminConfPath ?? ADMIN_CONF_PATH,
-      logger,
-    }),
-    facts: new KubeClusterFacts({ kubeConfig, clock, logger }),
+    tokens: kube.tokens,
+    facts: kube.facts,
     measurementSalt,
     apiServerEndpoint,
     clock,
@@ -256,6 +315,14 @@ export async function startProductionJoinService(
     ...(config.limits ? { limits: config.limits } : {}),
     ...(config.signal ? { signal: config.signal } : {}),
     metrics,
+    readinessChecks: { kubernetes: kube.loaded },
     onClose: [() => kms.close(), () => validator.close()],
   });
+  try {
+    await kube.load();
+  } catch (err) {
+    await service.close();
+    throw err;
+  }
+  return service;
 }

@@ -132,6 +132,19 @@ describe('confboot join-service flags', () => {
     ]);
     expect(code).toBe(1);
     expect(stderr.mock.calls.map((c) => String(c[0])).join('')).toMatch(/loading attestation config/);
+
+    // A kubeconfig that cannot be loaded stops the already listening service again.
+    writeFileSync(join(dir, 'att'), JSON.stringify({ measurements: { 4: '00'.repeat(32) } }));
+    const code2 = await run([
+      ...['--csp=qemu', '--attestation-variant=qemu-vtpm', `--attestation-config=${join(dir, 'att')}`],
+      ...[`--measurement-salt-file=${join(dir, 'salt')}`, '--key-service-endpoint=127.0.0.1:9000'],
+      ...[`--kubeconfig=${join(dir, 'missing-kubeconfig')}`, '--api-server-endpoint=10.0.0.1:6443'],
+      ...['--listen=127.0.0.1:0', '--http-listen=127.0.0.1:0'],
+    ]);
+    expect(code2).toBe(1);
+    expect(stderr.mock.calls.map((c) => String(c[0])).join('')).toMatch(
+      /loading Kubernetes client configuration/,
+    );
   });
 
   it('takes the API server endpoint from metadata when none is given', async () => {
@@ -224,6 +237,7 @@ describe('confboot join-service (production wiring; simulated Kubernetes API ser
 
     const ready = await fetch(`http://127.0.0.1:${httpPort}/readyz`, { signal: AbortSignal.timeout(5_000) });
     expect(ready.status).toBe(200);
+    expect(JSON.parse(await ready.text()).checks.kubernetes).toBe(true);
 
     const node = new GrpcJoinTicketClient({ issuer: new SoftVtpmIssuer(SoftTpm.create()), clock });
     const csr = await new X509CsrFactory().create('worker-1', ['10.0.0.7']);
