@@ -254,7 +254,7 @@ export interface JoinServiceRunOptions {
   signal: AbortSignal;
   /** Default: pino JSON lines on stderr at `--log-level`. */
   logger?: Logger;
-  /** Called once listening, with the bound ports. */
+  /** Called as soon as the ports listen (readiness follows once the Kubernetes client is loaded). */
   onListening?: (ports: { grpcPort: number; httpPort: number; grpcHealthPort: number | undefined }) => void;
 }
 
@@ -290,11 +290,8 @@ export async function runJoinService(argv: string[], options: JoinServiceRunOpti
     ...(flags.apiServerEndpoint !== undefined ? { apiServerEndpoint: flags.apiServerEndpoint } : {}),
     ...(flags.metadataUrl !== undefined ? { metadataUrl: flags.metadataUrl } : {}),
     ...(flags.azureAkRootsPath !== undefined ? { azureAkRootsPath: flags.azureAkRootsPath } : {}),
-  });
-  options.onListening?.({
-    grpcPort: service.grpcPort,
-    httpPort: service.httpPort,
-    grpcHealthPort: service.grpcHealthPort,
+    onListening: (s) =>
+      options.onListening?.({ grpcPort: s.grpcPort, httpPort: s.httpPort, grpcHealthPort: s.grpcHealthPort }),
   });
   await service.closed;
   return 0;

@@ -172,6 +172,8 @@ export interface ProductionJoinServiceConfig {
   logger: Logger;
   signal?: AbortSignal;
   clock?: Clock;
+  /** Called as soon as the ports listen (before the Kubernetes client has loaded; see readiness). */
+  onListening?: (service: RunningJoinService) => void;
 }
 
 /** Reads the measurement salt file; it must not be empty. */
@@ -263,8 +265,8 @@ export function lazyKubernetes(
 }
 
 /**
- * Builds the production adapters and starts the join service; resolves once it listens and the
- * Kubernetes client is configured. Disposes what it built on failure.
+ * Builds the production adapters and starts the join service; calls `onListening` once the ports
+ * listen and resolves once the Kubernetes client is configured too. Disposes what it built on failure.
  */
 export async function startProductionJoinService(
   config: ProductionJoinServiceConfig,
@@ -318,6 +320,7 @@ export async function startProductionJoinService(
     readinessChecks: { kubernetes: kube.loaded },
     onClose: [() => kms.close(), () => validator.close()],
   });
+  config.onListening?.(service);
   try {
     await kube.load();
   } catch (err) {

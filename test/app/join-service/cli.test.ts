@@ -35,7 +35,7 @@ import { apiServerEndpointFromMetadata } from '../../../src/app/join-service/pro
 import { FakeKubeApi } from '../../adapters/kubernetes/fake-kube-api.js';
 import { SoftTpm, SoftVtpmIssuer } from '../../support/soft-tpm.js';
 import { useTmpDirs } from '../../support/tmp.js';
-import { captureLogs, secretForms } from './harness.js';
+import { captureLogs, secretForms, waitFor } from './harness.js';
 
 const tmp = useTmpDirs('confboot-join-service-cli-');
 const cleanups: Array<() => Promise<void> | void> = [];
@@ -235,9 +235,9 @@ describe('confboot join-service (production wiring; simulated Kubernetes API ser
       exit.then((c) => Promise.reject(new Error(`exited early with ${c}`))),
     ]);
 
-    const ready = await fetch(`http://127.0.0.1:${httpPort}/readyz`, { signal: AbortSignal.timeout(5_000) });
-    expect(ready.status).toBe(200);
-    expect(JSON.parse(await ready.text()).checks.kubernetes).toBe(true);
+    const readyz = () => fetch(`http://127.0.0.1:${httpPort}/readyz`, { signal: AbortSignal.timeout(5_000) });
+    await waitFor(async () => (await readyz()).status === 200, 'ready');
+    expect(JSON.parse(await (await readyz()).text()).checks.kubernetes).toBe(true);
 
     const node = new GrpcJoinTicketClient({ issuer: new SoftVtpmIssuer(SoftTpm.create()), clock });
     const csr = await new X509CsrFactory().create('worker-1', ['10.0.0.7']);
