@@ -1,0 +1,88 @@
+/**
+ * Attack family: attestations that are genuine but not bound to the attacker's own TLS session —
+ * replayed from another connection, relayed by a man in the middle, or committing to another TLS
+ * key — against the real join service validating qemu-vtpm. The quotes come from a real swtpm.
+ */
+import { status } from '@grpc/grpc-js';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { GrpcJoinTicketClient } from '../../src/adapters/grpc/join-client.js';
+import { isAttestationError } from '../../src/ports/errors.js';
+import {
+  attempt,
+  clock,
+  expectAuditedRefusal,
+  expectIssued,
+  expectRefused,
+  joinRequest,
+  snapshot,
+  startRelay,
+} from './support/attack.js';
+import {
+  CapturingIssuer,
+  FixedDocumentIssuer,
+  ForeignKeyIssuer,
+  type SwtpmNode,
+  sha256,
+  startSwtpmNode,
+} from './support/nodes.js';
+import { startTarget, type Target } from './support/target.js';
+
+let target: Target;
+let node: SwtpmNode;
+let honest: CapturingIssuer;
+
+beforeAll(async () => {
+  [target, node] = await Promise.all([startTarget(), startSwtpmNode()]);
+  honest = new CapturingIssuer(node.issuer);
+});
+afterAll(async () => {
+  await target?.stop();
+  await node?.stop();
+});
+
+describe('session binding of attestations (real swtpm quotes, qemu-vtpm join service)', () => {
+  it('control: the honest node gets a ticket, its document captured on the way', async () => {
+    const b = snapshot(target);
+    await expectIssued(target, b, await attempt(target.endpoint, honest));
+    expect(honest.captured).toHaveLength(1);
+  });
+
+  it('an attestation replayed from another connection is refused: extra-data', async () => {
+    const recorded = honest.captured[0]?.document as Uint8Array;
+    const b = snapshot(target);
+    const out = await attempt(target.endpoint, new FixedDocumentIssuer('qemu-vtpm', () => recorded));
+    await expectRefused(target, b, out, { code: status.UNAVAILABLE, check: 'extra-data' });
+    expect(out.refusal?.message).toMatch(
+      /does not match the expected [0-9a-f]{64} \(wrong nonce or user data\)/,
+    );
+  });
+
+  it('an attestation relayed by a man in the middle between the victim node and the service is refused: extra-data', async () => {
+    const relay = await startRelay(target.port);
+    try {
+      const b = snapshot(target);
+      const victim = new GrpcJoinTicketClient({ issuer: node.issuer, clock, defaultTimeoutMs: 10_000 });
+      const victimResult = await victim
+        .issueJoinTicket(`127.0.0.1:${relay.port}`, await joinRequest('victim-node'))
+        .catch((e: unknown) => e);
+      const verdict = await relay.verdict;
+      expect(verdict).toMatchObject({ type: 0x02, accepted: false, check: 'extra-data' });
+      // The victim sees the service's refusal through the relay, and gets nothing either.
+      expect(isAttestationError(victimResult) && victimResult.check).toBe('extra-data');
+      const audits = await expectAuditedRefusal(target, b, { rpc: 'attested-tls', reason: 'extra-data' });
+      expect(audits).toHaveLength(1);
+    } finally {
+      relay.close();
+    }
+  });
+
+  it('user data that does not match the key (a genuine quote over the SHA-256 of another SPKI) is refused: user-data', async () => {
+    const other = sha256('SubjectPublicKeyInfo of a TLS key the attacker does not hold');
+    const b = snapshot(target);
+    const out = await attempt(target.endpoint, new ForeignKeyIssuer(node.issuer, other));
+    await expectRefused(target, b, out, { code: status.UNAVAILABLE, check: 'user-data' });
+    expect(out.refusal?.message).toContain(
+      "attested user data does not match the SHA-256 of the peer's TLS public key",
+    );
+  });
+});

@@ -1,0 +1,218 @@
+/**
+ * The target of the attack suite: the real join service (startJoinService) on 127.0.0.1 with real
+ * attested TLS and the production validator wiring (validatorBuilder: attestation config →
+ * MeasurementsPolicy → the variant's vTPM validator), the real key service on loopback behind a
+ * call-counting wrapper, the real FileCertificateAuthority (calls counted) on a pki directory made
+ * by the SIMULATED kubeadm init, and SIMULATED Kubernetes (in-memory bootstrap tokens, creations
+ * counted). Audit events are captured from the service's pino JSON log. Test code only.
+ */
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { PassThrough } from 'node:stream';
+import { GrpcKmsClient } from '../../../src/adapters/kms/grpc-kms-client.js';
+import { HkdfKms } from '../../../src/adapters/kms/hkdf-kms.js';
+import { startKeyServiceServer } from '../../../src/adapters/kms/key-service-server.js';
+import { createPinoLogger, silentLogger } from '../../../src/adapters/log/pino-logger.js';
+import { FileCertificateAuthority } from '../../../src/adapters/pki/file-certificate-authority.js';
+import {
+  InMemoryBootstrapTokens,
+  InMemoryClusterFacts,
+  SimulatedClusterInitializer,
+  SimulatedControlPlane,
+} from '../../../src/adapters/simulated/simulated-kubernetes.js';
+import { SystemClock } from '../../../src/adapters/system/system-clock.js';
+import { expectedAttestationConfig } from '../../../src/app/demo/boot-measurements.js';
+import { type VariantLookups, validatorBuilder } from '../../../src/app/join-service/production.js';
+import { type RunningJoinService, startJoinService } from '../../../src/app/join-service/service.js';
+import type { BootstrapTokens } from '../../../src/ports/bootstrap-tokens.js';
+import type { CertificateAuthority, CsrInfo } from '../../../src/ports/certificate-authority.js';
+import type { KMS } from '../../../src/ports/kms.js';
+import type { ControlPlaneFile } from '../../../src/ports/types.js';
+import type { Validator } from '../../../src/ports/validator.js';
+import type { Variant } from '../../../src/ports/variant.js';
+
+/** Counts key-service calls; every call that returns is a key handed out. */
+export class CountingKms implements Pick<KMS, 'getDataKey'> {
+  /** Data-key requests made (successful or not). */
+  calls = 0;
+  constructor(private readonly inner: Pick<KMS, 'getDataKey'>) {}
+  async getDataKey(id: string, length: number): Promise<Uint8Array> {
+    this.calls++;
+    return this.inner.getDataKey(id, length);
+  }
+}
+
+/** Counts bootstrap tokens created (SIMULATED Kubernetes underneath). */
+export class CountingTokens implements BootstrapTokens {
+  /** createToken calls. */
+  created = 0;
+  constructor(private readonly inner: BootstrapTokens) {}
+  createToken(ttlMs: number): Promise<string> {
+    this.created++;
+    return this.inner.createToken(ttlMs);
+  }
+  discoveryCaCertHash(): Promise<string> {
+    return this.inner.discoveryCaCertHash();
+  }
+}
+
+/** Counts kubelet certificates signed by the real file CA. */
+export class CountingCa implements CertificateAuthority {
+  /** signKubeletCsr calls that returned a certificate. */
+  signed = 0;
+  constructor(private readonly inner: CertificateAuthority) {}
+  inspectCsr(csrDer: Uint8Array): Promise<CsrInfo> {
+    return this.inner.inspectCsr(csrDer);
+  }
+  async signKubeletCsr(csrDer: Uint8Array): Promise<Uint8Array> {
+    const cert = await this.inner.signKubeletCsr(csrDer);
+    this.signed++;
+    return cert;
+  }
+  controlPlaneFiles(): Promise<ControlPlaneFile[]> {
+    return this.inner.controlPlaneFiles();
+  }
+}
+
+/** What was handed out so far: keys (KMS calls), bootstrap tokens and kubelet certificates. */
+export interface Issued {
+  kmsCalls: number;
+  tokens: number;
+  kubeletCerts: number;
+}
+
+/** Options of {@link startTarget}. */
+export interface TargetOptions {
+  /** Variant the service validates (default qemu-vtpm). */
+  variant?: Variant;
+  /** Cloud lookups the variant needs (azure AK roots, EC2 AMI lookup). */
+  lookups?: VariantLookups;
+  /** Attestation config (default: the demo image's good boot, expectedAttestationConfig()). */
+  attestationConfig?: unknown;
+  /** Extra validators served next to the variant's. */
+  extraValidators?: Validator[];
+  /** Initial deny list `{"nodes": [...], "diskUuids": [...]}`; written to a watched file. */
+  denyList?: { nodes?: string[]; diskUuids?: string[] };
+  /** Bound on one attested TLS handshake (default 10 s). */
+  handshakeTimeoutMs?: number;
+}
+
+/** A running join service under attack. */
+export interface Target {
+  service: RunningJoinService;
+  /** `127.0.0.1:<port>` of the attested gRPC port. */
+  endpoint: string;
+  port: number;
+  kms: CountingKms;
+  tokens: CountingTokens;
+  ca: CountingCa;
+  /** Deny-list file (when configured). */
+  denyListPath: string | undefined;
+  /** Snapshot of what has been handed out. */
+  issued(): Issued;
+  /** Audit events (`event: "join-audit"`) logged so far, in order. */
+  audits(): Array<Record<string, unknown>>;
+  /** Every parsed log line. */
+  logLines(): Array<Record<string, unknown>>;
+  stop(): Promise<void>;
+}
+
+const systemClock = new SystemClock();
+
+/** Starts the join service and its dependencies; call `stop()` in afterAll. */
+export async function startTarget(options: TargetOptions = {}): Promise<Target> {
+  const dir = mkdtempSync(join(tmpdir(), 'confboot-attack-'));
+  const stops: Array<() => Promise<void> | void> = [() => rmSync(dir, { recursive: true, force: true })];
+  const stopAll = async () => {
+    for (const s of stops.splice(0).reverse()) await s();
+  };
+  try {
+    const stream = new PassThrough();
+    const lines: string[] = [];
+    stream.on('data', (c: Buffer) => lines.push(...c.toString('utf8').split('\n').filter(Boolean)));
+    const logger = createPinoLogger({ destination: stream, level: 'debug' });
+    const cp = new SimulatedControlPlane(systemClock);
+    const pkiDir = join(dir, 'pki');
+    await new SimulatedClusterInitializer(cp, {
+      pkiDir,
+      adminConfPath: join(dir, 'admin.conf'),
+      logger: silentLogger,
+    }).initCluster({
+      kubernetesVersion: 'v1.31.0',
+      clusterName: 'attack',
+      conformanceMode: false,
+      components: [],
+      apiserverCertSans: [],
+      serviceCidr: '10.96.0.0/12',
+      nodeName: 'control-plane-0',
+      nodeIp: '127.0.0.1',
+    });
+    const keyServer = await startKeyServiceServer({
+      kms: new HkdfKms(randomBytes(32), randomBytes(32)),
+      host: '127.0.0.1',
+      port: 0,
+      logger: silentLogger,
+    });
+    stops.push(() => keyServer.shutdown());
+    const kmsClient = new GrpcKmsClient({
+      endpoint: `127.0.0.1:${keyServer.port}`,
+      defaultTimeoutInMs: 5_000,
+    });
+    stops.push(() => kmsClient.close());
+    const kms = new CountingKms(kmsClient);
+    const tokens = new CountingTokens(new InMemoryBootstrapTokens(cp));
+    const ca = new CountingCa(new FileCertificateAuthority({ clock: systemClock, pkiDir }));
+
+    const build = validatorBuilder(
+      options.variant ?? 'qemu-vtpm',
+      options.lookups ?? {},
+      systemClock,
+      logger,
+    );
+    const config = options.attestationConfig ?? expectedAttestationConfig();
+    const validator = build(new TextEncoder().encode(JSON.stringify(config)));
+
+    let denyListPath: string | undefined;
+    if (options.denyList) {
+      denyListPath = join(dir, 'deny-list.json');
+      writeFileSync(denyListPath, JSON.stringify(options.denyList));
+    }
+    const service = await startJoinService({
+      validators: [validator, ...(options.extraValidators ?? [])],
+      kms,
+      ca,
+      tokens,
+      facts: new InMemoryClusterFacts(cp),
+      measurementSalt: randomBytes(32),
+      apiServerEndpoint: '10.0.0.1:6443',
+      clock: systemClock,
+      logger,
+      listen: { host: '127.0.0.1', port: 0 },
+      httpListen: { host: '127.0.0.1', port: 0 },
+      metrics: { processMetrics: false },
+      // Many attacks come from 127.0.0.1 in quick succession; the rate limit is not under test here.
+      limits: { ratePerSecond: 0, handshakeTimeoutMs: options.handshakeTimeoutMs ?? 10_000 },
+      ...(denyListPath !== undefined ? { denyListPath } : {}),
+    });
+    stops.push(() => service.close());
+    const events = () => lines.map((l) => JSON.parse(l) as Record<string, unknown>);
+    return {
+      service,
+      endpoint: `127.0.0.1:${service.grpcPort}`,
+      port: service.grpcPort,
+      kms,
+      tokens,
+      ca,
+      denyListPath,
+      issued: () => ({ kmsCalls: kms.calls, tokens: tokens.created, kubeletCerts: ca.signed }),
+      audits: () => events().filter((e) => e.event === 'join-audit'),
+      logLines: events,
+      stop: stopAll,
+    };
+  } catch (err) {
+    await stopAll();
+    throw err;
+  }
+}
