@@ -69,6 +69,11 @@ export interface DemoOptions {
   logLevel?: string;
   /** Bound on the whole demo (default 120 s). */
   timeoutInMs?: number;
+  /**
+   * For tests that search the demo's logs for leaked secrets: receives every secret the demo
+   * creates or has issued, once it exists. Never set by the CLI.
+   */
+  onSecret?: (kind: string, value: Uint8Array) => void;
 }
 
 /** One node's outcome, as printed in the summary and in `--json`. */
@@ -175,6 +180,13 @@ export async function runDemo(options: DemoOptions): Promise<DemoResult> {
     const masterSalt = randomBytes(32);
     const measurementSalt = randomBytes(32);
     const initSecret = new Uint8Array(Buffer.from(randomBytes(24).toString('hex')));
+    const secret = options.onSecret ?? (() => undefined);
+    secret('master secret', masterSecret);
+    secret('master salt', masterSalt);
+    secret('measurement salt', measurementSalt);
+    secret('init secret', initSecret);
+    const derive = new HkdfKms(masterSecret, masterSalt);
+    secret('measurement secret', await derive.getDataKey('measurementSecret', 32));
 
     const keyService = await startKeyServiceServer({
       kms: new HkdfKms(masterSecret, masterSalt),
@@ -375,6 +387,8 @@ export async function runDemo(options: DemoOptions): Promise<DemoResult> {
       }
     }
 
+    for (const [id, t] of cp.tokens) secret('bootstrap token', new TextEncoder().encode(`${id}.${t.secret}`));
+
     // 4. Proof: each disk opens only with its issued key; PCR 15 holds the cluster ID measurement.
     say('Verifying state disks (cryptsetup open --test-passphrase) and PCR 15 of every node');
     const keyCheck = new HkdfKms(masterSecret, masterSalt);
@@ -393,6 +407,8 @@ export async function runDemo(options: DemoOptions): Promise<DemoResult> {
       const uuid = await disk.uuid().finally(release);
       const issuedKey = await keyCheck.getDataKey(uuid, 32);
       const initialKey = new Uint8Array(await readFile(node.disk.initialPassphrasePath));
+      secret(`${node.name} state disk key`, issuedKey);
+      secret(`${node.name} initial passphrase`, initialKey);
       const opensIssued = await opensWithKey(node.disk.imagePath, issuedKey);
       const opensInitial = await opensWithKey(node.disk.imagePath, initialKey);
       const pcr15 = (await node.tpm.readPcrs([15])).get(15) ?? new Uint8Array(32);
