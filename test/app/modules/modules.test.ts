@@ -15,6 +15,7 @@ import type { BootstrapperNodeDeps } from '../../../src/app/bootstrapper/node.js
 import {
   AZURE_HCL_AK_HANDLE,
   BootstrapperDeps,
+  bootstrapperDeps,
   CSPS,
   type Csp,
   checkWiring,
@@ -31,6 +32,7 @@ import { MetadataAPI } from '../../../src/ports/metadata-api.js';
 import { Random } from '../../../src/ports/random.js';
 import { Tpm } from '../../../src/ports/tpm.js';
 import { PRODUCTION_VARIANTS, VARIANT_OIDS } from '../../../src/ports/variant.js';
+import { FakeMetadataAPI } from '../../fakes/fake-metadata-api.js';
 
 const METADATA_CLASS: Record<Csp, abstract new (...args: never[]) => unknown> = {
   gcp: GcpMetadataAPI,
@@ -74,6 +76,13 @@ describe('node containers', () => {
       expect(f).toBeGreaterThanOrEqual(0);
       expect(f).toBeLessThan(1);
     }
+  });
+
+  it('one binding can be replaced before resolving (docs/embedding.md, recipe C)', async () => {
+    const container = await createNodeContainer({ csp: 'qemu', variant: 'qemu-vtpm', diskDevice: '/d' });
+    const mine = new FakeMetadataAPI();
+    container.rebind<MetadataAPI>(MetadataAPI).toConstantValue(mine);
+    expect((await bootstrapperDeps(container)).metadata).toBe(mine);
   });
 
   it('azure uses the HCL attestation key and never creates one', async () => {
