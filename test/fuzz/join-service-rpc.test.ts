@@ -78,9 +78,9 @@ function checkOutcome(out: CallOutcome): void {
 async function validJoinWorks(): Promise<void> {
   const req = IssueJoinTicketRequest.encode({
     diskUuid: randomUUID(),
-    certificateRequest: csrDer,
+    certificateRequest: Buffer.from(csrDer),
     isControlPlane: false,
-    hostPublicKey: new Uint8Array(),
+    hostPublicKey: Buffer.alloc(0),
     hostCertificatePrincipals: [],
   }).finish();
   const out = await join.call(req);
@@ -108,9 +108,9 @@ const typedJoin = fc
       new WireRequest(
         IssueJoinTicketRequest.encode({
           diskUuid: r.diskUuid,
-          certificateRequest: r.csrSteps.reduce(applyMutation, csrDer),
+          certificateRequest: Buffer.from(r.csrSteps.reduce(applyMutation, csrDer)),
           isControlPlane: r.isControlPlane,
-          hostPublicKey: r.hostKey,
+          hostPublicKey: Buffer.from(r.hostKey),
           hostCertificatePrincipals: r.principals,
         }).finish(),
       ),
@@ -150,9 +150,9 @@ describe('join service requests under fuzzing (SIMULATED Kubernetes, dummy attes
           const big = new Uint8Array(size).fill(0x41);
           const req = IssueJoinTicketRequest.encode({
             diskUuid: field === 'uuid' ? Buffer.from(big).toString('latin1') : randomUUID(),
-            certificateRequest: field === 'csr' ? big : csrDer,
+            certificateRequest: Buffer.from(field === 'csr' ? big : csrDer),
             isControlPlane: false,
-            hostPublicKey: field === 'host-key' ? big : new Uint8Array(),
+            hostPublicKey: Buffer.from(field === 'host-key' ? big : new Uint8Array()),
             hostCertificatePrincipals: field === 'principals' ? [Buffer.from(big).toString('latin1')] : [],
           }).finish();
           checkOutcome(await join.call(req));
