@@ -1,8 +1,42 @@
 /**
  * confboot library API: ports (interfaces + DI tokens, also at `confboot/ports`), the pure domain
- * (join flow, init flow, node lock, ticket issuance, measurements, key derivation) and the adapters
- * a service needs to embed confboot. Contract suites are at `confboot/contract`.
+ * (join flow, init flow, node lock, ticket issuance, measurements, key derivation), the bootstrapper
+ * and node wiring, and the adapters a service needs to embed confboot (see docs/embedding.md).
+ * Contract suites are at `confboot/contract`. Cloud SDKs load only when their provider is used.
  */
+
+export { createValidator, type ValidatorConfig } from './adapters/attestation/variants/factory.js';
+export { createQemuVtpmIssuer, VtpmIssuer } from './adapters/attestation/vtpm/issuer.js';
+export { GrpcInitClient } from './adapters/grpc/init-client.js';
+export { createInitServer, type InitServiceHandler } from './adapters/grpc/init-server.js';
+export { GrpcJoinTicketClient } from './adapters/grpc/join-client.js';
+export { createJoinServer, type JoinServiceHandler } from './adapters/grpc/join-server.js';
+export { ClusterKmsFactory } from './adapters/kms/cluster-kms-factory.js';
+export { HkdfKms } from './adapters/kms/hkdf-kms.js';
+export { createPinoLogger } from './adapters/log/pino-logger.js';
+export { FileCertificateAuthority } from './adapters/pki/file-certificate-authority.js';
+export { CryptoRandom } from './adapters/system/crypto-random.js';
+export { SystemClock } from './adapters/system/system-clock.js';
+export { Pcr15Marker } from './adapters/tpm/pcr15-marker.js';
+export { Tpm2ToolsTpm } from './adapters/tpm/tpm2-tools-tpm.js';
+export {
+  type BootstrapperNode,
+  type BootstrapperNodeDeps,
+  type BootstrapperNodeOptions,
+  startBootstrapperNode,
+} from './app/bootstrapper/node.js';
+export { startJoinService } from './app/join-service/service.js';
+export {
+  bootstrapperDeps,
+  CSPS,
+  checkWiring,
+  commonModule,
+  createNodeContainer,
+  moduleForCsp,
+  NodeConfig,
+  nodeConfig,
+  VARIANTS_BY_CSP,
+} from './app/modules/index.js';
 export * from './domain/index.js';
 export * from './ports/index.js';
 export { VERSION } from './version.js';
