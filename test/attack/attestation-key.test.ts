@@ -11,15 +11,8 @@ import { status } from '@grpc/grpc-js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type AkPki, createAkPki } from './support/ak-pki.js';
 import { attempt, expectIssued, expectRefused, snapshot } from './support/attack.js';
-import {
-  MutatingIssuer,
-  SoftTpm,
-  SoftVtpmIssuer,
-  type SwtpmNode,
-  softTpmNode,
-  startSwtpmNode,
-} from './support/nodes.js';
-import { startTarget, type Target } from './support/target.js';
+import { MutatingIssuer, SoftTpm, SoftVtpmIssuer, type SwtpmNode, softTpmNode } from './support/nodes.js';
+import { startTarget, startTargetWithNode, type Target } from './support/target.js';
 
 describe('azure-trustedlaunch: the AK must be certified by the configured root', () => {
   let target: Target;
@@ -94,7 +87,7 @@ describe('qemu-vtpm: the AK is trusted as carried, so it must be the key that si
   let node: SwtpmNode;
 
   beforeAll(async () => {
-    [target, node] = await Promise.all([startTarget(), startSwtpmNode()]);
+    ({ target, node } = await startTargetWithNode());
   });
   afterAll(async () => {
     await target?.stop();

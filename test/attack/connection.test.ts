@@ -24,8 +24,8 @@ import {
   snapshot,
   waitForAudits,
 } from './support/attack.js';
-import { type SwtpmNode, startSwtpmNode } from './support/nodes.js';
-import { startTarget, type Target } from './support/target.js';
+import type { SwtpmNode } from './support/nodes.js';
+import { startTargetWithNode, type Target } from './support/target.js';
 
 x509.cryptoProvider.set(webcrypto as unknown as Parameters<typeof x509.cryptoProvider.set>[0]);
 
@@ -34,7 +34,7 @@ let target: Target;
 let node: SwtpmNode;
 
 beforeAll(async () => {
-  [target, node] = await Promise.all([startTarget(), startSwtpmNode()]);
+  ({ target, node } = await startTargetWithNode());
 });
 afterAll(async () => {
   await target?.stop();

@@ -8,14 +8,14 @@ import { status } from '@grpc/grpc-js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { attempt, expectIssued, expectRefused, joinRequest, snapshot } from './support/attack.js';
 import { type CsrSpec, craftCsr } from './support/csr.js';
-import { type SwtpmNode, startSwtpmNode } from './support/nodes.js';
-import { startTarget, type Target } from './support/target.js';
+import type { SwtpmNode } from './support/nodes.js';
+import { startTargetWithNode, type Target } from './support/target.js';
 
 let target: Target;
 let node: SwtpmNode;
 
 beforeAll(async () => {
-  [target, node] = await Promise.all([startTarget(), startSwtpmNode()]);
+  ({ target, node } = await startTargetWithNode());
 });
 afterAll(async () => {
   await target?.stop();

@@ -10,18 +10,17 @@ import { renameSync, writeFileSync } from 'node:fs';
 import { status } from '@grpc/grpc-js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { attempt, expectIssued, expectRefused, joinRequest, snapshot } from './support/attack.js';
-import { type SwtpmNode, startSwtpmNode } from './support/nodes.js';
-import { startTarget, type Target } from './support/target.js';
+import type { SwtpmNode } from './support/nodes.js';
+import { startTargetWithNode, type Target } from './support/target.js';
 
 const DENIED_DISK = randomUUID();
 let target: Target;
 let node: SwtpmNode;
 
 beforeAll(async () => {
-  [target, node] = await Promise.all([
-    startTarget({ denyList: { nodes: ['worker-revoked'], diskUuids: [DENIED_DISK] } }),
-    startSwtpmNode(),
-  ]);
+  ({ target, node } = await startTargetWithNode({
+    denyList: { nodes: ['worker-revoked'], diskUuids: [DENIED_DISK] },
+  }));
 });
 afterAll(async () => {
   await target?.stop();

@@ -12,20 +12,14 @@ import { validatorBuilder } from '../../src/app/join-service/production.js';
 import { VARIANT_OIDS } from '../../src/ports/variant.js';
 import { DummyIssuer } from '../support/dummy-attestation.js';
 import { attempt, clock, EMPTY_REQUEST, expectIssued, expectRefused, snapshot } from './support/attack.js';
-import {
-  FixedDocumentIssuer,
-  SoftVtpmIssuer,
-  type SwtpmNode,
-  softTpmNode,
-  startSwtpmNode,
-} from './support/nodes.js';
-import { startTarget, type Target } from './support/target.js';
+import { FixedDocumentIssuer, SoftVtpmIssuer, type SwtpmNode, softTpmNode } from './support/nodes.js';
+import { startTarget, startTargetWithNode, type Target } from './support/target.js';
 
 let target: Target;
 let node: SwtpmNode;
 
 beforeAll(async () => {
-  [target, node] = await Promise.all([startTarget(), startSwtpmNode()]);
+  ({ target, node } = await startTargetWithNode());
 });
 afterAll(async () => {
   await target?.stop();

@@ -24,14 +24,8 @@ import {
   readVerdict,
   snapshot,
 } from './support/attack.js';
-import {
-  FixedDocumentIssuer,
-  MutatingIssuer,
-  type SwtpmNode,
-  startSwtpmNode,
-  TruncatingIssuer,
-} from './support/nodes.js';
-import { startTarget, type Target } from './support/target.js';
+import { FixedDocumentIssuer, MutatingIssuer, type SwtpmNode, TruncatingIssuer } from './support/nodes.js';
+import { startTargetWithNode, type Target } from './support/target.js';
 
 const TEN_MB = 10 * 1024 * 1024;
 const QEMU_OID = VARIANT_OIDS['qemu-vtpm'];
@@ -40,7 +34,7 @@ let target: Target;
 let node: SwtpmNode;
 
 beforeAll(async () => {
-  [target, node] = await Promise.all([startTarget(), startSwtpmNode()]);
+  ({ target, node } = await startTargetWithNode());
 });
 afterAll(async () => {
   await target?.stop();

@@ -23,16 +23,15 @@ import {
   ForeignKeyIssuer,
   type SwtpmNode,
   sha256,
-  startSwtpmNode,
 } from './support/nodes.js';
-import { startTarget, type Target } from './support/target.js';
+import { startTargetWithNode, type Target } from './support/target.js';
 
 let target: Target;
 let node: SwtpmNode;
 let honest: CapturingIssuer;
 
 beforeAll(async () => {
-  [target, node] = await Promise.all([startTarget(), startSwtpmNode()]);
+  ({ target, node } = await startTargetWithNode());
   honest = new CapturingIssuer(node.issuer);
 });
 afterAll(async () => {

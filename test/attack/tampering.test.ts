@@ -8,21 +8,14 @@ import { status } from '@grpc/grpc-js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { replayBoot, TAMPERED_BOOT } from '../../src/app/demo/boot-measurements.js';
 import { attempt, expectIssued, expectRefused, snapshot } from './support/attack.js';
-import {
-  flipBit,
-  MutatingIssuer,
-  type SwtpmNode,
-  sha256,
-  startSwtpmNode,
-  withSha256Quote,
-} from './support/nodes.js';
-import { startTarget, type Target } from './support/target.js';
+import { flipBit, MutatingIssuer, type SwtpmNode, sha256, withSha256Quote } from './support/nodes.js';
+import { startTargetWithNode, type Target } from './support/target.js';
 
 let target: Target;
 let node: SwtpmNode;
 
 beforeAll(async () => {
-  [target, node] = await Promise.all([startTarget(), startSwtpmNode()]);
+  ({ target, node } = await startTargetWithNode());
 });
 afterAll(async () => {
   await target?.stop();

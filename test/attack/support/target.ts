@@ -32,6 +32,7 @@ import type { KMS } from '../../../src/ports/kms.js';
 import type { ControlPlaneFile } from '../../../src/ports/types.js';
 import type { Validator } from '../../../src/ports/validator.js';
 import type { Variant } from '../../../src/ports/variant.js';
+import { type SwtpmNode, startSwtpmNode } from './nodes.js';
 
 /** Counts key-service calls; every call that returns is a key handed out. */
 export class CountingKms implements Pick<KMS, 'getDataKey'> {
@@ -215,4 +216,18 @@ export async function startTarget(options: TargetOptions = {}): Promise<Target> 
     await stopAll();
     throw err;
   }
+}
+
+/**
+ * Starts the target and a real swtpm node (good boot) side by side; if either fails, whatever did
+ * start is stopped before the error is rethrown.
+ */
+export async function startTargetWithNode(
+  options: TargetOptions = {},
+): Promise<{ target: Target; node: SwtpmNode }> {
+  const [t, n] = await Promise.allSettled([startTarget(options), startSwtpmNode()]);
+  if (t.status === 'fulfilled' && n.status === 'fulfilled') return { target: t.value, node: n.value };
+  if (t.status === 'fulfilled') await t.value.stop();
+  if (n.status === 'fulfilled') await n.value.stop();
+  throw t.status === 'rejected' ? t.reason : (n as PromiseRejectedResult).reason;
 }
