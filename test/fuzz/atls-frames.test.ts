@@ -3,6 +3,7 @@
  * frame streams. Every read settles with a frame or a defined error; encoded frames round-trip.
  */
 import { describe, expect, it } from 'vitest';
+import { workerTestTimeoutMs } from './harness/config.js';
 import { useFuzzWorker } from './harness/runner.js';
 
 const fuzz = useFuzzWorker(
@@ -10,7 +11,7 @@ const fuzz = useFuzzWorker(
   () => import('./props/atls-frames.props.js'),
 );
 
-describe('attested-TLS frames under fuzzing', () => {
+describe('attested-TLS frames under fuzzing', { timeout: workerTestTimeoutMs() }, () => {
   it('mutated frame streams in random chunks, ended or reset: a frame or a defined error, never a hang', async () => {
     expect(await fuzz.check('stream')).toBeGreaterThan(0);
   });

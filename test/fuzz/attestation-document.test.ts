@@ -4,6 +4,7 @@
  * only AttestationError; nothing with other user data is ever accepted.
  */
 import { describe, expect, it } from 'vitest';
+import { workerTestTimeoutMs } from './harness/config.js';
 import { useFuzzWorker } from './harness/runner.js';
 
 const fuzz = useFuzzWorker(
@@ -11,7 +12,7 @@ const fuzz = useFuzzWorker(
   () => import('./props/attestation-document.props.js'),
 );
 
-describe('vTPM attestation documents under fuzzing', () => {
+describe('vTPM attestation documents under fuzzing', { timeout: workerTestTimeoutMs() }, () => {
   it('random bytes and random JSON: decoded document or AttestationError(document-format)', async () => {
     expect(await fuzz.check('documentRandom')).toBeGreaterThan(0);
   });

@@ -4,6 +4,7 @@
  * what is accepted satisfies the parser's own invariants (non-empty policy, non-overlapping areas).
  */
 import { describe, expect, it } from 'vitest';
+import { workerTestTimeoutMs } from './harness/config.js';
 import { useFuzzWorker } from './harness/runner.js';
 
 const fuzz = useFuzzWorker(
@@ -11,7 +12,7 @@ const fuzz = useFuzzWorker(
   () => import('./props/config-parsers.props.js'),
 );
 
-describe('measurements config under fuzzing', () => {
+describe('measurements config under fuzzing', { timeout: workerTestTimeoutMs() }, () => {
   it('any JavaScript value: a well-formed policy or ConfbootError(invalid-argument)', async () => {
     expect(await fuzz.check('measurementsAnyValue')).toBeGreaterThan(0);
   });
@@ -23,7 +24,7 @@ describe('measurements config under fuzzing', () => {
   });
 });
 
-describe('LUKS2 header JSON under fuzzing', () => {
+describe('LUKS2 header JSON under fuzzing', { timeout: workerTestTimeoutMs() }, () => {
   it('JSON edits of valid headers with edge device sizes: a summary or Luks2HeaderError only', async () => {
     expect(await fuzz.check('luks2Mutated')).toBeGreaterThan(0);
   });
@@ -32,7 +33,7 @@ describe('LUKS2 header JSON under fuzzing', () => {
   });
 });
 
-describe('QEMU metadata parsing under fuzzing', () => {
+describe('QEMU metadata parsing under fuzzing', { timeout: workerTestTimeoutMs() }, () => {
   it('wire instances: an instance or ConfbootError(internal)', async () => {
     expect(await fuzz.check('qemuInstance')).toBeGreaterThan(0);
   });
@@ -41,7 +42,7 @@ describe('QEMU metadata parsing under fuzzing', () => {
   });
 });
 
-describe('configuration parsers with 1–8 MB inputs', () => {
+describe('configuration parsers with 1–8 MB inputs', { timeout: workerTestTimeoutMs() }, () => {
   it('many indices, long values and keys, deep nesting, many keyslots, long leases files', async () => {
     expect(await fuzz.check('huge')).toBeGreaterThan(0);
   });

@@ -3,6 +3,7 @@
  * hang, only AttestationError. Runs in a worker thread so a hang fails the test instead of the run.
  */
 import { describe, expect, it } from 'vitest';
+import { workerTestTimeoutMs } from './harness/config.js';
 import { useFuzzWorker } from './harness/runner.js';
 
 const fuzz = useFuzzWorker(
@@ -10,7 +11,7 @@ const fuzz = useFuzzWorker(
   () => import('./props/event-log.props.js'),
 );
 
-describe('TCG event log parser under fuzzing', () => {
+describe('TCG event log parser under fuzzing', { timeout: workerTestTimeoutMs() }, () => {
   it('random bytes end in a parsed log or an AttestationError', async () => {
     expect(await fuzz.check('random')).toBeGreaterThan(0);
   });

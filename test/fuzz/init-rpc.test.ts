@@ -37,7 +37,7 @@ import {
   StubSecretHash,
 } from '../domain/stubs.js';
 import { DummyIssuer, DummyValidator } from '../support/dummy-attestation.js';
-import { fuzzRuns, fuzzSeed } from './harness/config.js';
+import { fuzzRuns, fuzzSeed, testTimeoutMs } from './harness/config.js';
 import { type CallOutcome, RawGrpcClient, statusName } from './harness/grpc.js';
 import { INIT_REQUEST_FIELDS, WireRequest, wireRequest } from './harness/protobuf.js';
 
@@ -216,40 +216,48 @@ const typedInit = fc
   );
 
 describe('init server requests under fuzzing (real InitFlow and KMS URI parsing, STUB ports)', () => {
-  it('structured, random and typed Init requests end in a defined status with decodable messages', async () => {
-    await fc.assert(
-      fc.asyncProperty(fc.oneof(wireRequest(INIT_REQUEST_FIELDS), typedInit), async (req) => {
-        checkOutcome(await client.call(req.bytes));
-      }),
-      { numRuns: fuzzRuns(200, 'heavy'), seed: fuzzSeed(), timeout: 20_000 },
-    );
-    await validInitWorks();
-  }, 120_000);
-
-  it('1–3 MB Init requests (huge secret, salt, names, many SANs)', async () => {
-    await fc.assert(
-      fc.asyncProperty(
-        fc.record({
-          field: fc.constantFrom('secret', 'salt', 'cluster-name', 'sans', 'kms-uri'),
-          n: fc.integer({ min: 1 << 20, max: 3 << 20 }),
+  it(
+    'structured, random and typed Init requests end in a defined status with decodable messages',
+    async () => {
+      await fc.assert(
+        fc.asyncProperty(fc.oneof(wireRequest(INIT_REQUEST_FIELDS), typedInit), async (req) => {
+          checkOutcome(await client.call(req.bytes));
         }),
-        async ({ field, n }) => {
-          const big = 'x'.repeat(n);
-          const req: InitRequest = {
-            ...VALID,
-            ...(field === 'secret' ? { initSecret: new Uint8Array(n) } : {}),
-            ...(field === 'salt' ? { measurementSalt: new Uint8Array(n) } : {}),
-            ...(field === 'cluster-name' ? { clusterName: big } : {}),
-            ...(field === 'sans'
-              ? { apiserverCertSans: Array.from({ length: n / 64 }, (_, i) => `san-${i}.example`) }
-              : {}),
-            ...(field === 'kms-uri' ? { kmsUri: `kms://cluster-kms?key=${big}&salt=AA` } : {}),
-          };
-          checkOutcome(await client.call(encode(req)));
-        },
-      ),
-      { numRuns: fuzzRuns(5, 'heavy'), seed: fuzzSeed(), timeout: 30_000, endOnFailure: true },
-    );
-    await validInitWorks();
-  }, 120_000);
+        { numRuns: fuzzRuns(200, 'heavy'), seed: fuzzSeed(), timeout: 20_000 },
+      );
+      await validInitWorks();
+    },
+    testTimeoutMs(fuzzRuns(200, 'heavy'), 50),
+  );
+
+  it(
+    '1–3 MB Init requests (huge secret, salt, names, many SANs)',
+    async () => {
+      await fc.assert(
+        fc.asyncProperty(
+          fc.record({
+            field: fc.constantFrom('secret', 'salt', 'cluster-name', 'sans', 'kms-uri'),
+            n: fc.integer({ min: 1 << 20, max: 3 << 20 }),
+          }),
+          async ({ field, n }) => {
+            const big = 'x'.repeat(n);
+            const req: InitRequest = {
+              ...VALID,
+              ...(field === 'secret' ? { initSecret: new Uint8Array(n) } : {}),
+              ...(field === 'salt' ? { measurementSalt: new Uint8Array(n) } : {}),
+              ...(field === 'cluster-name' ? { clusterName: big } : {}),
+              ...(field === 'sans'
+                ? { apiserverCertSans: Array.from({ length: n / 64 }, (_, i) => `san-${i}.example`) }
+                : {}),
+              ...(field === 'kms-uri' ? { kmsUri: `kms://cluster-kms?key=${big}&salt=AA` } : {}),
+            };
+            checkOutcome(await client.call(encode(req)));
+          },
+        ),
+        { numRuns: fuzzRuns(5, 'heavy'), seed: fuzzSeed(), timeout: 30_000, endOnFailure: true },
+      );
+      await validInitWorks();
+    },
+    testTimeoutMs(fuzzRuns(5, 'heavy'), 2000),
+  );
 });

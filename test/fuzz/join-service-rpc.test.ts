@@ -22,7 +22,7 @@ import { SystemClock } from '../../src/adapters/system/system-clock.js';
 import { IssueJoinTicketRequest, IssueJoinTicketResponse } from '../../src/gen/join.js';
 import { type Harness, startHarness } from '../app/join-service/harness.js';
 import { DummyIssuer } from '../support/dummy-attestation.js';
-import { fuzzRuns, fuzzSeed } from './harness/config.js';
+import { fuzzRuns, fuzzSeed, testTimeoutMs } from './harness/config.js';
 import { type CallOutcome, RawGrpcClient, statusName } from './harness/grpc.js';
 import { applyMutation, mutation } from './harness/mutate.js';
 import {
@@ -117,49 +117,61 @@ const typedJoin = fc
   );
 
 describe('join service requests under fuzzing (SIMULATED Kubernetes, dummy attestation)', () => {
-  it('IssueJoinTicket: structured, random and typed requests with mutated real CSRs get a defined status', async () => {
-    await fc.assert(
-      fc.asyncProperty(fc.oneof(wireRequest(ISSUE_JOIN_TICKET_FIELDS), typedJoin), async (req) => {
-        checkOutcome(await join.call(req.bytes));
-      }),
-      { numRuns: fuzzRuns(200, 'heavy'), seed: fuzzSeed(), timeout: 20_000 },
-    );
-    await validJoinWorks();
-  }, 120_000);
-
-  it('IssueRejoinTicket: structured and random requests get a defined status', async () => {
-    await fc.assert(
-      fc.asyncProperty(wireRequest(ISSUE_REJOIN_TICKET_FIELDS), async (req) => {
-        checkOutcome(await rejoin.call(req.bytes));
-      }),
-      { numRuns: fuzzRuns(100, 'heavy'), seed: fuzzSeed(), timeout: 20_000 },
-    );
-    await validJoinWorks();
-  }, 120_000);
-
-  it('1–3 MB requests (huge fields, near the 4 MiB message limit and over it)', async () => {
-    await fc.assert(
-      fc.asyncProperty(
-        fc.record({
-          field: fc.constantFrom('csr', 'uuid', 'principals', 'host-key'),
-          n: fc.integer({ min: 1 << 20, max: 3 << 20 }),
+  it(
+    'IssueJoinTicket: structured, random and typed requests with mutated real CSRs get a defined status',
+    async () => {
+      await fc.assert(
+        fc.asyncProperty(fc.oneof(wireRequest(ISSUE_JOIN_TICKET_FIELDS), typedJoin), async (req) => {
+          checkOutcome(await join.call(req.bytes));
         }),
-        fc.boolean(),
-        async ({ field, n }, over) => {
-          const size = over ? n + (4 << 20) : n;
-          const big = new Uint8Array(size).fill(0x41);
-          const req = IssueJoinTicketRequest.encode({
-            diskUuid: field === 'uuid' ? Buffer.from(big).toString('latin1') : randomUUID(),
-            certificateRequest: Buffer.from(field === 'csr' ? big : csrDer),
-            isControlPlane: false,
-            hostPublicKey: Buffer.from(field === 'host-key' ? big : new Uint8Array()),
-            hostCertificatePrincipals: field === 'principals' ? [Buffer.from(big).toString('latin1')] : [],
-          }).finish();
-          checkOutcome(await join.call(req));
-        },
-      ),
-      { numRuns: fuzzRuns(4, 'heavy'), seed: fuzzSeed(), timeout: 30_000, endOnFailure: true },
-    );
-    await validJoinWorks();
-  }, 120_000);
+        { numRuns: fuzzRuns(200, 'heavy'), seed: fuzzSeed(), timeout: 20_000 },
+      );
+      await validJoinWorks();
+    },
+    testTimeoutMs(fuzzRuns(200, 'heavy'), 50),
+  );
+
+  it(
+    'IssueRejoinTicket: structured and random requests get a defined status',
+    async () => {
+      await fc.assert(
+        fc.asyncProperty(wireRequest(ISSUE_REJOIN_TICKET_FIELDS), async (req) => {
+          checkOutcome(await rejoin.call(req.bytes));
+        }),
+        { numRuns: fuzzRuns(100, 'heavy'), seed: fuzzSeed(), timeout: 20_000 },
+      );
+      await validJoinWorks();
+    },
+    testTimeoutMs(fuzzRuns(100, 'heavy'), 50),
+  );
+
+  it(
+    '1–3 MB requests (huge fields, near the 4 MiB message limit and over it)',
+    async () => {
+      await fc.assert(
+        fc.asyncProperty(
+          fc.record({
+            field: fc.constantFrom('csr', 'uuid', 'principals', 'host-key'),
+            n: fc.integer({ min: 1 << 20, max: 3 << 20 }),
+          }),
+          fc.boolean(),
+          async ({ field, n }, over) => {
+            const size = over ? n + (4 << 20) : n;
+            const big = new Uint8Array(size).fill(0x41);
+            const req = IssueJoinTicketRequest.encode({
+              diskUuid: field === 'uuid' ? Buffer.from(big).toString('latin1') : randomUUID(),
+              certificateRequest: Buffer.from(field === 'csr' ? big : csrDer),
+              isControlPlane: false,
+              hostPublicKey: Buffer.from(field === 'host-key' ? big : new Uint8Array()),
+              hostCertificatePrincipals: field === 'principals' ? [Buffer.from(big).toString('latin1')] : [],
+            }).finish();
+            checkOutcome(await join.call(req));
+          },
+        ),
+        { numRuns: fuzzRuns(4, 'heavy'), seed: fuzzSeed(), timeout: 30_000, endOnFailure: true },
+      );
+      await validJoinWorks();
+    },
+    testTimeoutMs(fuzzRuns(4, 'heavy'), 2000),
+  );
 });

@@ -15,7 +15,7 @@ import { HkdfKms } from '../../src/adapters/kms/hkdf-kms.js';
 import { type KeyServiceServer, startKeyServiceServer } from '../../src/adapters/kms/key-service-server.js';
 import { silentLogger } from '../../src/adapters/log/pino-logger.js';
 import { GetDataKeyRequest, GetDataKeyResponse } from '../../src/gen/keyservice.js';
-import { fuzzRuns, fuzzSeed } from './harness/config.js';
+import { fuzzRuns, fuzzSeed, testTimeoutMs } from './harness/config.js';
 import { type CallOutcome, RawGrpcClient, statusName } from './harness/grpc.js';
 import { GET_DATA_KEY_FIELDS, type WireRequest, wireRequest } from './harness/protobuf.js';
 
@@ -77,51 +77,68 @@ async function send(req: WireRequest): Promise<void> {
 }
 
 describe('key service gRPC requests under fuzzing', () => {
-  it('structured and random GetDataKeyRequest bytes get a defined status; the server keeps serving', async () => {
-    await fc.assert(fc.asyncProperty(wireRequest(GET_DATA_KEY_FIELDS), send), {
-      numRuns: fuzzRuns(250, 'heavy'),
-      seed: fuzzSeed(),
-      timeout: 20_000,
-    });
-  }, 120_000);
+  it(
+    'structured and random GetDataKeyRequest bytes get a defined status; the server keeps serving',
+    async () => {
+      await fc.assert(fc.asyncProperty(wireRequest(GET_DATA_KEY_FIELDS), send), {
+        numRuns: fuzzRuns(250, 'heavy'),
+        seed: fuzzSeed(),
+        timeout: 20_000,
+      });
+    },
+    testTimeoutMs(fuzzRuns(250, 'heavy'), 50),
+  );
 
-  it('typed requests with edge IDs (unicode, long, empty) and lengths (0, max, max+1, 2^32-1)', async () => {
-    const id = fc.oneof(
-      fc.string({ maxLength: 50, unit: 'grapheme' }),
-      fc.constantFrom('', 'a'.repeat(1020), 'a'.repeat(1021), 'é'.repeat(511), '\u0000', '\ud800'),
-    );
-    const length = fc.oneof(fc.constantFrom(0, 1, 32, 8160, 8161, 0x7fffffff, 0xffffffff), fc.nat(10_000));
-    await fc.assert(
-      fc.asyncProperty(id, length, async (dataKeyId, len) => {
-        const bytes = GetDataKeyRequest.encode({ dataKeyId, length: len }).finish();
-        const out = await client.call(bytes);
-        checkOutcome(bytes, out);
-      }),
-      { numRuns: fuzzRuns(200, 'heavy'), seed: fuzzSeed(), timeout: 20_000 },
-    );
-    await stillServes();
-  }, 120_000);
+  it(
+    'typed requests with edge IDs (unicode, long, empty) and lengths (0, max, max+1, 2^32-1)',
+    async () => {
+      const id = fc.oneof(
+        fc.string({ maxLength: 50, unit: 'grapheme' }),
+        fc.constantFrom('', 'a'.repeat(1020), 'a'.repeat(1021), 'é'.repeat(511), '\u0000', '\ud800'),
+      );
+      const length = fc.oneof(fc.constantFrom(0, 1, 32, 8160, 8161, 0x7fffffff, 0xffffffff), fc.nat(10_000));
+      await fc.assert(
+        fc.asyncProperty(id, length, async (dataKeyId, len) => {
+          const bytes = GetDataKeyRequest.encode({ dataKeyId, length: len }).finish();
+          const out = await client.call(bytes);
+          checkOutcome(bytes, out);
+        }),
+        { numRuns: fuzzRuns(200, 'heavy'), seed: fuzzSeed(), timeout: 20_000 },
+      );
+      await stillServes();
+    },
+    testTimeoutMs(fuzzRuns(200, 'heavy'), 50),
+  );
 
-  it('1–10 MB requests (huge ID, huge unknown field, random bytes)', async () => {
-    const huge = fc.record({
-      kind: fc.constantFrom('id', 'unknown-field', 'random'),
-      n: fc.integer({ min: 1 << 20, max: 10 << 20 }),
-    });
-    await fc.assert(
-      fc.asyncProperty(huge, async ({ kind, n }) => {
-        let bytes: Uint8Array;
-        if (kind === 'id')
-          bytes = GetDataKeyRequest.encode({ dataKeyId: 'k'.repeat(n), length: 32 }).finish();
-        else if (kind === 'random') bytes = randomBytes(n);
-        else
-          bytes = Buffer.concat([Buffer.from(VALID), Buffer.from([0x1a]), lengthPrefix(n), Buffer.alloc(n)]);
-        const out = await client.call(bytes);
-        checkOutcome(bytes, out);
-        await stillServes();
-      }),
-      { numRuns: fuzzRuns(6, 'heavy'), seed: fuzzSeed(), timeout: 30_000, endOnFailure: true },
-    );
-  }, 120_000);
+  it(
+    '1–10 MB requests (huge ID, huge unknown field, random bytes)',
+    async () => {
+      const huge = fc.record({
+        kind: fc.constantFrom('id', 'unknown-field', 'random'),
+        n: fc.integer({ min: 1 << 20, max: 10 << 20 }),
+      });
+      await fc.assert(
+        fc.asyncProperty(huge, async ({ kind, n }) => {
+          let bytes: Uint8Array;
+          if (kind === 'id')
+            bytes = GetDataKeyRequest.encode({ dataKeyId: 'k'.repeat(n), length: 32 }).finish();
+          else if (kind === 'random') bytes = randomBytes(n);
+          else
+            bytes = Buffer.concat([
+              Buffer.from(VALID),
+              Buffer.from([0x1a]),
+              lengthPrefix(n),
+              Buffer.alloc(n),
+            ]);
+          const out = await client.call(bytes);
+          checkOutcome(bytes, out);
+          await stillServes();
+        }),
+        { numRuns: fuzzRuns(6, 'heavy'), seed: fuzzSeed(), timeout: 30_000, endOnFailure: true },
+      );
+    },
+    testTimeoutMs(fuzzRuns(6, 'heavy'), 2000),
+  );
 });
 
 function lengthPrefix(n: number): Buffer {

@@ -3,6 +3,7 @@
  * JSON, kubelet CSRs, node state, deny list, KMS URI, gRPC health request, cloud and CLI values.
  */
 import { describe, expect, it } from 'vitest';
+import { workerTestTimeoutMs } from './harness/config.js';
 import { useFuzzWorker } from './harness/runner.js';
 
 const fuzz = useFuzzWorker(
@@ -10,7 +11,7 @@ const fuzz = useFuzzWorker(
   () => import('./props/misc-parsers.props.js'),
 );
 
-describe('smaller parsers under fuzzing', () => {
+describe('smaller parsers under fuzzing', { timeout: workerTestTimeoutMs() }, () => {
   it('instance info of aws-nitro-tpm and gcp-sev-es documents: a value or an error message, never a throw', async () => {
     expect(await fuzz.check('instanceInfo')).toBeGreaterThan(0);
   });

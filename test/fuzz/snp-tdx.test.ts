@@ -4,6 +4,7 @@
  * AttestationError; nothing hangs.
  */
 import { describe, expect, it } from 'vitest';
+import { workerTestTimeoutMs } from './harness/config.js';
 import { useFuzzWorker } from './harness/runner.js';
 
 const fuzz = useFuzzWorker(
@@ -11,7 +12,7 @@ const fuzz = useFuzzWorker(
   () => import('./props/snp-tdx.props.js'),
 );
 
-describe('SEV-SNP and TDX under fuzzing', () => {
+describe('SEV-SNP and TDX under fuzzing', { timeout: workerTestTimeoutMs() }, () => {
   it('SNP report parser (Milan, Genoa, Turin layouts) on mutated real reports', async () => {
     expect(await fuzz.check('snpReport')).toBeGreaterThan(0);
   });

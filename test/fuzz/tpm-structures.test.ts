@@ -3,6 +3,7 @@
  * the documented errors, and no modified quote ever verifies.
  */
 import { describe, expect, it } from 'vitest';
+import { workerTestTimeoutMs } from './harness/config.js';
 import { useFuzzWorker } from './harness/runner.js';
 
 const fuzz = useFuzzWorker(
@@ -10,7 +11,7 @@ const fuzz = useFuzzWorker(
   () => import('./props/tpm-structures.props.js'),
 );
 
-describe('TPM 2.0 structures under fuzzing', () => {
+describe('TPM 2.0 structures under fuzzing', { timeout: workerTestTimeoutMs() }, () => {
   it('TPMT_PUBLIC: parsed key or AttestationError(ak-public-format); template matcher never throws', async () => {
     expect(await fuzz.check('tpmtPublic')).toBeGreaterThan(0);
   });

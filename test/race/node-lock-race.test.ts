@@ -277,44 +277,56 @@ async function round(s: Schedule): Promise<RoundResult> {
 }
 
 describe('node lock: init against join', () => {
-  it(`${ROUNDS} rounds: exactly one winner, the marker called once, both sides win some rounds`, async () => {
-    const tally = { init: 0, join: 0, bothAtLock: 0 };
-    await fc.assert(
-      fc.asyncProperty(schedule, async (s) => {
-        const r = await round(s);
-        tally[r.winner]++;
-        if (r.bothLocked) tally.bothAtLock++;
-      }),
-      { numRuns: ROUNDS, seed: fuzzSeed(), endOnFailure: false },
-    );
-    expect(tally.init + tally.join).toBe(ROUNDS);
-    // The race is real: each side won, and both flows reached the lock.
-    expect(tally.init).toBeGreaterThan(0);
-    expect(tally.join).toBeGreaterThan(0);
-    expect(tally.bothAtLock).toBeGreaterThan(0);
-  }, 120_000);
+  it(
+    `${ROUNDS} rounds: exactly one winner, the marker called once, both sides win some rounds`,
+    async () => {
+      const tally = { init: 0, join: 0, bothAtLock: 0 };
+      await fc.assert(
+        fc.asyncProperty(schedule, async (s) => {
+          const r = await round(s);
+          tally[r.winner]++;
+          if (r.bothLocked) tally.bothAtLock++;
+        }),
+        { numRuns: ROUNDS, seed: fuzzSeed(), endOnFailure: false },
+      );
+      expect(tally.init + tally.join).toBe(ROUNDS);
+      // The race is real: each side won, and both flows reached the lock.
+      expect(tally.init).toBeGreaterThan(0);
+      expect(tally.join).toBeGreaterThan(0);
+      expect(tally.bothAtLock).toBeGreaterThan(0);
+    },
+    Math.max(120_000, ROUNDS * 40),
+  );
 
-  it(`${ROUNDS} rounds of 2–8 bare tryLockOnce callers in the same tick: one acquires, one mark`, async () => {
-    const winners = new Set<number>();
-    await fc.assert(
-      fc.asyncProperty(fc.array(delay, { minLength: 2, maxLength: 8 }), delay, async (delays, markDelay) => {
-        const marker = new CountingMarker(markDelay);
-        const lock = new NodeLock(marker);
-        const results = await Promise.all(
-          delays.map(async (d, k) => {
-            await wait(d);
-            return (await lock.tryLockOnce(Uint8Array.of(k))).acquired;
-          }),
-        );
-        const won = results.flatMap((a, k) => (a ? [k] : []));
-        expect(won).toHaveLength(1);
-        expect(marker.calls).toHaveLength(1);
-        expect(marker.calls[0]).toEqual(Uint8Array.of(won[0] as number));
-        winners.add(won[0] as number);
-      }),
-      { numRuns: ROUNDS, seed: fuzzSeed() },
-    );
-    // Not always the first caller: delays reorder them.
-    expect(winners.size).toBeGreaterThan(1);
-  }, 120_000);
+  it(
+    `${ROUNDS} rounds of 2–8 bare tryLockOnce callers in the same tick: one acquires, one mark`,
+    async () => {
+      const winners = new Set<number>();
+      await fc.assert(
+        fc.asyncProperty(
+          fc.array(delay, { minLength: 2, maxLength: 8 }),
+          delay,
+          async (delays, markDelay) => {
+            const marker = new CountingMarker(markDelay);
+            const lock = new NodeLock(marker);
+            const results = await Promise.all(
+              delays.map(async (d, k) => {
+                await wait(d);
+                return (await lock.tryLockOnce(Uint8Array.of(k))).acquired;
+              }),
+            );
+            const won = results.flatMap((a, k) => (a ? [k] : []));
+            expect(won).toHaveLength(1);
+            expect(marker.calls).toHaveLength(1);
+            expect(marker.calls[0]).toEqual(Uint8Array.of(won[0] as number));
+            winners.add(won[0] as number);
+          },
+        ),
+        { numRuns: ROUNDS, seed: fuzzSeed() },
+      );
+      // Not always the first caller: delays reorder them.
+      expect(winners.size).toBeGreaterThan(1);
+    },
+    Math.max(120_000, ROUNDS * 40),
+  );
 });

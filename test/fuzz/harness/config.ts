@@ -47,3 +47,19 @@ export function isLongFuzz(): boolean {
 export function stallMs(): number {
   return envInt('CONFBOOT_FUZZ_STALL_MS') ?? 20_000;
 }
+
+/**
+ * A vitest timeout for a test doing `runs` runs of about `perRunMs` each: at least 120 s, scaled
+ * up for the long variant. A bound on a wait, not a performance check.
+ */
+export function testTimeoutMs(runs: number, perRunMs: number): number {
+  return Math.max(120_000, runs * perRunMs * 4);
+}
+
+/**
+ * Timeout of the worker-run fuzz tests: 120 s normally (a run takes seconds), 6 h for the long
+ * variant. Hangs are caught sooner by the stall watchdog ({@link stallMs}).
+ */
+export function workerTestTimeoutMs(): number {
+  return isLongFuzz() ? 6 * 3600_000 : 120_000;
+}
