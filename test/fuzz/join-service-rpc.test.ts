@@ -4,7 +4,8 @@
  * dummy attestation, the real key service and FileCertificateAuthority, SIMULATED Kubernetes) gets
  * IssueJoinTicket and IssueRejoinTicket requests over a real loopback connection: hand-encoded
  * protobuf with every field absent, repeated, edge-valued or huge, junk fields, random bytes, typed
- * requests whose CSR is a mutated real kubelet CSR, and 1–3 MB requests. Every call must end in a
+ * requests whose CSR is a mutated real kubelet CSR, and 1–3 MB requests; and grpc.health.v1 Check
+ * requests on the same attested port. Every call must end in a
  * status the service defines; INTERNAL only with a message from the service (never the generic
  * "internal error" of an unmapped exception); and the service must still issue a ticket to a valid
  * request afterwards.
@@ -37,6 +38,7 @@ const dir = mkdtempSync(joinPath(tmpdir(), 'confboot-fuzz-join-'));
 let h: Harness;
 let join: RawGrpcClient;
 let rejoin: RawGrpcClient;
+let health: RawGrpcClient;
 let csrDer: Uint8Array;
 const clock = new SystemClock();
 
@@ -56,11 +58,13 @@ beforeAll(async () => {
   const creds = () => new AttestedChannelCredentials({ issuer: new DummyIssuer(), clock });
   join = new RawGrpcClient(h.endpoint, creds(), '/join.API/IssueJoinTicket');
   rejoin = new RawGrpcClient(h.endpoint, creds(), '/join.API/IssueRejoinTicket');
+  health = new RawGrpcClient(h.endpoint, creds(), '/grpc.health.v1.Health/Check');
   csrDer = (await new X509CsrFactory().create('fuzz-node', ['10.0.0.7'])).csrDer;
 }, 60_000);
 afterAll(async () => {
   join?.close();
   rejoin?.close();
+  health?.close();
   await h?.stop();
   rmSync(dir, { recursive: true, force: true });
 });
@@ -137,6 +141,26 @@ describe('join service requests under fuzzing (SIMULATED Kubernetes, dummy attes
       await fc.assert(
         fc.asyncProperty(wireRequest(ISSUE_REJOIN_TICKET_FIELDS), async (req) => {
           checkOutcome(await rejoin.call(req.bytes));
+        }),
+        { numRuns: fuzzRuns(100, 'heavy'), seed: fuzzSeed(), timeout: 20_000 },
+      );
+      await validJoinWorks();
+    },
+    testTimeoutMs(fuzzRuns(100, 'heavy'), 50),
+  );
+
+  it(
+    'grpc.health.v1 Check on the attested port: structured and random requests get OK, NOT_FOUND or INTERNAL',
+    async () => {
+      const fields = [{ no: 1, name: 'service', type: 'string' as const }];
+      await fc.assert(
+        fc.asyncProperty(wireRequest(fields), async (req) => {
+          const out = await health.call(req.bytes);
+          checkOutcome(out);
+          expect(
+            [status.OK, status.NOT_FOUND, status.INTERNAL],
+            `${statusName(out.code)}: ${out.details}`,
+          ).toContain(out.code);
         }),
         { numRuns: fuzzRuns(100, 'heavy'), seed: fuzzSeed(), timeout: 20_000 },
       );

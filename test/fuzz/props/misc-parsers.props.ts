@@ -4,7 +4,8 @@
  * (vTPM x509-chain: AttestationError; SNP certs: plain Error), TDX collateral (CRL, signed JSON),
  * kubelet CSRs (FileCertificateAuthority.inspectCsr: ConfbootError invalid-argument), node state
  * JSON, the join service's deny list, the cluster KMS URI, the gRPC health request, cloud helpers
- * (OpenStack endpoint, Azure scale-set VM ID, role tags) and CLI values (--listen, --at).
+ * (OpenStack endpoint, Azure scale-set VM ID, role tags), CLI values (--listen, --at, --rate-limit)
+ * and the node configuration (cloud and variant names).
  */
 import fc from 'fast-check';
 import { loadCertificate, loadCertificates } from '../../../src/adapters/attestation/snp/certs.js';
@@ -22,9 +23,11 @@ import { decodeNodeState } from '../../../src/adapters/state/json-node-state-sto
 import { SystemClock } from '../../../src/adapters/system/system-clock.js';
 import { UsageError } from '../../../src/app/cli/args.js';
 import { parseAt } from '../../../src/app/cli/attestation-verify-snp.js';
+import { parseHostPort, parseRateLimit } from '../../../src/app/cli/join-service.js';
 import { parseListen } from '../../../src/app/cli/key-service.js';
 import { parseDenyList } from '../../../src/app/join-service/deny-list.js';
 import { decodeHealthCheckRequest } from '../../../src/app/join-service/grpc-health.js';
+import { CSPS, cspFromString, nodeConfig } from '../../../src/app/modules/node-config.js';
 import { fuzzRuns } from '../harness/config.js';
 import { edgeJson, FuzzJson, jsonMutated } from '../harness/json.js';
 import { type Base, type FuzzBytes, mutated, randomBytes } from '../harness/mutate.js';
@@ -163,6 +166,11 @@ function checkText(t: string): void {
   callDefined(() => parseTagRole(t), noError);
   callDefined(() => parseListen(t), usage);
   callDefined(() => parseAt(t), usage);
+  callDefined(() => parseHostPort('listen', t), usage);
+  callDefined(() => parseRateLimit(t), usage);
+  const csp = callDefined(() => cspFromString(t), invalidArgument);
+  if (csp.ok) ensure((CSPS as readonly string[]).includes(csp.value), 'known cloud');
+  callDefined(() => nodeConfig({ csp: 'qemu', variant: t, diskDevice: t }), invalidArgument);
 }
 
 const kmsUriLike = fc
