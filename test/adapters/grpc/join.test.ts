@@ -213,15 +213,21 @@ describe('join over attested TLS', () => {
 
   it('graceful shutdown lets a running call finish and then refuses new connections', async () => {
     let release: () => void = () => {};
+    let entered: () => void = () => {};
+    const handlerEntered = new Promise<void>((r) => {
+      entered = r;
+    });
     const { server, endpoint } = await start({
       issueJoinTicket: () =>
         new Promise((resolve) => {
           release = () => resolve(sampleTicket());
+          entered();
         }),
     });
     const client = new GrpcJoinTicketClient({ issuer: new DummyIssuer(), clock });
     const running = client.issueJoinTicket(endpoint, request);
-    for (let i = 0; i < 200 && server.connections === 0; i++) await new Promise((r) => setTimeout(r, 10));
+    // Shut down only once the call is really running in the handler (not merely connected).
+    await handlerEntered;
     const stopped = server.shutdown(5000);
     setTimeout(() => release(), 100);
     expect((await running).token).toBe('abcdef.0123456789abcdef');
