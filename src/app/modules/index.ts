@@ -1,38 +1,34 @@
 /**
- * Picks and loads the node module of one cloud (app layer, DI wiring). The switch below is the only
- * place that names the cloud module files, and it imports only the chosen one, so a node for one
- * cloud never loads another cloud's module — nor, through it, another cloud's SDK.
+ * Picks and loads the node module of one cloud (app layer, DI wiring). The provider table
+ * (providers.ts, one line per cloud) is the only place that names the cloud module files, and
+ * {@link moduleForCsp} imports only the chosen one, so a node for one cloud never loads another
+ * cloud's module — nor, through it, another cloud's SDK.
  */
-import { Container, type ContainerModule } from 'inversify';
+import { Container } from 'inversify';
 import type { BootstrapperNodeDeps } from '../bootstrapper/node.js';
 import { BootstrapperDeps, commonModule, NODE_TOKENS } from './common.js';
 import { type Csp, type NodeConfig, type NodeConfigInput, nodeConfig } from './node-config.js';
+import type { CloudModuleFile } from './provider.js';
+import { CLOUD_MODULES } from './providers.js';
 
 export { BootstrapperDeps, commonModule, LogRing, NODE_TOKENS, SharedNodeLock } from './common.js';
 export * from './node-config.js';
-
-/** What every cloud module file exports. */
-export interface CloudModuleFile {
-  /** Binds MetadataAPI and Issuer for this cloud. */
-  cloudModule(): ContainerModule;
-  /** npm packages of the cloud's SDK. */
-  SDK_PACKAGES: readonly string[];
-  /** Loads the cloud's SDK now (for the isolation check). */
-  preloadSdk(): Promise<void>;
-}
+export {
+  type CloudModuleFile,
+  type CloudProvider,
+  cloudModuleFile,
+  DEFAULT_CLOUD_API_TOKEN_PATH,
+  type ProviderSettings,
+  providerSettings,
+  vtpmCloudModule,
+} from './provider.js';
+export { CLOUD_MODULES } from './providers.js';
 
 /** Imports the module file of `csp` — and no other. */
 export async function moduleForCsp(csp: Csp): Promise<CloudModuleFile> {
-  switch (csp) {
-    case 'gcp':
-      return import('./gcp.js');
-    case 'azure':
-      return import('./azure.js');
-    case 'aws':
-      return import('./aws.js');
-    case 'qemu':
-      return import('./qemu.js');
-  }
+  const provider = CLOUD_MODULES[csp];
+  if (provider === undefined) throw new Error(`no module for cloud ${JSON.stringify(csp)}`);
+  return provider.load();
 }
 
 /**

@@ -10,23 +10,33 @@ import { DEVICE_TCTI } from '../../adapters/tpm/tpm2-tools-tpm.js';
 import { DEFAULT_JOIN_PATHS } from '../../domain/join-flow.js';
 import { ConfbootError } from '../../ports/errors.js';
 import { PRODUCTION_VARIANTS, type Variant } from '../../ports/variant.js';
+import type { CloudProvider } from './provider.js';
+import { CLOUD_MODULES } from './providers.js';
 
-/** The clouds confboot has a node module for. */
-export type Csp = 'gcp' | 'azure' | 'aws' | 'qemu';
+/** The clouds confboot has a node module for: the keys of the provider table (providers.ts). */
+export type Csp = keyof typeof CLOUD_MODULES;
 
-/** Every {@link Csp}, in the order the CLI lists them. */
-export const CSPS: readonly Csp[] = Object.freeze(['gcp', 'azure', 'aws', 'qemu']);
+/** Every {@link Csp}, in the order the CLI lists them (the provider table's order). */
+export const CSPS: readonly Csp[] = Object.freeze(Object.keys(CLOUD_MODULES) as Csp[]);
+
+function byCsp(pick: (p: CloudProvider) => readonly Variant[]): Readonly<Record<Csp, readonly Variant[]>> {
+  return Object.freeze(
+    Object.fromEntries(CSPS.map((csp) => [csp, Object.freeze([...pick(CLOUD_MODULES[csp])])])),
+  ) as Record<Csp, readonly Variant[]>;
+}
 
 /**
- * Attestation variants a node of each cloud can issue (those with an issuer in src/adapters). The
- * SNP/TDX variants of the clouds verify on the join service side but have no issuer yet.
+ * Attestation variants a node of each cloud can ISSUE (an issuer exists in src/adapters); the first
+ * is the cloud's default.
  */
-export const VARIANTS_BY_CSP: Readonly<Record<Csp, readonly Variant[]>> = Object.freeze({
-  gcp: ['gcp-sev-es'],
-  azure: ['azure-trustedlaunch'],
-  aws: ['aws-nitro-tpm'],
-  qemu: ['qemu-vtpm', 'qemu-tdx'],
-});
+export const ISSUER_VARIANTS_BY_CSP = byCsp((p) => p.issuers);
+
+/**
+ * Every attestation variant of each cloud: the issuing ones first, then the SEV-SNP/TDX variants
+ * that the join service and `confboot init` validate but no node here can issue (a node refuses
+ * them with "no issuer for <variant> on this machine").
+ */
+export const VARIANTS_BY_CSP = byCsp((p) => [...p.issuers, ...p.validators]);
 
 /** Where the node writes its files (upstream's paths by default). */
 export interface NodePaths {
@@ -54,9 +64,12 @@ export interface NodeConfig {
   paths: NodePaths;
   /**
    * Metadata endpoints: `baseUrl` is the metadata server or IMDS root, `apiEndpoint` the cloud API
-   * (for local fakes; default the SDK's), `localAddress` the source address of metadata requests.
+   * (for local fakes, default the SDK's; OpenStack: the Nova compute endpoint, required),
+   * `localAddress` the source address of metadata requests (qemu), `authTokenFile` a file holding
+   * the cloud API token of metadata-only providers (OpenStack: a Keystone token, re-read on every
+   * call; default `/run/confboot/cloud-api-token`).
    */
-  metadata: { baseUrl?: string; apiEndpoint?: string; localAddress?: string };
+  metadata: { baseUrl?: string; apiEndpoint?: string; localAddress?: string; authTokenFile?: string };
   /** kubeadm binary; default `kubeadm` on PATH. */
   kubeadmPath?: string;
   /** pino level. */
@@ -85,7 +98,8 @@ export function cspFromString(name: string): Csp {
 
 /**
  * Builds and checks a {@link NodeConfig}. Throws `invalid-argument` for an unknown cloud, for the
- * test-only `dummy` variant, and for a variant the cloud cannot issue.
+ * test-only `dummy` variant and for a variant of another cloud, and `failed-precondition` ("no
+ * issuer for <variant> on this machine") for a variant of this cloud that only validators support.
  */
 export function nodeConfig(input: NodeConfigInput): NodeConfig {
   const csp = cspFromString(input.csp);
@@ -93,13 +107,19 @@ export function nodeConfig(input: NodeConfigInput): NodeConfig {
   if (!(PRODUCTION_VARIANTS as readonly string[]).includes(input.variant)) {
     throw new ConfbootError(
       'invalid-argument',
-      `attestation variant ${JSON.stringify(input.variant)} cannot be used by a node (want one of ${VARIANTS_BY_CSP[csp].join(', ')})`,
+      `attestation variant ${JSON.stringify(input.variant)} cannot be used by a node (want one of ${ISSUER_VARIANTS_BY_CSP[csp].join(', ')})`,
     );
   }
   if (!VARIANTS_BY_CSP[csp].includes(variant)) {
     throw new ConfbootError(
       'invalid-argument',
-      `attestation variant ${variant} is not available on ${csp} (want one of ${VARIANTS_BY_CSP[csp].join(', ')})`,
+      `attestation variant ${variant} is not available on ${csp} (want one of ${ISSUER_VARIANTS_BY_CSP[csp].join(', ')})`,
+    );
+  }
+  if (!ISSUER_VARIANTS_BY_CSP[csp].includes(variant)) {
+    throw new ConfbootError(
+      'failed-precondition',
+      `no issuer for ${variant} on this machine: a ${csp} node attests with ${ISSUER_VARIANTS_BY_CSP[csp].join(', ')} (${variant} is validated by the join service only)`,
     );
   }
   if (input.diskDevice === '')

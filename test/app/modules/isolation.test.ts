@@ -1,6 +1,8 @@
 /**
  * Module-loading isolation, proven from the modules a real node process loads: each per-cloud
- * entrypoint (built JavaScript in dist/) runs `--check-wiring --preload-sdk` under a resolve hook
+ * entrypoint (built JavaScript in dist/; for OpenStack, which is one line in the provider table and
+ * has no entrypoint of its own, `confboot bootstrapper --csp openstack`) runs
+ * `--check-wiring --preload-sdk` under a resolve hook
  * that records every resolved module URL (test/support/record-loads.mjs). `--preload-sdk` forces
  * the node's own cloud SDK to load, so "no other SDK" is checked against a process that really
  * loads SDKs. The lead's `npm test` builds dist/ first (scripts/setup.sh).
@@ -13,17 +15,22 @@ import { useTmpDirs } from '../../support/tmp.js';
 
 const ROOT = resolve(import.meta.dirname, '../../..');
 const DIST_ENTRYPOINTS = join(ROOT, 'dist/src/app/entrypoints');
+const DIST_CLI = join(ROOT, 'dist/src/app/cli/main.js');
 const RECORDER = join(ROOT, 'test/support/record-loads.mjs');
 const tmp = useTmpDirs('confboot-isolation-');
 
 /** Package scopes of the cloud SDKs. */
 const SDK_SCOPES = { gcp: '@google-cloud', azure: '@azure', aws: '@aws-sdk' } as const;
-type Cloud = keyof typeof SDK_SCOPES | 'qemu';
+type Cloud = keyof typeof SDK_SCOPES | 'qemu' | 'openstack';
 
 /** Runs one entrypoint and returns the resolved module URLs. */
 function loadedModules(cloud: Cloud): Promise<{ code: number | null; stdout: string; urls: string[] }> {
-  const entry = join(DIST_ENTRYPOINTS, `${cloud}.js`);
-  if (!existsSync(entry)) throw new Error(`${entry} is missing: run npm run build first`);
+  const [entry, ...command] =
+    cloud === 'openstack'
+      ? [DIST_CLI, 'bootstrapper', '--csp', cloud]
+      : [join(DIST_ENTRYPOINTS, `${cloud}.js`)];
+  if (entry === undefined || !existsSync(entry))
+    throw new Error(`${entry} is missing: run npm run build first`);
   const record = join(tmp(), 'loads.txt');
   return new Promise((done, fail) => {
     execFile(
@@ -32,6 +39,7 @@ function loadedModules(cloud: Cloud): Promise<{ code: number | null; stdout: str
         '--import',
         RECORDER,
         entry,
+        ...command,
         '--check-wiring',
         '--preload-sdk',
         '--disk',
@@ -63,6 +71,7 @@ describe('a node for one cloud never loads another cloud SDK', () => {
     ['gcp', ['@google-cloud']],
     ['azure', ['@azure']],
     ['aws', ['@aws-sdk']],
+    ['openstack', []],
   ] as const)(
     'the %s entrypoint loads exactly these SDKs: %j',
     async (cloud, expected) => {
@@ -72,11 +81,21 @@ describe('a node for one cloud never loads another cloud SDK', () => {
       // The recorder saw the app itself, so an empty SDK list means something.
       expect(urls.some((u) => u.endsWith('/dist/src/app/modules/common.js'))).toBe(true);
       expect(sdkScopes(urls)).toEqual(expected);
-      // Only its own cloud module file was imported.
-      const moduleFiles = urls.filter((u) => /\/dist\/src\/app\/modules\/(gcp|azure|aws|qemu)\.js$/.test(u));
-      expect(new Set(moduleFiles)).toEqual(
-        new Set([`file://${DIST_ENTRYPOINTS.replace('entrypoints', 'modules')}/${cloud}.js`]),
+      // Only its own cloud module file was imported (a metadata-only provider has none: it uses
+      // the shared vtpm-cloud module), and only its own provider adapter folder.
+      const modulesDir = `file://${DIST_ENTRYPOINTS.replace('entrypoints', 'modules')}`;
+      const moduleFiles = urls.filter((u) =>
+        /\/dist\/src\/app\/modules\/(gcp|azure|aws|qemu|vtpm-cloud)\.js$/.test(u),
       );
+      expect(new Set(moduleFiles)).toEqual(
+        new Set([`${modulesDir}/${cloud === 'openstack' ? 'vtpm-cloud' : cloud}.js`]),
+      );
+      const adapterFolders = new Set(
+        urls.flatMap((u) => /\/dist\/src\/adapters\/cloud\/([a-z]+)\//.exec(u)?.[1] ?? []),
+      );
+      for (const other of ['gcp', 'azure', 'aws', 'qemu', 'openstack'].filter((c) => c !== cloud))
+        expect(adapterFolders.has(other), `${cloud} loaded the ${other} adapter`).toBe(false);
+      if (cloud === 'openstack') expect(adapterFolders.has('openstack')).toBe(true);
     },
     60_000,
   );

@@ -1,47 +1,77 @@
 /**
- * The node containers: for every cloud and each of its variants, the common module plus the cloud
- * module resolve every token (no hardware touched: adapters connect lazily), singletons are shared,
- * and the test-only `dummy` variant cannot be selected.
+ * The node containers: for every cloud and each variant it can issue, the common module plus the
+ * cloud module resolve every token (no hardware touched: adapters connect lazily), singletons are
+ * shared, the validator-only SEV-SNP/TDX variants and the test-only `dummy` variant cannot be
+ * selected, and the one-line OpenStack provider reaches a FAKE OpenStack (no OpenStack here) through
+ * the settings of the node config.
  */
-import { describe, expect, it } from 'vitest';
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
 import { QemuTdxIssuer } from '../../../src/adapters/attestation/tdx/issuer.js';
 import { VtpmIssuer } from '../../../src/adapters/attestation/vtpm/issuer.js';
 import { AwsMetadataAPI } from '../../../src/adapters/cloud/aws/metadata-api.js';
 import { AzureMetadataAPI } from '../../../src/adapters/cloud/azure/metadata-api.js';
 import { GcpMetadataAPI } from '../../../src/adapters/cloud/gcp/metadata-api.js';
 import { QemuMetadataAPI } from '../../../src/adapters/cloud/qemu/metadata-api.js';
+import { silentLogger } from '../../../src/adapters/log/pino-logger.js';
 import type { Tpm2ToolsTpm } from '../../../src/adapters/tpm/tpm2-tools-tpm.js';
 import type { BootstrapperNodeDeps } from '../../../src/app/bootstrapper/node.js';
 import {
   AZURE_HCL_AK_HANDLE,
   BootstrapperDeps,
   bootstrapperDeps,
+  CLOUD_MODULES,
   CSPS,
   type Csp,
   checkWiring,
   createNodeContainer,
+  DEFAULT_CLOUD_API_TOKEN_PATH,
+  ISSUER_VARIANTS_BY_CSP,
   moduleForCsp,
   NODE_TOKENS,
   nodeConfig,
+  providerSettings,
   SharedNodeLock,
   VARIANTS_BY_CSP,
 } from '../../../src/app/modules/index.js';
+import { LazyMetadataAPI } from '../../../src/app/modules/vtpm-cloud.js';
 import { NodeLock } from '../../../src/domain/node-lock.js';
+import { isConfbootError } from '../../../src/ports/errors.js';
 import { Issuer } from '../../../src/ports/issuer.js';
 import { MetadataAPI } from '../../../src/ports/metadata-api.js';
 import { Random } from '../../../src/ports/random.js';
 import { Tpm } from '../../../src/ports/tpm.js';
 import { PRODUCTION_VARIANTS, VARIANT_OIDS } from '../../../src/ports/variant.js';
+import {
+  type FakeOpenStack,
+  OPENSTACK_FAKE_TOKEN,
+  startFakeOpenStack,
+} from '../../adapters/cloud/openstack/fake-openstack-server.js';
 import { FakeMetadataAPI } from '../../fakes/fake-metadata-api.js';
+import { useTmpDirs } from '../../support/tmp.js';
+
+const tmp = useTmpDirs('confboot-modules-');
+const cleanups: Array<() => Promise<void>> = [];
+afterEach(async () => {
+  for (const c of cleanups.splice(0).reverse()) await c();
+});
 
 const METADATA_CLASS: Record<Csp, abstract new (...args: never[]) => unknown> = {
   gcp: GcpMetadataAPI,
   azure: AzureMetadataAPI,
   aws: AwsMetadataAPI,
   qemu: QemuMetadataAPI,
+  // Metadata-only providers build their adapter on first use (see the OpenStack cases below).
+  openstack: LazyMetadataAPI,
 };
 
-const cases = CSPS.flatMap((csp) => VARIANTS_BY_CSP[csp].map((variant) => ({ csp, variant })));
+const cases = CSPS.flatMap((csp) => ISSUER_VARIANTS_BY_CSP[csp].map((variant) => ({ csp, variant })));
+const validatorOnly = CSPS.flatMap((csp) =>
+  VARIANTS_BY_CSP[csp]
+    .filter((variant) => !ISSUER_VARIANTS_BY_CSP[csp].includes(variant))
+    .map((variant) => ({ csp, variant })),
+);
 
 describe('node containers', () => {
   it.each(cases)(
@@ -107,7 +137,107 @@ describe('node containers', () => {
         '@aws-sdk/client-elastic-load-balancing-v2',
       ],
       [],
+      [],
     ]);
+  });
+});
+
+describe('the provider table', () => {
+  it('lists every cloud once, issuing variants first, and the SNP/TDX variants as validator-only', () => {
+    expect(CSPS).toEqual(['gcp', 'azure', 'aws', 'qemu', 'openstack']);
+    expect(VARIANTS_BY_CSP).toEqual({
+      gcp: ['gcp-sev-es', 'gcp-sev-snp'],
+      azure: ['azure-trustedlaunch', 'azure-sev-snp', 'azure-tdx'],
+      aws: ['aws-nitro-tpm', 'aws-sev-snp'],
+      qemu: ['qemu-vtpm', 'qemu-tdx'],
+      openstack: ['qemu-vtpm'],
+    });
+    expect(validatorOnly.map((c) => c.variant).sort()).toEqual([
+      'aws-sev-snp',
+      'azure-sev-snp',
+      'azure-tdx',
+      'gcp-sev-snp',
+    ]);
+    for (const csp of CSPS) expect(CLOUD_MODULES[csp].issuers).toEqual(ISSUER_VARIANTS_BY_CSP[csp]);
+  });
+
+  it.each(validatorOnly)(
+    'a $csp node refuses $variant: no issuer for it on this machine (config and container)',
+    async ({ csp, variant }) => {
+      const input = { csp, variant, diskDevice: '/dev/null' };
+      expect(() => nodeConfig(input)).toThrow(`no issuer for ${variant} on this machine`);
+      await expect(createNodeContainer(input)).rejects.toThrow(`no issuer for ${variant} on this machine`);
+    },
+  );
+});
+
+describe('the OpenStack provider (one registration line; FAKE OpenStack on loopback)', () => {
+  async function fakeOpenStack(): Promise<FakeOpenStack> {
+    const fake = await startFakeOpenStack();
+    cleanups.push(() => fake.server.close());
+    fake.state.servers = [
+      {
+        id: '11111111-2222-3333-4444-555555555555',
+        name: 'control-plane-0',
+        status: 'ACTIVE',
+        metadata: { 'constellation-uid': 'uid-1', 'constellation-role': 'ControlPlane' },
+        networks: { 'confboot-net': ['10.0.0.5'] },
+      },
+    ];
+    fake.state.selfId = '11111111-2222-3333-4444-555555555555';
+    return fake;
+  }
+
+  it('reaches the metadata service and Nova with the node config: metadata URL, compute endpoint, token file', async () => {
+    const fake = await fakeOpenStack();
+    const tokenFile = join(tmp(), 'token');
+    writeFileSync(tokenFile, `${OPENSTACK_FAKE_TOKEN}\n`);
+    const container = await createNodeContainer({
+      csp: 'openstack',
+      variant: 'qemu-vtpm',
+      diskDevice: '/dev/null',
+      logLevel: 'silent',
+      metadata: { baseUrl: fake.server.url, apiEndpoint: fake.computeEndpoint, authTokenFile: tokenFile },
+    });
+    expect(await checkWiring(container)).toHaveLength(NODE_TOKENS.length);
+    const metadata = await container.getAsync<MetadataAPI>(MetadataAPI);
+    const self = await metadata.self();
+    expect(self).toMatchObject({ name: 'control-plane-0', vpcIp: '10.0.0.5' });
+    expect(await metadata.uid()).toBe('uid-1');
+    const issuer = await container.getAsync<Issuer>(Issuer);
+    expect(issuer.variant).toBe('qemu-vtpm');
+  });
+
+  it('a missing compute endpoint or token is named by the first metadata call, and the next call retries', async () => {
+    const fake = await fakeOpenStack();
+    const noEndpoint = await createNodeContainer({
+      csp: 'openstack',
+      variant: 'qemu-vtpm',
+      diskDevice: '/dev/null',
+      logLevel: 'silent',
+      metadata: { baseUrl: fake.server.url },
+    });
+    const err = await (await noEndpoint.getAsync<MetadataAPI>(MetadataAPI)).self().catch((e: unknown) => e);
+    expect(isConfbootError(err) && err.code).toBe('failed-precondition');
+    expect(String(err)).toMatch(/setting up the openstack metadata API: .*no cloud API endpoint configured/);
+
+    const tokenFile = join(tmp(), 'missing-token');
+    const settings = providerSettings(
+      nodeConfig({
+        csp: 'openstack',
+        variant: 'qemu-vtpm',
+        diskDevice: '/d',
+        metadata: { apiEndpoint: fake.computeEndpoint, authTokenFile: tokenFile },
+      }),
+      silentLogger,
+    );
+    await expect(settings.authToken()).rejects.toThrow(`reading the cloud API token from ${tokenFile}`);
+    writeFileSync(tokenFile, '  \n');
+    await expect(settings.authToken()).rejects.toThrow(/is empty/);
+    writeFileSync(tokenFile, 'tok\n');
+    expect(await settings.authToken()).toBe('tok');
+    expect(settings.apiEndpoint()).toBe(fake.computeEndpoint);
+    expect(DEFAULT_CLOUD_API_TOKEN_PATH).toBe('/run/confboot/cloud-api-token');
   });
 });
 
@@ -130,8 +260,8 @@ describe('the dummy variant cannot be selected', () => {
     expect(() => nodeConfig({ csp: 'aws', variant: 'nope', diskDevice: '/d' })).toThrow(
       /"nope" cannot be used/,
     );
-    expect(() => nodeConfig({ csp: 'openstack', variant: 'qemu-vtpm', diskDevice: '/d' })).toThrow(
-      /unknown cloud "openstack"/,
+    expect(() => nodeConfig({ csp: 'mars', variant: 'qemu-vtpm', diskDevice: '/d' })).toThrow(
+      /unknown cloud "mars" \(want one of gcp, azure, aws, qemu, openstack\)/,
     );
     expect(Object.keys(VARIANT_OIDS)).toContain('dummy'); // it exists, for tests only
   });
