@@ -1,0 +1,119 @@
+/**
+ * `npm run bench` (scripts/bench.mjs runs this file through bench/vitest.bench.config.ts): P5, P4,
+ * P1, P2 and P3 of issue 7, one after the other, each side by side with its baseline. A full run
+ * writes bench/results.json and BENCHMARKS.md. CONFBOOT_BENCH_ONLY=P1,P5 (say) runs a subset and
+ * writes bench/results.partial.json only (parts: P1 P2 P3 P4 P5 STAGES); CONFBOOT_BENCH_ONLY=RENDER
+ * only re-renders BENCHMARKS.md from bench/results.json (after editing bench/analysis.md). Nothing here asserts a time: the numbers are the output.
+ * Knobs (defaults): CONFBOOT_BENCH_NODES (1000), CONFBOOT_BENCH_CONCURRENCY (8),
+ * CONFBOOT_BENCH_P1_ROUNDS (3), CONFBOOT_BENCH_P1_ROUND_MS (3000), CONFBOOT_BENCH_P3_NODES (100),
+ * CONFBOOT_BENCH_P3_HEADSTART_MS (15000), CONFBOOT_BENCH_P4_RUNS (7), CONFBOOT_BENCH_P2_NOCAP=1 (also
+ * run P2 with the concurrency cap off), CONFBOOT_BENCH_CPU_PROF=<dir> (CPU profiles of the children).
+ */
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type BenchCluster, createBenchCluster, envInt } from './fixture.js';
+import { benchP1 } from './p1-throughput.js';
+import { benchP2 } from './p2-burst.js';
+import { benchP3 } from './p3-delay.js';
+import { benchP4 } from './p4-startup.js';
+import { type BenchResults, finishMachineInfo, machineInfo, renderMarkdown } from './report.js';
+import { benchStages } from './stages.js';
+import { benchVtpmValidation } from './vtpm-validation.js';
+
+const only = process.env.CONFBOOT_BENCH_ONLY?.split(',').map((s) => s.trim().toUpperCase());
+const enabled = (part: string) => only === undefined || only.includes(part);
+const runIf = (part: string) => (enabled(part) ? it : it.skip);
+
+const parameters = {
+  nodes: envInt('CONFBOOT_BENCH_NODES', 1000),
+  concurrency: envInt('CONFBOOT_BENCH_CONCURRENCY', 8),
+  p1Rounds: envInt('CONFBOOT_BENCH_P1_ROUNDS', 3),
+  p1RoundMs: envInt('CONFBOOT_BENCH_P1_ROUND_MS', 3000),
+  p3Nodes: envInt('CONFBOOT_BENCH_P3_NODES', 100),
+  p3HeadStartMs: envInt('CONFBOOT_BENCH_P3_HEADSTART_MS', 15_000),
+  p4Runs: envInt('CONFBOOT_BENCH_P4_RUNS', 7),
+};
+
+describe.sequential('confboot benchmarks (issue 7)', () => {
+  const started = Date.now();
+  const results: BenchResults = { machine: machineInfo(), parameters };
+  let cluster: BenchCluster;
+  let logDir: string;
+
+  beforeAll(async () => {
+    cluster = await createBenchCluster();
+    logDir = mkdtempSync(join(tmpdir(), 'confboot-bench-logs-'));
+  });
+
+  afterAll(async () => {
+    finishMachineInfo(results.machine, started);
+    const json = `${JSON.stringify(results, null, 2)}\n`;
+    const benchDir = import.meta.dirname;
+    if (only?.includes('RENDER')) {
+      // Re-render BENCHMARKS.md from the last full run's results (after editing bench/analysis.md).
+      const last = JSON.parse(readFileSync(join(benchDir, 'results.json'), 'utf8')) as BenchResults;
+      writeFileSync(join(benchDir, '..', 'BENCHMARKS.md'), renderMarkdown(last));
+    } else if (only === undefined) {
+      writeFileSync(join(benchDir, 'results.json'), json);
+      writeFileSync(join(benchDir, '..', 'BENCHMARKS.md'), renderMarkdown(results));
+    } else {
+      writeFileSync(join(benchDir, 'results.partial.json'), json);
+    }
+    if (!only?.includes('RENDER')) process.stdout.write(`\n${renderMarkdown(results)}\n`);
+    await cluster?.close();
+    if (logDir) rmSync(logDir, { recursive: true, force: true });
+  });
+
+  runIf('P5')('P5: vTPM validation ÷ raw crypto floor', async () => {
+    results.p5 = await benchVtpmValidation();
+    expect(results.p5.floorUs).toBeGreaterThan(0);
+  });
+
+  runIf('P4')('P4: join service start-to-listening ÷ node -e 0', async () => {
+    results.p4 = await benchP4(cluster, logDir, parameters.p4Runs);
+    expect(results.p4.nodeMs).toBeGreaterThan(0);
+  });
+
+  runIf('P1')('P1: join tickets/s on fresh attested connections ÷ plain mTLS calls/s', async () => {
+    results.p1 = await benchP1(cluster, logDir, {
+      concurrency: parameters.concurrency,
+      rounds: parameters.p1Rounds,
+      roundMs: parameters.p1RoundMs,
+    });
+    expect(results.p1.mtlsCalls).toBeGreaterThan(0);
+  });
+
+  runIf('STAGES')('stage costs of one join (service and node side)', async () => {
+    results.stages = await benchStages(cluster);
+    expect(results.stages.length).toBeGreaterThan(0);
+  });
+
+  runIf('P2')('P2: burst of N nodes against one join-service process', async () => {
+    results.p2 = await benchP2(cluster, logDir, parameters.nodes);
+    expect(results.p2.successes + results.p2.failures).toBe(parameters.nodes);
+    // What-if (opt-in, it doubles P2's time): the same burst with the service's concurrency cap off.
+    if (process.env.CONFBOOT_BENCH_P2_NOCAP === '1')
+      results.p2NoCap = await benchP2(cluster, logDir, parameters.nodes, {
+        maxConcurrent: 0,
+        label: 'nocap',
+      });
+  });
+
+  runIf('P3')('P3: join delay after the join service becomes reachable (nodes started first)', async () => {
+    const base = await benchP3(cluster, logDir, {
+      nodes: parameters.p3Nodes,
+      headStartMs: parameters.p3HeadStartMs,
+      label: 'default',
+    });
+    const capped = await benchP3(cluster, logDir, {
+      nodes: parameters.p3Nodes,
+      headStartMs: parameters.p3HeadStartMs,
+      label: 'capped',
+      backoff: { initialMs: 1_000, maxMs: 2_000 },
+    });
+    results.p3 = [base, capped];
+    expect(base.joined).toBe(parameters.p3Nodes);
+  });
+});

@@ -1,0 +1,129 @@
+/**
+ * Child processes of the benchmarks (bench/, outside the product): the join service program from the
+ * transpiled tree (scripts/bench.mjs writes it; CONFBOOT_BENCH_BUILD names the directory), its
+ * "listening" line, its peak resident set size (VmHWM in /proc/<pid>/status) and a bounded stop.
+ */
+import { type ChildProcess, spawn } from 'node:child_process';
+import { closeSync, existsSync, openSync, readFileSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import { performance } from 'node:perf_hooks';
+import { createInterface } from 'node:readline';
+import type { BenchServiceConfig } from './service-wiring.js';
+
+/** The transpiled tree of scripts/bench.mjs. */
+export function buildDir(): string {
+  const dir =
+    process.env.CONFBOOT_BENCH_BUILD ??
+    resolve(import.meta.dirname, '..', 'node_modules', '.cache', 'confboot-bench');
+  if (!existsSync(join(dir, 'bench', 'join-service-process.js')))
+    throw new Error(`no transpiled join service in ${dir}: run the benchmarks with \`npm run bench\``);
+  return dir;
+}
+
+/** The listening line of a service process, and when this process read it. */
+export interface Listening {
+  /** The service's own wall-clock time when it listened (epoch ms). */
+  atMs: number;
+  /** performance.now() in this process when the line was read. */
+  seenAt: number;
+  grpcPort?: number;
+  httpPort?: number;
+  port?: number;
+}
+
+/** A spawned service process. */
+export interface ServiceProcess {
+  readonly child: ChildProcess;
+  /** performance.now() right before spawn. */
+  readonly spawnedAt: number;
+  /** Resolves once the service printed its listening line (rejects if it exits first or after `timeoutMs`). */
+  readonly listening: Promise<Listening>;
+  /** Peak RSS so far in bytes (VmHWM), or NaN once the process is gone. */
+  peakRssBytes(): number;
+  /** SIGTERM, then SIGKILL after `graceMs`; resolves with the exit code. */
+  stop(graceMs?: number): Promise<number | null>;
+}
+
+/** Reads VmHWM (peak RSS) of `pid` in bytes. */
+export function peakRssOf(pid: number): number {
+  try {
+    const m = /^VmHWM:\s+(\d+)\s+kB$/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+    return m ? Number(m[1]) * 1024 : Number.NaN;
+  } catch {
+    return Number.NaN;
+  }
+}
+
+function waitExit(child: ChildProcess): Promise<number | null> {
+  if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve(child.exitCode);
+  return new Promise((r) => child.once('exit', (code) => r(code)));
+}
+
+/** Spawns `node <args>`; stderr goes to `logPath`; resolves `listening` on the first JSON line with `listening: true`. */
+export function spawnListening(args: string[], logPath: string, timeoutMs = 60_000): ServiceProcess {
+  const logFd = openSync(logPath, 'a');
+  const spawnedAt = performance.now();
+  // CONFBOOT_BENCH_CPU_PROF=<dir>: every child writes a V8 CPU profile there when it exits.
+  const profDir = process.env.CONFBOOT_BENCH_CPU_PROF;
+  const nodeArgs = profDir ? ['--cpu-prof', '--cpu-prof-dir', profDir] : [];
+  const child = spawn(process.execPath, [...nodeArgs, ...args], { stdio: ['ignore', 'pipe', logFd] });
+  closeSync(logFd);
+  const listening = new Promise<Listening>((resolveListening, reject) => {
+    const timer = setTimeout(
+      () => reject(new Error(`service not listening after ${timeoutMs} ms`)),
+      timeoutMs,
+    );
+    const lines = createInterface({ input: child.stdout as NodeJS.ReadableStream });
+    lines.on('line', (line) => {
+      const seenAt = performance.now();
+      try {
+        const msg = JSON.parse(line) as Omit<Listening, 'seenAt'> & { listening?: boolean };
+        if (msg.listening === true) {
+          clearTimeout(timer);
+          resolveListening({ ...msg, seenAt });
+        }
+      } catch {
+        // Not our line.
+      }
+    });
+    child.once('exit', (code) => {
+      clearTimeout(timer);
+      reject(new Error(`service exited with ${code} before listening (log: ${logPath})`));
+    });
+  });
+  listening.catch(() => {});
+  return {
+    child,
+    spawnedAt,
+    listening,
+    peakRssBytes: () => (child.pid === undefined ? Number.NaN : peakRssOf(child.pid)),
+    async stop(graceMs = 15_000) {
+      if (child.exitCode !== null || child.signalCode !== null) return child.exitCode;
+      child.kill('SIGTERM');
+      const timer = setTimeout(() => child.kill('SIGKILL'), graceMs);
+      try {
+        return await waitExit(child);
+      } finally {
+        clearTimeout(timer);
+      }
+    },
+  };
+}
+
+/** Spawns the benchmark join service (bench/join-service-process.ts) with `config`. */
+export function spawnJoinService(config: BenchServiceConfig, logPath: string): ServiceProcess {
+  return spawnListening(
+    [join(buildDir(), 'bench', 'join-service-process.js'), JSON.stringify(config)],
+    logPath,
+  );
+}
+
+/** Spawns a confboot CLI runner (bench/cli-process.ts), e.g. `src/app/cli/key-service.js runKeyService`. */
+export function spawnCli(
+  modulePath: string,
+  runner: string,
+  argv: string[],
+  logPath: string,
+): ServiceProcess {
+  return spawnListening([join(buildDir(), 'bench', 'cli-process.js'), modulePath, runner, ...argv], logPath);
+}

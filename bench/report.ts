@@ -1,0 +1,195 @@
+/**
+ * The benchmark report (bench/, outside the product): machine information, the results object that
+ * goes to bench/results.json, and BENCHMARKS.md rendered from it plus the hand-written analysis in
+ * bench/analysis.md (why a target is missed and what would close the gap).
+ */
+import { readFileSync } from 'node:fs';
+import { cpus, loadavg, release, totalmem } from 'node:os';
+import { join } from 'node:path';
+import type { P1Result } from './p1-throughput.js';
+import type { P2Result } from './p2-burst.js';
+import type { P3Result } from './p3-delay.js';
+import type { P4Result } from './p4-startup.js';
+import type { StageCost } from './stages.js';
+import type { VtpmValidationBench } from './vtpm-validation.js';
+
+/** Where and when a run happened. */
+export interface MachineInfo {
+  cpuModel: string;
+  cores: number;
+  memoryGB: number;
+  node: string;
+  kernel: string;
+  /** 1/5/15-minute load averages at the start and the end of the run. */
+  loadAverageStart: number[];
+  loadAverageEnd: number[];
+  date: string;
+  durationSeconds: number;
+}
+
+/** Everything one `npm run bench` measured. */
+export interface BenchResults {
+  machine: MachineInfo;
+  parameters: Record<string, number>;
+  p1?: P1Result;
+  p2?: P2Result;
+  /** P2 again with the service's concurrency cap off (what-if). */
+  p2NoCap?: P2Result;
+  p3?: P3Result[];
+  p4?: P4Result;
+  p5?: VtpmValidationBench;
+  stages?: StageCost[];
+}
+
+/** Machine information now (load average at start; the end is filled in by {@link finishMachineInfo}). */
+export function machineInfo(): MachineInfo {
+  const cpu = cpus();
+  return {
+    cpuModel: cpu[0]?.model.trim() ?? 'unknown',
+    cores: cpu.length,
+    memoryGB: Math.round((totalmem() / 2 ** 30) * 10) / 10,
+    node: process.version,
+    kernel: release(),
+    loadAverageStart: loadavg().map(round2),
+    loadAverageEnd: [],
+    date: new Date().toISOString(),
+    durationSeconds: 0,
+  };
+}
+
+/** Fills in the end-of-run fields. */
+export function finishMachineInfo(info: MachineInfo, startedMs: number): void {
+  info.loadAverageEnd = loadavg().map(round2);
+  info.durationSeconds = Math.round((Date.now() - startedMs) / 100) / 10;
+}
+
+function round2(n: number): number {
+  return Math.round(n * 100) / 100;
+}
+
+function fmt(n: number | undefined, digits = 2): string {
+  return n === undefined || Number.isNaN(n) ? 'n/a' : n.toFixed(digits);
+}
+
+function verdict(ok: boolean | undefined): string {
+  return ok === undefined ? 'not run' : ok ? '**met**' : '**missed**';
+}
+
+function p2Row(name: string, p2: P2Result, judged: boolean): string {
+  const ok = p2.failures === 0 && p2.wallSeconds <= 15 && p2.p99Seconds <= 8 && p2.peakRssMB <= 300;
+  const what =
+    p2.maxConcurrent === 0
+      ? `same burst, the service's concurrency cap off (what-if, see analysis)`
+      : `burst of ${p2.nodes} nodes against one join-service process (concurrency cap ${p2.maxConcurrent}; refused attempts retried with the join flow's backoff)`;
+  const v = !judged
+    ? ok
+      ? 'would meet'
+      : 'would miss'
+    : p2.nodes >= 1000
+      ? verdict(ok)
+      : `not judged (target is for 1000 nodes; ${ok ? 'within' : 'outside'} it at ${p2.nodes})`;
+  return `| ${name} | ${what} | ${p2.successes} joined, **${p2.failures} failed**, ${p2.attempts - p2.nodes} retries; wall **${fmt(p2.wallSeconds, 1)} s**; time to ticket p50 ${fmt(p2.p50Seconds)} s, p99 **${fmt(p2.p99Seconds)} s**; peak RSS **${fmt(p2.peakRssMB, 0)} MB** | 0 failures, ≤ 15 s, p99 ≤ 8 s, ≤ 300 MB | ${v} |`;
+}
+
+/** Renders BENCHMARKS.md. */
+export function renderMarkdown(r: BenchResults): string {
+  const m = r.machine;
+  const rows: string[] = [];
+  const { p1, p2, p3, p4, p5 } = r;
+  if (p1)
+    rows.push(
+      `| P1 | join tickets/s on fresh attested connections ÷ plain grpc-js mTLS unary calls/s on fresh connections (concurrency ${p1.concurrency}) | ${fmt(p1.joinPerSecond, 1)}/s ÷ ${fmt(p1.mtlsPerSecond, 1)}/s = **${fmt(p1.ratio)}** | ≥ 0.6 | ${verdict(p1.ratio >= 0.6)} |`,
+    );
+  if (p2) rows.push(p2Row('P2', p2, true));
+  if (r.p2NoCap) rows.push(p2Row('P2′', r.p2NoCap, false));
+  for (const [i, run] of (p3 ?? []).entries()) {
+    const name = i === 0 ? 'P3' : 'P3′';
+    const what =
+      i === 0
+        ? `median join delay after the service is reachable; ${run.nodes} nodes started ${fmt(run.headStartMs / 1000, 0)} s earlier, default backoff (${run.backoff.initialMs} ms … ${run.backoff.maxMs / 1000} s, full jitter)`
+        : `same, backoff capped at ${run.backoff.maxMs / 1000} s (what-if, see analysis)`;
+    rows.push(
+      `| ${name} | ${what} | median **${fmt(run.medianDelaySeconds)} s** (p90 ${fmt(run.p90DelaySeconds)} s, max ${fmt(run.maxDelaySeconds)} s; ${run.joined}/${run.nodes} joined) | ≤ 2 s | ${i === 0 ? verdict(run.medianDelaySeconds <= 2) : run.medianDelaySeconds <= 2 ? 'would meet' : 'would miss'} |`,
+    );
+  }
+  if (p4) {
+    rows.push(
+      `| P4 | join service start-to-listening ÷ \`node -e 0\` (medians of ${p4.runs}) | ${fmt(p4.serviceMs, 0)} ms ÷ ${fmt(p4.nodeMs, 0)} ms = **${fmt(p4.ratio)}** (benchmark program, simulated Kubernetes)${p4.cliMs !== undefined ? `; production CLI \`confboot join-service\`: ${fmt(p4.cliMs, 0)} ms = **${fmt(p4.cliRatio)}**` : ''} | ≤ 2.5 | ${verdict(Math.max(p4.ratio, p4.cliRatio ?? 0) <= 2.5)} |`,
+    );
+  }
+  if (p5)
+    rows.push(
+      `| P5 | one vTPM validation ÷ raw crypto floor (RSA-2048 verify + hashing) | ${fmt(p5.validationUs, 1)} µs ÷ ${fmt(p5.floorUs, 1)} µs = **${fmt(p5.ratio)}** | ≤ 3 | ${verdict(p5.ratio <= 3)} |`,
+    );
+  const details: string[] = [];
+  if (p1 && (p1.joinFailures > 0 || p1.mtlsFailures > 0))
+    details.push(
+      `- P1 failures: join ${p1.joinFailures}, mTLS ${p1.mtlsFailures}; first: ${p1.firstFailure ?? ''}`,
+    );
+  if (p1)
+    details.push(
+      `- P1 calls measured: ${p1.joinCalls} joins and ${p1.mtlsCalls} mTLS calls in ${p1.rounds} interleaved rounds of ${p1.roundMs / 1000} s per side.`,
+    );
+  for (const [name, run] of [
+    ['P2', p2],
+    ['P2′', r.p2NoCap],
+  ] as const) {
+    if (!run) continue;
+    details.push(
+      `- ${name} service-side means (its /metrics): attestation validation ${fmt(run.serviceValidationMeanMs)} ms, ticket handling after attestation ${fmt(run.serviceRequestMeanMs)} ms; ${run.auditedIssued} "issued" audit events for ${run.successes} successes.`,
+    );
+    details.push(
+      `- ${name} attempts: ${run.attempts} join-ticket calls for ${run.nodes} nodes; ${run.refusedFirstAttempts} nodes failed their first attempt and retried with the join flow's backoff.`,
+    );
+    for (const [reason, count] of Object.entries(run.attemptFailureReasons))
+      details.push(`- ${name} failed attempts ×${count}: ${reason}`);
+  }
+  for (const run of p3 ?? [])
+    details.push(
+      `- P3 (backoff ≤ ${run.backoff.maxMs / 1000} s): ${fmt(run.meanAttempts, 1)} join-ticket calls per node on average.`,
+    );
+
+  const stageRows = (r.stages ?? []).map(
+    (st) => `| ${st.side} | ${st.stage} | ${st.perJoin} | ${fmt(st.us / 1000, 3)} |`,
+  );
+  const analysis = readFileSync(join(import.meta.dirname, 'analysis.md'), 'utf8').trim();
+  return [
+    '# Benchmarks',
+    '',
+    'Written by `npm run bench` (scripts/bench.mjs → bench/*.bench-run.ts); raw numbers in `bench/results.json`.',
+    'Every figure is measured in one run, side by side with its baseline. Do not edit the table by hand;',
+    'the analysis below the table comes from `bench/analysis.md`.',
+    '',
+    '## Machine',
+    '',
+    `- CPU: ${m.cpuModel}, ${m.cores} cores; ${m.memoryGB} GB RAM; Linux ${m.kernel}; Node ${m.node}`,
+    `- Date: ${m.date}; run took ${fmt(m.durationSeconds, 0)} s`,
+    `- Load average (1/5/15 min) at start ${m.loadAverageStart.join(' / ')}, at end ${m.loadAverageEnd.join(' / ')} — the machine is shared, so absolute rates are noisy; the ratios compare runs made side by side.`,
+    `- Parameters: ${Object.entries(r.parameters)
+      .map(([k, v]) => `${k}=${v}`)
+      .join(', ')}`,
+    '',
+    '## Results',
+    '',
+    '| | What | Measured | Target | |',
+    '|---|---|---|---|---|',
+    ...rows,
+    '',
+    ...details,
+    '',
+    ...(stageRows.length > 0
+      ? [
+          '## Stage costs (this run)',
+          '',
+          'One operation after another in the benchmark process, with the adapters the service uses (bench/stages.ts); they explain P1 and P2, they are not targets.',
+          '',
+          '| Where | Stage | Times per join | ms per operation |',
+          '|---|---|---|---|',
+          ...stageRows,
+          '',
+        ]
+      : []),
+    analysis,
+    '',
+  ].join('\n');
+}

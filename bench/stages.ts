@@ -1,0 +1,95 @@
+/**
+ * Stage costs behind P1 and P2 (bench/, outside the product): each step a join costs the service
+ * (per connection and per ticket) and the node, timed one operation after another in this process
+ * with the same adapters the service uses. They explain where the time of a join goes; they are
+ * not targets. Microseconds per operation (mean over `iterations` after a warm-up).
+ */
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { createServer as createTlsServer } from 'node:tls';
+import { createTlsIdentity } from '../src/adapters/grpc/atls/certificate.js';
+import { GrpcKmsClient } from '../src/adapters/kms/grpc-kms-client.js';
+import { silentLogger } from '../src/adapters/log/pino-logger.js';
+import { FileCertificateAuthority, importCaKey } from '../src/adapters/pki/file-certificate-authority.js';
+import { SystemClock } from '../src/adapters/system/system-clock.js';
+import { validatorBuilder } from '../src/app/join-service/production.js';
+import { akPool, type BenchCluster, joinRequest, nodeIssuer } from './fixture.js';
+
+/** One stage: where it runs, how often per join, and its mean cost. */
+export interface StageCost {
+  stage: string;
+  side: 'service, per connection' | 'service, per ticket' | 'node, per attempt';
+  /** How many times one join runs it. */
+  perJoin: number;
+  us: number;
+}
+
+async function timeUs(iterations: number, fn: () => unknown): Promise<number> {
+  for (let i = 0; i < Math.max(5, iterations / 10); i++) await fn();
+  const t = process.hrtime.bigint();
+  for (let i = 0; i < iterations; i++) await fn();
+  return Number(process.hrtime.bigint() - t) / 1000 / iterations;
+}
+
+/** Times the stages on `cluster`. */
+export async function benchStages(cluster: BenchCluster, iterations = 100): Promise<StageCost[]> {
+  const clock = new SystemClock();
+  const [key] = akPool(1);
+  if (key === undefined) throw new Error('no attestation key');
+  const issuer = nodeIssuer(key, cluster.pcrs);
+  const request = await joinRequest('bench-stages');
+  const userData = new Uint8Array(32).fill(1);
+  const nonce = new Uint8Array(32).fill(2);
+  const document = await issuer.issue(userData, nonce);
+  const validator = validatorBuilder(
+    'qemu-vtpm',
+    {},
+    clock,
+    silentLogger,
+  )(readFileSync(cluster.attestationConfigPath));
+  const ca = new FileCertificateAuthority({ clock, pkiDir: cluster.pkiDir });
+  const identity = await createTlsIdentity(clock);
+  const kms = new GrpcKmsClient({ endpoint: cluster.keyServiceEndpoint });
+  const caKeyPem = readFileSync(join(cluster.pkiDir, 'ca.key'), 'utf8');
+  try {
+    const stages: StageCost[] = [];
+    const add = async (stage: string, side: StageCost['side'], perJoin: number, fn: () => unknown) => {
+      stages.push({ stage, side, perJoin, us: await timeUs(iterations, fn) });
+    };
+    await add(
+      'fresh TLS identity (P-256 key + self-signed certificate, @peculiar/x509)',
+      'service, per connection',
+      1,
+      () => createTlsIdentity(clock),
+    );
+    await add('tls.Server + secure context for that identity', 'service, per connection', 1, () =>
+      createTlsServer({ key: identity.keyPem, cert: identity.certPem, minVersion: 'TLSv1.3' }),
+    );
+    await add('qemu-vtpm validation (production validator)', 'service, per connection', 1, () =>
+      validator.validate(document, nonce),
+    );
+    await add('CA inspectCsr (parse + verify the CSR)', 'service, per ticket', 2, () =>
+      ca.inspectCsr(request.certificateRequest),
+    );
+    await add(
+      'CA signKubeletCsr (parse + verify again, read + import CA, sign)',
+      'service, per ticket',
+      1,
+      () => ca.signKubeletCsr(request.certificateRequest),
+    );
+    await add('  of which: import the CA key (done on every signature)', 'service, per ticket', 1, () =>
+      importCaKey(caKeyPem),
+    );
+    await add('key service getDataKey over loopback gRPC', 'service, per ticket', 2, () =>
+      kms.getDataKey('bench-stage', 32),
+    );
+    await add('fresh TLS identity', 'node, per attempt', 1, () => createTlsIdentity(clock));
+    await add('soft TPM quote (RSA-2048 signature) + document', 'node, per attempt', 1, () =>
+      issuer.issue(userData, nonce),
+    );
+    await add('kubelet CSR (P-256 key + PKCS#10)', 'node, per attempt', 1, () => joinRequest('bench-stages'));
+    return stages;
+  } finally {
+    kms.close();
+  }
+}

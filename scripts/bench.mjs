@@ -1,0 +1,80 @@
+#!/usr/bin/env node
+/**
+ * `npm run bench`: runs confboot's benchmarks (issue 7, P1–P5) and writes bench/results.json and
+ * BENCHMARKS.md. Node 20 cannot run TypeScript, so:
+ *   1. the join-service child process the benchmarks spawn (bench/join-service-process.ts) and the
+ *      src/ tree it imports are transpiled file by file with the TypeScript compiler API
+ *      (`transpileModule`, no type check: the tree is `isolatedModules`) into
+ *      node_modules/.cache/confboot-bench/;
+ *   2. the benchmarks themselves run under vitest's node runner with bench/vitest.bench.config.ts,
+ *      which includes only bench/*.bench-run.ts (so `npm test` never runs them).
+ * Environment knobs are documented in BENCHMARKS.md (CONFBOOT_BENCH_NODES, …).
+ */
+import { spawn } from 'node:child_process';
+import { mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { dirname, join, relative, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import ts from 'typescript';
+
+const root = resolve(dirname(fileURLToPath(import.meta.url)), '..');
+// A cache directory: outside git, biome and the package, and node_modules resolves from it.
+const outDir = join(root, 'node_modules', '.cache', 'confboot-bench');
+
+/** Every non-test .ts file below `dir`. */
+function tsFiles(dir) {
+  const out = [];
+  for (const name of readdirSync(dir)) {
+    const p = join(dir, name);
+    if (statSync(p).isDirectory()) out.push(...tsFiles(p));
+    else if (name.endsWith('.ts') && !name.endsWith('.test.ts') && !name.endsWith('.d.ts')) out.push(p);
+  }
+  return out;
+}
+
+function transpile() {
+  const started = Date.now();
+  const config = ts.readConfigFile(join(root, 'tsconfig.json'), ts.sys.readFile);
+  if (config.error) throw new Error(ts.flattenDiagnosticMessageText(config.error.messageText, '\n'));
+  const { options } = ts.parseJsonConfigFileContent(config.config, ts.sys, root);
+  // NodeNext would emit CommonJS for a file whose package.json it cannot see; the tree is ESM.
+  const compilerOptions = {
+    ...options,
+    module: ts.ModuleKind.ES2022,
+    moduleResolution: ts.ModuleResolutionKind.Bundler,
+    noEmit: false,
+    declaration: false,
+    sourceMap: false,
+  };
+  rmSync(outDir, { recursive: true, force: true });
+  const files = [
+    ...tsFiles(join(root, 'src')),
+    join(root, 'bench', 'join-service-process.ts'),
+    join(root, 'bench', 'service-wiring.ts'),
+    join(root, 'bench', 'cli-process.ts'),
+  ];
+  for (const file of files) {
+    const result = ts.transpileModule(readFileSync(file, 'utf8'), { compilerOptions, fileName: file });
+    const target = join(outDir, relative(root, file)).replace(/\.ts$/, '.js');
+    mkdirSync(dirname(target), { recursive: true });
+    writeFileSync(target, result.outputText);
+  }
+  // The build directory is ESM like the package.
+  writeFileSync(join(outDir, 'package.json'), '{ "type": "module" }\n');
+  process.stdout.write(
+    `bench: transpiled ${files.length} files to node_modules/.cache/confboot-bench in ${Date.now() - started} ms\n`,
+  );
+}
+
+function runVitest() {
+  return new Promise((resolveRun) => {
+    const child = spawn(
+      process.execPath,
+      [join(root, 'node_modules', 'vitest', 'vitest.mjs'), 'run', '--config', 'bench/vitest.bench.config.ts'],
+      { cwd: root, stdio: 'inherit', env: { ...process.env, CONFBOOT_BENCH_BUILD: outDir } },
+    );
+    child.on('exit', (code, signal) => resolveRun(code ?? (signal ? 1 : 0)));
+  });
+}
+
+transpile();
+process.exitCode = await runVitest();
