@@ -104,10 +104,16 @@ class LogReader {
     this.offset += n;
     return v;
   }
+  /** Index of the last non-zero byte (-1 if none), found once: rescanning per event was quadratic. */
+  private lastNonZero: number | undefined;
   /** True when only zero bytes remain (firmware pads the log area with zeros). */
   onlyZerosLeft(): boolean {
-    for (let i = this.offset; i < this.buf.length; i++) if (this.buf[i] !== 0) return false;
-    return true;
+    if (this.lastNonZero === undefined) {
+      let i = this.buf.length - 1;
+      while (i >= 0 && this.buf[i] === 0) i--;
+      this.lastNonZero = i;
+    }
+    return this.offset > this.lastNonZero;
   }
 }
 
