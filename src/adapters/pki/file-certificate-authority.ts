@@ -1,13 +1,20 @@
 /**
- * Cluster CA for the join service (REFERENCE §1.4, §1.6): reads the Kubernetes CA from the pki
- * directory on every call (so a rotated CA is picked up), signs the joining node's kubelet CSR with
+ * Cluster CA for the join service (REFERENCE §1.4, §1.6): signs the joining node's kubelet CSR with
  * upstream's checks and certificate profile, and hands control-plane nodes the eight CA files.
  * Parsing and signing use @peculiar/x509 over Node's WebCrypto; SEC1 and PKCS#1 keys are converted
  * to PKCS#8 with node:crypto's KeyObject first.
+ *
+ * Two caches keep the per-join cost down (bench/analysis.md) without weakening a check:
+ * - the parsed CA certificate and imported key are kept while `stat` of ca.crt and ca.key reports
+ *   the same device, inode, size, mtime and ctime; every signature re-stats both files, so a rotated
+ *   CA (rewritten or renamed over) is picked up by the next signature;
+ * - a CSR is parsed and its signature verified once per request: the result is memoised per CSR
+ *   byte array object (a WeakMap, so it lives as long as the request) together with a copy of the
+ *   bytes, and reused only while the array still holds exactly those bytes.
  */
 import 'reflect-metadata';
 import { createPrivateKey, type KeyObject, randomBytes, webcrypto } from 'node:crypto';
-import { readFile } from 'node:fs/promises';
+import { readFile, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import * as x509 from '@peculiar/x509';
 import type { CertificateAuthority, CsrInfo } from '../../ports/certificate-authority.js';
@@ -165,6 +172,23 @@ async function verifyCsr(csr: x509.Pkcs10CertificateRequest): Promise<boolean> {
   }
 }
 
+/** A CSR parsed and signature-checked once, with the bytes it was parsed from. */
+interface ParsedCsr {
+  /** Copy of the DER the result belongs to (the memo is reused only for equal bytes). */
+  der: Uint8Array;
+  result: Promise<{ csr: x509.Pkcs10CertificateRequest; signatureValid: boolean }>;
+}
+
+/** The loaded CA and the file identities it was loaded from. */
+interface LoadedCa {
+  /** dev/ino/size/mtime/ctime of ca.crt and ca.key when they were read. */
+  version: string;
+  issuer: x509.Name;
+  /** Key identifier of the CA's SubjectKeyIdentifier, if it has one. */
+  keyId: string | undefined;
+  signing: SigningKey;
+}
+
 /** Random serial in [1, 2^128), as hex. */
 function randomSerial(): string {
   for (;;) {
@@ -178,15 +202,38 @@ export class FileCertificateAuthority implements CertificateAuthority {
   /** The pki directory. */
   readonly pkiDir: string;
   private readonly clock: Clock;
+  private readonly csrMemo = new WeakMap<Uint8Array, ParsedCsr>();
+  /** The last CA loaded (or being loaded), by the file versions it was read at. */
+  private ca: { version: string; loaded: Promise<LoadedCa> } | undefined;
 
   constructor(options: FileCertificateAuthorityOptions) {
     this.clock = options.clock;
     this.pkiDir = options.pkiDir ?? DEFAULT_PKI_DIR;
   }
 
+  /**
+   * Parses `csrDer` and verifies its self-signature, once per byte array object and content: the
+   * join service passes the same request array to every step, so the deny-list check, the ticket
+   * issuer and the signature share one parse and one verification.
+   */
+  private parsed(
+    csrDer: Uint8Array,
+  ): Promise<{ csr: x509.Pkcs10CertificateRequest; signatureValid: boolean }> {
+    const memo = this.csrMemo.get(csrDer);
+    if (
+      memo !== undefined &&
+      Buffer.from(memo.der.buffer, memo.der.byteOffset, memo.der.byteLength).equals(csrDer)
+    )
+      return memo.result;
+    const csr = parseCsr(csrDer);
+    const result = verifyCsr(csr).then((signatureValid) => ({ csr, signatureValid }));
+    this.csrMemo.set(csrDer, { der: new Uint8Array(csrDer), result });
+    return result;
+  }
+
   /** Parses a DER CSR and checks its self-signature; rejects with `invalid-argument` when unparsable. */
   async inspectCsr(csrDer: Uint8Array): Promise<CsrInfo> {
-    const csr = parseCsr(csrDer);
+    const { csr, signatureValid } = await this.parsed(csrDer);
     let names: { ips: string[]; dns: string[] };
     try {
       names = sanNames(csr);
@@ -201,7 +248,7 @@ export class FileCertificateAuthority implements CertificateAuthority {
       organizations: csr.subjectName.getField(OID_O),
       ipAddresses: names.ips,
       dnsNames: names.dns,
-      signatureValid: await verifyCsr(csr),
+      signatureValid,
     };
   }
 
@@ -212,8 +259,8 @@ export class FileCertificateAuthority implements CertificateAuthority {
    */
   async signKubeletCsr(csrDer: Uint8Array): Promise<Uint8Array> {
     const op = 'signing kubelet certificate';
-    const csr = parseCsr(csrDer);
-    if (!(await verifyCsr(csr)))
+    const { csr, signatureValid } = await this.parsed(csrDer);
+    if (!signatureValid)
       throw new ConfbootError('invalid-argument', `${op}: certificate request signature is invalid`);
     const orgs = csr.subjectName.getField(OID_O);
     if (orgs.length !== 1 || orgs[0] !== KUBELET_ORGANIZATION) {
@@ -239,14 +286,13 @@ export class FileCertificateAuthority implements CertificateAuthority {
       );
     }
 
-    let caCert: x509.X509Certificate;
-    let signing: SigningKey;
+    let ca: LoadedCa;
     try {
-      caCert = parseFirstCertificate(await readFile(join(this.pkiDir, 'ca.crt'), 'utf8'));
-      signing = await importCaKey(await readFile(join(this.pkiDir, 'ca.key'), 'utf8'));
+      ca = await this.loadCa();
     } catch (err) {
       throw wrapError(`${op}: loading the cluster CA from ${this.pkiDir}`, err, 'internal');
     }
+    const { signing } = ca;
 
     const now = this.clock.now().getTime();
     const extensions: x509.Extension[] = [
@@ -260,11 +306,7 @@ export class FileCertificateAuthority implements CertificateAuthority {
       ),
       new x509.BasicConstraintsExtension(false, undefined, true),
     ];
-    const caSki = caCert.getExtension(OID_SKI);
-    if (caSki !== null) {
-      const keyId = new x509.SubjectKeyIdentifierExtension(caSki.rawData).keyId;
-      extensions.push(new x509.AuthorityKeyIdentifierExtension(keyId, false));
-    }
+    if (ca.keyId !== undefined) extensions.push(new x509.AuthorityKeyIdentifierExtension(ca.keyId, false));
     if (ips.length > 0) {
       extensions.push(
         new x509.SubjectAlternativeNameExtension(ips.map((value) => ({ type: 'ip' as const, value }))),
@@ -274,7 +316,7 @@ export class FileCertificateAuthority implements CertificateAuthority {
       const cert = await x509.X509CertificateGenerator.create({
         serialNumber: randomSerial(),
         subject: new x509.Name(csr.subjectName.toArrayBuffer()),
-        issuer: new x509.Name(caCert.subjectName.toArrayBuffer()),
+        issuer: ca.issuer,
         notBefore: new Date(now - 2 * HOUR_MS),
         notAfter: new Date(now + 365 * 24 * HOUR_MS),
         publicKey: csr.publicKey,
@@ -286,6 +328,40 @@ export class FileCertificateAuthority implements CertificateAuthority {
     } catch (err) {
       throw wrapError(`${op}: creating the certificate`, err, 'internal');
     }
+  }
+
+  /**
+   * The CA certificate and signing key: read, parsed and imported again only when `stat` reports
+   * a different ca.crt or ca.key than last time (device, inode, size, mtime, ctime).
+   */
+  private async loadCa(): Promise<LoadedCa> {
+    const certPath = join(this.pkiDir, 'ca.crt');
+    const keyPath = join(this.pkiDir, 'ca.key');
+    const [certStat, keyStat] = await Promise.all([
+      stat(certPath, { bigint: true }),
+      stat(keyPath, { bigint: true }),
+    ]);
+    const id = (s: typeof certStat) => `${s.dev}:${s.ino}:${s.size}:${s.mtimeNs}:${s.ctimeNs}`;
+    const version = `${id(certStat)}/${id(keyStat)}`;
+    if (this.ca?.version === version) return this.ca.loaded;
+    const loaded = (async (): Promise<LoadedCa> => {
+      const caCert = parseFirstCertificate(await readFile(certPath, 'utf8'));
+      const signing = await importCaKey(await readFile(keyPath, 'utf8'));
+      const ski = caCert.getExtension(OID_SKI);
+      return {
+        version,
+        issuer: new x509.Name(caCert.subjectName.toArrayBuffer()),
+        keyId: ski === null ? undefined : new x509.SubjectKeyIdentifierExtension(ski.rawData).keyId,
+        signing,
+      };
+    })();
+    const entry = { version, loaded };
+    this.ca = entry;
+    // A failed load is not kept: the next signature tries again.
+    loaded.catch(() => {
+      if (this.ca === entry) this.ca = undefined;
+    });
+    return loaded;
   }
 
   /** Reads the eight control-plane files; any missing one is an error naming it. */

@@ -4,10 +4,11 @@
  */
 import 'reflect-metadata';
 import { generateKeyPairSync, type KeyObject, webcrypto, X509Certificate } from 'node:crypto';
+import * as fsp from 'node:fs/promises';
 import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import * as x509 from '@peculiar/x509';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import {
   CONTROL_PLANE_FILE_NAMES,
   FileCertificateAuthority,
@@ -396,5 +397,83 @@ describe('X509CsrFactory', () => {
       true,
     );
     expect(cert.verify(testCa.publicKey)).toBe(true);
+  });
+});
+
+describe('FileCertificateAuthority caches', () => {
+  const { copyFile, rename, rm, stat, utimes } = fsp;
+
+  async function issuedBy(authority: FileCertificateAuthority, testCa: TestCa): Promise<boolean> {
+    const pem = await authority.signKubeletCsr(await makeCsr(kubeletName));
+    return new X509Certificate(Buffer.from(pem)).verify(testCa.publicKey);
+  }
+
+  it('picks up a CA rewritten in place, even with its old mtime restored', async () => {
+    const a = await makeCa('ec');
+    const b = await makeCa('ec');
+    const authority = ca(a.dir);
+    expect(await issuedBy(authority, a)).toBe(true);
+    for (const name of ['ca.crt', 'ca.key']) {
+      const before = await stat(join(a.dir, name));
+      await copyFile(join(b.dir, name), join(a.dir, name));
+      await utimes(join(a.dir, name), before.atime, before.mtime);
+    }
+    expect(await issuedBy(authority, b)).toBe(true);
+    expect(await issuedBy(authority, a)).toBe(false);
+  });
+
+  it('picks up a CA renamed over the old files', async () => {
+    const a = await makeCa('ec');
+    const b = await makeCa('rsa');
+    const authority = ca(a.dir);
+    expect(await issuedBy(authority, a)).toBe(true);
+    await copyFile(join(b.dir, 'ca.key'), join(a.dir, 'ca.key.new'));
+    await copyFile(join(b.dir, 'ca.crt'), join(a.dir, 'ca.crt.new'));
+    await rename(join(a.dir, 'ca.key.new'), join(a.dir, 'ca.key'));
+    await rename(join(a.dir, 'ca.crt.new'), join(a.dir, 'ca.crt'));
+    expect(await issuedBy(authority, b)).toBe(true);
+  });
+
+  it('does not keep a failed CA load: a restored key works at once', async () => {
+    const a = await makeCa('ec');
+    const authority = ca(a.dir);
+    const keyPem = await fsp.readFile(join(a.dir, 'ca.key'));
+    await rm(join(a.dir, 'ca.key'));
+    expect((await errorOf(authority.signKubeletCsr(await makeCsr(kubeletName)))).code).toBe('internal');
+    await fsp.writeFile(join(a.dir, 'ca.key'), keyPem);
+    expect(await issuedBy(authority, a)).toBe(true);
+  });
+
+  it('parses and verifies a CSR once for inspect, inspect and sign of the same request', async () => {
+    const a = await makeCa('ec');
+    const authority = ca(a.dir);
+    const csr = await makeCsr(kubeletName, [{ type: 'ip', value: '10.0.0.3' }]);
+    const verify = vi.spyOn(x509.Pkcs10CertificateRequest.prototype, 'verify');
+    try {
+      const first = await authority.inspectCsr(csr);
+      first.ipAddresses.push('10.9.9.9');
+      expect((await authority.inspectCsr(csr)).ipAddresses).toEqual(['10.0.0.3']);
+      await authority.signKubeletCsr(csr);
+      expect(verify).toHaveBeenCalledTimes(1);
+      // Another array with the same bytes is parsed on its own.
+      await authority.inspectCsr(new Uint8Array(csr));
+      expect(verify).toHaveBeenCalledTimes(2);
+    } finally {
+      verify.mockRestore();
+    }
+  });
+
+  it('never answers from the memo for bytes changed in the same array', async () => {
+    const a = await makeCa('ec');
+    const authority = ca(a.dir);
+    const csr = Buffer.from(await makeCsr(kubeletName));
+    const array = new Uint8Array(csr.buffer, csr.byteOffset, csr.byteLength);
+    expect((await authority.inspectCsr(array)).signatureValid).toBe(true);
+    csr.write('worker-2', csr.indexOf('worker-1'), 'latin1');
+    const info = await authority.inspectCsr(array);
+    expect(info.commonName).toBe('system:node:worker-2');
+    expect(info.signatureValid).toBe(false);
+    const err = await errorOf(authority.signKubeletCsr(array));
+    expect(err.message).toBe('signing kubelet certificate: certificate request signature is invalid');
   });
 });
