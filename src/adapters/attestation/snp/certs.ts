@@ -124,5 +124,9 @@ export function validAt(cert: X509Certificate, at: Date): boolean {
 
 /** One-line description of a certificate for check details. */
 export function describeCert(cert: X509Certificate): string {
-  return `${commonName(cert.subject)} (valid ${new Date(cert.validFrom).toISOString()} … ${new Date(cert.validTo).toISOString()})`;
+  const iso = (s: string) => {
+    const d = new Date(s);
+    return Number.isNaN(d.getTime()) ? JSON.stringify(s) : d.toISOString();
+  };
+  return `${commonName(cert.subject)} (valid ${iso(cert.validFrom)} … ${iso(cert.validTo)})`;
 }

@@ -14,6 +14,7 @@ import type { MeasurementPolicy } from '../../../ports/measurement-policy.js';
 import type { AttestationCheck, CallOptions } from '../../../ports/types.js';
 import type { ValidationResult, Validator } from '../../../ports/validator.js';
 import { VARIANT_OIDS } from '../../../ports/variant.js';
+import { asAttestationError } from '../malformed.js';
 import { checkHclRuntimeData } from './azure-hcl.js';
 import type { AmdCertCache } from './cert-cache.js';
 import { commonName, loadCertificates } from './certs.js';
@@ -75,6 +76,18 @@ export class SnpValidator implements Validator {
   }
 
   async validate(document: Uint8Array, nonce: Uint8Array, options?: CallOptions): Promise<ValidationResult> {
+    try {
+      return await this.validateUnchecked(document, nonce, options);
+    } catch (err) {
+      throw asAttestationError(err, 'document-format', `validating ${this.variant} attestation`);
+    }
+  }
+
+  private async validateUnchecked(
+    document: Uint8Array,
+    nonce: Uint8Array,
+    options?: CallOptions,
+  ): Promise<ValidationResult> {
     const op = `validating ${this.variant} attestation`;
     const checks: AttestationCheck[] = [];
     let doc: ReturnType<typeof parseVtpmDocument>;

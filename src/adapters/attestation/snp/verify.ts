@@ -8,6 +8,7 @@
 import { verify as cryptoVerify, timingSafeEqual, type X509Certificate } from 'node:crypto';
 import { AttestationError } from '../../../ports/errors.js';
 import type { AttestationCheck } from '../../../ports/types.js';
+import { asAttestationError } from '../malformed.js';
 import {
   type AmdSignerInfo,
   amdNames,
@@ -114,7 +115,7 @@ export function verifySnpSignature(report: SnpReport, signer: X509Certificate): 
  * `at`. Never throws for a bad report: the result lists every check. Throws only when `policy` is
  * unusable (no ARK for the product).
  */
-export function verifySnpReport(
+function verifySnpReportUnchecked(
   reportBytes: Uint8Array,
   signerInput: CertificateInput,
   chain: SnpChain,
@@ -401,4 +402,19 @@ export function assertSnpAccepted(v: SnpVerification, operation: string): void {
     `${operation}: ${failed.map((c) => `${c.name}: ${c.detail ?? 'failed'}`).join('; ')}`,
     { checks: v.checks },
   );
+}
+
+/** verifySnpReport with every unexpected failure turned into an AttestationError (see ../malformed.ts). */
+export function verifySnpReport(
+  reportBytes: Uint8Array,
+  signerInput: CertificateInput,
+  chain: SnpChain,
+  policy: SnpPolicy,
+  at: Date,
+): SnpVerification {
+  try {
+    return verifySnpReportUnchecked(reportBytes, signerInput, chain, policy, at);
+  } catch (err) {
+    throw asAttestationError(err, 'snp-input', 'verifying SEV-SNP report');
+  }
 }

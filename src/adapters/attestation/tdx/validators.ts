@@ -13,6 +13,7 @@ import type { MeasurementPolicy } from '../../../ports/measurement-policy.js';
 import type { AttestationCheck, CallOptions } from '../../../ports/types.js';
 import type { ValidationResult, Validator } from '../../../ports/validator.js';
 import { VARIANT_OIDS } from '../../../ports/variant.js';
+import { asAttestationError } from '../malformed.js';
 import { checkHclRuntimeData } from '../snp/azure-hcl.js';
 import type { CertificateInput } from '../snp/certs.js';
 import { decodeTpmtPublic } from '../snp/tpm-public.js';
@@ -90,6 +91,18 @@ export class QemuTdxValidator implements Validator {
   constructor(private readonly config: TdxValidatorConfig) {}
 
   async validate(document: Uint8Array, nonce: Uint8Array, options?: CallOptions): Promise<ValidationResult> {
+    try {
+      return await this.validateUnchecked(document, nonce, options);
+    } catch (err) {
+      throw asAttestationError(err, 'document-format', `validating ${this.variant} attestation`);
+    }
+  }
+
+  private async validateUnchecked(
+    document: Uint8Array,
+    nonce: Uint8Array,
+    options?: CallOptions,
+  ): Promise<ValidationResult> {
     const op = 'validating qemu-tdx attestation';
     const checks: AttestationCheck[] = [];
     let quote: Uint8Array;
@@ -134,6 +147,18 @@ export class AzureTdxValidator implements Validator {
   }
 
   async validate(document: Uint8Array, nonce: Uint8Array, options?: CallOptions): Promise<ValidationResult> {
+    try {
+      return await this.validateUnchecked(document, nonce, options);
+    } catch (err) {
+      throw asAttestationError(err, 'document-format', `validating ${this.variant} attestation`);
+    }
+  }
+
+  private async validateUnchecked(
+    document: Uint8Array,
+    nonce: Uint8Array,
+    options?: CallOptions,
+  ): Promise<ValidationResult> {
     const op = 'validating azure-tdx attestation';
     const checks: AttestationCheck[] = [];
     let doc: ReturnType<typeof parseVtpmDocument>;

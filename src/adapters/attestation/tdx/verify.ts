@@ -14,6 +14,7 @@ import {
 } from 'node:crypto';
 import { AttestationError } from '../../../ports/errors.js';
 import type { AttestationCheck } from '../../../ports/types.js';
+import { asAttestationError } from '../malformed.js';
 import {
   type CertificateInput,
   commonName,
@@ -212,7 +213,7 @@ function windowDetail(issue: Date, next: Date | undefined, at: Date): string | u
  * Verifies a TDX quote v4/v5. Never throws for a bad quote; the result lists every check. Throws
  * only when the configured root is unreadable.
  */
-export async function verifyTdxQuote(
+async function verifyTdxQuoteUnchecked(
   quoteBytes: Uint8Array,
   options: TdxVerifyOptions,
 ): Promise<TdxVerification> {
@@ -552,4 +553,16 @@ export function assertTdxAccepted(v: TdxVerification, operation: string): void {
     `${operation}: ${failed.map((c) => `${c.name}: ${c.detail ?? 'failed'}`).join('; ')}`,
     { checks: v.checks },
   );
+}
+
+/** verifyTdxQuote with every unexpected failure turned into an AttestationError (see ../malformed.ts). */
+export async function verifyTdxQuote(
+  quoteBytes: Uint8Array,
+  options: TdxVerifyOptions,
+): Promise<TdxVerification> {
+  try {
+    return await verifyTdxQuoteUnchecked(quoteBytes, options);
+  } catch (err) {
+    throw asAttestationError(err, 'tdx-input', 'verifying TDX quote');
+  }
 }

@@ -147,6 +147,42 @@ describeVectors('azure-sev-snp validator on the real Azure report (STUB vTPM ver
     expect(modulusOf(calls[0]?.ak as KeyObject).equals(akModulus())).toBe(true);
   });
 
+  it.each([
+    ['an object as AttestationReport', { AttestationReport: {} }],
+    ['a number as ReportSigner', { ReportSigner: 7 }],
+    ['an array as Azure.RuntimeData', { Azure: { RuntimeData: [], MAAToken: '' } }],
+    [
+      'a VCEK with an unparsable validity date',
+      {
+        ReportSigner: b64(
+          Buffer.from(
+            vec('constellation/snp/vcek.pem')
+              .toString('latin1')
+              .replace(/^(.{322})I/s, '$1/'),
+            'latin1',
+          ),
+        ),
+      },
+    ],
+    [
+      'a certificate chain with a corrupted ASK key',
+      {
+        CertChain: b64(
+          Buffer.from(
+            vec('constellation/snp/certchain.pem')
+              .toString('latin1')
+              .replace(/^(.{571})C/s, '$1i'),
+            'latin1',
+          ),
+        ),
+      },
+    ],
+  ])('answers %s with an AttestationError, never a stray error (fuzz finding)', async (_name, extra) => {
+    const { doc } = document(rsaTpmtPublic(akModulus()), info(extra), userData);
+    const r = await rejection(createSnpTdxValidator('azure-sev-snp', config([])).validate(doc, nonce));
+    expect(r.check).not.toBe('');
+  });
+
   it('rejects an AK that is not the runtime data key (hcl-ak)', async () => {
     const other = Buffer.from(akModulus());
     other[7] = (other[7] as number) ^ 1;

@@ -39,6 +39,16 @@ describeVectors('TDX quotes (go-tdx-guest)', () => {
   };
   const collateral = () => loadTdxCollateralDir(`${VECTORS}/go-tdx-guest/testdata`, '50806f000000');
 
+  it('answers a PCK certificate with a corrupted key with an AttestationError (fuzz finding: byte 1709 of the CCEL quote)', async () => {
+    const q = ccel();
+    q[1709] = 0x78;
+    const outcome = await verifyTdxQuote(q, { root: root(), at: T('2026-11-21T00:00:00Z') }).catch(
+      (e: unknown) => e,
+    );
+    if (outcome instanceof Error) expect(outcome.name).toBe('AttestationError');
+    else expect((outcome as { accepted: boolean }).accepted).toBe(false);
+  });
+
   const quotes = {
     'tdx_prod_quote_SPR_E4.dat': v4,
     'quote_v5_sample.dat': v5,

@@ -1,0 +1,16 @@
+/**
+ * Validators must answer every input with a verdict: a defined AttestationError, never a stray
+ * TypeError or an OpenSSL decode error from a malformed certificate. Entry points wrap their work
+ * with this; ConfbootErrors (such as `unavailable` from a certificate fetch) pass through unchanged.
+ */
+import { AttestationError, isConfbootError } from '../../ports/errors.js';
+
+/** Returns `err` if it is already a ConfbootError, else an AttestationError under `check`. */
+export function asAttestationError(err: unknown, check: string, operation: string): Error {
+  if (isConfbootError(err)) return err;
+  const message = err instanceof Error ? err.message : String(err);
+  return new AttestationError(check, `${operation}: malformed input: ${message}`, {
+    cause: err,
+    checks: [{ name: check, ok: false, detail: message }],
+  });
+}
