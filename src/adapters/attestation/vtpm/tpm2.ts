@@ -69,8 +69,40 @@ export function hashSize(alg: number): number | undefined {
 
 /** Human name of an algorithm ID for messages, e.g. `SHA256` or `0x0015`. */
 export function algName(alg: number): string {
-  for (const [k, v] of Object.entries(TpmAlg)) if (v === alg) return k;
-  return `0x${alg.toString(16).padStart(4, '0')}`;
+  return ALG_NAMES.get(alg) ?? `0x${alg.toString(16).padStart(4, '0')}`;
+}
+
+/** {@link TpmAlg} reversed, built once (algName runs on every validation's success path). */
+const ALG_NAMES: ReadonlyMap<number, string> = new Map(
+  Object.entries(TpmAlg).map(([name, id]) => [id, name] as const),
+);
+
+/** How many distinct attestation keys {@link jwkPublicKey} keeps (nodes re-attest with the same AK). */
+const AK_KEY_CACHE_SIZE = 256;
+const akKeys = new Map<string, KeyObject>();
+
+/**
+ * `createPublicKey` of a JWK public key, kept in a small LRU keyed by the JWK's own members (the
+ * exact key material, so a hit is the very same key). Throws what `createPublicKey` throws; a key
+ * it refuses is never cached.
+ */
+function jwkPublicKey(
+  jwk: { kty: 'RSA'; n: string; e: string } | { kty: 'EC'; crv: string; x: string; y: string },
+): KeyObject {
+  const id = jwk.kty === 'RSA' ? `RSA ${jwk.n} ${jwk.e}` : `EC ${jwk.crv} ${jwk.x} ${jwk.y}`;
+  const hit = akKeys.get(id);
+  if (hit !== undefined) {
+    akKeys.delete(id);
+    akKeys.set(id, hit);
+    return hit;
+  }
+  const key = createPublicKey({ key: jwk, format: 'jwk' });
+  if (akKeys.size >= AK_KEY_CACHE_SIZE) {
+    const oldest = akKeys.keys().next();
+    if (!oldest.done) akKeys.delete(oldest.value);
+  }
+  akKeys.set(id, key);
+  return key;
 }
 
 /**
@@ -251,9 +283,10 @@ export function parseTpmtPublic(raw: Uint8Array): TpmtPublic {
     const eBytes = Buffer.alloc(4);
     eBytes.writeUInt32BE(e);
     try {
-      publicKey = createPublicKey({
-        key: { kty: 'RSA', n: b64url(stripLeadingZeros(n)), e: b64url(stripLeadingZeros(eBytes)) },
-        format: 'jwk',
+      publicKey = jwkPublicKey({
+        kty: 'RSA',
+        n: b64url(stripLeadingZeros(n)),
+        e: b64url(stripLeadingZeros(eBytes)),
       });
     } catch (err) {
       throw new AttestationError('ak-public-format', `parsing TPMT_PUBLIC: invalid RSA key: ${String(err)}`, {
@@ -275,10 +308,7 @@ export function parseTpmtPublic(raw: Uint8Array): TpmtPublic {
       throw r.fail('ECC point coordinate longer than the curve');
     const pad = (v: Uint8Array) => Buffer.concat([Buffer.alloc(curve.size - v.length), v]);
     try {
-      publicKey = createPublicKey({
-        key: { kty: 'EC', crv: curve.jwk, x: b64url(pad(x)), y: b64url(pad(y)) },
-        format: 'jwk',
-      });
+      publicKey = jwkPublicKey({ kty: 'EC', crv: curve.jwk, x: b64url(pad(x)), y: b64url(pad(y)) });
     } catch (err) {
       throw new AttestationError(
         'ak-public-format',
