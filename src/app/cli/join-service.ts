@@ -46,14 +46,15 @@ export const joinServiceCommand: CommandSpec = {
       type: 'string',
       valueName: 'V',
       required: true,
-      description: 'attestation variant of joining nodes, e.g. qemu-vtpm',
+      description:
+        'attestation variant of joining nodes: a vTPM variant (e.g. qemu-vtpm) or aws-sev-snp, gcp-sev-snp, azure-sev-snp, azure-tdx, qemu-tdx',
     },
     'attestation-config': {
       type: 'string',
       valueName: 'F',
       required: true,
       description:
-        'attestation config JSON with the expected measurements (watched; e.g. /var/config/attestationConfig)',
+        'attestation config JSON: measurements, and for SEV-SNP/TDX their policy and trust anchors (docs/attestation-config.md; watched; e.g. /var/config/attestationConfig)',
     },
     'measurement-salt-file': {
       type: 'string',
@@ -124,6 +125,17 @@ export const joinServiceCommand: CommandSpec = {
       valueName: 'F',
       description: 'azure-trustedlaunch: PEM file with the trusted AK root certificates',
     },
+    'amd-kds-url': {
+      type: 'string',
+      valueName: 'URL',
+      description: 'SEV-SNP: AMD KDS or a mirror for VCEK/ASK fetches (default https://kdsintf.amd.com)',
+    },
+    'tdx-collateral': {
+      type: 'string',
+      valueName: 'DIR',
+      description:
+        'TDX: directory with Intel PCS collateral (TCB info, QE identity, CRLs); without it quote, QE report and PCK chain only',
+    },
     'rate-limit': {
       type: 'string',
       valueName: 'N/s',
@@ -191,6 +203,8 @@ export interface JoinServiceFlags {
   apiServerEndpoint: string | undefined;
   metadataUrl: string | undefined;
   azureAkRootsPath: string | undefined;
+  amdKdsUrl: string | undefined;
+  tdxCollateralDir: string | undefined;
   ratePerSecond: number;
   maxConcurrent: number;
   shutdownGraceMs: number;
@@ -241,6 +255,8 @@ export function parseJoinServiceFlags(
     apiServerEndpoint,
     metadataUrl: str('metadata-url'),
     azureAkRootsPath: str('azure-ak-roots'),
+    amdKdsUrl: str('amd-kds-url'),
+    tdxCollateralDir: str('tdx-collateral'),
     ratePerSecond: parseRateLimit(str('rate-limit') as string),
     maxConcurrent: parseCount('max-concurrent', str('max-concurrent') as string),
     shutdownGraceMs: parseCount('shutdown-grace', str('shutdown-grace') as string),
@@ -290,6 +306,8 @@ export async function runJoinService(argv: string[], options: JoinServiceRunOpti
     ...(flags.apiServerEndpoint !== undefined ? { apiServerEndpoint: flags.apiServerEndpoint } : {}),
     ...(flags.metadataUrl !== undefined ? { metadataUrl: flags.metadataUrl } : {}),
     ...(flags.azureAkRootsPath !== undefined ? { azureAkRootsPath: flags.azureAkRootsPath } : {}),
+    ...(flags.amdKdsUrl !== undefined ? { amdKdsUrl: flags.amdKdsUrl } : {}),
+    ...(flags.tdxCollateralDir !== undefined ? { tdxCollateralDir: flags.tdxCollateralDir } : {}),
     onListening: (s) =>
       options.onListening?.({ grpcPort: s.grpcPort, httpPort: s.httpPort, grpcHealthPort: s.grpcHealthPort }),
   });

@@ -1,22 +1,19 @@
 /**
  * Join service production wiring (application layer): what `confboot join-service` runs on a
- * control plane. The real validator of the configured variant behind an UpdatableValidator that
+ * control plane. The real validator of the configured variant — any vTPM, SEV-SNP or TDX variant,
+ * built by the app-level buildValidator (src/app/attestation) — behind an UpdatableValidator that
  * follows the attestation config file (`dummy` cannot be selected), the key service over gRPC, the
  * cluster CA from the pki directory, bootstrap tokens and cluster facts in the Kubernetes API
  * (kubeconfig or in-cluster service account), and the API server endpoint from the cloud's metadata
  * unless given. Cloud SDKs load only for the cloud in use.
  */
 import { readFile } from 'node:fs/promises';
+import type { AmdCertCache } from '../../adapters/attestation/snp/cert-cache.js';
+import type { TdxValidatorConfig } from '../../adapters/attestation/tdx/validators.js';
 import { UpdatableValidator } from '../../adapters/attestation/updatable/updatable-validator.js';
-import {
-  createValidator,
-  isVtpmVariant,
-  VTPM_VARIANTS,
-} from '../../adapters/attestation/variants/factory.js';
 import { GrpcKmsClient } from '../../adapters/kms/grpc-kms-client.js';
 import { FileCertificateAuthority } from '../../adapters/pki/file-certificate-authority.js';
 import { SystemClock } from '../../adapters/system/system-clock.js';
-import { MeasurementsPolicy, parseAttestationConfig } from '../../domain/measurements.js';
 import type { AmiTpmSupport } from '../../ports/ami-tpm-support.js';
 import type { BootstrapTokens } from '../../ports/bootstrap-tokens.js';
 import type { Clock } from '../../ports/clock.js';
@@ -27,6 +24,7 @@ import type { Logger } from '../../ports/logger.js';
 import type { MetadataAPI } from '../../ports/metadata-api.js';
 import type { Validator } from '../../ports/validator.js';
 import type { Variant } from '../../ports/variant.js';
+import { buildValidator, createAmdCertCache, VALIDATOR_VARIANTS } from '../attestation/validators.js';
 import { ADMIN_CONF_PATH, KUBERNETES_PORT, PKI_DIR } from '../defaults.js';
 import { JoinServiceMetrics } from './metrics.js';
 import {
@@ -44,18 +42,25 @@ export type JoinServiceCsp = (typeof JOIN_SERVICE_CSPS)[number];
 /** Upstream's bound on asking metadata for this node's VPC IP at start. */
 export const METADATA_SELF_TIMEOUT_MS = 30_000;
 
-/** The cloud lookups some variants need. */
+/** The cloud lookups and caches some variants need. */
 export interface VariantLookups {
   amiTpmSupport?: AmiTpmSupport;
+  /** gcp-sev-es and gcp-sev-snp: the AK from GCE's shielded instance identity. */
   gceShieldedIdentity?: GceShieldedIdentity;
   /** azure-trustedlaunch AK roots (PEM or DER). */
   azureAkRoots?: Array<Uint8Array | string>;
+  /** SEV-SNP: the AMD certificate cache (kept across config reloads); default one over AMD KDS. */
+  amdCertCache?: AmdCertCache;
+  /** TDX: collateral by FMSPC; absent: quote, QE report and PCK chain only. */
+  getTdxCollateral?: TdxValidatorConfig['getCollateral'];
 }
 
 /**
  * Returns the function that builds an immutable validator of `variant` from attestation config
- * bytes: parse (fail closed), measurements policy, the variant's validator.
- * @throws ConfbootError `invalid-argument` for `dummy` and for variants the join service does not validate
+ * bytes through the app-level {@link buildValidator}: parse (fail closed), measurements, and for the
+ * SEV-SNP/TDX variants their policy and trust anchors. SEV-SNP validators built by the returned
+ * function share one AMD certificate cache, so a config reload does not refetch certificates.
+ * @throws ConfbootError `invalid-argument` for `dummy` and for variants no validator exists for
  */
 export function validatorBuilder(
   variant: Variant,
@@ -63,25 +68,27 @@ export function validatorBuilder(
   clock: Clock,
   logger: Logger,
 ): (config: Uint8Array) => Validator {
-  if (!isVtpmVariant(variant)) {
+  if (!(VALIDATOR_VARIANTS as readonly string[]).includes(variant)) {
     throw new ConfbootError(
       'invalid-argument',
       variant === 'dummy'
         ? 'the dummy attestation variant is for tests only and cannot be configured'
-        : `attestation variant ${variant} is not supported by the join service (supported: ${VTPM_VARIANTS.join(', ')})`,
+        : `attestation variant ${variant} is not supported by the join service (supported: ${VALIDATOR_VARIANTS.join(', ')})`,
     );
   }
-  return (config) => {
-    const parsed = parseAttestationConfig(Buffer.from(config).toString('utf8'));
-    return createValidator(variant, {
-      policy: new MeasurementsPolicy(parsed.measurements),
-      logger,
+  // One AMD certificate cache for every validator this builder makes (config reloads keep it).
+  const isSnp = variant === 'aws-sev-snp' || variant === 'gcp-sev-snp' || variant === 'azure-sev-snp';
+  const amdCertCache = lookups.amdCertCache ?? (isSnp ? createAmdCertCache(clock) : undefined);
+  return (config) =>
+    buildValidator(variant, config, {
       clock,
+      logger,
       ...(lookups.amiTpmSupport ? { amiTpmSupport: lookups.amiTpmSupport } : {}),
       ...(lookups.gceShieldedIdentity ? { gceShieldedIdentity: lookups.gceShieldedIdentity } : {}),
       ...(lookups.azureAkRoots ? { azureAkRoots: lookups.azureAkRoots } : {}),
+      ...(amdCertCache ? { amdCertCache } : {}),
+      ...(lookups.getTdxCollateral ? { getTdxCollateral: lookups.getTdxCollateral } : {}),
     });
-  };
 }
 
 /** The metadata API of `csp` (SDK modules are loaded only for that cloud). */
@@ -110,11 +117,57 @@ export async function metadataApiFor(
   }
 }
 
-async function variantLookups(
+/** Where the attestation lookups of {@link variantLookups} come from (the CLI flags). */
+export interface VariantLookupSettings {
+  /** azure-trustedlaunch: PEM file with the trusted AK roots. */
+  azureAkRootsPath?: string | undefined;
+  /** SEV-SNP: AMD KDS or a mirror; default `https://kdsintf.amd.com`. */
+  amdKdsUrl?: string | undefined;
+  /** TDX: directory with Intel PCS collateral (TCB info, QE identity, CRLs and their chains). */
+  tdxCollateralDir?: string | undefined;
+}
+
+/**
+ * Builds the cloud lookups and caches `variant` needs; cloud SDKs load only for the variant's
+ * cloud (gcp-sev-es/gcp-sev-snp: Compute, aws-nitro-tpm: EC2).
+ */
+export async function variantLookups(
   variant: Variant,
-  azureAkRootsPath: string | undefined,
+  settings: VariantLookupSettings,
+  clock: Clock,
 ): Promise<VariantLookups> {
+  const tdx: VariantLookups = {};
+  if (settings.tdxCollateralDir !== undefined) {
+    const dir = settings.tdxCollateralDir;
+    const { loadTdxCollateralDir } = await import('../../adapters/attestation/tdx/collateral.js');
+    tdx.getTdxCollateral = async (fmspc) => {
+      try {
+        return await loadTdxCollateralDir(dir, fmspc);
+      } catch (err) {
+        throw wrapError(`reading TDX collateral for FMSPC ${fmspc} from ${dir}`, err, 'unavailable');
+      }
+    };
+  }
+  const amd = (): VariantLookups => ({
+    amdCertCache: createAmdCertCache(
+      clock,
+      settings.amdKdsUrl === undefined ? {} : { kdsBaseUrl: settings.amdKdsUrl },
+    ),
+  });
+  const azureAkRootsPath = settings.azureAkRootsPath;
   switch (variant) {
+    case 'aws-sev-snp':
+    case 'azure-sev-snp':
+      return amd();
+    case 'gcp-sev-snp': {
+      const { ComputeShieldedIdentity } = await import(
+        '../../adapters/attestation/variants/gce-shielded-identity.js'
+      );
+      return { ...amd(), gceShieldedIdentity: new ComputeShieldedIdentity() };
+    }
+    case 'azure-tdx':
+    case 'qemu-tdx':
+      return tdx;
     case 'aws-nitro-tpm': {
       const { Ec2AmiTpmSupport } = await import('../../adapters/attestation/variants/ec2-ami-tpm-support.js');
       return { amiTpmSupport: new Ec2AmiTpmSupport() };
@@ -168,6 +221,10 @@ export interface ProductionJoinServiceConfig {
   metadataUrl?: string;
   /** azure-trustedlaunch: PEM file with the trusted AK roots. */
   azureAkRootsPath?: string;
+  /** SEV-SNP: AMD KDS or a mirror for VCEK/ASK fetches; default `https://kdsintf.amd.com`. */
+  amdKdsUrl?: string;
+  /** TDX: directory with Intel PCS collateral; absent: quote, QE report and PCK chain only. */
+  tdxCollateralDir?: string;
   limits?: JoinServiceLimits;
   logger: Logger;
   signal?: AbortSignal;
@@ -275,7 +332,15 @@ export async function startProductionJoinService(
   const clock = config.clock ?? new SystemClock();
   const build = validatorBuilder(
     config.variant,
-    await variantLookups(config.variant, config.azureAkRootsPath),
+    await variantLookups(
+      config.variant,
+      {
+        azureAkRootsPath: config.azureAkRootsPath,
+        amdKdsUrl: config.amdKdsUrl,
+        tdxCollateralDir: config.tdxCollateralDir,
+      },
+      clock,
+    ),
     clock,
     logger,
   );

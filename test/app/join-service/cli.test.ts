@@ -32,6 +32,7 @@ import {
 } from '../../../src/app/cli/join-service.js';
 import { parseDenyList } from '../../../src/app/join-service/deny-list.js';
 import { apiServerEndpointFromMetadata } from '../../../src/app/join-service/production.js';
+import { HAVE_VECTORS, vec } from '../../adapters/attestation/snp/vectors.js';
 import { FakeKubeApi } from '../../adapters/kubernetes/fake-kube-api.js';
 import { SoftTpm, SoftVtpmIssuer } from '../../support/soft-tpm.js';
 import { useTmpDirs } from '../../support/tmp.js';
@@ -146,6 +147,51 @@ describe('confboot join-service flags', () => {
       /loading Kubernetes client configuration/,
     );
   });
+
+  it('accepts the SEV-SNP/TDX variants and their attestation flags', () => {
+    const argv = manifestArgs().slice(1);
+    for (const variant of ['aws-sev-snp', 'gcp-sev-snp', 'azure-sev-snp', 'azure-tdx', 'qemu-tdx'])
+      expect(parseJoinServiceFlags([...argv, `--attestation-variant=${variant}`])?.variant).toBe(variant);
+    expect(
+      parseJoinServiceFlags([...argv, '--amd-kds-url=http://127.0.0.1:1', '--tdx-collateral=/etc/tdx']),
+    ).toMatchObject({ amdKdsUrl: 'http://127.0.0.1:1', tdxCollateralDir: '/etc/tdx' });
+  });
+
+  it.skipIf(!HAVE_VECTORS)(
+    'an azure-sev-snp service builds its validator from an SNP config (real AMD root) and fails closed on a bad one',
+    async () => {
+      const stderr = vi.spyOn(process.stderr, 'write').mockImplementation(() => true);
+      const dir = tmp();
+      writeFileSync(join(dir, 'salt'), randomBytes(32));
+      const snpConfig = {
+        measurements: { 4: '00'.repeat(32) },
+        bootloaderVersion: 2,
+        teeVersion: 0,
+        snpVersion: 6,
+        microcodeVersion: 93,
+        amdRootKey: vec('constellation/trust-anchors/amd-ark-milan.pem').toString('utf8'),
+      };
+      const args = (config: string) => [
+        ...['--csp=azure', '--attestation-variant=azure-sev-snp', `--attestation-config=${config}`],
+        ...[`--measurement-salt-file=${join(dir, 'salt')}`, '--key-service-endpoint=127.0.0.1:9000'],
+        ...[`--kubeconfig=${join(dir, 'missing-kubeconfig')}`, '--api-server-endpoint=10.0.0.1:6443'],
+        ...['--listen=127.0.0.1:0', '--http-listen=127.0.0.1:0', '--amd-kds-url=http://127.0.0.1:9'],
+      ];
+      const { amdRootKey: _, ...noRoot } = snpConfig;
+      writeFileSync(join(dir, 'bad'), JSON.stringify(noRoot));
+      expect(await run(args(join(dir, 'bad')))).toBe(1);
+      expect(stderr.mock.calls.map((c) => String(c[0])).join('')).toMatch(
+        /invalid azure-sev-snp attestation config: amdRootKey: missing/,
+      );
+      // A good SNP config gets the service listening; only the (missing) kubeconfig stops it.
+      stderr.mockClear();
+      writeFileSync(join(dir, 'good'), JSON.stringify(snpConfig));
+      expect(await run(args(join(dir, 'good')))).toBe(1);
+      const out = stderr.mock.calls.map((c) => String(c[0])).join('');
+      expect(out).toMatch(/loading Kubernetes client configuration/);
+      expect(out).not.toMatch(/attestation config/);
+    },
+  );
 
   it('takes the API server endpoint from metadata when none is given', async () => {
     const self = (vpcIp: string) => ({

@@ -1,0 +1,255 @@
+/**
+ * The SEV-SNP and TDX parts of the attestation config (app layer, attestation wiring): upstream's
+ * field names (`bootloaderVersion`, `teeVersion`, `snpVersion`, `microcodeVersion`,
+ * `firmwareSignerConfig`, `amdRootKey`, `amdSigningKey`; `qeSVN`, `pceSVN`, `teeTCBSVN`,
+ * `qeVendorID`, `mrSeam`, `xfam`, `intelRootKey`) turned into the policies and trust anchors of the
+ * adapters' SNP/TDX validators. Parsing fails closed: an unknown field (a typo must not silently
+ * drop a check), a missing trust anchor, a wrong length, `"latest"` (upstream resolves it through
+ * its version API, which confboot does not use) — each is an `invalid-argument` error naming the
+ * field. The accepted JSON is documented in docs/attestation-config.md.
+ */
+import type { X509Certificate } from 'node:crypto';
+import { amdNames, commonName, loadCertificate } from '../../adapters/attestation/snp/certs.js';
+import { AMD_PRODUCTS, type AmdProduct } from '../../adapters/attestation/snp/report.js';
+import type { SnpVariant } from '../../adapters/attestation/snp/validators.js';
+import type { IdKeyDigestEnforcement, SnpPolicy } from '../../adapters/attestation/snp/verify.js';
+import type { TdxPolicy } from '../../adapters/attestation/tdx/verify.js';
+import { ConfbootError } from '../../ports/errors.js';
+import type { Measurements } from '../../ports/types.js';
+
+/** An SNP variant's config, ready for the validator. */
+export interface SnpAttestationConfig {
+  /** SNP policy without report data (the validator derives that per variant). */
+  policy: Omit<SnpPolicy, 'reportData'>;
+  /** `amdSigningKey`: the ASK (VCEK chain) or ASVK (VLEK chain) to use when the document has none. */
+  signingKey?: { cert: X509Certificate; signer: 'vcek' | 'vlek' };
+}
+
+/** A TDX variant's config, ready for the validator. */
+export interface TdxAttestationConfig {
+  /** `intelRootKey`: the Intel SGX Root CA. */
+  root: X509Certificate;
+  /** Quote policy without report data. */
+  policy: Omit<TdxPolicy, 'reportData'>;
+}
+
+const SNP_FIELDS = new Set([
+  'measurements',
+  'bootloaderVersion',
+  'teeVersion',
+  'snpVersion',
+  'microcodeVersion',
+  'firmwareSignerConfig',
+  'amdRootKey',
+  'amdSigningKey',
+  'amdProduct',
+]);
+const TDX_FIELDS = new Set([
+  'measurements',
+  'qeSVN',
+  'pceSVN',
+  'teeTCBSVN',
+  'qeVendorID',
+  'mrSeam',
+  'xfam',
+  'intelRootKey',
+]);
+/** Fields azure-tdx requires, as upstream's AzureTDX config does (qemu-tdx: optional). */
+const AZURE_TDX_REQUIRED = ['qeSVN', 'pceSVN', 'teeTCBSVN', 'qeVendorID', 'xfam'] as const;
+
+/** The error for `field` of `variant`'s config. */
+function invalid(variant: string, field: string, problem: string, cause?: unknown): ConfbootError {
+  return new ConfbootError(
+    'invalid-argument',
+    `invalid ${variant} attestation config: ${field}: ${problem}`,
+    {
+      ...(cause === undefined ? {} : { cause }),
+    },
+  );
+}
+
+function checkFields(variant: string, raw: Record<string, unknown>, allowed: Set<string>): void {
+  for (const key of Object.keys(raw))
+    if (!allowed.has(key))
+      throw invalid(variant, key, `unknown field (accepted: ${[...allowed].join(', ')})`);
+}
+
+function version(variant: string, raw: Record<string, unknown>, field: string, max: number): number {
+  const v = raw[field];
+  if (v === 'latest')
+    throw invalid(
+      variant,
+      field,
+      '"latest" is resolved by upstream\'s version API, which confboot does not use; give the minimum as a number',
+    );
+  if (typeof v !== 'number' || !Number.isInteger(v) || v < 0 || v > max)
+    throw invalid(variant, field, `want an integer 0…${max}, got ${JSON.stringify(v)}`);
+  return v;
+}
+
+function optionalVersion(
+  variant: string,
+  raw: Record<string, unknown>,
+  field: string,
+  max: number,
+): number | undefined {
+  return raw[field] === undefined ? undefined : version(variant, raw, field, max);
+}
+
+function hexBytes(variant: string, field: string, v: unknown, length: number): Uint8Array {
+  if (typeof v !== 'string' || !/^(?:[0-9a-fA-F]{2})*$/.test(v) || v.length !== 2 * length)
+    throw invalid(variant, field, `want ${length} bytes of hex, got ${JSON.stringify(v)}`);
+  return Uint8Array.from(Buffer.from(v, 'hex'));
+}
+
+function pem(variant: string, raw: Record<string, unknown>, field: string, what: string): X509Certificate {
+  const v = raw[field];
+  if (typeof v !== 'string' || v.trim() === '')
+    throw invalid(variant, field, `missing: the ${what} (PEM) is a trust anchor and has no default`);
+  try {
+    return loadCertificate(v, what);
+  } catch (err) {
+    throw invalid(variant, field, err instanceof Error ? err.message : String(err), err);
+  }
+}
+
+function checkMeasurementLength(variant: string, measurements: Measurements, length: number): void {
+  for (const [index, m] of measurements)
+    if (m.expected.length !== length)
+      throw invalid(
+        variant,
+        'measurements',
+        `index ${index} has ${m.expected.length} bytes; ${variant} measures ${length === 48 ? 'MRTD/RTMRs (48 bytes)' : 'SHA-256 PCRs (32 bytes)'}`,
+      );
+}
+
+function idKeyDigests(
+  variant: string,
+  v: unknown,
+): { accepted: Uint8Array[]; enforcement: IdKeyDigestEnforcement } | undefined {
+  if (v === undefined) return undefined;
+  const field = 'firmwareSignerConfig';
+  if (typeof v !== 'object' || v === null || Array.isArray(v))
+    throw invalid(variant, field, 'want an object {"acceptedKeyDigests", "enforcementPolicy"}');
+  const o = v as Record<string, unknown>;
+  for (const key of Object.keys(o))
+    if (!['acceptedKeyDigests', 'enforcementPolicy', 'maaURL'].includes(key))
+      throw invalid(variant, `${field}.${key}`, 'unknown field');
+  if (!Array.isArray(o.acceptedKeyDigests))
+    throw invalid(variant, `${field}.acceptedKeyDigests`, 'want a list of hex SHA-384 digests');
+  const accepted = o.acceptedKeyDigests.map((d, i) =>
+    hexBytes(variant, `${field}.acceptedKeyDigests[${i}]`, d, 48),
+  );
+  const policy = typeof o.enforcementPolicy === 'string' ? o.enforcementPolicy.toLowerCase() : undefined;
+  let enforcement: IdKeyDigestEnforcement;
+  // MAAFallback accepts an unlisted digest only through Microsoft Azure Attestation, which
+  // confboot does not use: without MAA it is exactly Equal.
+  if (policy === 'equal' || policy === 'maafallback') enforcement = 'equal';
+  else if (policy === 'warnonly') enforcement = 'warn-only';
+  else
+    throw invalid(
+      variant,
+      `${field}.enforcementPolicy`,
+      `want "Equal", "MAAFallback" or "WarnOnly", got ${JSON.stringify(o.enforcementPolicy)}`,
+    );
+  return { accepted, enforcement };
+}
+
+/**
+ * Parses the SNP fields of an aws-sev-snp, gcp-sev-snp or azure-sev-snp attestation config.
+ * The four TCB versions are the minimum launch TCB (and, for azure-sev-snp as upstream, also the
+ * minimum reported TCB).
+ * @throws ConfbootError `invalid-argument` naming the field
+ */
+export function parseSnpConfig(
+  variant: SnpVariant,
+  raw: Record<string, unknown>,
+  measurements: Measurements,
+): SnpAttestationConfig {
+  checkFields(variant, raw, SNP_FIELDS);
+  checkMeasurementLength(variant, measurements, 32);
+  const productRaw = raw.amdProduct ?? 'milan';
+  if (typeof productRaw !== 'string' || !(AMD_PRODUCTS as readonly string[]).includes(productRaw))
+    throw invalid(
+      variant,
+      'amdProduct',
+      `want one of ${AMD_PRODUCTS.join(', ')}, got ${JSON.stringify(productRaw)}`,
+    );
+  const product = productRaw as AmdProduct;
+  const names = amdNames(product);
+  const tcb = {
+    bl: version(variant, raw, 'bootloaderVersion', 255),
+    tee: version(variant, raw, 'teeVersion', 255),
+    snp: version(variant, raw, 'snpVersion', 255),
+    ucode: version(variant, raw, 'microcodeVersion', 255),
+  };
+  const ark = pem(variant, raw, 'amdRootKey', `AMD root key (${names.ark})`);
+  if (commonName(ark.subject) !== names.ark || !ark.verify(ark.publicKey))
+    throw invalid(
+      variant,
+      'amdRootKey',
+      `not a self-signed ${names.ark} (got ${commonName(ark.subject) || ark.subject}); set amdProduct for another product`,
+    );
+  let signingKey: SnpAttestationConfig['signingKey'];
+  if (raw.amdSigningKey !== undefined) {
+    const cert = pem(variant, raw, 'amdSigningKey', `AMD signing key (${names.ask} or ${names.asvk})`);
+    const cn = commonName(cert.subject);
+    if (cn !== names.ask && cn !== names.asvk)
+      throw invalid(
+        variant,
+        'amdSigningKey',
+        `want ${names.ask} or ${names.asvk}, got ${cn || cert.subject}`,
+      );
+    if (!cert.verify(ark.publicKey))
+      throw invalid(variant, 'amdSigningKey', `${cn} is not signed by the configured ${names.ark}`);
+    signingKey = { cert, signer: cn === names.asvk ? 'vlek' : 'vcek' };
+  }
+  const digests = idKeyDigests(variant, raw.firmwareSignerConfig);
+  return {
+    policy: {
+      product,
+      arks: { [product]: ark },
+      minimumLaunchTcb: tcb,
+      ...(variant === 'azure-sev-snp' ? { minimumTcb: tcb } : {}),
+      ...(digests ? { idKeyDigests: digests } : {}),
+    },
+    ...(signingKey ? { signingKey } : {}),
+  };
+}
+
+/**
+ * Parses the TDX fields of an azure-tdx or qemu-tdx attestation config. azure-tdx requires
+ * upstream's `qeSVN`, `pceSVN`, `teeTCBSVN`, `qeVendorID` and `xfam`; for qemu-tdx they are
+ * optional. `intelRootKey` is required for both.
+ * @throws ConfbootError `invalid-argument` naming the field
+ */
+export function parseTdxConfig(
+  variant: 'azure-tdx' | 'qemu-tdx',
+  raw: Record<string, unknown>,
+  measurements: Measurements,
+): TdxAttestationConfig {
+  checkFields(variant, raw, TDX_FIELDS);
+  checkMeasurementLength(variant, measurements, variant === 'qemu-tdx' ? 48 : 32);
+  if (variant === 'azure-tdx')
+    for (const field of AZURE_TDX_REQUIRED)
+      if (raw[field] === undefined)
+        throw invalid(variant, field, 'missing (azure-tdx requires it, as upstream)');
+  const root = pem(variant, raw, 'intelRootKey', 'Intel SGX root CA');
+  if (!root.verify(root.publicKey))
+    throw invalid(variant, 'intelRootKey', 'not a self-signed root certificate');
+  const qeSvn = optionalVersion(variant, raw, 'qeSVN', 0xffff);
+  const pceSvn = optionalVersion(variant, raw, 'pceSVN', 0xffff);
+  const policy: Omit<TdxPolicy, 'reportData'> = {
+    ...(qeSvn === undefined ? {} : { minimumQeSvn: qeSvn }),
+    ...(pceSvn === undefined ? {} : { minimumPceSvn: pceSvn }),
+    ...(raw.teeTCBSVN === undefined
+      ? {}
+      : { minimumTeeTcbSvn: hexBytes(variant, 'teeTCBSVN', raw.teeTCBSVN, 16) }),
+    ...(raw.qeVendorID === undefined
+      ? {}
+      : { qeVendorId: hexBytes(variant, 'qeVendorID', raw.qeVendorID, 16) }),
+    ...(raw.mrSeam === undefined ? {} : { mrSeam: [hexBytes(variant, 'mrSeam', raw.mrSeam, 48)] }),
+    ...(raw.xfam === undefined ? {} : { xfam: hexBytes(variant, 'xfam', raw.xfam, 8) }),
+  };
+  return { root, policy };
+}
