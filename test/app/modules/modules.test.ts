@@ -7,7 +7,7 @@
  */
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { QemuTdxIssuer } from '../../../src/adapters/attestation/tdx/issuer.js';
 import { VtpmIssuer } from '../../../src/adapters/attestation/vtpm/issuer.js';
 import { AwsMetadataAPI } from '../../../src/adapters/cloud/aws/metadata-api.js';
@@ -17,6 +17,7 @@ import { QemuMetadataAPI } from '../../../src/adapters/cloud/qemu/metadata-api.j
 import { silentLogger } from '../../../src/adapters/log/pino-logger.js';
 import type { Tpm2ToolsTpm } from '../../../src/adapters/tpm/tpm2-tools-tpm.js';
 import type { BootstrapperNodeDeps } from '../../../src/app/bootstrapper/node.js';
+import { runBootstrapper } from '../../../src/app/bootstrapper/program.js';
 import {
   AZURE_HCL_AK_HANDLE,
   BootstrapperDeps,
@@ -167,6 +168,37 @@ describe('the provider table', () => {
       const input = { csp, variant, diskDevice: '/dev/null' };
       expect(() => nodeConfig(input)).toThrow(`no issuer for ${variant} on this machine`);
       await expect(createNodeContainer(input)).rejects.toThrow(`no issuer for ${variant} on this machine`);
+    },
+  );
+});
+
+describe('the bootstrapper program refuses to start a node with a validator-only variant', () => {
+  it.each(validatorOnly)(
+    '--csp $csp --attestation-variant $variant exits 2 naming it',
+    async ({ csp, variant }) => {
+      const err: string[] = [];
+      const spy = vi.spyOn(process.stderr, 'write').mockImplementation((chunk) => {
+        err.push(String(chunk));
+        return true;
+      });
+      try {
+        const code = await runBootstrapper(
+          [
+            '--attestation-variant',
+            variant,
+            '--disk',
+            '/nonexistent',
+            '--check-wiring',
+            '--log-level',
+            'silent',
+          ],
+          csp,
+        );
+        expect(code).toBe(2);
+      } finally {
+        spy.mockRestore();
+      }
+      expect(err.join('')).toContain(`no issuer for ${variant} on this machine`);
     },
   );
 });
