@@ -14,7 +14,12 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { CryptsetupDisk } from '../../src/adapters/disk/cryptsetup-disk.js';
 import { opensWithKey } from '../../src/app/demo/state-disk.js';
 import { useTmpDirs } from '../support/tmp.js';
-import { expectJoinedCleanly, expectMarkedForReset, expectPristine } from './support/checks.js';
+import {
+  expectJoinedCleanly,
+  expectMarkedForReset,
+  expectNoSecretsInLogs,
+  expectPristine,
+} from './support/checks.js';
 import { FaultCluster, type FaultNode, trackEnds } from './support/cluster.js';
 import { report, TEST_MS, WAIT_MS } from './support/config.js';
 import { settleWithin, waitUntil } from './support/faults.js';
@@ -104,6 +109,7 @@ describe('fault: cryptsetup failing (swtpm and LUKS2 images; kubeadm and the Kub
     await waitUntil('the healthy node joined', () => ends.get(healthy.name) !== undefined, WAIT_MS);
     expect(ends.get(healthy.name)).toEqual({ outcome: 'joined' });
     await expectJoinedCleanly(cluster, healthy);
+    await expectNoSecretsInLogs(cluster);
     report(
       `cryptsetup after lock: 4 nodes marked/failed as planned, ${nodes.reduce((a, n) => a + n.cryptsetup.invocations().length, 0)} cryptsetup runs`,
     );
@@ -139,6 +145,7 @@ describe('fault: cryptsetup failing (swtpm and LUKS2 images; kubeadm and the Kub
     await waitUntil('the node joined', () => ends.has(node.name), WAIT_MS);
     expect(ends.get(node.name)).toEqual({ outcome: 'joined' });
     await expectJoinedCleanly(cluster, node);
+    await expectNoSecretsInLogs(cluster);
     report(
       `cryptsetup before lock: ${node.cryptsetup.injected()} injected luksDump failure(s); bootstrapper ${gaveUp ? 'gave up and was restarted' : 'kept retrying'}; joined`,
     );

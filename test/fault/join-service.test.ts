@@ -8,7 +8,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { MEASUREMENT_SECRET_KEY_ID } from '../../src/domain/key-derivation.js';
 import { useTmpDirs } from '../support/tmp.js';
-import { expectJoinedCleanly, expectPristine } from './support/checks.js';
+import { expectJoinedCleanly, expectNoSecretsInLogs, expectPristine } from './support/checks.js';
 import { FaultCluster, joinedNames, trackEnds } from './support/cluster.js';
 import { BURST_NODES, OUTAGES, report, TEST_MS, WAIT_MS } from './support/config.js';
 import { waitUntil } from './support/faults.js';
@@ -74,6 +74,7 @@ describe('fault: join service restarted mid-burst (kubeadm and the Kubernetes AP
       expect(joinedNames(ends).sort()).toEqual(nodes.map((n) => n.name).sort());
       for (const n of nodes) await expectJoinedCleanly(cluster, n);
       const failures = nodes.reduce((a, n) => a + n.joinErrors.length, 0);
+      await expectNoSecretsInLogs(cluster);
       report(
         `join service: ${nodes.length} nodes joined after ${OUTAGES} restart(s); ${inFlightCancelled} key derivations were in flight at close; ${failures} failed ticket calls retried`,
       );

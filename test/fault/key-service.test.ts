@@ -7,7 +7,7 @@
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import { useTmpDirs } from '../support/tmp.js';
-import { expectJoinedCleanly, expectPristine } from './support/checks.js';
+import { expectJoinedCleanly, expectNoSecretsInLogs, expectPristine } from './support/checks.js';
 import { FaultCluster, joinedNames, trackEnds } from './support/cluster.js';
 import { BURST_NODES, OUTAGES, report, TEST_MS, WAIT_MS } from './support/config.js';
 import { waitUntil } from './support/faults.js';
@@ -95,6 +95,7 @@ describe('fault: key service down mid-burst (kubeadm and the Kubernetes API simu
       );
       expect([...codes]).toEqual(['unavailable']);
       const refusals = cluster.audits().filter((a) => a.outcome === 'refused').length;
+      await expectNoSecretsInLogs(cluster);
       report(
         `key service: ${nodes.length} nodes joined after ${OUTAGES} outage(s); ${unavailable.length} nodes saw UNAVAILABLE; ${refusals} requests refused as unavailable and retried`,
       );

@@ -13,7 +13,7 @@ import { SimulatedClusterJoiner } from '../../src/adapters/simulated/simulated-k
 import type { ClusterJoiner } from '../../src/ports/cluster-joiner.js';
 import { FAKE_KUBEADM, FakeKubeadmWorld } from '../adapters/kubernetes/fake-kubeadm.js';
 import { useTmpDirs } from '../support/tmp.js';
-import { expectJoinedCleanly, expectMarkedForReset } from './support/checks.js';
+import { expectJoinedCleanly, expectMarkedForReset, expectNoSecretsInLogs } from './support/checks.js';
 import { FaultCluster } from './support/cluster.js';
 import { report, TEST_MS, WAIT_MS } from './support/config.js';
 import { settleWithin } from './support/faults.js';
@@ -101,6 +101,7 @@ describe('fault: kubeadm failing transiently (kubeadm and the Kubernetes API sim
       expect(leaked, 'bootstrap token secret in a log line').toEqual([]);
     }
     expect(cluster.logs.lines.some((l) => l.includes('<redacted>'))).toBe(true);
+    await expectNoSecretsInLogs(cluster);
     report(
       `kubeadm: ${runs.length} runs for the flaky node (joined on attempt 3), 3 failed runs for the broken one; ${tokens.length} tokens never logged`,
     );

@@ -7,7 +7,7 @@
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import { useTmpDirs } from '../support/tmp.js';
-import { expectJoinedCleanly, expectPristine } from './support/checks.js';
+import { expectJoinedCleanly, expectNoSecretsInLogs, expectPristine } from './support/checks.js';
 import { FaultCluster, joinedNames, trackEnds } from './support/cluster.js';
 import { LONG, report, TEST_MS, WAIT_MS } from './support/config.js';
 import { waitUntil } from './support/faults.js';
@@ -68,6 +68,7 @@ describe('fault: metadata timeouts (kubeadm and the Kubernetes API simulated)', 
     await waitUntil('every node joined', () => ends.size === nodes.length, WAIT_MS);
     expect(joinedNames(ends).sort()).toEqual(nodes.map((n) => n.name).sort());
     for (const n of nodes) await expectJoinedCleanly(cluster, n);
+    await expectNoSecretsInLogs(cluster);
     report(
       `metadata: ${proxy.stalledTotal} requests stalled (${[...proxy.stalled].map(([p, c]) => `${p} ${c}`).join(', ')}), ${proxy.forwarded} forwarded; ${nodes.length} nodes joined`,
     );

@@ -11,9 +11,12 @@ import { statSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { expect } from 'vitest';
 import { CryptsetupDisk, type StateDiskToken } from '../../../src/adapters/disk/cryptsetup-disk.js';
+import { HkdfKms } from '../../../src/adapters/kms/hkdf-kms.js';
 import { decodeNodeState } from '../../../src/adapters/state/json-node-state-store.js';
 import { expectedPcr15 } from '../../../src/adapters/tpm/pcr15-marker.js';
 import { opensWithKey } from '../../../src/app/demo/state-disk.js';
+import { MEASUREMENT_SECRET_KEY_ID } from '../../../src/domain/key-derivation.js';
+import { pemSecrets, type Secret, searchSecrets } from '../../secrets/search.js';
 import { type FaultCluster, type FaultNode, filesUnder, readIfExists } from './cluster.js';
 
 const hex = (b: Uint8Array) => Buffer.from(b).toString('hex');
@@ -127,4 +130,42 @@ export async function expectMarkedForReset(
     `${name}: not joined`,
   ).toBe(false);
   expectNoTempFiles(node);
+}
+
+/**
+ * Every secret of the cluster and its nodes — master secret and salt, measurement salt and secret,
+ * each state-disk key and initial passphrase, kubelet keys written, bootstrap tokens issued —
+ * appears in no captured log line in any encoding (the failure paths log the most).
+ */
+export async function expectNoSecretsInLogs(cluster: FaultCluster): Promise<number> {
+  const measurementSecret = await new HkdfKms(cluster.masterSecret, cluster.masterSalt).getDataKey(
+    MEASUREMENT_SECRET_KEY_ID,
+    32,
+  );
+  const secrets: Secret[] = [
+    { kind: 'master secret', value: cluster.masterSecret },
+    { kind: 'master salt', value: cluster.masterSalt },
+    { kind: 'measurement salt', value: cluster.measurementSalt },
+    { kind: 'measurement secret', value: measurementSecret },
+  ];
+  for (const [id, t] of cluster.cp.tokens) {
+    secrets.push({ kind: 'bootstrap token', value: Buffer.from(`${id}.${t.secret}`) });
+    secrets.push({ kind: 'bootstrap token secret', value: Buffer.from(t.secret) });
+  }
+  for (const node of cluster.nodes) {
+    const { uuid } = await diskFacts(node);
+    secrets.push({ kind: `${node.name} state disk key`, value: await cluster.diskKey(uuid) });
+    secrets.push({
+      kind: `${node.name} initial passphrase`,
+      value: await readFile(node.disk.initialPassphrasePath),
+    });
+    const keyPem = readIfExists(node.paths.kubeletKeyPath);
+    if (keyPem !== undefined) secrets.push(...pemSecrets(`${node.name} kubelet key`, keyPem));
+  }
+  const hits = searchSecrets(
+    [{ name: 'captured logs', data: Buffer.from(cluster.logs.lines.join('\n')) }],
+    secrets,
+  );
+  expect(hits).toEqual([]);
+  return secrets.length;
 }
