@@ -4,13 +4,16 @@
  * with the cluster ID derived from the ticket, and then — past the point of no return — sets the
  * state disk passphrase, writes the control-plane files, the kubelet credentials and the node state,
  * and joins the Kubernetes cluster. Before the lock every failure is retried with capped exponential
- * backoff and full jitter; after the lock every failure is final.
+ * backoff and full jitter, except a round in which no endpoint had anything listening (connection
+ * refused: the join service is not up yet, and asking costs it nothing), which is retried at a short
+ * fixed, jittered interval so a node notices a new service within a fraction of a second. After the
+ * lock every failure is final.
  */
 import type { Clock } from '../ports/clock.js';
 import type { ClusterJoiner, JoinClusterArgs } from '../ports/cluster-joiner.js';
 import type { CsrFactory } from '../ports/csr-factory.js';
 import type { EncryptedDisk } from '../ports/encrypted-disk.js';
-import { ConfbootError, wrapError } from '../ports/errors.js';
+import { ConfbootError, isAttestationError, wrapError } from '../ports/errors.js';
 import type { FileWriter } from '../ports/file-writer.js';
 import type { JoinTicketClient } from '../ports/join-ticket-client.js';
 import type { Logger } from '../ports/logger.js';
@@ -84,6 +87,34 @@ export const DEFAULT_JOIN_BACKOFF: Readonly<BackoffOptions> = Object.freeze({
   maxMs: 30_000,
 });
 
+/** Retry interval bounds (ms) while nothing listens at any join service endpoint. */
+export interface NotListeningRetry {
+  /** Shortest wait. */
+  minMs: number;
+  /** Longest wait; each wait is uniformly random in [minMs, maxMs). */
+  maxMs: number;
+}
+
+/** Default retry while nothing listens yet: 250–500 ms. */
+export const DEFAULT_NOT_LISTENING_RETRY: Readonly<NotListeningRetry> = Object.freeze({
+  minMs: 250,
+  maxMs: 500,
+});
+
+/**
+ * Whether a join ticket call failed because nothing listens at the endpoint (the TCP connection was
+ * refused, before any TLS or attestation). Refusals by a running service (ResourceExhausted,
+ * attestation errors, closed handshakes, timeouts) are not.
+ */
+export function isNothingListening(err: unknown): boolean {
+  return (
+    err instanceof ConfbootError &&
+    !isAttestationError(err) &&
+    err.code === 'unavailable' &&
+    /\bECONNREFUSED\b|connection refused/i.test(err.message)
+  );
+}
+
 /** The ports the join flow uses (only the slices it needs). */
 export interface JoinFlowDeps {
   metadata: Pick<MetadataAPI, 'self' | 'list' | 'getLoadBalancerEndpoint'>;
@@ -105,6 +136,8 @@ export interface JoinFlowOptions {
   joinServicePort?: number;
   paths?: Partial<JoinPaths>;
   backoff?: Partial<BackoffOptions>;
+  /** Retry interval while nothing listens at any endpoint (default 250–500 ms). */
+  notListeningRetry?: Partial<NotListeningRetry>;
   timeouts?: Partial<JoinTimeouts>;
   /**
    * Called once right after the node lock was taken (upstream `cleaner.Clean()`), e.g. to stop the
@@ -121,6 +154,13 @@ export type JoinOutcome =
   | { outcome: 'init-in-progress' }
   /** `stop()` was called before the lock. */
   | { outcome: 'stopped' };
+
+/** How a round over the endpoints ended without a ticket. */
+interface NoTicket {
+  ticket?: undefined;
+  /** Every endpoint refused the connection: no join service listens yet. */
+  nothingListening: boolean;
+}
 
 interface TicketAttempt {
   ticket: JoinTicket;
@@ -175,6 +215,7 @@ export class JoinFlow {
   readonly #port: number;
   readonly #paths: JoinPaths;
   readonly #backoff: BackoffOptions;
+  readonly #notListeningRetry: NotListeningRetry;
   readonly #timeouts: JoinTimeouts;
   readonly #onPointOfNoReturn: (() => void | Promise<void>) | undefined;
   readonly #stop = new AbortController();
@@ -187,6 +228,13 @@ export class JoinFlow {
     this.#paths = { ...DEFAULT_JOIN_PATHS, ...options.paths };
     this.#backoff = { ...DEFAULT_JOIN_BACKOFF, ...options.backoff };
     checkBackoffOptions(this.#backoff);
+    this.#notListeningRetry = { ...DEFAULT_NOT_LISTENING_RETRY, ...options.notListeningRetry };
+    const { minMs, maxMs } = this.#notListeningRetry;
+    if (!(Number.isFinite(minMs) && Number.isFinite(maxMs) && minMs >= 0 && maxMs >= minMs))
+      throw new ConfbootError(
+        'invalid-argument',
+        `invalid not-listening retry: minMs ${minMs}, maxMs ${maxMs}`,
+      );
     this.#timeouts = { ...DEFAULT_JOIN_TIMEOUTS, ...options.timeouts };
     this.#onPointOfNoReturn = options.onPointOfNoReturn;
   }
@@ -224,12 +272,24 @@ export class JoinFlow {
     if (self === undefined) return this.#stopped();
     logger.info('Starting join', { name: self.name, role: self.role });
 
-    for (let attempt = 0; ; attempt++) {
+    // Only refusals by a running service (or no endpoints at all) grow the backoff.
+    let attempt = 0;
+    for (;;) {
       const got = await this.#tryEndpoints(diskUuid, self, signal);
       if (signal.aborted) return this.#stopped();
-      if (got !== undefined) return this.#startNodeAndJoin(self, got);
-      if (!(await this.#backoffSleep(attempt, signal))) return this.#stopped();
+      if (got.ticket !== undefined) return this.#startNodeAndJoin(self, got);
+      const slept = got.nothingListening
+        ? await this.#sleep(this.#notListeningDelayMs(), signal)
+        : await this.#backoffSleep(attempt++, signal);
+      if (!slept) return this.#stopped();
     }
+  }
+
+  /** A uniformly random wait in [minMs, maxMs) of the not-listening retry. */
+  #notListeningDelayMs(): number {
+    const { minMs, maxMs } = this.#notListeningRetry;
+    const f = Math.min(Math.max(this.#deps.random.float(), 0), 1);
+    return Math.floor(minMs + f * (maxMs - minMs));
   }
 
   #stopped(): JoinOutcome {
@@ -239,7 +299,11 @@ export class JoinFlow {
 
   /** Sleeps the jittered backoff of `attempt`; false when stopped meanwhile. */
   async #backoffSleep(attempt: number, signal: AbortSignal): Promise<boolean> {
-    const delayMs = fullJitterDelayMs(attempt, this.#backoff, this.#deps.random);
+    return this.#sleep(fullJitterDelayMs(attempt, this.#backoff, this.#deps.random), signal);
+  }
+
+  /** Sleeps `delayMs`; false when stopped meanwhile. */
+  async #sleep(delayMs: number, signal: AbortSignal): Promise<boolean> {
     try {
       await this.#deps.clock.sleep(delayMs, signal);
     } catch {
@@ -329,22 +393,23 @@ export class JoinFlow {
     return endpoints;
   }
 
-  /** One round over all endpoints; the first valid ticket wins. Undefined when none gave one. */
+  /** One round over all endpoints; the first valid ticket wins. */
   async #tryEndpoints(
     diskUuid: string,
     self: InstanceMetadata,
     signal: AbortSignal,
-  ): Promise<TicketAttempt | undefined> {
+  ): Promise<TicketAttempt | NoTicket> {
     const { csrFactory, joinClient, clock, logger } = this.#deps;
     const endpoints = await this.#endpoints(signal);
-    if (signal.aborted) return undefined;
+    if (signal.aborted) return { nothingListening: false };
     if (endpoints.length === 0) {
       logger.warn('No join service endpoints found');
-      return undefined;
+      return { nothingListening: false };
     }
     const isControlPlane = self.role === 'ControlPlane';
+    let nothingListening = true;
     for (const endpoint of endpoints) {
-      if (signal.aborted) return undefined;
+      if (signal.aborted) return { nothingListening: false };
       try {
         // A fresh key and CSR for every attempt: a key is never sent to two join services.
         const csr = await csrFactory.create(self.name, self.vpcIp === '' ? [] : [self.vpcIp]);
@@ -366,11 +431,12 @@ export class JoinFlow {
         logger.info('Got join ticket', { endpoint });
         return { ticket, keyPem: csr.keyPem, endpoint };
       } catch (err) {
-        if (signal.aborted) return undefined;
+        if (signal.aborted) return { nothingListening: false };
+        if (!isNothingListening(err)) nothingListening = false;
         logger.warn('Failed to get join ticket', { endpoint, error: messageOf(err) });
       }
     }
-    return undefined;
+    return { nothingListening };
   }
 
   async #startNodeAndJoin(self: InstanceMetadata, got: TicketAttempt): Promise<JoinOutcome> {
