@@ -2,8 +2,12 @@
  * Join ticket issuance (join service logic, REFERENCE §1.3, §1.6 and the preamble). Runs on control
  * planes behind attested TLS: by the time a request arrives here the caller's attestation has
  * passed. It derives the node's keys, creates a bootstrap token, signs the kubelet CSR after
- * upstream's checks, and records the joining node. Errors carry precise kinds (the gRPC edge maps
- * them to InvalidArgument, Unavailable, FailedPrecondition, …) and never contain secrets.
+ * upstream's checks, and records the joining node. Unlike upstream it binds the kubelet certificate
+ * to the caller (docs/identity.md): with a PeerIdentity the caller's address must belong to an
+ * instance of this cluster, and the CSR may ask only for that instance's name, addresses and role;
+ * without one, the CSR's IP addresses must be the caller's own. Errors carry precise kinds (the gRPC
+ * edge maps them to InvalidArgument, PermissionDenied, Unavailable, FailedPrecondition, …) and never
+ * contain secrets.
  */
 import type { BootstrapTokens } from '../ports/bootstrap-tokens.js';
 import type { CertificateAuthority, CsrInfo } from '../ports/certificate-authority.js';
@@ -12,6 +16,7 @@ import type { ClusterFacts } from '../ports/cluster-facts.js';
 import { ConfbootError, isConfbootError } from '../ports/errors.js';
 import type { KMS } from '../ports/kms.js';
 import type { Logger } from '../ports/logger.js';
+import type { PeerIdentity, PeerInstance } from '../ports/peer-identity.js';
 import type {
   ControlPlaneFile,
   JoinTicket,
@@ -82,6 +87,87 @@ export function checkKubeletCsr(info: CsrInfo): string {
   }
 }
 
+/**
+ * The IP address of a caller address `ip:port` (`[v6]:port` or `v6:port`, as Node reports remote
+ * addresses); an IPv4-mapped IPv6 address gives the IPv4 address. Undefined if it holds no IP.
+ */
+export function callerIp(peer: string): string | undefined {
+  const bracketed = /^\[([^\]]+)\]:\d+$/.exec(peer);
+  let host = bracketed?.[1];
+  if (host === undefined) {
+    const i = peer.lastIndexOf(':');
+    host = i > 0 && /^\d+$/.test(peer.slice(i + 1)) ? peer.slice(0, i) : peer;
+  }
+  return canonicalIp(host);
+}
+
+/**
+ * The canonical text of an IP address, for comparing addresses written differently: IPv4 dotted
+ * quad (also for IPv4-mapped IPv6), IPv6 as eight lower-case hex groups. Undefined if not an IP.
+ */
+export function canonicalIp(ip: string): string | undefined {
+  const v4 = parseIpv4(ip);
+  if (v4 !== undefined) return v4.join('.');
+  const v6 = parseIpv6(ip);
+  if (v6 === undefined) return undefined;
+  const mapped = v6.slice(0, 5).every((g) => g === 0) && v6[5] === 0xffff;
+  if (mapped) {
+    const [hi, lo] = [v6[6] as number, v6[7] as number];
+    return [hi >> 8, hi & 0xff, lo >> 8, lo & 0xff].join('.');
+  }
+  return v6.map((g) => g.toString(16)).join(':');
+}
+
+function parseIpv4(s: string): number[] | undefined {
+  const parts = s.split('.');
+  if (parts.length !== 4) return undefined;
+  const bytes = parts.map((p) => (/^(0|[1-9]\d{0,2})$/.test(p) ? Number(p) : 256));
+  return bytes.every((b) => b <= 255) ? bytes : undefined;
+}
+
+function parseIpv6(s: string): number[] | undefined {
+  const halves = s.toLowerCase().split('::');
+  if (halves.length > 2) return undefined;
+  const groups = (h: string): number[] | undefined => {
+    if (h === '') return [];
+    const out: number[] = [];
+    const parts = h.split(':');
+    for (const [i, p] of parts.entries()) {
+      if (i === parts.length - 1 && p.includes('.')) {
+        const v4 = parseIpv4(p);
+        if (v4 === undefined) return undefined;
+        out.push(((v4[0] as number) << 8) | (v4[1] as number), ((v4[2] as number) << 8) | (v4[3] as number));
+      } else if (/^[0-9a-f]{1,4}$/.test(p)) out.push(Number.parseInt(p, 16));
+      else return undefined;
+    }
+    return out;
+  };
+  const head = groups(halves[0] as string);
+  const tail = halves.length === 2 ? groups(halves[1] as string) : [];
+  if (head === undefined || tail === undefined) return undefined;
+  if (halves.length === 1) return head.length === 8 ? head : undefined;
+  const fill = 8 - head.length - tail.length;
+  return fill >= 1 ? [...head, ...new Array<number>(fill).fill(0), ...tail] : undefined;
+}
+
+/**
+ * Throws `invalid-argument` naming every CSR IP address that is not one of `allowed` (`whose`
+ * describes the allowed set in the message).
+ */
+function checkIps(op: string, requested: readonly string[], allowed: readonly string[], whose: string): void {
+  const ok = new Set(allowed.map((a) => canonicalIp(a)).filter((a) => a !== undefined));
+  const extra = requested.filter((r) => {
+    const c = canonicalIp(r);
+    return c === undefined || !ok.has(c);
+  });
+  if (extra.length === 0) return;
+  throw new ConfbootError(
+    'invalid-argument',
+    `${op}: checking CSR: kubelet CSR: IP addresses ${extra.join(', ')} are not addresses of ${whose} (allowed: ${allowed.length > 0 ? allowed.join(', ') : 'none'})`,
+    { recoverable: false },
+  );
+}
+
 /** The ports and facts ticket issuance uses. */
 export interface TicketIssuerDeps {
   kms: Pick<KMS, 'getDataKey'>;
@@ -94,13 +180,21 @@ export interface TicketIssuerDeps {
   apiServerEndpoint: string;
   clock: Clock;
   logger: Logger;
+  /**
+   * Which instance is behind a caller address (the cloud's metadata). With it, a caller must be an
+   * instance of this cluster and may ask only for its own node name, addresses and role; without it,
+   * the CSR's IP addresses must be the caller's own address (the minimum binding).
+   */
+  identity?: PeerIdentity;
 }
 
 /** Who is asking (for messages and logs). */
 export interface TicketContext {
-  /** The caller's address, `ip:port`. */
+  /** The caller's address, `ip:port` (`[v6]:port` or `v6:port` for IPv6). */
   peer: string;
 }
+
+const KNOWN_ROLES: ReadonlySet<string> = new Set(['ControlPlane', 'Worker']);
 
 /** Issues join and rejoin tickets. */
 export class TicketIssuer {
@@ -117,8 +211,11 @@ export class TicketIssuer {
 
   /**
    * Issues a join ticket to an attested node. Rejects with `invalid-argument` for a bad disk UUID or
-   * CSR, `unavailable` when the KMS or Kubernetes is down, `failed-precondition` when another
-   * control plane is joining; the message names the peer and the step, never a secret.
+   * CSR (also IP addresses that are not the caller's), `permission-denied` when the caller is not an
+   * instance of this cluster or asks for another node's name or role, `unavailable` when metadata,
+   * the KMS or Kubernetes is down, `failed-precondition` when another control plane is joining; the
+   * message names the peer and the step, never a secret. Every refusal of the request itself comes
+   * before the first key-service call.
    */
   async issueJoinTicket(req: JoinTicketRequest, ctx: TicketContext): Promise<JoinTicket> {
     const { kms, ca, tokens, facts, clock, logger } = this.#deps;
@@ -141,12 +238,15 @@ export class TicketIssuer {
       throw new ConfbootError('invalid-argument', `${op}: checking request: no certificate signing request`);
     }
     let nodeName: string;
+    let csr: CsrInfo;
     try {
-      nodeName = checkKubeletCsr(await ca.inspectCsr(req.certificateRequest));
+      csr = await ca.inspectCsr(req.certificateRequest);
+      nodeName = checkKubeletCsr(csr);
     } catch (err) {
       // A CSR that cannot be parsed is the caller's fault whatever the CA reports.
       throw new ConfbootError('invalid-argument', `${op}: checking CSR: ${messageOf(err)}`, { cause: err });
     }
+    await this.#checkCaller(op, ctx, req, nodeName, csr);
 
     const step = async <T>(name: string, fn: () => Promise<T>): Promise<T> => {
       try {
@@ -197,6 +297,52 @@ export class TicketIssuer {
       authorizedCaPublicKey: new Uint8Array(0),
       hostCertificate: new Uint8Array(0),
     };
+  }
+
+  /**
+   * Binds the request to its caller (before any key-service call): the caller's instance (with a
+   * PeerIdentity) or address (without) decides which node name, IP addresses and role it may ask for.
+   */
+  async #checkCaller(
+    op: string,
+    ctx: TicketContext,
+    req: JoinTicketRequest,
+    nodeName: string,
+    csr: CsrInfo,
+  ): Promise<void> {
+    const ip = callerIp(ctx.peer);
+    const identity = this.#deps.identity;
+    if (identity === undefined) return;
+    const denied = (why: string) =>
+      new ConfbootError('permission-denied', `${op}: ${why}`, { recoverable: false });
+    if (ip === undefined) throw denied(`caller ${ctx.peer} is not an instance of this cluster`);
+    let instance: PeerInstance | undefined;
+    try {
+      instance = await identity.resolve(ip);
+    } catch (err) {
+      throw dependencyError(`${op}: resolving the caller's instance`, err);
+    }
+    if (instance === undefined) throw denied(`caller ${ip} is not an instance of this cluster`);
+    const resolvedName = instance.name.toLowerCase().replaceAll('_', '-');
+    if (resolvedName === '' || !KNOWN_ROLES.has(instance.role)) {
+      throw new ConfbootError(
+        'unavailable',
+        `${op}: the cloud has not assigned a name and role to caller ${ip} yet (name ${JSON.stringify(instance.name)}, role ${instance.role})`,
+      );
+    }
+    if (resolvedName !== nodeName) {
+      throw denied(
+        `kubelet CSR is for node ${JSON.stringify(nodeName)}, but caller ${ip} is node ${JSON.stringify(resolvedName)}`,
+      );
+    }
+    checkIps(op, csr.ipAddresses, instance.ips, `node ${JSON.stringify(resolvedName)}`);
+    if (req.isControlPlane !== (instance.role === 'ControlPlane')) {
+      throw denied(
+        req.isControlPlane
+          ? `node ${JSON.stringify(resolvedName)} is a worker and may not join as a control plane (no control-plane files)`
+          : `node ${JSON.stringify(resolvedName)} is a control plane and may not join as a worker`,
+      );
+    }
   }
 
   /**

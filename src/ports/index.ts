@@ -24,6 +24,7 @@ export * from './measurement-policy.js';
 export * from './metadata-api.js';
 export * from './node-marker.js';
 export * from './node-state-store.js';
+export * from './peer-identity.js';
 export * from './random.js';
 export * from './secret-hash.js';
 export * from './tpm.js';

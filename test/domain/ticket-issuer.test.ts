@@ -1,14 +1,20 @@
-/** Join ticket issuance (REFERENCE §1.3, §1.6 domain-side checks, and the preamble). */
+/**
+ * Join ticket issuance (REFERENCE §1.3, §1.6 domain-side checks, and the preamble), and the binding
+ * of the kubelet CSR to the caller (docs/identity.md): with a PeerIdentity (stubbed here) the name,
+ * IP addresses and role must be the caller's instance's; without one, the IP addresses the caller's.
+ */
 import { describe, expect, it } from 'vitest';
 import { KUBERNETES_JOIN_TOKEN_TTL_MS } from '../../src/domain/key-derivation.js';
-import { normalizeNodeName, TicketIssuer } from '../../src/domain/ticket-issuer.js';
+import { callerIp, canonicalIp, normalizeNodeName, TicketIssuer } from '../../src/domain/ticket-issuer.js';
 import { ConfbootError, type ConfbootErrorCode, isConfbootError } from '../../src/ports/errors.js';
+import type { PeerIdentity, PeerInstance } from '../../src/ports/peer-identity.js';
 import type { JoinTicketRequest } from '../../src/ports/types.js';
 import { FakeClock } from '../fakes/fake-clock.js';
 import { bytes, filled, RecordingLogger, StubCa, StubFacts, StubKms, StubTokens, someErr } from './stubs.js';
 
 const UUID = '0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0';
-const PEER = '10.0.0.3:40000';
+// The stub CSR asks for IP 192.0.2.5: the caller's own address.
+const PEER = '192.0.2.5:40000';
 
 function setup() {
   const order: string[] = [];
@@ -400,5 +406,196 @@ describe('TicketIssuer.issueRejoinTicket', () => {
       .catch((e: unknown) => e);
     expect(isConfbootError(err) && err.code).toBe('unavailable');
     expect((err as Error).message).toContain(`issuing rejoin ticket for ${PEER}`);
+  });
+});
+
+/** A PeerIdentity over a fixed table of instances; records every address it was asked about. */
+class StubIdentity implements PeerIdentity {
+  readonly asked: string[] = [];
+  err?: Error;
+  constructor(readonly instances: Record<string, PeerInstance>) {}
+  async resolve(peerIp: string): Promise<PeerInstance | undefined> {
+    this.asked.push(peerIp);
+    if (this.err) throw this.err;
+    return this.instances[peerIp];
+  }
+}
+
+function withIdentity(instances: Record<string, PeerInstance>) {
+  const s = setup();
+  const identity = new StubIdentity(instances);
+  return { ...s, identity, issuer: () => new TicketIssuer({ ...s, identity }) };
+}
+
+const NODE_1: PeerInstance = { name: 'node-1', ips: ['192.0.2.5'], role: 'Worker' };
+
+async function refusal(s: ReturnType<typeof withIdentity> | Setup, r = req(), peer = PEER) {
+  const err = await s
+    .issuer()
+    .issueJoinTicket(r, { peer })
+    .catch((e: unknown) => e);
+  if (!isConfbootError(err)) throw new Error(`expected a ConfbootError, got ${String(err)}`);
+  // Every refusal of the request itself comes before any key, token or certificate.
+  expect(s.kms.calls).toEqual([]);
+  expect(s.tokens.ttls).toEqual([]);
+  expect(s.ca.calls).not.toContain('signKubeletCsr');
+  expect(s.facts.joiningNodes).toEqual([]);
+  return err;
+}
+
+describe('TicketIssuer: the kubelet CSR is bound to the caller', () => {
+  describe('with a PeerIdentity', () => {
+    it("issues when name, addresses and role are the caller's instance's; asks for the caller IP", async () => {
+      const s = withIdentity({ '192.0.2.5': { ...NODE_1, ips: ['192.0.2.5', '192.0.2.6'] } });
+      await s.issuer().issueJoinTicket(req(), { peer: PEER });
+      expect(s.identity.asked).toEqual(['192.0.2.5']);
+      expect(s.facts.joiningNodes).toEqual([{ nodeName: 'node-1', isControlPlane: false }]);
+    });
+
+    it('asks with the IPv4 address of an IPv4-mapped caller', async () => {
+      const s = withIdentity({ '192.0.2.5': NODE_1 });
+      await s.issuer().issueJoinTicket(req(), { peer: '::ffff:192.0.2.5:40000' });
+      expect(s.identity.asked).toEqual(['192.0.2.5']);
+    });
+
+    it('a caller that is no instance of this cluster: permission-denied', async () => {
+      const s = withIdentity({});
+      const err = await refusal(s);
+      expect(err.code).toBe('permission-denied');
+      expect(err.recoverable).toBe(false);
+      expect(err.message).toBe(
+        `issuing join ticket for ${PEER}: caller 192.0.2.5 is not an instance of this cluster`,
+      );
+    });
+
+    it('a caller address without an IP: permission-denied, metadata not asked', async () => {
+      const s = withIdentity({ '192.0.2.5': NODE_1 });
+      const err = await refusal(s, req(), 'unknown peer');
+      expect(err.code).toBe('permission-denied');
+      expect(err.message).toContain('caller unknown peer is not an instance of this cluster');
+      expect(s.identity.asked).toEqual([]);
+    });
+
+    it("a CSR for another node's name: permission-denied naming both names", async () => {
+      const s = withIdentity({ '192.0.2.5': { ...NODE_1, name: 'worker-2' } });
+      const err = await refusal(s);
+      expect(err.code).toBe('permission-denied');
+      expect(err.message).toBe(
+        `issuing join ticket for ${PEER}: kubelet CSR is for node "node-1", but caller 192.0.2.5 is node "worker-2"`,
+      );
+    });
+
+    it('compares names after the same normalisation (metadata "Node_1" is node-1)', async () => {
+      const s = withIdentity({ '192.0.2.5': { ...NODE_1, name: 'Node_1' } });
+      s.ca.csrInfo = { ...s.ca.csrInfo, commonName: 'system:node:NODE-1' };
+      await s.issuer().issueJoinTicket(req(), { peer: PEER });
+      expect(s.facts.joiningNodes).toEqual([{ nodeName: 'node-1', isControlPlane: false }]);
+    });
+
+    it("IP addresses that are not the instance's: invalid-argument naming the extra ones", async () => {
+      const s = withIdentity({ '192.0.2.5': NODE_1 });
+      s.ca.csrInfo = { ...s.ca.csrInfo, ipAddresses: ['192.0.2.5', '8.8.8.8', '10.96.0.1'] };
+      const err = await refusal(s);
+      expect(err.code).toBe('invalid-argument');
+      expect(err.message).toBe(
+        `issuing join ticket for ${PEER}: checking CSR: kubelet CSR: IP addresses 8.8.8.8, 10.96.0.1 are not addresses of node "node-1" (allowed: 192.0.2.5)`,
+      );
+    });
+
+    it("the instance's addresses decide, not the caller's (a second NIC address is allowed)", async () => {
+      const s = withIdentity({ '192.0.2.5': { ...NODE_1, ips: ['10.0.0.9'] } });
+      s.ca.csrInfo = { ...s.ca.csrInfo, ipAddresses: ['10.0.0.9'] };
+      await s.issuer().issueJoinTicket(req(), { peer: PEER });
+      expect(s.ca.calls).toContain('signKubeletCsr');
+    });
+
+    it('a worker asking for control-plane files: permission-denied', async () => {
+      const s = withIdentity({ '192.0.2.5': NODE_1 });
+      const err = await refusal(s, req({ isControlPlane: true }));
+      expect(err.code).toBe('permission-denied');
+      expect(err.message).toBe(
+        `issuing join ticket for ${PEER}: node "node-1" is a worker and may not join as a control plane (no control-plane files)`,
+      );
+      expect(s.ca.calls).not.toContain('controlPlaneFiles');
+    });
+
+    it('a control plane asking to join as a worker: permission-denied', async () => {
+      const s = withIdentity({ '192.0.2.5': { ...NODE_1, role: 'ControlPlane' } });
+      const err = await refusal(s);
+      expect(err.code).toBe('permission-denied');
+      expect(err.message).toContain('node "node-1" is a control plane and may not join as a worker');
+    });
+
+    it('a control plane joining as a control plane gets the control-plane files', async () => {
+      const s = withIdentity({ '192.0.2.5': { ...NODE_1, role: 'ControlPlane' } });
+      const t = await s.issuer().issueJoinTicket(req({ isControlPlane: true }), { peer: PEER });
+      expect(t.controlPlaneFiles).toEqual(s.ca.files);
+    });
+
+    it('an instance without a name or role yet: unavailable (the node retries)', async () => {
+      for (const instance of [
+        { ...NODE_1, role: 'Unknown' as const },
+        { ...NODE_1, name: '' },
+      ]) {
+        const s = withIdentity({ '192.0.2.5': instance });
+        const err = await refusal(s);
+        expect(err.code).toBe('unavailable');
+        expect(err.recoverable).toBe(true);
+        expect(err.message).toContain('has not assigned a name and role to caller 192.0.2.5 yet');
+      }
+    });
+
+    it('metadata down: unavailable with the cause, nothing issued', async () => {
+      const s = withIdentity({ '192.0.2.5': NODE_1 });
+      s.identity.err = new ConfbootError('unavailable', 'listing instances: 503');
+      const err = await refusal(s);
+      expect(err.code).toBe('unavailable');
+      expect(err.recoverable).toBe(true);
+      expect(err.message).toBe(
+        `issuing join ticket for ${PEER}: resolving the caller's instance: listing instances: 503`,
+      );
+      expect(err.cause).toBe(s.identity.err);
+    });
+
+    it('a bad CSR is refused as before, without asking metadata', async () => {
+      const s = withIdentity({ '192.0.2.5': NODE_1 });
+      s.ca.csrInfo = { ...s.ca.csrInfo, dnsNames: ['kubernetes.default'] };
+      const err = await refusal(s);
+      expect(err.code).toBe('invalid-argument');
+      expect(s.identity.asked).toEqual([]);
+    });
+  });
+});
+
+describe('callerIp and canonicalIp', () => {
+  it.each([
+    ['10.0.0.3:40000', '10.0.0.3'],
+    ['[2001:db8::1]:443', '2001:db8:0:0:0:0:0:1'],
+    ['2001:db8::1:443', '2001:db8:0:0:0:0:0:1'],
+    ['::1:5000', '0:0:0:0:0:0:0:1'],
+    ['::ffff:10.0.0.3:40000', '10.0.0.3'],
+    ['::ffff:a00:3:40000', '10.0.0.3'],
+    ['10.0.0.3', '10.0.0.3'],
+    ['unknown peer', undefined],
+    ['host.example:443', undefined],
+  ])('callerIp(%j) = %j', (peer, want) => {
+    expect(callerIp(peer)).toBe(want);
+  });
+
+  it.each([
+    ['2001:DB8:0000::1', '2001:db8:0:0:0:0:0:1'],
+    ['::', '0:0:0:0:0:0:0:0'],
+    ['1:2:3:4:5:6:7:8', '1:2:3:4:5:6:7:8'],
+    ['64:ff9b::192.0.2.33', '64:ff9b:0:0:0:0:c000:221'],
+    ['256.0.0.1', undefined],
+    ['01.0.0.1', undefined],
+    ['1.2.3', undefined],
+    ['1:2:3:4:5:6:7:8:9', undefined],
+    ['1::2::3', undefined],
+    ['1:2:3:4:5:6:7::8', undefined],
+    ['fe80::1%eth0', undefined],
+    ['', undefined],
+  ])('canonicalIp(%j) = %j', (ip, want) => {
+    expect(canonicalIp(ip)).toBe(want);
   });
 });

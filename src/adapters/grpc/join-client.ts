@@ -1,8 +1,12 @@
 /**
  * The joining node's gRPC edge (adapter layer, src/adapters/grpc): implements the JoinTicketClient
  * port over attested TLS. The node attests with its Issuer; like upstream it does not verify the
- * join service unless validators are given (mutual). One channel per call, always closed.
+ * join service unless validators are given (mutual). One call is one channel and at most one
+ * connection (one TPM quote): the channel's credentials stop reconnecting as soon as the call has
+ * finished, and the channel is always closed. With `localAddress` the connection leaves from that
+ * address (a loopback node's own 127.0.0.x), so the join service sees who is calling.
  */
+import { isIP } from 'node:net';
 import {
   type ClientUnaryCall,
   type CallOptions as GrpcCallOptions,
@@ -11,6 +15,7 @@ import {
 } from '@grpc/grpc-js';
 import { APIClient as JoinAPIClient } from '../../gen/join.js';
 import type { Clock } from '../../ports/clock.js';
+import { ConfbootError } from '../../ports/errors.js';
 import type { Issuer } from '../../ports/issuer.js';
 import type { JoinTicketClient } from '../../ports/join-ticket-client.js';
 import type { Logger } from '../../ports/logger.js';
@@ -43,13 +48,21 @@ export interface GrpcJoinTicketClientOptions {
   /** Bound on TLS handshake + attestation exchange (default 30 s). */
   handshakeTimeoutMs?: number;
   logger?: Logger;
+  /** Local address outgoing connections leave from (IP literal); default: the system's choice. */
+  localAddress?: string;
 }
 
 /** JoinTicketClient over grpc-js and attested TLS. */
 export class GrpcJoinTicketClient implements JoinTicketClient {
   private readonly options: GrpcJoinTicketClientOptions;
 
+  /** Throws `invalid-argument` when `localAddress` is not an IP literal. */
   constructor(options: GrpcJoinTicketClientOptions) {
+    if (options.localAddress !== undefined && isIP(options.localAddress) === 0)
+      throw new ConfbootError(
+        'invalid-argument',
+        `join client: local address ${JSON.stringify(options.localAddress)} is not an IP address`,
+      );
     this.options = options;
   }
 
@@ -100,8 +113,11 @@ export class GrpcJoinTicketClient implements JoinTicketClient {
       ...(this.options.handshakeTimeoutMs !== undefined
         ? { handshakeTimeoutMs: this.options.handshakeTimeoutMs }
         : {}),
+      ...(this.options.localAddress !== undefined ? { localAddress: this.options.localAddress } : {}),
     });
-    const client = new JoinAPIClient(endpoint, credentials, { 'grpc.use_local_subchannel_pool': 1 });
+    const client = new JoinAPIClient(credentials.target(endpoint), credentials, {
+      'grpc.use_local_subchannel_pool': 1,
+    });
     try {
       return await new Promise<Out>((resolve, reject) => {
         const call = invoke(
@@ -109,6 +125,8 @@ export class GrpcJoinTicketClient implements JoinTicketClient {
           new Metadata(),
           { deadline: deadlineFrom(options, this.options.defaultTimeoutMs ?? DEFAULT_CALL_TIMEOUT_MS) },
           (err, res) => {
+            // One call, one connection: grpc-js would reconnect after a refusal, in the background.
+            credentials.finish();
             signal?.removeEventListener('abort', onAbort);
             if (err) reject(callError(err, operation, credentials, signal));
             else resolve(fromProto(res));

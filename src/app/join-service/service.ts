@@ -17,6 +17,7 @@ import type { ClusterFacts } from '../../ports/cluster-facts.js';
 import { isAttestationError, isConfbootError } from '../../ports/errors.js';
 import type { KMS } from '../../ports/kms.js';
 import type { Logger } from '../../ports/logger.js';
+import type { PeerIdentity } from '../../ports/peer-identity.js';
 import type { Validator } from '../../ports/validator.js';
 import { JOIN_SERVICE_HTTP_PORT, JOIN_SERVICE_PORT } from '../defaults.js';
 import { type DenyList, EMPTY_DENY_LIST, FileDenyList } from './deny-list.js';
@@ -73,6 +74,12 @@ export interface JoinServiceOptions {
   measurementSalt: Uint8Array;
   /** `<ip>:6443` put into join tickets. */
   apiServerEndpoint: string;
+  /**
+   * Which cluster instance is behind a caller's address (production: MetadataPeerIdentity over the
+   * cloud's MetadataAPI). With it, a node gets a kubelet certificate only for its own name,
+   * addresses and role (docs/identity.md).
+   */
+  identity?: PeerIdentity;
   /** Default the system clock. Used for certificate validity, token TTLs and the rate limit. */
   clock?: Clock;
   /** Default pino JSON on stderr. */
@@ -188,6 +195,7 @@ export async function startJoinService(options: JoinServiceOptions): Promise<Run
       apiServerEndpoint: options.apiServerEndpoint,
       clock,
       logger,
+      ...(options.identity ? { identity: options.identity } : {}),
     });
 
     let denyList: DenyList = EMPTY_DENY_LIST;

@@ -44,19 +44,14 @@ export function offsetClock(offsetMs: number): Clock {
 
 /**
  * Attested TLS credentials that remember every connection grpc-js opened through them (the local
- * port is what the join service's audit event calls the peer) and when each attested TLS exchange
- * settled. grpc-js may open a second connection for one call after the first was refused.
+ * address and port are what the join service's audit event calls the peer) and when each attested
+ * TLS exchange settled. After the call, `finish()` (the production credentials') stops grpc-js's
+ * background reconnect, so one attempt is one connection.
  */
 export class TrackingCredentials extends AttestedChannelCredentials {
-  /** Local ports of the connections made, in order. */
-  readonly ports: number[] = [];
+  /** Local `address:port` of the connections made, in order. */
+  readonly peers: string[] = [];
   private readonly settled: Promise<unknown>[] = [];
-  private finished = false;
-
-  /** No new connections from now on (grpc-js reconnects after a refusal, even after close()). */
-  finish(): void {
-    this.finished = true;
-  }
 
   override _createSecureConnector(
     ...args: Parameters<AttestedChannelCredentials['_createSecureConnector']>
@@ -64,13 +59,9 @@ export class TrackingCredentials extends AttestedChannelCredentials {
     const inner = super._createSecureConnector(...args);
     return {
       ...inner,
-      waitForReady: () =>
-        this.finished
-          ? Promise.reject(new Error('attack finished: no further connections'))
-          : inner.waitForReady(),
       connect: (socket: Socket) => {
         const remember = () => {
-          if (socket.localPort !== undefined) this.ports.push(socket.localPort);
+          if (socket.localPort !== undefined) this.peers.push(`${socket.localAddress}:${socket.localPort}`);
         };
         if (socket.connecting) socket.once('connect', remember);
         else remember();
@@ -103,8 +94,8 @@ export interface Outcome {
   refusal: Error | undefined;
   /** The response when the call succeeded. */
   response: unknown;
-  /** Local ports of the attested TLS connections grpc-js made for the call (empty for plain transports). */
-  ports: number[];
+  /** Local `address:port` of the attested TLS connections grpc-js made for the call (empty for plain transports). */
+  peers: string[];
 }
 
 /** The failed check named by an AttestationError, or undefined. */
@@ -114,10 +105,25 @@ export function checkOf(err: unknown): string | undefined {
 
 const csrs = new X509CsrFactory();
 
+/**
+ * A cluster instance in the target's metadata (the join service's PeerIdentity): its name, its VPC
+ * IP (the loopback address it connects from) and its role.
+ */
+export interface Instance {
+  name: string;
+  ip: string;
+  role: 'ControlPlane' | 'Worker';
+}
+
+/** The first control plane (where the simulated cluster was initialised). */
+export const CONTROL_PLANE_0: Instance = { name: 'control-plane-0', ip: '127.0.0.2', role: 'ControlPlane' };
+/** The node attempts come from by default: a worker of the cluster on 127.0.0.1. */
+export const DEFAULT_NODE: Instance = { name: 'worker-0', ip: '127.0.0.1', role: 'Worker' };
+
 /** A join request for `nodeName` with a real kubelet CSR (IP SANs `ips`) and a fresh disk UUID. */
 export async function joinRequest(
   nodeName: string,
-  ips: string[] = ['10.0.0.7'],
+  ips: string[] = [DEFAULT_NODE.ip],
   diskUuid: string = randomUUID(),
 ): Promise<JoinTicketRequest> {
   const csr = await csrs.create(nodeName, ips);
@@ -143,7 +149,12 @@ export const EMPTY_REQUEST: JoinTicketRequest = {
 export interface AttemptOptions {
   /** The attacker's clock (its TLS certificate's validity follows it). Default: system clock. */
   clock?: Clock;
-  /** The join request (default: a valid request for node `attacker-node`). */
+  /**
+   * The cluster instance (or any machine) the attempt comes from: the connection leaves from its
+   * address. Default {@link DEFAULT_NODE} (127.0.0.1).
+   */
+  from?: Instance;
+  /** The join request (default: an honest request of `from`: its name and address). */
   request?: JoinTicketRequest;
   /** Ask for a rejoin ticket for this disk UUID instead. */
   rejoinDiskUuid?: string;
@@ -161,6 +172,7 @@ export async function attempt(
   issuer: Issuer | undefined,
   options: AttemptOptions = {},
 ): Promise<Outcome> {
+  const from = options.from ?? DEFAULT_NODE;
   const credentials =
     options.transport === 'plaintext'
       ? ChannelCredentials.createInsecure()
@@ -170,9 +182,11 @@ export async function attempt(
             ...(issuer ? { issuer } : {}),
             clock: options.clock ?? clock,
             handshakeTimeoutMs: 10_000,
+            localAddress: from.ip,
           });
-  const client = new JoinAPIClient(endpoint, credentials, { 'grpc.use_local_subchannel_pool': 1 });
-  const request = options.request ?? (await joinRequest('attacker-node'));
+  const target = credentials instanceof TrackingCredentials ? credentials.target(endpoint) : endpoint;
+  const client = new JoinAPIClient(target, credentials, { 'grpc.use_local_subchannel_pool': 1 });
+  const request = options.request ?? (await joinRequest(from.name, [from.ip]));
   try {
     const { err, res } = await new Promise<{ err: ServiceError | null; res: unknown }>((resolve) => {
       const meta = new Metadata();
@@ -189,7 +203,7 @@ export async function attempt(
     const tracked = credentials instanceof TrackingCredentials ? credentials : undefined;
     tracked?.finish();
     await tracked?.allSettled();
-    const common = { refusal: tracked?.lastError, ports: tracked ? [...tracked.ports] : [] };
+    const common = { refusal: tracked?.lastError, peers: tracked ? [...tracked.peers] : [] };
     if (err) return { code: err.code, details: err.details, response: undefined, ...common };
     return { code: status.OK, details: 'OK', response: res, ...common };
   } finally {
@@ -265,40 +279,41 @@ export async function expectRefused(
     rpc: expected.rpc ?? (expected.check !== undefined ? 'attested-tls' : 'IssueJoinTicket'),
     reason: expected.reason ?? (expected.check as string),
     code: expected.auditCode ?? 'permission-denied',
-    ports: outcome.ports,
+    peers: outcome.peers,
   });
 }
 
-/** Audit events whose peer is one of `ports` on 127.0.0.1. */
-function auditsOf(audits: Array<Record<string, unknown>>, ports: number[]): Array<Record<string, unknown>> {
-  const peers = new Set(ports.map((p) => `127.0.0.1:${p}`));
-  return audits.filter((a) => peers.has(String(a.peer)));
+/** Audit events whose peer is one of `peers` (`address:port`). */
+function auditsOf(audits: Array<Record<string, unknown>>, peers: string[]): Array<Record<string, unknown>> {
+  const set = new Set(peers);
+  return audits.filter((a) => set.has(String(a.peer)));
 }
 
 /**
  * Asserts that nothing was issued since `since` (no key-service call, no bootstrap token, no kubelet
  * certificate) and that the attack's audit events are refusals with `rpc`, `code` (default
- * permission-denied) and `reason`. With `ports` (connections the attack made) the events are those
- * of exactly these connections, one each; without, every event since `since` (at least one).
+ * permission-denied) and `reason`. With `peers` (`address:port` of the connections the attack made)
+ * or `ports` (local ports on 127.0.0.1) the events are those of exactly these connections, one
+ * each; without, every event since `since` (at least one).
  */
 export async function expectAuditedRefusal(
   target: Target,
   since: Before,
-  expected: { rpc: string; reason: string; code?: string; ports?: number[] },
+  expected: { rpc: string; reason: string; code?: string; ports?: number[]; peers?: string[] },
 ): Promise<Array<Record<string, unknown>>> {
-  const ports = expected.ports ?? [];
+  const peers = [...(expected.peers ?? []), ...(expected.ports ?? []).map((p) => `127.0.0.1:${p}`)];
   const mine =
-    ports.length > 0
+    peers.length > 0
       ? auditsOf(
           await waitForAudits(
             target,
-            (a) => auditsOf(a, ports).length >= ports.length,
-            `one audit event per connection (${ports.join(', ')})`,
+            (a) => auditsOf(a, peers).length >= peers.length,
+            `one audit event per connection (${peers.join(', ')})`,
           ),
-          ports,
+          peers,
         )
       : (await waitForAudits(target, (a) => a.length > since.audits, 'an audit event')).slice(since.audits);
-  if (ports.length > 0) expect(mine).toHaveLength(ports.length);
+  if (peers.length > 0) expect(mine).toHaveLength(peers.length);
   for (const a of mine) {
     expect(a).toMatchObject({
       rpc: expected.rpc,
@@ -316,10 +331,10 @@ export async function expectIssued(target: Target, since: Before, outcome: Outco
   expect(outcome.code, `status (details: ${outcome.details}; refusal: ${outcome.refusal?.message})`).toBe(
     status.OK,
   );
-  expect(outcome.ports).toHaveLength(1);
+  expect(outcome.peers).toHaveLength(1);
   const mine = auditsOf(
-    await waitForAudits(target, (a) => auditsOf(a, outcome.ports).length >= 1, 'the issued audit event'),
-    outcome.ports,
+    await waitForAudits(target, (a) => auditsOf(a, outcome.peers).length >= 1, 'the issued audit event'),
+    outcome.peers,
   );
   expect(mine.map((a) => [a.rpc, a.outcome])).toEqual([['IssueJoinTicket', 'issued']]);
   const now = target.issued();

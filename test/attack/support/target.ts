@@ -4,13 +4,16 @@
  * MeasurementsPolicy → the variant's vTPM validator), the real key service on loopback behind a
  * call-counting wrapper, the real FileCertificateAuthority (calls counted) on a pki directory made
  * by the SIMULATED kubeadm init, and SIMULATED Kubernetes (in-memory bootstrap tokens, creations
- * counted). Audit events are captured from the service's pino JSON log. Test code only.
+ * counted). Like production, the service binds kubelet certificates to the caller: the real
+ * MetadataPeerIdentity over a FAKE cloud (FakeMetadataAPI) listing the cluster's instances, each on
+ * its own 127.0.0.x address. Audit events are captured from the service's pino JSON log. Test code only.
  */
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { PassThrough } from 'node:stream';
+import { MetadataPeerIdentity } from '../../../src/adapters/identity/metadata-peer-identity.js';
 import { GrpcKmsClient } from '../../../src/adapters/kms/grpc-kms-client.js';
 import { HkdfKms } from '../../../src/adapters/kms/hkdf-kms.js';
 import { startKeyServiceServer } from '../../../src/adapters/kms/key-service-server.js';
@@ -32,6 +35,8 @@ import type { KMS } from '../../../src/ports/kms.js';
 import type { ControlPlaneFile } from '../../../src/ports/types.js';
 import type { Validator } from '../../../src/ports/validator.js';
 import type { Variant } from '../../../src/ports/variant.js';
+import { FakeMetadataAPI } from '../../fakes/fake-metadata-api.js';
+import { CONTROL_PLANE_0, DEFAULT_NODE, type Instance } from './attack.js';
 import { type SwtpmNode, startSwtpmNode } from './nodes.js';
 
 /** Counts key-service calls; every call that returns is a key handed out. */
@@ -98,6 +103,11 @@ export interface TargetOptions {
   denyList?: { nodes?: string[]; diskUuids?: string[] };
   /** Bound on one attested TLS handshake (default 10 s). */
   handshakeTimeoutMs?: number;
+  /**
+   * The cluster's instances in the (fake) cloud metadata, besides control-plane-0 (127.0.0.2):
+   * default [{@link DEFAULT_NODE}] (worker-0 on 127.0.0.1).
+   */
+  instances?: Instance[];
 }
 
 /** A running join service under attack. */
@@ -109,6 +119,8 @@ export interface Target {
   kms: CountingKms;
   tokens: CountingTokens;
   ca: CountingCa;
+  /** The fake cloud metadata the service resolves callers with. */
+  metadata: FakeMetadataAPI;
   /** Deny-list file (when configured). */
   denyListPath: string | undefined;
   /** Snapshot of what has been handed out. */
@@ -175,6 +187,13 @@ export async function startTarget(options: TargetOptions = {}): Promise<Target> 
     const config = options.attestationConfig ?? expectedAttestationConfig();
     const validator = build(new TextEncoder().encode(JSON.stringify(config)));
 
+    const metadata = new FakeMetadataAPI({
+      self: { name: CONTROL_PLANE_0.name, role: CONTROL_PLANE_0.role, vpcIp: CONTROL_PLANE_0.ip },
+      peers: (options.instances ?? [DEFAULT_NODE]).map((i) => ({ name: i.name, role: i.role, vpcIp: i.ip })),
+      foreign: [],
+      uid: 'attack',
+    });
+
     let denyListPath: string | undefined;
     if (options.denyList) {
       denyListPath = join(dir, 'deny-list.json');
@@ -188,6 +207,7 @@ export async function startTarget(options: TargetOptions = {}): Promise<Target> 
       facts: new InMemoryClusterFacts(cp),
       measurementSalt: randomBytes(32),
       apiServerEndpoint: '10.0.0.1:6443',
+      identity: new MetadataPeerIdentity(metadata, systemClock),
       clock: systemClock,
       logger,
       listen: { host: '127.0.0.1', port: 0 },
@@ -206,6 +226,7 @@ export async function startTarget(options: TargetOptions = {}): Promise<Target> 
       kms,
       tokens,
       ca,
+      metadata,
       denyListPath,
       issued: () => ({ kmsCalls: kms.calls, tokens: tokens.created, kubeletCerts: ca.signed }),
       audits: () => events().filter((e) => e.event === 'join-audit'),

@@ -3,9 +3,22 @@
  * credentials whose secure connector runs its own TLS 1.3 handshake and the attestation exchange on
  * the TCP socket grpc-js opened, and gives grpc-js the socket only after both verdicts accepted.
  * Relies on grpc-js's internal `_createSecureConnector` (see grpc-hook.ts and docs/atls.md).
+ *
+ * Two additions for one-shot callers such as the join client: `finish()` (and grpc-js destroying
+ * the connector when the channel closes) stops every further connection, because after a refused
+ * connection grpc-js would otherwise reconnect in the background — a second TPM quote and a second
+ * audit event for one call; and `localAddress` makes connections leave from a given local address
+ * (a loopback node's own 127.0.0.x), through a resolver scheme registered here that hands grpc-js
+ * addresses carrying `localAddress` for its `net.connect`.
  */
-import type { Socket } from 'node:net';
-import { CallCredentials, ChannelCredentials } from '@grpc/grpc-js';
+import { isIP, type Socket } from 'node:net';
+import {
+  CallCredentials,
+  ChannelCredentials,
+  type ChannelOptions,
+  experimental,
+  status,
+} from '@grpc/grpc-js';
 import { attestSocket } from './connection.js';
 import type { AtlsOptions, AttestedPeer } from './exchange.js';
 import { assertGrpcJsInternals } from './grpc-hook.js';
@@ -20,6 +33,73 @@ export interface AtlsCredentialsOptions extends AtlsOptions {
   onAttested?: (peer: AttestedPeer) => void;
   /** Called with each failed attempt's reason. */
   onRefused?: (reason: Error) => void;
+  /**
+   * Local address every connection leaves from (IPv4 or IPv6 literal). The channel must be created
+   * with {@link AttestedChannelCredentials.target}; a connection from any other address is refused.
+   */
+  localAddress?: string;
+}
+
+/** Resolver scheme of targets bound to a local address: `confboot-bound://<local address>/<host:port>`. */
+export const BOUND_TARGET_SCHEME = 'confboot-bound';
+
+type Resolver = experimental.Resolver;
+type ResolverListener = experimental.ResolverListener;
+type GrpcUri = experimental.GrpcUri;
+
+/**
+ * Resolves `confboot-bound://<local>/<host:port>` with grpc-js's DNS resolver for `host:port` and
+ * adds `localAddress: <local>` to every TCP address of the local address's family.
+ */
+class BoundResolver implements Resolver {
+  private readonly inner: Resolver;
+
+  constructor(target: GrpcUri, listener: ResolverListener, options: ChannelOptions) {
+    const local = target.authority ?? '';
+    const family = isIP(local);
+    const bind: ResolverListener = (endpoints, attributes, serviceConfig, note) => {
+      if (!endpoints.ok) return listener(endpoints, attributes, serviceConfig, note);
+      const bound = endpoints.value
+        .map((e) => ({
+          ...e,
+          addresses: e.addresses
+            .filter((a) => 'host' in a && isIP(a.host) === family)
+            .map((a) => ({ ...a, localAddress: local })),
+        }))
+        .filter((e) => e.addresses.length > 0);
+      if (bound.length === 0)
+        return listener(
+          experimental.statusOrFromError({
+            code: status.UNAVAILABLE,
+            details: `${target.path} has no IPv${family} address to reach from local address ${local}`,
+          }),
+          attributes,
+          serviceConfig,
+          note,
+        );
+      return listener(experimental.statusOrFromValue(bound), attributes, serviceConfig, note);
+    };
+    this.inner = experimental.createResolver({ scheme: 'dns', path: target.path }, bind, options);
+  }
+
+  updateResolution(): void {
+    this.inner.updateResolution();
+  }
+
+  destroy(): void {
+    this.inner.destroy();
+  }
+
+  static getDefaultAuthority(target: GrpcUri): string {
+    return target.path;
+  }
+}
+
+let boundSchemeRegistered = false;
+
+/** Strips an IPv4-mapped IPv6 prefix, so `::ffff:127.0.0.5` compares equal to `127.0.0.5`. */
+function plainAddress(address: string | undefined): string | undefined {
+  return address?.startsWith('::ffff:') && isIP(address.slice(7)) === 4 ? address.slice(7) : address;
 }
 
 /**
@@ -34,10 +114,39 @@ export class AttestedChannelCredentials extends ChannelCredentials {
   /** The latest attested server connection. */
   lastPeer: AttestedPeer | undefined;
 
+  private finished = false;
+
+  /** Throws when `localAddress` is set but is not an IP literal. */
   constructor(options: AtlsCredentialsOptions) {
     assertGrpcJsInternals();
     super();
+    if (options.localAddress !== undefined && isIP(options.localAddress) === 0)
+      throw new Error(
+        `attested TLS: local address ${JSON.stringify(options.localAddress)} is not an IP address`,
+      );
     this.options = options;
+  }
+
+  /**
+   * The grpc-js target for `endpoint` (`host:port`): unchanged without `localAddress`, otherwise a
+   * {@link BOUND_TARGET_SCHEME} target whose connections leave from the local address.
+   */
+  target(endpoint: string): string {
+    const local = this.options.localAddress;
+    if (local === undefined) return endpoint;
+    if (!boundSchemeRegistered) {
+      experimental.registerResolver(BOUND_TARGET_SCHEME, BoundResolver);
+      boundSchemeRegistered = true;
+    }
+    return `${BOUND_TARGET_SCHEME}://${local}/${endpoint}`;
+  }
+
+  /**
+   * No new connections from now on: grpc-js's next attempt fails before it opens a TCP connection.
+   * Call it when the call this channel was made for has finished. Connections already open stay.
+   */
+  finish(): void {
+    this.finished = true;
   }
 
   /** grpc-js: this channel is secure. */
@@ -57,16 +166,43 @@ export class AttestedChannelCredentials extends ChannelCredentials {
     callCredentials?: CallCredentials,
   ): SecureConnector {
     const credentials = callCredentials ?? CallCredentials.createEmpty();
+    // grpc-js destroys the connector when the channel lets go of the subchannel (client.close()),
+    // but may still reconnect afterwards; a destroyed connector refuses.
+    let destroyed = false;
+    const stopped = () =>
+      destroyed || this.finished
+        ? new Error('attested TLS: the call this channel was made for has finished; not reconnecting')
+        : undefined;
     return {
-      connect: (socket: Socket) => this.connectAttested(socket),
-      waitForReady: () => Promise.resolve(),
+      connect: (socket: Socket) => {
+        const stop = stopped();
+        if (stop) {
+          socket.destroy();
+          return Promise.reject(stop);
+        }
+        return this.connectAttested(socket);
+      },
+      waitForReady: () => {
+        const stop = stopped();
+        return stop ? Promise.reject(stop) : Promise.resolve();
+      },
       getCallCredentials: () => credentials,
-      destroy: () => {},
+      destroy: () => {
+        destroyed = true;
+      },
     };
   }
 
   private async connectAttested(raw: Socket): Promise<{ socket: Socket; secure: boolean }> {
     try {
+      const local = this.options.localAddress;
+      const from = raw.localAddress;
+      if (local !== undefined && plainAddress(from) !== plainAddress(local)) {
+        raw.destroy();
+        throw new Error(
+          `attested TLS: connection left from ${from ?? 'an unknown address'}, not from local address ${local} (create the channel with credentials.target(endpoint))`,
+        );
+      }
       const { socket, peer } = await attestSocket(raw, 'client', this.options);
       this.lastError = undefined;
       this.lastPeer = peer;
