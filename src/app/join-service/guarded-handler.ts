@@ -1,7 +1,8 @@
 /**
  * Join service: the request path between the attested gRPC edge and the domain's TicketIssuer.
  * For every join or rejoin request, in this order and before any key-service call: the caller's
- * per-IP rate limit and the global concurrency cap (ResourceExhausted), then the deny list
+ * per-IP rate limit (ResourceExhausted at once), a slot under the global concurrency cap (waited
+ * for briefly in FIFO order; ResourceExhausted when the queue is full or the wait runs out), the deny list
  * (PermissionDenied) on the disk UUID and the node name from the kubelet CSR. Then the ticket is
  * issued. Every request ends in exactly one audit event and one counted outcome; neither ever
  * holds a key, token or secret (tickets are never logged, only the caller, node and outcome).
@@ -14,7 +15,6 @@ import type { JoinTicket, JoinTicketRequest, RejoinTicket, RejoinTicketRequest }
 import type { DenyList } from './deny-list.js';
 import {
   type ConcurrencyLimiter,
-  overloadedError,
   rateLimitedError,
   sourceIp,
   type TokenBucketRateLimiter,
@@ -188,9 +188,11 @@ export class GuardedJoinHandler {
       finish('refused', err);
       throw err;
     }
-    const release = concurrency.tryAcquire();
-    if (release === undefined) {
-      const err = new Refusal('overloaded', overloadedError(concurrency.max));
+    let release: () => void;
+    try {
+      release = await concurrency.acquire();
+    } catch (cause) {
+      const err = new Refusal('overloaded', cause as ConfbootError);
       finish('refused', err);
       throw err;
     }

@@ -1,9 +1,11 @@
 /**
  * Join service: admission limits checked before any work on a request. A token bucket per caller
  * IP (time from the injected Clock, so tests run under fake time) bounds how fast one source may
- * ask; a global concurrency cap bounds how many tickets are issued at once. Both refuse at once
- * with `resource-exhausted` (gRPC ResourceExhausted): nothing queues, the joining node's backoff
- * retries.
+ * ask and refuses at once with `resource-exhausted` (gRPC ResourceExhausted). A global concurrency
+ * cap bounds how many tickets are issued at once; a request beyond it has already paid for its
+ * attested handshake, so it waits for a slot in a short FIFO queue (bounded in length and in
+ * waiting time) and is refused with `resource-exhausted` only when the queue is full or its wait
+ * runs out; the joining node's backoff then retries.
  */
 import type { Clock } from '../../ports/clock.js';
 import { ConfbootError } from '../../ports/errors.js';
@@ -97,14 +99,47 @@ export class TokenBucketRateLimiter {
   }
 }
 
-/** A cap on requests in progress. */
+/** Default longest wait for a concurrency slot. */
+export const DEFAULT_MAX_SLOT_WAIT_MS = 10_000;
+
+/** Options of {@link ConcurrencyLimiter}. */
+export interface ConcurrencyLimiterOptions {
+  /** Requests that may wait for a slot at once (default: `max`, i.e. as many as run). */
+  maxQueue?: number;
+  /** Longest wait for a slot in ms (default {@link DEFAULT_MAX_SLOT_WAIT_MS}). */
+  maxWaitMs?: number;
+}
+
+interface Waiter {
+  grant: (release: () => void) => void;
+  timer: ReturnType<typeof setTimeout>;
+}
+
+/** A cap on requests in progress, with a bounded FIFO queue of requests waiting for a slot. */
 export class ConcurrencyLimiter {
   private active = 0;
+  private readonly queue: Waiter[] = [];
+  /** Requests that may wait at once. */
+  readonly maxQueue: number;
+  /** Longest wait for a slot in ms. */
+  readonly maxWaitMs: number;
 
-  /** `max` = 0 disables the cap. */
-  constructor(readonly max: number) {
+  /**
+   * `max` = 0 disables the cap.
+   * @throws Error for a cap, queue length or wait that is not an integer ≥ 0
+   */
+  constructor(
+    readonly max: number,
+    options: ConcurrencyLimiterOptions = {},
+  ) {
     if (!Number.isInteger(max) || max < 0)
       throw new Error(`concurrency cap must be an integer ≥ 0, got ${max}`);
+    this.maxQueue = options.maxQueue ?? max;
+    this.maxWaitMs = options.maxWaitMs ?? DEFAULT_MAX_SLOT_WAIT_MS;
+    if (!Number.isInteger(this.maxQueue) || this.maxQueue < 0)
+      throw new Error(`concurrency queue length must be an integer ≥ 0, got ${this.maxQueue}`);
+    if (!Number.isInteger(this.maxWaitMs) || this.maxWaitMs < 0)
+      throw new Error(`concurrency wait must be an integer ≥ 0 ms, got ${this.maxWaitMs}`);
   }
 
   /** Requests in progress. */
@@ -112,15 +147,58 @@ export class ConcurrencyLimiter {
     return this.active;
   }
 
-  /** Takes a slot; returns the release function, or undefined when the cap is reached. */
+  /** Requests waiting for a slot. */
+  get waiting(): number {
+    return this.queue.length;
+  }
+
+  /**
+   * Takes a slot now; returns the release function, or undefined when the cap is reached or
+   * others are already waiting (no overtaking the queue).
+   */
   tryAcquire(): (() => void) | undefined {
-    if (this.max > 0 && this.active >= this.max) return undefined;
+    if (this.max > 0 && (this.active >= this.max || this.queue.length > 0)) return undefined;
     this.active++;
+    return this.releaser();
+  }
+
+  /**
+   * Takes a slot, waiting in FIFO order for at most `maxWaitMs` when the cap is reached. Resolves
+   * with the release function; rejects with `resource-exhausted` when the queue is full or the wait
+   * ran out.
+   */
+  acquire(): Promise<() => void> {
+    const now = this.tryAcquire();
+    if (now !== undefined) return Promise.resolve(now);
+    if (this.queue.length >= this.maxQueue)
+      return Promise.reject(overloadedError(this.max, this.queue.length));
+    return new Promise((resolve, reject) => {
+      const waiter: Waiter = {
+        grant: resolve,
+        timer: setTimeout(() => {
+          const i = this.queue.indexOf(waiter);
+          if (i >= 0) this.queue.splice(i, 1);
+          reject(slotWaitError(this.max, this.maxWaitMs));
+        }, this.maxWaitMs),
+      };
+      waiter.timer.unref?.();
+      this.queue.push(waiter);
+    });
+  }
+
+  /** A release function for one slot, idempotent; hands the slot to the longest waiter, if any. */
+  private releaser(): () => void {
     let released = false;
     return () => {
       if (released) return;
       released = true;
-      this.active--;
+      const next = this.queue.shift();
+      if (next === undefined) {
+        this.active--;
+        return;
+      }
+      clearTimeout(next.timer);
+      next.grant(this.releaser());
     };
   }
 }
@@ -133,10 +211,18 @@ export function rateLimitedError(source: string, retryAfterSeconds: number): Con
   );
 }
 
-/** The error when the concurrency cap is reached. */
-export function overloadedError(max: number): ConfbootError {
+/** The error when the concurrency cap is reached and no request may wait (any more). */
+export function overloadedError(max: number, waiting = 0): ConfbootError {
   return new ConfbootError(
     'resource-exhausted',
-    `the join service is at its limit of ${max} concurrent requests; retry later`,
+    `the join service is at its limit of ${max} concurrent requests${waiting > 0 ? ` with ${waiting} waiting` : ''}; retry later`,
+  );
+}
+
+/** The error when a request waited the longest allowed time for a slot. */
+export function slotWaitError(max: number, waitedMs: number): ConfbootError {
+  return new ConfbootError(
+    'resource-exhausted',
+    `the join service is at its limit of ${max} concurrent requests and no slot freed within ${waitedMs} ms; retry later`,
   );
 }

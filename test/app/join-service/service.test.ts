@@ -208,7 +208,8 @@ describe('join service (simulated Kubernetes, real key service and CA, attested 
     expect(h.logs.audits().map((a) => a.reason)).toEqual(['ok', 'ok', 'rate-limited', 'ok']);
   });
 
-  it('answers requests beyond the concurrency cap with RESOURCE_EXHAUSTED while one is in flight', async () => {
+  it('lets a request beyond the concurrency cap wait for a slot, and answers RESOURCE_EXHAUSTED once the queue is full', async () => {
+    // maxConcurrent 1: one request runs, one may wait (the queue is as long as the cap).
     const h = await harness({ limits: { maxConcurrent: 1, ratePerSecond: 0 } });
     h.kms.hold();
     const first = h
@@ -217,16 +218,28 @@ describe('join service (simulated Kubernetes, real key service and CA, attested 
     await h.kms.waitForCall();
     expect((await h.http('/metrics')).body).toMatch(/confboot_join_requests_in_flight 1\b/);
     const calls = h.kms.calls;
-    const err = await rejectionOf(h.client().issueJoinTicket(h.endpoint, await h.joinRequest('worker-7')));
-    expect(grpcCodeOf(err)).toBe(status.RESOURCE_EXHAUSTED);
-    expect(err.message).toMatch(/limit of 1 concurrent requests/);
+    const settled = (p: Promise<unknown>) =>
+      p.then(
+        () => ({ ok: true as const }),
+        (err: unknown) => ({ ok: false as const, err }),
+      );
+    const second = settled(h.client().issueJoinTicket(h.endpoint, await h.joinRequest('worker-7')));
+    const third = settled(h.client().issueJoinTicket(h.endpoint, await h.joinRequest('worker-8')));
+    // Whichever of the two arrived last found the queue full and was refused before any work.
+    await waitFor(() => h.logs.audits().length === 1, 'the refusal of the request beyond the queue');
     expect(h.kms.calls).toBe(calls);
     h.kms.release();
     await first;
+    const outcomes = await Promise.all([second, third]);
+    expect(outcomes.filter((o) => o.ok)).toHaveLength(1);
+    const refused = outcomes.find((o) => !o.ok);
+    expect(grpcCodeOf(refused?.err)).toBe(status.RESOURCE_EXHAUSTED);
+    expect((refused?.err as Error).message).toMatch(/limit of 1 concurrent requests with 1 waiting/);
     expect((await h.http('/metrics')).body).toMatch(/confboot_join_requests_in_flight 0\b/);
     expect(h.logs.audits().map((a) => [a.rpc, a.reason])).toEqual([
       ['IssueJoinTicket', 'overloaded'],
       ['IssueRejoinTicket', 'ok'],
+      ['IssueJoinTicket', 'ok'],
     ]);
   });
 
