@@ -19,6 +19,7 @@ export { CryptoRandom } from './adapters/system/crypto-random.js';
 export { SystemClock } from './adapters/system/system-clock.js';
 export { Pcr15Marker } from './adapters/tpm/pcr15-marker.js';
 export { Tpm2ToolsTpm } from './adapters/tpm/tpm2-tools-tpm.js';
+export { buildValidator, type ValidatorDeps } from './app/attestation/validators.js';
 export {
   type BootstrapperNode,
   type BootstrapperNodeDeps,
@@ -28,10 +29,12 @@ export {
 export { startJoinService } from './app/join-service/service.js';
 export {
   bootstrapperDeps,
+  CLOUD_MODULES,
   CSPS,
   checkWiring,
   commonModule,
   createNodeContainer,
+  ISSUER_VARIANTS_BY_CSP,
   moduleForCsp,
   NodeConfig,
   nodeConfig,

@@ -18,16 +18,16 @@ import {
   checkWiring,
   createNodeContainer,
   cspFromString,
+  ISSUER_VARIANTS_BY_CSP,
   moduleForCsp,
   type NodeConfig,
   nodeConfig,
-  VARIANTS_BY_CSP,
 } from '../modules/index.js';
 import { type BootstrapResult, startBootstrapperNode } from './node.js';
 
 /** Options of the bootstrapper program; `csp` is added by `confboot bootstrapper` only. */
 export function bootstrapperCommand(csp?: Csp): CommandSpec {
-  const variants = csp ? VARIANTS_BY_CSP[csp] : CSPS.flatMap((c) => VARIANTS_BY_CSP[c]);
+  const variants = csp ? ISSUER_VARIANTS_BY_CSP[csp] : CSPS.flatMap((c) => ISSUER_VARIANTS_BY_CSP[c]);
   return {
     name: csp ? `bootstrapper (${csp} entrypoint)` : 'bootstrapper',
     summary:
@@ -83,6 +83,11 @@ export function bootstrapperCommand(csp?: Csp): CommandSpec {
         valueName: 'URL',
         description: "cloud API endpoint (default the SDK's)",
       },
+      'cloud-auth-token-file': {
+        type: 'string',
+        valueName: 'F',
+        description: 'file with the cloud API token, re-read per call (openstack)',
+      },
       'metadata-local-address': {
         type: 'string',
         valueName: 'IP',
@@ -137,7 +142,7 @@ export interface BootstrapperRunOptions {
 /** Builds the node config from parsed flags; usage errors for bad values (the `dummy` variant too). */
 function configFromFlags(csp: Csp, v: Record<string, string | boolean | string[] | undefined>): NodeConfig {
   const str = (k: string) => v[k] as string | undefined;
-  const variant = str('attestation-variant') ?? (VARIANTS_BY_CSP[csp][0] as string);
+  const variant = str('attestation-variant') ?? (ISSUER_VARIANTS_BY_CSP[csp][0] as string);
   try {
     return nodeConfig({
       csp,
@@ -159,6 +164,9 @@ function configFromFlags(csp: Csp, v: Record<string, string | boolean | string[]
         ...(str('metadata-local-address') === undefined
           ? {}
           : { localAddress: str('metadata-local-address') }),
+        ...(str('cloud-auth-token-file') === undefined
+          ? {}
+          : { authTokenFile: str('cloud-auth-token-file') }),
       },
       ...(str('kubeadm') === undefined ? {} : { kubeadmPath: str('kubeadm') }),
       logLevel: str('log-level') ?? 'info',

@@ -7,14 +7,13 @@
  */
 import { randomBytes } from 'node:crypto';
 import { readFile, writeFile } from 'node:fs/promises';
-import { createValidator } from '../../adapters/attestation/variants/factory.js';
 import { GrpcInitClient } from '../../adapters/grpc/init-client.js';
 import { clusterKmsUri, NO_STORE_URI } from '../../adapters/kms/cluster-kms-factory.js';
 import { SystemClock } from '../../adapters/system/system-clock.js';
-import { MeasurementsPolicy, parseAttestationConfig } from '../../domain/measurements.js';
 import { isAttestationError } from '../../ports/errors.js';
 import type { Validator } from '../../ports/validator.js';
 import { variantFromString } from '../../ports/variant.js';
+import { buildValidator } from '../attestation/validators.js';
 import { type CommandSpec, parseCommand, runCommand, UsageError } from './args.js';
 
 export const initCommand: CommandSpec = {
@@ -202,13 +201,13 @@ export async function run(argv: string[]): Promise<number> {
     if (!Number.isFinite(timeoutSeconds) || timeoutSeconds <= 0)
       throw new UsageError('--timeout-seconds must be > 0');
 
-    let config: ReturnType<typeof parseAttestationConfig>;
+    let validator: Validator;
     try {
-      config = parseAttestationConfig(await readFile(String(v['attestation-config']), 'utf8'));
+      const config = await readFile(String(v['attestation-config']));
+      validator = buildValidator(variant, config, { clock: new SystemClock() });
     } catch (err) {
       throw new UsageError(`reading --attestation-config: ${(err as Error).message}`);
     }
-    const validator = createValidator(variant, { policy: new MeasurementsPolicy(config.measurements) });
 
     const masterFile = await readOrCreate(
       String(v['master-secret-file']),

@@ -14,6 +14,7 @@ import { silentLogger } from '../../../src/adapters/log/pino-logger.js';
 import { SystemClock } from '../../../src/adapters/system/system-clock.js';
 import { validatorBuilder } from '../../../src/app/join-service/production.js';
 import { isAttestationError } from '../../../src/ports/errors.js';
+import type { Variant } from '../../../src/ports/variant.js';
 import { SHA256, SoftTpm, SoftVtpmIssuer } from '../../support/soft-tpm.js';
 import { useTmpDirs } from '../../support/tmp.js';
 import { type Harness, rejectionOf, startHarness, waitFor } from './harness.js';
@@ -92,7 +93,7 @@ describe('join service with the real qemu-vtpm validator (soft TPM nodes, simula
 
   it('cannot build the dummy validator or a variant the join service does not validate', () => {
     expect(() => validatorBuilder('dummy', {}, clock, silentLogger)).toThrow(/tests only/);
-    expect(() => validatorBuilder('aws-sev-snp', {}, clock, silentLogger)).toThrow(
+    expect(() => validatorBuilder('no-such-variant' as Variant, {}, clock, silentLogger)).toThrow(
       /not supported by the join service/,
     );
   });
