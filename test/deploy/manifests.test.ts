@@ -41,6 +41,15 @@ describe('deploy/kubernetes manifests', () => {
     const c = ds.spec.template.spec.containers[0];
     const args = argsOf(c);
 
+    it("keeps the caller's source IP (externalTrafficPolicy Local), which the identity binding resolves", () => {
+      const svc = find('Service', 'join-service');
+      expect(svc.spec.externalTrafficPolicy).toBe('Local');
+      // Local only works if a join-service pod runs wherever the NodePort is reached: every control plane.
+      expect(find('DaemonSet', 'join-service').spec.template.spec.nodeSelector).toHaveProperty([
+        'node-role.kubernetes.io/control-plane',
+      ]);
+    });
+
     it('runs on control-plane nodes only', () => {
       expect(ds.spec.template.spec.nodeSelector).toHaveProperty(['node-role.kubernetes.io/control-plane']);
     });

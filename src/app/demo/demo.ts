@@ -4,7 +4,8 @@
  * that the operator initialises through the real init flow (`confboot init`'s code path), and the join
  * service; then N nodes join, each with its own swtpm and LUKS2 image, plus K nodes whose boot was
  * tampered with, which the join service must refuse. Every node has its own 127.0.0.x address, so the
- * metadata server tells nodes apart by source address as upstream's does with VM IPs.
+ * metadata server tells nodes apart by source address as upstream's does with VM IPs, and the join
+ * service binds each kubelet certificate to the calling instance through the same metadata.
  *
  * Real: TPMs (swtpm + tpm2-tools), quotes and their verification, attested TLS, gRPC, the key service,
  * the metadata server, LUKS2 keyslot changes (cryptsetup), the cluster CA and kubelet certificates.
@@ -21,6 +22,7 @@ import { startMetadataServer } from '../../adapters/cloud/qemu/metadata-server.j
 import { BcryptSecretHash, hashInitSecret } from '../../adapters/crypto/bcrypt-secret-hash.js';
 import { CryptsetupDisk } from '../../adapters/disk/cryptsetup-disk.js';
 import { GrpcJoinTicketClient } from '../../adapters/grpc/join-client.js';
+import { MetadataPeerIdentity } from '../../adapters/identity/metadata-peer-identity.js';
 import { ClusterKmsFactory } from '../../adapters/kms/cluster-kms-factory.js';
 import { GrpcKmsClient } from '../../adapters/kms/grpc-kms-client.js';
 import { HkdfKms } from '../../adapters/kms/hkdf-kms.js';
@@ -274,7 +276,14 @@ export async function runDemo(options: DemoOptions): Promise<DemoResult> {
           }),
           csrFactory: new X509CsrFactory(),
           joinClient: recordingJoinClient(
-            new GrpcJoinTicketClient({ issuer, clock, defaultTimeoutMs: 10_000, logger: nodeLogger }),
+            new GrpcJoinTicketClient({
+              issuer,
+              clock,
+              defaultTimeoutMs: 10_000,
+              logger: nodeLogger,
+              // The join service sees the node's own address and checks it against the metadata.
+              localAddress: node.ip,
+            }),
             node,
           ),
           files: new ExclusiveFileWriter(),
@@ -343,6 +352,8 @@ export async function runDemo(options: DemoOptions): Promise<DemoResult> {
       facts: new InMemoryClusterFacts(cp),
       measurementSalt,
       apiServerEndpoint: `${first.ip}:6443`,
+      // Kubelet certificates only for the caller's own name, address and role (docs/identity.md).
+      identity: new MetadataPeerIdentity(new QemuMetadataAPI({ baseUrl: metadataUrl }), clock),
       clock,
       logger: logger.child({ component: 'join-service' }),
       listen: { host: first.ip, port: joinPort },
