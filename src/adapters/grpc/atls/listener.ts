@@ -3,20 +3,42 @@
  * attested TLS on every accepted socket and hands over only sockets whose attestation passed.
  * Plaintext clients, TLS clients without attestation and peers that fail a check are closed here,
  * before any byte reaches grpc-js.
+ *
+ * Handshakes are admitted in FIFO order, at most `maxConcurrentHandshakes` at once: in a burst the
+ * event loop finishes the earliest connections first instead of sharing itself among all of them
+ * until every one is late. Waiting connections stay accepted (their ClientHello waits in the socket
+ * buffer) and their handshake deadline starts when they leave the queue; a connection that waited
+ * longer than the handshake timeout, or that its client closed meanwhile, is dropped unhandled.
  */
 import { createServer, type Server, type Socket } from 'node:net';
+import { availableParallelism } from 'node:os';
 import type { TLSSocket } from 'node:tls';
 import { isAttestationError, isConfbootError } from '../../../ports/errors.js';
 import type { Logger } from '../../../ports/logger.js';
 import { attestSocket } from './connection.js';
-import type { AtlsOptions, AttestedPeer } from './exchange.js';
+import { type AtlsOptions, type AttestedPeer, DEFAULT_HANDSHAKE_TIMEOUT_MS } from './exchange.js';
+
+/** Default number of attested handshakes run at once: twice the CPUs (they also wait on I/O). */
+export const DEFAULT_MAX_CONCURRENT_HANDSHAKES = 2 * availableParallelism();
 
 /** Options of {@link AttestedTlsListener}. */
 export interface AtlsListenerOptions extends AtlsOptions {
   /** Logs refused connections (address, check, reason). */
   logger?: Logger;
-  /** Connections in handshake beyond this are closed at once (default 4096). */
+  /** Connections in handshake or waiting for one beyond this are closed at once (default 4096). */
   maxPendingHandshakes?: number;
+  /**
+   * Handshakes run at once; later connections wait in FIFO order (default
+   * {@link DEFAULT_MAX_CONCURRENT_HANDSHAKES}; 0 = no limit).
+   */
+  maxConcurrentHandshakes?: number;
+}
+
+/** A connection waiting for its handshake. */
+interface Queued {
+  raw: Socket;
+  address: string;
+  queuedAt: number;
 }
 
 /** Called for every connection that passed attested TLS. */
@@ -30,6 +52,9 @@ export class AttestedTlsListener {
   private readonly options: AtlsListenerOptions;
   private readonly onAttested: AttestedConnectionHandler;
   private readonly pending = new Set<Socket>();
+  private readonly queue: Queued[] = [];
+  private running = 0;
+  private readonly maxConcurrent: number;
   private readonly server: Server;
   /** Optional observer of refusals (tests, audit). */
   onRefused: RefusedConnectionHandler | undefined;
@@ -37,12 +62,20 @@ export class AttestedTlsListener {
   constructor(options: AtlsListenerOptions, onAttested: AttestedConnectionHandler) {
     this.options = options;
     this.onAttested = onAttested;
+    this.maxConcurrent = options.maxConcurrentHandshakes ?? DEFAULT_MAX_CONCURRENT_HANDSHAKES;
+    if (!Number.isInteger(this.maxConcurrent) || this.maxConcurrent < 0)
+      throw new Error(`maxConcurrentHandshakes must be an integer ≥ 0, got ${this.maxConcurrent}`);
     this.server = createServer({ noDelay: true }, (raw) => this.accept(raw));
   }
 
-  /** Connections currently in the TLS handshake or the attestation exchange. */
+  /** Connections currently in the TLS handshake or the attestation exchange, or waiting for it. */
   get pendingHandshakes(): number {
     return this.pending.size;
+  }
+
+  /** Connections accepted and waiting for a handshake slot. */
+  get queuedHandshakes(): number {
+    return this.queue.length;
   }
 
   /** Listens on `host:port` (port 0 = any free port); resolves with the bound port. */
@@ -63,6 +96,7 @@ export class AttestedTlsListener {
   close(): Promise<void> {
     for (const s of this.pending) s.destroy();
     this.pending.clear();
+    this.queue.length = 0;
     return new Promise((resolve) => {
       if (!this.server.listening) {
         resolve();
@@ -83,9 +117,48 @@ export class AttestedTlsListener {
       return;
     }
     this.pending.add(raw);
+    if (this.maxConcurrent === 0 || this.running < this.maxConcurrent) {
+      this.handshake(raw, address);
+      return;
+    }
+    // Closed while waiting: leave the queue entry, it is skipped when its turn comes.
+    raw.once('close', () => this.pending.delete(raw));
+    this.queue.push({ raw, address, queuedAt: Date.now() });
+  }
+
+  /** Starts the next waiting handshakes while slots are free. */
+  private next(): void {
+    const maxWaitMs = this.options.handshakeTimeoutMs ?? DEFAULT_HANDSHAKE_TIMEOUT_MS;
+    while (this.running < this.maxConcurrent) {
+      const q = this.queue.shift();
+      if (q === undefined) return;
+      if (q.raw.destroyed || !this.pending.has(q.raw)) {
+        this.pending.delete(q.raw);
+        continue;
+      }
+      if (Date.now() - q.queuedAt > maxWaitMs) {
+        this.pending.delete(q.raw);
+        q.raw.destroy();
+        this.options.logger?.warn('Refused connection: waited too long for an attested TLS handshake', {
+          peer: q.address,
+          waitedMs: Date.now() - q.queuedAt,
+        });
+        continue;
+      }
+      this.handshake(q.raw, q.address);
+    }
+  }
+
+  private handshake(raw: Socket, address: string): void {
+    this.running++;
+    const done = () => {
+      this.running--;
+      this.pending.delete(raw);
+      this.next();
+    };
     attestSocket(raw, 'server', this.options).then(
       ({ socket, peer }) => {
-        this.pending.delete(raw);
+        done();
         if (!this.server.listening) {
           socket.destroy();
           return;
@@ -93,7 +166,7 @@ export class AttestedTlsListener {
         this.onAttested(socket, peer);
       },
       (err: unknown) => {
-        this.pending.delete(raw);
+        done();
         const error = err instanceof Error ? err : new Error(String(err));
         const fields: Record<string, unknown> = { peer: address, reason: error.message };
         if (isAttestationError(err)) fields.check = err.check;
