@@ -1,7 +1,8 @@
 /**
  * A small confboot cluster on loopback for the fault-injection suite, composed like `confboot demo`
  * from real parts: the key service (gRPC), the QEMU metadata server (behind a stalling proxy), the
- * join service (attested TLS with the real qemu-vtpm validator and the cluster CA), and bootstrapper
+ * join service (attested TLS with the real qemu-vtpm validator, the cluster CA, kubelet certificates
+ * bound to the calling node through the metadata, as in the demo), and bootstrapper
  * nodes, each with its own TPM (in-process SoftTpm, or a real swtpm), the production vTPM issuer,
  * PCR 15 marker and a LUKS2 state-disk image driven by the real cryptsetup (through a per-node
  * fault-injecting wrapper). SIMULATED: kubeadm and the Kubernetes API (in-memory control plane),
@@ -22,6 +23,7 @@ import {
 import { BcryptSecretHash } from '../../../src/adapters/crypto/bcrypt-secret-hash.js';
 import { CryptsetupDisk } from '../../../src/adapters/disk/cryptsetup-disk.js';
 import { GrpcJoinTicketClient } from '../../../src/adapters/grpc/join-client.js';
+import { MetadataPeerIdentity } from '../../../src/adapters/identity/metadata-peer-identity.js';
 import { ClusterKmsFactory } from '../../../src/adapters/kms/cluster-kms-factory.js';
 import { GrpcKmsClient } from '../../../src/adapters/kms/grpc-kms-client.js';
 import { HkdfKms } from '../../../src/adapters/kms/hkdf-kms.js';
@@ -284,6 +286,8 @@ export class FaultCluster {
       facts: new InMemoryClusterFacts(this.cp),
       measurementSalt: this.measurementSalt,
       apiServerEndpoint: `${CONTROL_PLANE_IP}:6443`,
+      // Kubelet certificates only for the caller's own name, address and role, as in the demo.
+      identity: new MetadataPeerIdentity(new QemuMetadataAPI({ baseUrl: this.#metadataUrl }), this.clock),
       clock: this.clock,
       logger,
       listen: { host: CONTROL_PLANE_IP, port: this.joinPort },
@@ -376,6 +380,8 @@ export class FaultCluster {
       defaultTimeoutMs: 10_000,
       handshakeTimeoutMs: 5_000,
       logger,
+      // The join service sees the node's own address and checks it against the metadata.
+      localAddress: node.ip,
     });
     const joinClient: JoinTicketClient = {
       async issueJoinTicket(endpoint, request, callOptions) {
