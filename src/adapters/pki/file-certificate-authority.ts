@@ -12,18 +12,27 @@
  *   byte array object (a WeakMap, so it lives as long as the request) together with a copy of the
  *   bytes, and reused only while the array still holds exactly those bytes.
  */
-import 'reflect-metadata';
 import { createPrivateKey, type KeyObject, randomBytes, webcrypto } from 'node:crypto';
 import { statSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import * as x509 from '@peculiar/x509';
+import type * as X509 from '@peculiar/x509';
 import type { CertificateAuthority, CsrInfo } from '../../ports/certificate-authority.js';
 import type { Clock } from '../../ports/clock.js';
 import { ConfbootError, wrapError } from '../../ports/errors.js';
 import type { ControlPlaneFile } from '../../ports/types.js';
 
-x509.cryptoProvider.set(webcrypto as unknown as Parameters<typeof x509.cryptoProvider.set>[0]);
+import { loadX509, type X509Module } from './x509-loader.js';
+
+/**
+ * @peculiar/x509, loaded on first use (not at import: it is the slowest import of the join
+ * service's start-up, see ./x509-loader.ts). Every entry point awaits {@link useX509} first.
+ */
+let x509: X509Module;
+
+async function useX509(): Promise<void> {
+  x509 ??= await loadX509();
+}
 
 /** Upstream's pki directory. */
 export const DEFAULT_PKI_DIR = '/etc/kubernetes/pki';
@@ -125,7 +134,7 @@ export async function importCaKey(pem: string): Promise<SigningKey> {
 }
 
 /** Parses the first PEM CERTIFICATE block of `pem`. */
-function parseFirstCertificate(pem: string): x509.X509Certificate {
+function parseFirstCertificate(pem: string): X509.X509Certificate {
   const block = /-----BEGIN CERTIFICATE-----([\s\S]*?)-----END CERTIFICATE-----/.exec(pem);
   if (block === null) throw new ConfbootError('internal', 'CA certificate has no PEM CERTIFICATE block');
   try {
@@ -137,7 +146,7 @@ function parseFirstCertificate(pem: string): x509.X509Certificate {
   }
 }
 
-function parseCsr(csrDer: Uint8Array): x509.Pkcs10CertificateRequest {
+function parseCsr(csrDer: Uint8Array): X509.Pkcs10CertificateRequest {
   if (csrDer.length === 0) throw new ConfbootError('invalid-argument', 'certificate request is empty');
   try {
     return new x509.Pkcs10CertificateRequest(new Uint8Array(csrDer));
@@ -152,7 +161,7 @@ function parseCsr(csrDer: Uint8Array): x509.Pkcs10CertificateRequest {
   }
 }
 
-function sanNames(csr: x509.Pkcs10CertificateRequest): { ips: string[]; dns: string[] } {
+function sanNames(csr: X509.Pkcs10CertificateRequest): { ips: string[]; dns: string[] } {
   const ext = csr.getExtension(OID_SAN);
   if (ext === null) return { ips: [], dns: [] };
   const san =
@@ -165,7 +174,7 @@ function sanNames(csr: x509.Pkcs10CertificateRequest): { ips: string[]; dns: str
   };
 }
 
-async function verifyCsr(csr: x509.Pkcs10CertificateRequest): Promise<boolean> {
+async function verifyCsr(csr: X509.Pkcs10CertificateRequest): Promise<boolean> {
   try {
     return await csr.verify();
   } catch {
@@ -177,14 +186,14 @@ async function verifyCsr(csr: x509.Pkcs10CertificateRequest): Promise<boolean> {
 interface ParsedCsr {
   /** Copy of the DER the result belongs to (the memo is reused only for equal bytes). */
   der: Uint8Array;
-  result: Promise<{ csr: x509.Pkcs10CertificateRequest; signatureValid: boolean }>;
+  result: Promise<{ csr: X509.Pkcs10CertificateRequest; signatureValid: boolean }>;
 }
 
 /** The loaded CA and the file identities it was loaded from. */
 interface LoadedCa {
   /** dev/ino/size/mtime/ctime of ca.crt and ca.key when they were read. */
   version: string;
-  issuer: x509.Name;
+  issuer: X509.Name;
   /** Key identifier of the CA's SubjectKeyIdentifier, if it has one. */
   keyId: string | undefined;
   signing: SigningKey;
@@ -219,7 +228,7 @@ export class FileCertificateAuthority implements CertificateAuthority {
    */
   private parsed(
     csrDer: Uint8Array,
-  ): Promise<{ csr: x509.Pkcs10CertificateRequest; signatureValid: boolean }> {
+  ): Promise<{ csr: X509.Pkcs10CertificateRequest; signatureValid: boolean }> {
     const memo = this.csrMemo.get(csrDer);
     if (
       memo !== undefined &&
@@ -234,6 +243,7 @@ export class FileCertificateAuthority implements CertificateAuthority {
 
   /** Parses a DER CSR and checks its self-signature; rejects with `invalid-argument` when unparsable. */
   async inspectCsr(csrDer: Uint8Array): Promise<CsrInfo> {
+    await useX509();
     const { csr, signatureValid } = await this.parsed(csrDer);
     let names: { ips: string[]; dns: string[] };
     try {
@@ -259,6 +269,7 @@ export class FileCertificateAuthority implements CertificateAuthority {
    * valid from now-2h to now+365d and is for client and server auth.
    */
   async signKubeletCsr(csrDer: Uint8Array): Promise<Uint8Array> {
+    await useX509();
     const op = 'signing kubelet certificate';
     const { csr, signatureValid } = await this.parsed(csrDer);
     if (!signatureValid)
@@ -296,7 +307,7 @@ export class FileCertificateAuthority implements CertificateAuthority {
     const { signing } = ca;
 
     const now = this.clock.now().getTime();
-    const extensions: x509.Extension[] = [
+    const extensions: X509.Extension[] = [
       new x509.KeyUsagesExtension(
         x509.KeyUsageFlags.digitalSignature | x509.KeyUsageFlags.keyEncipherment,
         true,

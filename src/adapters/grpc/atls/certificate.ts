@@ -2,19 +2,18 @@
  * TLS identities for attested TLS (adapter layer, src/adapters/grpc/atls): a fresh self-signed
  * ECDSA P-256 certificate per connection (Subject CN=Constellation, validity now±2h from the injected
  * Clock, as upstream), and the checks a verifier runs on the peer's certificate. Attestation binds to
- * the certificate through userData = SHA-256(DER SubjectPublicKeyInfo).
+ * the certificate through userData = SHA-256(DER SubjectPublicKeyInfo). @peculiar/x509 is loaded
+ * on the first identity, not at import (start-up time, see ../../pki/x509-loader.ts).
  */
-import 'reflect-metadata';
 import { createHash, randomBytes, webcrypto, type X509Certificate } from 'node:crypto';
-import * as x509 from '@peculiar/x509';
+import type { Name } from '@peculiar/x509';
 import type { Clock } from '../../../ports/clock.js';
 import { AttestationError } from '../../../ports/errors.js';
-
-x509.cryptoProvider.set(webcrypto as unknown as Parameters<typeof x509.cryptoProvider.set>[0]);
+import { loadX509 } from '../../pki/x509-loader.js';
 
 /** Subject of every attested TLS certificate (upstream's value). */
 export const CERTIFICATE_SUBJECT = 'CN=Constellation';
-const SUBJECT_NAME = new x509.Name(CERTIFICATE_SUBJECT);
+let subjectName: Name | undefined;
 /** Validity margin on both sides of "now". */
 export const CERTIFICATE_VALIDITY_MS = 2 * 60 * 60 * 1000;
 
@@ -30,6 +29,8 @@ export interface TlsIdentity {
 
 /** Creates a fresh ECDSA P-256 key and a self-signed certificate valid for now±2h. */
 export async function createTlsIdentity(clock: Clock): Promise<TlsIdentity> {
+  const x509 = await loadX509();
+  subjectName ??= new x509.Name(CERTIFICATE_SUBJECT);
   const keys = (await webcrypto.subtle.generateKey({ name: 'ECDSA', namedCurve: 'P-256' }, true, [
     'sign',
     'verify',
@@ -41,8 +42,8 @@ export async function createTlsIdentity(clock: Clock): Promise<TlsIdentity> {
   // create() with a prebuilt Name costs about half of createSelfSigned() (no DN string parsing).
   const cert = await x509.X509CertificateGenerator.create({
     serialNumber: serial.toString('hex'),
-    subject: SUBJECT_NAME,
-    issuer: SUBJECT_NAME,
+    subject: subjectName,
+    issuer: subjectName,
     notBefore: new Date(now - CERTIFICATE_VALIDITY_MS),
     notAfter: new Date(now + CERTIFICATE_VALIDITY_MS),
     publicKey: keys.publicKey,

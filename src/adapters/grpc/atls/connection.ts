@@ -1,7 +1,9 @@
 /**
  * One attested TLS connection, either end (adapter layer, src/adapters/grpc/atls): wraps a TCP
  * socket in TLS 1.3 with a fresh self-signed certificate, runs the attestation exchange under one
- * deadline, and either returns the attested socket or closes it after telling the peer why.
+ * deadline, and either returns the attested socket or closes it after telling the peer why. The
+ * server end may get its one-use identity and TLS server prepared ahead of time
+ * ({@link prepareServerTls}, pooled by the listener), which takes their cost off the handshake.
  */
 
 import { constants } from 'node:crypto';
@@ -9,11 +11,11 @@ import type { Socket } from 'node:net';
 import {
   createServer as createTlsServer,
   type TLSSocket,
-  type TlsOptions,
+  type Server as TlsServer,
   connect as tlsConnect,
 } from 'node:tls';
 import { ConfbootError } from '../../../ports/errors.js';
-import { createTlsIdentity } from './certificate.js';
+import { createTlsIdentity, type TlsIdentity } from './certificate.js';
 import {
   type AtlsOptions,
   type AttestedPeer,
@@ -68,14 +70,51 @@ function clientHandshake(socket: TLSSocket, signal: AbortSignal): Promise<void> 
   });
 }
 
+/** TLS options of both ends for `identity`. */
+function tlsOptionsFor(identity: TlsIdentity) {
+  return {
+    key: identity.keyPem,
+    cert: identity.certPem,
+    minVersion: 'TLSv1.3' as const,
+    // The peer's self-signed certificate is checked by the attestation exchange itself
+    // (checkPeerCertificate + user-data binding), never by the TLS stack or checkServerIdentity.
+    rejectUnauthorized: false,
+    ALPNProtocols: [ALPN_PROTOCOL],
+    // No session tickets: every connection is a full handshake with a fresh certificate.
+    secureOptions: constants.SSL_OP_NO_TICKET,
+  };
+}
+
+/**
+ * A server end's TLS made ahead of its connection: a fresh one-use identity and the tls.Server
+ * that carries it. Use it for exactly one connection ({@link attestSocket} takes it once).
+ */
+export interface PreparedServerTls {
+  identity: TlsIdentity;
+  server: TlsServer;
+  /** `clock` time (ms) when the identity was made; its certificate is valid ±2 h around it. */
+  createdAtMs: number;
+}
+
+/** Makes a fresh identity and its tls.Server for one server-side connection with `options`. */
+export async function prepareServerTls(options: AtlsOptions): Promise<PreparedServerTls> {
+  const createdAtMs = options.clock.now().getTime();
+  const identity = await createTlsIdentity(options.clock);
+  const server = createTlsServer({
+    ...tlsOptionsFor(identity),
+    requestCert: (options.validators ?? []).length > 0,
+    handshakeTimeout: options.handshakeTimeoutMs ?? DEFAULT_HANDSHAKE_TIMEOUT_MS,
+  });
+  return { identity, server, createdAtMs };
+}
+
 /**
  * Runs the server side of the TLS handshake on `raw` through a tls.Server made for this one
  * connection (it carries the connection's fresh certificate). Injecting the TCP socket through the
  * server's documented 'connection' event yields a fully initialised server-side TLSSocket, which
  * grpc-js's HTTP/2 session accepts as connected.
  */
-function serverHandshake(raw: Socket, tlsOptions: TlsOptions, signal: AbortSignal): Promise<TLSSocket> {
-  const server = createTlsServer(tlsOptions);
+function serverHandshake(raw: Socket, server: TlsServer, signal: AbortSignal): Promise<TLSSocket> {
   return new Promise<TLSSocket>((resolve, reject) => {
     const cleanup = () => {
       server.off('secureConnection', onSecure);
@@ -112,12 +151,15 @@ function serverHandshake(raw: Socket, tlsOptions: TlsOptions, signal: AbortSigna
 /**
  * Secures and attests `raw` as `role`. Resolves with the TLS socket (positioned right after the
  * exchange, ready for HTTP/2) and the attested peer; on any failure the socket is closed and the
- * promise rejects with the reason (AttestationError naming the check, or ConfbootError).
+ * promise rejects with the reason (AttestationError naming the check, or ConfbootError). A server
+ * may pass `prepared` (made by {@link prepareServerTls} with the same options and never used for
+ * another connection); otherwise a fresh identity is made here.
  */
 export async function attestSocket(
   raw: Socket,
   role: TlsRole,
   options: AtlsOptions,
+  prepared?: PreparedServerTls,
 ): Promise<{ socket: TLSSocket; peer: AttestedPeer }> {
   const timeoutMs = options.handshakeTimeoutMs ?? DEFAULT_HANDSHAKE_TIMEOUT_MS;
   const controller = new AbortController();
@@ -137,27 +179,16 @@ export async function attestSocket(
   const swallow = () => {};
   raw.on('error', swallow);
   try {
-    const identity = await createTlsIdentity(options.clock);
-    if (controller.signal.aborted) throw controller.signal.reason;
-    const tlsOptions = {
-      key: identity.keyPem,
-      cert: identity.certPem,
-      minVersion: 'TLSv1.3' as const,
-      // The peer's self-signed certificate is checked by the attestation exchange itself
-      // (checkPeerCertificate + user-data binding), never by the TLS stack or checkServerIdentity.
-      rejectUnauthorized: false,
-      ALPNProtocols: [ALPN_PROTOCOL],
-      // No session tickets: every connection is a full handshake with a fresh certificate.
-      secureOptions: constants.SSL_OP_NO_TICKET,
-    };
+    let identity: TlsIdentity;
     if (role === 'server') {
-      tlsSocket = await serverHandshake(
-        raw,
-        { ...tlsOptions, requestCert: (options.validators ?? []).length > 0, handshakeTimeout: timeoutMs },
-        controller.signal,
-      );
+      const tls = prepared ?? (await prepareServerTls(options));
+      identity = tls.identity;
+      if (controller.signal.aborted) throw controller.signal.reason;
+      tlsSocket = await serverHandshake(raw, tls.server, controller.signal);
     } else {
-      tlsSocket = tlsConnect({ socket: raw, ...tlsOptions });
+      identity = await createTlsIdentity(options.clock);
+      if (controller.signal.aborted) throw controller.signal.reason;
+      tlsSocket = tlsConnect({ socket: raw, ...tlsOptionsFor(identity) });
       tlsSocket.on('error', swallow);
       await clientHandshake(tlsSocket, controller.signal);
     }

@@ -9,13 +9,18 @@
  * until every one is late. Waiting connections stay accepted (their ClientHello waits in the socket
  * buffer) and their handshake deadline starts when they leave the queue; a connection that waited
  * longer than the handshake timeout, or that its client closed meanwhile, is dropped unhandled.
+ *
+ * Once listening, the listener keeps a few server TLS setups (a fresh one-use identity and its
+ * tls.Server) prepared in the background, one at a time, so a handshake does not wait for key and
+ * certificate generation; each is used for one connection only, and one older than five minutes
+ * of clock time is discarded unused.
  */
 import { createServer, type Server, type Socket } from 'node:net';
 import { availableParallelism } from 'node:os';
 import type { TLSSocket } from 'node:tls';
 import { isAttestationError, isConfbootError } from '../../../ports/errors.js';
 import type { Logger } from '../../../ports/logger.js';
-import { attestSocket } from './connection.js';
+import { attestSocket, type PreparedServerTls, prepareServerTls } from './connection.js';
 import { type AtlsOptions, type AttestedPeer, DEFAULT_HANDSHAKE_TIMEOUT_MS } from './exchange.js';
 
 /** Default number of attested handshakes run at once: twice the CPUs (they also wait on I/O). */
@@ -32,7 +37,15 @@ export interface AtlsListenerOptions extends AtlsOptions {
    * {@link DEFAULT_MAX_CONCURRENT_HANDSHAKES}; 0 = no limit).
    */
   maxConcurrentHandshakes?: number;
+  /**
+   * Server TLS setups (identity + tls.Server, one use each) kept prepared while listening (default
+   * 4; 0 = make each one during its handshake).
+   */
+  preparedTls?: number;
 }
+
+/** Prepared server TLS older than this (clock time) is discarded unused. */
+export const PREPARED_TLS_MAX_AGE_MS = 5 * 60_000;
 
 /** A connection waiting for its handshake. */
 interface Queued {
@@ -55,6 +68,9 @@ export class AttestedTlsListener {
   private readonly queue: Queued[] = [];
   private running = 0;
   private readonly maxConcurrent: number;
+  private readonly ready: PreparedServerTls[] = [];
+  private readonly readyTarget: number;
+  private filling = false;
   private readonly server: Server;
   /** Optional observer of refusals (tests, audit). */
   onRefused: RefusedConnectionHandler | undefined;
@@ -65,12 +81,20 @@ export class AttestedTlsListener {
     this.maxConcurrent = options.maxConcurrentHandshakes ?? DEFAULT_MAX_CONCURRENT_HANDSHAKES;
     if (!Number.isInteger(this.maxConcurrent) || this.maxConcurrent < 0)
       throw new Error(`maxConcurrentHandshakes must be an integer ≥ 0, got ${this.maxConcurrent}`);
+    this.readyTarget = options.preparedTls ?? 4;
+    if (!Number.isInteger(this.readyTarget) || this.readyTarget < 0)
+      throw new Error(`preparedTls must be an integer ≥ 0, got ${this.readyTarget}`);
     this.server = createServer({ noDelay: true }, (raw) => this.accept(raw));
   }
 
   /** Connections currently in the TLS handshake or the attestation exchange, or waiting for it. */
   get pendingHandshakes(): number {
     return this.pending.size;
+  }
+
+  /** Server TLS setups prepared and not yet used. */
+  get preparedTls(): number {
+    return this.ready.length;
   }
 
   /** Connections accepted and waiting for a handshake slot. */
@@ -88,6 +112,7 @@ export class AttestedTlsListener {
         this.server.off('error', onError);
         const addr = this.server.address();
         resolve(addr !== null && typeof addr === 'object' ? addr.port : port);
+        this.refill();
       });
     });
   }
@@ -97,6 +122,7 @@ export class AttestedTlsListener {
     for (const s of this.pending) s.destroy();
     this.pending.clear();
     this.queue.length = 0;
+    this.ready.length = 0;
     return new Promise((resolve) => {
       if (!this.server.listening) {
         resolve();
@@ -149,6 +175,43 @@ export class AttestedTlsListener {
     }
   }
 
+  /** A prepared server TLS setup that is still fresh, if one is ready; starts a refill. */
+  private takePrepared(): PreparedServerTls | undefined {
+    const now = this.options.clock.now().getTime();
+    let taken: PreparedServerTls | undefined;
+    while (taken === undefined && this.ready.length > 0) {
+      const p = this.ready.shift() as PreparedServerTls;
+      if (Math.abs(now - p.createdAtMs) <= PREPARED_TLS_MAX_AGE_MS) taken = p;
+    }
+    this.refill();
+    return taken;
+  }
+
+  /** Prepares server TLS setups one at a time in the background until the target is ready. */
+  private refill(): void {
+    if (this.filling || this.readyTarget === 0 || !this.server.listening) return;
+    if (this.ready.length >= this.readyTarget) return;
+    this.filling = true;
+    const fill = async () => {
+      while (this.server.listening && this.ready.length < this.readyTarget) {
+        const p = await prepareServerTls(this.options);
+        if (!this.server.listening) return;
+        this.ready.push(p);
+        // Let handshakes and calls run between two preparations.
+        await new Promise((r) => setImmediate(r));
+      }
+    };
+    fill()
+      .catch((err: unknown) =>
+        this.options.logger?.warn('Preparing attested TLS identities failed', {
+          reason: err instanceof Error ? err.message : String(err),
+        }),
+      )
+      .finally(() => {
+        this.filling = false;
+      });
+  }
+
   private handshake(raw: Socket, address: string): void {
     this.running++;
     const done = () => {
@@ -156,7 +219,7 @@ export class AttestedTlsListener {
       this.pending.delete(raw);
       this.next();
     };
-    attestSocket(raw, 'server', this.options).then(
+    attestSocket(raw, 'server', this.options, this.takePrepared()).then(
       ({ socket, peer }) => {
         done();
         if (!this.server.listening) {
