@@ -234,7 +234,9 @@ describe('join service (simulated Kubernetes, real key service and CA, attested 
     expect(outcomes.filter((o) => o.ok)).toHaveLength(1);
     const refused = outcomes.find((o) => !o.ok);
     expect(grpcCodeOf(refused?.err)).toBe(status.RESOURCE_EXHAUSTED);
-    expect((refused?.err as Error).message).toMatch(/limit of 1 concurrent requests with 1 waiting/);
+    expect(String((refused?.err as Error | undefined)?.message)).toMatch(
+      /limit of 1 concurrent requests with 1 waiting/,
+    );
     expect((await h.http('/metrics')).body).toMatch(/confboot_join_requests_in_flight 0\b/);
     expect(h.logs.audits().map((a) => [a.rpc, a.reason])).toEqual([
       ['IssueJoinTicket', 'overloaded'],
