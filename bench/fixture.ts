@@ -143,7 +143,7 @@ const csrFactory = new X509CsrFactory();
 
 /** A worker's join request: a fresh disk UUID and a real kubelet CSR for `nodeName`. */
 export async function joinRequest(nodeName: string): Promise<JoinTicketRequest> {
-  const csr = await csrFactory.create(nodeName, ['10.0.0.7']);
+  const csr = await csrFactory.create(nodeName, ['127.0.0.1']);
   return {
     diskUuid: randomUUID(),
     certificateRequest: csr.csrDer,

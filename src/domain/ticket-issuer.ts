@@ -312,7 +312,10 @@ export class TicketIssuer {
   ): Promise<void> {
     const ip = callerIp(ctx.peer);
     const identity = this.#deps.identity;
-    if (identity === undefined) return;
+    if (identity === undefined) {
+      checkIps(op, csr.ipAddresses, ip === undefined ? [] : [ip], `the caller's address ${ip ?? ctx.peer}`);
+      return;
+    }
     const denied = (why: string) =>
       new ConfbootError('permission-denied', `${op}: ${why}`, { recoverable: false });
     if (ip === undefined) throw denied(`caller ${ctx.peer} is not an instance of this cluster`);

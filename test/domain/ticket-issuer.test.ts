@@ -444,6 +444,45 @@ async function refusal(s: ReturnType<typeof withIdentity> | Setup, r = req(), pe
 }
 
 describe('TicketIssuer: the kubelet CSR is bound to the caller', () => {
+  describe("without a PeerIdentity (minimum binding: IP addresses are the caller's)", () => {
+    it('issues when the CSR has no IP address', async () => {
+      const s = setup();
+      s.ca.csrInfo = { ...s.ca.csrInfo, ipAddresses: [] };
+      await s.issuer().issueJoinTicket(req(), { peer: PEER });
+      expect(s.ca.calls).toContain('signKubeletCsr');
+    });
+
+    it("refuses IP addresses other than the caller's with invalid-argument naming them", async () => {
+      const s = setup();
+      s.ca.csrInfo = { ...s.ca.csrInfo, ipAddresses: ['192.0.2.5', '8.8.8.8', '10.96.0.1'] };
+      const err = await refusal(s);
+      expect(err.code).toBe('invalid-argument');
+      expect(err.recoverable).toBe(false);
+      expect(err.message).toBe(
+        `issuing join ticket for ${PEER}: checking CSR: kubelet CSR: IP addresses 8.8.8.8, 10.96.0.1 are not addresses of the caller's address 192.0.2.5 (allowed: 192.0.2.5)`,
+      );
+    });
+
+    it.each([
+      ['IPv6 caller', '2001:db8::5:40000', ['2001:0DB8:0:0:0:0:0:5']],
+      ['bracketed IPv6 caller', '[2001:db8::5]:40000', ['2001:db8::5']],
+      ['IPv4-mapped IPv6 caller', '::ffff:192.0.2.5:40000', ['192.0.2.5']],
+      ['IPv4 caller, CSR with the IPv4-mapped form', '192.0.2.5:40000', ['::ffff:192.0.2.5']],
+    ])('%s: the same address written differently matches', async (_name, peer, ips) => {
+      const s = setup();
+      s.ca.csrInfo = { ...s.ca.csrInfo, ipAddresses: ips };
+      await s.issuer().issueJoinTicket(req(), { peer });
+      expect(s.ca.calls).toContain('signKubeletCsr');
+    });
+
+    it('a caller address without an IP allows no IP address', async () => {
+      const s = setup();
+      const err = await refusal(s, req(), 'unknown peer');
+      expect(err.code).toBe('invalid-argument');
+      expect(err.message).toContain('allowed: none');
+    });
+  });
+
   describe('with a PeerIdentity', () => {
     it("issues when name, addresses and role are the caller's instance's; asks for the caller IP", async () => {
       const s = withIdentity({ '192.0.2.5': { ...NODE_1, ips: ['192.0.2.5', '192.0.2.6'] } });

@@ -7,10 +7,12 @@
  * (kubeconfig or in-cluster service account), and the API server endpoint from the cloud's metadata
  * unless given. Cloud SDKs load only for the cloud in use.
  */
+
 import { readFile } from 'node:fs/promises';
 import type { AmdCertCache } from '../../adapters/attestation/snp/cert-cache.js';
 import type { TdxValidatorConfig } from '../../adapters/attestation/tdx/validators.js';
 import { UpdatableValidator } from '../../adapters/attestation/updatable/updatable-validator.js';
+import { MetadataPeerIdentity } from '../../adapters/identity/metadata-peer-identity.js';
 import { GrpcKmsClient } from '../../adapters/kms/grpc-kms-client.js';
 import { FileCertificateAuthority } from '../../adapters/pki/file-certificate-authority.js';
 import { SystemClock } from '../../adapters/system/system-clock.js';
@@ -345,12 +347,11 @@ export async function startProductionJoinService(
     logger,
   );
   const measurementSalt = await readMeasurementSalt(config.measurementSaltPath);
+  // The cloud's metadata binds each caller's address to its instance name, IPs and role, so an
+  // attested node can only get a kubelet certificate for itself (see docs/identity.md).
+  const metadata = await metadataApiFor(config.csp, logger, config.metadataUrl);
   const apiServerEndpoint =
-    config.apiServerEndpoint ??
-    (await apiServerEndpointFromMetadata(
-      await metadataApiFor(config.csp, logger, config.metadataUrl),
-      config.signal,
-    ));
+    config.apiServerEndpoint ?? (await apiServerEndpointFromMetadata(metadata, config.signal));
 
   const metrics = new JoinServiceMetrics();
   const validator = await UpdatableValidator.start({
@@ -373,6 +374,7 @@ export async function startProductionJoinService(
     facts: kube.facts,
     measurementSalt,
     apiServerEndpoint,
+    identity: new MetadataPeerIdentity(metadata, clock, { logger }),
     clock,
     logger,
     listen: config.listen,

@@ -77,7 +77,7 @@ export interface JoinServiceOptions {
   /**
    * Which cluster instance is behind a caller's address (production: MetadataPeerIdentity over the
    * cloud's MetadataAPI). With it, a node gets a kubelet certificate only for its own name,
-   * addresses and role (docs/identity.md).
+   * addresses and role; without it, only for its own source address (docs/identity.md).
    */
   identity?: PeerIdentity;
   /** Default the system clock. Used for certificate validity, token TTLs and the rate limit. */

@@ -11,6 +11,7 @@ import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { parseAllDocuments } from 'yaml';
+import { startMetadataServer } from '../../../src/adapters/cloud/qemu/metadata-server.js';
 import { GrpcJoinTicketClient } from '../../../src/adapters/grpc/join-client.js';
 import { HkdfKms } from '../../../src/adapters/kms/hkdf-kms.js';
 import { startKeyServiceServer } from '../../../src/adapters/kms/key-service-server.js';
@@ -246,6 +247,18 @@ describe('confboot join-service (production wiring; simulated Kubernetes API ser
     mkdirSync(join(dir, 'denylist'));
     writeFileSync(join(dir, 'denylist', 'denylist.json'), '{"nodes": ["revoked-1"]}');
 
+    // The QEMU metadata server knows the node: its address binds the name in its CSR.
+    writeFileSync(
+      join(dir, 'leases'),
+      `${Math.floor(Date.now() / 1000) + 3600} 52:54:00:00:00:02 127.0.0.1 worker-1 *\n`,
+    );
+    const metadataServer = await startMetadataServer({
+      leasesFile: join(dir, 'leases'),
+      host: '127.0.0.1',
+      port: 0,
+    });
+    cleanups.push(() => metadataServer.close());
+
     const { logger, logs } = captureLogs();
     const stop = new AbortController();
     let listening: (p: { grpcPort: number; httpPort: number }) => void = () => {};
@@ -269,6 +282,7 @@ describe('confboot join-service (production wiring; simulated Kubernetes API ser
         ],
         ...[`--admin-conf=${join(dir, 'admin.conf')}`, `--pki-dir=${join(dir, 'pki')}`],
         ...['--api-server-endpoint=10.0.0.1:6443', '--listen=127.0.0.1:0', '--http-listen=127.0.0.1:0'],
+        `--metadata-url=http://127.0.0.1:${metadataServer.port}`,
       ],
       { signal: stop.signal, logger, onListening: (p) => listening(p) },
     );
@@ -286,7 +300,7 @@ describe('confboot join-service (production wiring; simulated Kubernetes API ser
     expect(JSON.parse(await (await readyz()).text()).checks.kubernetes).toBe(true);
 
     const node = new GrpcJoinTicketClient({ issuer: new SoftVtpmIssuer(SoftTpm.create()), clock });
-    const csr = await new X509CsrFactory().create('worker-1', ['10.0.0.7']);
+    const csr = await new X509CsrFactory().create('worker-1', ['127.0.0.1']);
     const request = {
       diskUuid: randomUUID(),
       certificateRequest: csr.csrDer,

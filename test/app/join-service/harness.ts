@@ -245,7 +245,7 @@ export async function startHarness(dir: string, options: HarnessOptions = {}): P
         handshakeTimeoutMs: 10_000,
       }),
     async joinRequest(nodeName, diskUuid = randomUUID()) {
-      const csr = await csrs.create(nodeName, ['10.0.0.7']);
+      const csr = await csrs.create(nodeName, ['127.0.0.1']);
       return {
         diskUuid,
         certificateRequest: csr.csrDer,
