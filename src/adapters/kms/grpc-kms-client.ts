@@ -37,7 +37,13 @@ export class GrpcKmsClient implements KMS {
   constructor(options: GrpcKmsClientOptions) {
     this.#endpoint = options.endpoint;
     this.#defaultTimeoutInMs = options.defaultTimeoutInMs ?? 30_000;
-    this.#client = new APIClient(options.endpoint, credentials.createInsecure());
+    // grpc-js reconnects after 1 s, backing off to 120 s; a restarted key service would then stay
+    // unreachable for many seconds after it is back (measured: 11 s after a 30 s outage). Join
+    // tickets wait on this, so reconnect quickly and cap the backoff low.
+    this.#client = new APIClient(options.endpoint, credentials.createInsecure(), {
+      'grpc.initial_reconnect_backoff_ms': 250,
+      'grpc.max_reconnect_backoff_ms': 2_000,
+    });
   }
 
   /** Asks the key service for the key; see {@link KMS.getDataKey} for the error kinds. */
