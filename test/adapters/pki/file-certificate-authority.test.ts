@@ -477,3 +477,40 @@ describe('FileCertificateAuthority caches', () => {
     expect(err.message).toBe('signing kubelet certificate: certificate request signature is invalid');
   });
 });
+
+describe('FileCertificateAuthority CSR signature algorithms', () => {
+  async function csrWith(
+    alg: webcrypto.RsaHashedKeyGenParams | webcrypto.EcKeyGenParams,
+    signingAlgorithm: webcrypto.Algorithm | webcrypto.EcdsaParams | webcrypto.RsaPssParams,
+  ): Promise<Uint8Array> {
+    const keys = (await webcrypto.subtle.generateKey(alg, false, [
+      'sign',
+      'verify',
+    ])) as webcrypto.CryptoKeyPair;
+    const csr = await x509.Pkcs10CertificateRequestGenerator.create({
+      name: kubeletName,
+      keys,
+      signingAlgorithm,
+    });
+    return new Uint8Array(csr.rawData);
+  }
+  const rsa = { publicExponent: new Uint8Array([1, 0, 1]), modulusLength: 2048 };
+
+  it.each([
+    ['ECDSA P-256 / SHA-256', { name: 'ECDSA', namedCurve: 'P-256' }, { name: 'ECDSA', hash: 'SHA-256' }],
+    ['ECDSA P-384 / SHA-384', { name: 'ECDSA', namedCurve: 'P-384' }, { name: 'ECDSA', hash: 'SHA-384' }],
+    [
+      'RSASSA-PKCS1-v1_5 / SHA-256',
+      { name: 'RSASSA-PKCS1-v1_5', hash: 'SHA-256', ...rsa },
+      { name: 'RSASSA-PKCS1-v1_5' },
+    ],
+    ['RSA-PSS / SHA-256', { name: 'RSA-PSS', hash: 'SHA-256', ...rsa }, { name: 'RSA-PSS', saltLength: 32 }],
+  ] as const)('verifies %s, and not once a signature bit is flipped', async (_name, alg, signing) => {
+    const csr = await csrWith(alg as never, signing as never);
+    const authority = ca(tmp());
+    expect((await authority.inspectCsr(csr)).signatureValid).toBe(true);
+    const tampered = new Uint8Array(csr);
+    tampered[tampered.length - 2] = (tampered[tampered.length - 2] as number) ^ 0x01;
+    expect((await authority.inspectCsr(tampered)).signatureValid).toBe(false);
+  });
+});
