@@ -45,6 +45,9 @@ export const CONTROL_PLANE_FILE_NAMES: readonly string[] = Object.freeze([
 ]);
 
 /** How many times kubeadm join is tried after the lock (upstream: 3). */
+/** Attempts to read the state disk's UUID before the join flow gives up (nothing is touched before). */
+export const DISK_READ_ATTEMPTS = 5;
+
 export const JOIN_CLUSTER_ATTEMPTS = 3;
 
 /** Where the join flow writes the node's credentials. */
@@ -267,7 +270,8 @@ export class JoinFlow {
     const { logger } = this.#deps;
     if (signal.aborted) return { outcome: 'stopped' };
 
-    const diskUuid = await this.#readDiskUuid();
+    const diskUuid = await this.#readDiskUuidRetrying(signal);
+    if (diskUuid === undefined) return this.#stopped();
     const self = await this.#waitForSelf(signal);
     if (self === undefined) return this.#stopped();
     logger.info('Starting join', { name: self.name, role: self.role });
@@ -310,6 +314,27 @@ export class JoinFlow {
       // Clock.sleep rejects only on abort.
     }
     return !signal.aborted;
+  }
+
+  /**
+   * Reads the disk UUID, retrying a failure with backoff up to {@link DISK_READ_ATTEMPTS} times:
+   * nothing has been touched yet, and a transient cryptsetup failure must not end the bootstrapper.
+   * A disk that keeps failing (e.g. a refused header) ends the flow with the last error.
+   * Undefined when stopped meanwhile.
+   */
+  async #readDiskUuidRetrying(signal: AbortSignal): Promise<string | undefined> {
+    for (let attempt = 0; ; attempt++) {
+      try {
+        return await this.#readDiskUuid();
+      } catch (err) {
+        if (attempt + 1 >= DISK_READ_ATTEMPTS) throw err;
+        this.#deps.logger.warn('Failed to read the state disk; retrying', {
+          error: messageOf(err),
+          attempt: attempt + 1,
+        });
+        if (!(await this.#backoffSleep(attempt, signal))) return undefined;
+      }
+    }
   }
 
   async #readDiskUuid(): Promise<string> {

@@ -3,7 +3,12 @@
  * kubeadm, metadata and the join service are stubs here; the flow's rules are what is tested.
  */
 import { describe, expect, it } from 'vitest';
-import { JoinFlow, type JoinFlowOptions, type JoinOutcome } from '../../src/domain/join-flow.js';
+import {
+  DISK_READ_ATTEMPTS,
+  JoinFlow,
+  type JoinFlowOptions,
+  type JoinOutcome,
+} from '../../src/domain/join-flow.js';
 import { deriveClusterId } from '../../src/domain/key-derivation.js';
 import { isConfbootError } from '../../src/ports/errors.js';
 import type { InstanceMetadata, Role } from '../../src/ports/types.js';
@@ -319,6 +324,31 @@ describe('JoinFlow', () => {
     s.disk.openErr = someErr;
     const { err } = await runToEnd(s, s.flow());
     expect((err as Error).message).toContain('opening state disk');
+    expect(s.joinClient.calls).toEqual([]);
+  });
+
+  it('on control plane: disk open fails transiently: retries with backoff and joins', async () => {
+    const s = setup('ControlPlane');
+    const open = s.disk.open.bind(s.disk);
+    let failures = 2;
+    s.disk.open = async () => {
+      if (failures-- > 0) throw someErr;
+      return open();
+    };
+    const { outcome } = await runToEnd(s, s.flow());
+    expect(outcome).toEqual({ outcome: 'joined' });
+  });
+
+  it('on control plane: disk open keeps failing: gives up after DISK_READ_ATTEMPTS without touching anything', async () => {
+    const s = setup('ControlPlane');
+    let opens = 0;
+    s.disk.open = async () => {
+      opens++;
+      throw someErr;
+    };
+    const { err } = await runToEnd(s, s.flow());
+    expect((err as Error).message).toContain('opening state disk');
+    expect(opens).toBe(DISK_READ_ATTEMPTS);
     expect(s.joinClient.calls).toEqual([]);
   });
 

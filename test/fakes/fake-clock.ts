@@ -74,7 +74,9 @@ export class FakeClock implements Clock {
       settled = true;
     });
     for (let i = 0; i < maxSteps && !settled; i++) {
-      await flushMicrotasks();
+      // Let every queued promise callback run before time moves: a macrotask turn drains the whole
+      // microtask queue, however deep the await chains are (a fixed number of rounds was not enough).
+      await new Promise((r) => setImmediate(r));
       if (settled) break;
       this.sleepers.sort((a, b) => a.wakeAt - b.wakeAt);
       const next = this.sleepers[0];

@@ -151,11 +151,9 @@ describe('fault: cryptsetup failing (swtpm and LUKS2 images; kubeadm and the Kub
     );
   });
 
-  // DEFECT (reported to the lead): JoinFlow.run reads the disk UUID once, outside its retry loop, so
-  // ONE transient cryptsetup failure before the lock ends the bootstrapper ("join flow cannot run",
-  // recoverable false) and stops its init server, though nothing was touched. Expected: retried with
-  // backoff like every other failure before the lock. Remove `.fails` once fixed.
-  it.fails('DEFECT: a state-disk read failure before the lock is retried in-process (no restart needed)', {
+  // Was a defect: the join flow read the disk UUID once, so one transient cryptsetup failure before
+  // the lock ended the bootstrapper. The join flow now retries the disk read with backoff.
+  it('a state-disk read failure before the lock is retried in-process (no restart needed)', {
     timeout: TEST_MS,
   }, async () => {
     const cluster = await FaultCluster.start({ dir: tmp(), tpm: 'swtpm' });
