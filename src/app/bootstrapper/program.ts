@@ -4,7 +4,8 @@
  * entrypoints (src/app/entrypoints/*.ts, cloud fixed) and `confboot bootstrapper --csp C`.
  *
  * Exit codes: 0 once the node is bootstrapped (initialised, joined, or already bootstrapped: PCR 15
- * set); 1 after an unrecoverable failure (the state disk was marked for reset) or when stopped by a
+ * set); 1 after a failure (past the node lock the state disk was marked for reset; before it nothing
+ * was changed) or when stopped by a
  * signal first; 2 for usage errors. `--check-wiring` resolves every binding and exits 0 without
  * touching the TPM, the disk or the network.
  */
@@ -109,7 +110,8 @@ export function bootstrapperCommand(csp?: Csp): CommandSpec {
       },
     },
     epilog:
-      'Exit codes: 0 bootstrapped (or already: PCR 15 set), 1 failure (state disk marked for reset)\n' +
+      'Exit codes: 0 bootstrapped (or already: PCR 15 set), 1 failure (after the node lock the state disk\n' +
+      'is marked for reset; before it nothing was changed)\n' +
       'or stopped by SIGTERM/SIGINT first, 2 usage error.',
   };
 }
