@@ -192,6 +192,11 @@ export interface TicketIssuerDeps {
 export interface TicketContext {
   /** The caller's address, `ip:port` (`[v6]:port` or `v6:port` for IPv6). */
   peer: string;
+  /**
+   * Aborts when the call is cancelled (caller gone, service shutting down): no further step runs, so
+   * nothing is issued for a ticket nobody will receive.
+   */
+  signal?: AbortSignal;
 }
 
 const KNOWN_ROLES: ReadonlySet<string> = new Set(['ControlPlane', 'Worker']);
@@ -249,6 +254,10 @@ export class TicketIssuer {
     await this.#checkCaller(op, ctx, req, nodeName, csr);
 
     const step = async <T>(name: string, fn: () => Promise<T>): Promise<T> => {
+      if (ctx.signal?.aborted)
+        throw new ConfbootError('unavailable', `${op}: ${name}: the request was cancelled`, {
+          recoverable: true,
+        });
       try {
         return await fn();
       } catch (err) {
@@ -276,6 +285,8 @@ export class TicketIssuer {
       ? await step('loading control-plane files', () => ca.controlPlaneFiles())
       : [];
     await step('recording joining node', () => facts.addJoiningNode(nodeName, req.isControlPlane));
+    if (ctx.signal?.aborted)
+      throw new ConfbootError('unavailable', `${op}: the request was cancelled`, { recoverable: true });
 
     logger.info('Issued join ticket', {
       peer: ctx.peer,

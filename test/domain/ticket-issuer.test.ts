@@ -94,6 +94,25 @@ describe('TicketIssuer.issueJoinTicket', () => {
     ]);
   });
 
+  it('runs no further step once the call is cancelled: no token, no certificate, no record', async () => {
+    const s = setup();
+    const cancelled = new AbortController();
+    const getDataKey = s.kms.getDataKey.bind(s.kms);
+    // The caller goes away while the state disk key is being derived.
+    s.kms.getDataKey = async (id: string, length: number) => {
+      const key = await getDataKey(id, length);
+      if (id !== 'measurementSecret') cancelled.abort();
+      return key;
+    };
+    const err = await s
+      .issuer()
+      .issueJoinTicket(req(), { peer: PEER, signal: cancelled.signal })
+      .catch((e: unknown) => e);
+    expect(isConfbootError(err) && err.code).toBe('unavailable');
+    expect(s.order).toEqual([]);
+    expect(s.facts.joiningNodes).toEqual([]);
+  });
+
   it('creates a 15-minute bootstrap token before computing the CA hash', async () => {
     const s = setup();
     await s.issuer().issueJoinTicket(req(), { peer: PEER });

@@ -82,13 +82,9 @@ describe('fault: join service restarted mid-burst (kubeadm and the Kubernetes AP
     TEST_MS,
   );
 
-  // DEFECT (reported to the lead): RunningJoinService.close() resolves once the gRPC server has
-  // force-cancelled the calls still running after the grace period, but their handlers keep going:
-  // when the held key-service call returns, the ticket issuer creates a bootstrap token, signs a
-  // kubelet certificate and audits `issued` for a ticket no node ever receives (the call is gone).
-  // Expected: a cancelled call stops issuing (or close() waits for its handler), so nothing is
-  // issued or audited as issued after close() resolved. Remove `.fails` once fixed.
-  it.fails('DEFECT: nothing is issued after close() resolved', { timeout: TEST_MS }, async () => {
+  // Was a defect: handlers kept issuing after close() had cancelled their calls. Cancellation now
+  // reaches the ticket issuer, which runs no further step for a cancelled call.
+  it('nothing is issued after close() resolved', { timeout: TEST_MS }, async () => {
     const cluster = await FaultCluster.start({ dir: tmp() });
     clusters.push(cluster);
     const nodes = await cluster.addNodes(2);

@@ -36,6 +36,8 @@ export interface JoinCallContext {
   variant: string;
   /** The full validated attestation (checks, warnings, user data). */
   attestation: PeerAttestation;
+  /** Aborts when the caller cancels or the server force-closes the call (shutdown). */
+  signal: AbortSignal;
 }
 
 /** The join service logic, in port types. */
@@ -98,10 +100,13 @@ export function createJoinServer(options: JoinServerOptions): AttestedGrpcServer
         callback(unattested(operation));
         return;
       }
+      const cancelled = new AbortController();
+      c.once('cancelled', () => cancelled.abort(new Error(`${operation}: call cancelled`)));
       const ctx: JoinCallContext = {
         peer: peer.address,
         variant: peer.attestation.variant,
         attestation: peer.attestation,
+        signal: cancelled.signal,
       };
       let request: DReq;
       try {

@@ -52,7 +52,7 @@ export interface JoinAuditEvent {
 /** The part of the TicketIssuer the handler calls. */
 export interface TicketIssuing {
   /** See TicketIssuer.issueJoinTicket. */
-  issueJoinTicket(req: JoinTicketRequest, ctx: { peer: string }): Promise<JoinTicket>;
+  issueJoinTicket(req: JoinTicketRequest, ctx: { peer: string; signal?: AbortSignal }): Promise<JoinTicket>;
   /** See TicketIssuer.issueRejoinTicket. */
   issueRejoinTicket(req: RejoinTicketRequest, ctx: { peer: string }): Promise<RejoinTicket>;
 }
@@ -63,6 +63,8 @@ export interface CallerContext {
   peer: string;
   /** The attested variant. */
   variant: string;
+  /** Aborts when the call is cancelled (caller gone or service shutting down). */
+  signal?: AbortSignal;
 }
 
 /** Dependencies of {@link GuardedJoinHandler}. */
@@ -115,7 +117,10 @@ export class GuardedJoinHandler {
     return this.guard('IssueJoinTicket', ctx, event, async () => {
       event.nodeName = await this.nodeNameOf(request.certificateRequest);
       this.checkDenyList({ nodeName: event.nodeName, diskUuid: request.diskUuid });
-      return this.deps.issuer.issueJoinTicket(request, { peer: ctx.peer });
+      return this.deps.issuer.issueJoinTicket(request, {
+        peer: ctx.peer,
+        ...(ctx.signal ? { signal: ctx.signal } : {}),
+      });
     });
   }
 
