@@ -5,12 +5,11 @@
  * a join or rejoin ticket. The file is watched through its DIRECTORY, so ConfigMap `..data` symlink
  * swaps and write-then-rename replacements are seen; an invalid or unreadable new file keeps the last
  * good list and is logged. The initial file must be valid: a revocation list that silently starts
- * empty would un-revoke nodes.
+ * empty would un-revoke nodes. Following the file is the shared WatchedFile
+ * (src/adapters/fs/watched-file.ts); this module adds the list's format and lookups.
  */
-import { type FSWatcher, watch } from 'node:fs';
-import { readFile } from 'node:fs/promises';
-import { dirname } from 'node:path';
-import { ConfbootError, wrapError } from '../../ports/errors.js';
+import { FILE_UTF8_TEXT, WatchedFile, type WatchedFileLabels } from '../../adapters/fs/watched-file.js';
+import { ConfbootError } from '../../ports/errors.js';
 import type { Logger } from '../../ports/logger.js';
 
 /** The parsed deny list. Node names are normalised, disk UUIDs lower-cased. */
@@ -118,140 +117,56 @@ function matchEntries(
   return undefined;
 }
 
+const LABELS: WatchedFileLabels = {
+  subject: 'deny list',
+  kept: 'list',
+  parseStart: 'loading',
+  parseUpdate: 'updating',
+};
+
+function sizes(entries: DenyListEntries): { nodes: number; diskUuids: number } {
+  return { nodes: entries.nodes.size, diskUuids: entries.diskUuids.size };
+}
+
 /** A deny list that follows a file; lookups read the current immutable list without a lock. */
 export class FileDenyList implements DenyList {
-  private current: DenyListEntries;
-  private currentText: string;
-  private lastFailedText: string | undefined;
-  private watcher: FSWatcher | undefined;
-  private reloading: Promise<void> | undefined;
-  private pending = false;
-  private closed = false;
-
-  private constructor(
-    private readonly options: FileDenyListOptions,
-    entries: DenyListEntries,
-    text: string,
-  ) {
-    this.current = entries;
-    this.currentText = text;
-  }
+  private constructor(private readonly file: WatchedFile<DenyListEntries, string>) {}
 
   /**
    * Loads the file and starts watching its directory.
    * @throws ConfbootError `failed-precondition` when the file is missing or invalid
    */
   static async start(options: FileDenyListOptions): Promise<FileDenyList> {
-    let text: string;
-    try {
-      text = await readFile(options.path, 'utf8');
-    } catch (err) {
-      throw wrapError(`loading deny list ${options.path}`, err, 'failed-precondition');
-    }
-    let entries: DenyListEntries;
-    try {
-      entries = parseDenyList(text);
-    } catch (err) {
-      throw wrapError(`loading deny list ${options.path}`, err, 'failed-precondition');
-    }
-    const list = new FileDenyList(options, entries, text);
-    list.watch();
-    options.logger.info('Deny list loaded', {
+    const file = await WatchedFile.start<DenyListEntries, string>({
       path: options.path,
-      nodes: entries.nodes.size,
-      diskUuids: entries.diskUuids.size,
+      content: FILE_UTF8_TEXT,
+      parse: (text) => parseDenyList(text),
+      logger: options.logger,
+      labels: LABELS,
+      logFields: sizes,
+      onReload: (outcome, current) =>
+        options.onReload?.(outcome.ok ? { ...outcome, ...sizes(current) } : outcome),
     });
-    return list;
+    return new FileDenyList(file);
   }
 
   /** {@inheritDoc DenyList.match} */
   match(identity: { nodeName?: string | undefined; diskUuid?: string | undefined }): DenyMatch | undefined {
-    return matchEntries(this.current, identity);
+    return matchEntries(this.file.current, identity);
   }
 
   /** {@inheritDoc DenyList.size} */
   get size(): { nodes: number; diskUuids: number } {
-    return { nodes: this.current.nodes.size, diskUuids: this.current.diskUuids.size };
+    return sizes(this.file.current);
   }
 
   /** Re-reads the file now (also triggered by every change in its directory); resolves when done. */
   reload(): Promise<void> {
-    this.scheduleReload();
-    return this.reloading ?? Promise.resolve();
+    return this.file.reload();
   }
 
   /** Stops watching; lookups keep answering from the last good list. Waits for a running reload. */
-  async close(): Promise<void> {
-    this.closed = true;
-    this.watcher?.close();
-    this.watcher = undefined;
-    await this.reloading;
-  }
-
-  private watch(): void {
-    const dir = dirname(this.options.path);
-    try {
-      this.watcher = watch(dir, { persistent: false }, () => this.scheduleReload());
-    } catch (err) {
-      throw wrapError(`watching deny list directory ${dir}`, err, 'failed-precondition');
-    }
-    this.watcher.on('error', (err) => {
-      // The directory went away; the last good list stays in force.
-      this.options.logger.error('Watching deny list failed; keeping the current list', {
-        path: this.options.path,
-        error: err.message,
-      });
-      this.watcher?.close();
-      this.watcher = undefined;
-    });
-  }
-
-  /** At most one reload runs; one more follows if events arrived meanwhile. */
-  private scheduleReload(): void {
-    if (this.closed) return;
-    if (this.reloading) {
-      this.pending = true;
-      return;
-    }
-    this.reloading = (async () => {
-      do {
-        this.pending = false;
-        const outcome = await this.reloadOnce();
-        if (outcome) this.options.onReload?.(outcome);
-      } while (this.pending && !this.closed);
-    })().finally(() => {
-      this.reloading = undefined;
-    });
-  }
-
-  private async reloadOnce(): Promise<DenyListReloadOutcome | undefined> {
-    if (this.closed) return undefined;
-    const { path, logger } = this.options;
-    let text: string;
-    try {
-      text = await readFile(path, 'utf8');
-    } catch (err) {
-      // Mid-swap or removed: the last good list stays in force; the next event retries.
-      const error = wrapError(`reading deny list ${path}`, err);
-      logger.warn('Deny list unreadable; keeping the current list', { path, error: error.message });
-      return { ok: false, error };
-    }
-    const sizes = () => ({ nodes: this.current.nodes.size, diskUuids: this.current.diskUuids.size });
-    if (text === this.currentText) return { ok: true, changed: false, ...sizes() };
-    if (text === this.lastFailedText) return undefined;
-    try {
-      const entries = parseDenyList(text);
-      if (this.closed) return undefined;
-      this.current = entries;
-      this.currentText = text;
-      this.lastFailedText = undefined;
-      logger.info('Deny list updated', { path, ...sizes() });
-      return { ok: true, changed: true, ...sizes() };
-    } catch (err) {
-      this.lastFailedText = text;
-      const error = wrapError(`updating deny list ${path}`, err);
-      logger.error('Invalid deny list; keeping the last good list', { path, error: error.message });
-      return { ok: false, error };
-    }
+  close(): Promise<void> {
+    return this.file.close();
   }
 }

@@ -5,19 +5,24 @@
  * itself misses after the first swap), and swaps an immutable validator atomically. Validation reads
  * the current validator once and never takes a lock; a validation in flight finishes with the
  * validator it started with. An invalid new config is logged and the last good validator stays; an
- * invalid initial config refuses to start.
+ * invalid initial config refuses to start. The file following itself is the shared WatchedFile
+ * (src/adapters/fs/watched-file.ts); this module adds the validator and its fixed variant.
  */
-import { type FSWatcher, watch } from 'node:fs';
-import { readFile } from 'node:fs/promises';
-import { dirname } from 'node:path';
-import { ConfbootError, wrapError } from '../../../ports/errors.js';
+
+import { ConfbootError } from '../../../ports/errors.js';
 import type { Logger } from '../../../ports/logger.js';
 import type { CallOptions } from '../../../ports/types.js';
 import type { ValidationResult, Validator } from '../../../ports/validator.js';
 import type { Variant } from '../../../ports/variant.js';
+import {
+  FILE_BYTES,
+  WatchedFile,
+  type WatchedFileLabels,
+  type WatchedFileReloadOutcome,
+} from '../../fs/watched-file.js';
 
 /** Outcome of one reload attempt. */
-export type ReloadOutcome = { ok: true; changed: boolean } | { ok: false; error: Error };
+export type ReloadOutcome = WatchedFileReloadOutcome;
 
 /** Options of {@link UpdatableValidator.start}. */
 export interface UpdatableValidatorOptions {
@@ -33,156 +38,65 @@ export interface UpdatableValidatorOptions {
   onReload?: (outcome: ReloadOutcome) => void;
 }
 
+const LABELS: WatchedFileLabels = {
+  subject: 'attestation config',
+  kept: 'validator',
+  parseStart: 'building validator from',
+  parseUpdate: 'updating validator from',
+};
+
 /** A Validator whose configuration follows a file. */
 export class UpdatableValidator implements Validator {
-  private current: Validator;
-  private currentBytes: Buffer;
-  private lastFailedBytes: Buffer | undefined;
-  private watcher: FSWatcher | undefined;
-  private reloading: Promise<void> | undefined;
-  private pending = false;
-  private closed = false;
-
-  private constructor(
-    private readonly options: UpdatableValidatorOptions,
-    initial: Validator,
-    bytes: Buffer,
-  ) {
-    this.current = initial;
-    this.currentBytes = bytes;
-  }
+  private constructor(private readonly file: WatchedFile<Validator, Buffer>) {}
 
   /**
    * Loads the config, builds the first validator and starts watching.
    * @throws ConfbootError (`failed-precondition`) when the file is missing or the config is invalid
    */
   static async start(options: UpdatableValidatorOptions): Promise<UpdatableValidator> {
-    let bytes: Buffer;
-    try {
-      bytes = await readFile(options.path);
-    } catch (err) {
-      throw wrapError(`loading attestation config ${options.path}`, err, 'failed-precondition');
-    }
-    let validator: Validator;
-    try {
-      validator = await options.build(bytes);
-    } catch (err) {
-      throw wrapError(
-        `building validator from attestation config ${options.path}`,
-        err,
-        'failed-precondition',
-      );
-    }
-    const uv = new UpdatableValidator(options, validator, bytes);
-    uv.watch();
-    options.logger.info('Attestation config loaded', { path: options.path, variant: validator.variant });
-    return uv;
+    const file = await WatchedFile.start<Validator, Buffer>({
+      path: options.path,
+      content: FILE_BYTES,
+      logger: options.logger,
+      labels: LABELS,
+      logFields: (validator) => ({ variant: validator.variant }),
+      parse: async (bytes, current) => {
+        const next = await options.build(bytes);
+        if (current !== undefined && next.variant !== current.variant) {
+          throw new ConfbootError(
+            'invalid-argument',
+            `the config selects variant ${next.variant}, but this service validates ${current.variant}`,
+          );
+        }
+        return next;
+      },
+      onReload: (outcome) => options.onReload?.(outcome),
+    });
+    return new UpdatableValidator(file);
   }
 
   /** The variant of the current validator (fixed for the lifetime of this object). */
   get variant(): Variant {
-    return this.current.variant;
+    return this.file.current.variant;
   }
 
   /** The OID of the current validator. */
   get oid(): string {
-    return this.current.oid;
+    return this.file.current.oid;
   }
 
   /** Validates with the validator current at call time; no lock. */
   validate(document: Uint8Array, nonce: Uint8Array, options?: CallOptions): Promise<ValidationResult> {
-    return this.current.validate(document, nonce, options);
-  }
-
-  private watch(): void {
-    const dir = dirname(this.options.path);
-    try {
-      this.watcher = watch(dir, { persistent: false }, () => this.scheduleReload());
-    } catch (err) {
-      throw wrapError(`watching attestation config directory ${dir}`, err, 'failed-precondition');
-    }
-    this.watcher.on('error', (err) => {
-      // The directory itself went away; the last good validator stays in service.
-      this.options.logger.error('Watching attestation config failed; keeping the current validator', {
-        path: this.options.path,
-        error: err.message,
-      });
-      this.watcher?.close();
-      this.watcher = undefined;
-    });
+    return this.file.current.validate(document, nonce, options);
   }
 
   /** Re-reads the config now (also triggered by every change in the config's directory). */
   reload(): Promise<void> {
-    this.scheduleReload();
-    return this.reloading ?? Promise.resolve();
-  }
-
-  /** Coalesces bursts of events: at most one reload runs, and one more follows if events came in meanwhile. */
-  private scheduleReload(): void {
-    if (this.closed) return;
-    if (this.reloading) {
-      this.pending = true;
-      return;
-    }
-    this.reloading = (async () => {
-      do {
-        this.pending = false;
-        const outcome = await this.reloadOnce();
-        if (outcome) this.options.onReload?.(outcome);
-      } while (this.pending && !this.closed);
-    })().finally(() => {
-      this.reloading = undefined;
-    });
-  }
-
-  private async reloadOnce(): Promise<ReloadOutcome | undefined> {
-    if (this.closed) return undefined;
-    const { path, logger } = this.options;
-    let bytes: Buffer;
-    try {
-      bytes = await readFile(path);
-    } catch (err) {
-      // Mid-replacement (delete then create) or removed: keep serving, the next event retries.
-      const error = wrapError(`reading attestation config ${path}`, err);
-      logger.warn('Attestation config unreadable; keeping the current validator', {
-        path,
-        error: error.message,
-      });
-      return { ok: false, error };
-    }
-    if (bytes.equals(this.currentBytes)) return { ok: true, changed: false };
-    if (this.lastFailedBytes?.equals(bytes)) return undefined;
-    try {
-      const next = await this.options.build(bytes);
-      if (next.variant !== this.current.variant) {
-        throw new ConfbootError(
-          'invalid-argument',
-          `the config selects variant ${next.variant}, but this service validates ${this.current.variant}`,
-        );
-      }
-      if (this.closed) return undefined;
-      this.current = next;
-      this.currentBytes = bytes;
-      this.lastFailedBytes = undefined;
-      logger.info('Attestation config updated', { path, variant: next.variant });
-      return { ok: true, changed: true };
-    } catch (err) {
-      this.lastFailedBytes = bytes;
-      const error = wrapError(`updating validator from attestation config ${path}`, err);
-      logger.error('Invalid attestation config; keeping the last good validator', {
-        path,
-        error: error.message,
-      });
-      return { ok: false, error };
-    }
+    return this.file.reload();
   }
 
   /** Stops watching; validation keeps working with the last validator. Waits for a running reload. */
-  async close(): Promise<void> {
-    this.closed = true;
-    this.watcher?.close();
-    this.watcher = undefined;
-    await this.reloading;
+  close(): Promise<void> {
+    return this.file.close();
   }
 }
