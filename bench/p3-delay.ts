@@ -62,7 +62,8 @@ export async function benchP3(
       name: `bench-p3-${options.label}-${i}`,
       providerId: `qemu:///bench-p3-${i}`,
       role: 'Worker',
-      vpcIp: `10.0.${i >> 8}.${i & 255}`,
+      // The address the node calls from: the join service binds the kubelet CSR's IPs to the caller.
+      vpcIp: '127.0.0.1',
     };
     const metadata: Pick<MetadataAPI, 'self' | 'list' | 'getLoadBalancerEndpoint'> = {
       self: async () => self,
