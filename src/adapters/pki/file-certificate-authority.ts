@@ -182,6 +182,28 @@ async function verifyCsr(csr: X509.Pkcs10CertificateRequest): Promise<boolean> {
   }
 }
 
+let fixedKubeletExtensions: X509.Extension[] | undefined;
+
+/**
+ * The extensions every kubelet certificate carries (upstream's profile): key usage digitalSignature
+ * and keyEncipherment (critical), client and server auth, not a CA (critical). Built once: an
+ * extension object is an immutable encoded value.
+ */
+function kubeletExtensions(): X509.Extension[] {
+  fixedKubeletExtensions ??= [
+    new x509.KeyUsagesExtension(
+      x509.KeyUsageFlags.digitalSignature | x509.KeyUsageFlags.keyEncipherment,
+      true,
+    ),
+    new x509.ExtendedKeyUsageExtension(
+      [x509.ExtendedKeyUsage.clientAuth, x509.ExtendedKeyUsage.serverAuth],
+      false,
+    ),
+    new x509.BasicConstraintsExtension(false, undefined, true),
+  ];
+  return fixedKubeletExtensions;
+}
+
 /** A CSR parsed and signature-checked once, with the bytes it was parsed from. */
 interface ParsedCsr {
   /** Copy of the DER the result belongs to (the memo is reused only for equal bytes). */
@@ -194,8 +216,8 @@ interface LoadedCa {
   /** dev/ino/size/mtime/ctime of ca.crt and ca.key when they were read. */
   version: string;
   issuer: X509.Name;
-  /** Key identifier of the CA's SubjectKeyIdentifier, if it has one. */
-  keyId: string | undefined;
+  /** The AuthorityKeyIdentifier of this CA (from its SubjectKeyIdentifier), if it has one. */
+  extensions: X509.Extension[];
   signing: SigningKey;
 }
 
@@ -307,18 +329,7 @@ export class FileCertificateAuthority implements CertificateAuthority {
     const { signing } = ca;
 
     const now = this.clock.now().getTime();
-    const extensions: X509.Extension[] = [
-      new x509.KeyUsagesExtension(
-        x509.KeyUsageFlags.digitalSignature | x509.KeyUsageFlags.keyEncipherment,
-        true,
-      ),
-      new x509.ExtendedKeyUsageExtension(
-        [x509.ExtendedKeyUsage.clientAuth, x509.ExtendedKeyUsage.serverAuth],
-        false,
-      ),
-      new x509.BasicConstraintsExtension(false, undefined, true),
-    ];
-    if (ca.keyId !== undefined) extensions.push(new x509.AuthorityKeyIdentifierExtension(ca.keyId, false));
+    const extensions: X509.Extension[] = [...kubeletExtensions(), ...ca.extensions];
     if (ips.length > 0) {
       extensions.push(
         new x509.SubjectAlternativeNameExtension(ips.map((value) => ({ type: 'ip' as const, value }))),
@@ -327,7 +338,7 @@ export class FileCertificateAuthority implements CertificateAuthority {
     try {
       const cert = await x509.X509CertificateGenerator.create({
         serialNumber: randomSerial(),
-        subject: new x509.Name(csr.subjectName.toArrayBuffer()),
+        subject: csr.subjectName,
         issuer: ca.issuer,
         notBefore: new Date(now - 2 * HOUR_MS),
         notAfter: new Date(now + 365 * 24 * HOUR_MS),
@@ -363,7 +374,15 @@ export class FileCertificateAuthority implements CertificateAuthority {
       return {
         version,
         issuer: new x509.Name(caCert.subjectName.toArrayBuffer()),
-        keyId: ski === null ? undefined : new x509.SubjectKeyIdentifierExtension(ski.rawData).keyId,
+        extensions:
+          ski === null
+            ? []
+            : [
+                new x509.AuthorityKeyIdentifierExtension(
+                  new x509.SubjectKeyIdentifierExtension(ski.rawData).keyId,
+                  false,
+                ),
+              ],
         signing,
       };
     })();
