@@ -160,7 +160,11 @@ const hex = (b: Uint8Array) => Buffer.from(b).toString('hex');
 export async function runDemo(options: DemoOptions): Promise<DemoResult> {
   const started = Date.now();
   const elapsed = () => `${((Date.now() - started) / 1000).toFixed(1).padStart(5)}s`;
-  const say = (line: string) => options.progress(`[${elapsed()}] ${line}`);
+  // Ctrl-C: every progress line is also a point where the demo stops and cleans up.
+  const say = (line: string) => {
+    if (options.signal?.aborted) throw new Error('demo stopped');
+    options.progress(`[${elapsed()}] ${line}`);
+  };
   const timeoutMs = options.timeoutInMs ?? 120_000;
   const cleanups: Array<() => Promise<unknown>> = [];
   const workDir = await mkdtemp(join(tmpdir(), 'confboot-demo-'));
@@ -448,7 +452,7 @@ export async function runDemo(options: DemoOptions): Promise<DemoResult> {
       nodes: results,
     };
   } finally {
-    say('Stopping every process and server');
+    options.progress(`[${elapsed()}] Stopping every process and server`);
     for (const c of cleanups.reverse()) await c().catch(() => undefined);
     if (!options.keep) await rm(workDir, { recursive: true, force: true });
   }
