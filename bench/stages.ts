@@ -68,16 +68,19 @@ export async function benchStages(cluster: BenchCluster, iterations = 100): Prom
     await add('qemu-vtpm validation (production validator)', 'service, per connection', 1, () =>
       validator.validate(document, nonce),
     );
-    await add('CA inspectCsr (parse + verify the CSR)', 'service, per ticket', 2, () =>
-      ca.inspectCsr(request.certificateRequest),
+    // A request's CSR is parsed and verified once (the CA memoises it per request array): a fresh
+    // copy per iteration measures that once-per-request cost; the later calls of the same request
+    // (deny-list check, ticket issuer, signature) reuse it.
+    await add('CA inspectCsr (parse + verify the CSR, once per request)', 'service, per ticket', 1, () =>
+      ca.inspectCsr(new Uint8Array(request.certificateRequest)),
     );
     await add(
-      'CA signKubeletCsr (parse + verify again, read + import CA, sign)',
+      'CA signKubeletCsr (CSR already inspected; CA cached, re-checked with stat; sign)',
       'service, per ticket',
       1,
       () => ca.signKubeletCsr(request.certificateRequest),
     );
-    await add('  of which: import the CA key (done on every signature)', 'service, per ticket', 1, () =>
+    await add('  import the CA key (only when ca.crt/ca.key change)', 'service, per ticket', 0, () =>
       importCaKey(caKeyPem),
     );
     await add('key service getDataKey over loopback gRPC', 'service, per ticket', 2, () =>

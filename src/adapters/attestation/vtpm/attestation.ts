@@ -212,7 +212,8 @@ function quoteFromJson(v: unknown, i: number): AttestationQuote {
 export function decodeVtpmDocument(raw: Uint8Array): VtpmDocument {
   let doc: unknown;
   try {
-    doc = JSON.parse(Buffer.from(raw).toString('utf8'));
+    // A view, not a copy, of the document bytes.
+    doc = JSON.parse(Buffer.from(raw.buffer, raw.byteOffset, raw.byteLength).toString('utf8'));
   } catch (err) {
     throw formatError(
       'attestation document',
