@@ -14,3 +14,15 @@ export function asAttestationError(err: unknown, check: string, operation: strin
     checks: [{ name: check, ok: false, detail: message }],
   });
 }
+
+/**
+ * Runs a validator's work so that it answers with a verdict: anything thrown that is not a
+ * ConfbootError becomes an AttestationError (`document-format`) under `validating <variant> attestation`.
+ */
+export async function validateWithVerdict<T>(variant: string, work: () => Promise<T>): Promise<T> {
+  try {
+    return await work();
+  } catch (err) {
+    throw asAttestationError(err, 'document-format', `validating ${variant} attestation`);
+  }
+}

@@ -9,19 +9,20 @@
  */
 import { createHash, type KeyObject } from 'node:crypto';
 import type { Clock } from '../../../ports/clock.js';
-import { AttestationError, isAttestationError } from '../../../ports/errors.js';
+import { AttestationError } from '../../../ports/errors.js';
 import type { MeasurementPolicy } from '../../../ports/measurement-policy.js';
 import type { AttestationCheck, CallOptions } from '../../../ports/types.js';
 import type { ValidationResult, Validator } from '../../../ports/validator.js';
 import { VARIANT_OIDS } from '../../../ports/variant.js';
-import { asAttestationError } from '../malformed.js';
+import { throwIfFailed, verifyVtpmHalf } from '../cvm-checks.js';
+import { validateWithVerdict } from '../malformed.js';
 import { checkHclRuntimeData } from './azure-hcl.js';
 import type { AmdCertCache } from './cert-cache.js';
 import { commonName, loadCertificates } from './certs.js';
 import { parseSnpReport } from './report.js';
 import { decodeTpmtPublic, type TpmPublicKey } from './tpm-public.js';
 import { type SnpChain, type SnpPolicy, verifySnpReport } from './verify.js';
-import { compareMeasurements, goBytes, parseVtpmDocument, type VerifyVtpmQuote } from './vtpm-document.js';
+import { goBytes, parseVtpmDocument, type VerifyVtpmQuote } from './vtpm-document.js';
 
 /** The SNP variants. */
 export type SnpVariant = 'aws-sev-snp' | 'gcp-sev-snp' | 'azure-sev-snp';
@@ -75,12 +76,8 @@ export class SnpValidator implements Validator {
       throw new Error('gcp-sev-snp validator needs gceAkPublicKey (the GCE shielded identity lookup)');
   }
 
-  async validate(document: Uint8Array, nonce: Uint8Array, options?: CallOptions): Promise<ValidationResult> {
-    try {
-      return await this.validateUnchecked(document, nonce, options);
-    } catch (err) {
-      throw asAttestationError(err, 'document-format', `validating ${this.variant} attestation`);
-    }
+  validate(document: Uint8Array, nonce: Uint8Array, options?: CallOptions): Promise<ValidationResult> {
+    return validateWithVerdict(this.variant, () => this.validateUnchecked(document, nonce, options));
   }
 
   private async validateUnchecked(
@@ -164,13 +161,7 @@ export class SnpValidator implements Validator {
       const runtime = goBytes(info.Azure?.RuntimeData, 'Azure.RuntimeData');
       checks.push(...checkHclRuntimeData(parsed.reportData, runtime, ak.rsa));
     }
-    const failed = checks.filter((c) => !c.ok);
-    if (failed.length > 0)
-      throw new AttestationError(
-        failed[0]?.name ?? 'sev-snp',
-        `${op}: ${failed.map((c) => `${c.name}: ${c.detail}`).join('; ')}`,
-        { checks },
-      );
+    throwIfFailed(checks, op);
 
     let trustedAk = ak.key;
     if (this.variant === 'gcp-sev-snp') {
@@ -197,34 +188,13 @@ export class SnpValidator implements Validator {
       });
     }
 
-    const tpmNonce = createHash('sha256').update(doc.instanceInfo).update(extraData).digest();
-    const tpm = await withChecks(
-      this.config.verifyVtpmQuote(doc.attestation, { nonce: tpmNonce, trustedAk }, options),
-      checks,
-    );
-    checks.push(...tpm.checks);
-    const m = compareMeasurements(this.config.measurements, tpm.pcrs);
-    checks.push(m.check);
-    if (!m.check.ok)
-      throw new AttestationError('measurements', `${op}: measurement validation failed: ${m.check.detail}`, {
-        checks,
-        mismatches: [...m.enforced, ...m.warnings],
-      });
-    return { userData: doc.userData, checks, warnings: m.warnings };
-  }
-}
-
-/** Rejections of the vTPM half keep the checks made so far. */
-async function withChecks<T>(p: Promise<T>, checks: AttestationCheck[]): Promise<T> {
-  try {
-    return await p;
-  } catch (err) {
-    if (isAttestationError(err))
-      throw new AttestationError(err.check, err.message, {
-        checks: [...checks, ...err.checks],
-        mismatches: err.mismatches,
-        cause: err,
-      });
-    throw err;
+    const half = {
+      verifyVtpmQuote: this.config.verifyVtpmQuote,
+      doc,
+      extraData,
+      trustedAk,
+      measurements: this.config.measurements,
+    };
+    return verifyVtpmHalf(half, op, checks, options);
   }
 }

@@ -8,21 +8,17 @@
  */
 import { createHash } from 'node:crypto';
 import type { Clock } from '../../../ports/clock.js';
-import { AttestationError, isAttestationError } from '../../../ports/errors.js';
+import { AttestationError } from '../../../ports/errors.js';
 import type { MeasurementPolicy } from '../../../ports/measurement-policy.js';
 import type { AttestationCheck, CallOptions } from '../../../ports/types.js';
 import type { ValidationResult, Validator } from '../../../ports/validator.js';
 import { VARIANT_OIDS } from '../../../ports/variant.js';
-import { asAttestationError } from '../malformed.js';
+import { acceptMeasurements, throwIfFailed, verifyVtpmHalf } from '../cvm-checks.js';
+import { validateWithVerdict } from '../malformed.js';
 import { checkHclRuntimeData } from '../snp/azure-hcl.js';
 import type { CertificateInput } from '../snp/certs.js';
 import { decodeTpmtPublic } from '../snp/tpm-public.js';
-import {
-  compareMeasurements,
-  goBytes,
-  parseVtpmDocument,
-  type VerifyVtpmQuote,
-} from '../snp/vtpm-document.js';
+import { goBytes, parseVtpmDocument, type VerifyVtpmQuote } from '../snp/vtpm-document.js';
 import type { TdxCollateral } from './collateral.js';
 import { tdxMeasurements } from './quote.js';
 import { type TdxPolicy, verifyTdxQuote } from './verify.js';
@@ -73,14 +69,13 @@ async function verifyQuoteWithCollateral(
   return v;
 }
 
-function throwIfFailed(checks: AttestationCheck[], op: string): void {
-  const failed = checks.filter((c) => !c.ok);
-  if (failed.length > 0)
-    throw new AttestationError(
-      failed[0]?.name ?? 'tdx',
-      `${op}: ${failed.map((c) => `${c.name}: ${c.detail}`).join('; ')}`,
-      { checks },
-    );
+/** Records the failed `document-format` check and throws. */
+function malformedDocument(err: unknown, op: string, checks: AttestationCheck[]): never {
+  checks.push({ name: 'document-format', ok: false, detail: msg(err) });
+  throw new AttestationError('document-format', `${op}: malformed document: ${msg(err)}`, {
+    checks,
+    cause: err,
+  });
 }
 
 /** Validates qemu-tdx documents. */
@@ -90,12 +85,8 @@ export class QemuTdxValidator implements Validator {
 
   constructor(private readonly config: TdxValidatorConfig) {}
 
-  async validate(document: Uint8Array, nonce: Uint8Array, options?: CallOptions): Promise<ValidationResult> {
-    try {
-      return await this.validateUnchecked(document, nonce, options);
-    } catch (err) {
-      throw asAttestationError(err, 'document-format', `validating ${this.variant} attestation`);
-    }
+  validate(document: Uint8Array, nonce: Uint8Array, options?: CallOptions): Promise<ValidationResult> {
+    return validateWithVerdict(this.variant, () => this.validateUnchecked(document, nonce, options));
   }
 
   private async validateUnchecked(
@@ -113,27 +104,14 @@ export class QemuTdxValidator implements Validator {
       userData = goBytes(doc.UserData, 'UserData');
       if (quote.length === 0) throw new Error('RawQuote is empty');
     } catch (err) {
-      checks.push({ name: 'document-format', ok: false, detail: msg(err) });
-      throw new AttestationError('document-format', `${op}: malformed document: ${msg(err)}`, {
-        checks,
-        cause: err,
-      });
+      malformedDocument(err, op, checks);
     }
     checks.push({ name: 'document-format', ok: true, detail: 'RawQuote and UserData' });
     const extraData = createHash('sha256').update(userData).update(nonce).digest();
     const v = await verifyQuoteWithCollateral(this.config, quote, extraData, op, checks, options);
     throwIfFailed(checks, op);
-    const m = compareMeasurements(
-      this.config.measurements,
-      tdxMeasurements((v.quote as NonNullable<typeof v.quote>).body),
-    );
-    checks.push(m.check);
-    if (!m.check.ok)
-      throw new AttestationError('measurements', `${op}: measurement validation failed: ${m.check.detail}`, {
-        checks,
-        mismatches: [...m.enforced, ...m.warnings],
-      });
-    return { userData, checks, warnings: m.warnings };
+    const measured = tdxMeasurements((v.quote as NonNullable<typeof v.quote>).body);
+    return acceptMeasurements(this.config.measurements, measured, userData, op, checks);
   }
 }
 
@@ -146,12 +124,8 @@ export class AzureTdxValidator implements Validator {
     if (config.verifyVtpmQuote === undefined) throw new Error('azure-tdx validator needs verifyVtpmQuote');
   }
 
-  async validate(document: Uint8Array, nonce: Uint8Array, options?: CallOptions): Promise<ValidationResult> {
-    try {
-      return await this.validateUnchecked(document, nonce, options);
-    } catch (err) {
-      throw asAttestationError(err, 'document-format', `validating ${this.variant} attestation`);
-    }
+  validate(document: Uint8Array, nonce: Uint8Array, options?: CallOptions): Promise<ValidationResult> {
+    return validateWithVerdict(this.variant, () => this.validateUnchecked(document, nonce, options));
   }
 
   private async validateUnchecked(
@@ -172,11 +146,7 @@ export class AzureTdxValidator implements Validator {
       runtime = goBytes(info.RuntimeData, 'RuntimeData');
       ak = decodeTpmtPublic(doc.akPub);
     } catch (err) {
-      checks.push({ name: 'document-format', ok: false, detail: msg(err) });
-      throw new AttestationError('document-format', `${op}: malformed document: ${msg(err)}`, {
-        checks,
-        cause: err,
-      });
+      malformedDocument(err, op, checks);
     }
     checks.push({
       name: 'document-format',
@@ -187,35 +157,13 @@ export class AzureTdxValidator implements Validator {
     const v = await verifyQuoteWithCollateral(this.config, quote, undefined, op, checks, options);
     if (v.quote !== undefined) checks.push(...checkHclRuntimeData(v.quote.body.reportData, runtime, ak.rsa));
     throwIfFailed(checks, op);
-    const tpmNonce = createHash('sha256').update(doc.instanceInfo).update(extraData).digest();
-    const verifyVtpm = this.config.verifyVtpmQuote as VerifyVtpmQuote;
-    const tpm = await withChecks(
-      verifyVtpm(doc.attestation, { nonce: tpmNonce, trustedAk: ak.key }, options),
-      checks,
-    );
-    checks.push(...tpm.checks);
-    const m = compareMeasurements(this.config.measurements, tpm.pcrs);
-    checks.push(m.check);
-    if (!m.check.ok)
-      throw new AttestationError('measurements', `${op}: measurement validation failed: ${m.check.detail}`, {
-        checks,
-        mismatches: [...m.enforced, ...m.warnings],
-      });
-    return { userData: doc.userData, checks, warnings: m.warnings };
-  }
-}
-
-/** Rejections of the vTPM half keep the checks made so far. */
-async function withChecks<T>(p: Promise<T>, checks: AttestationCheck[]): Promise<T> {
-  try {
-    return await p;
-  } catch (err) {
-    if (isAttestationError(err))
-      throw new AttestationError(err.check, err.message, {
-        checks: [...checks, ...err.checks],
-        mismatches: err.mismatches,
-        cause: err,
-      });
-    throw err;
+    const half = {
+      verifyVtpmQuote: this.config.verifyVtpmQuote as VerifyVtpmQuote,
+      doc,
+      extraData,
+      trustedAk: ak.key,
+      measurements: this.config.measurements,
+    };
+    return verifyVtpmHalf(half, op, checks, options);
   }
 }
