@@ -1,0 +1,490 @@
+/**
+ * The SEV-SNP Issuers aws-sev-snp, gcp-sev-snp and azure-sev-snp (REFERENCE §4.1–4.2). Where they
+ * sit: each is the vTPM issuer (../vtpm/issuer.ts: TPM quote with nonce SHA256(InstanceInfo ‖
+ * extraData)) whose InstanceInfo hook supplies upstream's `snp.InstanceInfo` Go JSON
+ * `{"ReportSigner","CertChain","AttestationReport","Azure","GCP"}`; the SNP validators
+ * (validators.ts) check it on the other side.
+ *
+ *  - aws-sev-snp: the guest device (ConfidentialGuestDevice: configfs-tsm or /dev/sev-guest) makes
+ *    a report with report_data = SHA-512(PKIX DER of the AK); ReportSigner is the VLEK from the
+ *    device's certificate table (auxblob), else from a configured file; CertChain the table's ASK
+ *    (the ASVK) when present.
+ *  - gcp-sev-snp: report_data = extraData zero-padded to 64 bytes; ReportSigner the VCEK and
+ *    CertChain the ASK from the certificate table; GCP = the GCE instance info (injected provider,
+ *    the metadata-server reader of the gcp module).
+ *  - azure-sev-snp: no guest device — Azure's HCL puts its report in vTPM NV index 0x01400001
+ *    (read through an injected reader; {@link tpm2NvReader} in production). AttestationReport is
+ *    the report plus the IGVM request header (bytes 32–1236, as upstream ships it) and
+ *    Azure.RuntimeData the HCL runtime JSON whose keys[0] is the AK at 0x81000003; the VCEK and
+ *    chain optionally come from Azure's THIM endpoint ({@link fetchAzureThimCertificates}).
+ */
+import { execFile } from 'node:child_process';
+import { createHash, X509Certificate } from 'node:crypto';
+import { readFile } from 'node:fs/promises';
+import type { ConfidentialGuestDevice } from '../../../ports/confidential-guest-device.js';
+import { ConfbootError, wrapError } from '../../../ports/errors.js';
+import type { CallOptions } from '../../../ports/types.js';
+import { expectOk, httpRequest, parseJsonBody } from '../../cloud/shared/http.js';
+import { type InstanceInfoProvider, VtpmIssuer, type VtpmIssuerOptions } from '../vtpm/issuer.js';
+import { parseTpmtPublic } from '../vtpm/tpm2.js';
+import { parseSnpCertTable, type SnpCertTable } from './cert-table.js';
+import { loadCertificates } from './certs.js';
+import { parseSnpReport, SNP_REPORT_SIZE, type SnpReport } from './report.js';
+
+/** upstream `snp.InstanceInfo`; certificates are PEM bytes, absent fields encode as `null`. */
+export interface SnpInstanceInfo {
+  /** PEM of the VCEK or VLEK that signed the report. */
+  reportSigner?: Uint8Array;
+  /** PEM of the ASK/ASVK (and possibly the ARK, which validators never trust from here). */
+  certChain?: Uint8Array;
+  /** The SNP report as the platform gave it (Azure: with the IGVM request header). */
+  attestationReport: Uint8Array;
+  /** azure-sev-snp: the HCL runtime data (MAA is not used, so `MAAToken` is always empty). */
+  azure?: { runtimeData: Uint8Array };
+  /** gcp-sev-snp: Go JSON of go-tpm-tools' `GCEInstanceInfo`, embedded as is. */
+  gcpJson?: Uint8Array;
+}
+
+const goBytes = (b: Uint8Array | undefined): string =>
+  b === undefined ? 'null' : JSON.stringify(Buffer.from(b).toString('base64'));
+
+/** Encodes {@link SnpInstanceInfo} as Go's encoding/json writes upstream's struct (field order kept). */
+export function encodeSnpInstanceInfo(info: SnpInstanceInfo): Uint8Array {
+  const azure =
+    info.azure === undefined ? 'null' : `{"RuntimeData":${goBytes(info.azure.runtimeData)},"MAAToken":""}`;
+  const gcp = info.gcpJson === undefined ? 'null' : Buffer.from(info.gcpJson).toString('utf8').trim();
+  return new TextEncoder().encode(
+    `{"ReportSigner":${goBytes(info.reportSigner)},"CertChain":${goBytes(info.certChain)},` +
+      `"AttestationReport":${goBytes(info.attestationReport)},"Azure":${azure},"GCP":${gcp}}`,
+  );
+}
+
+/** A certificate (DER or PEM) as PEM bytes; throws naming `what` when it is not a certificate. */
+function certificatePem(cert: Uint8Array, what: string): Uint8Array {
+  try {
+    const text = Buffer.from(cert).toString('latin1');
+    const parsed = new X509Certificate(text.includes('-----BEGIN') ? text : Buffer.from(cert));
+    return new TextEncoder().encode(parsed.toString());
+  } catch (err) {
+    throw new ConfbootError(
+      'failed-precondition',
+      `${what} is not a certificate: ${err instanceof Error ? err.message : String(err)}`,
+      { cause: err },
+    );
+  }
+}
+
+async function readCertificateFile(path: string, what: string): Promise<Uint8Array> {
+  let bytes: Buffer;
+  try {
+    bytes = await readFile(path);
+  } catch (err) {
+    throw wrapError(`reading the ${what} from ${path}`, err, 'failed-precondition');
+  }
+  return certificatePem(bytes, `${what} file ${path}`);
+}
+
+/** What the guest device returned, checked: the parsed report and the certificate table. */
+interface SnpEvidence {
+  report: Uint8Array;
+  parsed: SnpReport;
+  table: SnpCertTable | undefined;
+}
+
+/** Asks the device for a report over `reportData` and checks it is a report over exactly that. */
+async function snpEvidence(
+  device: ConfidentialGuestDevice,
+  reportData: Uint8Array,
+  options?: CallOptions,
+): Promise<SnpEvidence> {
+  const { report, auxBlob } = await device.getReport(reportData, options);
+  let parsed: SnpReport;
+  try {
+    parsed = parseSnpReport(report);
+  } catch (err) {
+    throw new ConfbootError(
+      'internal',
+      `the SEV-SNP device returned no valid report: ${err instanceof Error ? err.message : String(err)}`,
+      { cause: err },
+    );
+  }
+  if (!Buffer.from(parsed.reportData).equals(Buffer.from(reportData)))
+    throw new ConfbootError(
+      'internal',
+      'the SEV-SNP device returned a report over other report data than requested (a stale or foreign report)',
+    );
+  let table: SnpCertTable | undefined;
+  if (auxBlob !== undefined && auxBlob.length > 0) {
+    try {
+      table = parseSnpCertTable(auxBlob);
+    } catch (err) {
+      throw wrapError("reading the SEV-SNP device's certificate table", err, 'internal');
+    }
+  }
+  return { report, parsed, table };
+}
+
+/** Where a signer certificate comes from when the device's certificate table has none. */
+export interface SnpCertificateFallback {
+  /** File with the report signer (aws-sev-snp: the VLEK; gcp-sev-snp: the VCEK), PEM or DER. */
+  signerCertificatePath?: string;
+}
+
+/**
+ * ReportSigner and CertChain for a report: the signer its SIGNING_KEY field names, from the table
+ * or the fallback file (a VLEK is required; without a VCEK the validator fetches it from AMD KDS),
+ * and the table's ASK.
+ */
+async function signerAndChain(
+  variant: string,
+  evidence: SnpEvidence,
+  fallback: SnpCertificateFallback,
+): Promise<Pick<SnpInstanceInfo, 'reportSigner' | 'certChain'>> {
+  const kind = evidence.parsed.signerInfo.signingKey;
+  if (kind !== 'vcek' && kind !== 'vlek')
+    throw new ConfbootError(
+      'failed-precondition',
+      `the SEV-SNP report names signing key ${kind}; ${variant} needs a VCEK- or VLEK-signed report`,
+    );
+  const name = kind.toUpperCase();
+  let reportSigner: Uint8Array | undefined;
+  const fromTable = evidence.table?.[kind];
+  if (fromTable !== undefined) reportSigner = certificatePem(fromTable, `the certificate table's ${name}`);
+  else if (fallback.signerCertificatePath !== undefined)
+    reportSigner = await readCertificateFile(fallback.signerCertificatePath, name);
+  else if (kind === 'vlek')
+    throw new ConfbootError(
+      'failed-precondition',
+      `the report is VLEK-signed, but the device's certificate table holds no VLEK and no VLEK file is configured`,
+    );
+  const ask = evidence.table?.ask;
+  const certChain = ask === undefined ? undefined : certificatePem(ask, "the certificate table's ASK");
+  return {
+    ...(reportSigner ? { reportSigner } : {}),
+    ...(certChain ? { certChain } : {}),
+  };
+}
+
+function requireSnpDevice(device: ConfidentialGuestDevice, variant: string): void {
+  if (device.kind !== 'sev-snp')
+    throw new ConfbootError(
+      'invalid-argument',
+      `${variant} issuer needs an SEV-SNP device, got ${device.kind}`,
+    );
+}
+
+/** What the aws-sev-snp InstanceInfo needs. */
+export interface AwsSevSnpInstanceInfoOptions extends SnpCertificateFallback {
+  /** The TPM whose AK the report binds (the same TPM that quotes). */
+  tpm: Pick<VtpmIssuerOptions['tpm'], 'attestationKeyPublic'>;
+  /** The SEV-SNP guest device. */
+  device: ConfidentialGuestDevice;
+}
+
+/** The aws-sev-snp InstanceInfo hook: a report over SHA-512(PKIX DER of the AK), signed by the VLEK. */
+export function awsSevSnpInstanceInfo(options: AwsSevSnpInstanceInfoOptions): InstanceInfoProvider {
+  requireSnpDevice(options.device, 'aws-sev-snp');
+  return async (_extraData, call) => {
+    try {
+      const ak = parseTpmtPublic(await options.tpm.attestationKeyPublic(call));
+      const reportData = new Uint8Array(
+        createHash('sha512')
+          .update(ak.publicKey.export({ type: 'spki', format: 'der' }))
+          .digest(),
+      );
+      const evidence = await snpEvidence(options.device, reportData, call);
+      const certs = await signerAndChain('aws-sev-snp', evidence, options);
+      return encodeSnpInstanceInfo({ ...certs, attestationReport: evidence.report });
+    } catch (err) {
+      throw wrapError('getting the aws-sev-snp instance info', err);
+    }
+  };
+}
+
+/** What the gcp-sev-snp InstanceInfo needs. */
+export interface GcpSevSnpInstanceInfoOptions extends SnpCertificateFallback {
+  /** The SEV-SNP guest device. */
+  device: ConfidentialGuestDevice;
+  /**
+   * Go JSON of go-tpm-tools' `GCEInstanceInfo` (`{"zone","project_id","instance_name"}`), e.g. the
+   * gcp module's metadata-server reader.
+   */
+  gceInstance: (options?: CallOptions) => Promise<Uint8Array>;
+}
+
+/** Checks the GCE instance JSON: one object with the string fields the validator looks up. */
+function checkGceInstanceJson(json: Uint8Array): Uint8Array {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(Buffer.from(json).toString('utf8'));
+  } catch (err) {
+    throw new ConfbootError('internal', `GCE instance info is not JSON: ${(err as Error).message}`, {
+      cause: err,
+    });
+  }
+  const o = parsed as Record<string, unknown> | null;
+  if (typeof o !== 'object' || o === null || Array.isArray(o))
+    throw new ConfbootError('internal', 'GCE instance info is not a JSON object');
+  for (const field of ['zone', 'project_id', 'instance_name'])
+    if (typeof o[field] !== 'string' || o[field] === '')
+      throw new ConfbootError('internal', `GCE instance info has no ${field}`);
+  return json;
+}
+
+/** The gcp-sev-snp InstanceInfo hook: a report over extraData (zero-padded), VCEK and ASK, GCE instance. */
+export function gcpSevSnpInstanceInfo(options: GcpSevSnpInstanceInfoOptions): InstanceInfoProvider {
+  requireSnpDevice(options.device, 'gcp-sev-snp');
+  return async (extraData, call) => {
+    try {
+      if (extraData.length > 64)
+        throw new ConfbootError('invalid-argument', `extraData is ${extraData.length} bytes, at most 64 fit`);
+      const reportData = new Uint8Array(64);
+      reportData.set(extraData);
+      const [gcpJson, evidence] = await Promise.all([
+        options.gceInstance(call).then(checkGceInstanceJson),
+        snpEvidence(options.device, reportData, call),
+      ]);
+      const certs = await signerAndChain('gcp-sev-snp', evidence, options);
+      return encodeSnpInstanceInfo({ ...certs, attestationReport: evidence.report, gcpJson });
+    } catch (err) {
+      throw wrapError('getting the gcp-sev-snp instance info', err);
+    }
+  };
+}
+
+/** The vTPM NV index where Azure's HCL keeps its attestation report. */
+export const AZURE_HCL_REPORT_NV_INDEX = 0x01400001;
+/** The persistent handle of the AK Azure's HCL provisions (the azure-sev-snp AK). */
+export const AZURE_HCL_AK_HANDLE = 0x81000003;
+
+/** Reads a TPM NV index whole. */
+export type NvIndexReader = (index: number, options?: CallOptions) => Promise<Uint8Array>;
+
+/** Options of {@link tpm2NvReader}. */
+export interface Tpm2NvReaderOptions {
+  /** TCTI, e.g. `device:/dev/tpmrm0` or a swtpm's. */
+  tcti: string;
+  /** Directory of the tpm2_* tools, default PATH. */
+  toolsDir?: string;
+  /** Deadline when the call gives none, default 20000 ms. */
+  timeoutInMs?: number;
+}
+
+/**
+ * An {@link NvIndexReader} over `tpm2_nvread -C o` (owner authorisation, empty password), run with
+ * execFile (no shell) and TPM2TOOLS_TCTI set. NV reads load no transient objects, so they need no
+ * slot bookkeeping on a TPM without a resource manager.
+ */
+export function tpm2NvReader(options: Tpm2NvReaderOptions): NvIndexReader {
+  const tool = options.toolsDir ? `${options.toolsDir}/tpm2_nvread` : 'tpm2_nvread';
+  return (index, call) => {
+    const handle = `0x${index.toString(16).padStart(8, '0')}`;
+    const timeoutInMs = call?.timeoutInMs ?? options.timeoutInMs ?? 20_000;
+    const timeout = AbortSignal.timeout(timeoutInMs);
+    const signal = call?.signal ? AbortSignal.any([call.signal, timeout]) : timeout;
+    return new Promise((resolve, reject) => {
+      execFile(
+        tool,
+        ['-C', 'o', handle],
+        {
+          encoding: 'buffer',
+          env: { ...process.env, TPM2TOOLS_TCTI: options.tcti },
+          signal,
+          maxBuffer: 1 << 20,
+          windowsHide: true,
+        },
+        (err, stdout, stderr) => {
+          if (!err) return resolve(new Uint8Array(stdout));
+          const detail = Buffer.from(stderr).toString('utf8').trim().slice(-500) || err.message;
+          const code = timeout.aborted
+            ? 'deadline-exceeded'
+            : (err as NodeJS.ErrnoException).code === 'ENOENT'
+              ? 'internal'
+              : 'unavailable';
+          const why = timeout.aborted
+            ? `timed out after ${timeoutInMs} ms`
+            : (err as NodeJS.ErrnoException).code === 'ENOENT'
+              ? 'tpm2_nvread is not installed'
+              : detail;
+          reject(
+            new ConfbootError(code, `reading TPM NV index ${handle} (TCTI ${options.tcti}): ${why}`, {
+              cause: err,
+            }),
+          );
+        },
+      );
+    });
+  };
+}
+
+const HCL_HEADER_SIZE = 32;
+const HCL_REPORT_TYPE_OFFSET = 1224;
+const HCL_RUNTIME_SIZE_OFFSET = 1232;
+const HCL_RUNTIME_DATA_OFFSET = 1236;
+/** HCL report type of SEV-SNP. */
+export const HCL_REPORT_TYPE_SNP = 2;
+
+/** The parts of an Azure SEV-SNP HCL report that azure-sev-snp ships. */
+export interface AzureSnpHclReport {
+  /** Bytes 32–1236: the SNP report and the IGVM request header (what upstream sends). */
+  attestationReport: Uint8Array;
+  /** The HCL runtime data (JSON; keys[0] is the AK), exactly its declared size. */
+  runtimeData: Uint8Array;
+}
+
+/**
+ * Parses Azure's HCL report of an SEV-SNP CVM: "HCLA" header, the report at 32, the IGVM request
+ * data at 1216 with report type (1224) 2 = SNP and runtime-data size (1232), runtime data at 1236.
+ */
+export function parseAzureSnpHclReport(input: Uint8Array): AzureSnpHclReport {
+  if (input.length < HCL_RUNTIME_DATA_OFFSET)
+    throw new Error(`HCL report is ${input.length} bytes, too short for its header`);
+  if (Buffer.from(input.subarray(0, 4)).toString('latin1') !== 'HCLA')
+    throw new Error('HCL report does not start with "HCLA"');
+  const dv = new DataView(input.buffer, input.byteOffset, input.byteLength);
+  const type = dv.getUint32(HCL_REPORT_TYPE_OFFSET, true);
+  if (type !== HCL_REPORT_TYPE_SNP)
+    throw new Error(`HCL report type is ${type}, want ${HCL_REPORT_TYPE_SNP} (SEV-SNP)`);
+  const size = dv.getUint32(HCL_RUNTIME_SIZE_OFFSET, true);
+  if (HCL_RUNTIME_DATA_OFFSET + size > input.length)
+    throw new Error(
+      `HCL runtime data size ${size} exceeds the report (${input.length - HCL_RUNTIME_DATA_OFFSET} bytes left)`,
+    );
+  const attestationReport = Uint8Array.from(input.subarray(HCL_HEADER_SIZE, HCL_RUNTIME_DATA_OFFSET));
+  parseSnpReport(attestationReport.subarray(0, SNP_REPORT_SIZE));
+  return {
+    attestationReport,
+    runtimeData: Uint8Array.from(input.subarray(HCL_RUNTIME_DATA_OFFSET, HCL_RUNTIME_DATA_OFFSET + size)),
+  };
+}
+
+/** PEM certificates for azure-sev-snp's InstanceInfo. */
+export interface SnpSignerCertificates {
+  /** The VCEK (PEM or DER). */
+  reportSigner?: Uint8Array;
+  /** The ASK and ARK (PEM). */
+  certChain?: Uint8Array;
+}
+
+/** What the azure-sev-snp InstanceInfo needs. */
+export interface AzureSevSnpInstanceInfoOptions {
+  /** Reads vTPM NV indices ({@link tpm2NvReader} in production). */
+  readNvIndex: NvIndexReader;
+  /**
+   * The VCEK and its chain (e.g. {@link fetchAzureThimCertificates}); default none, and the
+   * validator fetches the VCEK from AMD KDS by chip ID and TCB.
+   */
+  certificates?: (options?: CallOptions) => Promise<SnpSignerCertificates>;
+}
+
+/** The azure-sev-snp InstanceInfo hook: the HCL report and runtime data from NV, VCEK optional. */
+export function azureSevSnpInstanceInfo(options: AzureSevSnpInstanceInfoOptions): InstanceInfoProvider {
+  return async (_extraData, call) => {
+    try {
+      const raw = await options.readNvIndex(AZURE_HCL_REPORT_NV_INDEX, call);
+      let hcl: AzureSnpHclReport;
+      try {
+        hcl = parseAzureSnpHclReport(raw);
+      } catch (err) {
+        throw wrapError(
+          `parsing the HCL report of NV index 0x${AZURE_HCL_REPORT_NV_INDEX.toString(16)}`,
+          err,
+          'failed-precondition',
+        );
+      }
+      const certs = options.certificates ? await options.certificates(call) : {};
+      return encodeSnpInstanceInfo({
+        ...(certs.reportSigner ? { reportSigner: certificatePem(certs.reportSigner, 'the VCEK') } : {}),
+        ...(certs.certChain ? { certChain: certs.certChain } : {}),
+        attestationReport: hcl.attestationReport,
+        azure: { runtimeData: hcl.runtimeData },
+      });
+    } catch (err) {
+      throw wrapError('getting the azure-sev-snp instance info', err);
+    }
+  };
+}
+
+/** Azure IMDS. */
+export const AZURE_IMDS_URL = 'http://169.254.169.254';
+
+/**
+ * Fetches the VCEK and its chain (ASK, ARK) of this host from Azure's THIM cache through IMDS
+ * (`GET /metadata/THIM/amd/certification`, header `Metadata: true`, JSON `vcekCert`,
+ * `certificateChain`). The certificates are checked to parse; trust is the validator's business.
+ */
+export async function fetchAzureThimCertificates(
+  baseUrl: string = AZURE_IMDS_URL,
+  options?: CallOptions & { timeoutInMs?: number },
+): Promise<SnpSignerCertificates> {
+  const url = `${baseUrl.replace(/\/+$/, '')}/metadata/THIM/amd/certification`;
+  const timeout = AbortSignal.timeout(options?.timeoutInMs ?? 10_000);
+  const signal = options?.signal ? AbortSignal.any([options.signal, timeout]) : timeout;
+  try {
+    const res = await httpRequest({ url, headers: { Metadata: 'true' }, signal });
+    const body = parseJsonBody(expectOk(res, 'THIM'), 'THIM response') as Record<string, unknown> | null;
+    const vcek = body?.vcekCert;
+    const chain = body?.certificateChain;
+    if (typeof vcek !== 'string' || typeof chain !== 'string')
+      throw new ConfbootError('internal', 'THIM response has no vcekCert/certificateChain strings');
+    const reportSigner = certificatePem(new TextEncoder().encode(vcek), 'THIM vcekCert');
+    let certs: number;
+    try {
+      certs = loadCertificates(chain, 'THIM certificateChain').length;
+    } catch (err) {
+      throw new ConfbootError('internal', (err as Error).message, { cause: err });
+    }
+    if (certs === 0) throw new ConfbootError('internal', 'THIM certificateChain holds no PEM certificate');
+    return { reportSigner, certChain: new TextEncoder().encode(chain) };
+  } catch (err) {
+    throw wrapError(`fetching the VCEK from ${url}`, err, timeout.aborted ? 'deadline-exceeded' : undefined);
+  }
+}
+
+/** The vTPM issuer options every SNP issuer passes through (TPM, event log, PCRs, SHA-1 bank). */
+export type SnpVtpmOptions = Omit<VtpmIssuerOptions, 'variant' | 'instanceInfo'>;
+
+/** Builds the aws-sev-snp Issuer: vTPM quote + report over SHA-512(AK) + VLEK. */
+export function createAwsSevSnpIssuer(
+  options: SnpVtpmOptions & Omit<AwsSevSnpInstanceInfoOptions, 'tpm'>,
+): VtpmIssuer {
+  const { device, signerCertificatePath, ...vtpm } = options;
+  return new VtpmIssuer({
+    ...vtpm,
+    variant: 'aws-sev-snp',
+    instanceInfo: awsSevSnpInstanceInfo({
+      tpm: options.tpm,
+      device,
+      ...(signerCertificatePath === undefined ? {} : { signerCertificatePath }),
+    }),
+  });
+}
+
+/** Builds the gcp-sev-snp Issuer: vTPM quote + report over extraData + VCEK/ASK + GCE instance. */
+export function createGcpSevSnpIssuer(options: SnpVtpmOptions & GcpSevSnpInstanceInfoOptions): VtpmIssuer {
+  const { device, gceInstance, signerCertificatePath, ...vtpm } = options;
+  return new VtpmIssuer({
+    ...vtpm,
+    variant: 'gcp-sev-snp',
+    instanceInfo: gcpSevSnpInstanceInfo({
+      device,
+      gceInstance,
+      ...(signerCertificatePath === undefined ? {} : { signerCertificatePath }),
+    }),
+  });
+}
+
+/**
+ * Builds the azure-sev-snp Issuer: vTPM quote by the HCL's AK (pass a TPM on
+ * {@link AZURE_HCL_AK_HANDLE} that does not create keys) + the HCL report from NV.
+ */
+export function createAzureSevSnpIssuer(
+  options: SnpVtpmOptions & AzureSevSnpInstanceInfoOptions,
+): VtpmIssuer {
+  const { readNvIndex, certificates, ...vtpm } = options;
+  return new VtpmIssuer({
+    ...vtpm,
+    variant: 'azure-sev-snp',
+    instanceInfo: azureSevSnpInstanceInfo({ readNvIndex, ...(certificates ? { certificates } : {}) }),
+  });
+}
