@@ -9,14 +9,9 @@ import type * as Tagging from '@aws-sdk/client-resource-groups-tagging-api';
 import { ConfbootError } from '../../../ports/errors.js';
 import type { MetadataAPI } from '../../../ports/metadata-api.js';
 import type { CallOptions, Endpoint, InstanceMetadata } from '../../../ports/types.js';
-import {
-  type CommonCloudOptions,
-  DEFAULT_CLOUD_TIMEOUT_IN_MS,
-  type DeadlineSettings,
-  toCloudError,
-  withDeadline,
-} from '../shared/call.js';
+import type { CommonCloudOptions, DeadlineSettings } from '../shared/call.js';
 import { expectOk, httpRequest, parseJsonBody } from '../shared/http.js';
+import { deadlineSettings, LazySdk } from '../shared/sdk-calls.js';
 import { parseRole, resolveTagKeys, type TagKeys } from '../shared/tags.js';
 
 /** IMDS address. */
@@ -72,44 +67,19 @@ export class AwsMetadataAPI implements MetadataAPI {
   private readonly deadline: DeadlineSettings;
   private identity: IdentityDocument | undefined;
   private clients: Promise<Clients> | undefined;
-  private sdkLoaded: Promise<void> | undefined;
+  /** The provider's SDK, imported on first use. */
+  private readonly sdk = new LazySdk(() =>
+    Promise.all([
+      import('@aws-sdk/client-ec2'),
+      import('@aws-sdk/client-resource-groups-tagging-api'),
+      import('@aws-sdk/client-elastic-load-balancing-v2'),
+    ]),
+  );
 
   constructor(private readonly options: AwsMetadataAPIOptions = {}) {
     this.imdsBaseUrl = (options.imdsBaseUrl ?? DEFAULT_AWS_IMDS_URL).replace(/\/+$/, '');
     this.keys = resolveTagKeys(options.tagKeys);
-    this.deadline = {
-      timeoutInMs: options.timeoutInMs ?? DEFAULT_CLOUD_TIMEOUT_IN_MS,
-      ...(options.logger ? { logger: options.logger } : {}),
-    };
-  }
-
-  /**
-   * Loads the SDK (once; it takes up to a second) before the call's deadline starts, then runs the
-   * call under {@link withDeadline}. Loading is local work and must not eat the cloud call's budget.
-   */
-  private async withSdk<T>(
-    operation: string,
-    settings: DeadlineSettings,
-    options: CallOptions | undefined,
-    fn: (signal: AbortSignal) => Promise<T>,
-  ): Promise<T> {
-    this.sdkLoaded ??= Promise.all([
-      import('@aws-sdk/client-ec2'),
-      import('@aws-sdk/client-resource-groups-tagging-api'),
-      import('@aws-sdk/client-elastic-load-balancing-v2'),
-    ]).then(
-      () => undefined,
-      (err: unknown) => {
-        this.sdkLoaded = undefined;
-        throw err;
-      },
-    );
-    try {
-      await this.sdkLoaded;
-    } catch (err) {
-      throw toCloudError(`${operation}: loading the SDK`, err);
-    }
-    return withDeadline(operation, settings, options, fn);
+    this.deadline = deadlineSettings(options);
   }
 
   /** IMDSv2: PUT a session token, then GET the identity document (immutable, cached on success). */
@@ -204,7 +174,7 @@ export class AwsMetadataAPI implements MetadataAPI {
 
   /** Name = instance ID, VPC IP = private IP, role = tag (Unknown if missing). */
   self(options?: CallOptions): Promise<InstanceMetadata> {
-    return this.withSdk('getting own instance from AWS', this.deadline, options, async (abortSignal) => {
+    return this.sdk.call('getting own instance from AWS', this.deadline, options, async (abortSignal) => {
       const { id, tags } = await this.ownTags(abortSignal);
       return {
         name: id.instanceId,
@@ -217,7 +187,7 @@ export class AwsMetadataAPI implements MetadataAPI {
 
   /** Running instances tagged with the UID (all pages); each must carry a role tag. */
   list(options?: CallOptions): Promise<InstanceMetadata[]> {
-    return this.withSdk('listing instances on AWS', this.deadline, options, async (abortSignal) => {
+    return this.sdk.call('listing instances on AWS', this.deadline, options, async (abortSignal) => {
       const { tags } = await this.ownTags(abortSignal);
       const uid = tagValue(tags, this.keys.uid) ?? '';
       if (uid === '')
@@ -257,7 +227,7 @@ export class AwsMetadataAPI implements MetadataAPI {
 
   /** The one load balancer tagged with the UID; its DNS name, port 6443. */
   getLoadBalancerEndpoint(options?: CallOptions): Promise<Endpoint> {
-    return this.withSdk(
+    return this.sdk.call(
       'getting load balancer endpoint from AWS',
       this.deadline,
       options,
@@ -298,7 +268,7 @@ export class AwsMetadataAPI implements MetadataAPI {
 
   /** Instance tag `constellation-init-secret-hash`; empty when unset. */
   initSecretHash(options?: CallOptions): Promise<Uint8Array> {
-    return this.withSdk('getting init secret hash from AWS', this.deadline, options, async (abortSignal) => {
+    return this.sdk.call('getting init secret hash from AWS', this.deadline, options, async (abortSignal) => {
       const { tags } = await this.ownTags(abortSignal);
       return new TextEncoder().encode(tagValue(tags, this.keys.initSecretHash) ?? '');
     });
@@ -306,7 +276,7 @@ export class AwsMetadataAPI implements MetadataAPI {
 
   /** Instance tag `constellation-uid`. */
   uid(options?: CallOptions): Promise<string> {
-    return this.withSdk('getting cluster UID from AWS', this.deadline, options, async (abortSignal) => {
+    return this.sdk.call('getting cluster UID from AWS', this.deadline, options, async (abortSignal) => {
       return tagValue((await this.ownTags(abortSignal)).tags, this.keys.uid) ?? '';
     });
   }

@@ -9,13 +9,8 @@ import type * as ArmNetwork from '@azure/arm-network';
 import { ConfbootError } from '../../../ports/errors.js';
 import type { MetadataAPI } from '../../../ports/metadata-api.js';
 import type { CallOptions, Endpoint, InstanceMetadata } from '../../../ports/types.js';
-import {
-  type CommonCloudOptions,
-  DEFAULT_CLOUD_TIMEOUT_IN_MS,
-  type DeadlineSettings,
-  toCloudError,
-  withDeadline,
-} from '../shared/call.js';
+import type { CommonCloudOptions, DeadlineSettings } from '../shared/call.js';
+import { deadlineSettings, LazySdk } from '../shared/sdk-calls.js';
 import { parseRole, resolveTagKeys, type TagKeys } from '../shared/tags.js';
 import {
   type AzureAccessToken,
@@ -97,7 +92,10 @@ export class AzureMetadataAPI implements MetadataAPI {
   private readonly imdsTtl: number;
   private imdsCache: { doc: ImdsCompute; at: number } | undefined;
   private clients: Promise<Clients> | undefined;
-  private sdkLoaded: Promise<void> | undefined;
+  /** The provider's SDK, imported on first use. */
+  private readonly sdk = new LazySdk(() =>
+    Promise.all([import('@azure/arm-compute'), import('@azure/arm-network')]),
+  );
 
   constructor(private readonly options: AzureMetadataAPIOptions = {}) {
     this.imdsBaseUrl = (options.imdsBaseUrl ?? DEFAULT_AZURE_IMDS_URL).replace(/\/+$/, '');
@@ -105,35 +103,7 @@ export class AzureMetadataAPI implements MetadataAPI {
     this.credential = options.credential ?? new ImdsManagedIdentityCredential(this.imdsBaseUrl);
     this.keys = resolveTagKeys(options.tagKeys);
     this.imdsTtl = options.imdsCacheTtlInMs ?? 12 * 3600_000;
-    this.deadline = {
-      timeoutInMs: options.timeoutInMs ?? DEFAULT_CLOUD_TIMEOUT_IN_MS,
-      ...(options.logger ? { logger: options.logger } : {}),
-    };
-  }
-
-  /**
-   * Loads the SDK (once; it takes up to a second) before the call's deadline starts, then runs the
-   * call under {@link withDeadline}. Loading is local work and must not eat the cloud call's budget.
-   */
-  private async withSdk<T>(
-    operation: string,
-    settings: DeadlineSettings,
-    options: CallOptions | undefined,
-    fn: (signal: AbortSignal) => Promise<T>,
-  ): Promise<T> {
-    this.sdkLoaded ??= Promise.all([import('@azure/arm-compute'), import('@azure/arm-network')]).then(
-      () => undefined,
-      (err: unknown) => {
-        this.sdkLoaded = undefined;
-        throw err;
-      },
-    );
-    try {
-      await this.sdkLoaded;
-    } catch (err) {
-      throw toCloudError(`${operation}: loading the SDK`, err);
-    }
-    return withDeadline(operation, settings, options, fn);
+    this.deadline = deadlineSettings(options);
   }
 
   private async imds(signal: AbortSignal): Promise<ImdsCompute> {
@@ -201,7 +171,7 @@ export class AzureMetadataAPI implements MetadataAPI {
 
   /** This scale set VM: name = computer name, role = VM tag, VPC IP = primary private IP. */
   self(options?: CallOptions): Promise<InstanceMetadata> {
-    return this.withSdk('getting own instance from Azure', this.deadline, options, async (abortSignal) => {
+    return this.sdk.call('getting own instance from Azure', this.deadline, options, async (abortSignal) => {
       const { doc, compute, network } = await this.context(abortSignal);
       const { resourceGroup, scaleSet, instanceId } = parseScaleSetVmId(doc.resourceId);
       const [vm, nics] = await Promise.all([
@@ -229,7 +199,7 @@ export class AzureMetadataAPI implements MetadataAPI {
 
   /** The VMs of every scale set in the resource group tagged with this cluster's UID. */
   list(options?: CallOptions): Promise<InstanceMetadata[]> {
-    return this.withSdk('listing instances on Azure', this.deadline, options, async (abortSignal) => {
+    return this.sdk.call('listing instances on Azure', this.deadline, options, async (abortSignal) => {
       const { doc, compute, network, rg } = await this.context(abortSignal);
       const uid = this.tag(doc, this.keys.uid);
       if (uid === '') throw new ConfbootError('failed-precondition', `own VM has no tag ${this.keys.uid}`);
@@ -268,7 +238,7 @@ export class AzureMetadataAPI implements MetadataAPI {
 
   /** First load balancer tagged with the UID: its public IP if it has one, else its private frontend IP. */
   getLoadBalancerEndpoint(options?: CallOptions): Promise<Endpoint> {
-    return this.withSdk(
+    return this.sdk.call(
       'getting load balancer endpoint from Azure',
       this.deadline,
       options,
@@ -297,14 +267,14 @@ export class AzureMetadataAPI implements MetadataAPI {
 
   /** IMDS tag `constellation-init-secret-hash`; empty when unset. */
   initSecretHash(options?: CallOptions): Promise<Uint8Array> {
-    return this.withSdk('getting init secret hash from Azure', this.deadline, options, async (signal) => {
+    return this.sdk.call('getting init secret hash from Azure', this.deadline, options, async (signal) => {
       return new TextEncoder().encode(this.tag(await this.imds(signal), this.keys.initSecretHash));
     });
   }
 
   /** IMDS tag `constellation-uid`. */
   uid(options?: CallOptions): Promise<string> {
-    return this.withSdk('getting cluster UID from Azure', this.deadline, options, async (signal) => {
+    return this.sdk.call('getting cluster UID from Azure', this.deadline, options, async (signal) => {
       return this.tag(await this.imds(signal), this.keys.uid);
     });
   }

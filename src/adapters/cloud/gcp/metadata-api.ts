@@ -8,14 +8,9 @@ import type * as Compute from '@google-cloud/compute';
 import { ConfbootError } from '../../../ports/errors.js';
 import type { MetadataAPI } from '../../../ports/metadata-api.js';
 import type { CallOptions, Endpoint, InstanceMetadata } from '../../../ports/types.js';
-import {
-  type CommonCloudOptions,
-  DEFAULT_CLOUD_TIMEOUT_IN_MS,
-  type DeadlineSettings,
-  toCloudError,
-  withDeadline,
-} from '../shared/call.js';
+import type { CommonCloudOptions, DeadlineSettings } from '../shared/call.js';
 import { expectOk, httpRequest } from '../shared/http.js';
+import { deadlineSettings, LazySdk } from '../shared/sdk-calls.js';
 import { parseRole, resolveTagKeys, type TagKeys } from '../shared/tags.js';
 
 /** The GCE metadata server's v1 root. */
@@ -111,7 +106,8 @@ export class GcpMetadataAPI implements MetadataAPI {
   private readonly zoneCacheTtlInMs: number;
   private identity: GceIdentity | undefined;
   private clients: Promise<Clients> | undefined;
-  private sdkLoaded: Promise<void> | undefined;
+  /** The provider's SDK, imported on first use. */
+  private readonly sdk = new LazySdk(() => import('@google-cloud/compute'));
   private zoneCache: { region: string; zones: string[]; at: number } | undefined;
 
   constructor(private readonly options: GcpMetadataAPIOptions = {}) {
@@ -119,35 +115,7 @@ export class GcpMetadataAPI implements MetadataAPI {
     this.keys = resolveTagKeys(options.tagKeys);
     this.useLabel = options.useLabel ?? { key: 'constellation-use', value: 'kubernetes' };
     this.zoneCacheTtlInMs = options.zoneCacheTtlInMs ?? 24 * 3600_000;
-    this.deadline = {
-      timeoutInMs: options.timeoutInMs ?? DEFAULT_CLOUD_TIMEOUT_IN_MS,
-      ...(options.logger ? { logger: options.logger } : {}),
-    };
-  }
-
-  /**
-   * Loads the SDK (once; it takes up to a second) before the call's deadline starts, then runs the
-   * call under {@link withDeadline}. Loading is local work and must not eat the cloud call's budget.
-   */
-  private async withSdk<T>(
-    operation: string,
-    settings: DeadlineSettings,
-    options: CallOptions | undefined,
-    fn: (signal: AbortSignal) => Promise<T>,
-  ): Promise<T> {
-    this.sdkLoaded ??= import('@google-cloud/compute').then(
-      () => undefined,
-      (err: unknown) => {
-        this.sdkLoaded = undefined;
-        throw err;
-      },
-    );
-    try {
-      await this.sdkLoaded;
-    } catch (err) {
-      throw toCloudError(`${operation}: loading the SDK`, err);
-    }
-    return withDeadline(operation, settings, options, fn);
+    this.deadline = deadlineSettings(options);
   }
 
   /** Creates the Compute clients on first use (the SDK takes about a second to load). */
@@ -268,7 +236,7 @@ export class GcpMetadataAPI implements MetadataAPI {
 
   /** This instance via `instances.get`, with its subnetwork's first secondary range. */
   self(options?: CallOptions): Promise<InstanceMetadata> {
-    return this.withSdk('getting own instance from GCP', this.deadline, options, async (signal) => {
+    return this.sdk.call('getting own instance from GCP', this.deadline, options, async (signal) => {
       const timeoutInMs = this.timeout(options);
       const { id, inst } = await this.selfInstance(signal, timeoutInMs);
       const out = this.toMetadata(inst, id.project, id.zone);
@@ -305,7 +273,7 @@ export class GcpMetadataAPI implements MetadataAPI {
 
   /** Every instance labelled with this cluster's UID, in every zone of this instance's region. */
   list(options?: CallOptions): Promise<InstanceMetadata[]> {
-    return this.withSdk('listing instances on GCP', this.deadline, options, async (signal) => {
+    return this.sdk.call('listing instances on GCP', this.deadline, options, async (signal) => {
       const timeoutInMs = this.timeout(options);
       const { id, inst } = await this.selfInstance(signal, timeoutInMs);
       const uid = inst.labels?.[this.keys.uid] ?? '';
@@ -331,42 +299,50 @@ export class GcpMetadataAPI implements MetadataAPI {
 
   /** The forwarding rule labelled with the UID and `constellation-use: kubernetes`: global first, then regional. */
   getLoadBalancerEndpoint(options?: CallOptions): Promise<Endpoint> {
-    return this.withSdk('getting load balancer endpoint from GCP', this.deadline, options, async (signal) => {
-      const timeoutInMs = this.timeout(options);
-      const { id, inst } = await this.selfInstance(signal, timeoutInMs);
-      const uid = inst.labels?.[this.keys.uid] ?? '';
-      const filter = `(labels.${this.keys.uid}:${uid}) AND (labels.${this.useLabel.key}:${this.useLabel.value})`;
-      const c = await this.getClients();
-      let [rules] = await GcpMetadataAPI.cancelOnAbort(
-        c.globalForwardingRules.list({ project: id.project, filter }, GcpMetadataAPI.gax(timeoutInMs)),
-        signal,
-      );
-      if (rules.length === 0) {
-        [rules] = await GcpMetadataAPI.cancelOnAbort(
-          c.forwardingRules.list(
-            { project: id.project, region: regionOfZone(id.zone), filter },
-            GcpMetadataAPI.gax(timeoutInMs),
-          ),
+    return this.sdk.call(
+      'getting load balancer endpoint from GCP',
+      this.deadline,
+      options,
+      async (signal) => {
+        const timeoutInMs = this.timeout(options);
+        const { id, inst } = await this.selfInstance(signal, timeoutInMs);
+        const uid = inst.labels?.[this.keys.uid] ?? '';
+        const filter = `(labels.${this.keys.uid}:${uid}) AND (labels.${this.useLabel.key}:${this.useLabel.value})`;
+        const c = await this.getClients();
+        let [rules] = await GcpMetadataAPI.cancelOnAbort(
+          c.globalForwardingRules.list({ project: id.project, filter }, GcpMetadataAPI.gax(timeoutInMs)),
           signal,
         );
-      }
-      const rule = rules[0];
-      if (rule === undefined)
-        throw new ConfbootError('failed-precondition', `no forwarding rule labelled ${this.keys.uid}=${uid}`);
-      const host = rule.IPAddress ?? '';
-      const port = (rule.portRange ?? '').split('-')[0] ?? '';
-      if (!host || !port)
-        throw new ConfbootError(
-          'internal',
-          `forwarding rule ${rule.name ?? ''} has no IP address or port range`,
-        );
-      return { host, port };
-    });
+        if (rules.length === 0) {
+          [rules] = await GcpMetadataAPI.cancelOnAbort(
+            c.forwardingRules.list(
+              { project: id.project, region: regionOfZone(id.zone), filter },
+              GcpMetadataAPI.gax(timeoutInMs),
+            ),
+            signal,
+          );
+        }
+        const rule = rules[0];
+        if (rule === undefined)
+          throw new ConfbootError(
+            'failed-precondition',
+            `no forwarding rule labelled ${this.keys.uid}=${uid}`,
+          );
+        const host = rule.IPAddress ?? '';
+        const port = (rule.portRange ?? '').split('-')[0] ?? '';
+        if (!host || !port)
+          throw new ConfbootError(
+            'internal',
+            `forwarding rule ${rule.name ?? ''} has no IP address or port range`,
+          );
+        return { host, port };
+      },
+    );
   }
 
   /** Instance metadata item (not a label) `constellation-init-secret-hash`; empty when unset. */
   initSecretHash(options?: CallOptions): Promise<Uint8Array> {
-    return this.withSdk('getting init secret hash from GCP', this.deadline, options, async (signal) => {
+    return this.sdk.call('getting init secret hash from GCP', this.deadline, options, async (signal) => {
       const { inst } = await this.selfInstance(signal, this.timeout(options));
       const item = inst.metadata?.items?.find((i) => i.key === this.keys.initSecretHash);
       return new TextEncoder().encode(item?.value ?? '');
@@ -375,7 +351,7 @@ export class GcpMetadataAPI implements MetadataAPI {
 
   /** Label `constellation-uid` of this instance. */
   uid(options?: CallOptions): Promise<string> {
-    return this.withSdk('getting cluster UID from GCP', this.deadline, options, async (signal) => {
+    return this.sdk.call('getting cluster UID from GCP', this.deadline, options, async (signal) => {
       const { inst } = await this.selfInstance(signal, this.timeout(options));
       return inst.labels?.[this.keys.uid] ?? '';
     });
