@@ -3,17 +3,12 @@
  * APIs, and the aws-nitro-tpm Issuer (vTPM quote, the kernel's event log, and the IMDS instance
  * identity document as instance info). The AWS SDK clients are loaded lazily by the adapter.
  */
-import { ContainerModule } from 'inversify';
-import { LINUX_EVENT_LOG_PATH, VtpmIssuer } from '../../adapters/attestation/vtpm/issuer.js';
+import type { ContainerModule } from 'inversify';
 import { AwsMetadataAPI, DEFAULT_AWS_IMDS_URL } from '../../adapters/cloud/aws/metadata-api.js';
 import { expectOk, httpRequest } from '../../adapters/cloud/shared/http.js';
 import { wrapError } from '../../ports/errors.js';
-import { Issuer } from '../../ports/issuer.js';
-import { Logger } from '../../ports/logger.js';
-import { MetadataAPI } from '../../ports/metadata-api.js';
-import { Tpm } from '../../ports/tpm.js';
 import type { CallOptions } from '../../ports/types.js';
-import { NodeConfig } from './node-config.js';
+import { cloudBindingsModule, cloudVtpmIssuer } from './cloud-wiring.js';
 
 /** npm packages of this cloud's SDK. */
 export const SDK_PACKAGES: readonly string[] = Object.freeze([
@@ -57,32 +52,17 @@ export async function awsInstanceIdentity(baseUrl: string, options?: CallOptions
   }
 }
 
-/** The AWS module: binds {@link MetadataAPI} and {@link Issuer}. */
+/** The AWS module: binds MetadataAPI and Issuer (cloud-wiring.ts). */
 export function cloudModule(): ContainerModule {
-  return new ContainerModule(({ bind }) => {
-    bind<MetadataAPI>(MetadataAPI)
-      .toResolvedValue(
-        (c: NodeConfig, logger: Logger) =>
-          new AwsMetadataAPI({
-            ...(c.metadata.baseUrl === undefined ? {} : { imdsBaseUrl: c.metadata.baseUrl }),
-            ...(c.metadata.apiEndpoint === undefined ? {} : { endpoint: c.metadata.apiEndpoint }),
-            logger,
-          }),
-        [NodeConfig, Logger],
-      )
-      .inSingletonScope();
-    bind<Issuer>(Issuer)
-      .toResolvedValue(
-        (c: NodeConfig, tpm: Tpm) =>
-          new VtpmIssuer({
-            variant: 'aws-nitro-tpm',
-            tpm,
-            instanceInfo: (_extraData, options) =>
-              awsInstanceIdentity(c.metadata.baseUrl ?? DEFAULT_AWS_IMDS_URL, options),
-            eventLogPath: LINUX_EVENT_LOG_PATH,
-          }),
-        [NodeConfig, Tpm],
-      )
-      .inSingletonScope();
+  return cloudBindingsModule({
+    metadata: (c, logger) =>
+      new AwsMetadataAPI({
+        ...(c.metadata.baseUrl === undefined ? {} : { imdsBaseUrl: c.metadata.baseUrl }),
+        ...(c.metadata.apiEndpoint === undefined ? {} : { endpoint: c.metadata.apiEndpoint }),
+        logger,
+      }),
+    issuer: cloudVtpmIssuer('aws-nitro-tpm', (c, options) =>
+      awsInstanceIdentity(c.metadata.baseUrl ?? DEFAULT_AWS_IMDS_URL, options),
+    ),
   });
 }

@@ -5,19 +5,15 @@
  * issuing CA, downloaded from the certificate's CA Issuers URL (REFERENCE §4.2). The ARM SDKs are
  * loaded lazily by the adapter.
  */
+
 import { execFile } from 'node:child_process';
 import { X509Certificate } from 'node:crypto';
-import { ContainerModule } from 'inversify';
-import { LINUX_EVENT_LOG_PATH, VtpmIssuer } from '../../adapters/attestation/vtpm/issuer.js';
+import type { ContainerModule } from 'inversify';
 import { AzureMetadataAPI } from '../../adapters/cloud/azure/metadata-api.js';
 import { expectOk, httpRequest } from '../../adapters/cloud/shared/http.js';
 import { ConfbootError, wrapError } from '../../ports/errors.js';
-import { Issuer } from '../../ports/issuer.js';
-import { Logger } from '../../ports/logger.js';
-import { MetadataAPI } from '../../ports/metadata-api.js';
-import { Tpm } from '../../ports/tpm.js';
 import type { CallOptions } from '../../ports/types.js';
-import { NodeConfig } from './node-config.js';
+import { cloudBindingsModule, cloudVtpmIssuer } from './cloud-wiring.js';
 
 /** npm packages of this cloud's SDK. */
 export const SDK_PACKAGES: readonly string[] = Object.freeze(['@azure/arm-compute', '@azure/arm-network']);
@@ -82,31 +78,15 @@ export async function azureTrustedLaunchInfo(tcti: string, options?: CallOptions
   }
 }
 
-/** The Azure module: binds {@link MetadataAPI} and {@link Issuer}. */
+/** The Azure module: binds MetadataAPI and Issuer (cloud-wiring.ts). */
 export function cloudModule(): ContainerModule {
-  return new ContainerModule(({ bind }) => {
-    bind<MetadataAPI>(MetadataAPI)
-      .toResolvedValue(
-        (c: NodeConfig, logger: Logger) =>
-          new AzureMetadataAPI({
-            ...(c.metadata.baseUrl === undefined ? {} : { imdsBaseUrl: c.metadata.baseUrl }),
-            ...(c.metadata.apiEndpoint === undefined ? {} : { armEndpoint: c.metadata.apiEndpoint }),
-            logger,
-          }),
-        [NodeConfig, Logger],
-      )
-      .inSingletonScope();
-    bind<Issuer>(Issuer)
-      .toResolvedValue(
-        (c: NodeConfig, tpm: Tpm) =>
-          new VtpmIssuer({
-            variant: 'azure-trustedlaunch',
-            tpm,
-            instanceInfo: (_extraData, options) => azureTrustedLaunchInfo(c.tcti, options),
-            eventLogPath: LINUX_EVENT_LOG_PATH,
-          }),
-        [NodeConfig, Tpm],
-      )
-      .inSingletonScope();
+  return cloudBindingsModule({
+    metadata: (c, logger) =>
+      new AzureMetadataAPI({
+        ...(c.metadata.baseUrl === undefined ? {} : { imdsBaseUrl: c.metadata.baseUrl }),
+        ...(c.metadata.apiEndpoint === undefined ? {} : { armEndpoint: c.metadata.apiEndpoint }),
+        logger,
+      }),
+    issuer: cloudVtpmIssuer('azure-trustedlaunch', (c, options) => azureTrustedLaunchInfo(c.tcti, options)),
   });
 }

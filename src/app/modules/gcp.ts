@@ -3,17 +3,12 @@
  * API, and the gcp-sev-es Issuer (vTPM quote, the kernel's event log, and GCE instance info read from
  * the metadata server). The Compute SDK is loaded lazily by the adapter, on first use only.
  */
-import { ContainerModule } from 'inversify';
-import { LINUX_EVENT_LOG_PATH, VtpmIssuer } from '../../adapters/attestation/vtpm/issuer.js';
+import type { ContainerModule } from 'inversify';
 import { DEFAULT_GCE_METADATA_URL, GcpMetadataAPI } from '../../adapters/cloud/gcp/metadata-api.js';
 import { expectOk, httpRequest } from '../../adapters/cloud/shared/http.js';
 import { wrapError } from '../../ports/errors.js';
-import { Issuer } from '../../ports/issuer.js';
-import { Logger } from '../../ports/logger.js';
-import { MetadataAPI } from '../../ports/metadata-api.js';
-import { Tpm } from '../../ports/tpm.js';
 import type { CallOptions } from '../../ports/types.js';
-import { NodeConfig } from './node-config.js';
+import { cloudBindingsModule, cloudVtpmIssuer } from './cloud-wiring.js';
 
 /** npm packages of this cloud's SDK. */
 export const SDK_PACKAGES: readonly string[] = Object.freeze(['@google-cloud/compute']);
@@ -66,32 +61,17 @@ export async function gceInstanceInfo(baseUrl: string, options?: CallOptions): P
   }
 }
 
-/** The GCP module: binds {@link MetadataAPI} and {@link Issuer}. */
+/** The GCP module: binds MetadataAPI and Issuer (cloud-wiring.ts). */
 export function cloudModule(): ContainerModule {
-  return new ContainerModule(({ bind }) => {
-    bind<MetadataAPI>(MetadataAPI)
-      .toResolvedValue(
-        (c: NodeConfig, logger: Logger) =>
-          new GcpMetadataAPI({
-            ...(c.metadata.baseUrl === undefined ? {} : { metadataBaseUrl: c.metadata.baseUrl }),
-            ...computeEndpoint(c.metadata.apiEndpoint),
-            logger,
-          }),
-        [NodeConfig, Logger],
-      )
-      .inSingletonScope();
-    bind<Issuer>(Issuer)
-      .toResolvedValue(
-        (c: NodeConfig, tpm: Tpm) =>
-          new VtpmIssuer({
-            variant: 'gcp-sev-es',
-            tpm,
-            instanceInfo: (_extraData, options) =>
-              gceInstanceInfo(c.metadata.baseUrl ?? DEFAULT_GCE_METADATA_URL, options),
-            eventLogPath: LINUX_EVENT_LOG_PATH,
-          }),
-        [NodeConfig, Tpm],
-      )
-      .inSingletonScope();
+  return cloudBindingsModule({
+    metadata: (c, logger) =>
+      new GcpMetadataAPI({
+        ...(c.metadata.baseUrl === undefined ? {} : { metadataBaseUrl: c.metadata.baseUrl }),
+        ...computeEndpoint(c.metadata.apiEndpoint),
+        logger,
+      }),
+    issuer: cloudVtpmIssuer('gcp-sev-es', (c, options) =>
+      gceInstanceInfo(c.metadata.baseUrl ?? DEFAULT_GCE_METADATA_URL, options),
+    ),
   });
 }

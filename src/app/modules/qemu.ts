@@ -3,16 +3,12 @@
  * Issuer of the chosen variant (qemu-vtpm on the node's TPM, or qemu-tdx through configfs-tsm). It
  * loads no cloud SDK at all.
  */
-import { ContainerModule } from 'inversify';
+import type { ContainerModule } from 'inversify';
 import { ConfigfsTsmDevice } from '../../adapters/attestation/snp/configfs-tsm.js';
 import { QemuTdxIssuer } from '../../adapters/attestation/tdx/issuer.js';
 import { createQemuVtpmIssuer } from '../../adapters/attestation/vtpm/issuer.js';
 import { QemuMetadataAPI } from '../../adapters/cloud/qemu/metadata-api.js';
-import { Issuer } from '../../ports/issuer.js';
-import { Logger } from '../../ports/logger.js';
-import { MetadataAPI } from '../../ports/metadata-api.js';
-import { Tpm } from '../../ports/tpm.js';
-import { NodeConfig } from './node-config.js';
+import { cloudBindingsModule } from './cloud-wiring.js';
 
 /** npm packages of this cloud's SDK (none for QEMU). */
 export const SDK_PACKAGES: readonly string[] = Object.freeze([]);
@@ -20,28 +16,18 @@ export const SDK_PACKAGES: readonly string[] = Object.freeze([]);
 /** Loads this cloud's SDK now (nothing for QEMU); for the module-isolation check. */
 export async function preloadSdk(): Promise<void> {}
 
-/** The QEMU module: binds {@link MetadataAPI} and {@link Issuer}. */
+/** The QEMU module: binds MetadataAPI and Issuer (cloud-wiring.ts). */
 export function cloudModule(): ContainerModule {
-  return new ContainerModule(({ bind }) => {
-    bind<MetadataAPI>(MetadataAPI)
-      .toResolvedValue(
-        (c: NodeConfig, logger: Logger) =>
-          new QemuMetadataAPI({
-            ...(c.metadata.baseUrl === undefined ? {} : { baseUrl: c.metadata.baseUrl }),
-            ...(c.metadata.localAddress === undefined ? {} : { localAddress: c.metadata.localAddress }),
-            logger,
-          }),
-        [NodeConfig, Logger],
-      )
-      .inSingletonScope();
-    bind<Issuer>(Issuer)
-      .toResolvedValue(
-        (c: NodeConfig, tpm: Tpm) =>
-          c.variant === 'qemu-tdx'
-            ? new QemuTdxIssuer(new ConfigfsTsmDevice({ kind: 'tdx' }))
-            : createQemuVtpmIssuer(tpm),
-        [NodeConfig, Tpm],
-      )
-      .inSingletonScope();
+  return cloudBindingsModule({
+    metadata: (c, logger) =>
+      new QemuMetadataAPI({
+        ...(c.metadata.baseUrl === undefined ? {} : { baseUrl: c.metadata.baseUrl }),
+        ...(c.metadata.localAddress === undefined ? {} : { localAddress: c.metadata.localAddress }),
+        logger,
+      }),
+    issuer: (c, tpm) =>
+      c.variant === 'qemu-tdx'
+        ? new QemuTdxIssuer(new ConfigfsTsmDevice({ kind: 'tdx' }))
+        : createQemuVtpmIssuer(tpm),
   });
 }
