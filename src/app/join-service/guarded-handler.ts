@@ -195,9 +195,10 @@ export class GuardedJoinHandler {
     }
     let release: () => void;
     try {
-      release = await concurrency.acquire();
+      release = await concurrency.acquire(ctx.signal);
     } catch (cause) {
-      const err = new Refusal('overloaded', cause as ConfbootError);
+      const c = cause as ConfbootError;
+      const err = new Refusal(c.code === 'unavailable' ? 'cancelled' : 'overloaded', c);
       finish('refused', err);
       throw err;
     }

@@ -165,23 +165,32 @@ export class ConcurrencyLimiter {
   /**
    * Takes a slot, waiting in FIFO order for at most `maxWaitMs` when the cap is reached. Resolves
    * with the release function; rejects with `resource-exhausted` when the queue is full or the wait
-   * ran out.
+   * ran out, and with `unavailable` when `signal` aborts while waiting (the caller went away).
    */
-  acquire(): Promise<() => void> {
+  acquire(signal?: AbortSignal): Promise<() => void> {
+    if (signal?.aborted) return Promise.reject(cancelledWaitError());
     const now = this.tryAcquire();
     if (now !== undefined) return Promise.resolve(now);
     if (this.queue.length >= this.maxQueue)
       return Promise.reject(overloadedError(this.max, this.queue.length));
     return new Promise((resolve, reject) => {
+      const leave = (err: ConfbootError) => {
+        const i = this.queue.indexOf(waiter);
+        if (i >= 0) this.queue.splice(i, 1);
+        clearTimeout(waiter.timer);
+        signal?.removeEventListener('abort', onAbort);
+        reject(err);
+      };
+      const onAbort = () => leave(cancelledWaitError());
       const waiter: Waiter = {
-        grant: resolve,
-        timer: setTimeout(() => {
-          const i = this.queue.indexOf(waiter);
-          if (i >= 0) this.queue.splice(i, 1);
-          reject(slotWaitError(this.max, this.maxWaitMs));
-        }, this.maxWaitMs),
+        grant: (release) => {
+          signal?.removeEventListener('abort', onAbort);
+          resolve(release);
+        },
+        timer: setTimeout(() => leave(slotWaitError(this.max, this.maxWaitMs)), this.maxWaitMs),
       };
       waiter.timer.unref?.();
+      signal?.addEventListener('abort', onAbort, { once: true });
       this.queue.push(waiter);
     });
   }
@@ -217,6 +226,13 @@ export function overloadedError(max: number, waiting = 0): ConfbootError {
     'resource-exhausted',
     `the join service is at its limit of ${max} concurrent requests${waiting > 0 ? ` with ${waiting} waiting` : ''}; retry later`,
   );
+}
+
+/** The error when the caller cancelled its request while it waited for a slot. */
+export function cancelledWaitError(): ConfbootError {
+  return new ConfbootError('unavailable', 'the request was cancelled while waiting for a slot', {
+    recoverable: true,
+  });
 }
 
 /** The error when a request waited the longest allowed time for a slot. */

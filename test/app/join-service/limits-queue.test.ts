@@ -78,6 +78,23 @@ describe('ConcurrencyLimiter queue', () => {
     expect(c.tryAcquire()).toBeDefined();
   });
 
+  it('takes a waiter whose caller cancelled off the queue, and the slot goes to the next one', async () => {
+    const c = new ConcurrencyLimiter(1, { maxQueue: 2 });
+    const held = await c.acquire();
+    const gone = new AbortController();
+    const cancelled = rejection(c.acquire(gone.signal));
+    const next = c.acquire();
+    gone.abort();
+    const err = await cancelled;
+    expect(isConfbootError(err) && err.code).toBe('unavailable');
+    expect(c.waiting).toBe(1);
+    held();
+    (await next)();
+    expect([c.inFlight, c.waiting]).toEqual([0, 0]);
+    expect(isConfbootError(await rejection(c.acquire(gone.signal)))).toBe(true);
+    expect(c.inFlight).toBe(0);
+  });
+
   it('queues nothing by default beyond the cap length, never with the cap off, and checks its options', async () => {
     const c = new ConcurrencyLimiter(1);
     expect(c.maxQueue).toBe(1);
