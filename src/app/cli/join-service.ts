@@ -22,6 +22,7 @@ import {
   type ListenAddress,
 } from '../join-service/service.js';
 import { type CommandSpec, parseCommand, runCommand, UsageError } from './args.js';
+import { untilStopSignal } from './signals.js';
 
 /** Default attested gRPC listen address. */
 export const DEFAULT_JOIN_SERVICE_LISTEN = `0.0.0.0:${JOIN_SERVICE_PORT}`;
@@ -316,15 +317,6 @@ export async function runJoinService(argv: string[], options: JoinServiceRunOpti
 }
 
 /** `confboot join-service …`: runs until SIGTERM or SIGINT; resolves to the exit code. */
-export async function run(argv: string[]): Promise<number> {
-  const stop = new AbortController();
-  const onSignal = () => stop.abort();
-  process.once('SIGTERM', onSignal);
-  process.once('SIGINT', onSignal);
-  try {
-    return await runCommand(() => runJoinService(argv, { signal: stop.signal }));
-  } finally {
-    process.removeListener('SIGTERM', onSignal);
-    process.removeListener('SIGINT', onSignal);
-  }
+export function run(argv: string[]): Promise<number> {
+  return untilStopSignal((signal) => runCommand(() => runJoinService(argv, { signal })));
 }

@@ -11,6 +11,7 @@ import { startKeyServiceServer } from '../../adapters/kms/key-service-server.js'
 import { createPinoLogger } from '../../adapters/log/pino-logger.js';
 import type { Logger } from '../../ports/logger.js';
 import { type CommandSpec, parseCommand, runCommand, UsageError } from './args.js';
+import { untilStopSignal } from './signals.js';
 
 /** Default listen address (upstream `KeyServicePort`, all interfaces). */
 export const DEFAULT_KEY_SERVICE_LISTEN = '0.0.0.0:9000';
@@ -111,15 +112,6 @@ export async function runKeyService(argv: string[], options: KeyServiceRunOption
 }
 
 /** `confboot key-service …`: runs until SIGTERM or SIGINT; resolves to the exit code. */
-export async function run(argv: string[]): Promise<number> {
-  const stop = new AbortController();
-  const onSignal = () => stop.abort();
-  process.once('SIGTERM', onSignal);
-  process.once('SIGINT', onSignal);
-  try {
-    return await runCommand(() => runKeyService(argv, { signal: stop.signal }));
-  } finally {
-    process.removeListener('SIGTERM', onSignal);
-    process.removeListener('SIGINT', onSignal);
-  }
+export function run(argv: string[]): Promise<number> {
+  return untilStopSignal((signal) => runCommand(() => runKeyService(argv, { signal })));
 }

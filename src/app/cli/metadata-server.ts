@@ -8,6 +8,7 @@ import { startMetadataServer } from '../../adapters/cloud/qemu/metadata-server.j
 import { createPinoLogger } from '../../adapters/log/pino-logger.js';
 import type { Logger } from '../../ports/logger.js';
 import { type CommandSpec, parseCommand, runCommand, UsageError } from './args.js';
+import { untilStopSignal } from './signals.js';
 
 /** The command's options. */
 export const METADATA_SERVER_COMMAND: CommandSpec = {
@@ -59,38 +60,30 @@ export function run(argv: string[], options: MetadataServerRunOptions = {}): Pro
     if (values === undefined) return 0;
     const { host, port } = parseListen(values.listen as string);
     const logger = options.logger ?? createPinoLogger({ base: { component: 'metadata-server' } });
-    const stop = new AbortController();
-    const onSignal = (sig: NodeJS.Signals) => {
-      logger.info('Shutting down', { signal: sig });
-      stop.abort();
-    };
-    process.once('SIGTERM', onSignal);
-    process.once('SIGINT', onSignal);
-    const onAbort = () => stop.abort();
-    options.signal?.addEventListener('abort', onAbort, { once: true });
-    try {
-      const server = await startMetadataServer({
-        leasesFile: values.leases as string,
-        initSecretHash: (values['init-secret-hash'] as string | undefined) ?? '',
-        host,
-        port,
-        logger,
-      }).catch((err: unknown) => {
-        throw new Error(`starting metadata server on ${values.listen as string}: ${(err as Error).message}`);
-      });
-      options.onListening?.(server.port);
-      if (options.signal?.aborted) stop.abort();
-      if (!stop.signal.aborted)
-        await new Promise<void>((resolve) =>
-          stop.signal.addEventListener('abort', () => resolve(), { once: true }),
-        );
-      await server.close();
-      logger.info('Metadata server stopped');
-      return 0;
-    } finally {
-      process.off('SIGTERM', onSignal);
-      process.off('SIGINT', onSignal);
-      options.signal?.removeEventListener('abort', onAbort);
-    }
+    const onSignal = (sig: NodeJS.Signals) => logger.info('Shutting down', { signal: sig });
+    return untilStopSignal(
+      async (stop) => {
+        const server = await startMetadataServer({
+          leasesFile: values.leases as string,
+          initSecretHash: (values['init-secret-hash'] as string | undefined) ?? '',
+          host,
+          port,
+          logger,
+        }).catch((err: unknown) => {
+          throw new Error(
+            `starting metadata server on ${values.listen as string}: ${(err as Error).message}`,
+          );
+        });
+        options.onListening?.(server.port);
+        if (!stop.aborted)
+          await new Promise<void>((resolve) =>
+            stop.addEventListener('abort', () => resolve(), { once: true }),
+          );
+        await server.close();
+        logger.info('Metadata server stopped');
+        return 0;
+      },
+      { onSignal, signal: options.signal },
+    );
   });
 }
