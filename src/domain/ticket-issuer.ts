@@ -264,26 +264,31 @@ export class TicketIssuer {
         throw fail(name, err);
       }
     };
-    const measurementSecret = await step('getting measurement secret', () =>
-      kms.getDataKey(MEASUREMENT_SECRET_KEY_ID, MEASUREMENT_SECRET_LENGTH),
-    );
-    const stateDiskKey = await step('getting state disk key', () =>
-      kms.getDataKey(req.diskUuid.toLowerCase(), STATE_DISK_KEY_LENGTH),
-    );
-    // The token is created before the CA hash is read (upstream order).
-    const token = await step('creating bootstrap token', () =>
-      tokens.createToken(KUBERNETES_JOIN_TOKEN_TTL_MS),
-    );
-    const discoveryTokenCaCertHash = await step('computing discovery CA hash', () =>
-      tokens.discoveryCaCertHash(),
-    );
-    const kubernetesComponents = await step('reading Kubernetes components', () => facts.components());
-    const kubeletCert = await step('signing kubelet certificate', () =>
-      ca.signKubeletCsr(req.certificateRequest),
-    );
-    const controlPlaneFiles: ControlPlaneFile[] = req.isControlPlane
-      ? await step('loading control-plane files', () => ca.controlPlaneFiles())
-      : [];
+    // Independent reads run together; what has an effect keeps upstream's order after them: the
+    // bootstrap token only once both keys exist, and before the CA hash is read (upstream order);
+    // the kubelet certificate only once the token exists. Each step still checks the signal first.
+    const [measurementSecret, stateDiskKey] = await Promise.all([
+      step('getting measurement secret', () =>
+        kms.getDataKey(MEASUREMENT_SECRET_KEY_ID, MEASUREMENT_SECRET_LENGTH),
+      ),
+      step('getting state disk key', () => kms.getDataKey(req.diskUuid.toLowerCase(), STATE_DISK_KEY_LENGTH)),
+    ]);
+    const [[token, discoveryTokenCaCertHash], kubernetesComponents] = await Promise.all([
+      (async () => {
+        const created = await step('creating bootstrap token', () =>
+          tokens.createToken(KUBERNETES_JOIN_TOKEN_TTL_MS),
+        );
+        const hash = await step('computing discovery CA hash', () => tokens.discoveryCaCertHash());
+        return [created, hash] as const;
+      })(),
+      step('reading Kubernetes components', () => facts.components()),
+    ]);
+    const [kubeletCert, controlPlaneFiles] = await Promise.all([
+      step('signing kubelet certificate', () => ca.signKubeletCsr(req.certificateRequest)),
+      req.isControlPlane
+        ? step('loading control-plane files', () => ca.controlPlaneFiles())
+        : Promise.resolve<ControlPlaneFile[]>([]),
+    ]);
     await step('recording joining node', () => facts.addJoiningNode(nodeName, req.isControlPlane));
     if (ctx.signal?.aborted)
       throw new ConfbootError('unavailable', `${op}: the request was cancelled`, { recoverable: true });
@@ -376,18 +381,14 @@ export class TicketIssuer {
         cause: err,
       });
     }
-    let measurementSecret: Uint8Array;
-    let stateDiskKey: Uint8Array;
-    try {
-      measurementSecret = await kms.getDataKey(MEASUREMENT_SECRET_KEY_ID, MEASUREMENT_SECRET_LENGTH);
-    } catch (err) {
-      throw dependencyError(`${op}: getting measurement secret`, err);
-    }
-    try {
-      stateDiskKey = await kms.getDataKey(req.diskUuid.toLowerCase(), STATE_DISK_KEY_LENGTH);
-    } catch (err) {
-      throw dependencyError(`${op}: getting state disk key`, err);
-    }
+    const [measurementSecret, stateDiskKey] = await Promise.all([
+      kms.getDataKey(MEASUREMENT_SECRET_KEY_ID, MEASUREMENT_SECRET_LENGTH).catch((err: unknown) => {
+        throw dependencyError(`${op}: getting measurement secret`, err);
+      }),
+      kms.getDataKey(req.diskUuid.toLowerCase(), STATE_DISK_KEY_LENGTH).catch((err: unknown) => {
+        throw dependencyError(`${op}: getting state disk key`, err);
+      }),
+    ]);
     logger.info('Issued rejoin ticket', { peer: ctx.peer });
     return { stateDiskKey, measurementSecret };
   }
