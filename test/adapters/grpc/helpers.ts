@@ -4,11 +4,9 @@
  * frame protocol by hand. Test code only.
  */
 import { createServer, connect as netConnect, type Socket } from 'node:net';
-import { type TLSSocket, connect as tlsConnect } from 'node:tls';
-import { createTlsIdentity } from '../../../src/adapters/grpc/atls/certificate.js';
+import type { TLSSocket } from 'node:tls';
 import { attestSocket } from '../../../src/adapters/grpc/atls/connection.js';
 import type { AtlsOptions, AttestedPeer } from '../../../src/adapters/grpc/atls/exchange.js';
-import { type Frame, FrameReader } from '../../../src/adapters/grpc/atls/protocol.js';
 import { SystemClock } from '../../../src/adapters/system/system-clock.js';
 import { AttestationError } from '../../../src/ports/errors.js';
 import type { Issuer } from '../../../src/ports/issuer.js';
@@ -103,34 +101,8 @@ export function checkOf(r: PromiseSettledResult<unknown>): string | undefined {
   return e.check ?? `not an AttestationError: ${e.message}`;
 }
 
-/** A raw TLS 1.3 + ALPN h2 client with its own fresh certificate, speaking frames by hand. */
-export async function rawTlsClient(port: number): Promise<{ socket: TLSSocket; frames: FrameReader }> {
-  const id = await createTlsIdentity(clock);
-  const socket = tlsConnect({
-    host: '127.0.0.1',
-    port,
-    key: id.keyPem,
-    cert: id.certPem,
-    rejectUnauthorized: false,
-    ALPNProtocols: ['h2'],
-    minVersion: 'TLSv1.3',
-  });
-  socket.on('error', () => {});
-  await new Promise<void>((resolve, reject) => {
-    socket.once('secureConnect', () => resolve());
-    socket.once('close', () => reject(new Error('closed during handshake')));
-  });
-  return { socket, frames: new FrameReader(socket) };
-}
-
-/** Reads frames until a verdict arrives or the connection closes (bounded by the server's timeout). */
-export async function readVerdict(frames: FrameReader): Promise<Frame | Error> {
-  for (let i = 0; i < 3; i++) {
-    const f = await frames.next().catch((e: Error) => e);
-    if (f instanceof Error || f.type === 0x02) return f;
-  }
-  return new Error('no verdict');
-}
+/** Raw aTLS client helpers, shared with the attack suite (test/support/raw-atls-client.ts). */
+export { rawTlsClient, readVerdict } from '../../support/raw-atls-client.js';
 
 /** A join ticket with recognisable bytes. */
 export function sampleTicket(): JoinTicket {

@@ -8,7 +8,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { Socket } from 'node:net';
-import { type TLSSocket, connect as tlsConnect, createServer as tlsCreateServer } from 'node:tls';
+import { type TLSSocket, createServer as tlsCreateServer } from 'node:tls';
 import { ChannelCredentials, Metadata, type ServiceError, status } from '@grpc/grpc-js';
 import { expect } from 'vitest';
 import { createTlsIdentity } from '../../../src/adapters/grpc/atls/certificate.js';
@@ -29,6 +29,7 @@ import type { Clock } from '../../../src/ports/clock.js';
 import { isAttestationError } from '../../../src/ports/errors.js';
 import type { Issuer } from '../../../src/ports/issuer.js';
 import type { JoinTicketRequest } from '../../../src/ports/types.js';
+import { rawTlsClient, readVerdict } from '../../support/raw-atls-client.js';
 import type { Issued, Target } from './target.js';
 
 /** The system clock. */
@@ -343,34 +344,8 @@ export async function expectIssued(target: Target, since: Before, outcome: Outco
   expect(now.kubeletCerts).toBe(since.issued.kubeletCerts + 1);
 }
 
-/** A raw TLS 1.3 + ALPN h2 client with a fresh certificate, speaking aTLS frames by hand. */
-export async function rawTlsClient(port: number): Promise<{ socket: TLSSocket; frames: FrameReader }> {
-  const id = await createTlsIdentity(clock);
-  const socket = tlsConnect({
-    host: '127.0.0.1',
-    port,
-    key: id.keyPem,
-    cert: id.certPem,
-    rejectUnauthorized: false,
-    ALPNProtocols: ['h2'],
-    minVersion: 'TLSv1.3',
-  });
-  socket.on('error', () => {});
-  await new Promise<void>((resolve, reject) => {
-    socket.once('secureConnect', () => resolve());
-    socket.once('close', () => reject(new Error('closed during the TLS handshake')));
-  });
-  return { socket, frames: new FrameReader(socket) };
-}
-
-/** Reads frames until a verdict arrives (bounded by the service's handshake timeout) or the connection ends. */
-export async function readVerdict(frames: FrameReader): Promise<Frame | Error> {
-  for (let i = 0; i < 3; i++) {
-    const f = await frames.next().catch((e: Error) => e);
-    if (f instanceof Error || f.type === FRAME_VERDICT) return f;
-  }
-  return new Error('no verdict within three frames');
-}
+/** Raw aTLS client helpers, shared with the aTLS adapter tests (test/support/raw-atls-client.ts). */
+export { rawTlsClient, readVerdict };
 
 /** Resolves once `socket` has closed (draining whatever arrives). */
 export function closed(socket: TLSSocket): Promise<void> {
