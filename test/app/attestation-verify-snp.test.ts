@@ -5,25 +5,15 @@
  */
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterEach, beforeEach, expect, it, type MockInstance, vi } from 'vitest';
+import { expect, it } from 'vitest';
 import { run } from '../../src/app/cli/attestation-verify-snp.js';
 import { describeVectors, VECTORS, vec } from '../adapters/attestation/snp/vectors.js';
+import { captureStdio } from '../support/stdio.js';
 import { useTmpDirs } from '../support/tmp.js';
 
 const tmp = useTmpDirs('confboot-snp-cli-');
 const v = (p: string) => join(VECTORS, p);
-let out: MockInstance;
-let err: MockInstance;
-beforeEach(() => {
-  out = vi.spyOn(process.stdout, 'write').mockImplementation(() => true);
-  err = vi.spyOn(process.stderr, 'write').mockImplementation(() => true);
-});
-afterEach(() => {
-  out.mockRestore();
-  err.mockRestore();
-});
-const stdout = () => out.mock.calls.map((c) => String(c[0])).join('');
-const stderr = () => err.mock.calls.map((c) => String(c[0])).join('');
+const { stdout, stderr, clearStdout } = captureStdio();
 
 describeVectors('confboot attestation verify-snp', () => {
   const goSev = [
@@ -95,7 +85,7 @@ describeVectors('confboot attestation verify-snp', () => {
       report: { version: number; signingKey: string };
     };
     expect(json).toMatchObject({ accepted: true, report: { version: 3, signingKey: 'vlek' } });
-    out.mockClear();
+    clearStdout();
     expect(await run([...args, '--at', '2026-11-21T00:00:00Z'])).toBe(1);
     expect(stdout()).toContain('FAIL  certificate-validity');
   });

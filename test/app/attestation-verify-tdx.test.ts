@@ -4,25 +4,15 @@
  */
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterEach, beforeEach, expect, it, type MockInstance, vi } from 'vitest';
+import { expect, it } from 'vitest';
 import { run } from '../../src/app/cli/attestation-verify-tdx.js';
 import { describeVectors, VECTORS, vec } from '../adapters/attestation/snp/vectors.js';
+import { captureStdio } from '../support/stdio.js';
 import { useTmpDirs } from '../support/tmp.js';
 
 const tmp = useTmpDirs('confboot-tdx-cli-');
 const v = (p: string) => join(VECTORS, p);
-let out: MockInstance;
-let err: MockInstance;
-beforeEach(() => {
-  out = vi.spyOn(process.stdout, 'write').mockImplementation(() => true);
-  err = vi.spyOn(process.stderr, 'write').mockImplementation(() => true);
-});
-afterEach(() => {
-  out.mockRestore();
-  err.mockRestore();
-});
-const stdout = () => out.mock.calls.map((c) => String(c[0])).join('');
-const stderr = () => err.mock.calls.map((c) => String(c[0])).join('');
+const { stdout, stderr, clearStdout } = captureStdio();
 
 describeVectors('confboot attestation verify-tdx', () => {
   const root = ['--root', v('go-tdx-guest/trust/trusted_root.pem')];
@@ -71,7 +61,7 @@ describeVectors('confboot attestation verify-tdx', () => {
         '2026-02-03T00:00:00Z',
       ]),
     ).toBe(0);
-    out.mockClear();
+    clearStdout();
     const file = join(tmp(), 'quote.b64');
     writeFileSync(file, vec('go-tdx-guest/testdata/ccel/cos-113-tdx-quote.dat').toString('base64'));
     expect(await run(['--quote', file, ...root, '--json', '--report-data', '00'])).toBe(0);
