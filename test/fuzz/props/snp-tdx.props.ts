@@ -17,6 +17,7 @@ import { parseAzureHclReport } from '../../../src/adapters/attestation/tdx/hcl-r
 import { parseQeReport, parseTdxQuote } from '../../../src/adapters/attestation/tdx/quote.js';
 import { QemuTdxValidator } from '../../../src/adapters/attestation/tdx/validators.js';
 import type { MeasurementPolicy } from '../../../src/ports/measurement-policy.js';
+import { rsaTpmtPublic } from '../../adapters/attestation/snp/tpmt-fixture.js';
 import { FakeClock } from '../../fakes/fake-clock.js';
 import { fuzzRuns } from '../harness/config.js';
 import { type FuzzJson, jsonMutated } from '../harness/json.js';
@@ -106,22 +107,6 @@ const stubVtpm: VerifyVtpmQuote = async () => ({
   pcrs: new Map([[4, PCR4]]),
   checks: [{ name: 'stub-tpm-quote', ok: true, detail: 'STUB' }],
 });
-
-/** An RSA TPMT_PUBLIC (RSASSA/SHA-256) with `modulus`. */
-function rsaTpmtPublic(modulus: Uint8Array): Uint8Array {
-  const head = Buffer.alloc(24);
-  let o = head.writeUInt16BE(0x0001, 0);
-  o = head.writeUInt16BE(0x000b, o);
-  o = head.writeUInt32BE(0x00050072, o);
-  o = head.writeUInt16BE(0, o);
-  o = head.writeUInt16BE(0x0010, o);
-  o = head.writeUInt16BE(0x0014, o);
-  o = head.writeUInt16BE(0x000b, o);
-  o = head.writeUInt16BE(modulus.length * 8, o);
-  o = head.writeUInt32BE(0, o);
-  head.writeUInt16BE(modulus.length, o);
-  return Buffer.concat([head, modulus]);
-}
 
 const NONCE = Buffer.alloc(32, 0x42);
 const USER_DATA = Buffer.from('spki-hash-of-the-tls-key');
