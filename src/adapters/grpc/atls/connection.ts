@@ -3,7 +3,8 @@
  * socket in TLS 1.3 with a fresh self-signed certificate, runs the attestation exchange under one
  * deadline, and either returns the attested socket or closes it after telling the peer why. The
  * server end may get its one-use identity and TLS server prepared ahead of time
- * ({@link prepareServerTls}, pooled by the listener), which takes their cost off the handshake.
+ * ({@link prepareServerTls}, pooled by the listener), and the client end its one-use identity
+ * (identity-pool.ts), which takes their cost off the handshake.
  */
 
 import { constants } from 'node:crypto';
@@ -153,13 +154,15 @@ function serverHandshake(raw: Socket, server: TlsServer, signal: AbortSignal): P
  * exchange, ready for HTTP/2) and the attested peer; on any failure the socket is closed and the
  * promise rejects with the reason (AttestationError naming the check, or ConfbootError). A server
  * may pass `prepared` (made by {@link prepareServerTls} with the same options and never used for
- * another connection); otherwise a fresh identity is made here.
+ * another connection), a client `clientIdentity` (made by createTlsIdentity with the same clock and
+ * never used for another connection, see identity-pool.ts); otherwise a fresh identity is made here.
  */
 export async function attestSocket(
   raw: Socket,
   role: TlsRole,
   options: AtlsOptions,
   prepared?: PreparedServerTls,
+  clientIdentity?: TlsIdentity,
 ): Promise<{ socket: TLSSocket; peer: AttestedPeer }> {
   const timeoutMs = options.handshakeTimeoutMs ?? DEFAULT_HANDSHAKE_TIMEOUT_MS;
   const controller = new AbortController();
@@ -186,7 +189,7 @@ export async function attestSocket(
       if (controller.signal.aborted) throw controller.signal.reason;
       tlsSocket = await serverHandshake(raw, tls.server, controller.signal);
     } else {
-      identity = await createTlsIdentity(options.clock);
+      identity = clientIdentity ?? (await createTlsIdentity(options.clock));
       if (controller.signal.aborted) throw controller.signal.reason;
       tlsSocket = tlsConnect({ socket: raw, ...tlsOptionsFor(identity) });
       tlsSocket.on('error', swallow);

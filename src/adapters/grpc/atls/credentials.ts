@@ -22,6 +22,7 @@ import {
 import { attestSocket } from './connection.js';
 import type { AtlsOptions, AttestedPeer } from './exchange.js';
 import { assertGrpcJsInternals } from './grpc-hook.js';
+import type { TlsIdentityPool } from './identity-pool.js';
 
 type CreateSecureConnector = ChannelCredentials['_createSecureConnector'];
 /** grpc-js's SecureConnector, taken from the abstract method's signature (not exported by grpc-js). */
@@ -38,6 +39,11 @@ export interface AtlsCredentialsOptions extends AtlsOptions {
    * with {@link AttestedChannelCredentials.target}; a connection from any other address is refused.
    */
   localAddress?: string;
+  /**
+   * One-use identities prepared ahead (shared by the credentials of one client); each connection
+   * takes its own, or makes one inline when none is ready. Default: every identity made inline.
+   */
+  identities?: TlsIdentityPool;
 }
 
 /** Resolver scheme of targets bound to a local address: `confboot-bound://<local address>/<host:port>`. */
@@ -203,7 +209,13 @@ export class AttestedChannelCredentials extends ChannelCredentials {
           `attested TLS: connection left from ${from ?? 'an unknown address'}, not from local address ${local} (create the channel with credentials.target(endpoint))`,
         );
       }
-      const { socket, peer } = await attestSocket(raw, 'client', this.options);
+      const { socket, peer } = await attestSocket(
+        raw,
+        'client',
+        this.options,
+        undefined,
+        this.options.identities?.take(),
+      );
       this.lastError = undefined;
       this.lastPeer = peer;
       this.options.onAttested?.(peer);

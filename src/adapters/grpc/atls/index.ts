@@ -23,6 +23,11 @@ export {
   SUPPORTED_GRPC_JS,
 } from './grpc-hook.js';
 export {
+  PREPARED_IDENTITY_MAX_AGE_MS,
+  TlsIdentityPool,
+  type TlsIdentityPoolOptions,
+} from './identity-pool.js';
+export {
   type AtlsListenerOptions,
   type AttestedConnectionHandler,
   AttestedTlsListener,
