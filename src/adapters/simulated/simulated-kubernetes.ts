@@ -5,8 +5,9 @@
  * computes the discovery hash from a real admin.conf), bootstrap tokens have the kubeadm format and a
  * TTL, and the simulated join checks the token, the discovery hash and the kubelet certificate chain
  * the way kubeadm's TLS bootstrap would. Nothing here pretends to run Kubernetes; logs say "simulated".
+ * @peculiar/x509 and yaml are loaded by the simulated init that needs them, not at import (the join
+ * service's start-up time, see ../pki/x509-loader.ts).
  */
-import 'reflect-metadata';
 import {
   createHash,
   createPublicKey,
@@ -17,8 +18,6 @@ import {
 } from 'node:crypto';
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
-import * as x509 from '@peculiar/x509';
-import { stringify } from 'yaml';
 import type { BootstrapTokens } from '../../ports/bootstrap-tokens.js';
 import type { Clock } from '../../ports/clock.js';
 import type { ClusterFacts } from '../../ports/cluster-facts.js';
@@ -27,8 +26,7 @@ import type { ClusterJoiner, JoinClusterArgs } from '../../ports/cluster-joiner.
 import { ConfbootError } from '../../ports/errors.js';
 import type { Logger } from '../../ports/logger.js';
 import type { Component } from '../../ports/types.js';
-
-x509.cryptoProvider.set(webcrypto as unknown as Parameters<typeof x509.cryptoProvider.set>[0]);
+import { loadX509 } from '../pki/x509-loader.js';
 
 const TOKEN_ALPHABET = 'abcdefghijklmnopqrstuvwxyz0123456789';
 const randomToken = (n: number) => Array.from({ length: n }, () => TOKEN_ALPHABET[randomInt(36)]).join('');
@@ -96,6 +94,7 @@ const SIG_EC = { name: 'ECDSA', hash: 'SHA-256' } as const;
 const EC_GEN = { name: 'ECDSA', namedCurve: 'P-256' } as const;
 
 async function selfSignedCa(cn: string, now: Date): Promise<{ certPem: string; keyPem: string }> {
+  const x509 = await loadX509();
   const keys = (await webcrypto.subtle.generateKey(EC_GEN, true, [
     'sign',
     'verify',
@@ -170,6 +169,7 @@ export class SimulatedClusterInitializer implements ClusterInitializer {
       await writeFile(p, data, { mode: 0o600, flag: 'wx' });
     }
     const server = `https://${args.nodeIp || '127.0.0.1'}:6443`;
+    const { stringify } = await import('yaml');
     const kubeconfig = stringify({
       apiVersion: 'v1',
       kind: 'Config',
