@@ -3,7 +3,11 @@
  * APIs, and the aws-nitro-tpm Issuer (vTPM quote, the kernel's event log, and the IMDS instance
  * identity document as instance info). The AWS SDK clients are loaded lazily by the adapter.
  */
+
 import type { ContainerModule } from 'inversify';
+import { ConfigfsTsmDevice } from '../../adapters/attestation/snp/configfs-tsm.js';
+import { createAwsSevSnpIssuer } from '../../adapters/attestation/snp/issuers.js';
+import { LINUX_EVENT_LOG_PATH } from '../../adapters/attestation/vtpm/issuer.js';
 import { AwsMetadataAPI, DEFAULT_AWS_IMDS_URL } from '../../adapters/cloud/aws/metadata-api.js';
 import { expectOk, httpRequest } from '../../adapters/cloud/shared/http.js';
 import { wrapError } from '../../ports/errors.js';
@@ -61,8 +65,15 @@ export function cloudModule(): ContainerModule {
         ...(c.metadata.apiEndpoint === undefined ? {} : { endpoint: c.metadata.apiEndpoint }),
         logger,
       }),
-    issuer: cloudVtpmIssuer('aws-nitro-tpm', (c, options) =>
-      awsInstanceIdentity(c.metadata.baseUrl ?? DEFAULT_AWS_IMDS_URL, options),
-    ),
+    issuer: (c, tpm) =>
+      c.variant === 'aws-sev-snp'
+        ? createAwsSevSnpIssuer({
+            tpm,
+            device: new ConfigfsTsmDevice({ kind: 'sev-snp' }),
+            eventLogPath: LINUX_EVENT_LOG_PATH,
+          })
+        : cloudVtpmIssuer('aws-nitro-tpm', (cfg, options) =>
+            awsInstanceIdentity(cfg.metadata.baseUrl ?? DEFAULT_AWS_IMDS_URL, options),
+          )(c, tpm),
   });
 }

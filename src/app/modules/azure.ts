@@ -9,6 +9,13 @@
 import { execFile } from 'node:child_process';
 import { X509Certificate } from 'node:crypto';
 import type { ContainerModule } from 'inversify';
+import {
+  AZURE_IMDS_URL,
+  createAzureSevSnpIssuer,
+  fetchAzureThimCertificates,
+  tpm2NvReader,
+} from '../../adapters/attestation/snp/issuers.js';
+import { LINUX_EVENT_LOG_PATH } from '../../adapters/attestation/vtpm/issuer.js';
 import { AzureMetadataAPI } from '../../adapters/cloud/azure/metadata-api.js';
 import { expectOk, httpRequest } from '../../adapters/cloud/shared/http.js';
 import { ConfbootError, wrapError } from '../../ports/errors.js';
@@ -87,6 +94,18 @@ export function cloudModule(): ContainerModule {
         ...(c.metadata.apiEndpoint === undefined ? {} : { armEndpoint: c.metadata.apiEndpoint }),
         logger,
       }),
-    issuer: cloudVtpmIssuer('azure-trustedlaunch', (c, options) => azureTrustedLaunchInfo(c.tcti, options)),
+    issuer: (c, tpm) =>
+      c.variant === 'azure-sev-snp'
+        ? createAzureSevSnpIssuer({
+            tpm,
+            readNvIndex: tpm2NvReader({ tcti: c.tcti }),
+            certificates: (options) =>
+              fetchAzureThimCertificates(c.metadata.baseUrl ?? AZURE_IMDS_URL, options),
+            eventLogPath: LINUX_EVENT_LOG_PATH,
+          })
+        : cloudVtpmIssuer('azure-trustedlaunch', (cfg, options) => azureTrustedLaunchInfo(cfg.tcti, options))(
+            c,
+            tpm,
+          ),
   });
 }

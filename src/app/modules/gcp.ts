@@ -3,7 +3,11 @@
  * API, and the gcp-sev-es Issuer (vTPM quote, the kernel's event log, and GCE instance info read from
  * the metadata server). The Compute SDK is loaded lazily by the adapter, on first use only.
  */
+
 import type { ContainerModule } from 'inversify';
+import { ConfigfsTsmDevice } from '../../adapters/attestation/snp/configfs-tsm.js';
+import { createGcpSevSnpIssuer } from '../../adapters/attestation/snp/issuers.js';
+import { LINUX_EVENT_LOG_PATH } from '../../adapters/attestation/vtpm/issuer.js';
 import { DEFAULT_GCE_METADATA_URL, GcpMetadataAPI } from '../../adapters/cloud/gcp/metadata-api.js';
 import { expectOk, httpRequest } from '../../adapters/cloud/shared/http.js';
 import { wrapError } from '../../ports/errors.js';
@@ -70,8 +74,17 @@ export function cloudModule(): ContainerModule {
         ...computeEndpoint(c.metadata.apiEndpoint),
         logger,
       }),
-    issuer: cloudVtpmIssuer('gcp-sev-es', (c, options) =>
-      gceInstanceInfo(c.metadata.baseUrl ?? DEFAULT_GCE_METADATA_URL, options),
-    ),
+    issuer: (c, tpm) =>
+      c.variant === 'gcp-sev-snp'
+        ? createGcpSevSnpIssuer({
+            tpm,
+            device: new ConfigfsTsmDevice({ kind: 'sev-snp' }),
+            gceInstance: (options) =>
+              gceInstanceInfo(c.metadata.baseUrl ?? DEFAULT_GCE_METADATA_URL, options),
+            eventLogPath: LINUX_EVENT_LOG_PATH,
+          })
+        : cloudVtpmIssuer('gcp-sev-es', (cfg, options) =>
+            gceInstanceInfo(cfg.metadata.baseUrl ?? DEFAULT_GCE_METADATA_URL, options),
+          )(c, tpm),
   });
 }

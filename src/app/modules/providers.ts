@@ -12,9 +12,9 @@ import { type CloudProvider, cloudModuleFile, vtpmCloudModule } from './provider
 /** csp → provider. The keys are the cloud names of `--csp` and of the node config. */
 // biome-ignore format: the table reads one provider per line
 export const CLOUD_MODULES = {
-  gcp: cloudModuleFile(['gcp-sev-es'], ['gcp-sev-snp'], () => import('./gcp.js')),
-  azure: cloudModuleFile(['azure-trustedlaunch'], ['azure-sev-snp', 'azure-tdx'], () => import('./azure.js')),
-  aws: cloudModuleFile(['aws-nitro-tpm'], ['aws-sev-snp'], () => import('./aws.js')),
+  gcp: cloudModuleFile(['gcp-sev-es', 'gcp-sev-snp'], [], () => import('./gcp.js')),
+  azure: cloudModuleFile(['azure-trustedlaunch', 'azure-sev-snp'], ['azure-tdx'], () => import('./azure.js')),
+  aws: cloudModuleFile(['aws-nitro-tpm', 'aws-sev-snp'], [], () => import('./aws.js')),
   qemu: cloudModuleFile(['qemu-vtpm', 'qemu-tdx'], [], () => import('./qemu.js')),
   openstack: vtpmCloudModule(['qemu-vtpm'], () => import('../../adapters/cloud/openstack/index.js'), (m, s) => new m.OpenStackMetadataAPI({ metadataBaseUrl: s.metadataUrl, computeEndpoint: s.apiEndpoint(), authToken: s.authToken, logger: s.logger })),
 } as const satisfies Record<string, CloudProvider>;

@@ -144,7 +144,7 @@ describe('node containers', () => {
 });
 
 describe('the provider table', () => {
-  it('lists every cloud once, issuing variants first, and the SNP/TDX variants as validator-only', () => {
+  it('lists every cloud once, issuing variants first (SEV-SNP issuable on the clouds), azure-tdx validator-only', () => {
     expect(CSPS).toEqual(['gcp', 'azure', 'aws', 'qemu', 'openstack']);
     expect(VARIANTS_BY_CSP).toEqual({
       gcp: ['gcp-sev-es', 'gcp-sev-snp'],
@@ -153,12 +153,7 @@ describe('the provider table', () => {
       qemu: ['qemu-vtpm', 'qemu-tdx'],
       openstack: ['qemu-vtpm'],
     });
-    expect(validatorOnly.map((c) => c.variant).sort()).toEqual([
-      'aws-sev-snp',
-      'azure-sev-snp',
-      'azure-tdx',
-      'gcp-sev-snp',
-    ]);
+    expect(validatorOnly.map((c) => c.variant).sort()).toEqual(['azure-tdx']);
     for (const csp of CSPS) expect(CLOUD_MODULES[csp].issuers).toEqual(ISSUER_VARIANTS_BY_CSP[csp]);
   });
 
@@ -297,4 +292,20 @@ describe('the dummy variant cannot be selected', () => {
     );
     expect(Object.keys(VARIANT_OIDS)).toContain('dummy'); // it exists, for tests only
   });
+});
+
+describe('SEV-SNP nodes get the SEV-SNP issuer of their cloud', () => {
+  it.each([
+    ['aws', 'aws-sev-snp'],
+    ['gcp', 'gcp-sev-snp'],
+    ['azure', 'azure-sev-snp'],
+  ] as const)(
+    '%s with %s binds an Issuer of that variant (wiring only; no SNP hardware here)',
+    async (csp, variant) => {
+      const container = await createNodeContainer({ csp, variant, diskDevice: '/dev/null' });
+      const issuer = await container.getAsync<Issuer>(Issuer);
+      expect(issuer.variant).toBe(variant);
+      expect(issuer.oid).toBe(VARIANT_OIDS[variant]);
+    },
+  );
 });
