@@ -171,17 +171,30 @@ function parseCsr(csrDer: Uint8Array): X509.Pkcs10CertificateRequest {
   }
 }
 
+/** SAN names per parsed CSR object (a parsed CSR is immutable; see FileCertificateAuthority.parsed). */
+const sanMemo = new WeakMap<
+  X509.Pkcs10CertificateRequest,
+  { ips: readonly string[]; dns: readonly string[] }
+>();
+
+/** The CSR's IP and DNS SANs, decoded once per parsed CSR; fresh arrays for every caller. */
 function sanNames(csr: X509.Pkcs10CertificateRequest): { ips: string[]; dns: string[] } {
-  const ext = csr.getExtension(OID_SAN);
-  if (ext === null) return { ips: [], dns: [] };
-  const san =
-    ext instanceof x509.SubjectAlternativeNameExtension
-      ? ext
-      : new x509.SubjectAlternativeNameExtension(ext.rawData);
-  return {
-    ips: san.names.items.filter((n) => n.type === 'ip').map((n) => n.value),
-    dns: san.names.items.filter((n) => n.type === 'dns').map((n) => n.value),
-  };
+  let names = sanMemo.get(csr);
+  if (names === undefined) {
+    const ext = csr.getExtension(OID_SAN);
+    const san =
+      ext === null
+        ? undefined
+        : ext instanceof x509.SubjectAlternativeNameExtension
+          ? ext
+          : new x509.SubjectAlternativeNameExtension(ext.rawData);
+    names = {
+      ips: san?.names.items.filter((n) => n.type === 'ip').map((n) => n.value) ?? [],
+      dns: san?.names.items.filter((n) => n.type === 'dns').map((n) => n.value) ?? [],
+    };
+    sanMemo.set(csr, names);
+  }
+  return { ips: [...names.ips], dns: [...names.dns] };
 }
 
 /** Node's digest name of a WebCrypto hash (`SHA-256` → `sha256`), for the SHA-1/SHA-2 family only. */
