@@ -16,6 +16,13 @@ const spec: CommandSpec = {
   name: 'attestation verify-tdx',
   summary: 'Verify an Intel TDX quote (v4 or v5, offline) and list every check.',
   options: {
+    'tcb-level': {
+      type: 'string',
+      valueName: 'enforce|report',
+      default: 'enforce',
+      description:
+        "match the TCB against the collateral's TCB levels (enforce), or only report it as go-tdx-guest verify does (report)",
+    },
     quote: {
       type: 'string',
       valueName: 'F',
@@ -80,7 +87,13 @@ export async function run(argv: string[]): Promise<number> {
       if (err instanceof UsageError) throw err;
       throw new UsageError(err instanceof Error ? err.message : String(err));
     }
-    const policy: TdxPolicy = { allowDebug: values['allow-debug'] === true };
+    const tcbLevel = String(values['tcb-level']);
+    if (tcbLevel !== 'enforce' && tcbLevel !== 'report')
+      throw new UsageError('--tcb-level must be enforce or report');
+    const policy: TdxPolicy = {
+      allowDebug: values['allow-debug'] === true,
+      enforceTcbLevel: tcbLevel === 'enforce',
+    };
     const statuses = values['accept-tcb-status'] as string[] | undefined;
     if (statuses !== undefined) policy.acceptedTcbStatuses = statuses;
     if (values['report-data'] !== undefined) {

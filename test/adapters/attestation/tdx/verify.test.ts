@@ -121,6 +121,18 @@ describeVectors('TDX quotes (go-tdx-guest)', () => {
     expect(detail(v, 'tcb-level')).toContain('TCB not supported');
   });
 
+  it('accepts the v4 quote with its collateral and revocation checks at 2023-07-01 under upstream verify semantics (TCB level reported, not enforced)', async () => {
+    const v = await verifyTdxQuote(v4(), {
+      root: root(),
+      at: T('2023-07-01T00:00:00Z'),
+      collateral: await collateral(),
+      policy: { enforceTcbLevel: false },
+    });
+    expect(failed(v)).toEqual([]);
+    expect(v.accepted).toBe(true);
+    expect(detail(v, 'tcb-level')).toMatch(/^not enforced by policy: .*TCB not supported/);
+  });
+
   it('TCB-level matching succeeds once tcbLevels[0] SVNs are zeroed (upstream TestVerifyUsingTcbInfoV4)', async () => {
     const q = parseTdxQuote(v4());
     const pck = pckExtensions(loadCertificates(q.pckChainPem)[0] as never);
