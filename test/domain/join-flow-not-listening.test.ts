@@ -12,19 +12,7 @@ import {
   type JoinFlowOptions,
 } from '../../src/domain/join-flow.js';
 import { AttestationError, ConfbootError } from '../../src/ports/errors.js';
-import { FakeClock } from '../fakes/fake-clock.js';
-import {
-  RecordingLogger,
-  StubCsrFactory,
-  StubDisk,
-  StubFileWriter,
-  StubJoiner,
-  StubJoinTicketClient,
-  StubLock,
-  StubMetadata,
-  StubNodeStateStore,
-  StubRandom,
-} from './stubs.js';
+import { joinFlowStubs } from './stubs.js';
 
 const TIMEOUT = 600_000;
 
@@ -41,17 +29,7 @@ const overloaded = new ConfbootError(
 
 function setup() {
   const s = {
-    clock: new FakeClock(),
-    metadata: new StubMetadata(),
-    disk: new StubDisk(),
-    joinClient: new StubJoinTicketClient(),
-    csrFactory: new StubCsrFactory(),
-    lock: new StubLock(),
-    files: new StubFileWriter(),
-    nodeState: new StubNodeStateStore(),
-    joiner: new StubJoiner(),
-    random: new StubRandom(),
-    logger: new RecordingLogger(),
+    ...joinFlowStubs(),
   };
   // One endpoint per round: the control plane (no load balancer).
   s.metadata.lbValue = { host: '', port: '' };

@@ -12,22 +12,8 @@ import {
 import { deriveClusterId } from '../../src/domain/key-derivation.js';
 import { isConfbootError } from '../../src/ports/errors.js';
 import type { InstanceMetadata, Role } from '../../src/ports/types.js';
-import { FakeClock, flushMicrotasks } from '../fakes/fake-clock.js';
-import {
-  bytes,
-  RecordingLogger,
-  StubCsrFactory,
-  StubDisk,
-  StubFileWriter,
-  StubJoiner,
-  StubJoinTicketClient,
-  StubLock,
-  StubMetadata,
-  StubNodeStateStore,
-  StubRandom,
-  someErr,
-  validTicket,
-} from './stubs.js';
+import { flushMicrotasks } from '../fakes/fake-clock.js';
+import { bytes, joinFlowStubs, someErr, validTicket } from './stubs.js';
 
 /** A deadline no test reaches unless a call hangs; lets backoff sleeps be told apart from timers. */
 const TIMEOUT = 600_000;
@@ -37,17 +23,7 @@ const KEY_PATH = '/run/state/kubelet/pki/kubelet-client-key.pem';
 
 function setup(role: Role = 'Worker') {
   const s = {
-    clock: new FakeClock(),
-    metadata: new StubMetadata(),
-    disk: new StubDisk(),
-    joinClient: new StubJoinTicketClient(),
-    csrFactory: new StubCsrFactory(),
-    lock: new StubLock(),
-    files: new StubFileWriter(),
-    nodeState: new StubNodeStateStore(),
-    joiner: new StubJoiner(),
-    random: new StubRandom(),
-    logger: new RecordingLogger(),
+    ...joinFlowStubs(),
     pointOfNoReturn: 0,
   };
   s.metadata.selfValue = { ...s.metadata.selfValue, role };

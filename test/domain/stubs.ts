@@ -3,6 +3,7 @@
  * with a per-method error field (`xErr`), a scripted answer queue (`xAnswers`, consumed first; an
  * Error in the queue is thrown) and a call recorder (`calls` or `xCalls`). No behaviour beyond that.
  */
+
 import type { BootstrapTokens } from '../../src/ports/bootstrap-tokens.js';
 import type { CertificateAuthority, CsrInfo } from '../../src/ports/certificate-authority.js';
 import type { ClusterFacts } from '../../src/ports/cluster-facts.js';
@@ -33,6 +34,7 @@ import type {
   RejoinTicket,
   RejoinTicketRequest,
 } from '../../src/ports/types.js';
+import { FakeClock } from '../fakes/fake-clock.js';
 
 /** An error to put into stubs. */
 export const someErr = new Error('failed');
@@ -453,4 +455,21 @@ export class StubFacts implements ClusterFacts {
     this.joiningNodes.push({ nodeName, isControlPlane });
     return Promise.resolve();
   }
+}
+
+/** Fresh stubs for every dependency of a JoinFlow (shared by the join-flow test files). */
+export function joinFlowStubs() {
+  return {
+    clock: new FakeClock(),
+    metadata: new StubMetadata(),
+    disk: new StubDisk(),
+    joinClient: new StubJoinTicketClient(),
+    csrFactory: new StubCsrFactory(),
+    lock: new StubLock(),
+    files: new StubFileWriter(),
+    nodeState: new StubNodeStateStore(),
+    joiner: new StubJoiner(),
+    random: new StubRandom(),
+    logger: new RecordingLogger(),
+  };
 }
