@@ -53,22 +53,30 @@ function clientHandshake(socket: TLSSocket, signal: AbortSignal): Promise<void> 
     };
     const onError = (err: Error) => {
       cleanup();
-      reject(
-        protocolError(
-          'frame-format',
-          `TLS handshake failed (not a confboot attested TLS peer?): ${err.message}`,
-        ),
-      );
+      reject(handshakeFailed(err));
     };
     const onClose = () => {
       cleanup();
-      reject(new ConfbootError('unavailable', 'connection closed during the TLS handshake'));
+      reject(closedDuringHandshake());
     };
     socket.once('secureConnect', onSecure);
     socket.once('error', onError);
     socket.once('close', onClose);
     signal.addEventListener('abort', onClose, { once: true });
   });
+}
+
+/** The refusal of a peer that does not speak TLS 1.3 with confboot's ALPN (client and server side). */
+function handshakeFailed(err: Error): Error {
+  return protocolError(
+    'frame-format',
+    `TLS handshake failed (not a confboot attested TLS peer?): ${err.message}`,
+  );
+}
+
+/** The peer went away before the TLS handshake finished. */
+function closedDuringHandshake(): ConfbootError {
+  return new ConfbootError('unavailable', 'connection closed during the TLS handshake');
 }
 
 /** TLS options of both ends for `identity`. */
@@ -130,16 +138,11 @@ function serverHandshake(raw: Socket, server: TlsServer, signal: AbortSignal): P
     const onError = (err: Error, socket: TLSSocket) => {
       cleanup();
       socket.destroy();
-      reject(
-        protocolError(
-          'frame-format',
-          `TLS handshake failed (not a confboot attested TLS peer?): ${err.message}`,
-        ),
-      );
+      reject(handshakeFailed(err));
     };
     const onClose = () => {
       cleanup();
-      reject(new ConfbootError('unavailable', 'connection closed during the TLS handshake'));
+      reject(closedDuringHandshake());
     };
     server.once('secureConnection', onSecure);
     server.once('tlsClientError', onError);
