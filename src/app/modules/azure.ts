@@ -1,12 +1,13 @@
 /**
  * The Azure node module (app layer, DI wiring): MetadataAPI on IMDS and the ARM compute and network
- * APIs, and the azure-trustedlaunch Issuer: a vTPM quote with the HCL-provisioned AK (0x81000003)
- * and instance info `{"AkCert","CA"}` — the AK certificate from TPM NV index 0x1C101D0 and its
- * issuing CA, downloaded from the certificate's CA Issuers URL (REFERENCE §4.2). The ARM SDKs are
+ * APIs, and the Issuer of the node's variant, each a vTPM quote with the HCL-provisioned AK
+ * (0x81000003): azure-trustedlaunch with instance info `{"AkCert","CA"}` — the AK certificate from
+ * TPM NV index 0x1C101D0 and its issuing CA, downloaded from the certificate's CA Issuers URL
+ * (REFERENCE §4.2); azure-sev-snp with the HCL's SNP report (NV 0x01400001) and the VCEK from THIM;
+ * azure-tdx with the HCL's TDREPORT turned into a quote by IMDS `/acc/tdquote`. The ARM SDKs are
  * loaded lazily by the adapter.
  */
 
-import { execFile } from 'node:child_process';
 import { X509Certificate } from 'node:crypto';
 import type { ContainerModule } from 'inversify';
 import {
@@ -15,6 +16,7 @@ import {
   fetchAzureThimCertificates,
   tpm2NvReader,
 } from '../../adapters/attestation/snp/issuers.js';
+import { createAzureTdxIssuer, imdsTdQuoteGetter } from '../../adapters/attestation/tdx/azure-issuer.js';
 import { LINUX_EVENT_LOG_PATH } from '../../adapters/attestation/vtpm/issuer.js';
 import { AzureMetadataAPI } from '../../adapters/cloud/azure/metadata-api.js';
 import { expectOk, httpRequest } from '../../adapters/cloud/shared/http.js';
@@ -33,32 +35,6 @@ export async function preloadSdk(): Promise<void> {
 /** TPM NV index holding the AK certificate on Azure trusted launch VMs. */
 export const AZURE_AK_CERT_NV_INDEX = 0x01c101d0;
 
-/** Reads an NV index with owner authorisation through tpm2-tools. */
-function readNvIndex(tcti: string, index: number, options?: CallOptions): Promise<Buffer> {
-  const handle = `0x${index.toString(16)}`;
-  return new Promise((resolve, reject) => {
-    execFile(
-      'tpm2_nvread',
-      ['-C', 'o', handle],
-      {
-        encoding: 'buffer',
-        env: { ...process.env, TPM2TOOLS_TCTI: tcti },
-        timeout: options?.timeoutInMs ?? 20_000,
-        maxBuffer: 64 * 1024,
-        ...(options?.signal ? { signal: options.signal } : {}),
-      },
-      (err, stdout, stderr) => {
-        if (err) {
-          const detail = Buffer.from(stderr).toString('utf8').trim().slice(0, 500) || err.message;
-          reject(
-            new ConfbootError('unavailable', `reading TPM NV index ${handle}: ${detail}`, { cause: err }),
-          );
-        } else resolve(Buffer.from(stdout));
-      },
-    );
-  });
-}
-
 /** The `CA Issuers` URL of a certificate's Authority Information Access extension. */
 function caIssuersUrl(cert: X509Certificate): string {
   for (const line of (cert.infoAccess ?? '').split('\n')) {
@@ -71,7 +47,7 @@ function caIssuersUrl(cert: X509Certificate): string {
 /** Builds azure-trustedlaunch's instance info `{"AkCert": DER, "CA": DER}` (Go JSON, base64). */
 export async function azureTrustedLaunchInfo(tcti: string, options?: CallOptions): Promise<Uint8Array> {
   try {
-    const akCertDer = await readNvIndex(tcti, AZURE_AK_CERT_NV_INDEX, options);
+    const akCertDer = Buffer.from(await tpm2NvReader({ tcti })(AZURE_AK_CERT_NV_INDEX, options));
     const cert = new X509Certificate(akCertDer);
     const url = caIssuersUrl(cert);
     const res = await httpRequest({ url, ...(options?.signal ? { signal: options.signal } : {}) });
@@ -94,18 +70,26 @@ export function cloudModule(): ContainerModule {
         ...(c.metadata.apiEndpoint === undefined ? {} : { armEndpoint: c.metadata.apiEndpoint }),
         logger,
       }),
-    issuer: (c, tpm) =>
-      c.variant === 'azure-sev-snp'
-        ? createAzureSevSnpIssuer({
-            tpm,
-            readNvIndex: tpm2NvReader({ tcti: c.tcti }),
-            certificates: (options) =>
-              fetchAzureThimCertificates(c.metadata.baseUrl ?? AZURE_IMDS_URL, options),
-            eventLogPath: LINUX_EVENT_LOG_PATH,
-          })
-        : cloudVtpmIssuer('azure-trustedlaunch', (cfg, options) => azureTrustedLaunchInfo(cfg.tcti, options))(
-            c,
-            tpm,
-          ),
+    issuer: (c, tpm) => {
+      const imds = c.metadata.baseUrl ?? AZURE_IMDS_URL;
+      const readNvIndex = tpm2NvReader({ tcti: c.tcti });
+      if (c.variant === 'azure-sev-snp')
+        return createAzureSevSnpIssuer({
+          tpm,
+          readNvIndex,
+          certificates: (options) => fetchAzureThimCertificates(imds, options),
+          eventLogPath: LINUX_EVENT_LOG_PATH,
+        });
+      if (c.variant === 'azure-tdx')
+        return createAzureTdxIssuer({
+          tpm,
+          readNvIndex,
+          getQuote: imdsTdQuoteGetter({ baseUrl: imds }),
+          eventLogPath: LINUX_EVENT_LOG_PATH,
+        });
+      return cloudVtpmIssuer('azure-trustedlaunch', (cfg, options) =>
+        azureTrustedLaunchInfo(cfg.tcti, options),
+      )(c, tpm);
+    },
   });
 }

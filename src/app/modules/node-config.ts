@@ -32,11 +32,10 @@ function byCsp(pick: (p: CloudProvider) => readonly Variant[]): Readonly<Record<
 export const ISSUER_VARIANTS_BY_CSP = byCsp((p) => p.issuers);
 
 /**
- * Every attestation variant of each cloud: the issuing ones first, then the SEV-SNP/TDX variants
- * that the join service and `confboot init` validate but no node here can issue (a node refuses
- * them with "no issuer for <variant> on this machine").
+ * Every attestation variant of each cloud (every one has an issuer, so this equals
+ * {@link ISSUER_VARIANTS_BY_CSP}; kept as the name library users know).
  */
-export const VARIANTS_BY_CSP = byCsp((p) => [...p.issuers, ...p.validators]);
+export const VARIANTS_BY_CSP = ISSUER_VARIANTS_BY_CSP;
 
 /** Where the node writes its files (upstream's paths by default). */
 export interface NodePaths {
@@ -98,8 +97,7 @@ export function cspFromString(name: string): Csp {
 
 /**
  * Builds and checks a {@link NodeConfig}. Throws `invalid-argument` for an unknown cloud, for the
- * test-only `dummy` variant and for a variant of another cloud, and `failed-precondition` ("no
- * issuer for <variant> on this machine") for a variant of this cloud that only validators support.
+ * test-only `dummy` variant and for a variant of another cloud.
  */
 export function nodeConfig(input: NodeConfigInput): NodeConfig {
   const csp = cspFromString(input.csp);
@@ -114,12 +112,6 @@ export function nodeConfig(input: NodeConfigInput): NodeConfig {
     throw new ConfbootError(
       'invalid-argument',
       `attestation variant ${variant} is not available on ${csp} (want one of ${ISSUER_VARIANTS_BY_CSP[csp].join(', ')})`,
-    );
-  }
-  if (!ISSUER_VARIANTS_BY_CSP[csp].includes(variant)) {
-    throw new ConfbootError(
-      'failed-precondition',
-      `no issuer for ${variant} on this machine: a ${csp} node attests with ${ISSUER_VARIANTS_BY_CSP[csp].join(', ')} (${variant} is validated by the join service only)`,
     );
   }
   if (input.diskDevice === '')

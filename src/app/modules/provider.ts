@@ -1,8 +1,7 @@
 /**
  * What one entry of the provider table (providers.ts) is, and the two builders that make one (app
- * layer, DI wiring). An entry says which attestation variants a node of that cloud can issue, which
- * further variants the cloud's control plane validates, and how to load the cloud's module file —
- * lazily, so a node never loads another cloud's module or SDK.
+ * layer, DI wiring). An entry says which attestation variants a node of that cloud can issue and how
+ * to load the cloud's module file — lazily, so a node never loads another cloud's module or SDK.
  *
  * - {@link cloudModuleFile}: a cloud with its own module file (gcp.ts, azure.ts, aws.ts, qemu.ts).
  * - {@link vtpmCloudModule}: a metadata-only provider (like OpenStack) made from the provider
@@ -31,8 +30,6 @@ export interface CloudModuleFile {
 export interface CloudProvider {
   /** Variants a node of this cloud can issue (the first is the default). */
   readonly issuers: readonly Variant[];
-  /** Further variants of this cloud that only the validating side (join service, init) supports. */
-  readonly validators: readonly Variant[];
   /** Imports the cloud's module file — and nothing of any other cloud. */
   load(): Promise<CloudModuleFile>;
 }
@@ -40,10 +37,9 @@ export interface CloudProvider {
 /** A provider with its own module file. */
 export function cloudModuleFile(
   issuers: readonly Variant[],
-  validators: readonly Variant[],
   load: () => Promise<CloudModuleFile>,
 ): CloudProvider {
-  return { issuers: Object.freeze([...issuers]), validators: Object.freeze([...validators]), load };
+  return { issuers: Object.freeze([...issuers]), load };
 }
 
 /** Where a metadata-only provider's API token is read from unless the node config says otherwise. */
@@ -125,7 +121,6 @@ export function vtpmCloudModule<M>(
 ): CloudProvider {
   return {
     issuers: Object.freeze([...issuers]),
-    validators: Object.freeze([]),
     load: async () => (await import('./vtpm-cloud.js')).vtpmModuleFile(load, create),
   };
 }

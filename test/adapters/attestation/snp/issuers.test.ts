@@ -55,6 +55,7 @@ import { isAttestationError, isConfbootError } from '../../../../src/ports/error
 import type { GceShieldedIdentity } from '../../../../src/ports/gce-shielded-identity.js';
 import type { Validator } from '../../../../src/ports/validator.js';
 import { FakeClock } from '../../../fakes/fake-clock.js';
+import { buildHclReport, hclRuntimeData, writeNvIndex } from '../../../support/azure-hcl.js';
 import { buildFakeReport, createFakeAmdPki, type FakeAmdPki } from './fake-amd-pki.js';
 import { rsaTpmtPublic } from './tpmt-fixture.js';
 import { describeVectors, vec, vecB64 } from './vectors.js';
@@ -480,32 +481,10 @@ describe('gcp-sev-snp issuer: real swtpm + SIMULATED SNP firmware (configfs-tsm 
 function hclReport(chip: FakeAmdPki, runtime: Uint8Array, boundRuntime: Uint8Array = runtime): Uint8Array {
   const reportData = new Uint8Array(64);
   reportData.set(createHash('sha256').update(boundRuntime).digest());
-  const report = buildFakeReport(chip, { signingKey: 'vcek', reportData });
-  const out = Buffer.alloc(1236 + runtime.length);
-  out.write('HCLA', 0, 'latin1');
-  out.writeUInt32LE(2, 4); // version
-  out.writeUInt32LE(out.length - 32, 8); // report size
-  out.writeUInt32LE(2, 12); // request type
-  Buffer.from(report).copy(out, 32);
-  out.writeUInt32LE(20 + runtime.length, 1216); // IGVM request data size
-  out.writeUInt32LE(1, 1220); // version
-  out.writeUInt32LE(2, 1224); // report type SNP
-  out.writeUInt32LE(1, 1228); // hash type SHA-256
-  out.writeUInt32LE(runtime.length, 1232);
-  Buffer.from(runtime).copy(out, 1236);
-  return out;
+  return buildHclReport(buildFakeReport(chip, { signingKey: 'vcek', reportData }), 2, runtime);
 }
 
-/** HCL runtime data naming `akPemOrJwk` as HCLAkPub. */
-function runtimeData(ak: string): Uint8Array {
-  const jwk = createPublicKey(ak).export({ format: 'jwk' });
-  return new TextEncoder().encode(
-    JSON.stringify({
-      keys: [{ kid: 'HCLAkPub', key_ops: ['sign'], kty: 'RSA', e: jwk.e, n: jwk.n }],
-      'vm-configuration': { 'secure-boot': true, 'tpm-enabled': true, vmUniqueId: 'test-vm' },
-    }),
-  );
-}
+const runtimeData = hclRuntimeData;
 
 describe('azure-sev-snp issuer: real swtpm (AK at 0x81000003, HCL report in NV 0x01400001) + SIMULATED HCL/SNP firmware, FAKE THIM', {
   timeout: 30_000,
@@ -515,21 +494,8 @@ describe('azure-sev-snp issuer: real swtpm (AK at 0x81000003, HCL report in NV 0
   let thim: Server;
   let thimUrl: string;
   const thimHeaders: string[] = [];
-  const nv = async (...args: string[]) =>
-    run(args[0] as string, args.slice(1), { env: { ...process.env, TPM2TOOLS_TCTI: swtpm.tcti } });
   /** The HCL (simulated) writes its report into the NV index. */
-  async function writeNv(bytes: Uint8Array): Promise<void> {
-    const handle = `0x${AZURE_HCL_REPORT_NV_INDEX.toString(16)}`;
-    await nv('tpm2_nvundefine', '-C', 'o', handle).catch(() => undefined);
-    await nv('tpm2_nvdefine', handle, '-C', 'o', '-s', String(bytes.length), '-a', 'ownerread|ownerwrite');
-    const dir = mkdtempSync(join(tmpdir(), 'confboot-hcl-'));
-    try {
-      writeFileSync(join(dir, 'hcl.bin'), bytes);
-      await nv('tpm2_nvwrite', handle, '-C', 'o', '-i', join(dir, 'hcl.bin'));
-    } finally {
-      rmSync(dir, { recursive: true, force: true });
-    }
-  }
+  const writeNv = (bytes: Uint8Array) => writeNvIndex(swtpm.tcti, AZURE_HCL_REPORT_NV_INDEX, bytes);
 
   beforeAll(async () => {
     // The HCL (simulated) provisions the AK at 0x81000003; the issuer's TPM only uses it.
