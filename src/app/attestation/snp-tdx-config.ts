@@ -6,15 +6,25 @@
  * adapters' SNP/TDX validators. Parsing fails closed: an unknown field (a typo must not silently
  * drop a check), a missing trust anchor, a wrong length, `"latest"` (upstream resolves it through
  * its version API, which confboot does not use) — each is an `invalid-argument` error naming the
- * field. The accepted JSON is documented in docs/attestation-config.md.
+ * field. The accepted JSON is documented in docs/attestation-config.md. Also where TDX collateral
+ * comes from (`--tdx-collateral DIR|pcs|pcs:URL`): a directory or Intel PCS, as the validators'
+ * getCollateral.
  */
 import type { X509Certificate } from 'node:crypto';
 import { amdNames, commonName, loadCertificate } from '../../adapters/attestation/snp/certs.js';
 import { AMD_PRODUCTS, type AmdProduct } from '../../adapters/attestation/snp/report.js';
 import type { SnpVariant } from '../../adapters/attestation/snp/validators.js';
 import type { IdKeyDigestEnforcement, SnpPolicy } from '../../adapters/attestation/snp/verify.js';
+import { loadTdxCollateralDir } from '../../adapters/attestation/tdx/collateral.js';
+import {
+  INTEL_PCS_BASE_URL,
+  IntelPcsCollateralSource,
+  type IntelPcsOptions,
+} from '../../adapters/attestation/tdx/pcs-client.js';
+import type { TdxValidatorConfig } from '../../adapters/attestation/tdx/validators.js';
 import type { TdxPolicy } from '../../adapters/attestation/tdx/verify.js';
-import { ConfbootError } from '../../ports/errors.js';
+import type { Clock } from '../../ports/clock.js';
+import { ConfbootError, wrapError } from '../../ports/errors.js';
 import type { Measurements } from '../../ports/types.js';
 
 /** An SNP variant's config, ready for the validator. */
@@ -252,4 +262,58 @@ export function parseTdxConfig(
     ...(raw.xfam === undefined ? {} : { xfam: hexBytes(variant, 'xfam', raw.xfam, 8) }),
   };
   return { root, policy };
+}
+
+/** Where TDX collateral (TCB info, QE identity, CRLs and their chains) comes from. */
+export type TdxCollateralSource =
+  /** A directory in loadTdxCollateralDir's layout, read on every verification. */
+  | { kind: 'dir'; dir: string }
+  /** Intel PCS (API v4) or a mirror with the same paths, fetched and cached. */
+  | { kind: 'pcs'; baseUrl: string };
+
+/**
+ * Parses a `--tdx-collateral` value: `pcs` (Intel PCS at {@link INTEL_PCS_BASE_URL}), `pcs:URL`
+ * (a PCS mirror or PCCS with the same v4 paths, http or https), anything else a directory (write
+ * `./pcs` for a directory named pcs).
+ * @throws ConfbootError `invalid-argument` for an empty value or a `pcs:` URL that is not http(s)
+ */
+export function parseTdxCollateralSource(value: string): TdxCollateralSource {
+  if (value === '') throw new ConfbootError('invalid-argument', 'TDX collateral source is empty');
+  if (value === 'pcs') return { kind: 'pcs', baseUrl: INTEL_PCS_BASE_URL };
+  if (!value.startsWith('pcs:')) return { kind: 'dir', dir: value };
+  const baseUrl = value.slice('pcs:'.length);
+  let url: URL | undefined;
+  try {
+    url = new URL(baseUrl);
+  } catch {
+    url = undefined;
+  }
+  if (url === undefined || (url.protocol !== 'https:' && url.protocol !== 'http:') || url.search || url.hash)
+    throw new ConfbootError(
+      'invalid-argument',
+      `TDX collateral source ${JSON.stringify(value)}: want pcs:URL with an http(s) base URL without query, e.g. pcs:${INTEL_PCS_BASE_URL}`,
+    );
+  return { kind: 'pcs', baseUrl };
+}
+
+/**
+ * The validators' getCollateral for `source`. A PCS source is one {@link IntelPcsCollateralSource}
+ * (cache and single flight shared by every call): build it once per service, not per config
+ * reload. A directory is read on each call; its errors name the directory (`unavailable`).
+ */
+export function tdxCollateralGetter(
+  source: TdxCollateralSource,
+  clock: Clock,
+  pcsOptions: Omit<IntelPcsOptions, 'clock' | 'baseUrl'> = {},
+): NonNullable<TdxValidatorConfig['getCollateral']> {
+  if (source.kind === 'pcs')
+    return new IntelPcsCollateralSource({ ...pcsOptions, clock, baseUrl: source.baseUrl }).getCollateral;
+  const { dir } = source;
+  return async (fmspc) => {
+    try {
+      return await loadTdxCollateralDir(dir, fmspc);
+    } catch (err) {
+      throw wrapError(`reading TDX collateral for FMSPC ${fmspc} from ${dir}`, err, 'unavailable');
+    }
+  };
 }

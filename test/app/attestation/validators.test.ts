@@ -10,14 +10,21 @@
  *    quote and a report from a FAKE AMD hierarchy (no SEV-SNP hardware here) binding that AK;
  *  - qemu-tdx on a REAL go-tdx-guest quote: the PCK chain to the configured Intel root verifies and
  *    only the report data (which cannot bind a test nonce) fails;
- *  - bad configs fail closed, naming the field; `dummy` is refused everywhere.
+ *  - bad configs fail closed, naming the field; `dummy` is refused everywhere;
+ *  - the TDX collateral sources (`--tdx-collateral DIR|pcs|pcs:URL`): the REAL go-tdx-guest v4
+ *    quote through the app-level qemu-tdx builder with collateral from the vector directory and
+ *    from a FAKE Intel PCS serving the same real collateral yields the same checks.
  */
 import { createHash, generateKeyPairSync } from 'node:crypto';
-import { beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AmdCertCache } from '../../../src/adapters/attestation/snp/cert-cache.js';
 import type { VerifyVtpmQuote } from '../../../src/adapters/attestation/snp/vtpm-document.js';
 import { parseVtpmDocument } from '../../../src/adapters/attestation/snp/vtpm-document.js';
 import { silentLogger } from '../../../src/adapters/log/pino-logger.js';
+import {
+  parseTdxCollateralSource,
+  tdxCollateralGetter,
+} from '../../../src/app/attestation/snp-tdx-config.js';
 import {
   buildValidator,
   SNP_TDX_VARIANTS,
@@ -36,7 +43,13 @@ import {
   type FakeAmdPki,
 } from '../../adapters/attestation/snp/fake-amd-pki.js';
 import { rsaTpmtPublic } from '../../adapters/attestation/snp/tpmt-fixture.js';
-import { describeVectors, vec } from '../../adapters/attestation/snp/vectors.js';
+import { describeVectors, VECTORS, vec } from '../../adapters/attestation/snp/vectors.js';
+import {
+  FAKE_PCS_FMSPC,
+  type FakePcs,
+  PCS_PATHS,
+  startFakePcs,
+} from '../../adapters/attestation/tdx/fake-pcs.js';
 import { FakeClock } from '../../fakes/fake-clock.js';
 import { SHA256, SoftTpm, SoftVtpmIssuer } from '../../support/soft-tpm.js';
 
@@ -483,3 +496,93 @@ describeVectors('bad attestation configs fail closed with the field named', () =
     expect(build(text(sampleConfig('azure-sev-snp'))).oid).toBe(VARIANT_OIDS['azure-sev-snp']);
   });
 });
+
+describe('TDX collateral sources (--tdx-collateral DIR|pcs|pcs:URL)', () => {
+  it('parses pcs, pcs:URL and a directory, and refuses what is neither', () => {
+    expect(parseTdxCollateralSource('pcs')).toEqual({
+      kind: 'pcs',
+      baseUrl: 'https://api.trustedservices.intel.com',
+    });
+    expect(parseTdxCollateralSource('pcs:http://pccs.internal:8081')).toEqual({
+      kind: 'pcs',
+      baseUrl: 'http://pccs.internal:8081',
+    });
+    expect(parseTdxCollateralSource('/etc/tdx')).toEqual({ kind: 'dir', dir: '/etc/tdx' });
+    expect(parseTdxCollateralSource('./pcs')).toEqual({ kind: 'dir', dir: './pcs' });
+    for (const bad of ['', 'pcs:', 'pcs:ftp://x', 'pcs:not a url', 'pcs:https://x/?fmspc=1'])
+      expect(() => parseTdxCollateralSource(bad)).toThrow(
+        expect.objectContaining({ code: 'invalid-argument' }),
+      );
+  });
+
+  it('a directory source names the directory when it cannot read it (unavailable)', async () => {
+    const get = tdxCollateralGetter({ kind: 'dir', dir: '/nonexistent/tdx' }, clock());
+    await expect(get(FAKE_PCS_FMSPC)).rejects.toThrow(
+      expect.objectContaining({
+        code: 'unavailable',
+        message: expect.stringContaining(`FMSPC ${FAKE_PCS_FMSPC} from /nonexistent/tdx`),
+      }),
+    );
+  });
+});
+
+describeVectors(
+  'qemu-tdx through the app-level builder with collateral from a directory and from a FAKE Intel PCS',
+  () => {
+    let pcs: FakePcs;
+    beforeAll(async () => {
+      pcs = await startFakePcs();
+    });
+    afterAll(() => pcs.close());
+
+    const checksWith = async (getTdxCollateral: ValidatorDeps['getTdxCollateral']) => {
+      const at = new FakeClock(new Date('2023-07-01T00:00:00Z'));
+      const v = buildValidator('qemu-tdx', text(sampleConfig('qemu-tdx')), {
+        clock: at,
+        ...(getTdxCollateral ? { getTdxCollateral } : {}),
+      });
+      const doc = text({
+        RawQuote: b64(vec('go-tdx-guest/testdata/tdx_prod_quote_SPR_E4.dat')),
+        UserData: b64('u'),
+      });
+      const err = await v.validate(doc, Buffer.alloc(32, 1)).then(
+        () => undefined,
+        (e: unknown) => e,
+      );
+      if (!isAttestationError(err)) throw new Error(`expected an AttestationError, got ${String(err)}`);
+      return err.checks;
+    };
+
+    it('PCS and directory collateral give the same checks: signatures, validity and CRLs pass; the TCB level (enforced) and the test nonce fail', async () => {
+      pcs.reset();
+      const fromPcs = await checksWith(
+        tdxCollateralGetter(parseTdxCollateralSource(`pcs:${pcs.base}`), clock(), {
+          rootCrlUrl: pcs.rootCrlUrl,
+        }),
+      );
+      const fromDir = await checksWith(
+        tdxCollateralGetter(parseTdxCollateralSource(`${VECTORS}/go-tdx-guest/testdata`), clock()),
+      );
+      expect(fromPcs).toEqual(fromDir);
+      expect(fromPcs.filter((c) => !c.ok).map((c) => c.name)).toEqual(['report-data', 'tcb-level']);
+      for (const name of ['tcb-info-signature', 'qe-identity-signature', 'root-crl', 'pck-crl'])
+        expect(fromPcs.find((c) => c.name === name)?.ok).toBe(true);
+      expect(Object.values(PCS_PATHS).map((p) => pcs.count(p))).toEqual([1, 1, 1, 1]);
+
+      const chainOnly = await checksWith(undefined);
+      expect(chainOnly.some((c) => c.name === 'tcb-info-signature')).toBe(false);
+    });
+
+    it('a PCS failure refuses the document with the collateral check naming the URL', async () => {
+      pcs.reset();
+      pcs.routes[PCS_PATHS.tcb] = { status: 503, headers: {}, body: Buffer.from('maintenance') };
+      const checks = await checksWith(
+        tdxCollateralGetter({ kind: 'pcs', baseUrl: pcs.base }, clock(), { rootCrlUrl: pcs.rootCrlUrl }),
+      );
+      const collateral = checks.find((c) => c.name === 'collateral');
+      expect(collateral?.ok).toBe(false);
+      expect(collateral?.detail).toContain(`${pcs.base}${PCS_PATHS.tcb}`);
+      expect(collateral?.detail).toContain('HTTP 503');
+    });
+  },
+);

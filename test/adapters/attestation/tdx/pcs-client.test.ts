@@ -5,7 +5,6 @@
  * the real v4 quote exactly as the directory's does, caching until nextUpdate (fake clock),
  * single flight, and that failures name the URL and are not cached.
  */
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { afterAll, beforeAll, beforeEach, expect, it } from 'vitest';
 import { loadTdxCollateralDir } from '../../../../src/adapters/attestation/tdx/collateral.js';
 import {
@@ -19,91 +18,38 @@ import { ConfbootError } from '../../../../src/ports/errors.js';
 import { FakeClock } from '../../../fakes/fake-clock.js';
 import { freePort } from '../../../support/net.js';
 import { describeVectors, VECTORS, vec } from '../snp/vectors.js';
+import {
+  type FakePcs,
+  FAKE_PCS_FMSPC as FMSPC,
+  PCS_PATHS,
+  type PcsRoute as Route,
+  realPcsRoutes as realRoutes,
+  startFakePcs,
+  pcsVector as td,
+} from './fake-pcs.js';
 
-const FMSPC = '50806f000000';
-const TCB_PATH = `/tdx/certification/v4/tcb?fmspc=${FMSPC}`;
-const QE_PATH = '/tdx/certification/v4/qe/identity';
-const PCK_CRL_PATH = '/sgx/certification/v4/pckcrl?ca=platform&encoding=der';
-const ROOT_CRL_PATH = '/IntelSGXRootCA.der';
+const TCB_PATH = PCS_PATHS.tcb;
+const QE_PATH = PCS_PATHS.qe;
+const PCK_CRL_PATH = PCS_PATHS.pckCrl;
+const ROOT_CRL_PATH = PCS_PATHS.rootCrl;
 const T = (s: string) => new Date(s);
 
-/** What the fake serves on one path: status, headers and body, or hold the response. */
-interface Route {
-  status: number;
-  headers: Record<string, string>;
-  body: Buffer;
-  /** When set, the response waits until this promise resolves. */
-  hold?: Promise<void>;
-}
-
 describeVectors('Intel PCS collateral source (fake PCS serving the real go-tdx-guest collateral)', () => {
-  const td = (f: string) => vec(`go-tdx-guest/testdata/${f}`);
-  const chainHeader = (f: string) => encodeURIComponent(td(f).toString('latin1'));
-  const realRoutes = (): Record<string, Route> => ({
-    [TCB_PATH]: {
-      status: 200,
-      headers: {
-        'content-type': 'application/json',
-        'TCB-Info-Issuer-Chain': chainHeader('tcbinfo_issuer_chain.pem'),
-      },
-      body: td('sample_tcbInfo_response'),
-    },
-    [QE_PATH]: {
-      status: 200,
-      headers: {
-        'content-type': 'application/json',
-        'SGX-Enclave-Identity-Issuer-Chain': chainHeader('qeidentity_issuer_chain.pem'),
-      },
-      body: td('sample_qeIdentity_response'),
-    },
-    [PCK_CRL_PATH]: {
-      status: 200,
-      headers: {
-        'content-type': 'application/pkix-crl',
-        'SGX-PCK-CRL-Issuer-Chain': chainHeader('pckcrl_issuer_chain.pem'),
-      },
-      body: td('pckcrl'),
-    },
-    [ROOT_CRL_PATH]: {
-      status: 200,
-      headers: { 'content-type': 'application/pkix-crl' },
-      body: td('rootcrl.der'),
-    },
-  });
-
-  let server: Server;
+  let fake: FakePcs;
   let base: string;
+  const count = (path: string) => fake.count(path);
+  const total = () => fake.total();
+  // The fake's routes (tests change its entries; the fake serves what it holds).
   let routes: Record<string, Route>;
-  const requests: Record<string, number> = {};
-  const count = (path: string) => requests[path] ?? 0;
-  const total = () => Object.values(requests).reduce((a, b) => a + b, 0);
 
   beforeAll(async () => {
-    const port = await freePort();
-    server = createServer((req: IncomingMessage, res: ServerResponse) => {
-      const path = req.url ?? '';
-      requests[path] = count(path) + 1;
-      const route = routes[path];
-      const send = () => {
-        if (route === undefined) {
-          res.writeHead(404, { 'content-type': 'text/plain' }).end('no such FMSPC');
-          return;
-        }
-        res.writeHead(route.status, route.headers).end(route.body);
-      };
-      if (route?.hold) void route.hold.then(send);
-      else send();
-    });
-    await new Promise<void>((resolve) => server.listen(port, '127.0.0.1', resolve));
-    base = `http://127.0.0.1:${port}`;
+    fake = await startFakePcs();
+    base = fake.base;
   });
-  afterAll(async () => {
-    server.closeAllConnections();
-    await new Promise((resolve) => server.close(resolve));
-  });
+  afterAll(() => fake.close());
   beforeEach(() => {
-    routes = realRoutes();
-    for (const k of Object.keys(requests)) delete requests[k];
+    fake.reset();
+    routes = fake.routes;
   });
 
   const clock = () => new FakeClock(T('2023-07-01T00:00:00Z'));
@@ -378,7 +324,7 @@ describeVectors('Intel PCS collateral source (fake PCS serving the real go-tdx-g
       expect(err.code).toBe('unavailable');
       expect(err.message).toContain(`${base}${path}`);
       expect(err.message).toMatch(why);
-      routes = realRoutes();
+      fake.routes = realRoutes();
       await pcs.getCollateral(FMSPC);
       expect(count(path)).toBe(2);
     },
