@@ -6,9 +6,11 @@
  * The body runs until an AbortSignal fires; the process signals only abort it, so tests drive the
  * same code in-process.
  */
+import { INTEL_PCS_BASE_URL } from '../../adapters/attestation/tdx/pcs-client.js';
 import { createPinoLogger } from '../../adapters/log/pino-logger.js';
 import type { Logger } from '../../ports/logger.js';
 import { PRODUCTION_VARIANTS, type Variant } from '../../ports/variant.js';
+import { parseTdxCollateralSource, type TdxCollateralSource } from '../attestation/snp-tdx-config.js';
 import { ADMIN_CONF_PATH, JOIN_SERVICE_HTTP_PORT, JOIN_SERVICE_PORT, PKI_DIR } from '../defaults.js';
 import {
   JOIN_SERVICE_CSPS,
@@ -133,9 +135,8 @@ export const joinServiceCommand: CommandSpec = {
     },
     'tdx-collateral': {
       type: 'string',
-      valueName: 'DIR',
-      description:
-        'TDX: directory with Intel PCS collateral (TCB info, QE identity, CRLs); without it quote, QE report and PCK chain only',
+      valueName: 'DIR|pcs[:URL]',
+      description: `TDX: collateral (TCB info, QE identity, CRLs) from a directory, or fetched and cached from Intel PCS (pcs = ${INTEL_PCS_BASE_URL}; pcs:URL = a mirror or PCCS with the same v4 paths); without it quote, QE report and PCK chain only`,
     },
     'rate-limit': {
       type: 'string',
@@ -182,6 +183,16 @@ export function parseRateLimit(value: string): number {
   return Number(m[1]);
 }
 
+/** Parses `--tdx-collateral DIR|pcs|pcs:URL`. */
+function parseTdxCollateralFlag(value: string | undefined): TdxCollateralSource | undefined {
+  if (value === undefined) return undefined;
+  try {
+    return parseTdxCollateralSource(value);
+  } catch (err) {
+    throw new UsageError(`--tdx-collateral: ${err instanceof Error ? err.message : String(err)}`);
+  }
+}
+
 function parseCount(flag: string, value: string): number {
   if (!/^\d+$/.test(value)) throw new UsageError(`--${flag}: want a whole number ≥ 0, got "${value}"`);
   return Number(value);
@@ -205,7 +216,10 @@ export interface JoinServiceFlags {
   metadataUrl: string | undefined;
   azureAkRootsPath: string | undefined;
   amdKdsUrl: string | undefined;
+  /** `--tdx-collateral` when it names a directory (kept for callers of the directory form). */
   tdxCollateralDir: string | undefined;
+  /** `--tdx-collateral`: a directory or Intel PCS. */
+  tdxCollateral: TdxCollateralSource | undefined;
   ratePerSecond: number;
   maxConcurrent: number;
   shutdownGraceMs: number;
@@ -240,6 +254,7 @@ export function parseJoinServiceFlags(
   if (!LOG_LEVELS.includes(logLevel))
     throw new UsageError(`--log-level: want one of ${LOG_LEVELS.join(', ')}, got "${logLevel}"`);
   const grpcHealth = str('grpc-health-listen');
+  const tdxCollateral = parseTdxCollateralFlag(str('tdx-collateral'));
   return {
     csp: csp as JoinServiceCsp,
     variant: variant as Variant,
@@ -257,7 +272,8 @@ export function parseJoinServiceFlags(
     metadataUrl: str('metadata-url'),
     azureAkRootsPath: str('azure-ak-roots'),
     amdKdsUrl: str('amd-kds-url'),
-    tdxCollateralDir: str('tdx-collateral'),
+    tdxCollateralDir: tdxCollateral?.kind === 'dir' ? tdxCollateral.dir : undefined,
+    tdxCollateral,
     ratePerSecond: parseRateLimit(str('rate-limit') as string),
     maxConcurrent: parseCount('max-concurrent', str('max-concurrent') as string),
     shutdownGraceMs: parseCount('shutdown-grace', str('shutdown-grace') as string),
@@ -308,7 +324,7 @@ export async function runJoinService(argv: string[], options: JoinServiceRunOpti
     ...(flags.metadataUrl !== undefined ? { metadataUrl: flags.metadataUrl } : {}),
     ...(flags.azureAkRootsPath !== undefined ? { azureAkRootsPath: flags.azureAkRootsPath } : {}),
     ...(flags.amdKdsUrl !== undefined ? { amdKdsUrl: flags.amdKdsUrl } : {}),
-    ...(flags.tdxCollateralDir !== undefined ? { tdxCollateralDir: flags.tdxCollateralDir } : {}),
+    ...(flags.tdxCollateral !== undefined ? { tdxCollateral: flags.tdxCollateral } : {}),
     onListening: (s) =>
       options.onListening?.({ grpcPort: s.grpcPort, httpPort: s.httpPort, grpcHealthPort: s.grpcHealthPort }),
   });

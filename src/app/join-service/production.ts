@@ -26,6 +26,7 @@ import type { Logger } from '../../ports/logger.js';
 import type { MetadataAPI } from '../../ports/metadata-api.js';
 import type { Validator } from '../../ports/validator.js';
 import type { Variant } from '../../ports/variant.js';
+import { type TdxCollateralSource, tdxCollateralGetter } from '../attestation/snp-tdx-config.js';
 import { buildValidator, createAmdCertCache, VALIDATOR_VARIANTS } from '../attestation/validators.js';
 import { ADMIN_CONF_PATH, KUBERNETES_PORT, PKI_DIR } from '../defaults.js';
 import { JoinServiceMetrics } from './metrics.js';
@@ -127,6 +128,8 @@ export interface VariantLookupSettings {
   amdKdsUrl?: string | undefined;
   /** TDX: directory with Intel PCS collateral (TCB info, QE identity, CRLs and their chains). */
   tdxCollateralDir?: string | undefined;
+  /** TDX: where collateral comes from (a directory or Intel PCS); wins over `tdxCollateralDir`. */
+  tdxCollateral?: TdxCollateralSource | undefined;
 }
 
 /**
@@ -139,17 +142,11 @@ export async function variantLookups(
   clock: Clock,
 ): Promise<VariantLookups> {
   const tdx: VariantLookups = {};
-  if (settings.tdxCollateralDir !== undefined) {
-    const dir = settings.tdxCollateralDir;
-    const { loadTdxCollateralDir } = await import('../../adapters/attestation/tdx/collateral.js');
-    tdx.getTdxCollateral = async (fmspc) => {
-      try {
-        return await loadTdxCollateralDir(dir, fmspc);
-      } catch (err) {
-        throw wrapError(`reading TDX collateral for FMSPC ${fmspc} from ${dir}`, err, 'unavailable');
-      }
-    };
-  }
+  const tdxSource: TdxCollateralSource | undefined =
+    settings.tdxCollateral ??
+    (settings.tdxCollateralDir === undefined ? undefined : { kind: 'dir', dir: settings.tdxCollateralDir });
+  // Built once per service, so an Intel PCS cache survives config reloads.
+  if (tdxSource !== undefined) tdx.getTdxCollateral = tdxCollateralGetter(tdxSource, clock);
   const amd = (): VariantLookups => ({
     amdCertCache: createAmdCertCache(
       clock,
@@ -227,6 +224,8 @@ export interface ProductionJoinServiceConfig {
   amdKdsUrl?: string;
   /** TDX: directory with Intel PCS collateral; absent: quote, QE report and PCK chain only. */
   tdxCollateralDir?: string;
+  /** TDX: where collateral comes from (a directory or Intel PCS); wins over `tdxCollateralDir`. */
+  tdxCollateral?: TdxCollateralSource;
   limits?: JoinServiceLimits;
   logger: Logger;
   signal?: AbortSignal;
@@ -340,6 +339,7 @@ export async function startProductionJoinService(
         azureAkRootsPath: config.azureAkRootsPath,
         amdKdsUrl: config.amdKdsUrl,
         tdxCollateralDir: config.tdxCollateralDir,
+        tdxCollateral: config.tdxCollateral,
       },
       clock,
     ),

@@ -32,7 +32,7 @@ import {
   runJoinService,
 } from '../../../src/app/cli/join-service.js';
 import { parseDenyList } from '../../../src/app/join-service/deny-list.js';
-import { apiServerEndpointFromMetadata } from '../../../src/app/join-service/production.js';
+import { apiServerEndpointFromMetadata, variantLookups } from '../../../src/app/join-service/production.js';
 import { HAVE_VECTORS, vec } from '../../adapters/attestation/snp/vectors.js';
 import { FakeKubeApi } from '../../adapters/kubernetes/fake-kube-api.js';
 import { SoftTpm, SoftVtpmIssuer } from '../../support/soft-tpm.js';
@@ -156,6 +156,43 @@ describe('confboot join-service flags', () => {
     expect(
       parseJoinServiceFlags([...argv, '--amd-kds-url=http://127.0.0.1:1', '--tdx-collateral=/etc/tdx']),
     ).toMatchObject({ amdKdsUrl: 'http://127.0.0.1:1', tdxCollateralDir: '/etc/tdx' });
+  });
+
+  it('--tdx-collateral takes a directory, pcs (Intel PCS) or pcs:URL (a mirror), and refuses a bad URL', async () => {
+    const argv = [...manifestArgs().slice(1), '--attestation-variant=qemu-tdx'];
+    expect(parseJoinServiceFlags([...argv, '--tdx-collateral=/etc/tdx'])).toMatchObject({
+      tdxCollateralDir: '/etc/tdx',
+      tdxCollateral: { kind: 'dir', dir: '/etc/tdx' },
+    });
+    const pcs = parseJoinServiceFlags([...argv, '--tdx-collateral=pcs']);
+    expect(pcs?.tdxCollateral).toEqual({ kind: 'pcs', baseUrl: 'https://api.trustedservices.intel.com' });
+    expect(pcs?.tdxCollateralDir).toBeUndefined();
+    expect(
+      parseJoinServiceFlags([...argv, '--tdx-collateral', 'pcs:http://pccs.kube-system:8081'])?.tdxCollateral,
+    ).toEqual({ kind: 'pcs', baseUrl: 'http://pccs.kube-system:8081' });
+    expect(parseJoinServiceFlags(argv)?.tdxCollateral).toBeUndefined();
+    for (const bad of ['pcs:ftp://mirror', 'pcs:', ''])
+      expect(() => parseJoinServiceFlags([...argv, `--tdx-collateral=${bad}`])).toThrow(/--tdx-collateral/);
+
+    const out: string[] = [];
+    parseJoinServiceFlags(['--help'], { write: (c: string) => out.push(c) } as never);
+    expect(out.join('')).toMatch(/--tdx-collateral DIR\|pcs\[:URL\][\s\S]*Intel PCS/);
+
+    // The production lookups use the PCS source: it refuses a malformed FMSPC before any request.
+    const lookups = await variantLookups(
+      'qemu-tdx',
+      { tdxCollateral: { kind: 'pcs', baseUrl: 'http://127.0.0.1:9' } },
+      new SystemClock(),
+    );
+    await expect(lookups.getTdxCollateral?.('not-an-fmspc')).rejects.toThrow(
+      /getting TDX collateral from Intel PCS: FMSPC "not-an-fmspc" is not 6 bytes of hex/,
+    );
+    const dirLookups = await variantLookups(
+      'qemu-tdx',
+      { tdxCollateralDir: '/nonexistent' },
+      new SystemClock(),
+    );
+    await expect(dirLookups.getTdxCollateral?.('50806f000000')).rejects.toThrow(/from \/nonexistent/);
   });
 
   it.skipIf(!HAVE_VECTORS)(
