@@ -50,7 +50,10 @@ async function verifyQuoteWithCollateral(
   const at = config.clock.now();
   const policy = { ...config.policy, ...(reportData ? { reportData } : {}) };
   let v = await verifyTdxQuote(quote, { root: config.root, policy, at });
-  if (config.getCollateral !== undefined && v.pck !== undefined) {
+  // Collateral is fetched only for a PCK certificate that chains to the pinned root: a forged
+  // certificate must not make the service ask Intel PCS for an FMSPC of the attacker's choosing.
+  const chainOk = v.checks.some((c) => c.name === 'pck-chain' && c.ok);
+  if (config.getCollateral !== undefined && v.pck !== undefined && chainOk) {
     const fmspc = Buffer.from(v.pck.fmspc).toString('hex');
     let collateral: TdxCollateral;
     try {

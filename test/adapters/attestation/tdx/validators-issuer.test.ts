@@ -17,6 +17,7 @@ import { FakeClock } from '../../../fakes/fake-clock.js';
 import { useTmpDirs } from '../../../support/tmp.js';
 import { rsaTpmtPublic } from '../snp/tpmt-fixture.js';
 import { describeVectors, vec } from '../snp/vectors.js';
+import { createFakeIntelPki, signTdxQuote } from './fake-intel-pki.js';
 
 const tmp = useTmpDirs('confboot-tsm-');
 const noMeasurements: MeasurementPolicy = { compare: () => [] };
@@ -98,6 +99,38 @@ describeVectors('TDX validators on real quotes', () => {
     const r = await rejection(v.validate(doc, Buffer.alloc(32)));
     expect(r.check).toBe('hcl-runtime-data-hash');
   });
+});
+
+it('qemu-tdx: collateral is fetched only for a PCK chain to the pinned root (a FAKE Intel PKI forges one)', async () => {
+  const [pinned, forger] = await Promise.all([
+    createFakeIntelPki(),
+    createFakeIntelPki({ fmspc: '0badf00d0001' }),
+  ]);
+  const fmspcs: string[] = [];
+  const v = createSnpTdxValidator('qemu-tdx', {
+    root: pinned.rootPem,
+    measurements: noMeasurements,
+    clock: new FakeClock(new Date('2026-11-21T00:00:00Z')),
+    getCollateral: async (fmspc) => {
+      fmspcs.push(fmspc);
+      throw new Error('test: no collateral here');
+    },
+  });
+  const userData = Buffer.from('u');
+  const nonce = Buffer.alloc(32, 7);
+  const reportData = createHash('sha256').update(userData).update(nonce).digest();
+  const doc = (pki: typeof pinned) =>
+    Buffer.from(
+      JSON.stringify({ RawQuote: b64(signTdxQuote(pki, { reportData })), UserData: b64(userData) }),
+    );
+
+  const forged = await rejection(v.validate(doc(forger), nonce));
+  expect(forged.check).toBe('pck-chain');
+  expect(fmspcs).toEqual([]);
+
+  const genuine = await rejection(v.validate(doc(pinned), nonce));
+  expect(genuine.check).toBe('collateral');
+  expect(fmspcs).toEqual([Buffer.from(pinned.platform.fmspc).toString('hex')]);
 });
 
 /** Lays out an existing configfs-tsm entry in `root/name` as the kernel would after mkdir. */
