@@ -8,7 +8,8 @@
  * this process, because swtpm (and /dev/tpm0) has no resource manager: two tools interleaving would
  * exhaust or steal each other's object slots. The attestation key follows go-tpm-tools'
  * AttestationKeyRSA (an RSA-2048 restricted RSASSA-SHA256 primary key in the owner hierarchy),
- * persisted at 0x81008F01 and reused when it is already there.
+ * persisted at 0x81008F01 and reused when it is already there. With `akTemplateNvIndex` it is instead
+ * the key a cloud pre-provisions as a template in NV memory (GCE, nv-template-ak.ts).
  */
 import { execFile } from 'node:child_process';
 import { createHash } from 'node:crypto';
@@ -18,6 +19,7 @@ import { join } from 'node:path';
 import { ConfbootError, type ConfbootErrorCode, wrapError } from '../../ports/errors.js';
 import type { Tpm, TpmQuote } from '../../ports/tpm.js';
 import type { CallOptions } from '../../ports/types.js';
+import { ensureTemplateAk, readTpmtPublic, type TemplateAkHierarchy } from './nv-template-ak.js';
 import { matchesRsaAkTemplate, parseQuoteInfo, TPM_ALG_SHA1, TPM_ALG_SHA256 } from './tpm-structures.js';
 
 /** go-tpm-tools' persistent handle for the RSA attestation key. */
@@ -51,6 +53,15 @@ export interface Tpm2ToolsTpmOptions {
    * default true. Set false for a pre-provisioned AK (e.g. Azure's 0x81000003), which is then used as is.
    */
   createAttestationKey?: boolean;
+  /**
+   * Make the AK from the TPMT_PUBLIC template in this NV index (read with owner authorization) as a
+   * primary key in {@link akTemplateHierarchy}, as go-tpm-tools' `GceAttestationKeyRSA` does with GCE's
+   * 0x01c10001. It is persisted at {@link akHandle}; a key already there is used only if it is exactly
+   * that key, and never replaced. Default: confboot's own AK.
+   */
+  akTemplateNvIndex?: number;
+  /** Hierarchy of the template AK, default `endorsement` (GCE's). */
+  akTemplateHierarchy?: TemplateAkHierarchy;
   /** Deadline of one operation (queueing included) when the call gives none, default 20000 ms. */
   timeoutInMs?: number;
   /** Directory holding the tpm2_* executables, default: PATH. */
@@ -140,6 +151,7 @@ export class Tpm2ToolsTpm implements Tpm {
   /** Persistent handle of the attestation key. */
   readonly akHandle: number;
   private readonly createAk: boolean;
+  private readonly akTemplate: { nvIndex: number; hierarchy: TemplateAkHierarchy } | undefined;
   private readonly timeoutInMs: number;
   private readonly toolsDir: string | undefined;
   private readonly tmpDir: string;
@@ -150,6 +162,17 @@ export class Tpm2ToolsTpm implements Tpm {
     this.tcti = options.tcti;
     this.akHandle = options.akHandle ?? DEFAULT_AK_HANDLE;
     this.createAk = options.createAttestationKey ?? true;
+    if (options.akTemplateNvIndex !== undefined) {
+      const nvIndex = options.akTemplateNvIndex;
+      if (!Number.isInteger(nvIndex) || nvIndex < 0x01000000 || nvIndex > 0x01ffffff)
+        throw new ConfbootError('invalid-argument', `creating tpm2-tools TPM: ${nvIndex} is not an NV index`);
+      if (options.createAttestationKey === false)
+        throw new ConfbootError(
+          'invalid-argument',
+          'creating tpm2-tools TPM: an AK template index needs createAttestationKey (the key is created from it)',
+        );
+      this.akTemplate = { nvIndex, hierarchy: options.akTemplateHierarchy ?? 'endorsement' };
+    }
     this.timeoutInMs = options.timeoutInMs ?? 20_000;
     this.toolsDir = options.toolsDir;
     this.tmpDir = options.tmpDir ?? tmpdir();
@@ -267,6 +290,11 @@ export class Tpm2ToolsTpm implements Tpm {
   /** Returns the AK's TPMT_PUBLIC, creating and persisting the key if needed. Runs inside the queue. */
   private async ensureAk(ctx: OperationContext): Promise<Uint8Array> {
     if (this.akPublic) return this.akPublic;
+    if (this.akTemplate) {
+      const pub = await ensureTemplateAk(ctx, { ...this.akTemplate, akHandle: this.akHandle });
+      this.akPublic = pub;
+      return pub;
+    }
     const handles = await ctx.run('tpm2_getcap', ['handles-persistent']);
     const present = [...handles.matchAll(/0x[0-9a-f]+/gi)].some(
       (m) => Number.parseInt(m[0], 16) === this.akHandle,
@@ -307,17 +335,8 @@ export class Tpm2ToolsTpm implements Tpm {
   }
 
   /** TPMT_PUBLIC of the AK: tpm2_readpublic's `tss` format is a TPM2B_PUBLIC, so drop its size. */
-  private async readPublic(ctx: OperationContext): Promise<Uint8Array> {
-    const out = join(ctx.dir, 'ak.pub');
-    await ctx.run('tpm2_readpublic', ['-c', this.akHandleHex, '-f', 'tss', '-o', out]);
-    const tpm2b = await readFile(out);
-    const size = tpm2b.length >= 2 ? tpm2b.readUInt16BE(0) : -1;
-    if (size !== tpm2b.length - 2)
-      throw new ConfbootError(
-        'internal',
-        `tpm2_readpublic wrote a malformed TPM2B_PUBLIC (${tpm2b.length} bytes)`,
-      );
-    return new Uint8Array(tpm2b.subarray(2));
+  private readPublic(ctx: OperationContext): Promise<Uint8Array> {
+    return readTpmtPublic(ctx, this.akHandleHex, join(ctx.dir, 'ak.pub'));
   }
 
   /** Queues `body` on this TCTI with a private temp dir and one deadline; wraps errors with `what`. */
