@@ -32,7 +32,7 @@ import { isAttestationError } from '../../../src/ports/errors.js';
 import {
   FakeImds,
   honestQuotingEnclave,
-  SIM_XFAM,
+  simulatedAzureTdxConfig,
   simulatedHclTdxReport,
 } from '../../adapters/attestation/tdx/azure-tdx-simulation.js';
 import {
@@ -51,7 +51,6 @@ afterEach(async () => {
 });
 
 const clock = new SystemClock();
-const ZERO = '00'.repeat(32);
 const DAY = 86_400_000;
 
 describe('join service with the real azure-tdx validator and collateral (real swtpm node, SIMULATED HCL/TDX/IMDS, FAKE Intel PKI, simulated Kubernetes)', {
@@ -80,18 +79,7 @@ describe('join service with the real azure-tdx validator and collateral (real sw
   async function service(collateral: TdxCollateral) {
     const dir = tmp();
     const configPath = join(dir, 'attestationConfig');
-    writeFileSync(
-      configPath,
-      JSON.stringify({
-        measurements: { 4: ZERO, 15: ZERO },
-        qeSVN: 0,
-        pceSVN: 0,
-        teeTCBSVN: '00'.repeat(16),
-        qeVendorID: '939a7233f79c4ca9940a0db3957f0607',
-        xfam: SIM_XFAM.toString('hex'),
-        intelRootKey: pki.rootPem,
-      }),
-    );
+    writeFileSync(configPath, simulatedAzureTdxConfig(pki));
     const fmspcs: string[] = [];
     const validator = await UpdatableValidator.start({
       path: configPath,

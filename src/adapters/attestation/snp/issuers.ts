@@ -377,21 +377,32 @@ export interface AzureSevSnpInstanceInfoOptions {
   certificates?: (options?: CallOptions) => Promise<SnpSignerCertificates>;
 }
 
+/**
+ * Reads Azure's HCL report from NV index {@link AZURE_HCL_REPORT_NV_INDEX} and parses it with
+ * `parse` (the SEV-SNP or the TDX layout); a report that does not parse is `failed-precondition`.
+ */
+export async function readAzureHclReport<T>(
+  readNvIndex: NvIndexReader,
+  parse: (raw: Uint8Array) => T,
+  options?: CallOptions,
+): Promise<T> {
+  const raw = await readNvIndex(AZURE_HCL_REPORT_NV_INDEX, options);
+  try {
+    return parse(raw);
+  } catch (err) {
+    throw wrapError(
+      `parsing the HCL report of NV index 0x${AZURE_HCL_REPORT_NV_INDEX.toString(16)}`,
+      err,
+      'failed-precondition',
+    );
+  }
+}
+
 /** The azure-sev-snp InstanceInfo hook: the HCL report and runtime data from NV, VCEK optional. */
 export function azureSevSnpInstanceInfo(options: AzureSevSnpInstanceInfoOptions): InstanceInfoProvider {
   return async (_extraData, call) => {
     try {
-      const raw = await options.readNvIndex(AZURE_HCL_REPORT_NV_INDEX, call);
-      let hcl: AzureSnpHclReport;
-      try {
-        hcl = parseAzureSnpHclReport(raw);
-      } catch (err) {
-        throw wrapError(
-          `parsing the HCL report of NV index 0x${AZURE_HCL_REPORT_NV_INDEX.toString(16)}`,
-          err,
-          'failed-precondition',
-        );
-      }
+      const hcl = await readAzureHclReport(options.readNvIndex, parseAzureSnpHclReport, call);
       const certs = options.certificates ? await options.certificates(call) : {};
       return encodeSnpInstanceInfo({
         ...(certs.reportSigner ? { reportSigner: certificatePem(certs.reportSigner, 'the VCEK') } : {}),

@@ -18,9 +18,9 @@ import { ConfbootError, wrapError } from '../../../ports/errors.js';
 import type { CallOptions } from '../../../ports/types.js';
 import { expectOk, httpRequest, parseJsonBody } from '../../cloud/shared/http.js';
 import {
-  AZURE_HCL_REPORT_NV_INDEX,
   AZURE_IMDS_URL,
   type NvIndexReader,
+  readAzureHclReport,
   type SnpVtpmOptions,
 } from '../snp/issuers.js';
 import { type InstanceInfoProvider, VtpmIssuer } from '../vtpm/issuer.js';
@@ -108,20 +108,11 @@ export function encodeAzureTdxInstanceInfo(quote: Uint8Array, runtimeData: Uint8
   );
 }
 
-function readHclReport(raw: Uint8Array): AzureHclReport {
-  let hcl: AzureHclReport;
-  try {
-    hcl = parseAzureHclReport(raw);
-  } catch (err) {
-    throw wrapError(
-      `parsing the HCL report of NV index 0x${AZURE_HCL_REPORT_NV_INDEX.toString(16)}`,
-      err,
-      'failed-precondition',
-    );
-  }
+/** The TDX HCL report; refuses one whose TDREPORT is not a TDX report. */
+function parseTdxHclReport(raw: Uint8Array): AzureHclReport {
+  const hcl = parseAzureHclReport(raw);
   if (hcl.reportMacType !== TDX_REPORT_MAC_TYPE)
-    throw new ConfbootError(
-      'failed-precondition',
+    throw new Error(
       `the HCL report holds a TDREPORT of type 0x${hcl.reportMacType.toString(16)}, want 0x81 (TDX)`,
     );
   return hcl;
@@ -151,7 +142,7 @@ export function azureTdxInstanceInfo(options: AzureTdxInstanceInfoOptions): Inst
   const getQuote = options.getQuote ?? imdsTdQuoteGetter();
   return async (_extraData, call) => {
     try {
-      const hcl = readHclReport(await options.readNvIndex(AZURE_HCL_REPORT_NV_INDEX, call));
+      const hcl = await readAzureHclReport(options.readNvIndex, parseTdxHclReport, call);
       const quote = await getQuote(hcl.tdReport, call);
       checkQuoteMatchesReport(quote, hcl);
       return encodeAzureTdxInstanceInfo(quote, hcl.runtimeData);

@@ -37,12 +37,11 @@ import {
   FakeImds,
   honestQuotingEnclave,
   SIM_MR_TD,
-  SIM_XFAM,
+  simulatedAzureTdxConfig,
   simulatedHclTdxReport,
 } from './azure-tdx-simulation.js';
 import { createFakeIntelPki, type FakeIntelPki } from './fake-intel-pki.js';
 
-const ZERO32 = '00'.repeat(32);
 const nonce = Buffer.alloc(32, 0x5a);
 const userData = Buffer.from('sha256-of-the-tls-key');
 
@@ -88,20 +87,9 @@ describe('azure-tdx issuer: real swtpm (AK at 0x81000003, HCL report in NV 0x014
       getQuote: imdsTdQuoteGetter({ baseUrl: imds.url, timeoutInMs: 5000 }),
     });
   const validator = (extra: Record<string, unknown> = {}) =>
-    buildValidator(
-      'azure-tdx',
-      JSON.stringify({
-        measurements: { 4: ZERO32, 15: ZERO32 },
-        qeSVN: 0,
-        pceSVN: 0,
-        teeTCBSVN: '00'.repeat(16),
-        qeVendorID: '939a7233f79c4ca9940a0db3957f0607',
-        xfam: SIM_XFAM.toString('hex'),
-        intelRootKey: pki.rootPem,
-        ...extra,
-      }),
-      { clock: new FakeClock(new Date('2026-01-01T00:00:00Z')) },
-    );
+    buildValidator('azure-tdx', simulatedAzureTdxConfig(pki, extra), {
+      clock: new FakeClock(new Date('2026-01-01T00:00:00Z')),
+    });
 
   it('issues a document the azure-tdx validator accepts: HCL report via tpm2_nvread, quote via IMDS /acc/tdquote', async () => {
     imds.answer = honestQuotingEnclave(() => pki);

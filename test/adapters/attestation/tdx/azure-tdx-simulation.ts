@@ -63,6 +63,24 @@ export function quoteOfTdReport(pki: FakeIntelPki, r: Uint8Array): Uint8Array {
   });
 }
 
+/**
+ * An azure-tdx attestation config accepting the simulated platform under `pki`'s root: zero PCRs 4
+ * and 15 (a fresh swtpm), minimum SVNs 0, Intel's QE vendor ID, {@link SIM_XFAM}; `extra` overrides.
+ */
+export function simulatedAzureTdxConfig(pki: FakeIntelPki, extra: Record<string, unknown> = {}): string {
+  const zero = '00'.repeat(32);
+  return JSON.stringify({
+    measurements: { 4: zero, 15: zero },
+    qeSVN: 0,
+    pceSVN: 0,
+    teeTCBSVN: '00'.repeat(16),
+    qeVendorID: '939a7233f79c4ca9940a0db3957f0607',
+    xfam: SIM_XFAM.toString('hex'),
+    intelRootKey: pki.rootPem,
+    ...extra,
+  });
+}
+
 /** One request the fake IMDS received. */
 export interface ImdsRequest {
   method: string;
