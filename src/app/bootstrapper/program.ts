@@ -28,7 +28,9 @@ import { type BootstrapResult, startBootstrapperNode } from './node.js';
 
 /** Options of the bootstrapper program; `csp` is added by `confboot bootstrapper` only. */
 export function bootstrapperCommand(csp?: Csp): CommandSpec {
-  const variants = csp ? ISSUER_VARIANTS_BY_CSP[csp] : CSPS.flatMap((c) => ISSUER_VARIANTS_BY_CSP[c]);
+  const variants = csp
+    ? ISSUER_VARIANTS_BY_CSP[csp]
+    : [...new Set(CSPS.flatMap((c) => ISSUER_VARIANTS_BY_CSP[c]))];
   return {
     name: csp ? `bootstrapper (${csp} entrypoint)` : 'bootstrapper',
     summary:
@@ -48,7 +50,7 @@ export function bootstrapperCommand(csp?: Csp): CommandSpec {
       'attestation-variant': {
         type: 'string',
         valueName: 'V',
-        description: `attestation variant: ${variants.join(', ')} (default: the cloud's first)`,
+        description: `attestation variant: ${variants.join(', ')} (default: the cloud's first${csp ? '' : '; each cloud takes only its own'})`,
       },
       tcti: { type: 'string', valueName: 'T', description: 'tpm2-tools TCTI (default device:/dev/tpmrm0)' },
       disk: {
