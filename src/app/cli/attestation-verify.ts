@@ -145,12 +145,12 @@ async function loadTrustedAk(path: string | undefined): Promise<KeyObject | unde
   }
 }
 
-async function loadRoots(paths: string[]): Promise<ReturnType<typeof parseCertificates>> {
-  const out: ReturnType<typeof parseCertificates> = [];
+async function loadRoots(paths: string[]): Promise<Awaited<ReturnType<typeof parseCertificates>>> {
+  const out: Awaited<ReturnType<typeof parseCertificates>> = [];
   for (const p of paths) {
     const data = await readInput(p, 'AK root');
     try {
-      out.push(...parseCertificates(data, p));
+      out.push(...(await parseCertificates(data, p)));
     } catch (err) {
       throw new UsageError(`--ak-roots ${p}: ${err instanceof Error ? err.message : String(err)}`);
     }
@@ -180,7 +180,7 @@ function jsonValidator(
   variant: VtpmVariant,
   policy: MeasurementPolicy,
   trustedAk: KeyObject | undefined,
-  roots: ReturnType<typeof parseCertificates>,
+  roots: Awaited<ReturnType<typeof parseCertificates>>,
   at: Date,
 ) {
   if (trustedAk) {

@@ -213,7 +213,11 @@ const intermediate = () =>
 let rawTrust: Parameters<typeof verifyRawAttestation>[1]['trust'] | undefined;
 
 async function checkRaw(bytes: Uint8Array): Promise<void> {
-  rawTrust ??= { roots: root(), intermediates: intermediate(), at: new Date('2026-11-21T00:00:00Z') };
+  rawTrust ??= {
+    roots: await root(),
+    intermediates: await intermediate(),
+    at: new Date('2026-11-21T00:00:00Z'),
+  };
   const r = await callDefinedAsync(
     () =>
       verifyRawAttestation(bytes, {

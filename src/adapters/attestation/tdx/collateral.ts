@@ -2,13 +2,11 @@
  * Intel PCS collateral for TDX quotes: TCB info (TDX, v3), QE identity (TD_QE, v2) and the PCK and
  * root CA CRLs. The JSON documents are signed (ECDSA P-256, raw r‖s in hex) over the exact bytes of
  * their inner object, so the raw text is kept and the object's byte range located, never
- * re-serialised. CRLs are parsed with @peculiar/x509.
+ * re-serialised. CRLs are parsed with @peculiar/x509, loaded on the first CRL
+ * (src/adapters/pki/x509-loader.ts), so importing this module does not load it.
  */
-import 'reflect-metadata';
-import { webcrypto, type X509Certificate } from 'node:crypto';
-import * as x509 from '@peculiar/x509';
-
-x509.cryptoProvider.set(webcrypto as unknown as Parameters<typeof x509.cryptoProvider.set>[0]);
+import type { X509Certificate } from 'node:crypto';
+import { loadX509 } from '../../pki/x509-loader.js';
 
 /** One TCB level of the platform (SGX and TDX components). */
 export interface TdxTcbLevel {
@@ -140,8 +138,9 @@ export function normSerial(s: string): string {
   return s.toLowerCase().replace(/^0+(?=.)/, '');
 }
 
-/** Parses a DER or PEM CRL. */
-export function parseCrl(bytes: Uint8Array): ParsedCrl {
+/** Parses a DER or PEM CRL (loads @peculiar/x509 on the first call). */
+export async function parseCrl(bytes: Uint8Array): Promise<ParsedCrl> {
+  const x509 = await loadX509();
   const text = Buffer.from(bytes).toString('latin1');
   const crl = text.includes('-----BEGIN X509 CRL-----')
     ? new x509.X509Crl(text)

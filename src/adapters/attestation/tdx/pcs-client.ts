@@ -236,9 +236,10 @@ export class IntelPcsCollateralSource {
     const url = this.pckCrlUrl();
     const what = `Intel PCS PCK ${this.pckCa} CA CRL`;
     const res = await this.get(url, what, timeoutInMs);
+    const nextUpdate = await crlNextUpdate(res.body);
     return parsed(what, url, () => {
       const chain = issuerChain(res, 'SGX-PCK-CRL-Issuer-Chain');
-      return { body: res.body, chain, nextUpdate: parseCrl(res.body).nextUpdate };
+      return { body: res.body, chain, nextUpdate: nextUpdate() };
     });
   }
 
@@ -246,10 +247,11 @@ export class IntelPcsCollateralSource {
     const url = this.rootCrlUrl;
     const what = 'Intel SGX Root CA CRL';
     const res = await this.get(url, what, timeoutInMs);
+    const nextUpdate = await crlNextUpdate(res.body);
     return parsed(what, url, () => ({
       body: res.body,
       chain: [],
-      nextUpdate: parseCrl(res.body).nextUpdate,
+      nextUpdate: nextUpdate(),
     }));
   }
 
@@ -274,6 +276,22 @@ export class IntelPcsCollateralSource {
       if (!isConfbootError(err)) throw err;
       throw new ConfbootError(err.code, `fetching ${what}: ${err.message}`, { cause: err });
     }
+  }
+}
+
+/**
+ * Parses a fetched CRL (asynchronously: @peculiar/x509 loads on the first CRL) ahead of
+ * {@link parsed}: its nextUpdate as a function that throws the parse error, so that parsed() reports
+ * it as a malformed response, after an issuer-chain error, exactly where a synchronous parse would.
+ */
+async function crlNextUpdate(body: Uint8Array): Promise<() => Date | undefined> {
+  try {
+    const { nextUpdate } = await parseCrl(body);
+    return () => nextUpdate;
+  } catch (err) {
+    return () => {
+      throw err;
+    };
   }
 }
 

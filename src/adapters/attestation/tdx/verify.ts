@@ -512,7 +512,7 @@ async function checkCollateral(
 
   // Root CA CRL: signed by the root; the PCK intermediate is not revoked.
   try {
-    const crl = parseCrl(c.rootCrl);
+    const crl = await parseCrl(c.rootCrl);
     const sigOk = await crl.verify(root);
     const win = windowDetail(crl.thisUpdate, crl.nextUpdate, at);
     const revoked = inter !== undefined && crl.revoked.has(normSerial(inter.serialNumber));
@@ -533,7 +533,7 @@ async function checkCollateral(
 
   // PCK CRL: signed by the PCK intermediate (which the root signs); the PCK leaf is not revoked.
   try {
-    const crl = parseCrl(c.pckCrl);
+    const crl = await parseCrl(c.pckCrl);
     const issuer = c.pckCrlIssuerChain[0];
     const chainErr = checkIssuerChain(c.pckCrlIssuerChain, root, at, 'Intel SGX PCK');
     const sameCa =

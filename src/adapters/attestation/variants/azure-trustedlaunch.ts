@@ -2,15 +2,24 @@
  * azure-trustedlaunch (REFERENCE §4.2): InstanceInfo is Go JSON `{"AkCert": DER, "CA": DER}`; the AK
  * certificate must chain via CA to a CONFIGURED root (upstream embedded Microsoft's "ameroot", which
  * expired on 2026-05-24 — confboot embeds none), any EKU, at the injected clock's time; the AK must be
- * RSA and equal the certificate's public key. No CVM checks.
+ * RSA and equal the certificate's public key. No CVM checks. The roots are checked when the checks
+ * are built (node:crypto) and converted to @peculiar/x509 certificates on the first validation, so
+ * building a validator does not load that library.
  */
-import { createPublicKey } from 'node:crypto';
-import type * as x509 from '@peculiar/x509';
+import { createPublicKey, X509Certificate as NodeX509Certificate } from 'node:crypto';
+import type { X509Certificate } from '@peculiar/x509';
 import type { Clock } from '../../../ports/clock.js';
+import { AttestationError } from '../../../ports/errors.js';
 import { TpmAlg } from '../vtpm/tpm2.js';
 import type { VtpmVariantChecks } from '../vtpm/validator.js';
 import { sameKey } from '../vtpm/verify-attestation.js';
-import { certificateSpki, certName, parseCertificates, verifyCertificateChain } from '../vtpm/x509-chain.js';
+import {
+  certificateSpki,
+  certName,
+  parseCertificates,
+  recordAsync,
+  verifyCertificateChain,
+} from '../vtpm/x509-chain.js';
 
 /** Configuration of azure-trustedlaunch validation. */
 export interface AzureTrustedLaunchConfig {
@@ -35,27 +44,58 @@ function parseInfo(raw: Uint8Array | undefined): { akCert: Uint8Array; ca: Uint8
   return { akCert: Buffer.from(o.AkCert, 'base64'), ca: Buffer.from(o.CA, 'base64') };
 }
 
+/** One configured root, checked with node:crypto: its DER and the name of its entry. */
+interface CheckedRoot {
+  der: Buffer;
+  what: string;
+}
+
+/**
+ * Parses one configured root entry (DER, or PEM with one or more blocks) with node:crypto.
+ * @throws AttestationError `ak-certificate` "parsing `what`: …"
+ */
+function checkRoots(data: Uint8Array | string, what: string): CheckedRoot[] {
+  try {
+    const text = typeof data === 'string' ? data : Buffer.from(data).toString('latin1');
+    const inputs = text.includes('-----BEGIN CERTIFICATE-----')
+      ? (text.match(/-----BEGIN CERTIFICATE-----[\s\S]+?-----END CERTIFICATE-----/g) ?? [])
+      : [typeof data === 'string' ? Buffer.from(data, 'latin1') : Buffer.from(data)];
+    return inputs.map((input) => ({ der: new NodeX509Certificate(input).raw, what }));
+  } catch (err) {
+    throw new AttestationError(
+      'ak-certificate',
+      `parsing ${what}: ${err instanceof Error ? err.message : String(err)}`,
+      { cause: err },
+    );
+  }
+}
+
 /**
  * Variant checks of azure-trustedlaunch.
+ * @throws AttestationError (`ak-certificate`) when a configured root cannot be parsed
  * @throws Error when no root is configured (refuses to build a validator that trusts nothing)
  */
 export function azureTrustedLaunchChecks(config: AzureTrustedLaunchConfig): VtpmVariantChecks {
-  const roots: x509.X509Certificate[] = config.akRoots.flatMap((r, i) =>
-    parseCertificates(r, `AK root ${i + 1}`),
-  );
-  if (roots.length === 0)
+  const checked = config.akRoots.flatMap((r, i) => checkRoots(r, `AK root ${i + 1}`));
+  if (checked.length === 0)
     throw new Error('azure-trustedlaunch needs at least one configured AK root certificate');
+  // The same roots as @peculiar/x509 certificates, made once on the first validation.
+  let roots: Promise<X509Certificate[]> | undefined;
+  const rootCertificates = async (): Promise<X509Certificate[]> =>
+    (await Promise.all(checked.map((r) => parseCertificates(r.der, r.what)))).flat();
   return {
     async checkAk(doc, ak, _extraData, rec) {
       const info = parseInfo(doc.instanceInfo);
       if (typeof info === 'string') throw rec.fail('ak-trust', info);
-      const akCert = rec.run(() =>
-        parseCertificates(info.akCert, 'InstanceInfo.AkCert'),
-      )[0] as x509.X509Certificate;
-      const ca = rec.run(() => parseCertificates(info.ca, 'InstanceInfo.CA'));
+      const [akCert] = (await recordAsync(rec, parseCertificates(info.akCert, 'InstanceInfo.AkCert'))) as [
+        X509Certificate,
+      ];
+      const ca = await recordAsync(rec, parseCertificates(info.ca, 'InstanceInfo.CA'));
+      roots ??= rootCertificates();
+      const trusted = await recordAsync(rec, roots);
       const at = config.clock.now();
       try {
-        await verifyCertificateChain(akCert, ca, roots, at);
+        await verifyCertificateChain(akCert, ca, trusted, at);
       } catch (err) {
         throw rec.fail(
           'ak-certificate',

@@ -6,7 +6,7 @@
  * Used by `confboot attestation verify --format pb`.
  */
 import { createPublicKey, type KeyObject } from 'node:crypto';
-import type * as x509 from '@peculiar/x509';
+import type { X509Certificate } from '@peculiar/x509';
 import { AttestationError } from '../../../ports/errors.js';
 import type { MeasurementPolicy } from '../../../ports/measurement-policy.js';
 import type { AttestationCheck, MeasurementMismatch } from '../../../ports/types.js';
@@ -19,12 +19,18 @@ import {
   type VerifiedAttestation,
   verifyAttestationQuotes,
 } from './verify-attestation.js';
-import { certificateSpki, certName, parseCertificates, verifyCertificateChain } from './x509-chain.js';
+import {
+  certificateSpki,
+  certName,
+  parseCertificates,
+  recordAsync,
+  verifyCertificateChain,
+} from './x509-chain.js';
 
 /** How to trust the AK of a raw attestation: exactly one of the two. */
 export type RawAkTrust =
   | { trustedAk: KeyObject }
-  | { roots: x509.X509Certificate[]; intermediates?: x509.X509Certificate[]; at: Date };
+  | { roots: X509Certificate[]; intermediates?: X509Certificate[]; at: Date };
 
 /** Options of {@link verifyRawAttestation}. */
 export interface RawAttestationOptions {
@@ -62,10 +68,10 @@ export async function verifyRawAttestation(
   } else {
     if (att.akCert.length === 0)
       throw rec.fail('ak-certificate', 'attestation carries no AK certificate and no trusted AK was given');
-    const akCert = rec.run(() => parseCertificates(att.akCert, 'ak_cert'))[0] as x509.X509Certificate;
-    const fromDoc = att.intermediateCerts.flatMap((c, i) =>
-      rec.run(() => parseCertificates(c, `intermediate_certs[${i}]`)),
-    );
+    const [akCert] = (await recordAsync(rec, parseCertificates(att.akCert, 'ak_cert'))) as [X509Certificate];
+    const fromDoc: X509Certificate[] = [];
+    for (const [i, c] of att.intermediateCerts.entries())
+      fromDoc.push(...(await recordAsync(rec, parseCertificates(c, `intermediate_certs[${i}]`))));
     const { roots, intermediates = [], at } = options.trust;
     try {
       await verifyCertificateChain(akCert, [...intermediates, ...fromDoc], roots, at);

@@ -3,21 +3,25 @@
  * AK cert of a raw go-tpm-tools attestation). Roots are always configuration, never embedded
  * (DESIGN.md "Attestation validation"); the time is an argument so expired chains can be judged at a
  * chosen instant. Unknown critical extensions are not rejected (GCE AK certs carry a critical SAN with
- * only a directoryName).
+ * only a directoryName). @peculiar/x509 is loaded on first use (src/adapters/pki/x509-loader.ts), so
+ * importing this module (the validators do, at the join service's start) does not load it.
  */
-import 'reflect-metadata';
-import { webcrypto } from 'node:crypto';
-import * as x509 from '@peculiar/x509';
+import type { X509Certificate } from '@peculiar/x509';
 import { AttestationError } from '../../../ports/errors.js';
+import { loadX509, type X509Module } from '../../pki/x509-loader.js';
+import type { CheckRecorder } from './checks.js';
 
-x509.cryptoProvider.set(webcrypto as unknown as Parameters<typeof x509.cryptoProvider.set>[0]);
-
-/** Parses DER or PEM certificate bytes; every PEM block in the input is returned. */
-export function parseCertificates(
+/**
+ * Parses DER or PEM certificate bytes; every PEM block in the input is returned. Loads
+ * @peculiar/x509 on the first call.
+ * @throws AttestationError (`check`, default `ak-certificate`) "parsing `what`: …"
+ */
+export async function parseCertificates(
   data: Uint8Array | string,
   what: string,
   check = 'ak-certificate',
-): x509.X509Certificate[] {
+): Promise<X509Certificate[]> {
+  const x509 = await loadX509();
   try {
     const text = typeof data === 'string' ? data : Buffer.from(data).toString('latin1');
     if (text.includes('-----BEGIN CERTIFICATE-----')) {
@@ -38,12 +42,27 @@ export function parseCertificates(
   }
 }
 
-function isCa(cert: x509.X509Certificate): boolean {
+/**
+ * Awaits `work` inside a validation: an AttestationError it rejects with (e.g. from
+ * {@link parseCertificates}) is recorded by `rec` as a failed check and rethrown with every check so
+ * far, as CheckRecorder.run does for a synchronous parser.
+ */
+export async function recordAsync<T>(rec: Pick<CheckRecorder, 'run'>, work: Promise<T>): Promise<T> {
+  try {
+    return await work;
+  } catch (err) {
+    return rec.run(() => {
+      throw err;
+    });
+  }
+}
+
+function isCa(x509: X509Module, cert: X509Certificate): boolean {
   const bc = cert.getExtension(x509.BasicConstraintsExtension);
   return bc?.ca === true;
 }
 
-function checkValidity(cert: x509.X509Certificate, at: Date, check: string): void {
+function checkValidity(cert: X509Certificate, at: Date, check: string): void {
   if (at < cert.notBefore || at > cert.notAfter) {
     throw new AttestationError(
       check,
@@ -52,7 +71,7 @@ function checkValidity(cert: x509.X509Certificate, at: Date, check: string): voi
   }
 }
 
-async function signedBy(cert: x509.X509Certificate, issuer: x509.X509Certificate): Promise<boolean> {
+async function signedBy(cert: X509Certificate, issuer: X509Certificate): Promise<boolean> {
   if (cert.issuer !== issuer.subject) return false;
   try {
     return await cert.verify({ publicKey: issuer, signatureOnly: true });
@@ -67,13 +86,15 @@ async function signedBy(cert: x509.X509Certificate, issuer: x509.X509Certificate
  * @throws AttestationError (`check`, default `ak-certificate`) naming the certificate that failed
  */
 export async function verifyCertificateChain(
-  leaf: x509.X509Certificate,
-  intermediates: x509.X509Certificate[],
-  roots: x509.X509Certificate[],
+  leaf: X509Certificate,
+  intermediates: X509Certificate[],
+  roots: X509Certificate[],
   at: Date,
   check = 'ak-certificate',
-): Promise<x509.X509Certificate[]> {
+): Promise<X509Certificate[]> {
   if (roots.length === 0) throw new AttestationError(check, 'no trusted roots configured');
+  // Certificates exist only once the library is loaded, so this resolves at once.
+  const x509 = await loadX509();
   const chain = [leaf];
   checkValidity(leaf, at, check);
   let current = leaf;
@@ -85,7 +106,7 @@ export async function verifyCertificateChain(
         return chain;
       }
     }
-    let next: x509.X509Certificate | undefined;
+    let next: X509Certificate | undefined;
     for (const c of intermediates) {
       if (chain.some((x) => x.equal(c))) continue;
       if (await signedBy(current, c)) {
@@ -99,7 +120,7 @@ export async function verifyCertificateChain(
         `certificate ${certName(current)} is not signed by a trusted root or given intermediate (issuer "${current.issuer}")`,
       );
     }
-    if (!isCa(next)) throw new AttestationError(check, `intermediate "${next.subject}" is not a CA`);
+    if (!isCa(x509, next)) throw new AttestationError(check, `intermediate "${next.subject}" is not a CA`);
     checkValidity(next, at, check);
     chain.push(next);
     current = next;
@@ -108,11 +129,11 @@ export async function verifyCertificateChain(
 }
 
 /** A name for messages: the subject, or the serial and issuer when the subject is empty (GCE AK certs). */
-export function certName(cert: x509.X509Certificate): string {
+export function certName(cert: X509Certificate): string {
   return cert.subject ? `"${cert.subject}"` : `serial ${cert.serialNumber} from "${cert.issuer}"`;
 }
 
 /** The certificate's public key as SPKI DER. */
-export function certificateSpki(cert: x509.X509Certificate): Buffer {
+export function certificateSpki(cert: X509Certificate): Buffer {
   return Buffer.from(cert.publicKey.rawData);
 }

@@ -372,7 +372,7 @@ describe('azure-trustedlaunch (synthetic AK certificate chain)', () => {
     ]);
   });
   it("upstream's embedded Microsoft root has expired (2026-05-24): valid before, refused now", async () => {
-    const [ame] = parseCertificates(
+    const [ame] = await parseCertificates(
       readFileSync(resolve(vectors, 'constellation/trust-anchors/azure-ameroot.pem')),
       'ameroot',
     );

@@ -18,9 +18,12 @@ import { SoftTpm } from '../../../support/soft-tpm.js';
 
 const vectors = resolve(import.meta.dirname, '../../../../../shared/testvectors/go-tpm-tools');
 const read = (p: string) => readFileSync(resolve(vectors, p));
-const root = parseCertificates(read('ca-certs/tpm_ek_root_1.cer'), 'root');
-const intermediate = parseCertificates(read('ca-certs/tpm_ek_intermediate_2.crt'), 'intermediate');
-const otherIntermediate = parseCertificates(read('ca-certs/tpm_ek_intermediate_3.crt'), 'intermediate 3');
+const root = await parseCertificates(read('ca-certs/tpm_ek_root_1.cer'), 'root');
+const intermediate = await parseCertificates(read('ca-certs/tpm_ek_intermediate_2.crt'), 'intermediate');
+const otherIntermediate = await parseCertificates(
+  read('ca-certs/tpm_ek_intermediate_3.crt'),
+  'intermediate 3',
+);
 const at = new Date('2026-11-21T00:00:00Z');
 const trust = { roots: root, intermediates: intermediate, at };
 
@@ -81,7 +84,7 @@ describe.each(files)('real GCE attestation $file', ({ file, nonce }) => {
   });
 
   it('is accepted with the AK itself as trusted key', async () => {
-    const akCert = parseCertificates(decodeAttestationPb(raw).akCert, 'ak')[0];
+    const akCert = (await parseCertificates(decodeAttestationPb(raw).akCert, 'ak'))[0];
     const { createPublicKey } = await import('node:crypto');
     const key = createPublicKey({
       key: Buffer.from(akCert?.publicKey.rawData as ArrayBuffer),
