@@ -7,6 +7,7 @@ import { join } from 'node:path';
 import { expect, it } from 'vitest';
 import { run } from '../../src/app/cli/attestation-verify-tdx.js';
 import { describeVectors, VECTORS, vec } from '../adapters/attestation/snp/vectors.js';
+import { startFakePcs } from '../adapters/attestation/tdx/fake-pcs.js';
 import { captureStdio } from '../support/stdio.js';
 import { useTmpDirs } from '../support/tmp.js';
 
@@ -49,6 +50,30 @@ describeVectors('confboot attestation verify-tdx', () => {
     ])
       expect(text).toContain(`PASS  ${name}`);
     expect(text).toContain('FAIL  tcb-level: no TCB level matches');
+  });
+
+  it('with collateral from Intel PCS (a FAKE PCS serving the same real collateral): the same checks as from the directory', async () => {
+    const at = ['--at', '2023-07-01T00:00:00Z', '--tcb-level', 'report', '--json'];
+    expect(await run(['--quote', v4, ...root, ...at, '--collateral', v('go-tdx-guest/testdata')])).toBe(0);
+    const fromDir = JSON.parse(stdout()) as { checks: { name: string; ok: boolean }[] };
+    clearStdout();
+    const pcs = await startFakePcs();
+    try {
+      const argv = ['--collateral', `pcs:${pcs.base}`, '--root-crl-url', pcs.rootCrlUrl];
+      expect(await run(['--quote', v4, ...root, ...at, ...argv])).toBe(0);
+      const fromPcs = JSON.parse(stdout()) as { checks: { name: string; ok: boolean }[] };
+      expect(fromPcs.checks.map((c) => [c.name, c.ok])).toEqual(fromDir.checks.map((c) => [c.name, c.ok]));
+      expect(fromPcs.checks.map((c) => c.name)).toContain('pck-crl');
+      expect(pcs.total()).toBe(4);
+
+      pcs.routes = {};
+      expect(await run(['--quote', v4, ...root, ...at, ...argv])).toBe(2);
+      expect(stderr()).toMatch(/--collateral: fetching .*: GET http:\/\/127\.0\.0\.1:\d+\/.*HTTP 404/);
+    } finally {
+      await pcs.close();
+    }
+    expect(await run(['--quote', v4, ...root, '--root-crl-url', 'http://mirror/root.crl'])).toBe(2);
+    expect(stderr()).toContain('--root-crl-url needs --collateral pcs[:URL]');
   });
 
   it('accepts v5 at 2026-02-03 and the base64-encoded CCEL quote now, as JSON with MRTD and RTMRs', async () => {

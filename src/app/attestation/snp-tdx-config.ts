@@ -268,8 +268,11 @@ export function parseTdxConfig(
 export type TdxCollateralSource =
   /** A directory in loadTdxCollateralDir's layout, read on every verification. */
   | { kind: 'dir'; dir: string }
-  /** Intel PCS (API v4) or a mirror with the same paths, fetched and cached. */
-  | { kind: 'pcs'; baseUrl: string };
+  /**
+   * Intel PCS (API v4) or a mirror with the same paths, fetched and cached; the root CA CRL from
+   * `rootCrlUrl` (default Intel's, INTEL_ROOT_CA_CRL_URL).
+   */
+  | { kind: 'pcs'; baseUrl: string; rootCrlUrl?: string };
 
 /**
  * Parses a `--tdx-collateral` value: `pcs` (Intel PCS at {@link INTEL_PCS_BASE_URL}), `pcs:URL`
@@ -277,23 +280,51 @@ export type TdxCollateralSource =
  * `./pcs` for a directory named pcs).
  * @throws ConfbootError `invalid-argument` for an empty value or a `pcs:` URL that is not http(s)
  */
-export function parseTdxCollateralSource(value: string): TdxCollateralSource {
+export function parseTdxCollateralSource(value: string, rootCrlUrl?: string): TdxCollateralSource {
   if (value === '') throw new ConfbootError('invalid-argument', 'TDX collateral source is empty');
+  const source = pcsSource(value);
+  if (rootCrlUrl === undefined) return source;
+  if (source.kind !== 'pcs')
+    throw new ConfbootError(
+      'invalid-argument',
+      `a root CA CRL URL applies to Intel PCS collateral only (pcs or pcs:URL), not to the directory ${value}`,
+    );
+  return {
+    ...source,
+    rootCrlUrl: httpUrl(
+      rootCrlUrl,
+      `root CA CRL URL ${JSON.stringify(rootCrlUrl)}`,
+      'an http(s) URL without query',
+    ),
+  };
+}
+
+/** `value` as a TDX collateral source without a root CRL URL. */
+function pcsSource(value: string): TdxCollateralSource {
   if (value === 'pcs') return { kind: 'pcs', baseUrl: INTEL_PCS_BASE_URL };
   if (!value.startsWith('pcs:')) return { kind: 'dir', dir: value };
   const baseUrl = value.slice('pcs:'.length);
+  return {
+    kind: 'pcs',
+    baseUrl: httpUrl(
+      baseUrl,
+      `TDX collateral source ${JSON.stringify(value)}`,
+      `pcs:URL with an http(s) base URL without query, e.g. pcs:${INTEL_PCS_BASE_URL}`,
+    ),
+  };
+}
+
+/** Checks that `value` is an http(s) URL without query or fragment; `want` says what is expected. */
+function httpUrl(value: string, what: string, want: string): string {
   let url: URL | undefined;
   try {
-    url = new URL(baseUrl);
+    url = new URL(value);
   } catch {
     url = undefined;
   }
   if (url === undefined || (url.protocol !== 'https:' && url.protocol !== 'http:') || url.search || url.hash)
-    throw new ConfbootError(
-      'invalid-argument',
-      `TDX collateral source ${JSON.stringify(value)}: want pcs:URL with an http(s) base URL without query, e.g. pcs:${INTEL_PCS_BASE_URL}`,
-    );
-  return { kind: 'pcs', baseUrl };
+    throw new ConfbootError('invalid-argument', `${what}: want ${want}`);
+  return value;
 }
 
 /**
@@ -307,7 +338,12 @@ export function tdxCollateralGetter(
   pcsOptions: Omit<IntelPcsOptions, 'clock' | 'baseUrl'> = {},
 ): NonNullable<TdxValidatorConfig['getCollateral']> {
   if (source.kind === 'pcs')
-    return new IntelPcsCollateralSource({ ...pcsOptions, clock, baseUrl: source.baseUrl }).getCollateral;
+    return new IntelPcsCollateralSource({
+      ...pcsOptions,
+      clock,
+      baseUrl: source.baseUrl,
+      ...(source.rootCrlUrl === undefined ? {} : { rootCrlUrl: source.rootCrlUrl }),
+    }).getCollateral;
   const { dir } = source;
   return async (fmspc) => {
     try {

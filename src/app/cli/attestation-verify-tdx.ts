@@ -1,20 +1,23 @@
 /**
- * `confboot attestation verify-tdx`: verifies one Intel TDX quote (v4/v5) offline — quote and QE
- * signatures, the PCK chain to the operator-supplied Intel SGX root and, with --collateral, TCB
- * info, QE identity and CRLs — and prints every check. Exit 0 accepted, 1 rejected, 2 usage or
- * input error.
+ * `confboot attestation verify-tdx`: verifies one Intel TDX quote (v4/v5) — quote and QE signatures,
+ * the PCK chain to the operator-supplied Intel SGX root and, with --collateral (a directory, offline,
+ * or Intel PCS / a mirror), TCB info, QE identity and CRLs — and prints every check. Exit 0
+ * accepted, 1 rejected, 2 usage or input error (including collateral that cannot be read or fetched).
  */
 import { readFile } from 'node:fs/promises';
 import { loadCertificate } from '../../adapters/attestation/snp/certs.js';
-import { loadTdxCollateralDir } from '../../adapters/attestation/tdx/collateral.js';
+import { loadTdxCollateralDir, type TdxCollateral } from '../../adapters/attestation/tdx/collateral.js';
+import { INTEL_PCS_BASE_URL, INTEL_ROOT_CA_CRL_URL } from '../../adapters/attestation/tdx/pcs-client.js';
 import { tdxMeasurements } from '../../adapters/attestation/tdx/quote.js';
 import { type TdxPolicy, verifyTdxQuote } from '../../adapters/attestation/tdx/verify.js';
+import { SystemClock } from '../../adapters/system/system-clock.js';
+import { parseTdxCollateralSource, tdxCollateralGetter } from '../attestation/snp-tdx-config.js';
 import { type CommandSpec, parseCommand, runCommand, UsageError } from './args.js';
 import { parseAt } from './attestation-verify-snp.js';
 
 const spec: CommandSpec = {
   name: 'attestation verify-tdx',
-  summary: 'Verify an Intel TDX quote (v4 or v5, offline) and list every check.',
+  summary: 'Verify an Intel TDX quote (v4 or v5) and list every check.',
   options: {
     'tcb-level': {
       type: 'string',
@@ -37,9 +40,13 @@ const spec: CommandSpec = {
     },
     collateral: {
       type: 'string',
-      valueName: 'DIR',
-      description:
-        'directory with TCB info, QE identity, their issuer chains and both CRLs (tcb_info.json, qe_identity.json, *_issuer_chain.pem, pck_crl.der, root_crl.der, or go-tdx-guest testdata names)',
+      valueName: 'DIR|pcs[:URL]',
+      description: `collateral: a directory with TCB info, QE identity, their issuer chains and both CRLs (tcb_info.json, qe_identity.json, *_issuer_chain.pem, pck_crl.der, root_crl.der, or go-tdx-guest testdata names), or fetched from Intel PCS (pcs = ${INTEL_PCS_BASE_URL}; pcs:URL = a mirror or PCCS with the same v4 paths)`,
+    },
+    'root-crl-url': {
+      type: 'string',
+      valueName: 'URL',
+      description: `with --collateral pcs[:URL]: where the Intel SGX Root CA CRL is fetched (default ${INTEL_ROOT_CA_CRL_URL})`,
     },
     at: {
       type: 'string',
@@ -105,15 +112,22 @@ export async function run(argv: string[]): Promise<number> {
     let v = await verifyTdxQuote(quote, { root, policy, at });
     if (v.quote === undefined)
       throw new UsageError(`quote ${values.quote as string}: ${v.checks[0]?.detail ?? 'unreadable'}`);
+    const rootCrlUrl = values['root-crl-url'] as string | undefined;
+    if (values.collateral === undefined && rootCrlUrl !== undefined)
+      throw new UsageError('--root-crl-url needs --collateral pcs[:URL]');
     if (values.collateral !== undefined) {
-      let collateral: Awaited<ReturnType<typeof loadTdxCollateralDir>>;
+      let collateral: TdxCollateral;
       try {
-        collateral = await loadTdxCollateralDir(
-          values.collateral as string,
-          v.pck ? Buffer.from(v.pck.fmspc).toString('hex') : undefined,
-        );
+        const source = parseTdxCollateralSource(values.collateral as string, rootCrlUrl);
+        const fmspc = v.pck ? Buffer.from(v.pck.fmspc).toString('hex') : undefined;
+        if (source.kind === 'dir') collateral = await loadTdxCollateralDir(source.dir, fmspc);
+        else if (fmspc === undefined)
+          throw new Error(
+            'the quote has no readable PCK certificate, so there is no FMSPC to fetch collateral for',
+          );
+        else collateral = await tdxCollateralGetter(source, new SystemClock())(fmspc);
       } catch (err) {
-        throw new UsageError(err instanceof Error ? err.message : String(err));
+        throw new UsageError(`--collateral: ${err instanceof Error ? err.message : String(err)}`);
       }
       v = await verifyTdxQuote(quote, { root, policy, at, collateral });
     }

@@ -6,7 +6,7 @@
  * The body runs until an AbortSignal fires; the process signals only abort it, so tests drive the
  * same code in-process.
  */
-import { INTEL_PCS_BASE_URL } from '../../adapters/attestation/tdx/pcs-client.js';
+import { INTEL_PCS_BASE_URL, INTEL_ROOT_CA_CRL_URL } from '../../adapters/attestation/tdx/pcs-client.js';
 import { createPinoLogger } from '../../adapters/log/pino-logger.js';
 import type { Logger } from '../../ports/logger.js';
 import { PRODUCTION_VARIANTS, type Variant } from '../../ports/variant.js';
@@ -138,6 +138,11 @@ export const joinServiceCommand: CommandSpec = {
       valueName: 'DIR|pcs[:URL]',
       description: `TDX: collateral (TCB info, QE identity, CRLs) from a directory, or fetched and cached from Intel PCS (pcs = ${INTEL_PCS_BASE_URL}; pcs:URL = a mirror or PCCS with the same v4 paths); without it quote, QE report and PCK chain only`,
     },
+    'tdx-root-crl-url': {
+      type: 'string',
+      valueName: 'URL',
+      description: `TDX with --tdx-collateral pcs[:URL]: where the Intel SGX Root CA CRL is fetched (default ${INTEL_ROOT_CA_CRL_URL}; set it for an air-gapped mirror)`,
+    },
     'rate-limit': {
       type: 'string',
       valueName: 'N/s',
@@ -183,11 +188,17 @@ export function parseRateLimit(value: string): number {
   return Number(m[1]);
 }
 
-/** Parses `--tdx-collateral DIR|pcs|pcs:URL`. */
-function parseTdxCollateralFlag(value: string | undefined): TdxCollateralSource | undefined {
-  if (value === undefined) return undefined;
+/** Parses `--tdx-collateral DIR|pcs|pcs:URL` and `--tdx-root-crl-url URL`. */
+function parseTdxCollateralFlag(
+  value: string | undefined,
+  rootCrlUrl: string | undefined,
+): TdxCollateralSource | undefined {
+  if (value === undefined) {
+    if (rootCrlUrl !== undefined) throw new UsageError('--tdx-root-crl-url needs --tdx-collateral pcs[:URL]');
+    return undefined;
+  }
   try {
-    return parseTdxCollateralSource(value);
+    return parseTdxCollateralSource(value, rootCrlUrl);
   } catch (err) {
     throw new UsageError(`--tdx-collateral: ${err instanceof Error ? err.message : String(err)}`);
   }
@@ -254,7 +265,7 @@ export function parseJoinServiceFlags(
   if (!LOG_LEVELS.includes(logLevel))
     throw new UsageError(`--log-level: want one of ${LOG_LEVELS.join(', ')}, got "${logLevel}"`);
   const grpcHealth = str('grpc-health-listen');
-  const tdxCollateral = parseTdxCollateralFlag(str('tdx-collateral'));
+  const tdxCollateral = parseTdxCollateralFlag(str('tdx-collateral'), str('tdx-root-crl-url'));
   return {
     csp: csp as JoinServiceCsp,
     variant: variant as Variant,

@@ -34,6 +34,7 @@ import {
 import { parseDenyList } from '../../../src/app/join-service/deny-list.js';
 import { apiServerEndpointFromMetadata, variantLookups } from '../../../src/app/join-service/production.js';
 import { HAVE_VECTORS, vec } from '../../adapters/attestation/snp/vectors.js';
+import { FAKE_PCS_FMSPC, pcsVector, startFakePcs } from '../../adapters/attestation/tdx/fake-pcs.js';
 import { FakeKubeApi } from '../../adapters/kubernetes/fake-kube-api.js';
 import { SoftTpm, SoftVtpmIssuer } from '../../support/soft-tpm.js';
 import { useTmpDirs } from '../../support/tmp.js';
@@ -194,6 +195,45 @@ describe('confboot join-service flags', () => {
     );
     await expect(dirLookups.getTdxCollateral?.('50806f000000')).rejects.toThrow(/from \/nonexistent/);
   });
+
+  it.skipIf(!HAVE_VECTORS)(
+    '--tdx-root-crl-url points a PCS mirror source at its own root CA CRL (FAKE PCS serving the real collateral); it needs a pcs source',
+    async () => {
+      const argv = [...manifestArgs().slice(1), '--attestation-variant=qemu-tdx'];
+      const pcs = await startFakePcs();
+      try {
+        const flags = parseJoinServiceFlags([
+          ...argv,
+          `--tdx-collateral=pcs:${pcs.base}`,
+          `--tdx-root-crl-url=${pcs.rootCrlUrl}`,
+        ]);
+        expect(flags?.tdxCollateral).toEqual({ kind: 'pcs', baseUrl: pcs.base, rootCrlUrl: pcs.rootCrlUrl });
+        const lookups = await variantLookups(
+          'qemu-tdx',
+          { tdxCollateral: flags?.tdxCollateral },
+          new SystemClock(),
+        );
+        const collateral = await lookups.getTdxCollateral?.(FAKE_PCS_FMSPC);
+        expect(Buffer.from(collateral?.rootCrl ?? []).equals(pcsVector('rootcrl.der'))).toBe(true);
+        expect(pcs.count(new URL(pcs.rootCrlUrl).pathname)).toBe(1);
+      } finally {
+        await pcs.close();
+      }
+      expect(() => parseJoinServiceFlags([...argv, '--tdx-root-crl-url=http://mirror/root.crl'])).toThrow(
+        '--tdx-root-crl-url needs --tdx-collateral pcs[:URL]',
+      );
+      expect(() =>
+        parseJoinServiceFlags([
+          ...argv,
+          '--tdx-collateral=/etc/tdx',
+          '--tdx-root-crl-url=http://mirror/root.crl',
+        ]),
+      ).toThrow(/applies to Intel PCS collateral only/);
+      expect(() =>
+        parseJoinServiceFlags([...argv, '--tdx-collateral=pcs', '--tdx-root-crl-url=ftp://mirror/root.crl']),
+      ).toThrow(/root CA CRL URL "ftp:\/\/mirror\/root.crl": want an http\(s\) URL/);
+    },
+  );
 
   it.skipIf(!HAVE_VECTORS)(
     'an azure-sev-snp service builds its validator from an SNP config (real AMD root) and fails closed on a bad one',
