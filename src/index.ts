@@ -5,6 +5,10 @@
  * Contract suites are at `confboot/contract`. Cloud SDKs load only when their provider is used.
  */
 
+export {
+  IntelPcsCollateralSource,
+  type IntelPcsOptions,
+} from './adapters/attestation/tdx/pcs-client.js';
 export { createValidator, type ValidatorConfig } from './adapters/attestation/variants/factory.js';
 export { createQemuVtpmIssuer, VtpmIssuer } from './adapters/attestation/vtpm/issuer.js';
 export { GrpcInitClient } from './adapters/grpc/init-client.js';

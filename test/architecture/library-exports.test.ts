@@ -15,6 +15,8 @@ describe('library exports', () => {
     'startBootstrapperNode',
     'createNodeContainer',
     'createValidator',
+    'buildValidator',
+    'IntelPcsCollateralSource',
     'createJoinServer',
     'createInitServer',
     'GrpcJoinTicketClient',
