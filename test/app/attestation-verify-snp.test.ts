@@ -4,9 +4,11 @@
  * changes), plus the other vectors and usage/input errors (exit 2).
  */
 import { writeFileSync } from 'node:fs';
+import { createServer } from 'node:http';
 import { join } from 'node:path';
 import { expect, it } from 'vitest';
 import { run } from '../../src/app/cli/attestation-verify-snp.js';
+import { createFakeAmdPki } from '../adapters/attestation/snp/fake-amd-pki.js';
 import { describeVectors, VECTORS, vec } from '../adapters/attestation/snp/vectors.js';
 import { captureStdio } from '../support/stdio.js';
 import { useTmpDirs } from '../support/tmp.js';
@@ -62,10 +64,81 @@ describeVectors('confboot attestation verify-snp', () => {
     expect(stdout()).toContain('FAIL  report-signature: report signature verification error');
   }, 60_000);
 
-  it('rejects without --allow-debug (the guest policy allows debugging)', async () => {
+  it('rejects with --deny-debug (the guest policy allows debugging); by default that is reported, not enforced', async () => {
     const args = goSev.filter((a) => a !== '--allow-debug');
-    expect(await run(['--report', v('go-sev-guest/verify-testdata/attestation.bin'), ...args])).toBe(1);
+    const report = v('go-sev-guest/verify-testdata/attestation.bin');
+    expect(await run(['--report', report, ...args, '--deny-debug'])).toBe(1);
     expect(stdout()).toContain('FAIL  guest-policy-debug');
+    clearStdout();
+    expect(await run(['--report', report, ...args])).toBe(0);
+    expect(stdout()).toContain('PASS  guest-policy-debug: guest policy 0xb0000 allows debugging');
+  });
+
+  it("the issue's form --report F --signer F --chain F: the chain's ARK is trusted by AMD's built-in Milan key pin", async () => {
+    const report = v('go-sev-guest/verify-testdata/attestation.bin');
+    const signer = ['--signer', v('go-sev-guest/verify-testdata/vcek.testcer')];
+    const chain = ['--chain', v('go-sev-guest/trust/ask_ark_milan.pem')];
+    expect(await run(['--report', report, ...signer, ...chain])).toBe(0);
+    expect(stdout()).toContain(
+      "PASS  ark-pin: ARK-Milan from --chain carries AMD's ARK-Milan key (built-in pin)",
+    );
+    expect(stdout().trim().endsWith('ACCEPTED')).toBe(true);
+    clearStdout();
+    // One changed signature byte is still rejected on this path.
+    const flipped = Buffer.from(vec('go-sev-guest/verify-testdata/attestation.bin'));
+    flipped[0x2a0] = (flipped[0x2a0] as number) ^ 0x01;
+    const file = join(tmp(), 'flipped.bin');
+    writeFileSync(file, flipped);
+    expect(await run(['--report', file, ...signer, ...chain])).toBe(1);
+    expect(stdout()).toContain('FAIL  report-signature');
+    clearStdout();
+    // The Genoa chain's ARK is not AMD's Milan key.
+    expect(
+      await run(['--report', report, ...signer, '--chain', v('go-sev-guest/trust/ask_ark_genoa.pem')]),
+    ).toBe(1);
+    expect(stdout()).toContain('FAIL  ark-pin: the ARK in --chain has key SHA-256 429a69c9');
+    clearStdout();
+    // Neither --ark nor an ARK in --chain: nothing to pin.
+    const askOnly = join(tmp(), 'ask.pem');
+    writeFileSync(
+      askOnly,
+      vec('go-sev-guest/trust/ask_ark_milan.pem').toString('latin1').split('-----END CERTIFICATE-----')[0] +
+        '-----END CERTIFICATE-----\n',
+    );
+    expect(await run(['--report', report, ...signer, '--chain', askOnly])).toBe(2);
+    expect(stderr()).toContain('no ARK: pass --ark F, or a --chain holding the ARK-Milan certificate');
+  });
+
+  it('without --chain and --ark, fetches the chain from AMD KDS (a FAKE KDS here) and trusts its ARK only with the built-in pin', async () => {
+    const report = v('go-sev-guest/verify-testdata/attestation.bin');
+    const signer = ['--signer', v('go-sev-guest/verify-testdata/vcek.testcer')];
+    const forged = await createFakeAmdPki();
+    let chainPem = vec('go-sev-guest/trust/ask_ark_milan.pem').toString('latin1');
+    const paths: string[] = [];
+    const kds = createServer((req, res) => {
+      paths.push(req.url ?? '');
+      if (req.url === '/vcek/v1/Milan/cert_chain') res.writeHead(200).end(chainPem);
+      else res.writeHead(404).end('not found');
+    });
+    await new Promise<void>((resolve) => kds.listen(0, '127.0.0.1', resolve));
+    const addr = kds.address();
+    const kdsUrl = ['--kds-url', `http://127.0.0.1:${typeof addr === 'object' && addr ? addr.port : 0}`];
+    try {
+      expect(await run(['--report', report, ...signer, ...kdsUrl])).toBe(0);
+      expect(paths).toEqual(['/vcek/v1/Milan/cert_chain']);
+      expect(stdout()).toContain('PASS  ark-pin');
+      clearStdout();
+
+      chainPem = forged.askPem + forged.arkPem; // a look-alike "ARK-Milan" that is not AMD's key
+      expect(await run(['--report', report, ...signer, ...kdsUrl])).toBe(1);
+      expect(stdout()).toMatch(
+        /FAIL {2}ark-pin: the ARK in --chain has key SHA-256 [0-9a-f]{64}, not AMD's ARK-Milan key/,
+      );
+    } finally {
+      await new Promise((resolve) => kds.close(resolve));
+    }
+    expect(await run(['--report', report, ...signer, ...kdsUrl])).toBe(2);
+    expect(stderr()).toMatch(/GET http:\/\/127\.0\.0\.1:\d+\/vcek\/v1\/Milan\/cert_chain/);
   });
 
   it('accepts the base64 aws-snp report at 2025-06-01 with --json, rejects it now', async () => {
@@ -161,7 +234,12 @@ describeVectors('confboot attestation verify-snp', () => {
   });
 
   it.each([
-    ['missing --ark', ['--report', 'x', '--signer', 'y'], 'missing required option --ark'],
+    ['missing --signer', ['--report', 'x'], 'missing required option --signer'],
+    [
+      '--allow-debug with --deny-debug',
+      ['--report', 'x', '--signer', 'y', '--allow-debug', '--deny-debug'],
+      'contradict',
+    ],
     [
       'unknown product',
       ['--report', 'x', '--signer', 'y', '--ark', 'z', '--product', 'naples'],

@@ -1,10 +1,18 @@
 /**
  * `confboot attestation verify-snp`: verifies one SEV-SNP attestation report offline — signature by
- * the VCEK/VLEK, chain to the operator-pinned ARK, TCB, guest policy, ID key and report data — and
+ * the VCEK/VLEK, chain to the ARK (the operator's `--ark`, or the `--chain`'s ARK when it carries
+ * AMD's key for the product, amd-ark-pins.ts), TCB, guest policy, ID key and report data — and
  * prints every check. Exit 0 accepted, 1 rejected, 2 usage or input error.
  */
+import { X509Certificate } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
+import {
+  AMD_ARK_SPKI_SHA256,
+  isPinnedAmdArk,
+  spkiSha256,
+} from '../../adapters/attestation/snp/amd-ark-pins.js';
 import { commonName, loadCertificates } from '../../adapters/attestation/snp/certs.js';
+import { KdsCertFetcher } from '../../adapters/attestation/snp/kds-fetcher.js';
 import {
   AMD_PRODUCTS,
   type AmdProduct,
@@ -38,14 +46,14 @@ const spec: CommandSpec = {
     chain: {
       type: 'string',
       valueName: 'F',
-      description: 'PEM with the ASK (or ASVK) and optionally the ARK, which must equal --ark',
+      description:
+        "PEM with the ASK (or ASVK) and the ARK, e.g. AMD KDS cert_chain; its ARK must equal --ark, or without --ark carry the built-in key of AMD's --product ARK",
     },
     ark: {
       type: 'string',
       valueName: 'F',
-      required: true,
       description:
-        'trusted ARK for --product, PEM/DER (an AMD cert_chain bundle also works; its ASK is used when --chain is absent)',
+        "trusted ARK for --product, PEM/DER (an AMD cert_chain bundle also works; its ASK is used when --chain is absent); default: the ARK in --chain, accepted only with AMD's key for --product",
     },
     product: { type: 'string', valueName: 'P', default: 'milan', description: 'milan, genoa or turin' },
     at: {
@@ -58,7 +66,12 @@ const spec: CommandSpec = {
       valueName: 'HEX',
       description: 'expected report_data (zero-padded to 64 bytes)',
     },
-    'allow-debug': { type: 'boolean', description: 'accept a guest policy that allows debugging' },
+    'deny-debug': {
+      type: 'boolean',
+      description:
+        'reject a guest policy that allows debugging (by default it is reported, not enforced; the join service always rejects it)',
+    },
+    'allow-debug': { type: 'boolean', description: 'the default; kept for scripts that pass it' },
     'no-smt': { type: 'boolean', description: 'reject a guest policy that allows SMT' },
     vmpl: { type: 'string', valueName: 'N', default: '0', description: 'required VMPL' },
     'minimum-tcb': {
@@ -79,11 +92,19 @@ const spec: CommandSpec = {
       default: 'equal',
       description: 'equal or warn-only',
     },
+    'kds-url': {
+      type: 'string',
+      valueName: 'URL',
+      default: 'https://kdsintf.amd.com',
+      description:
+        'AMD KDS or a mirror: with neither --chain nor --ark, the ASK (or ASVK) and ARK are fetched from its cert_chain',
+    },
     json: { type: 'boolean', description: 'print the result as JSON' },
   },
   epilog: [
-    'Trust: the ARK is never taken from the report or --chain; --ark pins it. If --chain carries an',
-    'ARK as well, it must be byte-identical to the pinned one.',
+    'Trust: --ark pins the ARK; if --chain carries an ARK as well, it must be byte-identical to it.',
+    "Without --ark, the ARK in --chain is used only if its public key is AMD's for --product",
+    '(built-in SHA-256 pins of the Milan, Genoa and Turin ARK keys). The report never supplies one.',
     'Exit codes: 0 accepted, 1 rejected, 2 usage or input error.',
   ].join('\n'),
 };
@@ -137,6 +158,23 @@ function printChecks(checks: AttestationCheck[], accepted: boolean): void {
   process.stdout.write(`${accepted ? 'ACCEPTED' : 'REJECTED'}\n`);
 }
 
+/**
+ * The ASK (or ASVK) and ARK of `product` from AMD KDS for a report signed by `signingKey`; the ARK
+ * is then trusted only with the built-in key pin (amd-ark-pins.ts).
+ */
+async function kdsChain(product: AmdProduct, signingKey: string, kdsUrl: string): Promise<X509Certificate[]> {
+  if (signingKey !== 'vcek' && signingKey !== 'vlek')
+    throw new UsageError(`the report's signing key is ${signingKey}; pass --chain and --ark`);
+  process.stderr.write(
+    `Fetching the ${product} ${signingKey} certificate chain from ${kdsUrl} (no --chain or --ark given)\n`,
+  );
+  const der = await new KdsCertFetcher({ baseUrl: kdsUrl, timeoutInMs: 20_000 }).fetchCertChain(
+    product,
+    signingKey,
+  );
+  return der.map((d) => new X509Certificate(d));
+}
+
 /** Runs `confboot attestation verify-snp`. */
 export async function run(argv: string[]): Promise<number> {
   return runCommand(async () => {
@@ -151,10 +189,13 @@ export async function run(argv: string[]): Promise<number> {
     const enforcement = String(values['id-key-enforcement']) as IdKeyDigestEnforcement;
     if (enforcement !== 'equal' && enforcement !== 'warn-only')
       throw new UsageError('--id-key-enforcement must be equal or warn-only');
+    if (values['deny-debug'] === true && values['allow-debug'] === true)
+      throw new UsageError('--allow-debug and --deny-debug contradict each other');
 
     const report = binaryOrBase64(await readInput(values.report as string, 'report'));
+    let signingKey: string;
     try {
-      parseSnpReport(report, product);
+      signingKey = parseSnpReport(report, product).signerInfo.signingKey;
     } catch (err) {
       throw new UsageError(
         `report ${values.report as string}: ${err instanceof Error ? err.message : String(err)}`,
@@ -165,29 +206,54 @@ export async function run(argv: string[]): Promise<number> {
     let chainCerts: ReturnType<typeof loadCertificates> = [];
     try {
       loadCertificates(signer, 'signer');
-      arkCerts = loadCertificates(await readInput(values.ark as string, 'ARK'), 'ARK file');
+      arkCerts =
+        values.ark === undefined
+          ? []
+          : loadCertificates(await readInput(values.ark as string, 'ARK'), 'ARK file');
       if (values.chain !== undefined)
         chainCerts = loadCertificates(await readInput(values.chain as string, 'chain'), 'chain');
+      else if (values.ark === undefined)
+        chainCerts = await kdsChain(product, signingKey, values['kds-url'] as string);
     } catch (err) {
       if (err instanceof UsageError) throw err;
       throw new UsageError(err instanceof Error ? err.message : String(err));
     }
     const arkName = `ARK-${product[0]?.toUpperCase()}${product.slice(1)}`;
-    const ark =
-      arkCerts.find((c) => commonName(c.subject) === arkName) ??
-      (arkCerts.length === 1 ? arkCerts[0] : undefined);
-    if (ark === undefined)
-      throw new UsageError(`--ark ${values.ark as string} holds no ${arkName} certificate`);
     const isArk = (c: (typeof chainCerts)[number]) => commonName(c.subject).startsWith('ARK-');
+    const chainArk = chainCerts.find(isArk);
+    const builtInPin = values.ark === undefined;
+    const ark = builtInPin
+      ? chainArk
+      : (arkCerts.find((c) => commonName(c.subject) === arkName) ??
+        (arkCerts.length === 1 ? arkCerts[0] : undefined));
+    if (ark === undefined)
+      throw new UsageError(
+        builtInPin
+          ? `no ARK: pass --ark F, or a --chain holding the ${arkName} certificate (checked against AMD's key)`
+          : `--ark ${values.ark as string} holds no ${arkName} certificate`,
+      );
     const ask =
       chainCerts.find((c) => !isArk(c)) ??
       (values.chain === undefined ? arkCerts.find((c) => !isArk(c)) : undefined);
-    const chainArk = chainCerts.find(isArk);
+    // Without --ark the chain's ARK is trusted only with AMD's key for the product (the built-in pin).
+    const pinCheck = builtInPin
+      ? isPinnedAmdArk(ark, product)
+        ? {
+            name: 'ark-pin',
+            ok: true,
+            detail: `${arkName} from --chain carries AMD's ${arkName} key (built-in pin)`,
+          }
+        : {
+            name: 'ark-pin',
+            ok: false,
+            detail: `the ARK in --chain has key SHA-256 ${spkiSha256(ark)}, not AMD's ${arkName} key ${AMD_ARK_SPKI_SHA256[product]}`,
+          }
+      : undefined;
 
     const policy: SnpPolicy = {
       product,
       arks: { [product]: ark },
-      allowDebug: values['allow-debug'] === true,
+      allowDebug: values['deny-debug'] !== true,
       allowSmt: values['no-smt'] !== true,
       vmpl,
     };
@@ -203,13 +269,16 @@ export async function run(argv: string[]): Promise<number> {
     if (digests !== undefined)
       policy.idKeyDigests = { accepted: digests.map((d) => parseHex(d, '--id-key-digest')), enforcement };
 
-    const v = verifySnpReport(
+    const verified = verifySnpReport(
       report,
       signer,
       { ...(ask ? { ask } : {}), ...(chainArk ? { ark: chainArk } : {}) },
       policy,
       at,
     );
+    const v = pinCheck
+      ? { ...verified, checks: [pinCheck, ...verified.checks], accepted: verified.accepted && pinCheck.ok }
+      : verified;
     if (values.json === true) {
       const r = v.report;
       const summary = r && {
