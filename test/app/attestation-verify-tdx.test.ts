@@ -7,6 +7,7 @@ import { join } from 'node:path';
 import { expect, it } from 'vitest';
 import { run } from '../../src/app/cli/attestation-verify-tdx.js';
 import { describeVectors, VECTORS, vec } from '../adapters/attestation/snp/vectors.js';
+import { createFakeIntelPki, signTdxQuote } from '../adapters/attestation/tdx/fake-intel-pki.js';
 import { startFakePcs } from '../adapters/attestation/tdx/fake-pcs.js';
 import { captureStdio } from '../support/stdio.js';
 import { useTmpDirs } from '../support/tmp.js';
@@ -26,12 +27,14 @@ describeVectors('confboot attestation verify-tdx', () => {
     expect(stdout().trim().endsWith('ACCEPTED')).toBe(true);
   });
 
-  it('with collateral at 2023-07-01: every collateral check passes except the TCB level (README caveat), so exit 1', async () => {
+  it('with collateral at 2023-07-01 and --tcb-level enforce: every collateral check passes except the TCB level (README caveat), so exit 1', async () => {
     expect(
       await run([
         '--quote',
         v4,
         ...root,
+        '--tcb-level',
+        'enforce',
         '--at',
         '2023-07-01T00:00:00Z',
         '--collateral',
@@ -76,6 +79,36 @@ describeVectors('confboot attestation verify-tdx', () => {
     expect(stderr()).toContain('--root-crl-url needs --collateral pcs[:URL]');
   });
 
+  it("the issue's form, no --root: v4 with collateral at 2023-07-01 (TCB level reported), v5 and CCEL with the chain only; the chain's root is trusted by Intel's built-in key pin", async () => {
+    const collateral = ['--collateral', v('go-tdx-guest/testdata')];
+    expect(await run(['--quote', v4, ...collateral, '--at', '2023-07-01T00:00:00Z'])).toBe(0);
+    const text = stdout();
+    expect(text).toContain(
+      "PASS  root-pin: the PCK chain's root carries Intel's SGX Root CA key (built-in pin)",
+    );
+    for (const name of ['pck-chain', 'tcb-info-signature', 'qe-identity', 'root-crl', 'pck-crl'])
+      expect(text).toContain(`PASS  ${name}`);
+    expect(text).toMatch(/PASS {2}tcb-level: .*no TCB level matches/);
+    expect(text.trim().endsWith('ACCEPTED')).toBe(true);
+    clearStdout();
+    const v5 = v('go-tdx-guest/testdata/quote_v5_sample.dat');
+    expect(await run(['--quote', v5, '--at', '2026-02-03T00:00:00Z'])).toBe(0);
+    clearStdout();
+    expect(await run(['--quote', v('go-tdx-guest/testdata/ccel/cos-113-tdx-quote.dat')])).toBe(0);
+    clearStdout();
+
+    // A quote under another root (a FAKE Intel PKI named like Intel's) is refused for root-pin.
+    const fake = await createFakeIntelPki();
+    const forged = join(tmp(), 'forged.dat');
+    writeFileSync(forged, signTdxQuote(fake, { reportData: new Uint8Array(64) }));
+    expect(await run(['--quote', forged])).toBe(1);
+    expect(stdout()).toMatch(
+      /FAIL {2}root-pin: the PCK chain's root has key SHA-256 [0-9a-f]{64}, not Intel's SGX Root CA key/,
+    );
+    clearStdout();
+    expect(await run(['--quote', forged, '--root', join(tmp(), 'missing.pem')])).toBe(2);
+  });
+
   it('accepts v5 at 2026-02-03 and the base64-encoded CCEL quote now, as JSON with MRTD and RTMRs', async () => {
     expect(
       await run([
@@ -106,7 +139,7 @@ describeVectors('confboot attestation verify-tdx', () => {
   });
 
   it.each([
-    ['missing --root', ['--quote', 'q'], 'missing required option --root'],
+    ['missing --quote', ['--root', 'r'], 'missing required option --quote'],
     ['unreadable quote', ['--quote', '/nonexistent/q', '--root', 'r'], 'reading quote'],
     ['bad --at', ['--quote', 'q', '--root', 'r', '--at', '2023-13-45'], 'not a valid time'],
   ])('exits 2 on %s', async (_name, argv, message) => {

@@ -1,17 +1,13 @@
 /**
- * `confboot attestation verify-snp`: verifies one SEV-SNP attestation report offline — signature by
+ * `confboot attestation verify-snp`: verifies one SEV-SNP attestation report — signature by
  * the VCEK/VLEK, chain to the ARK (the operator's `--ark`, or the `--chain`'s ARK when it carries
  * AMD's key for the product, amd-ark-pins.ts), TCB, guest policy, ID key and report data — and
  * prints every check. Exit 0 accepted, 1 rejected, 2 usage or input error.
  */
 import { X509Certificate } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
-import {
-  AMD_ARK_SPKI_SHA256,
-  isPinnedAmdArk,
-  spkiSha256,
-} from '../../adapters/attestation/snp/amd-ark-pins.js';
-import { commonName, loadCertificates } from '../../adapters/attestation/snp/certs.js';
+import { AMD_ARK_SPKI_SHA256, isPinnedAmdArk } from '../../adapters/attestation/snp/amd-ark-pins.js';
+import { commonName, loadCertificates, spkiSha256 } from '../../adapters/attestation/snp/certs.js';
 import { KdsCertFetcher } from '../../adapters/attestation/snp/kds-fetcher.js';
 import {
   AMD_PRODUCTS,
@@ -29,7 +25,7 @@ import { type CommandSpec, parseCommand, runCommand, UsageError } from './args.j
 
 const spec: CommandSpec = {
   name: 'attestation verify-snp',
-  summary: 'Verify an AMD SEV-SNP attestation report (offline) and list every check.',
+  summary: 'Verify an AMD SEV-SNP attestation report and list every check.',
   options: {
     report: {
       type: 'string',

@@ -1,16 +1,22 @@
 /**
  * `confboot attestation verify-tdx`: verifies one Intel TDX quote (v4/v5) — quote and QE signatures,
- * the PCK chain to the operator-supplied Intel SGX root and, with --collateral (a directory, offline,
+ * the PCK chain to the Intel SGX root (`--root`, or the chain's own root when it carries Intel's
+ * key, intel-root-pin.ts) and, with --collateral (a directory, offline,
  * or Intel PCS / a mirror), TCB info, QE identity and CRLs — and prints every check. Exit 0
  * accepted, 1 rejected, 2 usage or input error (including collateral that cannot be read or fetched).
  */
 import { readFile } from 'node:fs/promises';
-import { loadCertificate } from '../../adapters/attestation/snp/certs.js';
+import { loadCertificate, loadCertificates, spkiSha256 } from '../../adapters/attestation/snp/certs.js';
 import { loadTdxCollateralDir, type TdxCollateral } from '../../adapters/attestation/tdx/collateral.js';
+import {
+  INTEL_SGX_ROOT_SPKI_SHA256,
+  isPinnedIntelRoot,
+} from '../../adapters/attestation/tdx/intel-root-pin.js';
 import { INTEL_PCS_BASE_URL, INTEL_ROOT_CA_CRL_URL } from '../../adapters/attestation/tdx/pcs-client.js';
-import { tdxMeasurements } from '../../adapters/attestation/tdx/quote.js';
+import { parseTdxQuote, tdxMeasurements } from '../../adapters/attestation/tdx/quote.js';
 import { type TdxPolicy, verifyTdxQuote } from '../../adapters/attestation/tdx/verify.js';
 import { SystemClock } from '../../adapters/system/system-clock.js';
+import type { AttestationCheck } from '../../ports/types.js';
 import { parseTdxCollateralSource, tdxCollateralGetter } from '../attestation/snp-tdx-config.js';
 import { type CommandSpec, parseCommand, runCommand, UsageError } from './args.js';
 import { parseAt } from './attestation-verify-snp.js';
@@ -21,10 +27,10 @@ const spec: CommandSpec = {
   options: {
     'tcb-level': {
       type: 'string',
-      valueName: 'enforce|report',
-      default: 'enforce',
+      valueName: 'report|enforce',
+      default: 'report',
       description:
-        "match the TCB against the collateral's TCB levels (enforce), or only report it as go-tdx-guest verify does (report)",
+        'with collateral: report the TCB level matched in the TCB info, as go-tdx-guest verify does (report), or reject a quote whose level is not accepted (enforce; the join service always enforces)',
     },
     quote: {
       type: 'string',
@@ -35,8 +41,8 @@ const spec: CommandSpec = {
     root: {
       type: 'string',
       valueName: 'F',
-      required: true,
-      description: 'trusted Intel SGX Root CA certificate, PEM or DER',
+      description:
+        "trusted Intel SGX Root CA certificate, PEM or DER; default: the root of the quote's PCK chain, accepted only with Intel's root key (built-in pin)",
     },
     collateral: {
       type: 'string',
@@ -88,11 +94,33 @@ export async function run(argv: string[]): Promise<number> {
     const text = quote.toString('latin1').trim();
     if (text.length > 0 && /^[A-Za-z0-9+/=\r\n]+$/.test(text)) quote = Buffer.from(text, 'base64');
     let root: ReturnType<typeof loadCertificate>;
+    let pinCheck: AttestationCheck | undefined;
     try {
-      root = loadCertificate(await readInput(values.root as string, 'root'), 'Intel SGX root');
+      if (values.root !== undefined)
+        root = loadCertificate(await readInput(values.root as string, 'root'), 'Intel SGX root');
+      else {
+        // Without --root the chain's own root is used, and trusted only with Intel's key.
+        const chain = loadCertificates(parseTdxQuote(quote).pckChainPem, 'PCK certificate chain');
+        const last = chain.at(-1);
+        if (last === undefined) throw new Error('the quote carries no PCK certificate chain; pass --root');
+        root = last;
+        pinCheck = isPinnedIntelRoot(last)
+          ? {
+              name: 'root-pin',
+              ok: true,
+              detail: "the PCK chain's root carries Intel's SGX Root CA key (built-in pin)",
+            }
+          : {
+              name: 'root-pin',
+              ok: false,
+              detail: `the PCK chain's root has key SHA-256 ${spkiSha256(last)}, not Intel's SGX Root CA key ${INTEL_SGX_ROOT_SPKI_SHA256}`,
+            };
+      }
     } catch (err) {
       if (err instanceof UsageError) throw err;
-      throw new UsageError(err instanceof Error ? err.message : String(err));
+      throw new UsageError(
+        `${values.root === undefined ? `quote ${values.quote as string}: ` : ''}${err instanceof Error ? err.message : String(err)}`,
+      );
     }
     const tcbLevel = String(values['tcb-level']);
     if (tcbLevel !== 'enforce' && tcbLevel !== 'report')
@@ -131,6 +159,8 @@ export async function run(argv: string[]): Promise<number> {
       }
       v = await verifyTdxQuote(quote, { root, policy, at, collateral });
     }
+    if (pinCheck !== undefined)
+      v = { ...v, checks: [pinCheck, ...v.checks], accepted: v.accepted && pinCheck.ok };
     const q = v.quote;
     if (values.json === true) {
       const hex = (b: Uint8Array) => Buffer.from(b).toString('hex');

@@ -7,7 +7,8 @@
  * key. The join service and `confboot init` never fall back to these; their attestation config
  * names the ARK (`amdRootKey`), as upstream's does. No certificate is shipped, only the key digests.
  */
-import { createHash, type X509Certificate } from 'node:crypto';
+import type { X509Certificate } from 'node:crypto';
+import { spkiSha256 } from './certs.js';
 import type { AmdProduct } from './report.js';
 
 /** SHA-256 (hex) of the SubjectPublicKeyInfo DER of AMD's ARK per product. */
@@ -16,13 +17,6 @@ export const AMD_ARK_SPKI_SHA256: Readonly<Record<AmdProduct, string>> = Object.
   genoa: '429a69c9422aa258ee4d8db5fcda9c6470ef15f8cd5a9cebd6cbc7d90b863831',
   turin: '4f125410563a2ab9a50356f9243f6fe0b6f73de98603f53f90339c70e9d7ad08',
 });
-
-/** SHA-256 (hex) of a certificate's SubjectPublicKeyInfo DER. */
-export function spkiSha256(cert: X509Certificate): string {
-  return createHash('sha256')
-    .update(cert.publicKey.export({ type: 'spki', format: 'der' }))
-    .digest('hex');
-}
 
 /** Whether `cert` carries AMD's ARK key of `product` ({@link AMD_ARK_SPKI_SHA256}). */
 export function isPinnedAmdArk(cert: X509Certificate, product: AmdProduct): boolean {

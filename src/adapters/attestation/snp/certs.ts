@@ -4,7 +4,7 @@
  * SHA-384 on ARK and ASK; node:crypto's X509Certificate.verify checks PSS (it rejects a single
  * changed signature byte, see the tests).
  */
-import { X509Certificate } from 'node:crypto';
+import { createHash, X509Certificate } from 'node:crypto';
 import { certificateExtensions, decodeSmallInt, readTlv, TAG } from './der.js';
 import { AMD_PRODUCT_NAMES, type AmdProduct, type SnpTcbParts } from './report.js';
 
@@ -129,4 +129,11 @@ export function describeCert(cert: X509Certificate): string {
     return Number.isNaN(d.getTime()) ? JSON.stringify(s) : d.toISOString();
   };
   return `${commonName(cert.subject)} (valid ${iso(cert.validFrom)} … ${iso(cert.validTo)})`;
+}
+
+/** SHA-256 (hex) of a certificate's SubjectPublicKeyInfo DER: what the built-in root-key pins compare. */
+export function spkiSha256(cert: X509Certificate): string {
+  return createHash('sha256')
+    .update(cert.publicKey.export({ type: 'spki', format: 'der' }))
+    .digest('hex');
 }
