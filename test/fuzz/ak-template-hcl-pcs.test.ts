@@ -66,13 +66,10 @@ describe('AK template, HCL reports and --tdx-collateral under fuzzing', {
   it('parseTdxCollateralSource: a directory, an http(s) PCS URL the PCS client accepts, or ConfbootError(invalid-argument)', async () => {
     expect(await fuzz.check('tdxCollateralSource')).toBeGreaterThan(0);
   });
-  // Known defect, reported to the lead: parseTdxCollateralSource (and IntelPcsCollateralSource's own
-  // base-URL check) test `new URL(v).search/hash === ''`, which is also true for a URL ending in a
-  // bare "?" or "#", and keep the raw string as the prefix of every request URL. "pcs:http://a/?"
-  // is accepted and the client then requests http://a/?/tdx/certification/v4/qe/identity (the PCS
-  // path moved into the query; "#" moves it into the fragment, which is never sent). Trailing
-  // whitespace after the host ("pcs:http://a ") is accepted too and yields invalid request URLs.
-  it.skip('KNOWN DEFECT (base URL ending in "?" or "#" accepted): request URLs keep the PCS path in the path', async () => {
+  // Found by this property and fixed: a base URL ending in a bare "?" or "#" (empty WHATWG
+  // search/hash) or with whitespace was accepted and prefixed raw to every request path;
+  // checkHttpUrl (pcs-client.ts) now refuses it and normalises what it accepts.
+  it('every accepted pcs:URL requests the PCS paths in the URL path (bare "?"/"#" and whitespace refused)', async () => {
     expect(await fuzz.check('tdxCollateralRequestUrls')).toBeGreaterThan(0);
   });
 });
@@ -181,8 +178,10 @@ function expectedQuote(a: ImdsAnswer): Uint8Array | undefined {
   if (typeof v !== 'object' || v === null || Array.isArray(v) || !Object.hasOwn(v, 'quote')) return undefined;
   const q = (v as { quote: unknown }).quote;
   if (typeof q !== 'string' || q === '') return undefined;
-  const trimmed = q.replace(/=+$/, '');
-  if (!/^[A-Za-z0-9_-]*$/.test(trimmed)) return undefined;
+  // At most two padding characters; a length no encoding produces (one character left over) and an
+  // empty quote are refused.
+  const trimmed = q.replace(/={0,2}$/, '');
+  if (!/^[A-Za-z0-9_-]*$/.test(trimmed) || trimmed.length % 4 === 1 || trimmed.length === 0) return undefined;
   return new Uint8Array(Buffer.from(trimmed, 'base64url'));
 }
 

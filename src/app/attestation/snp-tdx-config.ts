@@ -17,6 +17,7 @@ import type { SnpVariant } from '../../adapters/attestation/snp/validators.js';
 import type { IdKeyDigestEnforcement, SnpPolicy } from '../../adapters/attestation/snp/verify.js';
 import { loadTdxCollateralDir } from '../../adapters/attestation/tdx/collateral.js';
 import {
+  checkHttpUrl,
   INTEL_PCS_BASE_URL,
   IntelPcsCollateralSource,
   type IntelPcsOptions,
@@ -314,17 +315,13 @@ function pcsSource(value: string): TdxCollateralSource {
   };
 }
 
-/** Checks that `value` is an http(s) URL without query or fragment; `want` says what is expected. */
+/** `value` checked and normalised by {@link checkHttpUrl}; on failure `want` says what is expected. */
 function httpUrl(value: string, what: string, want: string): string {
-  let url: URL | undefined;
   try {
-    url = new URL(value);
+    return checkHttpUrl(value, what);
   } catch {
-    url = undefined;
-  }
-  if (url === undefined || (url.protocol !== 'https:' && url.protocol !== 'http:') || url.search || url.hash)
     throw new ConfbootError('invalid-argument', `${what}: want ${want}`);
-  return value;
+  }
 }
 
 /**

@@ -341,6 +341,13 @@ function invalidArgumentEchoing(...inputs: Array<string | undefined>): DefinedEr
   };
 }
 
+/** Whether two URLs name the same origin and path (trailing slashes aside): the parser normalises. */
+function sameUrl(a: string, b: string): boolean {
+  const x = new URL(a);
+  const y = new URL(b);
+  return x.origin === y.origin && x.pathname.replace(/\/+$/, '') === y.pathname.replace(/\/+$/, '');
+}
+
 /** The parsed source, checked for shape; undefined when it was refused with `invalid-argument`. */
 function parsedCollateralSource([value, root]: CollateralInput): IntelPcsCollateralSource | undefined {
   const r = callDefined(() => parseTdxCollateralSource(value, root), invalidArgumentEchoing(value, root));
@@ -353,7 +360,10 @@ function parsedCollateralSource([value, root]: CollateralInput): IntelPcsCollate
     return undefined;
   }
   ensure(s.kind === 'pcs', `unknown kind ${String((s as { kind: unknown }).kind)}`);
-  ensure(s.baseUrl === (value === 'pcs' ? INTEL : value.slice('pcs:'.length)), 'baseUrl is not the value');
+  ensure(
+    sameUrl(s.baseUrl, value === 'pcs' ? INTEL : value.slice('pcs:'.length)),
+    'baseUrl is not the value (normalised)',
+  );
   ensure(
     isHttpUrlWithoutQuery(s.baseUrl),
     `baseUrl ${JSON.stringify(s.baseUrl)} is not http(s) without query`,
@@ -361,7 +371,7 @@ function parsedCollateralSource([value, root]: CollateralInput): IntelPcsCollate
   if (root === undefined) ensure(!('rootCrlUrl' in s), 'a root CRL URL appeared');
   else
     ensure(
-      s.rootCrlUrl === root && isHttpUrlWithoutQuery(root),
+      s.rootCrlUrl !== undefined && sameUrl(s.rootCrlUrl, root) && isHttpUrlWithoutQuery(s.rootCrlUrl),
       `rootCrlUrl ${JSON.stringify(s.rootCrlUrl)} is not http(s) without query`,
     );
   // The PCS client accepts what the option parser accepts (no error at service start).

@@ -43,10 +43,15 @@ export interface ImdsTdQuoteOptions {
   timeoutInMs?: number;
 }
 
-/** Decodes base64url with or without padding; throws on any other character. */
+/**
+ * Decodes base64url with or without padding. Throws on any other character, on a length no
+ * encoding produces (one character left over), and on an empty result.
+ */
 function decodeBase64Url(text: string, what: string): Uint8Array {
-  const trimmed = text.replace(/=+$/, '');
-  if (!/^[A-Za-z0-9_-]*$/.test(trimmed)) throw new Error(`${what} is not base64url`);
+  const trimmed = text.replace(/={0,2}$/, '');
+  if (!/^[A-Za-z0-9_-]*$/.test(trimmed) || trimmed.length % 4 === 1)
+    throw new Error(`${what} is not base64url`);
+  if (trimmed.length === 0) throw new Error(`${what} is empty`);
   return new Uint8Array(Buffer.from(trimmed, 'base64url'));
 }
 

@@ -77,8 +77,14 @@ const FMSPC = /^[0-9a-fA-F]{12}$/;
 
 const errMsg = (err: unknown) => (err instanceof Error ? err.message : String(err));
 
-/** Checks a base URL: absolute http(s), no query or fragment; returns it without trailing slashes. */
-function checkBaseUrl(value: string, what: string): string {
+/**
+ * Checks an http(s) URL that request paths are appended to (or that is fetched as is): absolute,
+ * no query or fragment — not even an empty one, a bare `?` or `#` would swallow the appended path —
+ * and no whitespace. Returns its normalised form (origin and path, without trailing slashes), so the
+ * requests go exactly where the check looked.
+ * @throws ConfbootError `invalid-argument` naming `what`
+ */
+export function checkHttpUrl(value: string, what: string): string {
   let url: URL;
   try {
     url = new URL(value);
@@ -87,9 +93,12 @@ function checkBaseUrl(value: string, what: string): string {
   }
   if (url.protocol !== 'https:' && url.protocol !== 'http:')
     throw new ConfbootError('invalid-argument', `${what} ${value}: want an http or https URL`);
-  if (url.search !== '' || url.hash !== '')
-    throw new ConfbootError('invalid-argument', `${what} ${value}: must not have a query or fragment`);
-  return value.replace(/\/+$/, '');
+  if (/[?#\s]/.test(value))
+    throw new ConfbootError(
+      'invalid-argument',
+      `${what} ${JSON.stringify(value)}: must not have a query, fragment or whitespace`,
+    );
+  return `${url.origin}${url.pathname}`.replace(/\/+$/, '');
 }
 
 /**
@@ -113,9 +122,8 @@ export class IntelPcsCollateralSource {
 
   constructor(options: IntelPcsOptions) {
     this.clock = options.clock;
-    this.baseUrl = checkBaseUrl(options.baseUrl ?? INTEL_PCS_BASE_URL, 'Intel PCS base URL');
-    this.rootCrlUrl = options.rootCrlUrl ?? INTEL_ROOT_CA_CRL_URL;
-    checkBaseUrl(this.rootCrlUrl, 'Intel root CA CRL URL');
+    this.baseUrl = checkHttpUrl(options.baseUrl ?? INTEL_PCS_BASE_URL, 'Intel PCS base URL');
+    this.rootCrlUrl = checkHttpUrl(options.rootCrlUrl ?? INTEL_ROOT_CA_CRL_URL, 'Intel root CA CRL URL');
     this.pckCa = options.pckCa ?? 'platform';
     this.timeoutInMs = options.timeoutInMs ?? 10_000;
     this.maxAgeInMs = options.maxAgeInMs ?? 24 * 3600_000;
@@ -130,8 +138,9 @@ export class IntelPcsCollateralSource {
    * other callers share runs on.
    * @throws ConfbootError `invalid-argument` for a malformed FMSPC (before any request);
    *   `unavailable` for network failures, HTTP 5xx/429 and malformed responses;
-   *   `deadline-exceeded` on timeout; `failed-precondition` for HTTP 404 (e.g. an FMSPC Intel does
-   *   not know). Every message names the URL.
+   *   `deadline-exceeded` on timeout; for other HTTP errors the status's code (404
+   *   `failed-precondition`, e.g. an FMSPC Intel does not know; 400 `invalid-argument`; 401/403
+   *   `permission-denied`, e.g. a mirror that wants credentials). Every message names the URL.
    */
   getCollateral = async (fmspc: string, options?: CallOptions): Promise<TdxCollateral> => {
     if (typeof fmspc !== 'string' || !FMSPC.test(fmspc))
