@@ -376,9 +376,27 @@ describeVectors('Intel PCS collateral source (fake PCS serving the real go-tdx-g
     expect(new IntelPcsCollateralSource({ clock: clock(), pckCa: 'processor' }).pckCrlUrl()).toContain(
       'ca=processor&',
     );
-    for (const bad of ['ftp://pcs.example', 'not a url', 'https://pcs.example/?x=1'])
+    for (const bad of [
+      'ftp://pcs.example',
+      'not a url',
+      'https://pcs.example/?x=1',
+      // A bare "?" or "#" has an empty WHATWG search/hash but would swallow the appended PCS path.
+      'https://pcs.example/?',
+      'https://pcs.example/#',
+      'https://pcs.example /',
+    ])
       expect(() => new IntelPcsCollateralSource({ clock: clock(), baseUrl: bad })).toThrow(
         /Intel PCS base URL/,
       );
+    expect(
+      () => new IntelPcsCollateralSource({ clock: clock(), rootCrlUrl: 'http://mirror/root.der?' }),
+    ).toThrow(/Intel root CA CRL URL/);
+    // What is accepted is normalised: the requests go exactly where the check looked.
+    const mirror = new IntelPcsCollateralSource({
+      clock: clock(),
+      baseUrl: 'HTTP://PCCS.example:8081/pcs//',
+    });
+    expect(mirror.baseUrl).toBe('http://pccs.example:8081/pcs');
+    expect(mirror.qeIdentityUrl()).toBe(`http://pccs.example:8081/pcs${QE_PATH}`);
   });
 });
