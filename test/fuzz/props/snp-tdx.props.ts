@@ -20,7 +20,7 @@ import type { MeasurementPolicy } from '../../../src/ports/measurement-policy.js
 import { rsaTpmtPublic } from '../../adapters/attestation/snp/tpmt-fixture.js';
 import { FakeClock } from '../../fakes/fake-clock.js';
 import { fuzzRuns } from '../harness/config.js';
-import { type FuzzJson, jsonMutated } from '../harness/json.js';
+import { FuzzJson, jsonMutated } from '../harness/json.js';
 import {
   applyMutation,
   type Base,
@@ -177,25 +177,46 @@ type DocCase =
   | { kind: 'snp-json'; doc: FuzzJson }
   | { kind: 'snp-info-json'; info: FuzzJson }
   | { kind: 'snp-report'; steps: Mutation[] }
+  | { kind: 'snp-cert'; field: SnpCertField; form: 'pem' | 'der'; cert: number; steps: Mutation[] }
   | { kind: 'tdx-json'; doc: FuzzJson }
   | { kind: 'tdx-quote'; steps: Mutation[] };
 
 const steps = fc.array(mutation, { minLength: 1, maxLength: 3 });
 
+/** The InstanceInfo fields that carry certificates, and the PEM vector each one is built from. */
+type SnpCertField = 'ReportSigner' | 'CertChain';
+const SNP_CERT_VECTORS: Record<SnpCertField, string> = {
+  ReportSigner: 'constellation/snp/vcek.pem',
+  CertChain: 'constellation/snp/certchain.pem',
+};
+
 /**
- * Left out until the reported defect is fixed: SnpValidator.validate decodes InstanceInfo's
- * AttestationReport, ReportSigner and Azure.RuntimeData outside its try blocks, so a value that is
- * neither a string nor null (`{}`, `1`, `[]`) rejects with a plain Error instead of an
- * AttestationError. Drop this filter with the fix.
+ * A byte-level mutation of an SNP certificate field: of the PEM file as sent (`pem`), or of the DER
+ * of its certificate number `cert` (modulo the count), put back as PEM next to the untouched others
+ * (`der`), which reaches the key, validity and extension readers behind a valid PEM wrapper.
  */
-function hitsKnownDefect(info: unknown): boolean {
-  if (typeof info !== 'object' || info === null || Array.isArray(info)) return false;
-  const i = info as Record<string, unknown>;
-  const azure = i.Azure;
-  const runtime =
-    typeof azure === 'object' && azure !== null ? (azure as Record<string, unknown>).RuntimeData : undefined;
-  const bad = (x: unknown) => x !== undefined && x !== null && typeof x !== 'string';
-  return bad(i.AttestationReport) || bad(i.ReportSigner) || bad(runtime);
+const snpCertCase = fc.record({
+  kind: fc.constant('snp-cert' as const),
+  field: fc.constantFrom<SnpCertField>('ReportSigner', 'CertChain'),
+  form: fc.constantFrom<'pem' | 'der'>('pem', 'der'),
+  cert: fc.nat({ max: 1 }),
+  steps,
+});
+
+const PEM_BLOCK = /-----BEGIN CERTIFICATE-----([\s\S]*?)-----END CERTIFICATE-----/g;
+
+/** The field's PEM vector with `steps` applied to the file (`pem`) or to one certificate's DER (`der`). */
+function mutatedCertField(c: Extract<DocCase, { kind: 'snp-cert' }>): Uint8Array {
+  const pem = vector(SNP_CERT_VECTORS[c.field]);
+  if (c.form === 'pem') return c.steps.reduce(applyMutation, pem);
+  const blocks = [...Buffer.from(pem).toString('latin1').matchAll(PEM_BLOCK)].map((m) =>
+    Buffer.from(m[1] ?? '', 'base64'),
+  );
+  const k = c.cert % blocks.length;
+  const der = c.steps.reduce(applyMutation, blocks[k] as Uint8Array);
+  const wrap = (b: Uint8Array) =>
+    `-----BEGIN CERTIFICATE-----\n${Buffer.from(b).toString('base64').replace(/.{64}/g, '$&\n')}\n-----END CERTIFICATE-----\n`;
+  return Buffer.from(blocks.map((b, i) => wrap(i === k ? der : b)).join(''), 'latin1');
 }
 
 function docCase(): fc.Arbitrary<DocCase> {
@@ -205,39 +226,21 @@ function docCase(): fc.Arbitrary<DocCase> {
       kind: 'snp-json' as const,
       doc,
     })),
-    jsonMutated([{ name: 'azure-snp-info', value: v.snpInfo }], 3)
-      .filter((info) => !hitsKnownDefect(info.value))
-      .map((info) => ({ kind: 'snp-info-json' as const, info })),
+    jsonMutated([{ name: 'azure-snp-info', value: v.snpInfo }], 3).map((info) => ({
+      kind: 'snp-info-json' as const,
+      info,
+    })),
     steps.map((s) => ({ kind: 'snp-report' as const, steps: s })),
+    snpCertCase,
     jsonMutated([{ name: 'qemu-tdx-doc', value: v.tdxDoc }], 3).map((doc) => ({
       kind: 'tdx-json' as const,
       doc,
     })),
-    steps.filter((s) => !touchesPckChain(s)).map((s) => ({ kind: 'tdx-quote' as const, steps: s })),
+    steps.map((s) => ({ kind: 'tdx-quote' as const, steps: s })),
   );
 }
 
 const TDX_QUOTE = 'go-tdx-guest/testdata/ccel/cos-113-tdx-quote.dat';
-
-/** The PEM certificates (PCK chain) inside a quote, as latin1 text; '' when there are none. */
-function pemRegion(q: Uint8Array): string {
-  const t = Buffer.from(q).toString('latin1');
-  const from = t.indexOf('-----BEGIN CERTIFICATE-----');
-  const to = t.lastIndexOf('-----END CERTIFICATE-----');
-  return from < 0 || to < from ? '' : t.slice(from, to);
-}
-
-/**
- * Left out until the reported defect is fixed: verifyTdxQuote reads `leaf.publicKey` (and the
- * intermediate's) outside a try, and node's X509Certificate throws ERR_OSSL_EVP_DECODE_ERROR there
- * when a PCK certificate parses but carries a malformed key (e.g. byte 1709 of
- * cos-113-tdx-quote.dat changed from 0x79 to 0x78), so qemu-tdx rejects with a plain Error. Drop
- * this filter with the fix.
- */
-function touchesPckChain(s: Mutation[]): boolean {
-  const base = vector(TDX_QUOTE);
-  return pemRegion(s.reduce(applyMutation, base)) !== pemRegion(base);
-}
 
 function build(c: DocCase): { validator: 'snp' | 'tdx'; bytes: Uint8Array } {
   const v = getValidators();
@@ -255,6 +258,10 @@ function build(c: DocCase): { validator: 'snp' | 'tdx'; bytes: Uint8Array } {
       const info = { ...v.snpInfo, AttestationReport: b64(report) };
       return { validator: 'snp', bytes: Buffer.from(JSON.stringify(withInfo(info))) };
     }
+    case 'snp-cert': {
+      const info = { ...v.snpInfo, [c.field]: b64(mutatedCertField(c)) };
+      return { validator: 'snp', bytes: Buffer.from(JSON.stringify(withInfo(info))) };
+    }
     case 'tdx-json':
       return { validator: 'tdx', bytes: c.doc.bytes };
     case 'tdx-quote': {
@@ -262,6 +269,34 @@ function build(c: DocCase): { validator: 'snp' | 'tdx'; bytes: Uint8Array } {
       return { validator: 'tdx', bytes: Buffer.from(JSON.stringify({ ...v.tdxDoc, RawQuote: b64(quote) })) };
     }
   }
+}
+
+/**
+ * Inputs that once escaped as a plain Error or a RangeError (fixed in 5f39306), replayed
+ * before the generated ones: wrong JSON types in InstanceInfo, a PCK certificate with a corrupted
+ * key (byte 1709 of the quote 0x79 → 0x78), an ASK with a corrupted key (byte 571 of
+ * certchain.pem 'C' → 'i') and a VCEK with an unparsable validity date (byte 322 of vcek.pem
+ * 'I' → '/').
+ */
+function fixedDefectExamples(): DocCase[] {
+  const v = getValidators();
+  /** InstanceInfo with the value at `path` (one or two keys deep) replaced. */
+  const info = (path: [string] | [string, string], value: unknown) => {
+    const edited = structuredClone(v.snpInfo);
+    const [key, inner] = path;
+    if (inner === undefined) edited[key] = value;
+    else (edited[key] as Record<string, unknown>)[inner] = value;
+    return new FuzzJson(edited, `${path.join('.')} = ${JSON.stringify(value)}`);
+  };
+  const flip = (pos: number, mask: number): Mutation[] => [{ op: 'flip', pos, mask }];
+  return [
+    { kind: 'snp-info-json', info: info(['AttestationReport'], {}) },
+    { kind: 'snp-info-json', info: info(['ReportSigner'], 1) },
+    { kind: 'snp-info-json', info: info(['Azure', 'RuntimeData'], []) },
+    { kind: 'tdx-quote', steps: flip(1709, 0x79 ^ 0x78) },
+    { kind: 'snp-cert', field: 'CertChain', form: 'pem', cert: 0, steps: flip(571, 0x43 ^ 0x69) },
+    { kind: 'snp-cert', field: 'ReportSigner', form: 'pem', cert: 0, steps: flip(322, 0x49 ^ 0x2f) },
+  ];
 }
 
 async function checkValidator(c: DocCase): Promise<void> {
@@ -306,6 +341,7 @@ export const properties = {
   }),
   validators: property({
     arbitrary: docCase,
+    examples: fixedDefectExamples,
     check: checkValidator,
     runs: fuzzRuns(250),
     async: true,
