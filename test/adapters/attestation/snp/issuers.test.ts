@@ -5,22 +5,20 @@
  *  - the TPM is a REAL swtpm driven through Tpm2ToolsTpm (quotes, AK, and for Azure the AK at
  *    0x81000003 and the HCL report in NV index 0x01400001, read back with tpm2_nvread);
  *  - the SEV-SNP firmware is SIMULATED (no SEV-SNP hardware here): a test double of the kernel's
- *    configfs-tsm report entry in a temp dir, read through the real ConfigfsTsmDevice, whose
- *    `outblob` is a FIFO answered with a report over the bytes the issuer wrote to `inblob`, signed
- *    by a FAKE AMD hierarchy (fake-amd-pki.ts) pinned as the ARK; `auxblob` is the certificate table;
+ *    configfs-tsm report entry in a temp dir (firmware-double.ts), read through the real
+ *    ConfigfsTsmDevice, whose `outblob` is a FIFO answered with a report over the bytes the issuer
+ *    wrote to `inblob`, signed by a FAKE AMD hierarchy (fake-amd-pki.ts) pinned as the ARK;
+ *    `auxblob` is the certificate table;
  *  - Azure's HCL is SIMULATED by writing an HCL report (FAKE-AMD-signed SNP report binding runtime
  *    data that names the swtpm AK) into the swtpm's NV index; Azure THIM and the GCE API are local
  *    FAKES (a loopback HTTP server, a stub lookup).
  * Parsers are also run on the REAL AWS certificate table and the REAL Azure report parts.
  */
-import { execFile } from 'node:child_process';
 import { createHash, createPublicKey, generateKeyPairSync, X509Certificate } from 'node:crypto';
-import { constants, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { open, readFile, rename } from 'node:fs/promises';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AmdCertCache } from '../../../../src/adapters/attestation/snp/cert-cache.js';
 import {
@@ -57,10 +55,10 @@ import type { Validator } from '../../../../src/ports/validator.js';
 import { FakeClock } from '../../../fakes/fake-clock.js';
 import { buildHclReport, hclRuntimeData, writeNvIndex } from '../../../support/azure-hcl.js';
 import { buildFakeReport, createFakeAmdPki, type FakeAmdPki } from './fake-amd-pki.js';
+import { SnpFirmwareDouble, table } from './firmware-double.js';
 import { rsaTpmtPublic } from './tpmt-fixture.js';
 import { describeVectors, vec, vecB64 } from './vectors.js';
 
-const run = promisify(execFile);
 const ZERO32 = '00'.repeat(32);
 const nonce = Buffer.alloc(32, 0x5a);
 const userData = Buffer.from('sha256-of-the-tls-key');
@@ -95,104 +93,6 @@ async function rejectionOf(
     failed: err.checks.filter((c) => !c.ok).map((c) => c.name),
     message: err.message,
   };
-}
-
-/** Certificate-table entries from a fake PKI. */
-function table(pki: FakeAmdPki, kinds: ('vcek' | 'vlek' | 'ask' | 'asvk' | 'ark')[]): SnpCertTableEntry[] {
-  const pem = { vcek: pki.vcekPem, vlek: pki.vlekPem, ask: pki.askPem, asvk: pki.asvkPem, ark: pki.arkPem };
-  return kinds.map((k) => ({
-    guid: SNP_CERT_TABLE_GUIDS[k === 'asvk' ? 'ask' : k],
-    data: der(pem[k]),
-  }));
-}
-
-/**
- * TEST DOUBLE of the SEV-SNP firmware behind the kernel's configfs-tsm: an entry directory with
- * `provider`, `generation`, `inblob`, `auxblob` and a FIFO `outblob`. Each time a reader opens
- * `outblob`, the double reads `inblob` and answers with a report over it, signed by `chip`'s FAKE
- * VCEK/VLEK. `stale` answers with a report over zero report data instead.
- */
-class SnpFirmwareDouble {
-  readonly root: string;
-  readonly entry = 'e0';
-  private readonly dir: string;
-  private stopped = false;
-  private loop: Promise<void> | undefined;
-  /** Report data of every report made, in order. */
-  readonly requests: Buffer[] = [];
-  chip: FakeAmdPki;
-  signingKey: 'vcek' | 'vlek' = 'vlek';
-  stale = false;
-  /** Errors of the double itself (must stay empty). */
-  readonly errors: unknown[] = [];
-
-  constructor(chip: FakeAmdPki) {
-    this.chip = chip;
-    this.root = mkdtempSync(join(tmpdir(), 'confboot-configfs-tsm-'));
-    this.dir = join(this.root, this.entry);
-    mkdirSync(this.dir);
-    writeFileSync(join(this.dir, 'provider'), 'sev_guest\n');
-    writeFileSync(join(this.dir, 'generation'), '1\n');
-    writeFileSync(join(this.dir, 'inblob'), '');
-    writeFileSync(join(this.dir, 'auxblob'), '');
-  }
-
-  async start(): Promise<void> {
-    await run('mkfifo', [join(this.dir, 'outblob')]);
-    this.loop = this.serve();
-  }
-
-  /** The certificate table the "host" supplies (auxblob); none when empty. */
-  setTable(entries: SnpCertTableEntry[]): void {
-    writeFileSync(join(this.dir, 'auxblob'), entries.length === 0 ? '' : encodeSnpCertTable(entries));
-  }
-
-  device(): ConfigfsTsmDevice {
-    return new ConfigfsTsmDevice({ kind: 'sev-snp', root: this.root, entry: this.entry });
-  }
-
-  private async serve(): Promise<void> {
-    const outblob = join(this.dir, 'outblob');
-    while (!this.stopped) {
-      const out = await open(outblob, 'w'); // waits for a reader
-      try {
-        if (this.stopped) return;
-        const reportData = await readFile(join(this.dir, 'inblob'));
-        this.requests.push(reportData);
-        const report = buildFakeReport(this.chip, {
-          signingKey: this.signingKey,
-          reportData: this.stale ? new Uint8Array(64) : reportData,
-        });
-        await out.write(report);
-        // Swap in a fresh FIFO before closing this one, so the next reader cannot attach to it.
-        const next = join(this.dir, '.outblob.next');
-        await run('mkfifo', [next]);
-        await rename(next, outblob);
-      } catch (err) {
-        this.errors.push(err); // the reader sees an empty outblob; the next request is served again
-      } finally {
-        await out.close();
-      }
-    }
-  }
-
-  /** Stops serving: releases a writer waiting for a reader and any reader waiting for a writer. */
-  async stop(): Promise<void> {
-    this.stopped = true;
-    const outblob = join(this.dir, 'outblob');
-    const held = [];
-    for (const flags of [
-      constants.O_RDONLY | constants.O_NONBLOCK,
-      constants.O_WRONLY | constants.O_NONBLOCK,
-    ])
-      held.push(await open(outblob, flags).catch(() => undefined));
-    try {
-      await this.loop;
-    } finally {
-      await Promise.all(held.map((h) => h?.close()));
-      rmSync(this.root, { recursive: true, force: true });
-    }
-  }
 }
 
 /** The validator config of the fake hierarchy: its ARK pinned, its TCB as the minimum. */
