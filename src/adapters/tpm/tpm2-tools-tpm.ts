@@ -287,6 +287,31 @@ export class Tpm2ToolsTpm implements Tpm {
     });
   }
 
+  /**
+   * Reads NV index `index` whole with owner authorization (`tpm2_nvread -C o`), in this TCTI's queue:
+   * an NV read starts an authorization session, which a TPM without a resource manager (swtpm,
+   * /dev/tpm0) cannot hold next to another tool's.
+   * @throws ConfbootError `unavailable` when the read fails (e.g. no such index), `internal` when
+   *   tpm2-tools is missing, `deadline-exceeded` on timeout
+   */
+  async readNvIndex(index: number, options?: CallOptions): Promise<Uint8Array> {
+    if (!Number.isInteger(index) || index < 0x01000000 || index > 0x01ffffff)
+      throw new ConfbootError('invalid-argument', `reading TPM NV index: ${index} is not an NV index`);
+    const handle = `0x${index.toString(16).padStart(8, '0')}`;
+    return this.operation(`reading TPM NV index ${handle}`, options, async (ctx) => {
+      const file = join(ctx.dir, 'nv.bin');
+      try {
+        await ctx.run('tpm2_nvread', ['-C', 'o', handle, '-o', file]);
+      } catch (err) {
+        // The tool ran and refused (no such index, no read permission, TPM busy): not a bug here.
+        if (err instanceof Tpm2ToolError && err.exitCode !== undefined && err.code === 'internal')
+          throw new Tpm2ToolError('unavailable', err.tool, err.exitCode, err.stderr, err.message, err);
+        throw err;
+      }
+      return new Uint8Array(await readFile(file));
+    });
+  }
+
   /** Returns the AK's TPMT_PUBLIC, creating and persisting the key if needed. Runs inside the queue. */
   private async ensureAk(ctx: OperationContext): Promise<Uint8Array> {
     if (this.akPublic) return this.akPublic;

@@ -43,7 +43,6 @@ import { Tpm2ToolsTpm } from '../../../src/adapters/tpm/tpm2-tools-tpm.js';
 import { buildValidator } from '../../../src/app/attestation/validators.js';
 import type { AmdCertFetcher } from '../../../src/ports/amd-cert-fetcher.js';
 import type { GceShieldedIdentity } from '../../../src/ports/gce-shielded-identity.js';
-import type { Issuer } from '../../../src/ports/issuer.js';
 import type { Validator } from '../../../src/ports/validator.js';
 import {
   type AttestationPair,
@@ -304,26 +303,6 @@ afterAll(async () => {
 
 const supports = { concurrentValidation: true };
 
-/**
- * `issuer` with its issue() calls run one at a time. KNOWN DEFECT worked around here (reported, not
- * fixed in src/): the Azure issuers read the HCL report with tpm2NvReader, which runs tpm2_nvread
- * outside Tpm2ToolsTpm's per-TCTI queue; on a TPM without a resource manager (swtpm, /dev/tpm0)
- * concurrent issues then interleave it with tpm2_quote and fail with TPM_RC_SESSION_MEMORY (0x903,
- * "out of memory for session contexts"). The contract's concurrency test is about the validator, so
- * the Azure documents are issued in turn and still validated concurrently.
- */
-function oneIssueAtATime(issuer: Issuer): Issuer {
-  let queue: Promise<unknown> = Promise.resolve();
-  return {
-    variant: issuer.variant,
-    oid: issuer.oid,
-    issue: (userData, nonce, options) => {
-      const next = queue.then(() => issuer.issue(userData, nonce, options));
-      queue = next.catch(() => undefined);
-      return next;
-    },
-  };
-}
 const noCleanup = async () => {};
 
 describe('SEV-SNP on a REAL swtpm with SIMULATED firmware (configfs-tsm double) and a FAKE AMD PKI', () => {
@@ -402,17 +381,15 @@ describeAttestationContract(
     const enc = (s: string) => new TextEncoder().encode(s);
     return {
       subject: {
-        issuer: oneIssueAtATime(
-          createAzureSevSnpIssuer({
-            tpm: azureTpm,
-            readNvIndex: tpm2NvReader({ tcti: swtpm.tcti }),
-            // FAKE THIM: the VCEK and chain of the fake hierarchy.
-            certificates: async () => ({
-              reportSigner: enc(amd.vcekPem),
-              certChain: enc(amd.askPem + amd.arkPem),
-            }),
+        issuer: createAzureSevSnpIssuer({
+          tpm: azureTpm,
+          readNvIndex: tpm2NvReader({ tcti: swtpm.tcti }),
+          // FAKE THIM: the VCEK and chain of the fake hierarchy.
+          certificates: async () => ({
+            reportSigner: enc(amd.vcekPem),
+            certChain: enc(amd.askPem + amd.arkPem),
           }),
-        ),
+        }),
         validator: buildValidator('azure-sev-snp', config(amd), snpDeps()),
       },
       seed: {
@@ -446,13 +423,11 @@ describe('azure-tdx: FAKE IMDS quoting enclave', () => {
       );
       return {
         subject: {
-          issuer: oneIssueAtATime(
-            createAzureTdxIssuer({
-              tpm: azureTpm,
-              readNvIndex: tpm2NvReader({ tcti: swtpm.tcti }),
-              getQuote: imdsTdQuoteGetter({ baseUrl: imds.url, timeoutInMs: 5000 }),
-            }),
-          ),
+          issuer: createAzureTdxIssuer({
+            tpm: azureTpm,
+            readNvIndex: tpm2NvReader({ tcti: swtpm.tcti }),
+            getQuote: imdsTdQuoteGetter({ baseUrl: imds.url, timeoutInMs: 5000 }),
+          }),
           validator: tdxValidator(intel),
         },
         seed: {

@@ -18,13 +18,13 @@
  *    Azure.RuntimeData the HCL runtime JSON whose keys[0] is the AK at 0x81000003; the VCEK and
  *    chain optionally come from Azure's THIM endpoint ({@link fetchAzureThimCertificates}).
  */
-import { execFile } from 'node:child_process';
 import { createHash, X509Certificate } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import type { ConfidentialGuestDevice } from '../../../ports/confidential-guest-device.js';
 import { ConfbootError, wrapError } from '../../../ports/errors.js';
 import type { CallOptions } from '../../../ports/types.js';
 import { expectOk, httpRequest, parseJsonBody } from '../../cloud/shared/http.js';
+import { Tpm2ToolsTpm } from '../../tpm/tpm2-tools-tpm.js';
 import { type InstanceInfoProvider, VtpmIssuer, type VtpmIssuerOptions } from '../vtpm/issuer.js';
 import { parseTpmtPublic } from '../vtpm/tpm2.js';
 import { parseSnpCertTable, type SnpCertTable } from './cert-table.js';
@@ -271,50 +271,19 @@ export interface Tpm2NvReaderOptions {
 }
 
 /**
- * An {@link NvIndexReader} over `tpm2_nvread -C o` (owner authorisation, empty password), run with
- * execFile (no shell) and TPM2TOOLS_TCTI set. NV reads load no transient objects, so they need no
- * slot bookkeeping on a TPM without a resource manager.
+ * An {@link NvIndexReader} over `tpm2_nvread -C o` (owner authorisation, empty password) through
+ * {@link Tpm2ToolsTpm.readNvIndex}, so it runs in the same per-TCTI queue as the quotes: an NV read
+ * starts an authorization session, and a TPM without a resource manager cannot hold it next to
+ * another tool's.
  */
 export function tpm2NvReader(options: Tpm2NvReaderOptions): NvIndexReader {
-  const tool = options.toolsDir ? `${options.toolsDir}/tpm2_nvread` : 'tpm2_nvread';
-  return (index, call) => {
-    const handle = `0x${index.toString(16).padStart(8, '0')}`;
-    const timeoutInMs = call?.timeoutInMs ?? options.timeoutInMs ?? 20_000;
-    const timeout = AbortSignal.timeout(timeoutInMs);
-    const signal = call?.signal ? AbortSignal.any([call.signal, timeout]) : timeout;
-    return new Promise((resolve, reject) => {
-      execFile(
-        tool,
-        ['-C', 'o', handle],
-        {
-          encoding: 'buffer',
-          env: { ...process.env, TPM2TOOLS_TCTI: options.tcti },
-          signal,
-          maxBuffer: 1 << 20,
-          windowsHide: true,
-        },
-        (err, stdout, stderr) => {
-          if (!err) return resolve(new Uint8Array(stdout));
-          const detail = Buffer.from(stderr).toString('utf8').trim().slice(-500) || err.message;
-          const code = timeout.aborted
-            ? 'deadline-exceeded'
-            : (err as NodeJS.ErrnoException).code === 'ENOENT'
-              ? 'internal'
-              : 'unavailable';
-          const why = timeout.aborted
-            ? `timed out after ${timeoutInMs} ms`
-            : (err as NodeJS.ErrnoException).code === 'ENOENT'
-              ? 'tpm2_nvread is not installed'
-              : detail;
-          reject(
-            new ConfbootError(code, `reading TPM NV index ${handle} (TCTI ${options.tcti}): ${why}`, {
-              cause: err,
-            }),
-          );
-        },
-      );
-    });
-  };
+  const tpm = new Tpm2ToolsTpm({
+    tcti: options.tcti,
+    createAttestationKey: false,
+    ...(options.toolsDir === undefined ? {} : { toolsDir: options.toolsDir }),
+    ...(options.timeoutInMs === undefined ? {} : { timeoutInMs: options.timeoutInMs }),
+  });
+  return (index, call) => tpm.readNvIndex(index, call);
 }
 
 const HCL_HEADER_SIZE = 32;
