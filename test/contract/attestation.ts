@@ -133,16 +133,23 @@ export function describeAttestationContract(
     it('validates concurrently', async (ctx) => {
       const { subject, supports } = await fresh();
       if (!supports.concurrentValidation) ctx.skip();
-      const inputs = await Promise.all(
+      // allSettled, not all: a failed call must not leave the others running into the next test.
+      const issued = await Promise.allSettled(
         Array.from({ length: 6 }, async () => {
           const userData = randomBytes(32);
           const nonce = randomBytes(32);
           return { userData, nonce, doc: await subject.issuer.issue(userData, nonce) };
         }),
       );
-      const results = await Promise.all(inputs.map((i) => subject.validator.validate(i.doc, i.nonce)));
+      const inputs = issued.map((r, k) => {
+        if (r.status === 'rejected') throw new Error(`concurrent issue ${k} failed: ${String(r.reason)}`);
+        return r.value;
+      });
+      const results = await Promise.allSettled(inputs.map((i) => subject.validator.validate(i.doc, i.nonce)));
       results.forEach((r, k) => {
-        expect(Buffer.from(r.userData).equals(inputs[k]?.userData as Buffer)).toBe(true);
+        if (r.status === 'rejected')
+          throw new Error(`concurrent validation ${k} failed: ${String(r.reason)}`);
+        expect(Buffer.from(r.value.userData).equals(inputs[k]?.userData as Buffer)).toBe(true);
       });
     });
   });
