@@ -54,7 +54,12 @@ import type { ContractSubject } from '../../contract/harness.js';
 import { FakeClock } from '../../fakes/fake-clock.js';
 import { buildHclReport, hclRuntimeData, writeNvIndex } from '../../support/azure-hcl.js';
 import { SHA256, SoftTpm } from '../../support/soft-tpm.js';
-import { buildFakeReport, createFakeAmdPki, type FakeAmdPki } from './snp/fake-amd-pki.js';
+import {
+  buildFakeReport,
+  createFakeAmdPki,
+  type FakeAmdPki,
+  fakeAmdAttestationConfig,
+} from './snp/fake-amd-pki.js';
 import { ConfigfsTsmDouble, SnpFirmwareDouble, table } from './snp/firmware-double.js';
 import {
   FakeImds,
@@ -72,7 +77,6 @@ import {
 
 type Subject = ContractSubject<AttestationPair, AttestationSeed, { concurrentValidation: boolean }>;
 
-const ZERO32 = '00'.repeat(32);
 const clock = () => new FakeClock(new Date('2026-01-01T00:00:00Z'));
 
 /** A fetcher that must never be asked (the tests use no network). */
@@ -86,18 +90,7 @@ const NO_NETWORK: AmdCertFetcher = {
 };
 const snpDeps = () => ({ clock: clock(), amdCertCache: new AmdCertCache(NO_NETWORK, clock()) });
 
-/** The SNP validator config of a fake hierarchy: its ARK pinned, its TCB as the minimum (as issuers.test.ts). */
-function config(pki: FakeAmdPki, extra: Record<string, unknown> = {}): string {
-  return JSON.stringify({
-    measurements: { 4: ZERO32, 15: ZERO32 },
-    bootloaderVersion: pki.tcb.bl,
-    teeVersion: pki.tcb.tee,
-    snpVersion: pki.tcb.snp,
-    microcodeVersion: pki.tcb.ucode,
-    amdRootKey: pki.arkPem,
-    ...extra,
-  });
-}
+const config = fakeAmdAttestationConfig;
 
 // --- Tampering: decode, change one covered byte, re-encode. ---
 

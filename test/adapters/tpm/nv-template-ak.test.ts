@@ -28,38 +28,14 @@ import { FakeClock } from '../../fakes/fake-clock.js';
 import { writeNvIndex } from '../../support/azure-hcl.js';
 import { useTmpDirs } from '../../support/tmp.js';
 import { HAVE_VECTORS, vec } from '../attestation/snp/vectors.js';
+import { AK_SIGNER_ATTRIBUTES, eccAkTemplate, rsaAkTemplate } from './ak-template-fixture.js';
 import { checkQuote, rsaAkPem, tpm2 } from './tpm-test-helpers.js';
 
 const TPM_RH_OWNER = 0x40000001;
 const TPM_RH_ENDORSEMENT = 0x4000000b;
-const SIGNER = 0x00050072; // fixedTPM|fixedParent|sensitiveDataOrigin|userWithAuth|restricted|sign
-
-/** A TPMT_PUBLIC template, marshalled by hand (TPM 2.0 part 2, 12.2.4). */
-function rsaTemplate(opts: { attributes?: number; unique?: Uint8Array; policy?: Uint8Array } = {}): Buffer {
-  const unique = Buffer.from(opts.unique ?? new Uint8Array(0));
-  const policy = Buffer.from(opts.policy ?? new Uint8Array(0));
-  const b = Buffer.alloc(8 + 2 + policy.length + 12 + 2 + unique.length);
-  let o = b.writeUInt16BE(0x0001, 0); // TPM_ALG_RSA
-  o = b.writeUInt16BE(0x000b, o); // nameAlg SHA-256
-  o = b.writeUInt32BE(opts.attributes ?? SIGNER, o);
-  o = b.writeUInt16BE(policy.length, o);
-  o += policy.copy(b, o);
-  o = b.writeUInt16BE(0x0010, o); // symmetric NULL
-  o = b.writeUInt16BE(0x0014, o); // RSASSA
-  o = b.writeUInt16BE(0x000b, o); // SHA-256
-  o = b.writeUInt16BE(2048, o);
-  o = b.writeUInt32BE(0, o); // exponent: default
-  o = b.writeUInt16BE(unique.length, o);
-  unique.copy(b, o);
-  return b;
-}
-
-/** go-tpm-tools' AKTemplateECC shape: NIST P-256, ECDSA-SHA256, 32 zero bytes per coordinate. */
-function eccTemplate(): Buffer {
-  const point = Buffer.concat([Buffer.from([0, 32]), Buffer.alloc(32)]);
-  const head = Buffer.from('0023000b000500720000' + '0010' + '0018000b' + '0003' + '0010', 'hex');
-  return Buffer.concat([head, point, point]);
-}
+const SIGNER = AK_SIGNER_ATTRIBUTES;
+const rsaTemplate = rsaAkTemplate;
+const eccTemplate = eccAkTemplate;
 
 /** GCE's RSA AK template as go-tpm-tools' AKTemplateRSA marshals it (empty unique). */
 const GCE_RSA_TEMPLATE = rsaTemplate();

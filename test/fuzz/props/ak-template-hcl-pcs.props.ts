@@ -27,6 +27,7 @@ import {
 import { parseTdxCollateralSource } from '../../../src/app/attestation/snp-tdx-config.js';
 import { ConfbootError } from '../../../src/ports/errors.js';
 import { simulatedTdReport } from '../../adapters/attestation/tdx/azure-tdx-simulation.js';
+import { eccAkTemplate, rsaAkTemplate } from '../../adapters/tpm/ak-template-fixture.js';
 import { FakeClock } from '../../fakes/fake-clock.js';
 import { buildHclReport } from '../../support/azure-hcl.js';
 import { fuzzRuns } from '../harness/config.js';
@@ -60,33 +61,9 @@ function atOffset(arb: fc.Arbitrary<FuzzBytes>): fc.Arbitrary<FuzzBytes> {
 
 const TPM_ALG_RSA = 0x0001;
 const TPM_ALG_ECC = 0x0023;
-/** fixedTPM|fixedParent|sensitiveDataOrigin|userWithAuth|restricted|sign */
-const SIGNER = 0x00050072;
-
-/** A TPMT_PUBLIC RSA template (RSASSA-SHA256, 2048 bits), as go-tpm-tools' AKTemplateRSA marshals it. */
-function rsaTemplate(unique = new Uint8Array(0), policy = new Uint8Array(0)): Uint8Array {
-  const b = Buffer.alloc(8 + 2 + policy.length + 12 + 2 + unique.length);
-  let o = b.writeUInt16BE(TPM_ALG_RSA, 0);
-  o = b.writeUInt16BE(0x000b, o); // nameAlg SHA-256
-  o = b.writeUInt32BE(SIGNER, o);
-  o = b.writeUInt16BE(policy.length, o);
-  o += Buffer.from(policy).copy(b, o);
-  o = b.writeUInt16BE(0x0010, o); // symmetric NULL
-  o = b.writeUInt16BE(0x0014, o); // RSASSA
-  o = b.writeUInt16BE(0x000b, o); // SHA-256
-  o = b.writeUInt16BE(2048, o);
-  o = b.writeUInt32BE(0, o); // exponent: default
-  o = b.writeUInt16BE(unique.length, o);
-  Buffer.from(unique).copy(b, o);
-  return new Uint8Array(b);
-}
-
-/** go-tpm-tools' AKTemplateECC shape: NIST P-256, ECDSA-SHA256, 32 zero bytes per coordinate. */
-function eccTemplate(): Uint8Array {
-  const point = Buffer.concat([Buffer.from([0, 32]), Buffer.alloc(32)]);
-  const head = Buffer.from('0023000b000500720000' + '0010' + '0018000b' + '0003' + '0010', 'hex');
-  return new Uint8Array(Buffer.concat([head, point, point]));
-}
+const rsaTemplate = (unique = new Uint8Array(0), policy = new Uint8Array(0)) =>
+  new Uint8Array(rsaAkTemplate({ unique, policy }));
+const eccTemplate = () => new Uint8Array(eccAkTemplate());
 
 /** The valid AK templates the mutations start from (each must parse: checked by the test file). */
 export function akTemplateSeeds(): Base[] {

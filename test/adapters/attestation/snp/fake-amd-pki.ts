@@ -146,3 +146,20 @@ export function buildFakeReport(pki: FakeAmdPki, f: FakeReportFields = {}): Uint
   r.set(Uint8Array.from(sig.subarray(48, 96)).reverse(), 0x2e8);
   return r;
 }
+
+/**
+ * An SEV-SNP attestation config (JSON) for a validator trusting `pki`: its ARK pinned, its TCB as the
+ * minimum, PCRs 4 and 15 zero (a fresh swtpm); `extra` overrides fields.
+ */
+export function fakeAmdAttestationConfig(pki: FakeAmdPki, extra: Record<string, unknown> = {}): string {
+  const zero = '00'.repeat(32);
+  return JSON.stringify({
+    measurements: { 4: zero, 15: zero },
+    bootloaderVersion: pki.tcb.bl,
+    teeVersion: pki.tcb.tee,
+    snpVersion: pki.tcb.snp,
+    microcodeVersion: pki.tcb.ucode,
+    amdRootKey: pki.arkPem,
+    ...extra,
+  });
+}

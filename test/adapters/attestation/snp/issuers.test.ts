@@ -54,12 +54,16 @@ import type { GceShieldedIdentity } from '../../../../src/ports/gce-shielded-ide
 import type { Validator } from '../../../../src/ports/validator.js';
 import { FakeClock } from '../../../fakes/fake-clock.js';
 import { buildHclReport, hclRuntimeData, writeNvIndex } from '../../../support/azure-hcl.js';
-import { buildFakeReport, createFakeAmdPki, type FakeAmdPki } from './fake-amd-pki.js';
+import {
+  buildFakeReport,
+  createFakeAmdPki,
+  type FakeAmdPki,
+  fakeAmdAttestationConfig,
+} from './fake-amd-pki.js';
 import { SnpFirmwareDouble, table } from './firmware-double.js';
 import { rsaTpmtPublic } from './tpmt-fixture.js';
 import { describeVectors, vec, vecB64 } from './vectors.js';
 
-const ZERO32 = '00'.repeat(32);
 const nonce = Buffer.alloc(32, 0x5a);
 const userData = Buffer.from('sha256-of-the-tls-key');
 const der = (pem: string) => Uint8Array.from(new X509Certificate(pem).raw);
@@ -95,18 +99,7 @@ async function rejectionOf(
   };
 }
 
-/** The validator config of the fake hierarchy: its ARK pinned, its TCB as the minimum. */
-function config(pki: FakeAmdPki, extra: Record<string, unknown> = {}): string {
-  return JSON.stringify({
-    measurements: { 4: ZERO32, 15: ZERO32 },
-    bootloaderVersion: pki.tcb.bl,
-    teeVersion: pki.tcb.tee,
-    snpVersion: pki.tcb.snp,
-    microcodeVersion: pki.tcb.ucode,
-    amdRootKey: pki.arkPem,
-    ...extra,
-  });
-}
+const config = fakeAmdAttestationConfig;
 
 let pki: FakeAmdPki;
 let otherChip: FakeAmdPki;
