@@ -53,7 +53,7 @@ import {
 import type { ContractSubject } from '../../contract/harness.js';
 import { FakeClock } from '../../fakes/fake-clock.js';
 import { buildHclReport, hclRuntimeData, writeNvIndex } from '../../support/azure-hcl.js';
-import { SHA256, SoftTpm } from '../../support/soft-tpm.js';
+import { SoftTpm } from '../../support/soft-tpm.js';
 import {
   buildFakeReport,
   createFakeAmdPki,
@@ -74,6 +74,7 @@ import {
   quoteSignatureOffset,
   signTdxQuote,
 } from './tdx/fake-intel-pki.js';
+import { vtpmQuoteTampers } from './vtpm/tampers.js';
 
 type Subject = ContractSubject<AttestationPair, AttestationSeed, { concurrentValidation: boolean }>;
 
@@ -143,49 +144,8 @@ function flipCertSignature(obj: Json, key: string): void {
   obj[key] = Buffer.from(pem).toString('base64');
 }
 
-/** Tampers of the TPM half of a vTPM document: quote, signature, a quoted PCR, the AK, the user data. */
-function tpmTampers(doc: Uint8Array, otherAk: Uint8Array) {
-  const sha256 = (d: VtpmDocument) => {
-    const q = d.attestation.quotes.find((x) => x.pcrHashAlg === SHA256);
-    if (!q) throw new Error('test: document has no SHA-256 quote');
-    return q;
-  };
-  return [
-    ...[6, 40, 90].map((i) => ({
-      what: `TPMS_ATTEST byte ${i}`,
-      document: editDoc(doc, (d) => {
-        const q = sha256(d);
-        q.quote = flipByteAt(q.quote, Math.min(i, q.quote.length - 1));
-      }),
-    })),
-    {
-      what: 'TPMT_SIGNATURE byte 10',
-      document: editDoc(doc, (d) => {
-        const q = sha256(d);
-        q.rawSig = flipByteAt(q.rawSig, 10);
-      }),
-    },
-    {
-      what: 'PCR 4 value',
-      document: editDoc(doc, (d) => {
-        const q = sha256(d);
-        q.pcrs.set(4, flipByteAt(q.pcrs.get(4) as Uint8Array, 0));
-      }),
-    },
-    {
-      what: 'AK replaced by another key',
-      document: editDoc(doc, (d) => {
-        d.attestation.akPub = otherAk;
-      }),
-    },
-    {
-      what: 'user data byte 0',
-      document: editDoc(doc, (d) => {
-        d.userData = flipByteAt(d.userData, 0);
-      }),
-    },
-  ];
-}
+/** Tampers of the TPM half of a vTPM document (shared with the qemu-vtpm contract), round trip checked. */
+const tpmTampers = (doc: Uint8Array, otherAk: Uint8Array) => vtpmQuoteTampers(doc, otherAk, editDoc);
 
 /** SNP report offsets the VCEK/VLEK signature (over bytes 0..0x2a0) or the report itself covers. */
 const SNP_REPORT_BYTES: Array<[string, number]> = [

@@ -6,22 +6,14 @@
  */
 import { createHash } from 'node:crypto';
 import { createValidator } from '../../../../src/adapters/attestation/variants/factory.js';
-import {
-  decodeVtpmDocument,
-  encodeVtpmDocument,
-  type VtpmDocument,
-} from '../../../../src/adapters/attestation/vtpm/attestation.js';
 import { createQemuVtpmIssuer } from '../../../../src/adapters/attestation/vtpm/issuer.js';
 import { startSwtpm } from '../../../../src/adapters/tpm/swtpm.js';
 import { Tpm2ToolsTpm } from '../../../../src/adapters/tpm/tpm2-tools-tpm.js';
 import { MeasurementsPolicy } from '../../../../src/domain/measurements.js';
 import type { Validator } from '../../../../src/ports/validator.js';
-import {
-  type AttestationSeed,
-  describeAttestationContract,
-  flipByteAt,
-} from '../../../contract/attestation.js';
+import { type AttestationSeed, describeAttestationContract } from '../../../contract/attestation.js';
 import { SHA256, SoftTpm, SoftVtpmIssuer } from '../../../support/soft-tpm.js';
+import { vtpmQuoteTampers } from './tampers.js';
 
 const pcr4 = createHash('sha256').update('image').digest();
 const policy = new MeasurementsPolicy(
@@ -39,57 +31,8 @@ function foreignValidator(): Validator {
   });
 }
 
-function edit(doc: Uint8Array, f: (d: VtpmDocument) => void): Uint8Array {
-  const d = decodeVtpmDocument(doc);
-  f(d);
-  return encodeVtpmDocument(d);
-}
-
-function sha256Quote(d: VtpmDocument) {
-  const q = d.attestation.quotes.find((x) => x.pcrHashAlg === SHA256);
-  if (!q) throw new Error('document has no SHA-256 quote');
-  return q;
-}
-
 function vtpmSeed(otherAk: Uint8Array): AttestationSeed {
-  return {
-    foreignValidator: foreignValidator(),
-    tamper: (doc) => [
-      ...[6, 40, 60, 90].map((i) => ({
-        what: `TPMS_ATTEST byte ${i}`,
-        document: edit(doc, (d) => {
-          const q = sha256Quote(d);
-          q.quote = flipByteAt(q.quote, Math.min(i, q.quote.length - 1));
-        }),
-      })),
-      ...[2, 10, 100].map((i) => ({
-        what: `TPMT_SIGNATURE byte ${i}`,
-        document: edit(doc, (d) => {
-          const q = sha256Quote(d);
-          q.rawSig = flipByteAt(q.rawSig, Math.min(i, q.rawSig.length - 1));
-        }),
-      })),
-      {
-        what: 'PCR 4 value',
-        document: edit(doc, (d) => {
-          const q = sha256Quote(d);
-          q.pcrs.set(4, flipByteAt(q.pcrs.get(4) as Uint8Array, 0));
-        }),
-      },
-      {
-        what: 'AK replaced',
-        document: edit(doc, (d) => {
-          d.attestation.akPub = otherAk;
-        }),
-      },
-      {
-        what: 'user data byte 0',
-        document: edit(doc, (d) => {
-          d.userData = flipByteAt(d.userData, 0);
-        }),
-      },
-    ],
-  };
+  return { foreignValidator: foreignValidator(), tamper: (doc) => vtpmQuoteTampers(doc, otherAk) };
 }
 
 const otherAk = SoftTpm.create().akPublic;
