@@ -51,6 +51,7 @@ import {
   startFakePcs,
 } from '../../adapters/attestation/tdx/fake-pcs.js';
 import { FakeClock } from '../../fakes/fake-clock.js';
+import { attestationRejection } from '../../support/attestation-rejection.js';
 import { SHA256, SoftTpm, SoftVtpmIssuer } from '../../support/soft-tpm.js';
 
 const b64 = (b: Uint8Array | string) => Buffer.from(b).toString('base64');
@@ -71,20 +72,7 @@ const NO_NETWORK: AmdCertFetcher = {
 /** STUB GCE lookup: the instance's AK. */
 const gceStub = (pem: string): GceShieldedIdentity => ({ signingKeyPem: async () => pem });
 
-async function rejectionOf(
-  p: Promise<unknown>,
-): Promise<{ check: string; message: string; failed: string[] }> {
-  const err = await p.then(
-    () => undefined,
-    (e: unknown) => e,
-  );
-  if (!isAttestationError(err)) throw new Error(`expected an AttestationError, got ${String(err)}`);
-  return {
-    check: err.check,
-    message: err.message,
-    failed: err.checks.filter((c) => !c.ok).map((c) => c.name),
-  };
-}
+const rejectionOf = attestationRejection;
 
 function configError(fn: () => unknown): { code: string; message: string } {
   try {

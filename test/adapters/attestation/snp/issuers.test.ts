@@ -49,10 +49,11 @@ import { type SwtpmInstance, startSwtpm } from '../../../../src/adapters/tpm/swt
 import { Tpm2ToolsTpm } from '../../../../src/adapters/tpm/tpm2-tools-tpm.js';
 import { buildValidator } from '../../../../src/app/attestation/validators.js';
 import type { AmdCertFetcher } from '../../../../src/ports/amd-cert-fetcher.js';
-import { isAttestationError, isConfbootError } from '../../../../src/ports/errors.js';
+import { isConfbootError } from '../../../../src/ports/errors.js';
 import type { GceShieldedIdentity } from '../../../../src/ports/gce-shielded-identity.js';
 import type { Validator } from '../../../../src/ports/validator.js';
 import { FakeClock } from '../../../fakes/fake-clock.js';
+import { attestationRejection } from '../../../support/attestation-rejection.js';
 import { buildHclReport, hclRuntimeData, writeNvIndex } from '../../../support/azure-hcl.js';
 import {
   buildFakeReport,
@@ -84,20 +85,7 @@ const NO_NETWORK: AmdCertFetcher = {
   },
 };
 
-async function rejectionOf(
-  p: Promise<unknown>,
-): Promise<{ check: string; failed: string[]; message: string }> {
-  const err = await p.then(
-    () => undefined,
-    (e: unknown) => e,
-  );
-  if (!isAttestationError(err)) throw new Error(`expected an AttestationError, got ${String(err)}`);
-  return {
-    check: err.check,
-    failed: err.checks.filter((c) => !c.ok).map((c) => c.name),
-    message: err.message,
-  };
-}
+const rejectionOf = attestationRejection;
 
 const config = fakeAmdAttestationConfig;
 

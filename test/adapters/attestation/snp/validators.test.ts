@@ -12,10 +12,10 @@ import { createSnpTdxValidator } from '../../../../src/adapters/attestation/snp/
 import type { SnpValidatorConfig } from '../../../../src/adapters/attestation/snp/validators.js';
 import type { VerifyVtpmQuote } from '../../../../src/adapters/attestation/snp/vtpm-document.js';
 import type { AmdCertFetcher } from '../../../../src/ports/amd-cert-fetcher.js';
-import { isAttestationError } from '../../../../src/ports/errors.js';
 import type { MeasurementPolicy } from '../../../../src/ports/measurement-policy.js';
 import type { MeasurementMismatch } from '../../../../src/ports/types.js';
 import { FakeClock } from '../../../fakes/fake-clock.js';
+import { attestationRejection } from '../../../support/attestation-rejection.js';
 import { buildFakeReport, createFakeAmdPki, type FakeAmdPki } from './fake-amd-pki.js';
 import { rsaTpmtPublic } from './tpmt-fixture.js';
 import { describeVectors, vec } from './vectors.js';
@@ -75,14 +75,7 @@ const expectedTpmNonce = (info: Uint8Array, userData: Uint8Array, nonce: Uint8Ar
     .update(createHash('sha256').update(userData).update(nonce).digest())
     .digest();
 
-async function rejection(p: Promise<unknown>): Promise<{ check: string; message: string }> {
-  const err = await p.then(
-    () => undefined,
-    (e: unknown) => e,
-  );
-  if (!isAttestationError(err)) throw new Error(`expected an AttestationError, got ${String(err)}`);
-  return { check: err.check, message: err.message };
-}
+const rejection = attestationRejection;
 
 describeVectors('azure-sev-snp validator on the real Azure report (STUB vTPM verifier)', () => {
   const runtime = () => vec('constellation/snp/runtimedata.bin');

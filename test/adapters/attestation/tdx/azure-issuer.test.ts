@@ -29,8 +29,9 @@ import { parseTpmtPublic } from '../../../../src/adapters/attestation/vtpm/tpm2.
 import { type SwtpmInstance, startSwtpm } from '../../../../src/adapters/tpm/swtpm.js';
 import { Tpm2ToolsTpm } from '../../../../src/adapters/tpm/tpm2-tools-tpm.js';
 import { buildValidator } from '../../../../src/app/attestation/validators.js';
-import { isAttestationError, isConfbootError } from '../../../../src/ports/errors.js';
+import { isConfbootError } from '../../../../src/ports/errors.js';
 import { FakeClock } from '../../../fakes/fake-clock.js';
+import { attestationRejection } from '../../../support/attestation-rejection.js';
 import { buildHclReport, hclRuntimeData, writeNvIndex } from '../../../support/azure-hcl.js';
 import { describeVectors, vec } from '../snp/vectors.js';
 import {
@@ -45,14 +46,7 @@ import { createFakeIntelPki, type FakeIntelPki } from './fake-intel-pki.js';
 const nonce = Buffer.alloc(32, 0x5a);
 const userData = Buffer.from('sha256-of-the-tls-key');
 
-async function rejectionOf(p: Promise<unknown>): Promise<{ check: string; failed: string[] }> {
-  const err = await p.then(
-    () => undefined,
-    (e: unknown) => e,
-  );
-  if (!isAttestationError(err)) throw new Error(`expected an AttestationError, got ${String(err)}`);
-  return { check: err.check, failed: err.checks.filter((c) => !c.ok).map((c) => c.name) };
-}
+const rejectionOf = attestationRejection;
 
 describe('azure-tdx issuer: real swtpm (AK at 0x81000003, HCL report in NV 0x01400001) + SIMULATED HCL/TDX module, FAKE IMDS quoting enclave under a FAKE Intel PKI', {
   timeout: 30_000,

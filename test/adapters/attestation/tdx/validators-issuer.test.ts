@@ -14,6 +14,7 @@ import { QemuTdxIssuer } from '../../../../src/adapters/attestation/tdx/issuer.j
 import { isAttestationError, isConfbootError } from '../../../../src/ports/errors.js';
 import type { MeasurementPolicy } from '../../../../src/ports/measurement-policy.js';
 import { FakeClock } from '../../../fakes/fake-clock.js';
+import { attestationRejection } from '../../../support/attestation-rejection.js';
 import { useTmpDirs } from '../../../support/tmp.js';
 import { rsaTpmtPublic } from '../snp/tpmt-fixture.js';
 import { describeVectors, vec } from '../snp/vectors.js';
@@ -23,14 +24,7 @@ const tmp = useTmpDirs('confboot-tsm-');
 const noMeasurements: MeasurementPolicy = { compare: () => [] };
 const b64 = (b: Uint8Array) => Buffer.from(b).toString('base64');
 
-async function rejection(p: Promise<unknown>): Promise<{ check: string; message: string }> {
-  const err = await p.then(
-    () => undefined,
-    (e: unknown) => e,
-  );
-  if (!isAttestationError(err)) throw new Error(`expected an AttestationError, got ${String(err)}`);
-  return { check: err.check, message: err.message };
-}
+const rejection = attestationRejection;
 
 describeVectors('TDX validators on real quotes', () => {
   const config = () => ({

@@ -24,6 +24,7 @@ import {
 import { MeasurementsPolicy } from '../../../../src/domain/measurements.js';
 import { AttestationError, isConfbootError } from '../../../../src/ports/errors.js';
 import type { Variant } from '../../../../src/ports/variant.js';
+import { attestationRejection } from '../../../support/attestation-rejection.js';
 import { SHA256, SoftTpm, SoftVtpmIssuer } from '../../../support/soft-tpm.js';
 
 x509.cryptoProvider.set(webcrypto as unknown as Parameters<typeof x509.cryptoProvider.set>[0]);
@@ -35,15 +36,7 @@ const policy = new MeasurementsPolicy(new Map([[15, { expected: Buffer.alloc(32)
 const tpm = SoftTpm.create();
 const akPem = tpm.akPublicKeyPem();
 
-async function rejection(p: Promise<unknown>): Promise<AttestationError> {
-  try {
-    await p;
-  } catch (err) {
-    expect(err).toBeInstanceOf(AttestationError);
-    return err as AttestationError;
-  }
-  throw new Error('expected a rejection');
-}
+const rejection = async (p: Promise<unknown>) => (await attestationRejection(p)).error;
 
 function listen(handler: (req: IncomingMessage, body: string, res: ServerResponse) => void): Promise<Server> {
   const server = createServer((req, res) => {

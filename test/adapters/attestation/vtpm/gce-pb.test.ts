@@ -13,7 +13,7 @@ import {
 } from '../../../../src/adapters/attestation/vtpm/attestation.js';
 import { verifyRawAttestation } from '../../../../src/adapters/attestation/vtpm/raw-attestation.js';
 import { parseCertificates } from '../../../../src/adapters/attestation/vtpm/x509-chain.js';
-import { AttestationError } from '../../../../src/ports/errors.js';
+import { attestationRejection } from '../../../support/attestation-rejection.js';
 import { SoftTpm } from '../../../support/soft-tpm.js';
 
 const vectors = resolve(import.meta.dirname, '../../../../../shared/testvectors/go-tpm-tools');
@@ -32,15 +32,7 @@ const files = [
   { file: 'attestations/gce-cos-85-no-nonce.pb', nonce: Buffer.alloc(0) },
 ];
 
-async function rejection(p: Promise<unknown>): Promise<AttestationError> {
-  try {
-    await p;
-  } catch (err) {
-    expect(err).toBeInstanceOf(AttestationError);
-    return err as AttestationError;
-  }
-  throw new Error('expected a rejection');
-}
+const rejection = async (p: Promise<unknown>) => (await attestationRejection(p)).error;
 
 function tampered(raw: Uint8Array, edit: (att: TpmAttestation) => void): Uint8Array {
   const att = decodeAttestationPb(raw);

@@ -16,9 +16,9 @@ import {
 import { createQemuVtpmIssuer } from '../../../../src/adapters/attestation/vtpm/issuer.js';
 import { Tpm2ToolsTpm } from '../../../../src/adapters/tpm/tpm2-tools-tpm.js';
 import { MeasurementsPolicy } from '../../../../src/domain/measurements.js';
-import { AttestationError } from '../../../../src/ports/errors.js';
 import type { Measurements } from '../../../../src/ports/types.js';
 import type { Validator } from '../../../../src/ports/validator.js';
+import { attestationRejection } from '../../../support/attestation-rejection.js';
 import { SHA1, SHA256, SoftTpm, SoftVtpmIssuer } from '../../../support/soft-tpm.js';
 import { useSwtpm } from '../../../support/swtpm.js';
 
@@ -48,15 +48,7 @@ function qemuValidator(measurements = qemuMeasurements()): Validator {
   return createValidator('qemu-vtpm', { policy: new MeasurementsPolicy(measurements) });
 }
 
-async function rejection(p: Promise<unknown>): Promise<AttestationError> {
-  try {
-    await p;
-  } catch (err) {
-    expect(err).toBeInstanceOf(AttestationError);
-    return err as AttestationError;
-  }
-  throw new Error('expected a rejection');
-}
+const rejection = async (p: Promise<unknown>) => (await attestationRejection(p)).error;
 
 const userData = createHash('sha256').update('tls spki').digest();
 const nonce = randomBytes(32);
