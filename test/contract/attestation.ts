@@ -10,12 +10,12 @@
  * `seed.foreignValidator` is a validator of another variant (or the same variant with other trust).
  */
 import { randomBytes } from 'node:crypto';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { isAttestationError } from '../../src/ports/errors.js';
 import type { Issuer } from '../../src/ports/issuer.js';
 import type { Validator } from '../../src/ports/validator.js';
 import { VARIANT_OIDS } from '../../src/ports/variant.js';
-import type { ContractFactory, ContractSubject } from './harness.js';
+import { type ContractFactory, freshSubjects } from './harness.js';
 
 /** The pair under test. */
 export interface AttestationPair {
@@ -59,15 +59,7 @@ export function describeAttestationContract(
   factory: ContractFactory<AttestationPair, AttestationSeed, AttestationSupports>,
 ): void {
   describe(`Attestation contract: ${name}`, () => {
-    let current: ContractSubject<AttestationPair, AttestationSeed, AttestationSupports> | undefined;
-    const fresh = async () => {
-      current = await factory();
-      return current;
-    };
-    afterEach(async () => {
-      await current?.cleanup();
-      current = undefined;
-    });
+    const fresh = freshSubjects(factory);
 
     it('issuer and validator name the same variant and its OID', async () => {
       const { subject } = await fresh();

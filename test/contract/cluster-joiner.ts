@@ -8,10 +8,10 @@
  * unreachable API server does (only asked for when `supports.transientFailures`);
  * `seed.joined()` lists the joins the world behind the subject has seen.
  */
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { ClusterJoiner, JoinClusterArgs } from '../../src/ports/cluster-joiner.js';
 import { isConfbootError } from '../../src/ports/errors.js';
-import type { ContractFactory, ContractSubject } from './harness.js';
+import { type ContractFactory, freshSubjects } from './harness.js';
 
 /** One join as the cluster saw it. */
 export interface ObservedJoin {
@@ -66,15 +66,7 @@ export function describeClusterJoinerContract(
   factory: ContractFactory<ClusterJoiner, ClusterJoinerSeed, ClusterJoinerSupports>,
 ): void {
   describe(`ClusterJoiner contract: ${name}`, () => {
-    let current: ContractSubject<ClusterJoiner, ClusterJoinerSeed, ClusterJoinerSupports> | undefined;
-    const fresh = async () => {
-      current = await factory();
-      return current;
-    };
-    afterEach(async () => {
-      await current?.cleanup();
-      current = undefined;
-    });
+    const fresh = freshSubjects(factory);
 
     it('joins a worker with valid arguments', async () => {
       const { subject, seed } = await fresh();

@@ -3,6 +3,7 @@
  * returns a fresh, isolated subject, a `seed` to put it into a known state, a `cleanup`, and a
  * `supports` object that is the only way to skip optional behaviour.
  */
+import { afterEach } from 'vitest';
 
 /** What a contract suite's factory returns. */
 export interface ContractSubject<S, Seed, Supports extends object = Record<string, boolean>> {
@@ -20,3 +21,22 @@ export interface ContractSubject<S, Seed, Supports extends object = Record<strin
 export type ContractFactory<S, Seed, Supports extends object = Record<string, boolean>> = () => Promise<
   ContractSubject<S, Seed, Supports>
 >;
+
+/**
+ * For use inside a suite's `describe`: returns `fresh()`, which calls `factory` for the running test,
+ * and registers an `afterEach` that cleans up the subject the test made (if it made one).
+ */
+export function freshSubjects<Subject extends { cleanup: () => Promise<void> }>(
+  factory: () => Promise<Subject>,
+): () => Promise<Subject> {
+  let current: Subject | undefined;
+  afterEach(async () => {
+    const done = current;
+    current = undefined;
+    await done?.cleanup();
+  });
+  return async () => {
+    current = await factory();
+    return current;
+  };
+}

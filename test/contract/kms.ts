@@ -10,10 +10,10 @@
  */
 import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { isConfbootError } from '../../src/ports/errors.js';
 import type { KMS } from '../../src/ports/kms.js';
-import type { ContractFactory, ContractSubject } from './harness.js';
+import { type ContractFactory, freshSubjects } from './harness.js';
 
 /** How the suite puts a KMS into a known state. */
 export interface KmsSeed {
@@ -55,15 +55,7 @@ async function expectInvalidArgument(p: Promise<unknown>, message: RegExp): Prom
 /** Registers the KMS contract tests for one implementation. */
 export function describeKmsContract(name: string, factory: ContractFactory<KMS, KmsSeed, KmsSupports>): void {
   describe(`KMS contract: ${name}`, () => {
-    let current: ContractSubject<KMS, KmsSeed, KmsSupports> | undefined;
-    const fresh = async () => {
-      current = await factory();
-      return current;
-    };
-    afterEach(async () => {
-      await current?.cleanup();
-      current = undefined;
-    });
+    const fresh = freshSubjects(factory);
 
     const vectors = loadHkdfVectors();
     it.each(vectors.map((v) => [v.name, v] as const))('answers upstream test vector %s', async (_n, v) => {

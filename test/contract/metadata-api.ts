@@ -6,11 +6,11 @@
  * (instances, load balancer, UID, init secret hash, failures) into the state each test asks for.
  * Optional behaviour is skipped only through `supports`.
  */
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { isConfbootError } from '../../src/ports/errors.js';
 import type { MetadataAPI } from '../../src/ports/metadata-api.js';
 import type { Endpoint, InstanceMetadata, Role } from '../../src/ports/types.js';
-import type { ContractFactory, ContractSubject } from './harness.js';
+import { type ContractFactory, type ContractSubject, freshSubjects } from './harness.js';
 
 /** One instance as the suite describes it. */
 export interface SeedInstance {
@@ -130,15 +130,7 @@ async function expectUnavailable(p: Promise<unknown>): Promise<void> {
  */
 export function describeMetadataApiContract(name: string, factory: MetadataApiContractFactory): void {
   describe(`MetadataAPI contract: ${name}`, () => {
-    let current: MetadataApiContractSubject | undefined;
-    afterEach(async () => {
-      await current?.cleanup();
-      current = undefined;
-    });
-    async function start(): Promise<MetadataApiContractSubject> {
-      current = await factory();
-      return current;
-    }
+    const start = freshSubjects(factory);
     async function fresh(world: MetadataWorld): Promise<MetadataApiContractSubject> {
       const s = await start();
       await s.seed.world(world);
