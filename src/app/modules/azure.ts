@@ -14,6 +14,7 @@ import {
   AZURE_IMDS_URL,
   createAzureSevSnpIssuer,
   fetchAzureThimCertificates,
+  type NvIndexReader,
   tpm2NvReader,
 } from '../../adapters/attestation/snp/issuers.js';
 import { createAzureTdxIssuer, imdsTdQuoteGetter } from '../../adapters/attestation/tdx/azure-issuer.js';
@@ -44,10 +45,16 @@ function caIssuersUrl(cert: X509Certificate): string {
   throw new ConfbootError('failed-precondition', 'AK certificate names no CA Issuers URL');
 }
 
-/** Builds azure-trustedlaunch's instance info `{"AkCert": DER, "CA": DER}` (Go JSON, base64). */
-export async function azureTrustedLaunchInfo(tcti: string, options?: CallOptions): Promise<Uint8Array> {
+/**
+ * Builds azure-trustedlaunch's instance info `{"AkCert": DER, "CA": DER}` (Go JSON, base64) from the
+ * AK certificate that `readNvIndex` reads from NV index {@link AZURE_AK_CERT_NV_INDEX}.
+ */
+export async function azureTrustedLaunchInfo(
+  readNvIndex: NvIndexReader,
+  options?: CallOptions,
+): Promise<Uint8Array> {
   try {
-    const akCertDer = Buffer.from(await tpm2NvReader({ tcti })(AZURE_AK_CERT_NV_INDEX, options));
+    const akCertDer = Buffer.from(await readNvIndex(AZURE_AK_CERT_NV_INDEX, options));
     const cert = new X509Certificate(akCertDer);
     const url = caIssuersUrl(cert);
     const res = await httpRequest({ url, ...(options?.signal ? { signal: options.signal } : {}) });
@@ -87,8 +94,8 @@ export function cloudModule(): ContainerModule {
           getQuote: imdsTdQuoteGetter({ baseUrl: imds }),
           eventLogPath: LINUX_EVENT_LOG_PATH,
         });
-      return cloudVtpmIssuer('azure-trustedlaunch', (cfg, options) =>
-        azureTrustedLaunchInfo(cfg.tcti, options),
+      return cloudVtpmIssuer('azure-trustedlaunch', (_cfg, options) =>
+        azureTrustedLaunchInfo(readNvIndex, options),
       )(c, tpm);
     },
   });
