@@ -6,8 +6,8 @@
  */
 import { X509Certificate } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
-import { AMD_ARK_SPKI_SHA256, isPinnedAmdArk } from '../../adapters/attestation/snp/amd-ark-pins.js';
-import { commonName, loadCertificates, spkiSha256 } from '../../adapters/attestation/snp/certs.js';
+import { AMD_ARK_SPKI_SHA256 } from '../../adapters/attestation/snp/amd-ark-pins.js';
+import { commonName, keyPinCheck, loadCertificates } from '../../adapters/attestation/snp/certs.js';
 import { KdsCertFetcher } from '../../adapters/attestation/snp/kds-fetcher.js';
 import {
   AMD_PRODUCTS,
@@ -233,17 +233,11 @@ export async function run(argv: string[]): Promise<number> {
       (values.chain === undefined ? arkCerts.find((c) => !isArk(c)) : undefined);
     // Without --ark the chain's ARK is trusted only with AMD's key for the product (the built-in pin).
     const pinCheck = builtInPin
-      ? isPinnedAmdArk(ark, product)
-        ? {
-            name: 'ark-pin',
-            ok: true,
-            detail: `${arkName} from --chain carries AMD's ${arkName} key (built-in pin)`,
-          }
-        : {
-            name: 'ark-pin',
-            ok: false,
-            detail: `the ARK in --chain has key SHA-256 ${spkiSha256(ark)}, not AMD's ${arkName} key ${AMD_ARK_SPKI_SHA256[product]}`,
-          }
+      ? keyPinCheck('ark-pin', ark, AMD_ARK_SPKI_SHA256[product], {
+          key: `AMD's ${arkName} key`,
+          found: `${arkName} from --chain`,
+          foundFailing: 'the ARK in --chain',
+        })
       : undefined;
 
     const policy: SnpPolicy = {

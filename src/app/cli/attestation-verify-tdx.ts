@@ -6,12 +6,9 @@
  * accepted, 1 rejected, 2 usage or input error (including collateral that cannot be read or fetched).
  */
 import { readFile } from 'node:fs/promises';
-import { loadCertificate, loadCertificates, spkiSha256 } from '../../adapters/attestation/snp/certs.js';
+import { keyPinCheck, loadCertificate, loadCertificates } from '../../adapters/attestation/snp/certs.js';
 import { loadTdxCollateralDir, type TdxCollateral } from '../../adapters/attestation/tdx/collateral.js';
-import {
-  INTEL_SGX_ROOT_SPKI_SHA256,
-  isPinnedIntelRoot,
-} from '../../adapters/attestation/tdx/intel-root-pin.js';
+import { INTEL_SGX_ROOT_SPKI_SHA256 } from '../../adapters/attestation/tdx/intel-root-pin.js';
 import { INTEL_PCS_BASE_URL, INTEL_ROOT_CA_CRL_URL } from '../../adapters/attestation/tdx/pcs-client.js';
 import { parseTdxQuote, tdxMeasurements } from '../../adapters/attestation/tdx/quote.js';
 import { type TdxPolicy, verifyTdxQuote } from '../../adapters/attestation/tdx/verify.js';
@@ -104,17 +101,10 @@ export async function run(argv: string[]): Promise<number> {
         const last = chain.at(-1);
         if (last === undefined) throw new Error('the quote carries no PCK certificate chain; pass --root');
         root = last;
-        pinCheck = isPinnedIntelRoot(last)
-          ? {
-              name: 'root-pin',
-              ok: true,
-              detail: "the PCK chain's root carries Intel's SGX Root CA key (built-in pin)",
-            }
-          : {
-              name: 'root-pin',
-              ok: false,
-              detail: `the PCK chain's root has key SHA-256 ${spkiSha256(last)}, not Intel's SGX Root CA key ${INTEL_SGX_ROOT_SPKI_SHA256}`,
-            };
+        pinCheck = keyPinCheck('root-pin', last, INTEL_SGX_ROOT_SPKI_SHA256, {
+          key: "Intel's SGX Root CA key",
+          found: "the PCK chain's root",
+        });
       }
     } catch (err) {
       if (err instanceof UsageError) throw err;

@@ -5,6 +5,7 @@
  * changed signature byte, see the tests).
  */
 import { createHash, X509Certificate } from 'node:crypto';
+import type { AttestationCheck } from '../../../ports/types.js';
 import { certificateExtensions, decodeSmallInt, readTlv, TAG } from './der.js';
 import { AMD_PRODUCT_NAMES, type AmdProduct, type SnpTcbParts } from './report.js';
 
@@ -136,4 +137,25 @@ export function spkiSha256(cert: X509Certificate): string {
   return createHash('sha256')
     .update(cert.publicKey.export({ type: 'spki', format: 'der' }))
     .digest('hex');
+}
+
+/**
+ * The check that `cert` carries a pinned key: `pinnedSha256` is the SHA-256 (hex) of that key's
+ * SubjectPublicKeyInfo (see {@link spkiSha256}). `key` names the pinned key ("AMD's ARK-Milan key");
+ * `found` and `foundFailing` name the certificate in the passing and failing detail.
+ */
+export function keyPinCheck(
+  name: string,
+  cert: X509Certificate,
+  pinnedSha256: string,
+  names: { key: string; found: string; foundFailing?: string },
+): AttestationCheck {
+  const actual = spkiSha256(cert);
+  return actual === pinnedSha256
+    ? { name, ok: true, detail: `${names.found} carries ${names.key} (built-in pin)` }
+    : {
+        name,
+        ok: false,
+        detail: `${names.foundFailing ?? names.found} has key SHA-256 ${actual}, not ${names.key} ${pinnedSha256}`,
+      };
 }
