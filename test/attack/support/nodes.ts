@@ -53,17 +53,22 @@ export async function softTpmNode(
   return tpm;
 }
 
-/** Wraps an issuer and keeps every document it issued with the nonce and user data it bound. */
-export class CapturingIssuer implements Issuer {
-  readonly captured: Array<{ document: Uint8Array; nonce: Uint8Array; userData: Uint8Array }> = [];
-  constructor(private readonly inner: Issuer) {}
+/** An issuer that wraps another: same variant and OID, its own issue(). */
+abstract class WrappingIssuer implements Issuer {
+  constructor(protected readonly inner: Issuer) {}
   get variant(): Variant {
     return this.inner.variant;
   }
   get oid(): string {
     return this.inner.oid;
   }
-  async issue(userData: Uint8Array, nonce: Uint8Array, options?: CallOptions): Promise<Uint8Array> {
+  abstract issue(userData: Uint8Array, nonce: Uint8Array, options?: CallOptions): Promise<Uint8Array>;
+}
+
+/** Wraps an issuer and keeps every document it issued with the nonce and user data it bound. */
+export class CapturingIssuer extends WrappingIssuer {
+  readonly captured: Array<{ document: Uint8Array; nonce: Uint8Array; userData: Uint8Array }> = [];
+  override async issue(userData: Uint8Array, nonce: Uint8Array, options?: CallOptions): Promise<Uint8Array> {
     const document = await this.inner.issue(userData, nonce, options);
     this.captured.push({ document, nonce, userData });
     return document;
@@ -86,18 +91,14 @@ export class FixedDocumentIssuer implements Issuer {
  * Attests this connection's nonce with a genuine TPM, but binds the SHA-256 of another SPKI as user
  * data (the attestation does not commit to the TLS key the attacker holds).
  */
-export class ForeignKeyIssuer implements Issuer {
+export class ForeignKeyIssuer extends WrappingIssuer {
   constructor(
-    private readonly inner: Issuer,
+    inner: Issuer,
     readonly foreignSpkiHash: Uint8Array,
-  ) {}
-  get variant(): Variant {
-    return this.inner.variant;
+  ) {
+    super(inner);
   }
-  get oid(): string {
-    return this.inner.oid;
-  }
-  issue(_userData: Uint8Array, nonce: Uint8Array, options?: CallOptions): Promise<Uint8Array> {
+  override issue(_userData: Uint8Array, nonce: Uint8Array, options?: CallOptions): Promise<Uint8Array> {
     return this.inner.issue(this.foreignSpkiHash, nonce, options);
   }
 }
@@ -106,36 +107,28 @@ export class ForeignKeyIssuer implements Issuer {
  * Issues a genuine document for THIS connection (right nonce, right key), then changes it: the
  * mutation gets the decoded document, or the raw bytes when it asks for them.
  */
-export class MutatingIssuer implements Issuer {
+export class MutatingIssuer extends WrappingIssuer {
   constructor(
-    private readonly inner: Issuer,
+    inner: Issuer,
     private readonly mutate: (doc: VtpmDocument) => VtpmDocument,
-  ) {}
-  get variant(): Variant {
-    return this.inner.variant;
+  ) {
+    super(inner);
   }
-  get oid(): string {
-    return this.inner.oid;
-  }
-  async issue(userData: Uint8Array, nonce: Uint8Array, options?: CallOptions): Promise<Uint8Array> {
+  override async issue(userData: Uint8Array, nonce: Uint8Array, options?: CallOptions): Promise<Uint8Array> {
     const genuine = await this.inner.issue(userData, nonce, options);
     return encodeVtpmDocument(this.mutate(decodeVtpmDocument(genuine)));
   }
 }
 
 /** Issues a genuine document for this connection and cuts it to `keep` of its bytes. */
-export class TruncatingIssuer implements Issuer {
+export class TruncatingIssuer extends WrappingIssuer {
   constructor(
-    private readonly inner: Issuer,
+    inner: Issuer,
     private readonly keep: (length: number) => number,
-  ) {}
-  get variant(): Variant {
-    return this.inner.variant;
+  ) {
+    super(inner);
   }
-  get oid(): string {
-    return this.inner.oid;
-  }
-  async issue(userData: Uint8Array, nonce: Uint8Array, options?: CallOptions): Promise<Uint8Array> {
+  override async issue(userData: Uint8Array, nonce: Uint8Array, options?: CallOptions): Promise<Uint8Array> {
     const genuine = await this.inner.issue(userData, nonce, options);
     return genuine.subarray(0, this.keep(genuine.length));
   }
