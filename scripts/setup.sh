@@ -19,13 +19,8 @@ else
   echo "setup: system packages present"
 fi
 
-echo "setup: installing npm packages"
-if ! npm ci --no-audit --no-fund --loglevel=error; then
-  # npm 11 refuses a lockfile whose optional platform packages (other OSes' biome/buf binaries) are
-  # unavailable from the registry (npm/cli#9846). npm install still installs the locked versions.
-  echo "setup: npm ci refused the lockfile (npm/cli#9846); installing the locked versions with npm install"
-  npm install --no-audit --no-fund --loglevel=error
-fi
+echo "setup: installing npm packages (npm ci: the lockfile is used as committed, never rewritten)"
+npm ci --no-audit --no-fund --loglevel=error
 echo "setup: building"
 npm run build --silent
 echo "setup: done"
