@@ -5,8 +5,10 @@
  *   adapters → ports, generated proto code, packages and node built-ins; never domain or app
  *   app      → anything
  * Generated proto code (src/gen) is for adapters/grpc and app only.
+ * And no import cycle anywhere in src/: every relative import counts, type-only and dynamic
+ * `import()` included, so a lazily loaded module that imports its loader is a cycle too.
  */
-import { readdirSync, readFileSync, statSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
 
@@ -31,6 +33,64 @@ function importsOf(code: string): string[] {
   const found: string[] = [];
   for (const m of code.matchAll(importRe)) found.push((m[1] ?? m[2]) as string);
   return found;
+}
+
+/** The source file a relative specifier names (`./x.js` → `x.ts`, `./dir` → `dir/index.ts`), if any. */
+function resolveRelative(file: string, spec: string): string | undefined {
+  const base = resolve(dirname(file), spec);
+  for (const candidate of [base.replace(/\.js$/, '.ts'), `${base}.ts`, join(base, 'index.ts')])
+    if (existsSync(candidate) && statSync(candidate).isFile()) return candidate;
+  return undefined;
+}
+
+/**
+ * The import cycles of a graph (file → files it imports): every strongly connected component with
+ * more than one file, or a file importing itself (Tarjan's algorithm), each sorted by name.
+ */
+function importCycles(graph: ReadonlyMap<string, readonly string[]>): string[][] {
+  let next = 0;
+  const index = new Map<string, number>();
+  const low = new Map<string, number>();
+  const stack: string[] = [];
+  const onStack = new Set<string>();
+  const cycles: string[][] = [];
+  const visit = (v: string): void => {
+    index.set(v, next);
+    low.set(v, next);
+    next++;
+    stack.push(v);
+    onStack.add(v);
+    for (const w of graph.get(v) ?? []) {
+      if (!index.has(w)) {
+        visit(w);
+        low.set(v, Math.min(low.get(v) as number, low.get(w) as number));
+      } else if (onStack.has(w)) low.set(v, Math.min(low.get(v) as number, index.get(w) as number));
+    }
+    if (low.get(v) !== index.get(v)) return;
+    const component: string[] = [];
+    let w: string;
+    do {
+      w = stack.pop() as string;
+      onStack.delete(w);
+      component.push(w);
+    } while (w !== v);
+    if (component.length > 1 || (graph.get(v) ?? []).includes(v)) cycles.push(component.sort());
+  };
+  for (const v of graph.keys()) if (!index.has(v)) visit(v);
+  return cycles;
+}
+
+/** file → the source files it imports (relative specifiers only). */
+function importGraph(files: readonly string[]): Map<string, string[]> {
+  const graph = new Map<string, string[]>();
+  for (const file of files) {
+    const targets = importsOf(readFileSync(file, 'utf8'))
+      .filter((spec) => spec.startsWith('.'))
+      .map((spec) => resolveRelative(file, spec))
+      .filter((t): t is string => t !== undefined);
+    graph.set(file, targets);
+  }
+  return graph;
 }
 
 type Layer = 'domain' | 'ports' | 'adapters' | 'app' | 'gen' | 'other';
@@ -79,6 +139,42 @@ describe('dependency rule', () => {
       }
     }
     expect(problems).toEqual([]);
+  });
+
+  it('has no import cycle in src/ (type-only and dynamic imports included)', () => {
+    const graph = importGraph(files);
+    expect(graph.size).toBe(files.length);
+    expect(importCycles(graph).map((c) => c.map((f) => relative(src, f)))).toEqual([]);
+  });
+
+  it.each([
+    ['a two-file cycle', { a: ['b'], b: ['a'] }, [['a', 'b']]],
+    [
+      'a cycle through a lazy loader',
+      { table: ['gcp'], gcp: ['common'], common: ['table'] },
+      [['common', 'gcp', 'table']],
+    ],
+    ['a file importing itself', { a: ['a'] }, [['a']]],
+    ['a diamond (no cycle)', { a: ['b', 'c'], b: ['d'], c: ['d'], d: [] }, []],
+  ])('the cycle check finds %s', (_name, edges, expected) => {
+    const graph = new Map(Object.entries(edges as Record<string, string[]>));
+    expect(importCycles(graph)).toEqual(expected);
+  });
+
+  it('the cycle check catches a cycle planted in a copy of src/app/modules', () => {
+    const graph = importGraph(files);
+    // Plant what the cloud table once did: the node config reading the table of module loaders.
+    const nodeConfig = join(src, 'app/modules/node-config.ts');
+    graph.set(nodeConfig, [...(graph.get(nodeConfig) ?? []), join(src, 'app/modules/providers.ts')]);
+    const cycles = importCycles(graph).map((c) => c.map((f) => relative(src, f)));
+    expect(cycles).toHaveLength(1);
+    expect(cycles[0]).toEqual(
+      expect.arrayContaining([
+        'app/modules/node-config.ts',
+        'app/modules/providers.ts',
+        'app/modules/common.ts',
+      ]),
+    );
   });
 
   // The checker itself must catch violations, or the test above proves nothing.

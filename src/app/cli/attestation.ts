@@ -2,7 +2,7 @@
  * `confboot attestation <verb>`: offline verification of attestation evidence. Each verb lives in
  * its own module and is loaded only when used.
  */
-import type { CommandModule } from './commands.js';
+import type { CommandModule } from './command.js';
 
 const VERBS: Record<string, { summary: string; load: () => Promise<CommandModule> }> = {
   verify: {

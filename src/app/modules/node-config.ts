@@ -10,26 +10,21 @@ import { DEVICE_TCTI } from '../../adapters/tpm/tpm2-tools-tpm.js';
 import { DEFAULT_JOIN_PATHS } from '../../domain/join-flow.js';
 import { ConfbootError } from '../../ports/errors.js';
 import { PRODUCTION_VARIANTS, type Variant } from '../../ports/variant.js';
-import type { CloudProvider } from './provider.js';
-import { CLOUD_MODULES } from './providers.js';
+import { CLOUD_ISSUERS } from './clouds.js';
 
-/** The clouds confboot has a node module for: the keys of the provider table (providers.ts). */
-export type Csp = keyof typeof CLOUD_MODULES;
+/** The clouds confboot has a node module for: the keys of the cloud table (clouds.ts). */
+export type Csp = keyof typeof CLOUD_ISSUERS;
 
-/** Every {@link Csp}, in the order the CLI lists them (the provider table's order). */
-export const CSPS: readonly Csp[] = Object.freeze(Object.keys(CLOUD_MODULES) as Csp[]);
-
-function byCsp(pick: (p: CloudProvider) => readonly Variant[]): Readonly<Record<Csp, readonly Variant[]>> {
-  return Object.freeze(
-    Object.fromEntries(CSPS.map((csp) => [csp, Object.freeze([...pick(CLOUD_MODULES[csp])])])),
-  ) as Record<Csp, readonly Variant[]>;
-}
+/** Every {@link Csp}, in the order the CLI lists them (the cloud table's order). */
+export const CSPS: readonly Csp[] = Object.freeze(Object.keys(CLOUD_ISSUERS) as Csp[]);
 
 /**
  * Attestation variants a node of each cloud can ISSUE (an issuer exists in src/adapters); the first
  * is the cloud's default.
  */
-export const ISSUER_VARIANTS_BY_CSP = byCsp((p) => p.issuers);
+export const ISSUER_VARIANTS_BY_CSP: Readonly<Record<Csp, readonly Variant[]>> = Object.freeze(
+  Object.fromEntries(CSPS.map((csp) => [csp, Object.freeze([...CLOUD_ISSUERS[csp]])])),
+) as Record<Csp, readonly Variant[]>;
 
 /**
  * Every attestation variant of each cloud (every one has an issuer, so this equals

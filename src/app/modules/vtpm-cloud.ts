@@ -1,6 +1,6 @@
 /**
  * The module file of a metadata-only provider (app layer, DI wiring), built by
- * {@link vtpmCloudModule} from a provider table entry: MetadataAPI from the provider's adapter,
+ * `vtpmCloudModule` (provider.ts) from a provider table entry: MetadataAPI from the provider's adapter,
  * created on first use, and the qemu-vtpm Issuer on the node's TPM. Loads no cloud SDK itself; the
  * adapter it wraps is imported on first use (or by `preloadSdk`).
  */
@@ -13,12 +13,7 @@ import { MetadataAPI } from '../../ports/metadata-api.js';
 import { Tpm } from '../../ports/tpm.js';
 import type { CallOptions, Endpoint, InstanceMetadata } from '../../ports/types.js';
 import { NodeConfig } from './node-config.js';
-import {
-  type CloudModuleFile,
-  type ProviderSettings,
-  providerSettings,
-  type vtpmCloudModule,
-} from './provider.js';
+import { type CloudModuleFile, type ProviderSettings, providerSettings } from './provider-settings.js';
 
 /**
  * A MetadataAPI that imports and builds the real one on its first call. A failed build (a missing
@@ -62,7 +57,7 @@ export class LazyMetadataAPI implements MetadataAPI {
   }
 }
 
-/** The module file of one metadata-only provider (see {@link vtpmCloudModule}). */
+/** The module file of one metadata-only provider (see `vtpmCloudModule` (provider.ts)). */
 export function vtpmModuleFile<M>(
   load: () => Promise<M>,
   create: (adapter: M, settings: ProviderSettings) => MetadataAPI,
