@@ -2,6 +2,7 @@
 import { describe, expect, it } from 'vitest';
 import * as confboot from '../../src/index.js';
 import * as contract from '../../test/contract/index.js';
+import * as testing from '../../test/fakes/index.js';
 
 describe('library exports', () => {
   it.each([
@@ -38,6 +39,19 @@ describe('library exports', () => {
     'describeAttestationContract',
   ])('confboot/contract exports %s', (name) => {
     expect(typeof (contract as Record<string, unknown>)[name]).toBe('function');
+  });
+
+  it.each([
+    'FakeClock',
+    'FakeMetadataAPI',
+    'FakeEncryptedDisk',
+    'FakeClusterJoiner',
+    'FakeKms',
+    'FakeNodeMarker',
+    'FakeNodeStateStore',
+    'FakeLogger',
+  ])('confboot/testing exports the reference fake %s', (name) => {
+    expect(typeof (testing as Record<string, unknown>)[name]).toBe('function');
   });
 
   it('cannot build a dummy validator', () => {

@@ -1,5 +1,5 @@
 import { execFileSync } from 'node:child_process';
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { VERSION } from '../../src/version.js';
@@ -18,6 +18,22 @@ describe('package', () => {
     expect(pkg.dependencies['@kubernetes/client-node']).toBe('1.3.0');
     expect(pkg.devDependencies['@types/node']).toMatch(/^\^?20\./);
     expect(pkg.engines.node).toBe('>=20.19');
+  });
+
+  it('declares vitest, which confboot/contract imports, as an optional peer dependency', () => {
+    expect(pkg.peerDependencies.vitest).toBe(pkg.devDependencies.vitest);
+    expect(pkg.peerDependenciesMeta.vitest.optional).toBe(true);
+    expect(pkg.dependencies.vitest).toBeUndefined();
+  });
+
+  it('exports the reference fakes as confboot/testing, and they import no test runner', () => {
+    expect(pkg.exports['./testing'].import).toBe('./dist/test/fakes/index.js');
+    const fakes = readdirSync(resolve(root, 'test/fakes')).filter(
+      (f) => f.endsWith('.ts') && !f.endsWith('.test.ts'),
+    );
+    expect(fakes.length).toBeGreaterThan(10);
+    for (const f of fakes)
+      expect(readFileSync(resolve(root, 'test/fakes', f), 'utf8'), f).not.toMatch(/from 'vitest'/);
   });
 
   const bin = resolve(root, pkg.bin.confboot);
