@@ -6,6 +6,25 @@
  */
 
 export {
+  diffMeasurementsAgainstLog,
+  type EventLogReplay,
+  type MeasuredEvent,
+  type MeasurementsBlock,
+  type MeasurementsFromLog,
+  measurementsFromReplay,
+  type PcrDiff,
+  pcrResetValue,
+  REPLAY_BANKS,
+  type ReplayBank,
+  replayTcgEventLog,
+} from './adapters/attestation/eventlog/measurements.js';
+export {
+  parseEventLog,
+  replayEventLog,
+  type TcgEvent,
+  type TcgEventLog,
+} from './adapters/attestation/eventlog/tcg-log.js';
+export {
   IntelPcsCollateralSource,
   type IntelPcsOptions,
 } from './adapters/attestation/tdx/pcs-client.js';

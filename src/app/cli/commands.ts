@@ -32,6 +32,11 @@ export const COMMANDS: CommandEntry[] = [
     summary: 'Serve join tickets to attested nodes (attested gRPC, health, metrics, audit log)',
     load: () => import('./join-service.js'),
   },
+  {
+    name: 'measurements',
+    summary: "Expected measurements from a reference node's event log (from-event-log, diff)",
+    load: () => import('./measurements.js'),
+  },
   { name: 'key-service', summary: 'Serve HKDF data keys over gRPC', load: () => import('./key-service.js') },
   {
     name: 'metadata-server',

@@ -1,8 +1,10 @@
 /**
  * TCG PC Client firmware event logs (the kernel's `binary_bios_measurements`): parsing of the
  * crypto-agile format (first event "Spec ID Event03") and the legacy SHA-1 format, and replay to PCR
- * values per bank. The vTPM validator replays a document's event log and checks it against the quoted
- * PCRs (REFERENCE §4.1 step 5); gcp-sev-es derives the GCE platform state from it (REFERENCE §4.2).
+ * values per bank. The TDX CC event log (CCEL) has the same format, with MR index 1–4 for RTMR0–3.
+ * The vTPM validator replays a document's event log and checks it against the quoted PCRs;
+ * gcp-sev-es derives the GCE platform state from it; `measurements.ts` builds expected-measurement
+ * configs and diffs from the same replay.
  * Hand-written, bounds-checked, little-endian as the TCG PC Client Platform Firmware Profile defines.
  */
 import { createHash } from 'node:crypto';
@@ -104,16 +106,22 @@ class LogReader {
     this.offset += n;
     return v;
   }
-  /** Index of the last non-zero byte (-1 if none), found once: rescanning per event was quadratic. */
+  /** Index of the last byte that is not zero / not 0xff (-1 if none), found once: rescanning per event was quadratic. */
   private lastNonZero: number | undefined;
-  /** True when only zero bytes remain (firmware pads the log area with zeros). */
-  onlyZerosLeft(): boolean {
-    if (this.lastNonZero === undefined) {
-      let i = this.buf.length - 1;
-      while (i >= 0 && this.buf[i] === 0) i--;
-      this.lastNonZero = i;
-    }
-    return this.offset > this.lastNonZero;
+  private lastNonFf: number | undefined;
+  private lastNot(pad: number): number {
+    let i = this.buf.length - 1;
+    while (i >= 0 && this.buf[i] === pad) i--;
+    return i;
+  }
+  /**
+   * True when only padding remains: firmware pads a TPM log area with zeros; the ACPI CCEL log area
+   * of a TDX guest is 0xff-filled. Neither can start an event (PCR index 0xffffffff is out of range).
+   */
+  onlyPaddingLeft(): boolean {
+    this.lastNonZero ??= this.lastNot(0);
+    this.lastNonFf ??= this.lastNot(0xff);
+    return this.offset > this.lastNonZero || this.offset > this.lastNonFf;
   }
 }
 
@@ -132,21 +140,24 @@ function checkPcr(r: LogReader, pcr: number): void {
 export function parseEventLog(raw: Uint8Array): TcgEventLog {
   const r = new LogReader(raw);
   if (raw.length === 0) throw r.fail('empty log');
-  // The first event is always in the legacy SHA-1 format (TCG_PCClientPCREvent).
+  // The first event is always in the legacy SHA-1 format (TCG_PCClientPCREvent). A TPM log puts the
+  // Spec ID header at PCR 0; a confidential-computing log (TDX CCEL) puts it at MR index 1 (RTMR0).
   const first = readLegacyEvent(r, 0);
   const isAgile =
-    first.type === EventType.EV_NO_ACTION && first.pcr === 0 && startsWith(first.data, SPEC_ID_SIGNATURE);
+    first.type === EventType.EV_NO_ACTION &&
+    (first.pcr === 0 || first.pcr === 1) &&
+    startsWith(first.data, SPEC_ID_SIGNATURE);
   if (!isAgile) {
     const events = [first];
     const log: TcgEventLog = { format: 'sha1', banks: [0x0004], events };
-    while (r.remaining > 0 && !r.onlyZerosLeft()) events.push(readLegacyEvent(r, events.length));
+    while (r.remaining > 0 && !r.onlyPaddingLeft()) events.push(readLegacyEvent(r, events.length));
     noteStartupLocality(log);
     return log;
   }
   const sizes = parseSpecIdEvent(first.data, r);
   const events: TcgEvent[] = [];
   let seq = 1;
-  while (r.remaining > 0 && !r.onlyZerosLeft()) events.push(readAgileEvent(r, seq++, sizes));
+  while (r.remaining > 0 && !r.onlyPaddingLeft()) events.push(readAgileEvent(r, seq++, sizes));
   const log: TcgEventLog = { format: 'crypto-agile', banks: [...sizes.keys()], events };
   noteStartupLocality(log);
   return log;
