@@ -30,6 +30,7 @@ import { type TdxCollateralSource, tdxCollateralGetter } from '../attestation/sn
 import { buildValidator, createAmdCertCache, VALIDATOR_VARIANTS } from '../attestation/validators.js';
 import { ADMIN_CONF_PATH, KUBERNETES_PORT, PKI_DIR } from '../defaults.js';
 import { JoinServiceMetrics } from './metrics.js';
+import { checkEnforcesMeasurements } from './policy.js';
 import {
   type JoinServiceLimits,
   type ListenAddress,
@@ -63,6 +64,8 @@ export interface VariantLookups {
  * bytes through the app-level {@link buildValidator}: parse (fail closed), measurements, and for the
  * SEV-SNP/TDX variants their policy and trust anchors. SEV-SNP validators built by the returned
  * function share one AMD certificate cache, so a config reload does not refetch certificates.
+ * A config that enforces no measurement (all warnOnly) is refused (`invalid-argument`), at start and
+ * on every reload, unless `policy.allowUnenforcedMeasurements` (then it is logged at error level).
  * @throws ConfbootError `invalid-argument` for `dummy` and for variants no validator exists for
  */
 export function validatorBuilder(
@@ -70,6 +73,7 @@ export function validatorBuilder(
   lookups: VariantLookups,
   clock: Clock,
   logger: Logger,
+  policy: { allowUnenforcedMeasurements?: boolean } = {},
 ): (config: Uint8Array) => Validator {
   if (!(VALIDATOR_VARIANTS as readonly string[]).includes(variant)) {
     throw new ConfbootError(
@@ -82,8 +86,9 @@ export function validatorBuilder(
   // One AMD certificate cache for every validator this builder makes (config reloads keep it).
   const isSnp = variant === 'aws-sev-snp' || variant === 'gcp-sev-snp' || variant === 'azure-sev-snp';
   const amdCertCache = lookups.amdCertCache ?? (isSnp ? createAmdCertCache(clock) : undefined);
-  return (config) =>
-    buildValidator(variant, config, {
+  return (config) => {
+    checkEnforcesMeasurements(config, policy.allowUnenforcedMeasurements === true, logger);
+    return buildValidator(variant, config, {
       clock,
       logger,
       ...(lookups.amiTpmSupport ? { amiTpmSupport: lookups.amiTpmSupport } : {}),
@@ -92,6 +97,7 @@ export function validatorBuilder(
       ...(amdCertCache ? { amdCertCache } : {}),
       ...(lookups.getTdxCollateral ? { getTdxCollateral: lookups.getTdxCollateral } : {}),
     });
+  };
 }
 
 /** The metadata API of `csp` (SDK modules are loaded only for that cloud). */
@@ -227,6 +233,8 @@ export interface ProductionJoinServiceConfig {
   /** TDX: where collateral comes from (a directory or Intel PCS); wins over `tdxCollateralDir`. */
   tdxCollateral?: TdxCollateralSource;
   limits?: JoinServiceLimits;
+  /** Accept an attestation config that enforces no measurement (logged at error level). Default false. */
+  allowUnenforcedMeasurements?: boolean;
   logger: Logger;
   signal?: AbortSignal;
   clock?: Clock;
@@ -331,6 +339,10 @@ export async function startProductionJoinService(
 ): Promise<RunningJoinService> {
   const { logger } = config;
   const clock = config.clock ?? new SystemClock();
+  if (config.allowUnenforcedMeasurements === true)
+    logger.warn(
+      'SECURITY: --allow-unenforced-measurements is set: an attestation config whose measurements are all warnOnly will be accepted',
+    );
   const build = validatorBuilder(
     config.variant,
     await variantLookups(
@@ -345,6 +357,7 @@ export async function startProductionJoinService(
     ),
     clock,
     logger,
+    { allowUnenforcedMeasurements: config.allowUnenforcedMeasurements === true },
   );
   const measurementSalt = await readMeasurementSalt(config.measurementSaltPath);
   // The cloud's metadata binds each caller's address to its instance name, IPs and role, so an
