@@ -20,6 +20,7 @@ import type { AmiTpmSupport } from '../../ports/ami-tpm-support.js';
 import type { BootstrapTokens } from '../../ports/bootstrap-tokens.js';
 import type { Clock } from '../../ports/clock.js';
 import type { ClusterFacts } from '../../ports/cluster-facts.js';
+import type { DiskBindings } from '../../ports/disk-bindings.js';
 import { ConfbootError, wrapError } from '../../ports/errors.js';
 import type { GceShieldedIdentity } from '../../ports/gce-shielded-identity.js';
 import type { Logger } from '../../ports/logger.js';
@@ -274,10 +275,12 @@ export async function apiServerEndpointFromMetadata(
   return self.vpcIp.includes(':') ? `[${self.vpcIp}]:${KUBERNETES_PORT}` : `${self.vpcIp}:${KUBERNETES_PORT}`;
 }
 
-/** Bootstrap tokens and cluster facts on a Kubernetes client that is loaded on demand. */
+/** Bootstrap tokens, cluster facts and disk bindings on a Kubernetes client that is loaded on demand. */
 export interface LazyKubernetes {
   tokens: BootstrapTokens;
   facts: ClusterFacts;
+  /** DiskBinding resources (which node each state disk belongs to). */
+  diskBindings: DiskBindings;
   /** Loads the client and the kubeconfig (once); rejects like loadKubeConfig. */
   load(): Promise<void>;
   /** Whether the client is loaded and configured. */
@@ -294,7 +297,9 @@ export function lazyKubernetes(
   clock: Clock,
   logger: Logger,
 ): LazyKubernetes {
-  let adapters: Promise<{ tokens: BootstrapTokens; facts: ClusterFacts }> | undefined;
+  let adapters:
+    | Promise<{ tokens: BootstrapTokens; facts: ClusterFacts; diskBindings: DiskBindings }>
+    | undefined;
   let done = false;
   const get = () => {
     adapters ??= import('../../adapters/kubernetes/api.js').then((k8s) => {
@@ -307,6 +312,7 @@ export function lazyKubernetes(
           logger,
         }),
         facts: new k8s.KubeClusterFacts({ kubeConfig, clock, logger }),
+        diskBindings: new k8s.KubeDiskBindings({ kubeConfig, logger }),
       };
       done = true;
       return loaded;
@@ -322,6 +328,9 @@ export function lazyKubernetes(
       components: async () => (await get()).facts.components(),
       addJoiningNode: async (name, isControlPlane) =>
         (await get()).facts.addJoiningNode(name, isControlPlane),
+    },
+    diskBindings: {
+      bind: async (binding, options) => (await get()).diskBindings.bind(binding, options),
     },
     load: async () => {
       await get();
@@ -385,6 +394,7 @@ export async function startProductionJoinService(
     ca: new FileCertificateAuthority({ clock, pkiDir: config.pkiDir ?? PKI_DIR }),
     tokens: kube.tokens,
     facts: kube.facts,
+    diskBindings: kube.diskBindings,
     measurementSalt,
     apiServerEndpoint,
     identity: new MetadataPeerIdentity(metadata, clock, { logger }),
