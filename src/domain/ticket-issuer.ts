@@ -5,7 +5,10 @@
  * upstream's checks, and records the joining node. Unlike upstream it binds the kubelet certificate
  * to the caller (docs/identity.md): with a PeerIdentity the caller's address must belong to an
  * instance of this cluster, and the CSR may ask only for that instance's name, addresses and role;
- * without one, the CSR's IP addresses must be the caller's own. Errors carry precise kinds (the gRPC
+ * without one, the CSR's IP addresses must be the caller's own. It also binds each state disk to the
+ * node that first asked for its key (DiskBindings port): another node asking with that disk UUID,
+ * by join or rejoin, gets nothing, and nothing is issued when the record cannot be consulted.
+ * Errors carry precise kinds (the gRPC
  * edge maps them to InvalidArgument, PermissionDenied, Unavailable, FailedPrecondition, …) and never
  * contain secrets.
  */
@@ -13,6 +16,7 @@ import type { BootstrapTokens } from '../ports/bootstrap-tokens.js';
 import type { CertificateAuthority, CsrInfo } from '../ports/certificate-authority.js';
 import type { Clock } from '../ports/clock.js';
 import type { ClusterFacts } from '../ports/cluster-facts.js';
+import { type DiskBinding, type DiskBindings, DiskBoundError } from '../ports/disk-bindings.js';
 import { ConfbootError, isConfbootError } from '../ports/errors.js';
 import type { KMS } from '../ports/kms.js';
 import type { Logger } from '../ports/logger.js';
@@ -181,6 +185,11 @@ export interface TicketIssuerDeps {
   clock: Clock;
   logger: Logger;
   /**
+   * Which node each state disk belongs to. Consulted (and written on first use) before any state
+   * disk key is requested; must be shared by every join service replica.
+   */
+  diskBindings: DiskBindings;
+  /**
    * Which instance is behind a caller address (the cloud's metadata). With it, a caller must be an
    * instance of this cluster and may ask only for its own node name, addresses and role; without it,
    * the CSR's IP addresses must be the caller's own address (the minimum binding).
@@ -251,7 +260,8 @@ export class TicketIssuer {
       // A CSR that cannot be parsed is the caller's fault whatever the CA reports.
       throw new ConfbootError('invalid-argument', `${op}: checking CSR: ${messageOf(err)}`, { cause: err });
     }
-    await this.#checkCaller(op, ctx, req, nodeName, csr);
+    const owner = await this.#checkCaller(op, ctx, req, nodeName, csr);
+    await this.#bindDisk(op, { diskUuid: req.diskUuid.toLowerCase(), nodeName, owner });
 
     const step = async <T>(name: string, fn: () => Promise<T>): Promise<T> => {
       if (ctx.signal?.aborted)
@@ -316,22 +326,17 @@ export class TicketIssuer {
   }
 
   /**
-   * Binds the request to its caller (before any key-service call): the caller's instance (with a
-   * PeerIdentity) or address (without) decides which node name, IP addresses and role it may ask for.
+   * Who the caller is: its address, and with a PeerIdentity its instance of this cluster (name
+   * normalised). Throws `permission-denied` when the caller is not an instance of this cluster and
+   * `unavailable` when the cloud cannot say or has not named it yet.
    */
-  async #checkCaller(
+  async #resolveCaller(
     op: string,
     ctx: TicketContext,
-    req: JoinTicketRequest,
-    nodeName: string,
-    csr: CsrInfo,
-  ): Promise<void> {
+  ): Promise<{ ip: string | undefined; instance?: PeerInstance; name?: string }> {
     const ip = callerIp(ctx.peer);
     const identity = this.#deps.identity;
-    if (identity === undefined) {
-      checkIps(op, csr.ipAddresses, ip === undefined ? [] : [ip], `the caller's address ${ip ?? ctx.peer}`);
-      return;
-    }
+    if (identity === undefined) return { ip };
     const denied = (why: string) =>
       new ConfbootError('permission-denied', `${op}: ${why}`, { recoverable: false });
     if (ip === undefined) throw denied(`caller ${ctx.peer} is not an instance of this cluster`);
@@ -342,13 +347,64 @@ export class TicketIssuer {
       throw dependencyError(`${op}: resolving the caller's instance`, err);
     }
     if (instance === undefined) throw denied(`caller ${ip} is not an instance of this cluster`);
-    const resolvedName = instance.name.toLowerCase().replaceAll('_', '-');
-    if (resolvedName === '' || !KNOWN_ROLES.has(instance.role)) {
+    const name = instance.name.toLowerCase().replaceAll('_', '-');
+    if (name === '' || !KNOWN_ROLES.has(instance.role)) {
       throw new ConfbootError(
         'unavailable',
         `${op}: the cloud has not assigned a name and role to caller ${ip} yet (name ${JSON.stringify(instance.name)}, role ${instance.role})`,
       );
     }
+    return { ip, instance, name };
+  }
+
+  /** The owner string a disk binding records for a resolved caller. */
+  static #ownerOf(caller: { ip: string | undefined; name?: string }, peer: string): string {
+    return caller.name !== undefined ? `instance/${caller.name}` : `address/${caller.ip ?? peer}`;
+  }
+
+  /**
+   * Binds the state disk to the caller, or refuses when it is bound to someone else
+   * ({@link DiskBoundError}). Fails closed: when the record cannot be consulted nothing is issued.
+   */
+  async #bindDisk(op: string, binding: DiskBinding): Promise<void> {
+    let inForce: DiskBinding;
+    try {
+      inForce = await this.#deps.diskBindings.bind(binding);
+    } catch (err) {
+      throw dependencyError(`${op}: recording which node disk ${binding.diskUuid} belongs to`, err);
+    }
+    if (inForce.owner === binding.owner) return;
+    this.#deps.logger.warn('Refused a state disk bound to another node', {
+      diskUuid: binding.diskUuid,
+      boundTo: inForce.nodeName,
+      boundOwner: inForce.owner,
+      caller: binding.nodeName,
+      callerOwner: binding.owner,
+    });
+    throw new DiskBoundError(`${op}: disk ${binding.diskUuid} belongs to another node`);
+  }
+
+  /**
+   * Binds the request to its caller (before any key-service call): the caller's instance (with a
+   * PeerIdentity) or address (without) decides which node name, IP addresses and role it may ask for.
+   * Returns the caller's owner string for the disk binding.
+   */
+  async #checkCaller(
+    op: string,
+    ctx: TicketContext,
+    req: JoinTicketRequest,
+    nodeName: string,
+    csr: CsrInfo,
+  ): Promise<string> {
+    const caller = await this.#resolveCaller(op, ctx);
+    const { ip, instance } = caller;
+    if (instance === undefined) {
+      checkIps(op, csr.ipAddresses, ip === undefined ? [] : [ip], `the caller's address ${ip ?? ctx.peer}`);
+      return TicketIssuer.#ownerOf(caller, ctx.peer);
+    }
+    const denied = (why: string) =>
+      new ConfbootError('permission-denied', `${op}: ${why}`, { recoverable: false });
+    const resolvedName = caller.name as string;
     if (resolvedName !== nodeName) {
       throw denied(
         `kubelet CSR is for node ${JSON.stringify(nodeName)}, but caller ${ip} is node ${JSON.stringify(resolvedName)}`,
@@ -362,11 +418,14 @@ export class TicketIssuer {
           : `node ${JSON.stringify(resolvedName)} is a control plane and may not join as a worker`,
       );
     }
+    return TicketIssuer.#ownerOf(caller, ctx.peer);
   }
 
   /**
    * Issues a rejoin ticket (state disk key and measurement secret) to a rebooting node; no
-   * Kubernetes interaction. Same error kinds as {@link issueJoinTicket}.
+   * Kubernetes interaction besides the disk binding. The disk must be bound to the caller (its
+   * instance with a PeerIdentity, else its address); a disk nobody is bound to yet (joined before
+   * bindings were recorded) is bound to the caller now. Same error kinds as {@link issueJoinTicket}.
    */
   async issueRejoinTicket(
     req: RejoinTicketRequest,
@@ -381,6 +440,12 @@ export class TicketIssuer {
         cause: err,
       });
     }
+    const caller = await this.#resolveCaller(op, ctx);
+    await this.#bindDisk(op, {
+      diskUuid: req.diskUuid.toLowerCase(),
+      nodeName: caller.name ?? caller.ip ?? ctx.peer,
+      owner: TicketIssuer.#ownerOf(caller, ctx.peer),
+    });
     const [measurementSecret, stateDiskKey] = await Promise.all([
       kms.getDataKey(MEASUREMENT_SECRET_KEY_ID, MEASUREMENT_SECRET_LENGTH).catch((err: unknown) => {
         throw dependencyError(`${op}: getting measurement secret`, err);

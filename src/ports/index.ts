@@ -10,6 +10,7 @@ export * from './cluster-initializer.js';
 export * from './cluster-joiner.js';
 export * from './confidential-guest-device.js';
 export * from './csr-factory.js';
+export * from './disk-bindings.js';
 export * from './encrypted-disk.js';
 export * from './errors.js';
 export * from './file-writer.js';

@@ -10,6 +10,7 @@ import type { ClusterFacts } from '../../src/ports/cluster-facts.js';
 import type { ClusterInitializer, InitClusterArgs } from '../../src/ports/cluster-initializer.js';
 import type { ClusterJoiner, JoinClusterArgs } from '../../src/ports/cluster-joiner.js';
 import type { CsrFactory, KubeletCsr } from '../../src/ports/csr-factory.js';
+import type { DiskBinding, DiskBindings } from '../../src/ports/disk-bindings.js';
 import type { EncryptedDisk } from '../../src/ports/encrypted-disk.js';
 import type { FileWriter } from '../../src/ports/file-writer.js';
 import type { JoinTicketClient } from '../../src/ports/join-ticket-client.js';
@@ -454,6 +455,21 @@ export class StubFacts implements ClusterFacts {
     if (this.addJoiningNodeErr) return Promise.reject(this.addJoiningNodeErr);
     this.joiningNodes.push({ nodeName, isControlPlane });
     return Promise.resolve();
+  }
+}
+
+/** Disk bindings in a Map (first writer wins); `err` makes every call fail (record unreadable). */
+export class StubDiskBindings implements DiskBindings {
+  readonly records = new Map<string, DiskBinding>();
+  readonly calls: DiskBinding[] = [];
+  err?: Error;
+  bind(binding: DiskBinding): Promise<DiskBinding> {
+    this.calls.push(binding);
+    if (this.err) return Promise.reject(this.err);
+    const existing = this.records.get(binding.diskUuid);
+    if (existing) return Promise.resolve({ ...existing });
+    this.records.set(binding.diskUuid, { ...binding });
+    return Promise.resolve({ ...binding });
   }
 }
 

@@ -6,11 +6,22 @@
 import { describe, expect, it } from 'vitest';
 import { KUBERNETES_JOIN_TOKEN_TTL_MS } from '../../src/domain/key-derivation.js';
 import { callerIp, canonicalIp, normalizeNodeName, TicketIssuer } from '../../src/domain/ticket-issuer.js';
+import { isDiskBoundError } from '../../src/ports/disk-bindings.js';
 import { ConfbootError, type ConfbootErrorCode, isConfbootError } from '../../src/ports/errors.js';
 import type { PeerIdentity, PeerInstance } from '../../src/ports/peer-identity.js';
 import type { JoinTicketRequest } from '../../src/ports/types.js';
 import { FakeClock } from '../fakes/fake-clock.js';
-import { bytes, filled, RecordingLogger, StubCa, StubFacts, StubKms, StubTokens, someErr } from './stubs.js';
+import {
+  bytes,
+  filled,
+  RecordingLogger,
+  StubCa,
+  StubDiskBindings,
+  StubFacts,
+  StubKms,
+  StubTokens,
+  someErr,
+} from './stubs.js';
 
 const UUID = '0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0';
 // The stub CSR asks for IP 192.0.2.5: the caller's own address.
@@ -23,6 +34,7 @@ function setup() {
     ca: new StubCa(),
     tokens: new StubTokens(order),
     facts: new StubFacts(),
+    diskBindings: new StubDiskBindings(),
     measurementSalt: filled(32, 0x77),
     apiServerEndpoint: '10.0.0.1:6443',
     clock: new FakeClock(),
@@ -655,5 +667,114 @@ describe('callerIp and canonicalIp', () => {
     ['', undefined],
   ])('canonicalIp(%j) = %j', (ip, want) => {
     expect(canonicalIp(ip)).toBe(want);
+  });
+});
+
+describe('TicketIssuer: state disks are bound to the node that first asked for them', () => {
+  const NODE_2: PeerInstance = { name: 'node-2', ips: ['192.0.2.6'], role: 'Worker' };
+  const PEER_2 = '192.0.2.6:40000';
+  const asNode2 = (s: ReturnType<typeof withIdentity>) => {
+    s.ca.csrInfo = { ...s.ca.csrInfo, commonName: 'system:node:node-2', ipAddresses: ['192.0.2.6'] };
+  };
+
+  it('records the joining node (instance) for its disk and issues', async () => {
+    const s = withIdentity({ '192.0.2.5': NODE_1 });
+    await s.issuer().issueJoinTicket(req(), { peer: PEER });
+    expect([...s.diskBindings.records.values()]).toEqual([
+      { diskUuid: UUID, nodeName: 'node-1', owner: 'instance/node-1' },
+    ]);
+    // The same node joining again, and rejoining, with its disk is fine.
+    await s.issuer().issueJoinTicket(req({ diskUuid: UUID.toUpperCase() }), { peer: PEER });
+    const r = await s.issuer().issueRejoinTicket({ diskUuid: UUID }, { peer: PEER });
+    expect(r.stateDiskKey).toEqual(StubKms.keyFor(UUID, 32));
+  });
+
+  it("refuses another node's join with a bound disk UUID before any key, token or certificate", async () => {
+    const s = withIdentity({ '192.0.2.5': NODE_1, '192.0.2.6': NODE_2 });
+    await s.issuer().issueJoinTicket(req(), { peer: PEER });
+    s.kms.calls.length = 0;
+    s.tokens.ttls.length = 0;
+    s.ca.calls.length = 0;
+    s.facts.joiningNodes.length = 0;
+    asNode2(s);
+    const err = await refusal(s, req(), PEER_2);
+    expect(isDiskBoundError(err)).toBe(true);
+    expect(err.code).toBe('permission-denied');
+    expect(err.message).toBe(`issuing join ticket for ${PEER_2}: disk ${UUID} belongs to another node`);
+    expect(s.diskBindings.records.get(UUID)?.owner).toBe('instance/node-1');
+  });
+
+  it("refuses another node's rejoin with a bound disk UUID (no key-service call)", async () => {
+    const s = withIdentity({ '192.0.2.5': NODE_1, '192.0.2.6': NODE_2 });
+    await s.issuer().issueJoinTicket(req(), { peer: PEER });
+    s.kms.calls.length = 0;
+    const err = await s
+      .issuer()
+      .issueRejoinTicket({ diskUuid: UUID }, { peer: PEER_2 })
+      .catch((e: unknown) => e);
+    expect(isDiskBoundError(err)).toBe(true);
+    expect(s.kms.calls).toEqual([]);
+  });
+
+  it('binds an unbound disk to the node that rejoins with it first (disks joined before bindings existed)', async () => {
+    const s = withIdentity({ '192.0.2.5': NODE_1, '192.0.2.6': NODE_2 });
+    await s.issuer().issueRejoinTicket({ diskUuid: UUID }, { peer: PEER });
+    expect(s.diskBindings.records.get(UUID)).toEqual({
+      diskUuid: UUID,
+      nodeName: 'node-1',
+      owner: 'instance/node-1',
+    });
+    const err = await s
+      .issuer()
+      .issueRejoinTicket({ diskUuid: UUID }, { peer: PEER_2 })
+      .catch((e: unknown) => e);
+    expect(isDiskBoundError(err)).toBe(true);
+  });
+
+  it('fails closed when the record cannot be read: unavailable, nothing issued (join and rejoin)', async () => {
+    const s = withIdentity({ '192.0.2.5': NODE_1 });
+    s.diskBindings.err = new ConfbootError('unavailable', 'Kubernetes API unreachable');
+    const err = await refusal(s);
+    expect(err.code).toBe('unavailable');
+    expect(err.message).toContain(`recording which node disk ${UUID} belongs to`);
+    const rejoin = await s
+      .issuer()
+      .issueRejoinTicket({ diskUuid: UUID }, { peer: PEER })
+      .catch((e: unknown) => e);
+    expect(isConfbootError(rejoin) && rejoin.code).toBe('unavailable');
+    expect(s.kms.calls).toEqual([]);
+    // A record error that is not a ConfbootError is a dependency failure as well.
+    s.diskBindings.err = new Error('socket hang up');
+    expect((await refusal(s)).code).toBe('unavailable');
+  });
+
+  it('without a PeerIdentity the owner is the caller address: another address is refused', async () => {
+    const s = setup();
+    await s.issuer().issueJoinTicket(req(), { peer: PEER });
+    expect(s.diskBindings.records.get(UUID)?.owner).toBe('address/192.0.2.5');
+    s.ca.csrInfo = { ...s.ca.csrInfo, ipAddresses: [] };
+    const kmsBefore = s.kms.calls.length;
+    const err = await s
+      .issuer()
+      .issueJoinTicket(req(), { peer: '192.0.2.99:1234' })
+      .catch((e: unknown) => e);
+    expect(isDiskBoundError(err)).toBe(true);
+    const rejoin = await s
+      .issuer()
+      .issueRejoinTicket({ diskUuid: UUID }, { peer: '192.0.2.99:1234' })
+      .catch((e: unknown) => e);
+    expect(isDiskBoundError(rejoin)).toBe(true);
+    expect(s.kms.calls.length).toBe(kmsBefore);
+  });
+
+  it('a rejoin from an address that is no instance of the cluster is refused (with a PeerIdentity)', async () => {
+    const s = withIdentity({ '192.0.2.5': NODE_1 });
+    const err = await s
+      .issuer()
+      .issueRejoinTicket({ diskUuid: UUID }, { peer: '203.0.113.9:1' })
+      .catch((e: unknown) => e);
+    expect(isConfbootError(err) && err.code).toBe('permission-denied');
+    expect(s.diskBindings.calls).toEqual([]);
+    expect(s.kms.calls).toEqual([]);
   });
 });

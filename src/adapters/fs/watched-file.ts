@@ -6,12 +6,56 @@
  * fresh value that replaces the current one atomically (readers take `current` once and never a
  * lock). Unreadable or invalid new content is logged and the last good value stays; content that
  * failed once is not parsed again until it changes. The initial file must be readable and valid.
+ *
+ * Only events for the file's own name (or for the `..data` names of a ConfigMap swap, or events
+ * without a name) count; other files in the directory, such as a log file the service writes there,
+ * are ignored. Counted events are coalesced: the first starts a short settle wait, events during it
+ * join the same reload, events during the reload cause exactly one more. After a failed reload the
+ * wait before the next one doubles (up to a cap) until a reload succeeds, and a directory watch that
+ * fails is re-established with the same backoff. Read failures are logged once per distinct error.
  */
 import { type FSWatcher, watch } from 'node:fs';
 import { readFile } from 'node:fs/promises';
-import { dirname } from 'node:path';
+import { basename, dirname } from 'node:path';
+import type { Clock } from '../../ports/clock.js';
 import { wrapError } from '../../ports/errors.js';
 import type { Logger } from '../../ports/logger.js';
+
+/** Default settle wait after the first event of a burst, in ms. */
+export const DEFAULT_WATCH_SETTLE_MS = 100;
+/** Default first backoff after a failed reload or watch, in ms (doubles per failure). */
+export const DEFAULT_WATCH_BACKOFF_MS = 500;
+/** Default longest backoff, in ms. */
+export const DEFAULT_WATCH_MAX_BACKOFF_MS = 30_000;
+
+/** Sleeps on real timers that do not keep the process alive. */
+const TIMER_SLEEP: Pick<Clock, 'sleep'> = {
+  sleep: (ms, signal) =>
+    new Promise<void>((resolve, reject) => {
+      if (signal?.aborted) {
+        reject(signal.reason);
+        return;
+      }
+      const onAbort = () => {
+        clearTimeout(timer);
+        reject(signal?.reason);
+      };
+      const timer = setTimeout(() => {
+        signal?.removeEventListener('abort', onAbort);
+        resolve();
+      }, ms);
+      timer.unref?.();
+      signal?.addEventListener('abort', onAbort, { once: true });
+    }),
+};
+
+/** Whether a directory event named `filename` concerns the watched file `name`. */
+export function isOwnEvent(name: string, filename: string | Buffer | null | undefined): boolean {
+  if (filename === null || filename === undefined) return true;
+  const f = filename.toString();
+  // Kubernetes' atomic writer swaps `..data` (via `..data_tmp`) to change every file at once.
+  return f === name || f === '..data' || f === '..data_tmp';
+}
 
 /** Outcome of one reload attempt. */
 export type WatchedFileReloadOutcome = { ok: true; changed: boolean } | { ok: false; error: Error };
@@ -68,6 +112,24 @@ export interface WatchedFileOptions<T, C> {
   logFields?: (value: T) => Record<string, unknown>;
   /** Called after every reload attempt with its outcome and the value then in service. */
   onReload?: (outcome: WatchedFileReloadOutcome, current: T) => void;
+  /** Time for the settle wait and the backoff; default real timers. */
+  clock?: Pick<Clock, 'sleep'>;
+  /** Settle wait after the first event of a burst (default {@link DEFAULT_WATCH_SETTLE_MS}). */
+  settleMs?: number;
+  /** First backoff after a failure (default {@link DEFAULT_WATCH_BACKOFF_MS}). */
+  backoffMs?: number;
+  /** Longest backoff (default {@link DEFAULT_WATCH_MAX_BACKOFF_MS}). */
+  maxBackoffMs?: number;
+}
+
+/** Directory events seen so far, by whether they concern the watched file. */
+export interface WatchedFileEvents {
+  /** Events for the file's own name (each may join a coalesced reload). */
+  own: number;
+  /** Events for other files in the directory (ignored). */
+  ignored: number;
+  /** Reloads run, whatever triggered them. */
+  reloads: number;
 }
 
 function capitalize(text: string): string {
@@ -79,10 +141,20 @@ export class WatchedFile<T, C> {
   private value: T;
   private currentContent: C;
   private lastFailedContent: C | undefined;
+  private lastReadError: string | undefined;
   private watcher: FSWatcher | undefined;
-  private reloading: Promise<void> | undefined;
+  /** The reload in progress (reloads never overlap). */
+  private running: Promise<void> = Promise.resolve();
+  /** The event-driven cycle: idle, waiting (settle or backoff), or reloading. */
+  private phase: 'idle' | 'waiting' | 'reloading' = 'idle';
+  private cycle: Promise<void> = Promise.resolve();
   private pending = false;
+  private failures = 0;
+  private watchFailures = 0;
   private closed = false;
+  private readonly stop = new AbortController();
+  private readonly clock: Pick<Clock, 'sleep'>;
+  private readonly counts: WatchedFileEvents = { own: 0, ignored: 0, reloads: 0 };
 
   private constructor(
     private readonly options: WatchedFileOptions<T, C>,
@@ -91,6 +163,7 @@ export class WatchedFile<T, C> {
   ) {
     this.value = initial;
     this.currentContent = content;
+    this.clock = options.clock ?? TIMER_SLEEP;
   }
 
   /**
@@ -123,55 +196,135 @@ export class WatchedFile<T, C> {
     return this.value;
   }
 
-  /** Re-reads the file now (also triggered by every change in its directory); resolves when done. */
+  /** Directory events and reloads so far (metrics, tests). */
+  get events(): Readonly<WatchedFileEvents> {
+    return { ...this.counts };
+  }
+
+  /** Re-reads the file now, after any reload in progress; resolves when done. */
   reload(): Promise<void> {
-    this.scheduleReload();
-    return this.reloading ?? Promise.resolve();
+    if (this.closed) return Promise.resolve();
+    const next = this.running.then(() => this.reloadAndReport());
+    this.running = next.catch(() => undefined);
+    return next;
   }
 
   /** Stops watching; the last good value stays. Waits for a running reload. */
   async close(): Promise<void> {
     this.closed = true;
+    this.stop.abort(new Error('watched file closed'));
     this.watcher?.close();
     this.watcher = undefined;
-    await this.reloading;
+    await this.cycle;
+    await this.running;
+  }
+
+  private backoff(failures: number): number {
+    const first = this.options.backoffMs ?? DEFAULT_WATCH_BACKOFF_MS;
+    const max = this.options.maxBackoffMs ?? DEFAULT_WATCH_MAX_BACKOFF_MS;
+    return Math.min(max, first * 2 ** Math.min(failures - 1, 30));
   }
 
   private watch(): void {
-    const { path, labels, logger } = this.options;
+    const { path, labels } = this.options;
     const dir = dirname(path);
+    const name = basename(path);
     try {
-      this.watcher = watch(dir, { persistent: false }, () => this.scheduleReload());
+      this.watcher = watch(dir, { persistent: false }, (_event, filename) => {
+        if (!isOwnEvent(name, filename)) {
+          this.counts.ignored++;
+          return;
+        }
+        this.counts.own++;
+        this.onOwnEvent();
+      });
     } catch (err) {
       throw wrapError(`watching ${labels.subject} directory ${dir}`, err, 'failed-precondition');
     }
-    this.watcher.on('error', (err) => {
-      // The directory itself went away; the last good value stays in service.
-      logger.error(`Watching ${labels.subject} failed; keeping the current ${labels.kept}`, {
-        path,
-        error: err.message,
-      });
-      this.watcher?.close();
-      this.watcher = undefined;
-    });
+    this.watcher.on('error', (err) => this.onWatchError(err));
   }
 
-  /** Coalesces bursts of events: at most one reload runs, and one more follows if events came in meanwhile. */
-  private scheduleReload(): void {
+  /**
+   * The directory watch failed (e.g. the directory went away): the last good value stays in
+   * service; the watch is re-established with backoff, and the file re-read once it is.
+   */
+  private onWatchError(err: Error): void {
+    const { path, labels, logger } = this.options;
+    this.watcher?.close();
+    this.watcher = undefined;
     if (this.closed) return;
-    if (this.reloading) {
+    this.watchFailures++;
+    const log = this.watchFailures === 1 ? logger.error.bind(logger) : logger.debug.bind(logger);
+    log(`Watching ${labels.subject} failed; keeping the current ${labels.kept}`, {
+      path,
+      error: err.message,
+      retryInMs: this.backoff(this.watchFailures),
+    });
+    void this.rewatch();
+  }
+
+  private async rewatch(): Promise<void> {
+    while (!this.closed) {
+      try {
+        await this.clock.sleep(this.backoff(this.watchFailures), this.stop.signal);
+      } catch {
+        return;
+      }
+      if (this.closed) return;
+      try {
+        this.watch();
+        this.watchFailures = 0;
+        this.options.logger.info(`Watching ${this.options.labels.subject} again`, {
+          path: this.options.path,
+        });
+        this.onOwnEvent();
+        return;
+      } catch {
+        this.watchFailures++;
+      }
+    }
+  }
+
+  /**
+   * Coalesces bursts of events: the first starts a settle wait (a backoff after failures), events
+   * during it join the coming reload, events during the reload cause one more cycle.
+   */
+  private onOwnEvent(): void {
+    if (this.closed || this.phase === 'waiting') return;
+    if (this.phase === 'reloading') {
       this.pending = true;
       return;
     }
-    this.reloading = (async () => {
-      do {
-        this.pending = false;
-        const outcome = await this.reloadOnce();
-        if (outcome) this.options.onReload?.(outcome, this.value);
-      } while (this.pending && !this.closed);
-    })().finally(() => {
-      this.reloading = undefined;
-    });
+    this.phase = 'waiting';
+    this.cycle = (async () => {
+      try {
+        do {
+          this.phase = 'waiting';
+          const wait =
+            this.failures > 0
+              ? this.backoff(this.failures)
+              : (this.options.settleMs ?? DEFAULT_WATCH_SETTLE_MS);
+          await this.clock.sleep(wait, this.stop.signal);
+          if (this.closed) return;
+          this.phase = 'reloading';
+          this.pending = false;
+          await this.reload();
+        } while (this.pending && !this.closed);
+      } catch {
+        // Closed while waiting.
+      } finally {
+        this.phase = 'idle';
+      }
+    })();
+  }
+
+  private async reloadAndReport(): Promise<void> {
+    if (this.closed) return;
+    this.counts.reloads++;
+    const outcome = await this.reloadOnce();
+    if (outcome === undefined) return;
+    this.failures = outcome.ok ? 0 : this.failures + 1;
+    this.options.onReload?.(outcome, this.value);
   }
 
   private async reloadOnce(): Promise<WatchedFileReloadOutcome | undefined> {
@@ -181,14 +334,18 @@ export class WatchedFile<T, C> {
     try {
       content = await file.read(path);
     } catch (err) {
-      // Mid-replacement (delete then create) or removed: keep serving, the next event retries.
+      // Mid-replacement (delete then create) or removed: keep serving; the next event retries.
       const error = wrapError(`reading ${labels.subject} ${path}`, err);
-      logger.warn(`${capitalize(labels.subject)} unreadable; keeping the current ${labels.kept}`, {
+      // The same failure again is logged at debug only: a log line must not become an event.
+      const log = error.message === this.lastReadError ? logger.debug.bind(logger) : logger.warn.bind(logger);
+      this.lastReadError = error.message;
+      log(`${capitalize(labels.subject)} unreadable; keeping the current ${labels.kept}`, {
         path,
         error: error.message,
       });
       return { ok: false, error };
     }
+    this.lastReadError = undefined;
     if (file.equal(content, this.currentContent)) return { ok: true, changed: false };
     if (this.lastFailedContent !== undefined && file.equal(this.lastFailedContent, content)) return undefined;
     try {

@@ -161,6 +161,11 @@ export const joinServiceCommand: CommandSpec = {
       default: String(DEFAULT_SHUTDOWN_GRACE_MS),
       description: 'how long SIGTERM lets running requests finish, in ms',
     },
+    'allow-unenforced-measurements': {
+      type: 'boolean',
+      description:
+        'accept an attestation config in which every measurement is warnOnly (refused otherwise, at start and on reload; logged at error level each time it is loaded)',
+    },
     'log-level': {
       type: 'string',
       valueName: 'L',
@@ -234,6 +239,8 @@ export interface JoinServiceFlags {
   ratePerSecond: number;
   maxConcurrent: number;
   shutdownGraceMs: number;
+  /** `--allow-unenforced-measurements`. */
+  allowUnenforcedMeasurements: boolean;
   logLevel: string;
 }
 
@@ -288,6 +295,7 @@ export function parseJoinServiceFlags(
     ratePerSecond: parseRateLimit(str('rate-limit') as string),
     maxConcurrent: parseCount('max-concurrent', str('max-concurrent') as string),
     shutdownGraceMs: parseCount('shutdown-grace', str('shutdown-grace') as string),
+    allowUnenforcedMeasurements: v['allow-unenforced-measurements'] === true,
     logLevel,
   };
 }
@@ -323,6 +331,7 @@ export async function runJoinService(argv: string[], options: JoinServiceRunOpti
     pkiDir: flags.pkiDir,
     logger,
     signal: options.signal,
+    allowUnenforcedMeasurements: flags.allowUnenforcedMeasurements,
     limits: {
       ratePerSecond: flags.ratePerSecond,
       maxConcurrent: flags.maxConcurrent,

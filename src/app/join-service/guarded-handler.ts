@@ -9,6 +9,7 @@
  */
 import { checkKubeletCsr } from '../../domain/ticket-issuer.js';
 import type { CertificateAuthority } from '../../ports/certificate-authority.js';
+import { isDiskBoundError } from '../../ports/disk-bindings.js';
 import { ConfbootError, isAttestationError, isConfbootError } from '../../ports/errors.js';
 import type { Logger } from '../../ports/logger.js';
 import type { JoinTicket, JoinTicketRequest, RejoinTicket, RejoinTicketRequest } from '../../ports/types.js';
@@ -42,7 +43,7 @@ export interface JoinAuditEvent {
   outcome: JoinOutcome;
   /** Error kind of a refusal (`permission-denied`, `resource-exhausted`, …). */
   code?: string;
-  /** Short stable reason: `ok`, `rate-limited`, `overloaded`, `deny-list`, the error kind or the failed attestation check. */
+  /** Short stable reason: `ok`, `rate-limited`, `overloaded`, `deny-list`, `disk-bound`, the error kind or the failed attestation check. */
   reason: string;
   /** Human-readable detail of a refusal; confboot error messages carry no secrets by contract. */
   detail?: string;
@@ -92,6 +93,7 @@ class Refusal extends ConfbootError {
 
 function reasonOf(err: unknown): { code: string; reason: string; detail: string } {
   if (err instanceof Refusal) return { code: err.code, reason: err.reason, detail: err.message };
+  if (isDiskBoundError(err)) return { code: err.code, reason: err.reason, detail: err.message };
   if (isAttestationError(err)) return { code: err.code, reason: err.check, detail: err.message };
   if (isConfbootError(err)) return { code: err.code, reason: err.code, detail: err.message };
   return { code: 'internal', reason: 'internal', detail: 'internal error' };

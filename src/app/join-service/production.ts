@@ -20,6 +20,7 @@ import type { AmiTpmSupport } from '../../ports/ami-tpm-support.js';
 import type { BootstrapTokens } from '../../ports/bootstrap-tokens.js';
 import type { Clock } from '../../ports/clock.js';
 import type { ClusterFacts } from '../../ports/cluster-facts.js';
+import type { DiskBindings } from '../../ports/disk-bindings.js';
 import { ConfbootError, wrapError } from '../../ports/errors.js';
 import type { GceShieldedIdentity } from '../../ports/gce-shielded-identity.js';
 import type { Logger } from '../../ports/logger.js';
@@ -30,6 +31,7 @@ import { type TdxCollateralSource, tdxCollateralGetter } from '../attestation/sn
 import { buildValidator, createAmdCertCache, VALIDATOR_VARIANTS } from '../attestation/validators.js';
 import { ADMIN_CONF_PATH, KUBERNETES_PORT, PKI_DIR } from '../defaults.js';
 import { JoinServiceMetrics } from './metrics.js';
+import { checkEnforcesMeasurements } from './policy.js';
 import {
   type JoinServiceLimits,
   type ListenAddress,
@@ -63,6 +65,8 @@ export interface VariantLookups {
  * bytes through the app-level {@link buildValidator}: parse (fail closed), measurements, and for the
  * SEV-SNP/TDX variants their policy and trust anchors. SEV-SNP validators built by the returned
  * function share one AMD certificate cache, so a config reload does not refetch certificates.
+ * A config that enforces no measurement (all warnOnly) is refused (`invalid-argument`), at start and
+ * on every reload, unless `policy.allowUnenforcedMeasurements` (then it is logged at error level).
  * @throws ConfbootError `invalid-argument` for `dummy` and for variants no validator exists for
  */
 export function validatorBuilder(
@@ -70,6 +74,7 @@ export function validatorBuilder(
   lookups: VariantLookups,
   clock: Clock,
   logger: Logger,
+  policy: { allowUnenforcedMeasurements?: boolean } = {},
 ): (config: Uint8Array) => Validator {
   if (!(VALIDATOR_VARIANTS as readonly string[]).includes(variant)) {
     throw new ConfbootError(
@@ -82,8 +87,9 @@ export function validatorBuilder(
   // One AMD certificate cache for every validator this builder makes (config reloads keep it).
   const isSnp = variant === 'aws-sev-snp' || variant === 'gcp-sev-snp' || variant === 'azure-sev-snp';
   const amdCertCache = lookups.amdCertCache ?? (isSnp ? createAmdCertCache(clock) : undefined);
-  return (config) =>
-    buildValidator(variant, config, {
+  return (config) => {
+    checkEnforcesMeasurements(config, policy.allowUnenforcedMeasurements === true, logger);
+    return buildValidator(variant, config, {
       clock,
       logger,
       ...(lookups.amiTpmSupport ? { amiTpmSupport: lookups.amiTpmSupport } : {}),
@@ -92,6 +98,7 @@ export function validatorBuilder(
       ...(amdCertCache ? { amdCertCache } : {}),
       ...(lookups.getTdxCollateral ? { getTdxCollateral: lookups.getTdxCollateral } : {}),
     });
+  };
 }
 
 /** The metadata API of `csp` (SDK modules are loaded only for that cloud). */
@@ -227,6 +234,8 @@ export interface ProductionJoinServiceConfig {
   /** TDX: where collateral comes from (a directory or Intel PCS); wins over `tdxCollateralDir`. */
   tdxCollateral?: TdxCollateralSource;
   limits?: JoinServiceLimits;
+  /** Accept an attestation config that enforces no measurement (logged at error level). Default false. */
+  allowUnenforcedMeasurements?: boolean;
   logger: Logger;
   signal?: AbortSignal;
   clock?: Clock;
@@ -266,10 +275,12 @@ export async function apiServerEndpointFromMetadata(
   return self.vpcIp.includes(':') ? `[${self.vpcIp}]:${KUBERNETES_PORT}` : `${self.vpcIp}:${KUBERNETES_PORT}`;
 }
 
-/** Bootstrap tokens and cluster facts on a Kubernetes client that is loaded on demand. */
+/** Bootstrap tokens, cluster facts and disk bindings on a Kubernetes client that is loaded on demand. */
 export interface LazyKubernetes {
   tokens: BootstrapTokens;
   facts: ClusterFacts;
+  /** DiskBinding resources (which node each state disk belongs to). */
+  diskBindings: DiskBindings;
   /** Loads the client and the kubeconfig (once); rejects like loadKubeConfig. */
   load(): Promise<void>;
   /** Whether the client is loaded and configured. */
@@ -286,7 +297,9 @@ export function lazyKubernetes(
   clock: Clock,
   logger: Logger,
 ): LazyKubernetes {
-  let adapters: Promise<{ tokens: BootstrapTokens; facts: ClusterFacts }> | undefined;
+  let adapters:
+    | Promise<{ tokens: BootstrapTokens; facts: ClusterFacts; diskBindings: DiskBindings }>
+    | undefined;
   let done = false;
   const get = () => {
     adapters ??= import('../../adapters/kubernetes/api.js').then((k8s) => {
@@ -299,6 +312,7 @@ export function lazyKubernetes(
           logger,
         }),
         facts: new k8s.KubeClusterFacts({ kubeConfig, clock, logger }),
+        diskBindings: new k8s.KubeDiskBindings({ kubeConfig, logger }),
       };
       done = true;
       return loaded;
@@ -314,6 +328,9 @@ export function lazyKubernetes(
       components: async () => (await get()).facts.components(),
       addJoiningNode: async (name, isControlPlane) =>
         (await get()).facts.addJoiningNode(name, isControlPlane),
+    },
+    diskBindings: {
+      bind: async (binding, options) => (await get()).diskBindings.bind(binding, options),
     },
     load: async () => {
       await get();
@@ -331,6 +348,10 @@ export async function startProductionJoinService(
 ): Promise<RunningJoinService> {
   const { logger } = config;
   const clock = config.clock ?? new SystemClock();
+  if (config.allowUnenforcedMeasurements === true)
+    logger.warn(
+      'SECURITY: --allow-unenforced-measurements is set: an attestation config whose measurements are all warnOnly will be accepted',
+    );
   const build = validatorBuilder(
     config.variant,
     await variantLookups(
@@ -345,6 +366,7 @@ export async function startProductionJoinService(
     ),
     clock,
     logger,
+    { allowUnenforcedMeasurements: config.allowUnenforcedMeasurements === true },
   );
   const measurementSalt = await readMeasurementSalt(config.measurementSaltPath);
   // The cloud's metadata binds each caller's address to its instance name, IPs and role, so an
@@ -372,6 +394,7 @@ export async function startProductionJoinService(
     ca: new FileCertificateAuthority({ clock, pkiDir: config.pkiDir ?? PKI_DIR }),
     tokens: kube.tokens,
     facts: kube.facts,
+    diskBindings: kube.diskBindings,
     measurementSalt,
     apiServerEndpoint,
     identity: new MetadataPeerIdentity(metadata, clock, { logger }),

@@ -8,12 +8,14 @@
 import { Server, ServerCredentials } from '@grpc/grpc-js';
 import { createJoinServer } from '../../adapters/grpc/join-server.js';
 import { createPinoLogger } from '../../adapters/log/pino-logger.js';
+import { InMemoryDiskBindings } from '../../adapters/simulated/in-memory-disk-bindings.js';
 import { SystemClock } from '../../adapters/system/system-clock.js';
 import { TicketIssuer } from '../../domain/ticket-issuer.js';
 import type { BootstrapTokens } from '../../ports/bootstrap-tokens.js';
 import type { CertificateAuthority } from '../../ports/certificate-authority.js';
 import type { Clock } from '../../ports/clock.js';
 import type { ClusterFacts } from '../../ports/cluster-facts.js';
+import type { DiskBindings } from '../../ports/disk-bindings.js';
 import { isAttestationError, isConfbootError } from '../../ports/errors.js';
 import type { KMS } from '../../ports/kms.js';
 import type { Logger } from '../../ports/logger.js';
@@ -80,6 +82,11 @@ export interface JoinServiceOptions {
    * addresses and role; without it, only for its own source address (docs/identity.md).
    */
   identity?: PeerIdentity;
+  /**
+   * Which node each state disk belongs to (production: DiskBinding resources in the Kubernetes
+   * API, shared by every replica). Default: kept in this process's memory only (lost on restart).
+   */
+  diskBindings?: DiskBindings;
   /** Default the system clock. Used for certificate validity, token TTLs and the rate limit. */
   clock?: Clock;
   /** Default pino JSON on stderr. */
@@ -195,6 +202,7 @@ export async function startJoinService(options: JoinServiceOptions): Promise<Run
       apiServerEndpoint: options.apiServerEndpoint,
       clock,
       logger,
+      diskBindings: options.diskBindings ?? new InMemoryDiskBindings(),
       ...(options.identity ? { identity: options.identity } : {}),
     });
 

@@ -5,7 +5,16 @@
  * bounded to 5 s). The directory watch may add reloads of its own after each write, so outcomes
  * are looked up, not taken from the end. Its two users (UpdatableValidator, FileDenyList) have their own tests.
  */
-import { mkdirSync, renameSync, symlinkSync, writeFileSync } from 'node:fs';
+import {
+  appendFileSync,
+  chmodSync,
+  mkdirSync,
+  renameSync,
+  rmdirSync,
+  symlinkSync,
+  unlinkSync,
+  writeFileSync,
+} from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import {
@@ -15,6 +24,7 @@ import {
   WatchedFile,
   type WatchedFileReloadOutcome,
 } from '../../../src/adapters/fs/watched-file.js';
+import { FakeClock } from '../../fakes/fake-clock.js';
 import { useTmpDirs } from '../../support/tmp.js';
 
 const tmp = useTmpDirs('confboot-watched-');
@@ -55,8 +65,13 @@ afterEach(async () => {
   await Promise.all(opened.splice(0).map((f) => f.close()));
 });
 
-async function start<C>(path: string, content: FileContent<C>, parse: (c: C) => number) {
-  const log = recordingLogger();
+async function start<C>(
+  path: string,
+  content: FileContent<C>,
+  parse: (c: C) => number,
+  extra: { clock?: FakeClock; logger?: ReturnType<typeof recordingLogger> } = {},
+) {
+  const log = extra.logger ?? recordingLogger();
   const outcomes: Array<{ outcome: WatchedFileReloadOutcome; current: number }> = [];
   const file = await WatchedFile.start<number, C>({
     path,
@@ -66,6 +81,7 @@ async function start<C>(path: string, content: FileContent<C>, parse: (c: C) => 
     labels: LABELS,
     logFields: (n) => ({ n }),
     onReload: (outcome, current) => outcomes.push({ outcome, current }),
+    ...(extra.clock ? { clock: extra.clock } : {}),
   });
   opened.push(file as WatchedFile<unknown, unknown>);
   return { file, log, outcomes };
@@ -162,4 +178,101 @@ describe('WatchedFile', () => {
     while (file.current !== 2 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
     expect(file.current).toBe(2);
   });
+
+  it('a log file written continuously in the watched directory after the file was deleted causes one reload, not a storm (fake clock)', async () => {
+    const dir = tmp();
+    const path = join(dir, 'value');
+    const logPath = join(dir, 'service.log');
+    writeFileSync(path, 'n=1');
+    // The service's own log lives in the watched directory: every line it logs is a directory event.
+    const log = recordingLogger();
+    const toFile =
+      (level: 'debug' | 'info' | 'warn' | 'error') =>
+      (msg: string, fields?: Record<string, unknown>): void => {
+        log.lines.push({ level, msg, fields });
+        appendFileSync(logPath, `${JSON.stringify({ level, msg, ...fields })}\n`);
+      };
+    const fileLogger = {
+      ...log,
+      debug: toFile('debug'),
+      info: toFile('info'),
+      warn: toFile('warn'),
+      error: toFile('error'),
+    };
+    const clock = new FakeClock();
+    const { file, outcomes } = await start(path, FILE_UTF8_TEXT, counter().parse, {
+      clock,
+      logger: fileLogger,
+    });
+
+    unlinkSync(path);
+    await until(() => file.events.own >= 1, 'the deletion event');
+    for (let round = 0; round < 40; round++) {
+      const seen = file.events.ignored;
+      for (let i = 0; i < 25; i++) appendFileSync(logPath, `{"msg":"request ${round}/${i}"}\n`);
+      await until(() => file.events.ignored > seen, 'log file events');
+      await clock.advance(1_000);
+      await until(() => outcomes.length === file.events.reloads, 'the reload to finish');
+    }
+    // 1,000 log writes (plus the reload's own warning) were seen and ignored; the deletion caused
+    // exactly one reload, which failed and kept the last good value.
+    expect(file.events.ignored).toBeGreaterThanOrEqual(40);
+    expect(file.events.reloads).toBe(1);
+    expect(outcomes.map((o) => o.outcome.ok)).toEqual([false]);
+    expect(file.current).toBe(1);
+    expect(log.lines.filter((l) => l.level === 'warn')).toHaveLength(1);
+  });
+
+  it('backs off while reloads keep failing (settle, then 500, 1000, 2000 … ms) and settles quickly again after a success (fake clock)', async () => {
+    const dir = tmp();
+    const path = join(dir, 'value');
+    writeFileSync(path, 'n=1');
+    const clock = new FakeClock();
+    const { file, outcomes, log } = await start(path, FILE_UTF8_TEXT, counter().parse, { clock });
+    // The path becomes a directory: every read fails (EISDIR); chmod makes an event for its name.
+    unlinkSync(path);
+    mkdirSync(path);
+    await until(() => file.events.own >= 1, 'the replacement events');
+    const ROUNDS = 40;
+    for (let round = 0; round < ROUNDS; round++) {
+      const seen = file.events.own;
+      chmodSync(path, round % 2 === 0 ? 0o700 : 0o755);
+      await until(() => file.events.own > seen, 'the chmod event');
+      await clock.advance(1_000);
+      await until(() => outcomes.length === file.events.reloads, 'the reload to finish');
+    }
+    // One event per fake second for 40 s: without backoff that would be 40 failed reloads.
+    expect(file.events.reloads).toBeLessThanOrEqual(8);
+    expect(outcomes.every((o) => !o.outcome.ok)).toBe(true);
+    expect(clock.sleeps.slice(0, 6)).toEqual([100, 500, 1000, 2000, 4000, 8000]);
+    // The same read error is warned about once.
+    expect(log.lines.filter((l) => l.level === 'warn')).toHaveLength(1);
+
+    rmdirSync(path);
+    writeFileSync(path, 'n=5');
+    await until(() => clock.pending > 0, 'a scheduled reload');
+    await clock.advance(60_000);
+    await until(() => file.current === 5, 'the recovery');
+    // Late events of the recovery may have started one more (settle) cycle; let it finish.
+    for (let i = 0; i < 10 && clock.pending > 0; i++) {
+      await clock.advance(100);
+      await until(() => outcomes.length === file.events.reloads, 'the reload to finish');
+    }
+    expect(clock.pending).toBe(0);
+    const sleeps = clock.sleeps.length;
+    writeFileSync(path, 'n=6');
+    await until(() => clock.pending > 0, 'a scheduled reload');
+    expect(clock.sleeps.slice(sleeps)).toEqual([100]);
+    await clock.advance(100);
+    await until(() => file.current === 6, 'the update');
+  });
 });
+
+/** Polls `cond` every 5 ms for at most 5 s (real time; waits for fs events and real reads). */
+async function until(cond: () => boolean, what: string): Promise<void> {
+  const deadline = Date.now() + 5_000;
+  while (!cond()) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 5));
+  }
+}

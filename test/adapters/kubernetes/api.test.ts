@@ -16,6 +16,7 @@ import {
   generateBootstrapToken,
   KubeBootstrapTokens,
   KubeClusterFacts,
+  KubeDiskBindings,
   loadKubeConfig,
   normaliseNodeName,
 } from '../../../src/adapters/kubernetes/api.js';
@@ -497,5 +498,62 @@ describe('loadKubeConfig', () => {
     } finally {
       if (saved !== undefined) process.env.KUBERNETES_SERVICE_HOST = saved;
     }
+  });
+});
+
+describe('KubeDiskBindings against a simulated Kubernetes API', () => {
+  const UUID = '0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0';
+  const PATH = `/apis/confboot.dev/v1alpha1/diskbindings`;
+  async function bindings() {
+    const { api, kubeconfigPath } = await startApi();
+    return { api, b: new KubeDiskBindings({ kubeConfig: loadKubeConfig(kubeconfigPath) }) };
+  }
+
+  it('creates a DiskBinding for a new disk and returns the existing one afterwards (first writer wins)', async () => {
+    const { api, b } = await bindings();
+    const mine = { diskUuid: UUID.toUpperCase(), nodeName: 'worker-1', owner: 'instance/worker-1' };
+    expect(await b.bind(mine)).toEqual({ ...mine, diskUuid: UUID });
+    expect(api.diskBindings.get(`disk-${UUID}`)).toEqual({
+      apiVersion: 'confboot.dev/v1alpha1',
+      kind: 'DiskBinding',
+      metadata: { name: `disk-${UUID}` },
+      spec: { diskUUID: UUID, nodeName: 'worker-1', owner: 'instance/worker-1' },
+    });
+    const theirs = { diskUuid: UUID, nodeName: 'worker-2', owner: 'instance/worker-2' };
+    expect(await b.bind(theirs)).toEqual({
+      diskUuid: UUID,
+      nodeName: 'worker-1',
+      owner: 'instance/worker-1',
+    });
+    expect(api.requests.map((r) => `${r.method} ${r.path}`)).toEqual([
+      `POST ${PATH}`,
+      `POST ${PATH}`,
+      `GET ${PATH}/disk-${UUID}`,
+    ]);
+  });
+
+  it('fails closed: an API error on create or read, or a malformed record, rejects', async () => {
+    const { api, b } = await bindings();
+    const mine = { diskUuid: UUID, nodeName: 'worker-1', owner: 'instance/worker-1' };
+    api.failNext.push({ method: 'POST', status: 503 });
+    expect((await rejectionOf(b.bind(mine))).code).toBe('unavailable');
+    api.failNext.push({ method: 'POST', status: 403 });
+    expect((await rejectionOf(b.bind(mine))).message).toMatch(/^creating DiskBinding disk-.*HTTP 403/);
+    await b.bind(mine);
+    api.failNext.push({ method: 'GET', status: 500 });
+    const err = await rejectionOf(b.bind({ ...mine, owner: 'instance/worker-2' }));
+    expect(err.code).toBe('unavailable');
+    expect(err.message).toMatch(/^reading DiskBinding disk-/);
+    api.diskBindings.set(`disk-${UUID}`, { metadata: { name: `disk-${UUID}` }, spec: { diskUUID: UUID } });
+    expect((await rejectionOf(b.bind(mine))).message).toMatch(/spec is not \{diskUUID/);
+  });
+
+  it('an unreachable API server rejects with unavailable', async () => {
+    const { api, kubeconfigPath } = await startApi();
+    await api.close();
+    const b = new KubeDiskBindings({ kubeConfig: loadKubeConfig(kubeconfigPath) });
+    expect((await rejectionOf(b.bind({ diskUuid: UUID, nodeName: 'w', owner: 'instance/w' }))).code).toBe(
+      'unavailable',
+    );
   });
 });

@@ -1,6 +1,6 @@
 /**
  * A SIMULATED Kubernetes API server for tests (node:http on 127.0.0.1). It serves only what the
- * join service uses — bootstrap-token Secrets, ConfigMaps, NodeVersion and JoiningNode resources —
+ * join service uses — bootstrap-token Secrets, ConfigMaps, NodeVersion, JoiningNode and DiskBinding resources —
  * and checks every request strictly (method, path, query, content type, bearer token, body fields).
  * Anything unexpected is answered with an error Status and recorded in `violations`, which tests
  * assert to be empty.
@@ -34,6 +34,7 @@ const SECRET_KEYS = [
   'usage-bootstrap-signing',
 ].sort();
 const CR_PREFIX = '/apis/update.edgeless.systems/v1alpha1';
+const DISK_PREFIX = '/apis/confboot.dev/v1alpha1/diskbindings';
 
 /** The fake API server. Start with {@link FakeKubeApi.start}. */
 export class FakeKubeApi {
@@ -48,6 +49,8 @@ export class FakeKubeApi {
   /** Cluster-scoped NodeVersions and JoiningNodes by name. */
   readonly nodeVersions = new Map<string, Obj>();
   readonly joiningNodes = new Map<string, Obj>();
+  /** Cluster-scoped DiskBindings (confboot.dev/v1alpha1) by name. */
+  readonly diskBindings = new Map<string, Obj>();
   /** Scripted failures: the next request with a matching method (any method when unset) gets `status`. */
   readonly failNext: Array<{ status: number; method?: string }> = [];
   /** The next this-many requests get no answer at all (a hung API server). */
@@ -190,6 +193,10 @@ export class FakeKubeApi {
       return this.get(res, this.nodeVersions, nodeVersion, 'nodeversions.update.edgeless.systems');
     if (method === 'POST' && p === `${CR_PREFIX}/joiningnodes`)
       return this.createJoiningNode(res, contentType, body as Obj);
+    const diskBinding = new RegExp(`^${DISK_PREFIX}/([^/]+)$`).exec(p)?.[1];
+    if (method === 'POST' && p === DISK_PREFIX) return this.createDiskBinding(res, contentType, body as Obj);
+    if (method === 'GET' && diskBinding)
+      return this.get(res, this.diskBindings, diskBinding, 'diskbindings.confboot.dev');
     if (method === 'PATCH' && joiningNode)
       return this.applyJoiningNode(res, joiningNode, contentType, url.searchParams, body as Obj);
     return this.violation(res, `unexpected request ${method} ${p}`);
@@ -272,6 +279,27 @@ export class FakeKubeApi {
       );
     this.joiningNodes.set(name, j);
     return this.ok(res, 201, j);
+  }
+
+  private createDiskBinding(res: ServerResponse, contentType: string | undefined, d: Obj): boolean {
+    const problems: string[] = [];
+    if (contentType !== 'application/json') problems.push(`content type ${contentType}`);
+    if (d?.apiVersion !== 'confboot.dev/v1alpha1' || d?.kind !== 'DiskBinding')
+      problems.push('not a confboot.dev/v1alpha1 DiskBinding');
+    const spec = d?.spec ?? {};
+    const keys = Object.keys(spec).sort().join(',');
+    if (keys !== 'diskUUID,nodeName,owner') problems.push(`spec keys ${keys}`);
+    if (!/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/.test(spec.diskUUID ?? ''))
+      problems.push('spec.diskUUID is not a lower-case UUID');
+    if (d?.metadata?.name !== `disk-${spec.diskUUID}`) problems.push('metadata.name is not disk-<diskUUID>');
+    for (const k of ['nodeName', 'owner'])
+      if (typeof spec[k] !== 'string' || spec[k] === '') problems.push(`spec.${k}`);
+    if (problems.length > 0) return this.violation(res, `DiskBinding create: ${problems.join(', ')}`);
+    const name = d.metadata.name as string;
+    if (this.diskBindings.has(name))
+      return this.status(res, 409, 'AlreadyExists', `diskbindings.confboot.dev "${name}" already exists`);
+    this.diskBindings.set(name, d);
+    return this.ok(res, 201, d);
   }
 
   private applyJoiningNode(

@@ -31,6 +31,7 @@ import { type VariantLookups, validatorBuilder } from '../../../src/app/join-ser
 import { type RunningJoinService, startJoinService } from '../../../src/app/join-service/service.js';
 import type { BootstrapTokens } from '../../../src/ports/bootstrap-tokens.js';
 import type { CertificateAuthority, CsrInfo } from '../../../src/ports/certificate-authority.js';
+import type { DiskBindings } from '../../../src/ports/disk-bindings.js';
 import type { KMS } from '../../../src/ports/kms.js';
 import type { ControlPlaneFile } from '../../../src/ports/types.js';
 import type { Validator } from '../../../src/ports/validator.js';
@@ -108,6 +109,8 @@ export interface TargetOptions {
    * default [{@link DEFAULT_NODE}] (worker-0 on 127.0.0.1).
    */
   instances?: Instance[];
+  /** Record of which node each state disk belongs to (default: the service's in-memory record). */
+  diskBindings?: DiskBindings;
 }
 
 /** A running join service under attack. */
@@ -208,6 +211,7 @@ export async function startTarget(options: TargetOptions = {}): Promise<Target> 
       measurementSalt: randomBytes(32),
       apiServerEndpoint: '10.0.0.1:6443',
       identity: new MetadataPeerIdentity(metadata, systemClock),
+      ...(options.diskBindings ? { diskBindings: options.diskBindings } : {}),
       clock: systemClock,
       logger,
       listen: { host: '127.0.0.1', port: 0 },

@@ -1,0 +1,50 @@
+import { ConfbootError } from './errors.js';
+import type { CallOptions } from './types.js';
+
+/** Which node a state disk belongs to: recorded when a node first asks for the disk's key. */
+export interface DiskBinding {
+  /** The state disk's UUID, lower case. */
+  diskUuid: string;
+  /** The node's name (normalised like a kubelet CSR's node name). */
+  nodeName: string;
+  /**
+   * Who the node is, as the join service authenticated it: `instance/<name>` when the cloud's
+   * metadata names the caller's instance, `address/<ip>` without a PeerIdentity.
+   */
+  owner: string;
+}
+
+/**
+ * The record of which node joined with which disk UUID (docs/identity.md). The join service asks it
+ * before it hands out a state disk key, so one attested node cannot obtain another node's key by
+ * sending that node's disk UUID. Implementations must be shared by every join service replica
+ * (production: DiskBinding resources in the Kubernetes API).
+ */
+export interface DiskBindings {
+  /**
+   * Records `binding` unless the disk is already bound, atomically (first writer wins). Resolves
+   * with the binding in force afterwards: `binding` itself, or the existing record, which may name
+   * another owner. Rejects (usually `unavailable`) when the record can be neither read nor written:
+   * callers must then issue nothing.
+   */
+  bind(binding: DiskBinding, options?: CallOptions): Promise<DiskBinding>;
+}
+
+/** DI token for {@link DiskBindings}. */
+export const DiskBindings = Symbol.for('confboot.DiskBindings');
+
+/** A node asked for a state disk bound to another node. */
+export class DiskBoundError extends ConfbootError {
+  override readonly name = 'DiskBoundError';
+  /** Short stable reason for audit events and metrics. */
+  readonly reason = 'disk-bound';
+
+  constructor(message: string) {
+    super('permission-denied', message, { recoverable: false });
+  }
+}
+
+/** Type guard for {@link DiskBoundError}. */
+export function isDiskBoundError(err: unknown): err is DiskBoundError {
+  return err instanceof DiskBoundError;
+}

@@ -1,0 +1,117 @@
+/**
+ * Attack family: an attested worker (real swtpm, good boot, the cluster's own instance) asks for
+ * ANOTHER node's state disk key by sending that node's disk UUID, in a join and in a rejoin. The join
+ * service records which node first asked for each disk — here through the production adapter
+ * (KubeDiskBindings, @kubernetes/client-node) against a SIMULATED Kubernetes API server
+ * (FakeKubeApi) — and the HANDLER refuses the other node with PERMISSION_DENIED, audited with reason
+ * `disk-bound`, before any key-service call, token or certificate. When the record cannot be read
+ * (API server failing), nothing is issued either (fail closed).
+ */
+import { randomUUID } from 'node:crypto';
+import { status } from '@grpc/grpc-js';
+import { KubeConfig } from '@kubernetes/client-node';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { KubeDiskBindings } from '../../src/adapters/kubernetes/api.js';
+import { FakeKubeApi } from '../adapters/kubernetes/fake-kube-api.js';
+import {
+  attempt,
+  DEFAULT_NODE,
+  expectIssued,
+  expectRefused,
+  type Instance,
+  joinRequest,
+  snapshot,
+} from './support/attack.js';
+import type { SwtpmNode } from './support/nodes.js';
+import { startTargetWithNode, type Target } from './support/target.js';
+
+/** Worker A is the default node (worker-0 on 127.0.0.1); worker B its neighbour. */
+const WORKER_A = DEFAULT_NODE;
+const WORKER_B: Instance = { name: 'worker-b', ip: '127.0.0.13', role: 'Worker' };
+const DISK_A = randomUUID();
+const DISK_B = randomUUID();
+
+let target: Target;
+let node: SwtpmNode;
+let kube: FakeKubeApi;
+
+beforeAll(async () => {
+  kube = await new FakeKubeApi().start();
+  const kc = new KubeConfig();
+  kc.loadFromString(kube.kubeconfig());
+  ({ target, node } = await startTargetWithNode({
+    instances: [WORKER_A, WORKER_B],
+    diskBindings: new KubeDiskBindings({ kubeConfig: kc, requestTimeoutInMs: 5_000 }),
+  }));
+});
+afterAll(async () => {
+  await target?.stop();
+  await node?.stop();
+  expect(kube?.violations ?? []).toEqual([]);
+  await kube?.close();
+});
+
+const bound = { code: status.PERMISSION_DENIED, reason: 'disk-bound' } as const;
+
+describe("an attested worker asking with another node's disk UUID (real swtpm, Kubernetes-recorded bindings)", () => {
+  it('control: worker B joins with its disk and the binding is recorded in the Kubernetes API', async () => {
+    const s = snapshot(target);
+    const out = await attempt(target.endpoint, node.issuer, {
+      from: WORKER_B,
+      request: await joinRequest(WORKER_B.name, [WORKER_B.ip], DISK_B),
+    });
+    await expectIssued(target, s, out);
+    expect(kube.diskBindings.get(`disk-${DISK_B}`)?.spec).toEqual({
+      diskUUID: DISK_B,
+      nodeName: 'worker-b',
+      owner: 'instance/worker-b',
+    });
+  });
+
+  it("worker A joining with worker B's disk UUID gets nothing: PERMISSION_DENIED, audit disk-bound", async () => {
+    const s = snapshot(target);
+    const out = await attempt(target.endpoint, node.issuer, {
+      from: WORKER_A,
+      request: await joinRequest(WORKER_A.name, [WORKER_A.ip], DISK_B.toUpperCase()),
+    });
+    const [audit] = await expectRefused(target, s, out, bound);
+    expect(out.details).toContain(`disk ${DISK_B} belongs to another node`);
+    expect(audit).toMatchObject({ nodeName: 'worker-0', diskUuid: DISK_B.toUpperCase() });
+  });
+
+  it("worker A rejoining with worker B's disk UUID gets nothing: PERMISSION_DENIED, audit disk-bound", async () => {
+    const s = snapshot(target);
+    const out = await attempt(target.endpoint, node.issuer, { from: WORKER_A, rejoinDiskUuid: DISK_B });
+    await expectRefused(target, s, out, { ...bound, rpc: 'IssueRejoinTicket' });
+    expect(out.details).toContain(`disk ${DISK_B} belongs to another node`);
+  });
+
+  it('control: worker A joins with its own disk, and worker B rejoins with its own', async () => {
+    let s = snapshot(target);
+    await expectIssued(
+      target,
+      s,
+      await attempt(target.endpoint, node.issuer, {
+        from: WORKER_A,
+        request: await joinRequest(WORKER_A.name, [WORKER_A.ip], DISK_A),
+      }),
+    );
+    s = snapshot(target);
+    const out = await attempt(target.endpoint, node.issuer, { from: WORKER_B, rejoinDiskUuid: DISK_B });
+    expect(out.code, out.details).toBe(status.OK);
+    expect(target.issued().kmsCalls).toBeGreaterThan(s.issued.kmsCalls);
+  });
+
+  it('fails closed: when the binding record cannot be read, nothing is issued (UNAVAILABLE)', async () => {
+    kube.failNext.push({ method: 'POST', status: 503 });
+    const s = snapshot(target);
+    const out = await attempt(target.endpoint, node.issuer, { from: WORKER_B, rejoinDiskUuid: DISK_B });
+    await expectRefused(target, s, out, {
+      code: status.UNAVAILABLE,
+      reason: 'unavailable',
+      auditCode: 'unavailable',
+      rpc: 'IssueRejoinTicket',
+    });
+    expect(out.details).toMatch(/recording which node disk .* belongs to: creating DiskBinding .*HTTP 503/);
+  });
+});
