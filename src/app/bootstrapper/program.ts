@@ -33,6 +33,7 @@ export function bootstrapperCommand(csp?: Csp): CommandSpec {
     : [...new Set(CSPS.flatMap((c) => ISSUER_VARIANTS_BY_CSP[c]))];
   return {
     name: csp ? `bootstrapper (${csp} entrypoint)` : 'bootstrapper',
+    env: true,
     summary:
       'Bootstrap this node: serve Init on the init port and ask the join service for a join ticket, ' +
       'side by side; whichever first yields a cluster ID takes the node lock.',
@@ -62,6 +63,7 @@ export function bootstrapperCommand(csp?: Csp): CommandSpec {
       'initial-passphrase-file': {
         type: 'string',
         valueName: 'F',
+        secret: 'file',
         description: 'initial state disk passphrase (default /run/cryptsetup-keys.d/state.key)',
       },
       'init-listen': {
@@ -89,6 +91,7 @@ export function bootstrapperCommand(csp?: Csp): CommandSpec {
       'cloud-auth-token-file': {
         type: 'string',
         valueName: 'F',
+        secret: 'file',
         description: 'file with the cloud API token, re-read per call (openstack)',
       },
       'metadata-local-address': {

@@ -1,6 +1,9 @@
 /**
  * Shared argument handling for `confboot` subcommands: node:util parseArgs plus uniform `--help`,
- * usage errors (exit 2) and required options.
+ * usage errors (exit 2) and required options. A command that sets `env` also reads every option from
+ * `CONFBOOT_<OPTION>` (upper case, dashes as underscores); the command line wins over the
+ * environment, the environment over the default. Secrets never come from the environment (see
+ * {@link OptionSpec.secret}).
  */
 import { type ParseArgsConfig, parseArgs } from 'node:util';
 
@@ -10,6 +13,14 @@ export type OptionSpec = NonNullable<ParseArgsConfig['options']>[string] & {
   /** Placeholder shown in --help, e.g. "F" or "HOST:PORT". */
   valueName?: string;
   required?: boolean;
+  /**
+   * Marks a secret, for commands that read options from the environment.
+   * `value`: the option's value is itself a secret; a `CONFBOOT_<OPTION>` variable for it is refused.
+   * `file`: the option names a file holding a secret (name it `<secret>-file`); the path may come
+   * from the environment, but a variable named after the secret itself (`CONFBOOT_MASTER_SECRET`
+   * for `--master-secret-file`) is refused, so nobody puts the secret into a pod spec by mistake.
+   */
+  secret?: 'value' | 'file';
 };
 
 export interface CommandSpec {
@@ -19,6 +30,47 @@ export interface CommandSpec {
   options: Record<string, OptionSpec>;
   /** Extra text after the option list (examples, exit codes). */
   epilog?: string;
+  /**
+   * Also read every option from `CONFBOOT_<OPTION>` (long-running services configured by a
+   * Kubernetes manifest). Options added later get it too; mark secrets with `secret`.
+   */
+  env?: boolean;
+}
+
+/** Prefix of the environment variables that set options. */
+export const ENV_PREFIX = 'CONFBOOT_';
+
+/**
+ * `CONFBOOT_` variables that are not options (test-vector path and test-suite knobs): never warned
+ * about.
+ */
+const NON_OPTION_VARIABLES = /^CONFBOOT_(TESTVECTORS|RECORD_LOADS|FAULT_[A-Z_]+|FUZZ_[A-Z_]+|RACE_[A-Z_]+)$/;
+
+/** `CONFBOOT_<OPTION>` for option `name`: `log-level` → `CONFBOOT_LOG_LEVEL`. */
+export function envName(name: string): string {
+  return `${ENV_PREFIX}${name.toUpperCase().replace(/-/g, '_')}`;
+}
+
+/** Where {@link parseCommand} reads the environment and sends warnings (tests pass their own). */
+export interface ParseEnvOptions {
+  /** Default process.env. */
+  env?: NodeJS.ProcessEnv;
+  /** One line per ignored variable; default stderr. */
+  warn?: (line: string) => void;
+}
+
+function envHelp(spec: CommandSpec): string[] {
+  const secretFiles = Object.entries(spec.options)
+    .filter(([n, o]) => o.secret === 'file' && n.endsWith('-file'))
+    .map(([n]) => envName(n.slice(0, -'-file'.length)));
+  const example = Object.keys(spec.options).find((n) => spec.options[n]?.secret !== 'value') ?? 'option';
+  return [
+    `Environment: every option can also be set as CONFBOOT_<OPTION>, upper case with dashes as underscores`,
+    `(--${example} as ${envName(example)}). A flag on the command line wins over the variable, the variable`,
+    'over the default; an empty variable counts as unset; booleans take true/false/1/0. Unknown CONFBOOT_',
+    'variables are ignored with a warning on stderr.',
+    `Secrets are read only from files${secretFiles.length > 0 ? `; refused: ${secretFiles.join(', ')}` : ''}.`,
+  ];
 }
 
 /** Thrown for usage errors; the CLI prints the message and exits 2. */
@@ -31,7 +83,8 @@ export function renderHelp(spec: CommandSpec): string {
   const rows = Object.entries(spec.options).map(([name, o]) => {
     const flag = `--${name}${o.type === 'string' ? ` ${o.valueName ?? 'VALUE'}` : ''}${o.multiple ? ' …' : ''}`;
     const def = o.default !== undefined ? ` (default ${String(o.default)})` : '';
-    return [flag, `${o.description}${o.required ? ' (required)' : ''}${def}`] as const;
+    const env = spec.env ? (o.secret === 'value' ? ' [not from env]' : ` [${envName(name)}]`) : '';
+    return [flag, `${o.description}${o.required ? ' (required)' : ''}${def}${env}`] as const;
   });
   rows.push(['--help', 'show this help']);
   const width = Math.max(...rows.map(([f]) => f.length));
@@ -42,27 +95,91 @@ export function renderHelp(spec: CommandSpec): string {
     '',
     'Options:',
     ...rows.map(([f, d]) => `  ${f.padEnd(width)}  ${d}`),
+    ...(spec.env ? ['', ...envHelp(spec)] : []),
     ...(spec.epilog ? ['', spec.epilog] : []),
   ].join('\n');
 }
 
+type Values = Record<string, string | boolean | string[] | undefined>;
+
+function envValue(key: string, o: OptionSpec, raw: string): string | boolean | string[] {
+  if (o.type === 'boolean') {
+    if (/^(1|true|yes|on)$/i.test(raw)) return true;
+    if (/^(0|false|no|off)$/i.test(raw)) return false;
+    throw new UsageError(`${key}: want true or false, got ${JSON.stringify(raw)}`);
+  }
+  if (o.multiple)
+    return raw
+      .split(',')
+      .map((v) => v.trim())
+      .filter((v) => v !== '');
+  return raw;
+}
+
 /**
- * Parses `argv` against `spec`. Returns undefined after printing help for `--help`; throws
- * UsageError on unknown or missing options.
+ * Fills options the command line left unset from `CONFBOOT_<OPTION>`; refuses secrets given as
+ * values and warns about unknown variables.
+ */
+function applyEnv(
+  values: Values,
+  spec: CommandSpec,
+  env: NodeJS.ProcessEnv,
+  warn: (line: string) => void,
+): void {
+  const byVariable = new Map(Object.keys(spec.options).map((n) => [envName(n), n]));
+  const secretNamed = new Map(
+    Object.entries(spec.options)
+      .filter(([n, o]) => o.secret === 'file' && n.endsWith('-file'))
+      .map(([n]) => [envName(n.slice(0, -'-file'.length)), n]),
+  );
+  for (const key of Object.keys(env).sort()) {
+    const raw = env[key];
+    if (!key.startsWith(ENV_PREFIX) || raw === undefined) continue;
+    const name = byVariable.get(key);
+    if (name === undefined) {
+      const fileOption = secretNamed.get(key);
+      if (fileOption !== undefined)
+        throw new UsageError(
+          `${key}: secrets are not read from the environment; write it to a file and set ${envName(fileOption)} or --${fileOption}`,
+        );
+      if (!NON_OPTION_VARIABLES.test(key))
+        warn(
+          `confboot ${spec.name}: ignoring ${key}: no option --${key.slice(ENV_PREFIX.length).toLowerCase().replace(/_/g, '-')}`,
+        );
+      continue;
+    }
+    const o = spec.options[name] as OptionSpec;
+    if (o.secret === 'value')
+      throw new UsageError(
+        `${key}: --${name} takes a secret, which is not read from the environment; pass it on the command line`,
+      );
+    if (values[name] !== undefined || raw === '') continue; // the flag wins; empty means unset
+    values[name] = envValue(key, o, raw);
+  }
+}
+
+/**
+ * Parses `argv` against `spec`, then (for `spec.env`) the `CONFBOOT_<OPTION>` variables, then the
+ * defaults. Returns undefined after printing help for `--help`; throws UsageError on unknown or
+ * missing options and on secrets in the environment.
  */
 export function parseCommand(
   argv: string[],
   spec: CommandSpec,
   out: NodeJS.WritableStream = process.stdout,
-): Record<string, string | boolean | string[] | undefined> | undefined {
+  envOptions: ParseEnvOptions = {},
+): Values | undefined {
   const options: NonNullable<ParseArgsConfig['options']> = { help: { type: 'boolean', short: 'h' } };
   for (const [name, o] of Object.entries(spec.options)) {
-    const { description: _d, valueName: _v, required: _r, ...rest } = o;
+    // Defaults are applied last, so that the environment can come between flag and default.
+    const { description: _d, valueName: _v, required: _r, secret: _s, default: _def, ...rest } = o;
     options[name] = rest;
   }
-  let values: Record<string, string | boolean | (string | boolean)[] | undefined>;
+  let values: Values;
   try {
-    ({ values } = parseArgs({ args: argv, options, strict: true, allowPositionals: false }));
+    ({ values } = parseArgs({ args: argv, options, strict: true, allowPositionals: false }) as {
+      values: Values;
+    });
   } catch (err) {
     throw new UsageError(`${err instanceof Error ? err.message : String(err)}\n\n${renderHelp(spec)}`);
   }
@@ -70,11 +187,18 @@ export function parseCommand(
     out.write(`${renderHelp(spec)}\n`);
     return undefined;
   }
-  for (const [name, o] of Object.entries(spec.options)) {
-    if (o.required && values[name] === undefined)
-      throw new UsageError(`missing required option --${name}\n\n${renderHelp(spec)}`);
+  if (spec.env) {
+    const warn = envOptions.warn ?? ((line: string) => process.stderr.write(`${line}\n`));
+    applyEnv(values, spec, envOptions.env ?? process.env, warn);
   }
-  return values as Record<string, string | boolean | string[] | undefined>;
+  for (const [name, o] of Object.entries(spec.options)) {
+    if (values[name] === undefined && o.default !== undefined) values[name] = o.default as Values[string];
+    if (o.required && values[name] === undefined) {
+      const orEnv = spec.env && o.secret !== 'value' ? ` (or ${envName(name)})` : '';
+      throw new UsageError(`missing required option --${name}${orEnv}\n\n${renderHelp(spec)}`);
+    }
+  }
+  return values;
 }
 
 /** Runs a command body, mapping UsageError to exit code 2 and other errors to 1. */

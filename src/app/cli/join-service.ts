@@ -36,6 +36,7 @@ const LOG_LEVELS = ['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent'
 /** Flags of `confboot join-service`. */
 export const joinServiceCommand: CommandSpec = {
   name: 'join-service',
+  env: true,
   summary:
     'Serve join and rejoin tickets to attested nodes (join.API over attested TLS), with health, metrics, audit, limits and a deny list.',
   options: {
@@ -63,6 +64,7 @@ export const joinServiceCommand: CommandSpec = {
       type: 'string',
       valueName: 'F',
       required: true,
+      secret: 'file',
       description: 'file with the cluster measurement salt (e.g. /var/config/measurementSalt)',
     },
     'key-service-endpoint': {
@@ -319,6 +321,8 @@ export async function runJoinService(argv: string[], options: JoinServiceRunOpti
   if (flags === undefined) return 0;
   const logger =
     options.logger ?? createPinoLogger({ level: flags.logLevel, base: { component: 'join-service' } });
+  // Paths, addresses and limits only: the flags hold no secret values.
+  logger.debug('Configuration', { ...flags });
   const service = await startProductionJoinService({
     csp: flags.csp,
     variant: flags.variant,

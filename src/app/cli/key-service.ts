@@ -19,6 +19,7 @@ export const DEFAULT_KEY_SERVICE_LISTEN = '0.0.0.0:9000';
 /** Flags of `confboot key-service`. */
 export const keyServiceCommand: CommandSpec = {
   name: 'key-service',
+  env: true,
   summary:
     'Serve data keys derived from the cluster master secret (HKDF-SHA256) over gRPC (kms.API, no TLS).',
   options: {
@@ -26,12 +27,14 @@ export const keyServiceCommand: CommandSpec = {
       type: 'string',
       valueName: 'F',
       required: true,
+      secret: 'file',
       description: `file with the master secret, used byte for byte (at least ${MIN_MASTER_SECRET_LENGTH} bytes)`,
     },
     'salt-file': {
       type: 'string',
       valueName: 'F',
       required: true,
+      secret: 'file',
       description: `file with the master salt, used byte for byte (at least ${MIN_SALT_LENGTH} bytes)`,
     },
     listen: {

@@ -13,6 +13,7 @@ import { untilStopSignal } from './signals.js';
 /** The command's options. */
 export const METADATA_SERVER_COMMAND: CommandSpec = {
   name: 'metadata-server',
+  env: true,
   summary: 'Serve /self, /peers, /endpoint and /initsecrethash for QEMU clusters from a dnsmasq leases file.',
   options: {
     leases: {
