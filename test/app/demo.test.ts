@@ -8,7 +8,7 @@ import { createHash } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { demoSucceeded, renderSummary } from '../../src/app/cli/demo.js';
-import { runDemo } from '../../src/app/demo/demo.js';
+import { type DemoNodeResult, type DemoResult, runDemo } from '../../src/app/demo/demo.js';
 
 /** Processes whose command line mentions `dir` (the demo's swtpm state dirs live under it). */
 const processesUnder = (dir: string) => {
@@ -18,6 +18,43 @@ const processesUnder = (dir: string) => {
     return '';
   }
 };
+
+describe('confboot demo result', () => {
+  const node = (over: Partial<DemoNodeResult>): DemoNodeResult => ({
+    name: 'worker-1',
+    role: 'Worker',
+    boot: 'good',
+    joined: true,
+    reason: 'joined with a join ticket',
+    disk: 'issued-key',
+    diskVerified: true,
+    pcr15: '00'.repeat(32),
+    pcr15Verified: true,
+    ...over,
+  });
+  const result = (nodes: DemoNodeResult[]): DemoResult => ({
+    clusterId: 'ab'.repeat(32),
+    durationMs: 1000,
+    workDir: undefined,
+    logFile: undefined,
+    simulated: ['kubeadm'],
+    nodes,
+  });
+
+  it('fails the demo when a disk state is not the one its outcome needs, and shows it', () => {
+    const refused = node({ name: 'worker-2', boot: 'tampered', joined: false, disk: 'initial-passphrase' });
+    expect(demoSucceeded(result([node({}), refused]))).toBe(true);
+    const bad = node({
+      name: 'worker-2',
+      boot: 'tampered',
+      joined: false,
+      disk: 'both',
+      diskVerified: false,
+    });
+    expect(demoSucceeded(result([node({}), bad]))).toBe(false);
+    expect(renderSummary(result([bad]))).toMatch(/^worker-2 .* REFUSED +both FAILED /m);
+  });
+});
 
 describe('confboot demo (kubeadm and the Kubernetes API simulated)', () => {
   it('joins good nodes, refuses the tampered one with the PCR mismatch, and proves keys and PCR 15', async () => {
@@ -33,12 +70,17 @@ describe('confboot demo (kubeadm and the Kubernetes API simulated)', () => {
     const inner = createHash('sha256').update(Buffer.from(result.clusterId, 'hex')).digest();
     const pcr15 = createHash('sha256').update(Buffer.alloc(32)).update(inner).digest('hex');
     for (const n of result.nodes) {
-      expect(n.diskKeyVerified, n.name).toBe(true);
+      // Joined disks open only with the issued key; the refused node's only with its initial passphrase.
+      expect(n.disk, n.name).toBe(n.joined ? 'issued-key' : 'initial-passphrase');
+      expect(n.diskVerified, n.name).toBe(true);
       expect(n.pcr15, n.name).toBe(n.joined ? pcr15 : '00'.repeat(32));
     }
     expect(result.nodes[3]?.reason).toMatch(/PCR12: expected [0-9a-f]{64}, got [0-9a-f]{64}/);
     expect(lines.join('\n')).toContain('Simulated: kubeadm');
-    expect(renderSummary(result)).toContain('worker-3 refused: measurement validation failed');
+    const summary = renderSummary(result);
+    expect(summary).toContain('worker-3 refused: measurement validation failed');
+    expect(summary).toMatch(/^worker-1 .* yes +issued-key ok /m);
+    expect(summary).toMatch(/^worker-3 .* REFUSED +initial-passphrase ok /m);
     expect(result.workDir).toBeUndefined();
     const workLine = lines.find((l) => l.includes('Work directory')) ?? '';
     const dir = /Work directory (\S+);/.exec(workLine)?.[1] ?? '';

@@ -1,7 +1,7 @@
 /**
  * `confboot demo`: runs the whole flow on this machine (see src/app/demo/demo.ts), prints progress,
  * a summary table and, with --json, a machine-readable result. Exit 0 when every good node joined,
- * every tampered node was refused, and every disk key and PCR 15 value checked out.
+ * every tampered node was refused, and every disk state and PCR 15 value checked out.
  */
 import { type DemoResult, runDemo } from '../demo/demo.js';
 import { type CommandSpec, parseCommand, runCommand, UsageError } from './args.js';
@@ -45,10 +45,10 @@ export function renderSummary(r: DemoResult): string {
     n.role,
     n.boot,
     n.joined ? 'yes' : 'REFUSED',
-    n.diskKeyVerified ? 'ok' : 'FAILED',
+    `${n.disk} ${n.diskVerified ? 'ok' : 'FAILED'}`,
     `${n.pcr15.slice(0, 16)}… ${n.pcr15Verified ? 'ok' : 'FAILED'}`,
   ]);
-  const head = ['node', 'role', 'boot', 'joined', 'disk key', 'PCR 15'];
+  const head = ['node', 'role', 'boot', 'joined', 'disk opens with', 'PCR 15'];
   const widths = head.map((h, i) => Math.max(h.length, ...rows.map((row) => (row[i] ?? '').length)));
   const line = (cells: string[]) => cells.map((c, i) => c.padEnd(widths[i] ?? 0)).join('  ');
   const out = [
@@ -64,7 +64,7 @@ export function renderSummary(r: DemoResult): string {
     out.push(`${n.name} refused: ${n.reason.replaceAll('; ', '\n    ')}`);
   out.push(
     '',
-    'disk key: the state disk opens with the key the key service derives for its UUID and no longer with its initial passphrase (joined nodes), or still only with its initial passphrase (refused nodes).',
+    'disk opens with: issued-key = only the key the key service derives for the disk UUID (the initial passphrase is gone), as a joined node needs; initial-passphrase = still only the initial passphrase, as a refused node needs. ok/FAILED says whether that matches the outcome.',
     "PCR 15: read from the node's TPM; equals SHA256(0…0 ‖ SHA256(cluster ID)) on joined nodes and zero on refused ones.",
     `Simulated: ${r.simulated.join('; ')}.`,
   );
@@ -74,7 +74,7 @@ export function renderSummary(r: DemoResult): string {
 
 /** True when the result proves every claim of the demo. */
 export function demoSucceeded(r: DemoResult): boolean {
-  return r.nodes.every((n) => n.joined === (n.boot === 'good') && n.diskKeyVerified && n.pcr15Verified);
+  return r.nodes.every((n) => n.joined === (n.boot === 'good') && n.diskVerified && n.pcr15Verified);
 }
 
 export async function run(argv: string[]): Promise<number> {

@@ -78,6 +78,14 @@ export interface DemoOptions {
   onSecret?: (kind: string, value: Uint8Array) => void;
 }
 
+/**
+ * Which keys open a node's state disk after the run (`cryptsetup open --test-passphrase`):
+ * `issued-key` only the key the key service derives for the disk's UUID (the initial passphrase was
+ * replaced), `initial-passphrase` only the initial passphrase (the disk was never taken over),
+ * `both` or `neither` when something went wrong.
+ */
+export type DemoDiskState = 'issued-key' | 'initial-passphrase' | 'both' | 'neither';
+
 /** One node's outcome, as printed in the summary and in `--json`. */
 export interface DemoNodeResult {
   name: string;
@@ -87,8 +95,10 @@ export interface DemoNodeResult {
   joined: boolean;
   /** How it joined, or why it was refused. */
   reason: string;
-  /** The state disk opens with the key the key service derives for it, and no longer with its initial passphrase. */
-  diskKeyVerified: boolean;
+  /** Which keys open the state disk. */
+  disk: DemoDiskState;
+  /** `disk` is what the outcome requires: `issued-key` for a joined node, `initial-passphrase` for a refused one. */
+  diskVerified: boolean;
   /** SHA-256 PCR 15 read from the node's TPM, hex. */
   pcr15: string;
   /** PCR 15 equals SHA256(0³² ‖ SHA256(clusterId)) for joined nodes and is zero for refused ones. */
@@ -426,6 +436,13 @@ export async function runDemo(options: DemoOptions): Promise<DemoResult> {
       secret(`${node.name} initial passphrase`, initialKey);
       const opensIssued = await opensWithKey(node.disk.imagePath, issuedKey);
       const opensInitial = await opensWithKey(node.disk.imagePath, initialKey);
+      const diskState: DemoDiskState = opensIssued
+        ? opensInitial
+          ? 'both'
+          : 'issued-key'
+        : opensInitial
+          ? 'initial-passphrase'
+          : 'neither';
       const pcr15 = (await node.tpm.readPcrs([15])).get(15) ?? new Uint8Array(32);
       const expected = joined ? expectedPcr15(clusterId) : new Uint8Array(32);
       results.push({
@@ -438,7 +455,8 @@ export async function runDemo(options: DemoOptions): Promise<DemoResult> {
           : joined
             ? 'joined with a join ticket'
             : shorten(outcome?.reason ?? ''),
-        diskKeyVerified: joined ? opensIssued && !opensInitial : !opensIssued && opensInitial,
+        disk: diskState,
+        diskVerified: diskState === (joined ? 'issued-key' : 'initial-passphrase'),
         pcr15: hex(pcr15),
         pcr15Verified: Buffer.from(pcr15).equals(Buffer.from(expected)),
       });
