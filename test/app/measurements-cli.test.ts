@@ -202,6 +202,13 @@ describe('confboot measurements from-event-log options', () => {
     err = '';
     expect(await run(['from-event-log', '--event-log', file('empty.bin', '')])).toBe(2);
     expect(err).toMatch(/empty log/);
+    err = '';
+    // A device that never ends is cut off at the size bound instead of exhausting memory.
+    expect(await run(['from-event-log', '--event-log', '/dev/zero'])).toBe(2);
+    expect(err).toMatch(/event log \/dev\/zero is larger than 64 MiB/);
+    err = '';
+    expect(await run(['from-event-log', '--event-log', tmp()])).toBe(2);
+    expect(err).toMatch(/reading event log .*: EISDIR/);
   });
 });
 

@@ -7,7 +7,7 @@
  * library for image builders). Exit 0 ok, 1 an enforced measurement differs (diff), 2 usage or input
  * error.
  */
-import { readFile } from 'node:fs/promises';
+import { type FileHandle, open } from 'node:fs/promises';
 import { stringify as toYaml } from 'yaml';
 import {
   diffMeasurementsAgainstLog,
@@ -84,11 +84,34 @@ export const diffCommand: CommandSpec = {
 
 const hex = (b: Uint8Array) => Buffer.from(b).toString('hex');
 
+/** Largest input read: real event logs are tens of kB, a TDX CCEL area 256 KiB to a few MiB. */
+const MAX_INPUT_BYTES = 64 * 1024 * 1024;
+
+/**
+ * Reads a file of at most {@link MAX_INPUT_BYTES}, by reading rather than trusting its size: sysfs
+ * files such as binary_bios_measurements report size 0, and a device like /dev/zero never ends.
+ */
 async function readInput(path: string, what: string): Promise<Buffer> {
+  let handle: FileHandle | undefined;
   try {
-    return await readFile(path);
+    handle = await open(path, 'r');
+    const chunks: Buffer[] = [];
+    let total = 0;
+    for (;;) {
+      const chunk = Buffer.alloc(1024 * 1024);
+      const { bytesRead } = await handle.read(chunk, 0, chunk.length, null);
+      if (bytesRead === 0) break;
+      total += bytesRead;
+      if (total > MAX_INPUT_BYTES)
+        throw new UsageError(`${what} ${path} is larger than ${MAX_INPUT_BYTES / 1024 / 1024} MiB`);
+      chunks.push(chunk.subarray(0, bytesRead));
+    }
+    return Buffer.concat(chunks, total);
   } catch (err) {
+    if (err instanceof UsageError) throw err;
     throw new UsageError(`reading ${what} ${path}: ${err instanceof Error ? err.message : String(err)}`);
+  } finally {
+    await handle?.close();
   }
 }
 
