@@ -143,6 +143,9 @@ export interface FakeReportFields {
   reportedTcb?: SnpTcbParts;
   committedTcb?: SnpTcbParts;
   launchTcb?: SnpTcbParts;
+  /** Version-5 mitigation vectors (written at 0x1F8 and 0x200 whatever the version). */
+  launchMitVector?: bigint;
+  currentMitVector?: bigint;
 }
 
 function tcbU64(t: SnpTcbParts): bigint {
@@ -166,6 +169,8 @@ export function buildFakeReport(pki: FakeAmdPki, f: FakeReportFields = {}): Uint
   if (kind === 'vcek') r.set(pki.chipId, 0x1a0);
   dv.setBigUint64(0x1e0, tcbU64(f.committedTcb ?? pki.tcb), true);
   dv.setBigUint64(0x1f0, tcbU64(f.launchTcb ?? pki.tcb), true);
+  if (f.launchMitVector !== undefined) dv.setBigUint64(0x1f8, f.launchMitVector, true);
+  if (f.currentMitVector !== undefined) dv.setBigUint64(0x200, f.currentMitVector, true);
   const sig = cryptoSign('sha384', r.subarray(0, 0x2a0), {
     key: kind === 'vlek' ? pki.vlekKey : pki.vcekKey,
     dsaEncoding: 'ieee-p1363',
