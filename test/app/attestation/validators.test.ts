@@ -41,6 +41,7 @@ import {
   buildFakeReport,
   createFakeAmdCrl,
   createFakeAmdPki,
+  FAKE_SERIALS,
   type FakeAmdPki,
 } from '../../adapters/attestation/snp/fake-amd-pki.js';
 import { rsaTpmtPublic } from '../../adapters/attestation/snp/tpmt-fixture.js';
@@ -333,6 +334,28 @@ describe('aws-sev-snp end to end with the REAL vTPM quote verifier (soft TPM, FA
       validator().validate(await node(SoftTpm.create(), other).issue(userData, nonce), nonce),
     );
     expect(wrongAk.failed).toEqual(['report-data']);
+  });
+
+  it('refuses a node whose VLEK is on AMD\'s CRL (default amdCRL "enforce", FAKE KDS), and without KDS access', async () => {
+    const revoking = await createFakeAmdCrl(pki, { revoked: [FAKE_SERIALS.vlek] });
+    const revoked = await rejectionOf(
+      buildValidator('aws-sev-snp', awsConfig(), {
+        clock: new FakeClock(new Date('2026-01-01T00:00:00Z')),
+        amdCertCache: new AmdCertCache({ ...NO_NETWORK, fetchCrl: async () => revoking }, clock()),
+      }).validate(await node().issue(userData, nonce), nonce),
+    );
+    expect(revoked.failed).toEqual(['amd-crl']);
+    expect(revoked.message).toContain('amd-crl: SEV-VLEK serial 5 is revoked by the ARK-Milan CRL');
+    const noKds = await rejectionOf(
+      buildValidator('aws-sev-snp', awsConfig(), {
+        clock: new FakeClock(new Date('2026-01-01T00:00:00Z')),
+        amdCertCache: new AmdCertCache(NO_NETWORK, clock()),
+      }).validate(await node().issue(userData, nonce), nonce),
+    );
+    expect(noKds.failed).toEqual(['amd-crl']);
+    expect(noKds.message).toContain(
+      "fetching AMD's milan VLEK CRL: this certificate source cannot fetch CRLs",
+    );
   });
 
   it('the vTPM half alone: refuses an AK other than the one the hardware binds', async () => {
