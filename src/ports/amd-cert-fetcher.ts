@@ -34,6 +34,11 @@ export interface AmdCertFetcher {
     signer: 'vcek' | 'vlek',
     options?: CallOptions,
   ): Promise<Uint8Array[]>;
+  /**
+   * Returns AMD's certificate revocation list (DER) for `product`'s `signer` hierarchy, signed by
+   * the product's ARK. Optional: a fetcher without it cannot serve revocation checks.
+   */
+  fetchCrl?(product: AmdProductLine, signer: 'vcek' | 'vlek', options?: CallOptions): Promise<Uint8Array>;
 }
 
 /** DI token for {@link AmdCertFetcher}. */

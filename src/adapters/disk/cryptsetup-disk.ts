@@ -4,15 +4,28 @@
  * key), swaps keyslot 0's initial passphrase for the issued key and records "initialized" in LUKS2
  * token 0 — or "needs reset" when bootstrapping fails after the node lock.
  *
- * The host writes the header, so every use re-reads and validates it first
- * ({@link validateLuks2Metadata}). A host that rewrites the header between the check and a
- * cryptsetup call (a window of milliseconds) is not caught here; the header is validated again after
- * each change, and the disk-mapper must check it once more before activating the device.
+ * Detached header. The host writes the disk, so it can rewrite the header at any moment, also
+ * between a check and the cryptsetup call that relies on it (CVE-2025-59054 / CVE-2025-58356 class).
+ * So confboot never lets cryptsetup read keyslots or segments from the device itself:
+ * - `open()` copies the header and keyslot areas (`luksHeaderBackup`) into a fresh private directory
+ *   (mode 0700, file mode 0600) and validates THAT copy ({@link validateLuks2Metadata});
+ * - every later call that reads the header, keyslots or segments passes `--header <copy>`
+ *   (`luksDump`, `luksUUID`, `open --test-passphrase`, `luksChangeKey`, `token import`), so whatever the
+ *   host writes to the device afterwards is never read;
+ * - a change (new passphrase, token) is made on a scratch copy of the copy, the scratch copy is
+ *   validated, written back over the device's header (`luksHeaderRestore`) and only then becomes the
+ *   session's copy. If any step fails, the device and the session's copy are left as they were. The
+ *   write-back replaces whatever the host put on the device since (an extra keyslot, another header),
+ *   so the device again holds exactly the header confboot validated and changed;
+ * - releasing the last opener removes the private directory.
+ * cryptsetup refuses keyslot areas over 128 MiB, which bounds the copy's size.
  */
-import { readFile, stat } from 'node:fs/promises';
+import { chmod, copyFile, mkdtemp, readFile, rename, rm, stat } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import type { EncryptedDisk } from '../../ports/encrypted-disk.js';
 import { ConfbootError, wrapError } from '../../ports/errors.js';
-import { type CryptsetupRunnerOptions, runCryptsetup } from './cryptsetup-runner.js';
+import { CryptsetupCommandError, type CryptsetupRunnerOptions, runCryptsetup } from './cryptsetup-runner.js';
 import {
   DEFAULT_LUKS2_HEADER_POLICY,
   Luks2HeaderError,
@@ -50,6 +63,12 @@ export interface CryptsetupDiskOptions extends CryptsetupRunnerOptions {
   pbkdf?: PbkdfOptions;
   /** Header allow-lists and bounds; default {@link DEFAULT_LUKS2_HEADER_POLICY}. */
   headerPolicy?: Partial<Luks2HeaderPolicy>;
+  /**
+   * Directory in which the private header copies are made (each in its own 0700 directory); default
+   * the OS temp directory. On a node, a tmpfs such as `/run` keeps the copy (it holds the encrypted
+   * keyslots) off persistent storage.
+   */
+  headerCopyDir?: string;
 }
 
 /** The state-disk token as confboot writes it (LUKS2 token 0). */
@@ -62,15 +81,27 @@ export interface StateDiskToken {
 /** Token ID the state-disk token lives in (upstream uses 0). */
 const TOKEN_ID = '0';
 
-/** The state disk through cryptsetup. See the module comment for the header checks. */
+/** A validated private copy of the header: `path` inside the private directory `dir`. */
+interface HeaderCopy {
+  dir: string;
+  path: string;
+  summary: Luks2HeaderSummary;
+}
+
+/** The state disk through cryptsetup, using a validated detached header. See the module comment. */
 export class CryptsetupDisk implements EncryptedDisk {
   private readonly devicePath: string;
   private readonly initialPassphrasePath: string;
   private readonly policy: Luks2HeaderPolicy;
   private readonly runner: CryptsetupRunnerOptions;
   private readonly pbkdf: PbkdfOptions | undefined;
+  private readonly headerCopyDir: string;
   private openCount = 0;
   private cachedUuid: string | undefined;
+  /** The session's validated copy, while the disk is open. */
+  private session: HeaderCopy | undefined;
+  /** Serializes changes to the session's copy. */
+  private mutating: Promise<void> = Promise.resolve();
 
   constructor(options: CryptsetupDiskOptions) {
     this.devicePath = options.devicePath;
@@ -81,14 +112,27 @@ export class CryptsetupDisk implements EncryptedDisk {
       ...(options.timeoutInMs === undefined ? {} : { timeoutInMs: options.timeoutInMs }),
     };
     this.pbkdf = options.pbkdf;
+    this.headerCopyDir = options.headerCopyDir ?? tmpdir();
   }
 
-  /** Validates the header and opens the disk; the returned function releases it (idempotent). */
+  /**
+   * Copies the header to a private file, validates the copy and opens the disk through it; the
+   * returned function releases it (idempotent) and removes the copy after the last release.
+   */
   async open(): Promise<() => Promise<void>> {
     try {
-      await this.validateHeader();
-      const uuid = await this.readUuid();
-      this.cachedUuid = uuid;
+      if (this.session === undefined) {
+        const copy = await this.copyHeader();
+        try {
+          this.cachedUuid = await this.readUuid(copy.path);
+        } catch (err) {
+          await removeCopy(copy);
+          throw err;
+        }
+        // Another open() may have finished first; keep its copy.
+        if (this.session === undefined) this.session = copy;
+        else await removeCopy(copy);
+      }
     } catch (err) {
       throw wrapError(`opening state disk ${this.devicePath}`, err);
     }
@@ -98,16 +142,21 @@ export class CryptsetupDisk implements EncryptedDisk {
       if (released) return;
       released = true;
       this.openCount--;
-      if (this.openCount === 0) this.cachedUuid = undefined;
+      if (this.openCount === 0) {
+        this.cachedUuid = undefined;
+        const copy = this.session;
+        this.session = undefined;
+        if (copy !== undefined) await removeCopy(copy);
+      }
     };
   }
 
-  /** The LUKS UUID, lower-cased. */
+  /** The LUKS UUID (from the validated copy), lower-cased. */
   async uuid(): Promise<string> {
-    this.requireOpen('reading state disk UUID');
+    const copy = this.requireOpen('reading state disk UUID');
     if (this.cachedUuid !== undefined) return this.cachedUuid;
     try {
-      this.cachedUuid = await this.readUuid();
+      this.cachedUuid = await this.readUuid(copy.path);
       return this.cachedUuid;
     } catch (err) {
       throw wrapError(`reading UUID of state disk ${this.devicePath}`, err);
@@ -115,8 +164,28 @@ export class CryptsetupDisk implements EncryptedDisk {
   }
 
   /**
-   * Changes keyslot 0 from the initial passphrase to `passphrase` and records the disk as initialized.
-   * The initial passphrase is read from its file by cryptsetup itself; the new one goes over stdin.
+   * Whether `passphrase` unlocks a keyslot of the validated header (`open --test-passphrase` with
+   * `--header <copy>`); keyslots the host added to the device since are not consulted.
+   */
+  async testPassphrase(passphrase: Uint8Array): Promise<boolean> {
+    const op = `testing a passphrase on state disk ${this.devicePath}`;
+    const copy = this.requireOpen(op);
+    try {
+      await runCryptsetup(
+        ['open', '--test-passphrase', '--header', copy.path, '--key-file', '-', this.devicePath],
+        { ...this.runner, stdin: passphrase },
+      );
+      return true;
+    } catch (err) {
+      if (err instanceof CryptsetupCommandError && err.exitCode === 2) return false;
+      throw wrapError(op, err);
+    }
+  }
+
+  /**
+   * Changes keyslot 0 from the initial passphrase to `passphrase` and records the disk as initialized,
+   * in the validated copy, then writes the copy back to the device in one step. The initial
+   * passphrase is read from its file by cryptsetup itself; the new one goes over stdin.
    */
   async updatePassphrase(passphrase: Uint8Array): Promise<void> {
     const op = `updating passphrase of state disk ${this.devicePath}`;
@@ -142,48 +211,49 @@ export class CryptsetupDisk implements EncryptedDisk {
         `${op}: initial passphrase ${this.initialPassphrasePath} is empty`,
       );
     }
-    try {
-      await this.validateHeader();
-      await runCryptsetup(
-        [
-          'luksChangeKey',
-          '--batch-mode',
-          '--key-slot',
-          '0',
-          ...this.pbkdfArgs(),
-          '--key-file',
-          this.initialPassphrasePath,
-          this.devicePath,
-          '-',
-        ],
-        { ...this.runner, stdin: passphrase },
-      );
-      await this.validateHeader();
-    } catch (err) {
-      throw wrapError(`${op}: changing keyslot 0`, err);
-    }
-    try {
-      await this.writeToken(true);
-    } catch (err) {
-      throw wrapError(`${op}: recording the disk as initialized`, err);
-    }
+    await this.mutate(op, async (scratch) => {
+      try {
+        await runCryptsetup(
+          [
+            'luksChangeKey',
+            '--batch-mode',
+            '--key-slot',
+            '0',
+            ...this.pbkdfArgs(),
+            '--header',
+            scratch,
+            '--key-file',
+            this.initialPassphrasePath,
+            this.devicePath,
+            '-',
+          ],
+          { ...this.runner, stdin: passphrase },
+        );
+      } catch (err) {
+        throw wrapError('changing keyslot 0', err);
+      }
+      try {
+        await this.importToken(scratch, true);
+      } catch (err) {
+        throw wrapError('recording the disk as initialized', err);
+      }
+    });
   }
 
   /** Records in token 0 that the disk must be reset on the next boot. */
   async markDiskForReset(): Promise<void> {
     const op = `marking state disk ${this.devicePath} for reset`;
     this.requireOpen(op);
-    try {
-      await this.writeToken(false);
-    } catch (err) {
-      throw wrapError(op, err);
-    }
+    await this.mutate(op, (scratch) => this.importToken(scratch, false));
   }
 
-  /** Token 0 if it is a state-disk token, else undefined. Validates the header first. */
+  /**
+   * Token 0 if it is a state-disk token, else undefined. Reads the session's validated copy while
+   * the disk is open, else a fresh validated copy.
+   */
   async readToken(): Promise<StateDiskToken | undefined> {
     try {
-      const summary = await this.validateHeader();
+      const summary = this.session?.summary ?? (await this.validateHeader());
       const t = summary.tokens.get(Number(TOKEN_ID));
       if (t === undefined || t.type !== STATE_DISK_TOKEN_TYPE) return undefined;
       return {
@@ -201,8 +271,18 @@ export class CryptsetupDisk implements EncryptedDisk {
     return (await this.readToken())?.diskIsInitialized === true;
   }
 
-  /** Reads, parses and validates the header; throws {@link Luks2HeaderError} naming the failed check. */
+  /**
+   * Copies the device's header to a private file, validates the copy and removes it; throws
+   * {@link Luks2HeaderError} naming the failed check.
+   */
   async validateHeader(): Promise<Luks2HeaderSummary> {
+    const copy = await this.copyHeader();
+    await removeCopy(copy);
+    return copy.summary;
+  }
+
+  /** `luksHeaderBackup` into a fresh 0700 directory, then validates the copy (never the device). */
+  private async copyHeader(): Promise<HeaderCopy> {
     let size: number;
     try {
       size = await deviceSize(this.devicePath);
@@ -210,14 +290,48 @@ export class CryptsetupDisk implements EncryptedDisk {
       throw new Luks2HeaderError(
         'header-read',
         `reading size of ${this.devicePath}: ${(err as Error).message}`,
-        {
-          cause: err,
-        },
+        { cause: err },
       );
     }
+    let dir: string;
+    try {
+      dir = await mkdtemp(join(this.headerCopyDir, 'confboot-luks2-header-'));
+      await chmod(dir, 0o700);
+    } catch (err) {
+      throw new Luks2HeaderError(
+        'header-read',
+        `making a private directory for the header copy in ${this.headerCopyDir}: ${(err as Error).message}`,
+        { cause: err },
+      );
+    }
+    const path = join(dir, 'header');
+    try {
+      try {
+        await runCryptsetup(
+          ['luksHeaderBackup', '--batch-mode', this.devicePath, '--header-backup-file', path],
+          this.runner,
+        );
+        // cryptsetup creates the backup read-only for its owner; confboot changes the copy in place.
+        await chmod(path, 0o600);
+      } catch (err) {
+        throw new Luks2HeaderError('header-read', (err as Error).message, { cause: err });
+      }
+      const summary = await this.validateCopy(path, size);
+      return { dir, path, summary };
+    } catch (err) {
+      await rm(dir, { recursive: true, force: true });
+      throw err;
+    }
+  }
+
+  /** Reads the metadata of the header file `path` (`luksDump --header`) and validates it for the device. */
+  private async validateCopy(path: string, deviceSizeBytes: number): Promise<Luks2HeaderSummary> {
     let stdout: string;
     try {
-      ({ stdout } = await runCryptsetup(['luksDump', '--dump-json-metadata', this.devicePath], this.runner));
+      ({ stdout } = await runCryptsetup(
+        ['luksDump', '--dump-json-metadata', '--header', path, this.devicePath],
+        this.runner,
+      ));
     } catch (err) {
       throw new Luks2HeaderError('header-read', (err as Error).message, { cause: err });
     }
@@ -229,24 +343,57 @@ export class CryptsetupDisk implements EncryptedDisk {
         cause: err,
       });
     }
-    return validateLuks2Metadata(metadata, size, this.policy);
+    return validateLuks2Metadata(metadata, deviceSizeBytes, this.policy);
   }
 
-  private async writeToken(initialized: boolean): Promise<void> {
-    await this.validateHeader();
+  /**
+   * Applies `change` to a scratch copy of the session's header, validates the result, writes it over
+   * the device's header and makes it the session's copy. On any failure the scratch copy is dropped
+   * and neither the device nor the session's copy changes (unless the write-back itself failed part
+   * way, which cryptsetup reports).
+   */
+  private async mutate(op: string, change: (scratchPath: string) => Promise<void>): Promise<void> {
+    const run = this.mutating.then(async () => {
+      const copy = this.requireOpen(op);
+      const scratch = join(copy.dir, 'header.next');
+      try {
+        await rm(scratch, { force: true });
+        await copyFile(copy.path, scratch);
+        await chmod(scratch, 0o600);
+        await change(scratch);
+        const summary = await this.validateCopy(scratch, await deviceSize(this.devicePath));
+        await runCryptsetup(
+          ['luksHeaderRestore', '--batch-mode', this.devicePath, '--header-backup-file', scratch],
+          this.runner,
+        );
+        await rename(scratch, copy.path);
+        copy.summary = summary;
+      } catch (err) {
+        await rm(scratch, { force: true });
+        throw wrapError(op, err);
+      }
+    });
+    this.mutating = run.catch(() => {});
+    return run;
+  }
+
+  private async importToken(headerPath: string, initialized: boolean): Promise<void> {
     const token: StateDiskToken = {
       type: STATE_DISK_TOKEN_TYPE,
       keyslots: [],
       diskIsInitialized: initialized,
     };
-    await runCryptsetup(['token', 'import', '--token-id', TOKEN_ID, '--token-replace', this.devicePath], {
-      ...this.runner,
-      stdin: JSON.stringify(token),
-    });
+    await runCryptsetup(
+      ['token', 'import', '--header', headerPath, '--token-id', TOKEN_ID, '--token-replace', this.devicePath],
+      { ...this.runner, stdin: JSON.stringify(token) },
+    );
   }
 
-  private async readUuid(): Promise<string> {
-    const { stdout } = await runCryptsetup(['luksUUID', this.devicePath], this.runner);
+  private async readUuid(headerPath: string): Promise<string> {
+    const { stdout } = await runCryptsetup(
+      ['luksUUID', '--header', headerPath, this.devicePath],
+      this.runner,
+    );
     const uuid = stdout.trim().toLowerCase();
     if (!/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/.test(uuid)) {
       throw new ConfbootError(
@@ -269,10 +416,15 @@ export class CryptsetupDisk implements EncryptedDisk {
     return args;
   }
 
-  private requireOpen(op: string): void {
-    if (this.openCount === 0)
+  private requireOpen(op: string): HeaderCopy {
+    if (this.openCount === 0 || this.session === undefined)
       throw new ConfbootError('failed-precondition', `${op}: the state disk is not open`);
+    return this.session;
   }
+}
+
+async function removeCopy(copy: HeaderCopy): Promise<void> {
+  await rm(copy.dir, { recursive: true, force: true });
 }
 
 /** Size in bytes of a regular file or block device (from sysfs for devices). */

@@ -12,9 +12,13 @@
  */
 import type { X509Certificate } from 'node:crypto';
 import { amdNames, commonName, loadCertificate } from '../../adapters/attestation/snp/certs.js';
-import { AMD_PRODUCTS, type AmdProduct } from '../../adapters/attestation/snp/report.js';
+import { AMD_PRODUCTS, type AmdProduct, type SnpTcbParts } from '../../adapters/attestation/snp/report.js';
 import type { SnpVariant } from '../../adapters/attestation/snp/validators.js';
-import type { IdKeyDigestEnforcement, SnpPolicy } from '../../adapters/attestation/snp/verify.js';
+import type {
+  IdKeyDigestEnforcement,
+  SnpPolicy,
+  SnpProductAction,
+} from '../../adapters/attestation/snp/verify.js';
 import { loadTdxCollateralDir } from '../../adapters/attestation/tdx/collateral.js';
 import {
   checkHttpUrl,
@@ -54,6 +58,14 @@ const SNP_FIELDS = new Set([
   'amdRootKey',
   'amdSigningKey',
   'amdProduct',
+  'minimumCommittedTCB',
+  'minimumReportedTCB',
+  'acceptedChipIDs',
+  'reportSigner',
+  'minimumLaunchMitigationVector',
+  'minimumCurrentMitigationVector',
+  'productPolicy',
+  'amdCRL',
 ]);
 const TDX_FIELDS = new Set([
   'measurements',
@@ -64,6 +76,7 @@ const TDX_FIELDS = new Set([
   'mrSeam',
   'xfam',
   'intelRootKey',
+  'minimumTcbEvaluationDataNumber',
 ]);
 /** Fields azure-tdx requires, as upstream's AzureTDX config does (qemu-tdx: optional). */
 const AZURE_TDX_REQUIRED = ['qeSVN', 'pceSVN', 'teeTCBSVN', 'qeVendorID', 'xfam'] as const;
@@ -166,6 +179,45 @@ function idKeyDigests(
   return { accepted, enforcement };
 }
 
+/** A TCB object `{bootloaderVersion, teeVersion, snpVersion, microcodeVersion}` (integers 0…255). */
+function tcbObject(variant: string, raw: Record<string, unknown>, field: string): SnpTcbParts | undefined {
+  const v = raw[field];
+  if (v === undefined) return undefined;
+  if (typeof v !== 'object' || v === null || Array.isArray(v))
+    throw invalid(
+      variant,
+      field,
+      'want an object {"bootloaderVersion", "teeVersion", "snpVersion", "microcodeVersion"}',
+    );
+  const o = v as Record<string, unknown>;
+  const keys = ['bootloaderVersion', 'teeVersion', 'snpVersion', 'microcodeVersion'];
+  for (const key of Object.keys(o))
+    if (!keys.includes(key))
+      throw invalid(variant, `${field}.${key}`, `unknown field (accepted: ${keys.join(', ')})`);
+  const n = (key: string) => version(variant, { [`${field}.${key}`]: o[key] }, `${field}.${key}`, 255);
+  return {
+    bl: n('bootloaderVersion'),
+    tee: n('teeVersion'),
+    snp: n('snpVersion'),
+    ucode: n('microcodeVersion'),
+  };
+}
+
+/** A 64-bit mitigation bit mask: a non-negative safe integer or a hex string `0x…` (up to 16 digits). */
+function mitigationVector(variant: string, raw: Record<string, unknown>, field: string): bigint | undefined {
+  const v = raw[field];
+  if (v === undefined) return undefined;
+  if (typeof v === 'number' && Number.isSafeInteger(v) && v >= 0) return BigInt(v);
+  if (typeof v === 'string' && /^0x[0-9a-fA-F]{1,16}$/.test(v)) return BigInt(v);
+  throw invalid(
+    variant,
+    field,
+    `want a bit mask: a non-negative integer or "0x" and up to 16 hex digits, got ${JSON.stringify(v)}`,
+  );
+}
+
+const PRODUCT_ACTIONS: readonly SnpProductAction[] = ['accept', 'warn', 'refuse'];
+
 /**
  * Parses the SNP fields of an aws-sev-snp, gcp-sev-snp or azure-sev-snp attestation config.
  * The four TCB versions are the minimum launch TCB (and, for azure-sev-snp as upstream, also the
@@ -216,13 +268,68 @@ export function parseSnpConfig(
     signingKey = { cert, signer: cn === names.asvk ? 'vlek' : 'vcek' };
   }
   const digests = idKeyDigests(variant, raw.firmwareSignerConfig);
+  const minimumCommittedTcb = tcbObject(variant, raw, 'minimumCommittedTCB');
+  const minimumReportedTcb =
+    tcbObject(variant, raw, 'minimumReportedTCB') ?? (variant === 'azure-sev-snp' ? tcb : undefined);
+  let allowedChipIds: Uint8Array[] | undefined;
+  if (raw.acceptedChipIDs !== undefined) {
+    if (!Array.isArray(raw.acceptedChipIDs) || raw.acceptedChipIDs.length === 0)
+      throw invalid(variant, 'acceptedChipIDs', 'want a non-empty list of 64-byte hex chip IDs');
+    allowedChipIds = raw.acceptedChipIDs.map((id, i) => hexBytes(variant, `acceptedChipIDs[${i}]`, id, 64));
+  }
+  const signerRaw = raw.reportSigner ?? 'any';
+  const signerName = typeof signerRaw === 'string' ? signerRaw.toLowerCase() : '';
+  if (!['vcek', 'vlek', 'any'].includes(signerName))
+    throw invalid(variant, 'reportSigner', `want "VCEK", "VLEK" or "any", got ${JSON.stringify(signerRaw)}`);
+  const allowedSigners: ('vcek' | 'vlek')[] =
+    signerName === 'any' ? ['vcek', 'vlek'] : [signerName as 'vcek' | 'vlek'];
+  if (signingKey !== undefined && !allowedSigners.includes(signingKey.signer))
+    throw invalid(
+      variant,
+      'amdSigningKey',
+      `is for ${signingKey.signer.toUpperCase()}s, but reportSigner allows ${signerName.toUpperCase()} only`,
+    );
+  // Milan: warned about by default (2026 key-extraction work); set "refuse" to stop accepting it.
+  const productActions: Partial<Record<AmdProduct, SnpProductAction>> = { milan: 'warn' };
+  if (raw.productPolicy !== undefined) {
+    const pp = raw.productPolicy;
+    if (typeof pp !== 'object' || pp === null || Array.isArray(pp))
+      throw invalid(variant, 'productPolicy', 'want an object such as {"milan": "refuse"}');
+    for (const [key, value] of Object.entries(pp as Record<string, unknown>)) {
+      if (!(AMD_PRODUCTS as readonly string[]).includes(key))
+        throw invalid(
+          variant,
+          `productPolicy.${key}`,
+          `unknown product (accepted: ${AMD_PRODUCTS.join(', ')})`,
+        );
+      if (typeof value !== 'string' || !(PRODUCT_ACTIONS as readonly string[]).includes(value))
+        throw invalid(
+          variant,
+          `productPolicy.${key}`,
+          `want one of ${PRODUCT_ACTIONS.join(', ')}, got ${JSON.stringify(value)}`,
+        );
+      productActions[key as AmdProduct] = value as SnpProductAction;
+    }
+  }
+  const crl = raw.amdCRL ?? 'enforce';
+  if (crl !== 'enforce' && crl !== 'off')
+    throw invalid(variant, 'amdCRL', `want "enforce" or "off", got ${JSON.stringify(crl)}`);
+  const launchMit = mitigationVector(variant, raw, 'minimumLaunchMitigationVector');
+  const currentMit = mitigationVector(variant, raw, 'minimumCurrentMitigationVector');
   return {
     policy: {
       product,
       arks: { [product]: ark },
       minimumLaunchTcb: tcb,
-      ...(variant === 'azure-sev-snp' ? { minimumTcb: tcb } : {}),
+      ...(minimumReportedTcb ? { minimumTcb: minimumReportedTcb } : {}),
+      ...(minimumCommittedTcb ? { minimumCommittedTcb } : {}),
       ...(digests ? { idKeyDigests: digests } : {}),
+      ...(allowedChipIds ? { allowedChipIds } : {}),
+      allowedSigners,
+      ...(launchMit === undefined ? {} : { minimumLaunchMitigationVector: launchMit }),
+      ...(currentMit === undefined ? {} : { minimumCurrentMitigationVector: currentMit }),
+      productActions,
+      checkRevocation: crl === 'enforce',
     },
     ...(signingKey ? { signingKey } : {}),
   };
@@ -259,10 +366,23 @@ export function parseTdxConfig(
     ...(raw.qeVendorID === undefined
       ? {}
       : { qeVendorId: hexBytes(variant, 'qeVendorID', raw.qeVendorID, 16) }),
-    ...(raw.mrSeam === undefined ? {} : { mrSeam: [hexBytes(variant, 'mrSeam', raw.mrSeam, 48)] }),
+    ...(raw.mrSeam === undefined ? {} : { mrSeam: mrSeams(variant, raw.mrSeam) }),
+    ...(raw.minimumTcbEvaluationDataNumber === undefined
+      ? {}
+      : {
+          minimumTcbEvaluationDataNumber: version(variant, raw, 'minimumTcbEvaluationDataNumber', 0xffffffff),
+        }),
     ...(raw.xfam === undefined ? {} : { xfam: hexBytes(variant, 'xfam', raw.xfam, 8) }),
   };
   return { root, policy };
+}
+
+/** `mrSeam`: one 48-byte hex value or a non-empty list of them (the MRSEAM allowlist). */
+function mrSeams(variant: string, v: unknown): Uint8Array[] {
+  if (typeof v === 'string') return [hexBytes(variant, 'mrSeam', v, 48)];
+  if (!Array.isArray(v) || v.length === 0)
+    throw invalid(variant, 'mrSeam', 'want 48 bytes of hex or a non-empty list of them');
+  return v.map((m, i) => hexBytes(variant, `mrSeam[${i}]`, m, 48));
 }
 
 /** Where TDX collateral (TCB info, QE identity, CRLs and their chains) comes from. */

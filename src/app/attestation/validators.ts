@@ -141,6 +141,14 @@ class ConfiguredSigningKeyCache extends AmdCertCache {
   ): Promise<Uint8Array> {
     return this.inner.getVcek(product, chipId, tcb, options);
   }
+
+  override getCrl(
+    product: AmdProductLine,
+    signer: 'vcek' | 'vlek',
+    options?: CallOptions,
+  ): Promise<Uint8Array> {
+    return this.inner.getCrl(product, signer, options);
+  }
 }
 
 function parsed(

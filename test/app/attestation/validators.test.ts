@@ -39,7 +39,9 @@ import type { GceShieldedIdentity } from '../../../src/ports/gce-shielded-identi
 import { PRODUCTION_VARIANTS, VARIANT_OIDS, type Variant } from '../../../src/ports/variant.js';
 import {
   buildFakeReport,
+  createFakeAmdCrl,
   createFakeAmdPki,
+  FAKE_SERIALS,
   type FakeAmdPki,
 } from '../../adapters/attestation/snp/fake-amd-pki.js';
 import { rsaTpmtPublic } from '../../adapters/attestation/snp/tpmt-fixture.js';
@@ -180,7 +182,13 @@ describeVectors(
         UserData: b64(userData),
       });
     const config = (extra: Record<string, unknown> = {}) =>
-      text({ ...sampleConfig('azure-sev-snp'), measurements: { 4: PCR4.toString('hex') }, ...extra });
+      text({
+        ...sampleConfig('azure-sev-snp'),
+        measurements: { 4: PCR4.toString('hex') },
+        // The vectors hold no AMD CRL (KDS serves it); revocation is tested with a fake KDS elsewhere.
+        amdCRL: 'off',
+        ...extra,
+      });
     const deps = (extra: Partial<ValidatorDeps> = {}): ValidatorDeps => ({
       clock: clock(),
       verifyVtpmQuote: stubVtpm,
@@ -250,11 +258,15 @@ describeVectors(
 
 describe('aws-sev-snp end to end with the REAL vTPM quote verifier (soft TPM, FAKE AMD hierarchy)', () => {
   let pki: FakeAmdPki;
+  let crl: Uint8Array;
   beforeAll(async () => {
     pki = await createFakeAmdPki();
+    crl = await createFakeAmdCrl(pki, { revoked: ['77'] });
   }, 30_000);
   const nonce = Buffer.alloc(32, 9);
   const userData = Buffer.from('tls-key-hash');
+  /** FAKE KDS: only AMD's CRL (the default amdCRL "enforce" asks for it); certificates come from config. */
+  const crlOnly = (): AmdCertFetcher => ({ ...NO_NETWORK, fetchCrl: async () => crl });
 
   function awsConfig(extra: Record<string, unknown> = {}) {
     return text({
@@ -287,12 +299,15 @@ describe('aws-sev-snp end to end with the REAL vTPM quote verifier (soft TPM, FA
   const validator = (extra: Record<string, unknown> = {}) =>
     buildValidator('aws-sev-snp', awsConfig(extra), {
       clock: new FakeClock(new Date('2026-01-01T00:00:00Z')),
-      amdCertCache: new AmdCertCache(NO_NETWORK, clock()),
+      amdCertCache: new AmdCertCache(crlOnly(), clock()),
     });
 
   it('accepts a genuine quote whose AK the report binds, with the PCRs of the config', async () => {
     const doc = await node().issue(userData, nonce);
     const res = await validator().validate(doc, nonce);
+    expect(res.checks.find((c) => c.name === 'amd-crl')?.detail).toMatch(
+      /^ARK-Milan CRL of .* lists neither SEV-VLEK-Milan nor SEV-VLEK$/,
+    );
     expect(Buffer.from(res.userData).equals(userData)).toBe(true);
     expect(res.checks.filter((c) => !c.ok)).toEqual([]);
     expect(res.checks.map((c) => c.name)).toEqual(
@@ -319,6 +334,28 @@ describe('aws-sev-snp end to end with the REAL vTPM quote verifier (soft TPM, FA
       validator().validate(await node(SoftTpm.create(), other).issue(userData, nonce), nonce),
     );
     expect(wrongAk.failed).toEqual(['report-data']);
+  });
+
+  it('refuses a node whose VLEK is on AMD\'s CRL (default amdCRL "enforce", FAKE KDS), and without KDS access', async () => {
+    const revoking = await createFakeAmdCrl(pki, { revoked: [FAKE_SERIALS.vlek] });
+    const revoked = await rejectionOf(
+      buildValidator('aws-sev-snp', awsConfig(), {
+        clock: new FakeClock(new Date('2026-01-01T00:00:00Z')),
+        amdCertCache: new AmdCertCache({ ...NO_NETWORK, fetchCrl: async () => revoking }, clock()),
+      }).validate(await node().issue(userData, nonce), nonce),
+    );
+    expect(revoked.failed).toEqual(['amd-crl']);
+    expect(revoked.message).toContain('amd-crl: SEV-VLEK serial 5 is revoked by the ARK-Milan CRL');
+    const noKds = await rejectionOf(
+      buildValidator('aws-sev-snp', awsConfig(), {
+        clock: new FakeClock(new Date('2026-01-01T00:00:00Z')),
+        amdCertCache: new AmdCertCache(NO_NETWORK, clock()),
+      }).validate(await node().issue(userData, nonce), nonce),
+    );
+    expect(noKds.failed).toEqual(['amd-crl']);
+    expect(noKds.message).toContain(
+      "fetching AMD's milan VLEK CRL: this certificate source cannot fetch CRLs",
+    );
   });
 
   it('the vTPM half alone: refuses an AK other than the one the hardware binds', async () => {

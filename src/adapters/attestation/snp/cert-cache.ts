@@ -3,12 +3,15 @@
  * AmdCertFetcher. Concurrent requests for the same certificate share one fetch (single flight),
  * and fetches are spaced at least `minIntervalInMs` apart (AMD KDS allows about one request per
  * 10 s), so a join burst of many nodes costs one KDS request per distinct certificate. Failed
- * fetches are not cached.
+ * fetches are not cached. AMD's CRLs are cached per product and signer kind until their nextUpdate
+ * (at most `maxCrlAgeInMs`); a CRL already past its nextUpdate is kept for a minute only, so
+ * verification keeps failing on it without a request per attempt.
  */
 import type { AmdCertFetcher, AmdProductLine, AmdTcbSpl } from '../../../ports/amd-cert-fetcher.js';
 import type { Clock } from '../../../ports/clock.js';
 import { wrapError } from '../../../ports/errors.js';
 import type { CallOptions } from '../../../ports/types.js';
+import { parseCrl } from '../tdx/collateral.js';
 
 /** Options of {@link AmdCertCache}. */
 export interface AmdCertCacheOptions {
@@ -16,7 +19,17 @@ export interface AmdCertCacheOptions {
   minIntervalInMs?: number;
   /** Most VCEKs kept (oldest evicted first). Default 1024. */
   maxVceks?: number;
+  /** Longest a CRL is kept, even when its nextUpdate is later. Default 24 h. */
+  maxCrlAgeInMs?: number;
 }
+
+/** A CRL as fetched (DER) with the time it stops being served from the cache. */
+interface CachedCrl {
+  der: Uint8Array;
+  expiresAt: number;
+}
+
+const STALE_CRL_KEEP_MS = 60_000;
 
 /** A cached chain above a signer (DER). */
 export interface AmdChainDer {
@@ -31,6 +44,8 @@ export class AmdCertCache {
   private readonly entries = new Map<string, Promise<unknown>>();
   private readonly minIntervalInMs: number;
   private readonly maxVceks: number;
+  private readonly maxCrlAgeInMs: number;
+  private readonly crls = new Map<string, Promise<CachedCrl>>();
   private vcekKeys: string[] = [];
   private gate: Promise<void> = Promise.resolve();
   private nextFetchAt = Number.NEGATIVE_INFINITY;
@@ -44,6 +59,39 @@ export class AmdCertCache {
   ) {
     this.minIntervalInMs = options.minIntervalInMs ?? 10_000;
     this.maxVceks = options.maxVceks ?? 1024;
+    this.maxCrlAgeInMs = options.maxCrlAgeInMs ?? 24 * 3600_000;
+  }
+
+  /**
+   * Returns AMD's CRL (DER) for `product`'s `signer` hierarchy. Its signature is not checked here;
+   * the caller verifies it against the pinned ARK.
+   */
+  async getCrl(product: AmdProductLine, signer: 'vcek' | 'vlek', options?: CallOptions): Promise<Uint8Array> {
+    const key = `crl/${product}/${signer}`;
+    const hit = this.crls.get(key);
+    if (hit !== undefined) {
+      // Waiters on a failing fetch share its error; an expired CRL is fetched again.
+      const cached = await hit;
+      if (cached.expiresAt > this.clock.now().getTime()) return cached.der;
+      if (this.crls.get(key) === hit) this.crls.delete(key);
+      return this.getCrl(product, signer, options);
+    }
+    const what = `fetching AMD's ${product} ${signer.toUpperCase()} CRL`;
+    const p = this.throttled(async () => {
+      const fetchCrl = this.fetcher.fetchCrl?.bind(this.fetcher);
+      if (fetchCrl === undefined) throw new Error('this certificate source cannot fetch CRLs');
+      const der = await fetchCrl(product, signer, options);
+      const crl = await parseCrl(der);
+      const now = this.clock.now().getTime();
+      const next = crl.nextUpdate?.getTime() ?? Number.POSITIVE_INFINITY;
+      const expiresAt = next <= now ? now + STALE_CRL_KEEP_MS : Math.min(next, now + this.maxCrlAgeInMs);
+      return { der, expiresAt };
+    }).catch((err: unknown) => {
+      this.crls.delete(key);
+      throw wrapError(what, err, 'unavailable');
+    });
+    this.crls.set(key, p);
+    return (await p).der;
   }
 
   /** Returns the ASK/ASVK and ARK for `product`'s `signer` kind. */

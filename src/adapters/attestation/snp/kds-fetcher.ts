@@ -1,7 +1,8 @@
 /**
  * AmdCertFetcher over HTTP against AMD's Key Distribution Service (https://kdsintf.amd.com) or a
  * mirror with the same paths: `/vcek/v1/{Product}/{hwid}?blSPL=…&teeSPL=…&snpSPL=…&ucodeSPL=…`
- * (DER) and `/{vcek|vlek}/v1/{Product}/cert_chain` (PEM, ASK/ASVK then ARK). Wrap it in an
+ * (DER), `/{vcek|vlek}/v1/{Product}/cert_chain` (PEM, ASK/ASVK then ARK) and
+ * `/{vcek|vlek}/v1/{Product}/crl` (DER CRL signed by the ARK). Wrap it in an
  * AmdCertCache: KDS rate-limits clients.
  */
 import type { AmdCertFetcher, AmdProductLine, AmdTcbSpl } from '../../../ports/amd-cert-fetcher.js';
@@ -62,6 +63,14 @@ export class KdsCertFetcher implements AmdCertFetcher {
         `AMD KDS ${product} ${signer} cert_chain holds no PEM certificate`,
       );
     return certs;
+  }
+
+  async fetchCrl(
+    product: AmdProductLine,
+    signer: 'vcek' | 'vlek',
+    options?: CallOptions,
+  ): Promise<Uint8Array> {
+    return this.get(`/${signer}/v1/${AMD_PRODUCT_NAMES[product]}/crl`, options);
   }
 
   private async get(path: string, options?: CallOptions): Promise<Uint8Array> {

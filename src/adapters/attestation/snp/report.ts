@@ -1,5 +1,5 @@
 /**
- * SEV-SNP attestation report layout (AMD SEV-SNP ABI, ATTESTATION_REPORT, versions 2 and 3).
+ * SEV-SNP attestation report layout (AMD SEV-SNP ABI, ATTESTATION_REPORT, versions 2 to 5).
  * Parsing only; verification lives in verify.ts. Offsets are the ABI's; all integers are
  * little-endian. Azure's HCL report carries extra bytes after the 0x4A0-byte report, so any input of
  * at least 0x4A0 bytes is accepted and only the first 0x4A0 bytes are read.
@@ -9,8 +9,13 @@
 export const SNP_REPORT_SIZE = 0x4a0;
 /** The signature covers bytes [0, 0x2A0). */
 export const SNP_SIGNED_SIZE = 0x2a0;
-/** Report versions this parser understands. */
-export const SNP_REPORT_VERSIONS = [2, 3] as const;
+/**
+ * Report versions this parser understands. Versions 4 and 5 keep version 3's layout and fill
+ * reserved bytes: version 5 adds the launch and current mitigation vectors at 0x1F8 and 0x200.
+ */
+export const SNP_REPORT_VERSIONS = [2, 3, 4, 5] as const;
+/** The first report version that carries mitigation vectors. */
+export const SNP_MIT_VECTOR_VERSION = 5;
 
 /** AMD EPYC product lines with their own ARK. */
 export type AmdProduct = 'milan' | 'genoa' | 'turin';
@@ -80,6 +85,10 @@ export interface SnpReport {
   currentVersion: { major: number; minor: number; build: number };
   committedVersion: { major: number; minor: number; build: number };
   launchTcb: SnpTcb;
+  /** LAUNCH_MIT_VECTOR (u64 at 0x1F8): mitigations verified when the guest launched; version ≥ 5 only. */
+  launchMitVector?: bigint;
+  /** CURRENT_MIT_VECTOR (u64 at 0x200): mitigations verified now; version ≥ 5 only. */
+  currentMitVector?: bigint;
   /** Bytes [0, 0x2A0): what the signature covers. */
   signedBytes: Uint8Array;
   /** Signature R and S as 48-byte big-endian integers. */
@@ -151,7 +160,7 @@ export function parseSnpReport(input: Uint8Array, product: AmdProduct = 'milan')
   const bytes = (o: number, n: number) => raw.subarray(o, o + n);
   const version = u32(0x00);
   if (!(SNP_REPORT_VERSIONS as readonly number[]).includes(version))
-    throw new Error(`SEV-SNP report version ${version} is not supported (want 2 or 3)`);
+    throw new Error(`SEV-SNP report version ${version} is not supported (want 2 to 5)`);
   const policyRaw = u64(0x08);
   const signerRaw = u32(0x48);
   const keyBits = (signerRaw >> 2) & 0x7;
@@ -204,6 +213,9 @@ export function parseSnpReport(input: Uint8Array, product: AmdProduct = 'milan')
       major: raw[0x1ee] as number,
     },
     launchTcb: decodeTcb(u64(0x1f0), product),
+    ...(version >= SNP_MIT_VECTOR_VERSION
+      ? { launchMitVector: u64(0x1f8), currentMitVector: u64(0x200) }
+      : {}),
     signedBytes: bytes(0, SNP_SIGNED_SIZE),
     signatureR: r.value,
     signatureS: s.value,

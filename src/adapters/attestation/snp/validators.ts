@@ -18,7 +18,8 @@ import { throwIfFailed, verifyVtpmHalf } from '../cvm-checks.js';
 import { validateWithVerdict } from '../malformed.js';
 import { checkHclRuntimeData } from './azure-hcl.js';
 import type { AmdCertCache } from './cert-cache.js';
-import { commonName, loadCertificates } from './certs.js';
+import { commonName, loadCertificate, loadCertificates } from './certs.js';
+import { checkAmdCrl } from './crl.js';
 import { parseSnpReport } from './report.js';
 import { decodeTpmtPublic, type TpmPublicKey } from './tpm-public.js';
 import { type SnpChain, type SnpPolicy, verifySnpReport } from './verify.js';
@@ -78,6 +79,38 @@ export class SnpValidator implements Validator {
 
   validate(document: Uint8Array, nonce: Uint8Array, options?: CallOptions): Promise<ValidationResult> {
     return validateWithVerdict(this.variant, () => this.validateUnchecked(document, nonce, options));
+  }
+
+  /** The `amd-crl` check: AMD's CRL from the certificate cache, verified against the pinned ARK. */
+  private async revocationCheck(
+    signerBytes: Uint8Array,
+    chain: SnpChain,
+    signerKind: 'vcek' | 'vlek',
+    options?: CallOptions,
+  ): Promise<AttestationCheck> {
+    const product = this.config.policy.product ?? 'milan';
+    const fail = (detail: string): AttestationCheck => ({ name: 'amd-crl', ok: false, detail });
+    const arkInput = this.config.policy.arks[product];
+    if (arkInput === undefined) return fail(`no pinned ARK for ${product}`);
+    let subjects: Parameters<typeof checkAmdCrl>[1];
+    try {
+      subjects = {
+        ark: loadCertificate(arkInput, 'pinned ARK'),
+        ask: chain.ask === undefined ? undefined : loadCertificate(chain.ask, 'ASK'),
+        signer: loadCertificate(signerBytes, 'report signer certificate'),
+      };
+    } catch (err) {
+      return fail(`revocation not checked: ${err instanceof Error ? err.message : String(err)}`);
+    }
+    if (this.config.certCache === undefined)
+      return fail("revocation is required but there is no AMD KDS access to fetch AMD's CRL");
+    let crl: Uint8Array;
+    try {
+      crl = await this.config.certCache.getCrl(product, signerKind, options);
+    } catch (err) {
+      return fail(err instanceof Error ? err.message : String(err));
+    }
+    return checkAmdCrl(crl, subjects, this.config.clock.now());
   }
 
   private async validateUnchecked(
@@ -156,6 +189,8 @@ export class SnpValidator implements Validator {
       this.config.clock.now(),
     );
     checks.push(...v.checks);
+    if (this.config.policy.checkRevocation === true)
+      checks.push(await this.revocationCheck(signer, chain, signerKind, options));
 
     if (this.variant === 'azure-sev-snp') {
       const runtime = goBytes(info.Azure?.RuntimeData, 'Azure.RuntimeData');

@@ -25,6 +25,7 @@ import {
   formatTcb,
   parseSnpReport,
   productFromCpuid,
+  SNP_MIT_VECTOR_VERSION,
   type SnpReport,
   type SnpTcbParts,
   tcbAtLeast,
@@ -33,6 +34,9 @@ import {
 
 /** How the ID-key digest is enforced (upstream `idkeydigest.Enforcement`; MAAFallback needs MAA, which confboot does not use). */
 export type IdKeyDigestEnforcement = 'equal' | 'warn-only';
+
+/** What to do with reports from a product (e.g. refuse Milan after the 2026 key-extraction work). */
+export type SnpProductAction = 'accept' | 'warn' | 'refuse';
 
 /** What a report must satisfy. Trust anchors are configuration: the operator supplies the ARKs. */
 export interface SnpPolicy {
@@ -52,6 +56,24 @@ export interface SnpPolicy {
   minimumTcb?: SnpTcbParts;
   /** Minimum launch TCB (upstream MinimumLaunchTCB). */
   minimumLaunchTcb?: SnpTcbParts;
+  /** Minimum committed TCB (the TCB the firmware can no longer roll back below). */
+  minimumCommittedTcb?: SnpTcbParts;
+  /** Accepted chip IDs (64 bytes each). Absent means any chip; a masked or zero chip ID never matches. */
+  allowedChipIds?: Uint8Array[];
+  /**
+   * Mitigation bits that must be set in LAUNCH_MIT_VECTOR. Absent means not checked; when set, a
+   * report older than version 5 (which carries no vector) is refused.
+   */
+  minimumLaunchMitigationVector?: bigint;
+  /** Mitigation bits that must be set in CURRENT_MIT_VECTOR; as minimumLaunchMitigationVector. */
+  minimumCurrentMitigationVector?: bigint;
+  /**
+   * Check AMD's CRL for the ASK/ASVK and VCEK/VLEK (fetched through the validator's certificate
+   * cache). Default false here; the attestation config turns it on by default.
+   */
+  checkRevocation?: boolean;
+  /** Per product: accept (default), warn (accept and record a warning) or refuse. */
+  productActions?: Partial<Record<AmdProduct, SnpProductAction>>;
   /** Accepted ID-key digests (48 bytes each). Absent means no ID-key policy. */
   idKeyDigests?: { accepted: Uint8Array[]; enforcement: IdKeyDigestEnforcement };
   /** Expected report_data; shorter values are zero-padded to 64 bytes. Absent means not checked. */
@@ -173,7 +195,11 @@ function verifySnpReportUnchecked(
         `report says signing key ${kind}, certificate is a ${signer.kind.toUpperCase()}`,
       );
     else if (!allowed.includes(signer.kind))
-      add('signing-key', false, `${signer.kind.toUpperCase()}-signed reports are not allowed by policy`);
+      add(
+        'signing-key',
+        false,
+        `report signed by the ${signer.kind.toUpperCase()}, policy allows ${allowed.map((k) => k.toUpperCase()).join(' or ')} only`,
+      );
     else add('signing-key', true, signer.kind.toUpperCase());
   }
 
@@ -327,6 +353,63 @@ function verifySnpReportUnchecked(
       ok,
       `launch TCB ${formatTcb(report.launchTcb)} ${ok ? '≥' : 'is below the'} minimum ${formatTcb(policy.minimumLaunchTcb)}`,
     );
+  }
+  if (policy.minimumCommittedTcb !== undefined) {
+    const ok = tcbAtLeast(report.committedTcb, policy.minimumCommittedTcb);
+    add(
+      'minimum-committed-tcb',
+      ok,
+      `committed TCB ${formatTcb(report.committedTcb)} ${ok ? '≥' : 'is below the'} minimum ${formatTcb(policy.minimumCommittedTcb)}`,
+    );
+  }
+  for (const [name, which, min, actual] of [
+    ['minimum-launch-mitigations', 'launch', policy.minimumLaunchMitigationVector, report.launchMitVector],
+    [
+      'minimum-current-mitigations',
+      'current',
+      policy.minimumCurrentMitigationVector,
+      report.currentMitVector,
+    ],
+  ] as const) {
+    if (min === undefined) continue;
+    const want = `0x${min.toString(16)}`;
+    if (actual === undefined)
+      add(
+        name,
+        false,
+        `want ${which} mitigation vector with bits ${want}, but report version ${report.version} carries none (version ≥ ${SNP_MIT_VECTOR_VERSION} does)`,
+      );
+    else {
+      const missing = min & ~actual;
+      add(
+        name,
+        missing === 0n,
+        missing === 0n
+          ? `${which} mitigation vector 0x${actual.toString(16)} has the required bits ${want}`
+          : `${which} mitigation vector 0x${actual.toString(16)} lacks bits 0x${missing.toString(16)} of the required ${want}`,
+      );
+    }
+  }
+  if (policy.allowedChipIds !== undefined) {
+    const masked = report.signerInfo.maskChipKey || report.chipId.every((b) => b === 0);
+    const ok =
+      !masked && policy.allowedChipIds.some((id) => id.length === 64 && bytesEqual(id, report.chipId));
+    const list = policy.allowedChipIds.map((id) => `${hex(id).slice(0, 16)}…`).join(', ');
+    add(
+      'chip-id-allowed',
+      ok,
+      ok
+        ? `chip_id ${hex(report.chipId).slice(0, 16)}… is in the allowlist`
+        : masked
+          ? `chip_id is masked or zero (signer ${report.signerInfo.signingKey.toUpperCase()}), want one of ${list}`
+          : `chip_id ${hex(report.chipId)} is not in the allowlist (want one of ${list})`,
+    );
+  }
+  const action = policy.productActions?.[product] ?? 'accept';
+  if (action !== 'accept') {
+    const msg = `${AMD_PRODUCT_NAMES[product]} reports are ${action === 'refuse' ? 'refused' : 'accepted with a warning'} by policy (productPolicy ${JSON.stringify(product)}: ${JSON.stringify(action)})`;
+    if (action === 'warn') warnings.push(msg);
+    add('product-policy', action === 'warn', msg);
   }
 
   const allowDebug = policy.allowDebug ?? false;

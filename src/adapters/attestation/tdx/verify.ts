@@ -50,6 +50,11 @@ export interface TdxPolicy {
   minimumTeeTcbSvn?: Uint8Array;
   /** Accepted MRSEAM values (48 bytes each). Absent means any. */
   mrSeam?: Uint8Array[];
+  /**
+   * Minimum TCB evaluation data number of the TCB info and the QE identity (Intel raises it with
+   * each TCB recovery). Absent means any; when set, a quote verified without collateral is refused.
+   */
+  minimumTcbEvaluationDataNumber?: number;
   /** Required XFAM (8 bytes). Absent means any. */
   xfam?: Uint8Array;
   /** Accept a TD with the DEBUG attribute. Default false. */
@@ -366,7 +371,9 @@ async function verifyTdxQuoteUnchecked(
     add(
       'mr-seam',
       ok,
-      ok ? `MRSEAM ${hex(body.mrSeam)} accepted` : `MRSEAM ${hex(body.mrSeam)} is not accepted`,
+      ok
+        ? `MRSEAM ${hex(body.mrSeam)} accepted`
+        : `MRSEAM ${hex(body.mrSeam)} is not in the allowlist (want one of ${policy.mrSeam.map((m) => `${hex(m).slice(0, 16)}…`).join(', ')})`,
     );
   }
   if (policy.xfam !== undefined)
@@ -392,6 +399,12 @@ async function verifyTdxQuoteUnchecked(
     }
   }
 
+  if (policy.minimumTcbEvaluationDataNumber !== undefined && options.collateral === undefined)
+    add(
+      'tcb-evaluation-data-number',
+      false,
+      `want TCB evaluation data number ≥ ${policy.minimumTcbEvaluationDataNumber}, but no collateral (TCB info, QE identity) was given to read it from`,
+    );
   if (options.collateral !== undefined)
     await checkCollateral(
       options.collateral,
@@ -404,6 +417,7 @@ async function verifyTdxQuoteUnchecked(
       accepted,
       policy.enforceTcbLevel !== false,
       add,
+      policy.minimumTcbEvaluationDataNumber,
     );
   return done(quote, pck);
 }
@@ -419,7 +433,17 @@ async function checkCollateral(
   accepted: string[],
   enforceTcbLevel: boolean,
   add: (name: string, ok: boolean, detail: string) => void,
+  minimumEvaluationDataNumber: number | undefined,
 ): Promise<void> {
+  const evaluationDataNumber = (what: string, n: unknown) => {
+    if (minimumEvaluationDataNumber === undefined) return;
+    const ok = typeof n === 'number' && n >= minimumEvaluationDataNumber;
+    add(
+      'tcb-evaluation-data-number',
+      ok,
+      `${what} tcbEvaluationDataNumber ${String(n)} ${ok ? '≥' : 'is below the'} minimum ${minimumEvaluationDataNumber}`,
+    );
+  };
   // TCB info.
   try {
     const signed = parseSignedJson<TdxTcbInfo>(c.tcbInfo, 'tcbInfo');
@@ -441,6 +465,7 @@ async function checkCollateral(
       win === undefined,
       win === undefined ? `${info.issueDate} … ${info.nextUpdate}` : `tcbInfo ${win}`,
     );
+    evaluationDataNumber('TCB info', info.tcbEvaluationDataNumber);
     if (info.id !== 'TDX') add('tcb-info-fmspc', false, `TCB info id ${JSON.stringify(info.id)} is not TDX`);
     else if (pck === undefined) add('tcb-info-fmspc', false, 'no PCK extensions to match');
     else {
@@ -500,6 +525,7 @@ async function checkCollateral(
       win === undefined,
       win === undefined ? `${ident.issueDate} … ${ident.nextUpdate}` : `QE identity ${win}`,
     );
+    evaluationDataNumber('QE identity', ident.tcbEvaluationDataNumber);
     const m =
       ident.id === 'TD_QE'
         ? evaluateQeIdentity(ident, quote.qeReport)

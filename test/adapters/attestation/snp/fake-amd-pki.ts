@@ -38,6 +38,9 @@ export interface FakeAmdPki {
   vlekKey: KeyObject;
   chipId: Uint8Array;
   tcb: SnpTcbParts;
+  /** The fake ARK's and ASK's private keys (RSA-PSS), for CRLs. */
+  arkSigningKey: webcrypto.CryptoKey;
+  askSigningKey: webcrypto.CryptoKey;
 }
 
 const NOT_BEFORE = new Date('2024-01-01T00:00:00Z');
@@ -100,7 +103,32 @@ export async function createFakeAmdPki(
     vlekKey: KeyObject.from(vlekKeys.privateKey),
     chipId,
     tcb,
+    arkSigningKey: arkKeys.privateKey,
+    askSigningKey: askKeys.privateKey,
   };
+}
+
+/** Serial numbers of the fake hierarchy's certificates (hex). */
+export const FAKE_SERIALS = { ark: '01', ask: '02', asvk: '03', vcek: '04', vlek: '05' } as const;
+
+/**
+ * A FAKE AMD CRL (DER) issued by the fake ARK-Milan (or, with `issuer: 'ask'`, by SEV-Milan), signed
+ * with RSA-PSS/SHA-384 as AMD's, revoking `revoked` (hex serials); valid 2024–2034 unless told.
+ */
+export async function createFakeAmdCrl(
+  pki: FakeAmdPki,
+  options: { revoked?: string[]; issuer?: 'ark' | 'ask'; thisUpdate?: Date; nextUpdate?: Date } = {},
+): Promise<Uint8Array> {
+  const byAsk = options.issuer === 'ask';
+  const crl = await x509.X509CrlGenerator.create({
+    issuer: `CN=${byAsk ? 'SEV-Milan' : 'ARK-Milan'}, ${AMD_DN}`,
+    thisUpdate: options.thisUpdate ?? NOT_BEFORE,
+    nextUpdate: options.nextUpdate ?? NOT_AFTER,
+    entries: (options.revoked ?? []).map((serialNumber) => ({ serialNumber, revocationDate: NOT_BEFORE })),
+    signingKey: byAsk ? pki.askSigningKey : pki.arkSigningKey,
+    signingAlgorithm: PSS_SIGN,
+  });
+  return new Uint8Array(crl.rawData);
 }
 
 /** Fields of a fake report; unspecified TCBs default to the PKI's TCB. */
@@ -115,6 +143,9 @@ export interface FakeReportFields {
   reportedTcb?: SnpTcbParts;
   committedTcb?: SnpTcbParts;
   launchTcb?: SnpTcbParts;
+  /** Version-5 mitigation vectors (written at 0x1F8 and 0x200 whatever the version). */
+  launchMitVector?: bigint;
+  currentMitVector?: bigint;
 }
 
 function tcbU64(t: SnpTcbParts): bigint {
@@ -138,6 +169,8 @@ export function buildFakeReport(pki: FakeAmdPki, f: FakeReportFields = {}): Uint
   if (kind === 'vcek') r.set(pki.chipId, 0x1a0);
   dv.setBigUint64(0x1e0, tcbU64(f.committedTcb ?? pki.tcb), true);
   dv.setBigUint64(0x1f0, tcbU64(f.launchTcb ?? pki.tcb), true);
+  if (f.launchMitVector !== undefined) dv.setBigUint64(0x1f8, f.launchMitVector, true);
+  if (f.currentMitVector !== undefined) dv.setBigUint64(0x200, f.currentMitVector, true);
   const sig = cryptoSign('sha384', r.subarray(0, 0x2a0), {
     key: kind === 'vlek' ? pki.vlekKey : pki.vcekKey,
     dsaEncoding: 'ieee-p1363',
@@ -149,7 +182,9 @@ export function buildFakeReport(pki: FakeAmdPki, f: FakeReportFields = {}): Uint
 
 /**
  * An SEV-SNP attestation config (JSON) for a validator trusting `pki`: its ARK pinned, its TCB as the
- * minimum, PCRs 4 and 15 zero (a fresh swtpm); `extra` overrides fields.
+ * minimum, PCRs 4 and 15 zero (a fresh swtpm); `extra` overrides fields. AMD's CRL is not checked
+ * (`amdCRL: "off"`): these fixtures have no KDS to serve one; test/adapters/attestation/snp/policy-knobs
+ * tests the CRL against a fake KDS.
  */
 export function fakeAmdAttestationConfig(pki: FakeAmdPki, extra: Record<string, unknown> = {}): string {
   const zero = '00'.repeat(32);
@@ -160,6 +195,7 @@ export function fakeAmdAttestationConfig(pki: FakeAmdPki, extra: Record<string, 
     snpVersion: pki.tcb.snp,
     microcodeVersion: pki.tcb.ucode,
     amdRootKey: pki.arkPem,
+    amdCRL: 'off',
     ...extra,
   });
 }
