@@ -1,7 +1,7 @@
 /**
  * `confboot join-service`: the join service on a control plane (REFERENCE §1.2, with confboot's
  * operations additions). Parses the flags the Kubernetes manifest passes
- * (deploy/kubernetes/join-service.yaml), wires the production adapters
+ * (deploy/kubernetes/<cloud>/<variant>.yaml), wires the production adapters
  * (src/app/join-service/production.ts) and runs until SIGTERM or SIGINT, then drains and exits 0.
  * The body runs until an AbortSignal fires; the process signals only abort it, so tests drive the
  * same code in-process.
