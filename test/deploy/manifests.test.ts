@@ -1,124 +1,319 @@
 /**
- * The manifests in deploy/ must agree with the code's defaults: ports, probe paths, mount paths and
- * the flags each container passes.
+ * deploy/kubernetes/<cloud>/<variant>.yaml: the generator's output (src/app/deploy/manifests.ts) for
+ * every cloud and variant the code lists. The files must be current, every object must validate
+ * against Kubernetes' OpenAPI schemas (offline, strict about unknown fields), and the manifests
+ * must agree with the code: ports, probe paths, mount paths, and flags the real CLI parsers accept.
  */
-import { readdirSync, readFileSync } from 'node:fs';
-import { join, resolve } from 'node:path';
-import { describe, expect, it } from 'vitest';
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, relative, resolve } from 'node:path';
+import { Writable } from 'node:stream';
+import { afterAll, describe, expect, it } from 'vitest';
 import { parseAllDocuments } from 'yaml';
+import { parseCommand } from '../../src/app/cli/args.js';
+import { parseJoinServiceFlags } from '../../src/app/cli/join-service.js';
+import { keyServiceCommand } from '../../src/app/cli/key-service.js';
+import { runManifests } from '../../src/app/cli/manifests.js';
 import * as d from '../../src/app/defaults.js';
+import {
+  DEFAULT_IMAGE,
+  deployTargets,
+  JOIN_SERVICE_MEMORY_MIB,
+  manifestFileName,
+  renderManifests,
+} from '../../src/app/deploy/manifests.js';
+import { JOIN_SERVICE_CSPS } from '../../src/app/join-service/production.js';
+import { CLOUD_MODULES } from '../../src/app/modules/providers.js';
+import { parseAttestationConfig } from '../../src/domain/measurements.js';
+import type { Variant } from '../../src/ports/variant.js';
+import { validateObject } from './k8s-schema.js';
 
-const dir = resolve(import.meta.dirname, '../../deploy/kubernetes');
+const root = resolve(import.meta.dirname, '../..');
+const dir = resolve(root, 'deploy/kubernetes');
 // biome-ignore lint/suspicious/noExplicitAny: manifests are untyped YAML
 type Obj = any;
-const docs: Obj[] = readdirSync(dir)
-  .filter((f) => f.endsWith('.yaml'))
-  .flatMap((f) => parseAllDocuments(readFileSync(join(dir, f), 'utf8')).map((doc) => doc.toJS()));
-const find = (kind: string, name: string): Obj => {
-  const o = docs.find((x) => x?.kind === kind && x?.metadata?.name === name);
-  if (!o) throw new Error(`no ${kind}/${name} in deploy/kubernetes`);
-  return o;
-};
+
+const parse = (text: string): Obj[] => parseAllDocuments(text).map((doc) => doc.toJS());
+const listYaml = (base: string): string[] =>
+  readdirSync(base, { recursive: true, encoding: 'utf8' })
+    .filter((f) => f.endsWith('.yaml'))
+    .map((f) => relative(base, join(base, f)))
+    .sort();
 const argsOf = (c: Obj): Record<string, string> =>
   Object.fromEntries(
     (c.args as string[])
       .filter((a) => a.startsWith('--'))
-      .map((a) => a.slice(2).split('=') as [string, string]),
+      .map((a) => {
+        const i = a.indexOf('=');
+        return [a.slice(2, i), a.slice(i + 1)] as [string, string];
+      }),
   );
+const matches = (selector: Record<string, string>, labels: Record<string, string>) =>
+  Object.entries(selector).every(([k, v]) => labels[k] === v);
 
-describe('deploy/kubernetes manifests', () => {
-  it('parse as Kubernetes objects', () => {
-    expect(docs.length).toBeGreaterThanOrEqual(6);
-    for (const o of docs) {
-      expect(o.apiVersion).toBeTruthy();
-      expect(o.kind).toBeTruthy();
-      expect(o.metadata.namespace).toBe('kube-system');
+const targets = deployTargets();
+
+describe('deploy targets', () => {
+  it('cover every cloud the join service runs on, with the variants of the provider table', () => {
+    expect(new Set(targets.map((t) => t.cloud))).toEqual(new Set(JOIN_SERVICE_CSPS));
+    for (const t of targets) expect(CLOUD_MODULES[t.cloud].issuers).toContain(t.variant);
+    expect(targets.length).toBeGreaterThanOrEqual(JOIN_SERVICE_CSPS.length);
+  });
+
+  it('the committed files are exactly the generator output (regenerate: confboot manifests --all --out deploy/kubernetes)', () => {
+    expect(listYaml(dir)).toEqual(targets.map(manifestFileName).sort());
+    for (const t of targets)
+      expect(readFileSync(join(dir, manifestFileName(t)), 'utf8'), manifestFileName(t)).toBe(
+        renderManifests(t),
+      );
+  });
+});
+
+describe('schema validation', () => {
+  it('every object of every rendered file validates against the Kubernetes OpenAPI schemas', async () => {
+    let count = 0;
+    for (const t of targets) {
+      for (const o of parse(readFileSync(join(dir, manifestFileName(t)), 'utf8'))) {
+        expect(await validateObject(o), `${manifestFileName(t)}: ${o.kind}/${o.metadata?.name}`).toEqual([]);
+        count++;
+      }
+    }
+    expect(count).toBeGreaterThanOrEqual(targets.length * 10);
+  });
+
+  // A planted typo must fail: the validator is not a test that cannot fail.
+  const deployment = (): Obj =>
+    parse(renderManifests(targets[0] as (typeof targets)[0])).find((o) => o.kind === 'Deployment');
+
+  it('refuses a misspelt required field (contianers)', async () => {
+    const o = deployment();
+    const spec = o.spec.template.spec;
+    spec.contianers = spec.containers;
+    delete spec.containers;
+    const errors = await validateObject(o);
+    expect(errors.join('\n')).toMatch(/containers/);
+    expect(errors.join('\n')).toMatch(/unknown field "contianers"/);
+  });
+
+  it('refuses a wrong type (replicas: "2")', async () => {
+    const o = deployment();
+    o.spec.replicas = '2';
+    expect((await validateObject(o)).join('\n')).toMatch(/replicas must be integer/);
+  });
+
+  it('refuses a misspelt optional field (livenesProbe), as strict field validation does', async () => {
+    const o = deployment();
+    const c = o.spec.template.spec.containers[0];
+    c.livenesProbe = c.livenessProbe;
+    delete c.livenessProbe;
+    expect(await validateObject(o)).toEqual([
+      '/spec/template/spec/containers/0: unknown field "livenesProbe" in V1Container',
+    ]);
+  });
+
+  it('refuses a wrong type deep inside (a port as an object) and an unknown kind', async () => {
+    const o = deployment();
+    o.spec.template.spec.containers[0].ports[0].containerPort = { port: 9000 };
+    expect((await validateObject(o)).join('\n')).toMatch(/containerPort must be integer/);
+    expect(await validateObject({ apiVersion: 'apps/v1', kind: 'Deployement', metadata: {} })).toEqual([
+      'no schema for apps/v1 Deployement',
+    ]);
+  });
+});
+
+describe.each(targets)('manifests for $cloud / $variant', (target) => {
+  const docs = parse(readFileSync(join(dir, manifestFileName(target)), 'utf8'));
+  const find = (kind: string, name: string): Obj => {
+    const o = docs.find((x) => x?.kind === kind && x?.metadata?.name === name);
+    if (!o) throw new Error(`no ${kind}/${name} in ${manifestFileName(target)}`);
+    return o;
+  };
+  const ds = find('DaemonSet', 'join-service');
+  const jc = ds.spec.template.spec.containers[0];
+  const jargs = argsOf(jc);
+  const dep = find('Deployment', 'key-service');
+  const kc = dep.spec.template.spec.containers[0];
+  const kargs = argsOf(kc);
+
+  it('puts every object in kube-system', () => {
+    for (const o of docs) expect(o.metadata.namespace).toBe('kube-system');
+  });
+
+  it('passes flags the real join-service and key-service parsers accept, for this cloud and variant', () => {
+    expect(jc.args[0]).toBe('join-service');
+    const flags = parseJoinServiceFlags(jc.args.slice(1));
+    expect(flags).toMatchObject({ csp: target.cloud, variant: target.variant });
+    expect(kc.args[0]).toBe('key-service');
+    expect(parseCommand(kc.args.slice(1), keyServiceCommand)).toBeDefined();
+    expect(jc.image).toBe(DEFAULT_IMAGE);
+  });
+
+  it("keeps the caller's source IP (externalTrafficPolicy Local) and runs on every control plane", () => {
+    const svc = find('Service', 'join-service');
+    expect(svc.spec.externalTrafficPolicy).toBe('Local');
+    expect(ds.spec.template.spec.nodeSelector).toHaveProperty(['node-role.kubernetes.io/control-plane']);
+  });
+
+  it('listens where the code defaults say and the NodePort forwards there', () => {
+    expect(jargs.listen).toBe(`0.0.0.0:${d.JOIN_SERVICE_PORT}`);
+    expect(jargs['http-listen']).toBe(`0.0.0.0:${d.JOIN_SERVICE_HTTP_PORT}`);
+    expect(jc.ports.map((p: Obj) => p.containerPort)).toEqual([
+      d.JOIN_SERVICE_PORT,
+      d.JOIN_SERVICE_HTTP_PORT,
+    ]);
+    const svc = find('Service', 'join-service');
+    expect(svc.spec.type).toBe('NodePort');
+    expect(svc.spec.ports[0]).toMatchObject({
+      nodePort: d.JOIN_SERVICE_PORT,
+      targetPort: d.JOIN_SERVICE_PORT,
+    });
+    expect(jargs['key-service-endpoint']).toBe(`key-service.kube-system:${d.KEY_SERVICE_PORT}`);
+  });
+
+  it('wires the probes to the health endpoints', () => {
+    expect(jc.livenessProbe.httpGet).toEqual({ path: '/healthz', port: d.JOIN_SERVICE_HTTP_PORT });
+    expect(jc.startupProbe.httpGet).toEqual({ path: '/healthz', port: d.JOIN_SERVICE_HTTP_PORT });
+    expect(jc.readinessProbe.httpGet).toEqual({ path: '/readyz', port: d.JOIN_SERVICE_HTTP_PORT });
+    expect(kc.livenessProbe.tcpSocket.port).toBe(d.KEY_SERVICE_PORT);
+    expect(kc.readinessProbe.tcpSocket.port).toBe(d.KEY_SERVICE_PORT);
+  });
+
+  it("sizes the join service's memory request and limit to its memory budget", () => {
+    expect(jc.resources.requests.memory).toBe(`${JOIN_SERVICE_MEMORY_MIB}Mi`);
+    expect(jc.resources.limits.memory).toBe(`${JOIN_SERVICE_MEMORY_MIB}Mi`);
+    for (const c of [jc, kc]) {
+      expect(c.resources.requests.cpu).toBeTruthy();
+      expect(c.resources.limits.memory).toBe(c.resources.requests.memory);
     }
   });
 
-  describe('join service', () => {
-    const ds = find('DaemonSet', 'join-service');
-    const c = ds.spec.template.spec.containers[0];
-    const args = argsOf(c);
-
-    it("keeps the caller's source IP (externalTrafficPolicy Local), which the identity binding resolves", () => {
-      const svc = find('Service', 'join-service');
-      expect(svc.spec.externalTrafficPolicy).toBe('Local');
-      // Local only works if a join-service pod runs wherever the NodePort is reached: every control plane.
-      expect(find('DaemonSet', 'join-service').spec.template.spec.nodeSelector).toHaveProperty([
-        'node-role.kubernetes.io/control-plane',
-      ]);
-    });
-
-    it('runs on control-plane nodes only', () => {
-      expect(ds.spec.template.spec.nodeSelector).toHaveProperty(['node-role.kubernetes.io/control-plane']);
-    });
-
-    it('listens where the code defaults say and the NodePort forwards there', () => {
-      expect(args.listen).toBe(`0.0.0.0:${d.JOIN_SERVICE_PORT}`);
-      expect(args['http-listen']).toBe(`0.0.0.0:${d.JOIN_SERVICE_HTTP_PORT}`);
-      const ports = c.ports.map((p: Obj) => p.containerPort);
-      expect(ports).toEqual([d.JOIN_SERVICE_PORT, d.JOIN_SERVICE_HTTP_PORT]);
-      const svc = find('Service', 'join-service');
-      expect(svc.spec.type).toBe('NodePort');
-      expect(svc.spec.ports[0]).toMatchObject({
-        nodePort: d.JOIN_SERVICE_PORT,
-        targetPort: d.JOIN_SERVICE_PORT,
-      });
-      expect(args['key-service-endpoint']).toBe(`key-service.kube-system:${d.KEY_SERVICE_PORT}`);
-    });
-
-    it('wires probes to the health endpoints', () => {
-      expect(c.livenessProbe.httpGet).toEqual({ path: '/healthz', port: d.JOIN_SERVICE_HTTP_PORT });
-      expect(c.readinessProbe.httpGet).toEqual({ path: '/readyz', port: d.JOIN_SERVICE_HTTP_PORT });
-    });
-
-    it('mounts the files its flags name', () => {
-      const mounts: string[] = c.volumeMounts.map((m: Obj) => m.mountPath);
-      const covered = (p: string) => mounts.some((m) => p.startsWith(`${m}/`));
-      expect(args['attestation-config']).toBe(d.ATTESTATION_CONFIG_PATH);
-      expect(args['measurement-salt-file']).toBe(d.MEASUREMENT_SALT_PATH);
-      expect(args['deny-list']).toBe(d.DENY_LIST_PATH);
-      for (const p of [
-        d.ATTESTATION_CONFIG_PATH,
-        d.MEASUREMENT_SALT_PATH,
-        d.DENY_LIST_PATH,
-        d.ADMIN_CONF_PATH,
-      ])
-        expect(covered(p), p).toBe(true);
-    });
-
-    it('ships the ConfigMaps it mounts', () => {
-      const cfg = find('ConfigMap', 'join-config');
-      expect(JSON.parse(cfg.data.attestationConfig).measurements['15'].warnOnly).toBe(false);
-      expect(Buffer.from(cfg.binaryData.measurementSalt, 'base64')).toHaveLength(32);
-      expect(JSON.parse(find('ConfigMap', 'join-denylist').data['denylist.json'])).toEqual({ nodes: [] });
-    });
+  it('mounts the files its flags name', () => {
+    const mounts: string[] = jc.volumeMounts.map((m: Obj) => m.mountPath);
+    const covered = (p: string) => mounts.some((m) => p.startsWith(`${m}/`));
+    expect(jargs['attestation-config']).toBe(d.ATTESTATION_CONFIG_PATH);
+    expect(jargs['measurement-salt-file']).toBe(d.MEASUREMENT_SALT_PATH);
+    expect(jargs['deny-list']).toBe(d.DENY_LIST_PATH);
+    const files = [d.ATTESTATION_CONFIG_PATH, d.MEASUREMENT_SALT_PATH, d.DENY_LIST_PATH, d.ADMIN_CONF_PATH];
+    if (jargs['azure-ak-roots'] !== undefined) files.push(jargs['azure-ak-roots']);
+    for (const p of files) expect(covered(p), p).toBe(true);
+    // Files under the projected config volume are keys of the join config.
+    const cfg = find('ConfigMap', 'join-config');
+    for (const p of files.filter(
+      (f) => f.startsWith(`${d.SERVICE_BASE_PATH}/`) && !f.includes('/denylist/'),
+    )) {
+      const key = p.slice(d.SERVICE_BASE_PATH.length + 1);
+      expect({ ...cfg.data, ...cfg.binaryData }, p).toHaveProperty([key]);
+    }
   });
 
-  describe('key service', () => {
-    const dep = find('Deployment', 'key-service');
-    const c = dep.spec.template.spec.containers[0];
-    const args = argsOf(c);
-
-    it('listens on the default port with probes on it', () => {
-      expect(args.listen).toBe(`0.0.0.0:${d.KEY_SERVICE_PORT}`);
-      expect(c.ports[0].containerPort).toBe(d.KEY_SERVICE_PORT);
-      expect(c.livenessProbe.tcpSocket.port).toBe(d.KEY_SERVICE_PORT);
-      expect(c.readinessProbe.tcpSocket.port).toBe(d.KEY_SERVICE_PORT);
-      expect(find('Service', 'key-service').spec.ports[0].targetPort).toBe(d.KEY_SERVICE_PORT);
-    });
-
-    it('reads the master secret and salt from the mounted paths', () => {
-      expect(args['master-secret-file']).toBe(d.MASTER_SECRET_PATH);
-      expect(args['salt-file']).toBe(d.SALT_PATH);
-      expect(c.volumeMounts[0].mountPath).toBe(d.SERVICE_BASE_PATH);
-    });
+  it('ships an attestation config that enforces every measurement it lists, and the other ConfigMaps', () => {
+    const cfg = find('ConfigMap', 'join-config');
+    const { measurements } = parseAttestationConfig(cfg.data.attestationConfig);
+    expect(measurements.size).toBeGreaterThan(0);
+    for (const m of measurements.values()) expect(m.warnOnly).toBe(false);
+    expect(Buffer.from(cfg.binaryData.measurementSalt, 'base64')).toHaveLength(32);
+    expect(JSON.parse(find('ConfigMap', 'join-denylist').data['denylist.json'])).toEqual({ nodes: [] });
   });
 
-  it('the Dockerfile is multi-stage and runs the built CLI', () => {
-    const df = readFileSync(resolve(import.meta.dirname, '../../deploy/Dockerfile'), 'utf8');
-    expect(df.match(/^FROM /gm)?.length).toBeGreaterThanOrEqual(2);
-    expect(df).toContain('dist/src/app/cli/main.js');
+  it('reads the master secret and salt from the mounted paths', () => {
+    expect(kargs.listen).toBe(`0.0.0.0:${d.KEY_SERVICE_PORT}`);
+    expect(kc.ports[0].containerPort).toBe(d.KEY_SERVICE_PORT);
+    expect(find('Service', 'key-service').spec.ports[0].targetPort).toBe(d.KEY_SERVICE_PORT);
+    expect(kargs['master-secret-file']).toBe(d.MASTER_SECRET_PATH);
+    expect(kargs['salt-file']).toBe(d.SALT_PATH);
+    expect(kc.volumeMounts[0].mountPath).toBe(d.SERVICE_BASE_PATH);
+  });
+
+  it('lets only join-service pods reach the key service, and the key service reach nothing', () => {
+    const policies = docs.filter((o) => o.kind === 'NetworkPolicy');
+    const keyPods = dep.spec.template.metadata.labels;
+    const joinPods = ds.spec.template.metadata.labels;
+    // The policies that select the key-service pods decide who reaches them.
+    const selecting = policies.filter((p) => matches(p.spec.podSelector.matchLabels, keyPods));
+    expect(selecting).toHaveLength(1);
+    const [policy] = selecting;
+    expect(policy.spec.podSelector.matchExpressions).toBeUndefined();
+    expect(policy.spec.policyTypes).toEqual(['Ingress', 'Egress']);
+    expect(policy.spec.egress).toEqual([]);
+    /** Whether a pod with `labels` in `namespace` may open `port` on a key-service pod. */
+    const admitted = (labels: Record<string, string>, namespace: string, port: number) =>
+      (policy.spec.ingress as Obj[]).some(
+        (rule) =>
+          (rule.ports ?? [{}]).some((p: Obj) => p.port === undefined || p.port === port) &&
+          (rule.from ?? []).some(
+            (peer: Obj) =>
+              peer.ipBlock === undefined &&
+              peer.namespaceSelector === undefined &&
+              namespace === policy.metadata.namespace &&
+              matches(peer.podSelector?.matchLabels ?? {}, labels) &&
+              peer.podSelector?.matchExpressions === undefined,
+          ),
+      );
+    expect(admitted(joinPods, 'kube-system', d.KEY_SERVICE_PORT)).toBe(true);
+    expect(admitted(joinPods, 'kube-system', 22)).toBe(false);
+    expect(admitted({ app: 'anything-else' }, 'kube-system', d.KEY_SERVICE_PORT)).toBe(false);
+    expect(admitted({}, 'kube-system', d.KEY_SERVICE_PORT)).toBe(false);
+    expect(admitted(keyPods, 'kube-system', d.KEY_SERVICE_PORT)).toBe(false);
+    expect(admitted(joinPods, 'default', d.KEY_SERVICE_PORT)).toBe(false);
+    // Every rule names its peers: none admits all sources.
+    for (const rule of policy.spec.ingress) expect(rule.from?.length).toBeGreaterThan(0);
+  });
+
+  it('has PodDisruptionBudgets that select the workloads and allow one voluntary disruption', () => {
+    const joinPdb = find('PodDisruptionBudget', 'join-service');
+    expect(matches(joinPdb.spec.selector.matchLabels, ds.spec.template.metadata.labels)).toBe(true);
+    // A DaemonSet has no scale subresource: only an integer minAvailable works for its pods.
+    expect(joinPdb.spec.minAvailable).toBe(1);
+    expect(joinPdb.spec.maxUnavailable).toBeUndefined();
+    const keyPdb = find('PodDisruptionBudget', 'key-service');
+    expect(matches(keyPdb.spec.selector.matchLabels, dep.spec.template.metadata.labels)).toBe(true);
+    expect(keyPdb.spec.maxUnavailable).toBe(1);
+    expect(dep.spec.replicas).toBeGreaterThan(keyPdb.spec.maxUnavailable);
+  });
+});
+
+describe('confboot manifests', () => {
+  const tmp = mkdtempSync(join(tmpdir(), 'confboot-manifests-'));
+  afterAll(() => rmSync(tmp, { recursive: true, force: true }));
+  const capture = () => {
+    const chunks: string[] = [];
+    const out = new Writable({
+      write(chunk, _enc, cb) {
+        chunks.push(String(chunk));
+        cb();
+      },
+    });
+    return { out, text: () => chunks.join('') };
+  };
+
+  it("prints the cloud's default variant without --variant, and another image with --image", async () => {
+    const { out, text } = capture();
+    expect(await runManifests(['--cloud', 'gcp', '--image', 'registry.example/confboot:dev'], out)).toBe(0);
+    const variant = CLOUD_MODULES.gcp.issuers[0] as Variant;
+    expect(text()).toBe(renderManifests({ cloud: 'gcp', variant, image: 'registry.example/confboot:dev' }));
+    expect(text()).toContain(`--attestation-variant=${variant}`);
+    expect(text()).not.toContain(DEFAULT_IMAGE);
+  });
+
+  it('--all --out writes exactly the committed files', async () => {
+    const stderr = process.stderr.write;
+    process.stderr.write = (() => true) as typeof process.stderr.write;
+    try {
+      expect(await runManifests(['--all', '--out', tmp])).toBe(0);
+    } finally {
+      process.stderr.write = stderr;
+    }
+    expect(listYaml(tmp)).toEqual(listYaml(dir));
+    for (const f of listYaml(dir))
+      expect(readFileSync(join(tmp, f), 'utf8')).toBe(readFileSync(join(dir, f), 'utf8'));
+  });
+
+  it('refuses an unknown cloud, a variant of another cloud and --all without --out', async () => {
+    await expect(runManifests(['--cloud', 'nimbus'])).rejects.toThrow(/--cloud: want one of qemu/);
+    await expect(runManifests(['--cloud', 'gcp', '--variant', 'azure-tdx'])).rejects.toThrow(
+      /--variant: cloud gcp has gcp-sev-es/,
+    );
+    await expect(runManifests(['--all'])).rejects.toThrow(/--all needs --out/);
+    await expect(runManifests([])).rejects.toThrow(/missing --cloud/);
   });
 });

@@ -1,7 +1,8 @@
 /**
- * KMS port over the key service's gRPC API (REFERENCE §1.2, upstream `joinservice/internal/kms`):
- * the join service asks the key service for state-disk keys and the measurement secret. Plain
- * insecure gRPC, as upstream: the key service is reachable only inside the cluster.
+ * KMS port over the key service's gRPC API (upstream `joinservice/internal/kms`): the join service
+ * asks the key service for state-disk keys and the measurement secret. Plain insecure gRPC as
+ * upstream, or mutual TLS: the client checks the key service's certificate against a CA and
+ * presents its own certificate, which the key service checks.
  */
 import { credentials, Metadata, type ServiceError, status } from '@grpc/grpc-js';
 import { APIClient } from '../../gen/keyservice.js';
@@ -15,6 +16,20 @@ export interface GrpcKmsClientOptions {
   endpoint: string;
   /** Deadline of one call unless the caller gives `timeoutInMs`; default 30 s (upstream's RPC timeout). */
   defaultTimeoutInMs?: number;
+  /** Mutual TLS; absent: plain gRPC. */
+  tls?: GrpcKmsClientTls;
+}
+
+/** The client's mutual-TLS material, PEM. */
+export interface GrpcKmsClientTls {
+  /** CA certificates the key service's certificate must chain to (its name must match the endpoint's host). */
+  ca: Buffer;
+  /** The client's certificate chain (leaf first), presented to the key service. */
+  certChain: Buffer;
+  /** The client's private key. */
+  privateKey: Buffer;
+  /** Name the key service's certificate must carry; default the endpoint's host. */
+  serverName?: string;
 }
 
 const CODE_BY_STATUS: Partial<Record<status, ConfbootErrorCode>> = {
@@ -40,9 +55,14 @@ export class GrpcKmsClient implements KMS {
     // grpc-js reconnects after 1 s, backing off to 120 s; a restarted key service would then stay
     // unreachable for many seconds after it is back (measured: 11 s after a 30 s outage). Join
     // tickets wait on this, so reconnect quickly and cap the backoff low.
-    this.#client = new APIClient(options.endpoint, credentials.createInsecure(), {
+    const tls = options.tls;
+    const channel = tls
+      ? credentials.createSsl(tls.ca, tls.privateKey, tls.certChain)
+      : credentials.createInsecure();
+    this.#client = new APIClient(options.endpoint, channel, {
       'grpc.initial_reconnect_backoff_ms': 250,
       'grpc.max_reconnect_backoff_ms': 2_000,
+      ...(tls?.serverName !== undefined ? { 'grpc.ssl_target_name_override': tls.serverName } : {}),
     });
   }
 

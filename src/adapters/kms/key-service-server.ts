@@ -1,7 +1,11 @@
 /**
- * The key service's gRPC edge (REFERENCE §5, upstream `keyservice/internal/server`): `kms.API`
- * on plain insecure gRPC, as upstream (the service is cluster-internal). It checks the request the
- * way upstream does and maps error kinds to status codes here, and only here.
+ * The key service's gRPC edge (upstream `keyservice/internal/server`): `kms.API` on plain insecure
+ * gRPC as upstream, or with mutual TLS: the service then speaks only to clients whose certificate
+ * chains to the configured client CA, and a client without one is refused in the handshake. It
+ * checks the request the way upstream does and maps error kinds to status codes here, and only here.
+ *
+ * Without TLS, whoever reaches the port can fetch any data key, which includes the measurement
+ * secret and every node's state-disk key.
  */
 import { type handleUnaryCall, Server, ServerCredentials, type ServiceError, status } from '@grpc/grpc-js';
 import { APIService, type GetDataKeyRequest, type GetDataKeyResponse } from '../../gen/keyservice.js';
@@ -21,6 +25,18 @@ export interface KeyServiceServerOptions {
   logger: Logger;
   /** How long shutdown waits for running calls before cancelling them; default 5 s. */
   shutdownGraceInMs?: number;
+  /** Mutual TLS; absent: plain gRPC without authentication. */
+  tls?: KeyServiceServerTls;
+}
+
+/** The key service's mutual-TLS material, PEM. */
+export interface KeyServiceServerTls {
+  /** The server's certificate chain (leaf first). */
+  certChain: Buffer;
+  /** The server's private key. */
+  privateKey: Buffer;
+  /** CA certificates a client certificate must chain to; clients without one are refused. */
+  clientCa: Buffer;
 }
 
 /** A running key service. */
@@ -82,8 +98,21 @@ export async function startKeyServiceServer(options: KeyServiceServerOptions): P
   server.addService(APIService, keyServiceHandlers(kms, logger));
   const address =
     host.includes(':') && !host.startsWith('[') ? `[${host}]:${options.port}` : `${host}:${options.port}`;
+  const tls = options.tls;
+  let credentials: ServerCredentials;
+  try {
+    credentials = tls
+      ? ServerCredentials.createSsl(
+          tls.clientCa,
+          [{ cert_chain: tls.certChain, private_key: tls.privateKey }],
+          true,
+        )
+      : ServerCredentials.createInsecure();
+  } catch (err) {
+    throw new Error(`key service TLS: ${err instanceof Error ? err.message : String(err)}`, { cause: err });
+  }
   const port = await new Promise<number>((resolve, reject) => {
-    server.bindAsync(address, ServerCredentials.createInsecure(), (err, bound) => {
+    server.bindAsync(address, credentials, (err, bound) => {
       if (err) reject(new Error(`binding key service to ${address}: ${err.message}`, { cause: err }));
       else resolve(bound);
     });

@@ -39,6 +39,11 @@ export const COMMANDS: CommandEntry[] = [
   },
   { name: 'key-service', summary: 'Serve HKDF data keys over gRPC', load: () => import('./key-service.js') },
   {
+    name: 'manifests',
+    summary: 'Render the Kubernetes manifests for a cloud and attestation variant',
+    load: () => import('./manifests.js'),
+  },
+  {
     name: 'metadata-server',
     summary: 'Serve QEMU-style instance metadata from a dnsmasq leases file',
     load: () => import('./metadata-server.js'),

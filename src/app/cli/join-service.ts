@@ -1,12 +1,14 @@
 /**
  * `confboot join-service`: the join service on a control plane (REFERENCE §1.2, with confboot's
  * operations additions). Parses the flags the Kubernetes manifest passes
- * (deploy/kubernetes/join-service.yaml), wires the production adapters
+ * (deploy/kubernetes/<cloud>/<variant>.yaml), wires the production adapters
  * (src/app/join-service/production.ts) and runs until SIGTERM or SIGINT, then drains and exits 0.
  * The body runs until an AbortSignal fires; the process signals only abort it, so tests drive the
  * same code in-process.
  */
+import { readFile } from 'node:fs/promises';
 import { INTEL_PCS_BASE_URL, INTEL_ROOT_CA_CRL_URL } from '../../adapters/attestation/tdx/pcs-client.js';
+import type { GrpcKmsClientTls } from '../../adapters/kms/grpc-kms-client.js';
 import { createPinoLogger } from '../../adapters/log/pino-logger.js';
 import type { Logger } from '../../ports/logger.js';
 import { PRODUCTION_VARIANTS, type Variant } from '../../ports/variant.js';
@@ -71,7 +73,24 @@ export const joinServiceCommand: CommandSpec = {
       type: 'string',
       valueName: 'HOST:PORT',
       required: true,
-      description: 'key service address (plain gRPC, cluster-internal), e.g. key-service.kube-system:9000',
+      description:
+        'key service address (cluster-internal gRPC; mutual TLS with the --key-service-* files), e.g. key-service.kube-system:9000',
+    },
+    'key-service-ca': {
+      type: 'string',
+      valueName: 'F',
+      description:
+        "PEM CA of the key service's certificate; with --key-service-cert and --key-service-key: mutual TLS",
+    },
+    'key-service-cert': {
+      type: 'string',
+      valueName: 'F',
+      description: 'PEM client certificate chain presented to the key service',
+    },
+    'key-service-key': {
+      type: 'string',
+      valueName: 'F',
+      description: 'PEM private key of --key-service-cert',
     },
     'deny-list': {
       type: 'string',
@@ -223,6 +242,8 @@ export interface JoinServiceFlags {
   attestationConfigPath: string;
   measurementSaltPath: string;
   keyServiceEndpoint: string;
+  /** `--key-service-ca/-cert/-key`: all three or none. */
+  keyServiceTlsPaths: { ca: string; cert: string; key: string } | undefined;
   denyListPath: string | undefined;
   listen: ListenAddress;
   httpListen: ListenAddress;
@@ -270,6 +291,12 @@ export function parseJoinServiceFlags(
   if (apiServerEndpoint !== undefined) parseHostPort('api-server-endpoint', apiServerEndpoint);
   const keyServiceEndpoint = str('key-service-endpoint') as string;
   parseHostPort('key-service-endpoint', keyServiceEndpoint);
+  const tlsFlags = ['key-service-ca', 'key-service-cert', 'key-service-key'];
+  const tlsGiven = tlsFlags.filter((f) => str(f) !== undefined);
+  if (tlsGiven.length > 0 && tlsGiven.length < tlsFlags.length)
+    throw new UsageError(
+      `mutual TLS to the key service needs all of --${tlsFlags.join(', --')}; missing --${tlsFlags.filter((f) => !tlsGiven.includes(f)).join(', --')}`,
+    );
   const logLevel = str('log-level') as string;
   if (!LOG_LEVELS.includes(logLevel))
     throw new UsageError(`--log-level: want one of ${LOG_LEVELS.join(', ')}, got "${logLevel}"`);
@@ -281,6 +308,14 @@ export function parseJoinServiceFlags(
     attestationConfigPath: str('attestation-config') as string,
     measurementSaltPath: str('measurement-salt-file') as string,
     keyServiceEndpoint,
+    keyServiceTlsPaths:
+      tlsGiven.length === 0
+        ? undefined
+        : {
+            ca: str('key-service-ca') as string,
+            cert: str('key-service-cert') as string,
+            key: str('key-service-key') as string,
+          },
     denyListPath: str('deny-list'),
     listen: parseHostPort('listen', str('listen') as string),
     httpListen: parseHostPort('http-listen', str('http-listen') as string),
@@ -299,6 +334,30 @@ export function parseJoinServiceFlags(
     shutdownGraceMs: parseCount('shutdown-grace', str('shutdown-grace') as string),
     allowUnenforcedMeasurements: v['allow-unenforced-measurements'] === true,
     logLevel,
+  };
+}
+
+/** Reads the `--key-service-*` files; a file that cannot be read or holds no PEM is a usage error. */
+async function readKeyServiceTls(
+  paths: JoinServiceFlags['keyServiceTlsPaths'],
+): Promise<GrpcKmsClientTls | undefined> {
+  if (paths === undefined) return undefined;
+  const read = async (flag: string, path: string): Promise<Buffer> => {
+    let data: Buffer;
+    try {
+      data = await readFile(path);
+    } catch (err) {
+      const reason =
+        (err as NodeJS.ErrnoException).code ?? (err instanceof Error ? err.message : String(err));
+      throw new UsageError(`--${flag}: reading ${path}: ${reason}`);
+    }
+    if (!data.includes('-----BEGIN ')) throw new UsageError(`--${flag}: ${path} holds no PEM block`);
+    return data;
+  };
+  return {
+    ca: await read('key-service-ca', paths.ca),
+    certChain: await read('key-service-cert', paths.cert),
+    privateKey: await read('key-service-key', paths.key),
   };
 }
 
@@ -323,7 +382,9 @@ export async function runJoinService(argv: string[], options: JoinServiceRunOpti
     options.logger ?? createPinoLogger({ level: flags.logLevel, base: { component: 'join-service' } });
   // Paths, addresses and limits only: the flags hold no secret values.
   logger.debug('Configuration', { ...flags });
+  const keyServiceTls = await readKeyServiceTls(flags.keyServiceTlsPaths);
   const service = await startProductionJoinService({
+    ...(keyServiceTls ? { keyServiceTls } : {}),
     csp: flags.csp,
     variant: flags.variant,
     attestationConfigPath: flags.attestationConfigPath,

@@ -1,7 +1,8 @@
 /**
- * `confboot key-service`: the cluster's key service (REFERENCE §5). Reads the master secret and
- * salt from files (upstream: /var/config/mastersecret and /var/config/salt), serves `kms.API` on
- * plain gRPC, logs where it listens (never the secret) and stops cleanly on SIGTERM or SIGINT.
+ * `confboot key-service`: the cluster's key service. Reads the master secret and salt from files
+ * (upstream: /var/config/mastersecret and /var/config/salt), serves `kms.API` on plain gRPC or, with
+ * --tls-cert/--tls-key/--client-ca, on mutual TLS, logs where it listens (never the secret) and
+ * stops cleanly on SIGTERM or SIGINT.
  * The body runs until an AbortSignal fires; the process signals only abort it, so tests drive the
  * same code in-process.
  */
@@ -21,7 +22,7 @@ export const keyServiceCommand: CommandSpec = {
   name: 'key-service',
   env: true,
   summary:
-    'Serve data keys derived from the cluster master secret (HKDF-SHA256) over gRPC (kms.API, no TLS).',
+    'Serve data keys derived from the cluster master secret (HKDF-SHA256) over gRPC (kms.API), plain or with mutual TLS.',
   options: {
     'master-secret-file': {
       type: 'string',
@@ -43,11 +44,62 @@ export const keyServiceCommand: CommandSpec = {
       default: DEFAULT_KEY_SERVICE_LISTEN,
       description: 'address to listen on; [v6addr]:PORT for IPv6, port 0 picks a free port',
     },
+    'tls-cert': {
+      type: 'string',
+      valueName: 'F',
+      description: 'PEM certificate chain of the service; with --tls-key and --client-ca: mutual TLS',
+    },
+    'tls-key': { type: 'string', valueName: 'F', description: 'PEM private key of --tls-cert' },
+    'client-ca': {
+      type: 'string',
+      valueName: 'F',
+      description: 'PEM CA certificates; only clients with a certificate issued under them are served',
+    },
   },
   epilog:
-    'The service has no TLS and no authentication, as upstream: expose it only inside the cluster.\n' +
+    'WARNING: without --tls-cert/--tls-key/--client-ca the port speaks plain gRPC with no authentication\n' +
+    "(as upstream). Anyone who can connect to it can fetch any data key: the cluster's measurement secret\n" +
+    "and the key of every node's state disk. Bind it to loopback, or keep it behind a NetworkPolicy that\n" +
+    'admits only the join service (deploy/), or use mutual TLS (`confboot manifests --tls-secrets`).\n' +
     'Exit codes: 0 after a clean shutdown (SIGTERM/SIGINT), 1 on a runtime failure, 2 on bad flags or files.',
 };
+
+const TLS_FLAGS = ['tls-cert', 'tls-key', 'client-ca'] as const;
+
+/** Reads the mutual-TLS files: all three flags or none. */
+async function readTlsFlags(
+  values: Record<string, unknown>,
+): Promise<{ certChain: Buffer; privateKey: Buffer; clientCa: Buffer } | undefined> {
+  const given = TLS_FLAGS.filter((f) => values[f] !== undefined);
+  if (given.length === 0) return undefined;
+  if (given.length !== TLS_FLAGS.length)
+    throw new UsageError(
+      `mutual TLS needs all of --${TLS_FLAGS.join(', --')}; missing --${TLS_FLAGS.filter((f) => !given.includes(f)).join(', --')}`,
+    );
+  const read = async (flag: string): Promise<Buffer> => {
+    const path = values[flag] as string;
+    let data: Buffer;
+    try {
+      data = await readFile(path);
+    } catch (err) {
+      const reason =
+        (err as NodeJS.ErrnoException).code ?? (err instanceof Error ? err.message : String(err));
+      throw new UsageError(`--${flag}: reading ${path}: ${reason}`);
+    }
+    if (!data.includes('-----BEGIN ')) throw new UsageError(`--${flag}: ${path} holds no PEM block`);
+    return data;
+  };
+  return {
+    certChain: await read('tls-cert'),
+    privateKey: await read('tls-key'),
+    clientCa: await read('client-ca'),
+  };
+}
+
+/** Whether `host` is a loopback address, where plain gRPC reaches only this machine. */
+function isLoopback(host: string): boolean {
+  return host === 'localhost' || host === '::1' || /^127\./.test(host);
+}
 
 /** Parses `HOST:PORT` / `[V6]:PORT`. */
 export function parseListen(value: string): { host: string; port: number } {
@@ -89,6 +141,7 @@ export async function runKeyService(argv: string[], options: KeyServiceRunOption
   const values = parseCommand(argv, keyServiceCommand);
   if (values === undefined) return 0;
   const { host, port } = parseListen(values.listen as string);
+  const tls = await readTlsFlags(values);
   const masterSecret = await readSecretFile(
     'master secret',
     values['master-secret-file'] as string,
@@ -100,8 +153,13 @@ export async function runKeyService(argv: string[], options: KeyServiceRunOption
   salt.fill(0);
 
   const logger = options.logger ?? createPinoLogger({ base: { component: 'key-service' } });
-  const server = await startKeyServiceServer({ kms, host, port, logger });
-  logger.info('Key service listening', { host, port: server.port });
+  const server = await startKeyServiceServer({ kms, host, port, logger, ...(tls ? { tls } : {}) });
+  logger.info('Key service listening', { host, port: server.port, mutualTls: tls !== undefined });
+  if (!tls && !isLoopback(host))
+    logger.warn(
+      'Key service serves plain gRPC without authentication: anyone who reaches this port can fetch the measurement secret and every disk key',
+      { host, port: server.port },
+    );
   options.onListening?.({ host, port: server.port });
 
   await new Promise<void>((resolve) => {

@@ -13,7 +13,7 @@ import type { AmdCertCache } from '../../adapters/attestation/snp/cert-cache.js'
 import type { TdxValidatorConfig } from '../../adapters/attestation/tdx/validators.js';
 import { UpdatableValidator } from '../../adapters/attestation/updatable/updatable-validator.js';
 import { MetadataPeerIdentity } from '../../adapters/identity/metadata-peer-identity.js';
-import { GrpcKmsClient } from '../../adapters/kms/grpc-kms-client.js';
+import { GrpcKmsClient, type GrpcKmsClientTls } from '../../adapters/kms/grpc-kms-client.js';
 import { FileCertificateAuthority } from '../../adapters/pki/file-certificate-authority.js';
 import { SystemClock } from '../../adapters/system/system-clock.js';
 import type { AmiTpmSupport } from '../../ports/ami-tpm-support.js';
@@ -211,6 +211,8 @@ export interface ProductionJoinServiceConfig {
   measurementSaltPath: string;
   /** `host:port` of the key service. */
   keyServiceEndpoint: string;
+  /** Mutual TLS to the key service; absent: plain gRPC. */
+  keyServiceTls?: GrpcKmsClientTls;
   denyListPath?: string;
   listen: ListenAddress;
   httpListen: ListenAddress;
@@ -382,7 +384,10 @@ export async function startProductionJoinService(
     logger,
     onReload: (o) => metrics.configReloads.inc({ config: 'attestation', result: o.ok ? 'ok' : 'error' }),
   });
-  const kms = new GrpcKmsClient({ endpoint: config.keyServiceEndpoint });
+  const kms = new GrpcKmsClient({
+    endpoint: config.keyServiceEndpoint,
+    ...(config.keyServiceTls ? { tls: config.keyServiceTls } : {}),
+  });
   const kube = lazyKubernetes(
     { kubeconfigPath: config.kubeconfigPath, adminConfPath: config.adminConfPath ?? ADMIN_CONF_PATH },
     clock,

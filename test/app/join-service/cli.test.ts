@@ -47,7 +47,7 @@ afterEach(async () => {
   vi.restoreAllMocks();
 });
 
-const MANIFEST = resolve(import.meta.dirname, '../../../deploy/kubernetes/join-service.yaml');
+const MANIFEST = resolve(import.meta.dirname, '../../../deploy/kubernetes/qemu/qemu-vtpm.yaml');
 
 function manifestArgs(): string[] {
   for (const doc of parseAllDocuments(readFileSync(MANIFEST, 'utf8'))) {
@@ -86,7 +86,7 @@ describe('confboot join-service flags', () => {
   });
 
   it('can read the deny list the manifests ship (ConfigMap join-denylist)', () => {
-    const path = resolve(import.meta.dirname, '../../../deploy/kubernetes/config.yaml');
+    const path = resolve(import.meta.dirname, '../../../deploy/kubernetes/qemu/qemu-vtpm.yaml');
     const cm = parseAllDocuments(readFileSync(path, 'utf8'))
       .map((d) => d.toJS() as { kind?: string; metadata?: { name?: string }; data?: Record<string, string> })
       .find((o) => o?.kind === 'ConfigMap' && o.metadata?.name === 'join-denylist');

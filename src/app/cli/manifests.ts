@@ -1,0 +1,98 @@
+/**
+ * `confboot manifests`: renders the Kubernetes manifests of a cluster for one cloud and attestation
+ * variant (src/app/deploy/manifests.ts) to stdout, or writes them under a directory; `--all` writes
+ * every cloud and variant, which is how deploy/kubernetes/ is made.
+ */
+import { mkdir, rename, writeFile } from 'node:fs/promises';
+import { dirname, join } from 'node:path';
+import type { Variant } from '../../ports/variant.js';
+import {
+  DEFAULT_IMAGE,
+  type DeployTarget,
+  deployTargets,
+  deployVariants,
+  manifestFileName,
+  renderManifests,
+} from '../deploy/manifests.js';
+import { JOIN_SERVICE_CSPS, type JoinServiceCsp } from '../join-service/production.js';
+import { type CommandSpec, parseCommand, runCommand, UsageError } from './args.js';
+
+const targetList = () => JOIN_SERVICE_CSPS.map((c) => `${c}: ${deployVariants(c).join(', ')}`).join('; ');
+
+/** Flags of `confboot manifests`. */
+export const manifestsCommand: CommandSpec = {
+  name: 'manifests',
+  summary:
+    'Render the Kubernetes manifests (join service, key service, NetworkPolicy, PodDisruptionBudgets) for a cloud and attestation variant.',
+  options: {
+    cloud: {
+      type: 'string',
+      valueName: 'C',
+      description: `cloud provider: ${JOIN_SERVICE_CSPS.join(', ')}`,
+    },
+    variant: {
+      type: 'string',
+      valueName: 'V',
+      description: "attestation variant of the cluster's nodes (default: the cloud's first)",
+    },
+    all: { type: 'boolean', description: 'render every cloud and variant (needs --out)' },
+    out: {
+      type: 'string',
+      valueName: 'DIR',
+      description: 'write DIR/<cloud>/<variant>.yaml instead of printing to stdout',
+    },
+    image: { type: 'string', valueName: 'IMG', default: DEFAULT_IMAGE, description: 'container image' },
+  },
+  epilog: `Clouds and their variants (the first is the default): ${targetList()}.\nExit codes: 0 on success, 1 when writing fails, 2 on bad flags.`,
+};
+
+/** Writes `text` to `path` through a temporary file, so a reader never sees half a file. */
+async function writeAtomically(path: string, text: string): Promise<void> {
+  await mkdir(dirname(path), { recursive: true });
+  const tmp = `${path}.tmp-${process.pid}`;
+  await writeFile(tmp, text);
+  await rename(tmp, path);
+}
+
+/** Runs `confboot manifests` with `argv`; resolves to the exit code. */
+export async function runManifests(
+  argv: string[],
+  out: NodeJS.WritableStream = process.stdout,
+): Promise<number> {
+  const v = parseCommand(argv, manifestsCommand, out);
+  if (v === undefined) return 0;
+  const image = v.image as string;
+  const dir = v.out as string | undefined;
+  let targets: DeployTarget[];
+  if (v.all) {
+    if (v.cloud !== undefined || v.variant !== undefined)
+      throw new UsageError('--all renders every cloud and variant: leave out --cloud and --variant');
+    if (dir === undefined) throw new UsageError('--all needs --out DIR');
+    targets = deployTargets();
+  } else {
+    const cloud = v.cloud as string | undefined;
+    if (cloud === undefined) throw new UsageError('missing --cloud (or --all)');
+    if (!(JOIN_SERVICE_CSPS as readonly string[]).includes(cloud))
+      throw new UsageError(`--cloud: want one of ${JOIN_SERVICE_CSPS.join(', ')}, got "${cloud}"`);
+    const variants = deployVariants(cloud as JoinServiceCsp);
+    const variant = (v.variant as string | undefined) ?? variants[0];
+    if (variant === undefined || !(variants as string[]).includes(variant))
+      throw new UsageError(`--variant: cloud ${cloud} has ${variants.join(', ')}, got "${variant}"`);
+    targets = [{ cloud: cloud as JoinServiceCsp, variant: variant as Variant }];
+  }
+  for (const target of targets) {
+    const text = renderManifests({ ...target, image });
+    if (dir === undefined) out.write(text);
+    else {
+      const path = join(dir, manifestFileName(target));
+      await writeAtomically(path, text);
+      process.stderr.write(`wrote ${path}\n`);
+    }
+  }
+  return 0;
+}
+
+/** `confboot manifests …`. */
+export function run(argv: string[]): Promise<number> {
+  return runCommand(() => runManifests(argv));
+}

@@ -1,0 +1,459 @@
+/**
+ * The Kubernetes manifests of a confboot cluster (app layer), rendered per cloud and attestation
+ * variant: the join service (DaemonSet on every control plane, NodePort), the key service
+ * (Deployment, ClusterIP), their configuration, a NetworkPolicy that lets only join-service pods
+ * reach the key service, and PodDisruptionBudgets.
+ *
+ * The targets come from the code: every cloud the join service runs on (JOIN_SERVICE_CSPS) with
+ * every variant its nodes issue (the provider table) that the join service can validate. The
+ * rendered files under deploy/kubernetes/ are this module's output (`confboot manifests --all
+ * --out deploy/kubernetes`); test/deploy/manifests.test.ts checks that they are current and
+ * validates every object against Kubernetes' OpenAPI schemas.
+ */
+import type {
+  KubernetesObject,
+  V1ConfigMap,
+  V1Container,
+  V1DaemonSet,
+  V1Deployment,
+  V1NetworkPolicy,
+  V1NetworkPolicyIngressRule,
+  V1PodDisruptionBudget,
+  V1PodSpec,
+  V1ResourceRequirements,
+  V1SecurityContext,
+  V1Service,
+  V1ServiceAccount,
+} from '@kubernetes/client-node';
+import { Document } from 'yaml';
+import type { Variant } from '../../ports/variant.js';
+import { VERSION } from '../../version.js';
+import { SNP_TDX_VARIANTS, VALIDATOR_VARIANTS } from '../attestation/validators.js';
+import {
+  ADMIN_CONF_PATH,
+  ATTESTATION_CONFIG_PATH,
+  DENY_LIST_PATH,
+  JOIN_SERVICE_HTTP_PORT,
+  JOIN_SERVICE_PORT,
+  KEY_SERVICE_PORT,
+  MASTER_SECRET_PATH,
+  MEASUREMENT_SALT_PATH,
+  SALT_PATH,
+  SERVICE_BASE_PATH,
+} from '../defaults.js';
+import { JOIN_SERVICE_CSPS, type JoinServiceCsp } from '../join-service/production.js';
+import { CLOUD_MODULES } from '../modules/providers.js';
+
+/** Namespace of every object (upstream's). */
+export const NAMESPACE = 'kube-system';
+/** Image the containers run unless `image` is given. */
+export const DEFAULT_IMAGE = `ghcr.io/confboot/confboot:${VERSION}`;
+
+/**
+ * Memory of one join-service pod in MiB: its request and its limit (equal, so the pod is never
+ * evicted for memory it was promised). The join service's memory budget must fit inside it.
+ */
+export const JOIN_SERVICE_MEMORY_MIB = 300;
+/** Memory of one key-service pod in MiB (it holds two secrets and answers small unary calls). */
+export const KEY_SERVICE_MEMORY_MIB = 128;
+/** Key-service replicas: two, so a drain or a crash leaves one serving (HKDF keeps no state). */
+export const KEY_SERVICE_REPLICAS = 2;
+
+/** Where the key service is reached inside the cluster. */
+export const KEY_SERVICE_ENDPOINT = `key-service.${NAMESPACE}:${KEY_SERVICE_PORT}`;
+/** azure-trustedlaunch: the trusted AK roots, mounted from the join config. */
+export const AZURE_AK_ROOTS_PATH = `${SERVICE_BASE_PATH}/azureAkRoots`;
+
+/** One cloud and variant the manifests are rendered for. */
+export interface DeployTarget {
+  cloud: JoinServiceCsp;
+  variant: Variant;
+}
+
+/** Variants the join service on `cloud` can validate, the cloud's default first. */
+export function deployVariants(cloud: JoinServiceCsp): Variant[] {
+  return CLOUD_MODULES[cloud].issuers.filter((v) => VALIDATOR_VARIANTS.includes(v));
+}
+
+/** Every cloud and variant the manifests are rendered for, in provider-table order. */
+export function deployTargets(): DeployTarget[] {
+  return JOIN_SERVICE_CSPS.flatMap((cloud) => deployVariants(cloud).map((variant) => ({ cloud, variant })));
+}
+
+/** Where the rendered manifests of `target` live, relative to the output directory. */
+export function manifestFileName(target: DeployTarget): string {
+  return `${target.cloud}/${target.variant}.yaml`;
+}
+
+/** Options of {@link renderManifests}. */
+export interface RenderOptions extends DeployTarget {
+  /** Container image; default {@link DEFAULT_IMAGE}. */
+  image?: string;
+}
+
+/** One rendered object with the comment written above it. */
+export interface RenderedObject {
+  comment: string;
+  object: KubernetesObject;
+}
+
+const ZERO_PCR = '00'.repeat(32);
+const ZERO_TDX_REGISTER = '00'.repeat(48);
+const PCR_INDICES = [4, 8, 9, 11, 12, 13, 15];
+
+/**
+ * The attestation config placeholder for `variant`: every value zero, so the service starts (where
+ * the variant needs no trust anchor) and refuses every node until the real values are filled in.
+ */
+function attestationConfigTemplate(variant: Variant): Record<string, unknown> {
+  const enforced = (expected: string) => ({ expected, warnOnly: false });
+  const pcrs = Object.fromEntries(PCR_INDICES.map((i) => [String(i), enforced(ZERO_PCR)]));
+  switch (variant) {
+    case 'aws-sev-snp':
+    case 'gcp-sev-snp':
+    case 'azure-sev-snp':
+      return {
+        measurements: pcrs,
+        bootloaderVersion: 0,
+        teeVersion: 0,
+        snpVersion: 0,
+        microcodeVersion: 0,
+        amdRootKey: 'REPLACE: PEM of the AMD root key ARK-Milan (docs/attestation-config.md)',
+        amdProduct: 'milan',
+      };
+    case 'qemu-tdx':
+      return {
+        measurements: Object.fromEntries(
+          [0, 1, 2, 3, 4].map((i) => [String(i), enforced(ZERO_TDX_REGISTER)]),
+        ),
+        intelRootKey: 'REPLACE: PEM of the Intel SGX Root CA (docs/attestation-config.md)',
+      };
+    case 'azure-tdx':
+      return {
+        measurements: pcrs,
+        qeSVN: 0,
+        pceSVN: 0,
+        teeTCBSVN: '00'.repeat(16),
+        qeVendorID: '939a7233f79c4ca9940a0db3957f0607',
+        xfam: 'e702060000000000',
+        intelRootKey: 'REPLACE: PEM of the Intel SGX Root CA (docs/attestation-config.md)',
+      };
+    default:
+      return { measurements: pcrs };
+  }
+}
+
+/** Flags of the join service that depend on the variant, and the config keys they read. */
+function variantFlags(variant: Variant): string[] {
+  if (variant === 'azure-trustedlaunch') return [`--azure-ak-roots=${AZURE_AK_ROOTS_PATH}`];
+  if (variant === 'azure-tdx' || variant === 'qemu-tdx') return ['--tdx-collateral=pcs'];
+  return [];
+}
+
+const labels = (name: string) => ({
+  'app.kubernetes.io/name': name,
+  'app.kubernetes.io/part-of': 'confboot',
+});
+const selector = (name: string) => ({ 'app.kubernetes.io/name': name });
+const meta = (name: string, withLabels = true) => ({
+  name,
+  namespace: NAMESPACE,
+  ...(withLabels ? { labels: labels(name) } : {}),
+});
+
+const CONTROL_PLANE = 'node-role.kubernetes.io/control-plane';
+const controlPlaneOnly: Pick<V1PodSpec, 'nodeSelector' | 'tolerations'> = {
+  nodeSelector: { [CONTROL_PLANE]: '' },
+  tolerations: [{ key: CONTROL_PLANE, operator: 'Exists', effect: 'NoSchedule' }],
+};
+
+const hardened: V1SecurityContext = {
+  readOnlyRootFilesystem: true,
+  allowPrivilegeEscalation: false,
+  capabilities: { drop: ['ALL'] },
+};
+
+/** Requests equal to limits for memory: the pod gets what its budget says, and no more. */
+const resources = (cpu: string, memoryMiB: number): V1ResourceRequirements => ({
+  requests: { cpu, memory: `${memoryMiB}Mi` },
+  limits: { memory: `${memoryMiB}Mi` },
+});
+
+/** The rendered objects for `options`, in apply order. */
+export function renderObjects(options: RenderOptions): RenderedObject[] {
+  const { cloud, variant } = options;
+  if (!(JOIN_SERVICE_CSPS as readonly string[]).includes(cloud))
+    throw new Error(`unknown cloud "${cloud}" (want one of ${JOIN_SERVICE_CSPS.join(', ')})`);
+  const variants = deployVariants(cloud);
+  if (!variants.includes(variant))
+    throw new Error(`cloud ${cloud} has no variant "${variant}" (want one of ${variants.join(', ')})`);
+  const image = options.image ?? DEFAULT_IMAGE;
+  const snpTdx = (SNP_TDX_VARIANTS as readonly string[]).includes(variant);
+
+  const joinConfig: V1ConfigMap = {
+    apiVersion: 'v1',
+    kind: 'ConfigMap',
+    metadata: meta('join-config'),
+    data: {
+      attestationConfig: `${JSON.stringify(attestationConfigTemplate(variant), null, 2)}\n`,
+      ...(variant === 'azure-trustedlaunch'
+        ? { azureAkRoots: '# REPLACE: PEM of the trusted Azure AK root certificates\n' }
+        : {}),
+    },
+    // 32 random bytes chosen at `confboot init`; zero placeholder here.
+    binaryData: { measurementSalt: Buffer.alloc(32).toString('base64') },
+  };
+  const denyList: V1ConfigMap = {
+    apiVersion: 'v1',
+    kind: 'ConfigMap',
+    metadata: meta('join-denylist'),
+    data: { 'denylist.json': '{"nodes": []}\n' },
+  };
+
+  const joinContainer: V1Container = {
+    name: 'join-service',
+    image,
+    args: [
+      'join-service',
+      `--csp=${cloud}`,
+      `--attestation-variant=${variant}`,
+      `--attestation-config=${ATTESTATION_CONFIG_PATH}`,
+      `--measurement-salt-file=${MEASUREMENT_SALT_PATH}`,
+      `--deny-list=${DENY_LIST_PATH}`,
+      `--key-service-endpoint=${KEY_SERVICE_ENDPOINT}`,
+      `--listen=0.0.0.0:${JOIN_SERVICE_PORT}`,
+      `--http-listen=0.0.0.0:${JOIN_SERVICE_HTTP_PORT}`,
+      ...variantFlags(variant),
+    ],
+    ports: [
+      { name: 'grpc', containerPort: JOIN_SERVICE_PORT, protocol: 'TCP' },
+      { name: 'http', containerPort: JOIN_SERVICE_HTTP_PORT, protocol: 'TCP' },
+    ],
+    startupProbe: {
+      httpGet: { path: '/healthz', port: JOIN_SERVICE_HTTP_PORT },
+      periodSeconds: 2,
+      failureThreshold: 30,
+    },
+    livenessProbe: {
+      httpGet: { path: '/healthz', port: JOIN_SERVICE_HTTP_PORT },
+      periodSeconds: 10,
+      timeoutSeconds: 5,
+      failureThreshold: 3,
+    },
+    readinessProbe: {
+      httpGet: { path: '/readyz', port: JOIN_SERVICE_HTTP_PORT },
+      periodSeconds: 5,
+      timeoutSeconds: 5,
+      failureThreshold: 2,
+    },
+    resources: resources('100m', JOIN_SERVICE_MEMORY_MIB),
+    securityContext: hardened,
+    volumeMounts: [
+      { name: 'config', mountPath: SERVICE_BASE_PATH, readOnly: true },
+      {
+        name: 'denylist',
+        mountPath: DENY_LIST_PATH.slice(0, DENY_LIST_PATH.lastIndexOf('/')),
+        readOnly: true,
+      },
+      {
+        name: 'kubernetes',
+        mountPath: ADMIN_CONF_PATH.slice(0, ADMIN_CONF_PATH.lastIndexOf('/')),
+        readOnly: true,
+      },
+    ],
+  };
+  const joinDaemonSet: V1DaemonSet = {
+    apiVersion: 'apps/v1',
+    kind: 'DaemonSet',
+    metadata: meta('join-service'),
+    spec: {
+      selector: { matchLabels: selector('join-service') },
+      updateStrategy: { type: 'RollingUpdate', rollingUpdate: { maxUnavailable: 1 } },
+      template: {
+        metadata: { labels: labels('join-service') },
+        spec: {
+          serviceAccountName: 'join-service',
+          priorityClassName: 'system-cluster-critical',
+          ...controlPlaneOnly,
+          containers: [joinContainer],
+          volumes: [
+            { name: 'config', projected: { sources: [{ configMap: { name: 'join-config' } }] } },
+            { name: 'denylist', configMap: { name: 'join-denylist' } },
+            { name: 'kubernetes', hostPath: { path: '/etc/kubernetes', type: 'Directory' } },
+          ],
+        },
+      },
+    },
+  };
+  const joinService: V1Service = {
+    apiVersion: 'v1',
+    kind: 'Service',
+    metadata: meta('join-service'),
+    spec: {
+      type: 'NodePort',
+      externalTrafficPolicy: 'Local',
+      selector: selector('join-service'),
+      ports: [
+        {
+          name: 'grpc',
+          protocol: 'TCP',
+          port: JOIN_SERVICE_PORT,
+          targetPort: JOIN_SERVICE_PORT,
+          nodePort: JOIN_SERVICE_PORT,
+        },
+      ],
+    },
+  };
+  const joinPdb: V1PodDisruptionBudget = {
+    apiVersion: 'policy/v1',
+    kind: 'PodDisruptionBudget',
+    metadata: meta('join-service'),
+    // A DaemonSet has no scale subresource, so only an integer minAvailable is allowed.
+    spec: { minAvailable: 1, selector: { matchLabels: selector('join-service') } },
+  };
+
+  const keyContainer: V1Container = {
+    name: 'key-service',
+    image,
+    args: [
+      'key-service',
+      `--master-secret-file=${MASTER_SECRET_PATH}`,
+      `--salt-file=${SALT_PATH}`,
+      `--listen=0.0.0.0:${KEY_SERVICE_PORT}`,
+    ],
+    ports: [{ name: 'grpc', containerPort: KEY_SERVICE_PORT, protocol: 'TCP' }],
+    livenessProbe: { tcpSocket: { port: KEY_SERVICE_PORT }, periodSeconds: 10, failureThreshold: 3 },
+    readinessProbe: { tcpSocket: { port: KEY_SERVICE_PORT }, periodSeconds: 5, failureThreshold: 2 },
+    resources: resources('50m', KEY_SERVICE_MEMORY_MIB),
+    securityContext: hardened,
+    volumeMounts: [{ name: 'master-secret', mountPath: SERVICE_BASE_PATH, readOnly: true }],
+  };
+  const keyDeployment: V1Deployment = {
+    apiVersion: 'apps/v1',
+    kind: 'Deployment',
+    metadata: meta('key-service'),
+    spec: {
+      replicas: KEY_SERVICE_REPLICAS,
+      selector: { matchLabels: selector('key-service') },
+      template: {
+        metadata: { labels: labels('key-service') },
+        spec: {
+          automountServiceAccountToken: false,
+          priorityClassName: 'system-cluster-critical',
+          ...controlPlaneOnly,
+          topologySpreadConstraints: [
+            {
+              maxSkew: 1,
+              topologyKey: 'kubernetes.io/hostname',
+              whenUnsatisfiable: 'ScheduleAnyway',
+              labelSelector: { matchLabels: selector('key-service') },
+            },
+          ],
+          securityContext: { runAsNonRoot: true, runAsUser: 65532, runAsGroup: 65532 },
+          containers: [keyContainer],
+          volumes: [
+            {
+              name: 'master-secret',
+              secret: {
+                secretName: 'constellation-mastersecret',
+                items: [
+                  { key: 'mastersecret', path: MASTER_SECRET_PATH.slice(SERVICE_BASE_PATH.length + 1) },
+                  { key: 'salt', path: SALT_PATH.slice(SERVICE_BASE_PATH.length + 1) },
+                ],
+              },
+            },
+          ],
+        },
+      },
+    },
+  };
+  const keyService: V1Service = {
+    apiVersion: 'v1',
+    kind: 'Service',
+    metadata: meta('key-service'),
+    spec: {
+      type: 'ClusterIP',
+      selector: selector('key-service'),
+      ports: [{ name: 'grpc', protocol: 'TCP', port: KEY_SERVICE_PORT, targetPort: KEY_SERVICE_PORT }],
+    },
+  };
+  const keyPdb: V1PodDisruptionBudget = {
+    apiVersion: 'policy/v1',
+    kind: 'PodDisruptionBudget',
+    metadata: meta('key-service'),
+    spec: { maxUnavailable: 1, selector: { matchLabels: selector('key-service') } },
+  };
+  const keyPolicy: V1NetworkPolicy = {
+    apiVersion: 'networking.k8s.io/v1',
+    kind: 'NetworkPolicy',
+    metadata: meta('key-service'),
+    spec: {
+      podSelector: { matchLabels: selector('key-service') },
+      policyTypes: ['Ingress', 'Egress'],
+      ingress: [
+        // The client's TypeScript name of `from` is `_from` (a reserved word); YAML wants `from`.
+        {
+          from: [{ podSelector: { matchLabels: selector('join-service') } }],
+          ports: [{ protocol: 'TCP', port: KEY_SERVICE_PORT }],
+        } as V1NetworkPolicyIngressRule,
+      ],
+      egress: [],
+    },
+  };
+  const serviceAccount: V1ServiceAccount = {
+    apiVersion: 'v1',
+    kind: 'ServiceAccount',
+    metadata: meta('join-service'),
+  };
+
+  const withVariant = snpTdx
+    ? ' and the SEV-SNP/TDX policy and trust anchors (docs/attestation-config.md)'
+    : '';
+  return [
+    {
+      comment: ` The join service's attestation config (watched and hot-reloaded): every expected value is a\n placeholder that refuses every node; fill in the reference measurements${withVariant}.`,
+      object: joinConfig,
+    },
+    { comment: ' Node identities and disk UUIDs to refuse (hot-reloaded).', object: denyList },
+    { comment: ' Identity of the join service in the Kubernetes API.', object: serviceAccount },
+    {
+      comment: ` Join service: one pod on every control plane, stateless; more control planes give more capacity.\n Memory request = limit = ${JOIN_SERVICE_MEMORY_MIB}Mi, the join service's memory budget.`,
+      object: joinDaemonSet,
+    },
+    {
+      comment:
+        " Joining nodes reach the join service on NodePort 30090. externalTrafficPolicy Local keeps the\n caller's source IP, which the identity binding resolves through the cloud's metadata\n (docs/identity.md); a join-service pod runs on every control plane, so every NodePort answers.",
+      object: joinService,
+    },
+    { comment: ' Voluntary disruptions (drains) keep at least one join service running.', object: joinPdb },
+    {
+      comment:
+        ' Key service: derives disk keys and the measurement secret from the master secret (HKDF).\n Its plain-gRPC port hands those keys to anyone who reaches it: see the NetworkPolicy below.',
+      object: keyDeployment,
+    },
+    { comment: ' The key service inside the cluster only (ClusterIP).', object: keyService },
+    { comment: ' Drains take down at most one key-service pod at a time.', object: keyPdb },
+    {
+      comment:
+        " Only join-service pods may reach the key service, and the key service reaches nothing.\n Needs a network plugin that enforces NetworkPolicy (Calico, Cilium, ...). The kubelet's\n probes still arrive: a pod cannot block traffic from its own node.",
+      object: keyPolicy,
+    },
+  ];
+}
+
+/** The rendered manifests of `options` as one multi-document YAML file. */
+export function renderManifests(options: RenderOptions): string {
+  const header = [
+    ` confboot manifests for cloud ${options.cloud}, attestation variant ${options.variant}.`,
+    ` Generated by \`confboot manifests --cloud ${options.cloud} --variant ${options.variant}\` (src/app/deploy/manifests.ts);`,
+    ' do not edit: change the generator and run `confboot manifests --all --out deploy/kubernetes`.',
+    ' Apply with: kubectl apply -f <this file>',
+  ].join('\n');
+  return renderObjects(options)
+    .map(({ comment, object }, i) => {
+      const doc = new Document(object);
+      doc.commentBefore = i === 0 ? `${header}\n\n${comment}` : comment;
+      return doc.toString({ lineWidth: 0 });
+    })
+    .join('---\n');
+}
