@@ -2,7 +2,7 @@
  * `npm run bench` (scripts/bench.mjs runs this file through bench/vitest.bench.config.ts): P5, P4,
  * P1, P2 and P3 of issue 7, one after the other, each side by side with its baseline. A full run
  * writes bench/results.json and BENCHMARKS.md. CONFBOOT_BENCH_ONLY=P1,P5 (say) runs a subset and
- * writes bench/results.partial.json only (parts: P1 P2 P3 P4 P5 STAGES); CONFBOOT_BENCH_ONLY=RENDER
+ * writes bench/results.partial.json only (parts: P1 P2 P3 P4 P5 P6 STAGES); CONFBOOT_BENCH_ONLY=RENDER
  * only re-renders BENCHMARKS.md from bench/results.json (after editing bench/analysis.md). Nothing here asserts a time: the numbers are the output.
  * Knobs (defaults): CONFBOOT_BENCH_NODES (1000), CONFBOOT_BENCH_CONCURRENCY (8),
  * CONFBOOT_BENCH_P1_ROUNDS (3), CONFBOOT_BENCH_P1_ROUND_MS (3000), CONFBOOT_BENCH_P3_NODES (100),
@@ -19,6 +19,7 @@ import { benchP2 } from './p2-burst.js';
 import { benchP3 } from './p3-delay.js';
 import { benchP4 } from './p4-startup.js';
 import { type BenchResults, finishMachineInfo, machineInfo, renderMarkdown } from './report.js';
+import { benchSilentAttack } from './silent-attack.js';
 import { benchStages } from './stages.js';
 import { benchVtpmValidation } from './vtpm-validation.js';
 
@@ -94,6 +95,12 @@ describe.sequential('confboot benchmarks (issue 7)', () => {
   runIf('STAGES')('stage costs of one join (service and node side)', async () => {
     results.stages = await benchStages(cluster);
     expect(results.stages.length).toBeGreaterThan(0);
+  });
+
+  // P6 (issue 12, admission): bench/silent-attack.ts.
+  runIf('P6')('P6: honest join latency with 1,000 silent connections held ÷ without', async () => {
+    results.p6 = await benchSilentAttack(cluster, envInt('CONFBOOT_BENCH_P6_JOINS', 40));
+    expect(results.p6.held).toBeGreaterThan(0);
   });
 
   runIf('P2')('P2: burst of N nodes against one join-service process', async () => {

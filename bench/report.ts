@@ -10,6 +10,7 @@ import type { P1Result } from './p1-throughput.js';
 import type { P2Result } from './p2-burst.js';
 import type { P3Result } from './p3-delay.js';
 import type { P4Result } from './p4-startup.js';
+import type { SilentAttackResult } from './silent-attack.js';
 import type { StageCost } from './stages.js';
 import type { VtpmValidationBench } from './vtpm-validation.js';
 
@@ -38,6 +39,8 @@ export interface BenchResults {
   p3?: P3Result[];
   p4?: P4Result;
   p5?: VtpmValidationBench;
+  /** P6: honest join latency under 1,000 held silent connections (bench/silent-attack.ts). */
+  p6?: SilentAttackResult;
   stages?: StageCost[];
 }
 
@@ -120,6 +123,11 @@ export function renderMarkdown(r: BenchResults): string {
   if (p5)
     rows.push(
       `| P5 | one vTPM validation ÷ raw crypto floor (RSA-2048 verify + hashing) | ${fmt(p5.validationUs, 1)} µs ÷ ${fmt(p5.floorUs, 1)} µs = **${fmt(p5.ratio)}** | ≤ 3 | ${verdict(p5.ratio <= 3)} |`,
+    );
+  const p6 = r.p6;
+  if (p6)
+    rows.push(
+      `| P6 | honest join latency with ${p6.held} silent connections held (10 from each of 100 addresses, half silent TCP, half silent after TLS) ÷ without, ${p6.joins} sequential joins each | p50 ${fmt(p6.attackP50Ms, 1)} ms ÷ ${fmt(p6.baselineP50Ms, 1)} ms = **${fmt(p6.p50Ratio)}**; p99 ${fmt(p6.attackP99Ms, 1)} ms ÷ ${fmt(p6.baselineP99Ms, 1)} ms = **${fmt(p6.p99Ratio)}**; ${p6.failures} failed | ≤ 2 | ${verdict(p6.failures === 0 && Math.max(p6.p50Ratio, p6.p99Ratio) <= 2)} |`,
     );
   const details: string[] = [];
   if (p1 && (p1.joinFailures > 0 || p1.mtlsFailures > 0))

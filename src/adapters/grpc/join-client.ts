@@ -37,6 +37,9 @@ import {
 } from './mapping.js';
 import { callError, DEFAULT_CALL_TIMEOUT_MS, deadlineFrom, throwIfAborted } from './unary-call.js';
 
+/** Default deadline for an attested connection to one join service endpoint. */
+export const DEFAULT_JOIN_CONNECT_TIMEOUT_MS = 10_000;
+
 /** Options of {@link GrpcJoinTicketClient}. */
 export interface GrpcJoinTicketClientOptions {
   /** This node's attestation issuer. */
@@ -48,6 +51,14 @@ export interface GrpcJoinTicketClientOptions {
   defaultTimeoutMs?: number;
   /** Bound on TLS handshake + attestation exchange (default 30 s). */
   handshakeTimeoutMs?: number;
+  /**
+   * Deadline for an attested connection to one endpoint: TCP connect, TLS handshake and attestation
+   * exchange (default {@link DEFAULT_JOIN_CONNECT_TIMEOUT_MS}). Past it the call fails `unavailable`
+   * at once, so the caller moves on to its next endpoint instead of waiting out the call deadline.
+   */
+  connectTimeoutMs?: number;
+  /** Deadline of the TLS handshake alone, from TCP connect (default 5 s). */
+  tlsHandshakeTimeoutMs?: number;
   logger?: Logger;
   /** Local address outgoing connections leave from (IP literal); default: the system's choice. */
   localAddress?: string;
@@ -73,6 +84,12 @@ export class GrpcJoinTicketClient implements JoinTicketClient {
       throw new ConfbootError(
         'invalid-argument',
         `join client: local address ${JSON.stringify(options.localAddress)} is not an IP address`,
+      );
+    const connectMs = options.connectTimeoutMs ?? DEFAULT_JOIN_CONNECT_TIMEOUT_MS;
+    if (!Number.isFinite(connectMs) || connectMs <= 0)
+      throw new ConfbootError(
+        'invalid-argument',
+        `join client: connectTimeoutMs must be > 0, got ${connectMs}`,
       );
     const prepared = options.preparedIdentities ?? 1;
     if (!Number.isInteger(prepared) || prepared < 0)
@@ -131,7 +148,10 @@ export class GrpcJoinTicketClient implements JoinTicketClient {
   ): Promise<Out> {
     const signal = options?.signal;
     throwIfAborted(signal, operation);
-    const credentials = new AttestedChannelCredentials({
+    // One call, one connection: a failed attempt (refused, or past a deadline) is not retried by
+    // grpc-js within the call either; the call fails and the caller picks its next endpoint.
+    const credentials: AttestedChannelCredentials = new AttestedChannelCredentials({
+      onRefused: () => credentials.finish(),
       issuer: this.options.issuer,
       clock: this.options.clock,
       ...(this.options.validators ? { validators: this.options.validators } : {}),
@@ -140,7 +160,11 @@ export class GrpcJoinTicketClient implements JoinTicketClient {
         : {}),
       ...(this.options.localAddress !== undefined ? { localAddress: this.options.localAddress } : {}),
       ...(this.identities ? { identities: this.identities } : {}),
+      ...(this.options.tlsHandshakeTimeoutMs !== undefined
+        ? { deadlines: { tlsHandshakeMs: this.options.tlsHandshakeTimeoutMs } }
+        : {}),
     });
+    const connectMs = this.options.connectTimeoutMs ?? DEFAULT_JOIN_CONNECT_TIMEOUT_MS;
     const client = new JoinAPIClient(credentials.target(endpoint), credentials, {
       'grpc.use_local_subchannel_pool': 1,
     });
@@ -153,13 +177,31 @@ export class GrpcJoinTicketClient implements JoinTicketClient {
           (err, res) => {
             // One call, one connection: grpc-js would reconnect after a refusal, in the background.
             credentials.finish();
+            clearTimeout(connectTimer);
             signal?.removeEventListener('abort', onAbort);
-            if (err) reject(callError(err, operation, credentials, signal));
+            if (err && stalled && credentials.lastError === undefined)
+              reject(
+                new ConfbootError(
+                  'unavailable',
+                  `${operation}: no attested connection within ${connectMs} ms (the endpoint does not answer)`,
+                ),
+              );
+            else if (err) reject(callError(err, operation, credentials, signal));
             else resolve(fromProto(res));
           },
         );
         const onAbort = () => call.cancel();
         signal?.addEventListener('abort', onAbort, { once: true });
+        // A stalling endpoint (no TCP answer, or one that never finishes the handshake) costs at
+        // most the connect deadline, not the whole call deadline.
+        let stalled = false;
+        const connectTimer = setTimeout(() => {
+          if (credentials.lastPeer !== undefined) return;
+          stalled = true;
+          credentials.finish();
+          call.cancel();
+        }, connectMs);
+        connectTimer.unref();
       });
     } catch (err) {
       this.options.logger?.warn('Join service call failed', {

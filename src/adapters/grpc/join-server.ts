@@ -19,6 +19,7 @@ import type { Logger } from '../../ports/logger.js';
 import type { JoinTicket, JoinTicketRequest, RejoinTicket, RejoinTicketRequest } from '../../ports/types.js';
 import type { Validator } from '../../ports/validator.js';
 import type { PeerAttestation } from './atls/exchange.js';
+import type { AtlsListenerOptions } from './atls/listener.js';
 import { AttestedGrpcServer } from './attested-server.js';
 import {
   joinRequestFromProto,
@@ -60,6 +61,11 @@ export interface JoinServerOptions {
   handshakeTimeoutMs?: number;
   maxDocumentBytes?: number;
   maxPendingHandshakes?: number;
+  /** Admission of unattested connections: phase deadlines, per-source cap, verification slots. */
+  admission?: Pick<
+    AtlsListenerOptions,
+    'deadlines' | 'maxPendingPerSource' | 'maxConcurrentVerifications' | 'dropLogIntervalMs'
+  >;
 }
 
 function unattested(operation: string): GrpcStatusError {
@@ -83,6 +89,7 @@ export function createJoinServer(options: JoinServerOptions): AttestedGrpcServer
     ...(options.maxPendingHandshakes !== undefined
       ? { maxPendingHandshakes: options.maxPendingHandshakes }
       : {}),
+    ...options.admission,
   });
   const log = options.logger;
 

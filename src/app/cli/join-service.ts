@@ -8,6 +8,13 @@
  */
 import { readFile } from 'node:fs/promises';
 import { INTEL_PCS_BASE_URL, INTEL_ROOT_CA_CRL_URL } from '../../adapters/attestation/tdx/pcs-client.js';
+import {
+  type AtlsDeadlines,
+  DEFAULT_ATLS_DEADLINES,
+  DEFAULT_MAX_CONCURRENT_VERIFICATIONS,
+  DEFAULT_MAX_PER_SOURCE,
+  DEFAULT_MAX_UNATTESTED,
+} from '../../adapters/grpc/atls/admission.js';
 import type { GrpcKmsClientTls } from '../../adapters/kms/grpc-kms-client.js';
 import { createPinoLogger } from '../../adapters/log/pino-logger.js';
 import type { Logger } from '../../ports/logger.js';
@@ -176,6 +183,56 @@ export const joinServiceCommand: CommandSpec = {
       default: String(DEFAULT_MAX_CONCURRENT),
       description: 'requests handled at once, beyond that ResourceExhausted; 0 disables',
     },
+    'client-hello-timeout': {
+      type: 'string',
+      valueName: 'MS',
+      default: String(DEFAULT_ATLS_DEADLINES.clientHelloMs),
+      description: 'attested TLS: from accept to a complete ClientHello, in ms',
+    },
+    'tls-handshake-timeout': {
+      type: 'string',
+      valueName: 'MS',
+      default: String(DEFAULT_ATLS_DEADLINES.tlsHandshakeMs),
+      description: 'attested TLS: from the ClientHello to the end of the TLS handshake, in ms',
+    },
+    'attestation-timeout': {
+      type: 'string',
+      valueName: 'MS',
+      default: String(DEFAULT_ATLS_DEADLINES.attestationMs),
+      description:
+        "attested TLS: from the TLS handshake to the node's whole ATTESTATION frame, in ms (plus size ÷ --attestation-min-rate)",
+    },
+    'attestation-min-rate': {
+      type: 'string',
+      valueName: 'BYTES/s',
+      default: String(DEFAULT_ATLS_DEADLINES.attestationMinBytesPerSecond),
+      description: 'attested TLS: bytes-per-second floor for a large ATTESTATION frame',
+    },
+    'verdict-timeout': {
+      type: 'string',
+      valueName: 'MS',
+      default: String(DEFAULT_ATLS_DEADLINES.verdictMs),
+      description: "attested TLS: from the service's VERDICT to the node's, in ms",
+    },
+    'max-unattested-per-source': {
+      type: 'string',
+      valueName: 'N',
+      default: String(DEFAULT_MAX_PER_SOURCE),
+      description: 'unattested connections per source address; more are closed before TLS',
+    },
+    'max-unattested': {
+      type: 'string',
+      valueName: 'N',
+      default: String(DEFAULT_MAX_UNATTESTED),
+      description:
+        'unattested connections in total; beyond it the heaviest source loses its oldest (or the new one is closed)',
+    },
+    'max-concurrent-verifications': {
+      type: 'string',
+      valueName: 'N',
+      default: String(DEFAULT_MAX_CONCURRENT_VERIFICATIONS),
+      description: 'attestation verifications run at once (CPU work; default 2 × CPUs); 0 disables',
+    },
     'shutdown-grace': {
       type: 'string',
       valueName: 'MS',
@@ -235,6 +292,12 @@ function parseCount(flag: string, value: string): number {
   return Number(value);
 }
 
+function parsePositive(flag: string, value: string): number {
+  const n = parseCount(flag, value);
+  if (n < 1) throw new UsageError(`--${flag}: want a whole number ≥ 1, got "${value}"`);
+  return n;
+}
+
 /** The flags, checked and typed. */
 export interface JoinServiceFlags {
   csp: JoinServiceCsp;
@@ -264,6 +327,11 @@ export interface JoinServiceFlags {
   shutdownGraceMs: number;
   /** `--allow-unenforced-measurements`. */
   allowUnenforcedMeasurements: boolean;
+  /** Attested TLS phase deadlines (ms) and the ATTESTATION frame's bytes-per-second floor. */
+  atlsDeadlines: AtlsDeadlines;
+  maxUnattestedPerSource: number;
+  maxUnattested: number;
+  maxConcurrentVerifications: number;
   logLevel: string;
 }
 
@@ -333,6 +401,25 @@ export function parseJoinServiceFlags(
     maxConcurrent: parseCount('max-concurrent', str('max-concurrent') as string),
     shutdownGraceMs: parseCount('shutdown-grace', str('shutdown-grace') as string),
     allowUnenforcedMeasurements: v['allow-unenforced-measurements'] === true,
+    atlsDeadlines: {
+      clientHelloMs: parsePositive('client-hello-timeout', str('client-hello-timeout') as string),
+      tlsHandshakeMs: parsePositive('tls-handshake-timeout', str('tls-handshake-timeout') as string),
+      attestationMs: parsePositive('attestation-timeout', str('attestation-timeout') as string),
+      attestationMinBytesPerSecond: parsePositive(
+        'attestation-min-rate',
+        str('attestation-min-rate') as string,
+      ),
+      verdictMs: parsePositive('verdict-timeout', str('verdict-timeout') as string),
+    },
+    maxUnattestedPerSource: parsePositive(
+      'max-unattested-per-source',
+      str('max-unattested-per-source') as string,
+    ),
+    maxUnattested: parsePositive('max-unattested', str('max-unattested') as string),
+    maxConcurrentVerifications: parseCount(
+      'max-concurrent-verifications',
+      str('max-concurrent-verifications') as string,
+    ),
     logLevel,
   };
 }
@@ -401,6 +488,10 @@ export async function runJoinService(argv: string[], options: JoinServiceRunOpti
       ratePerSecond: flags.ratePerSecond,
       maxConcurrent: flags.maxConcurrent,
       shutdownGraceMs: flags.shutdownGraceMs,
+      atlsDeadlines: flags.atlsDeadlines,
+      maxPendingPerSource: flags.maxUnattestedPerSource,
+      maxPendingHandshakes: flags.maxUnattested,
+      maxConcurrentVerifications: flags.maxConcurrentVerifications,
     },
     ...(flags.denyListPath !== undefined ? { denyListPath: flags.denyListPath } : {}),
     ...(flags.grpcHealthListen !== undefined ? { grpcHealthListen: flags.grpcHealthListen } : {}),

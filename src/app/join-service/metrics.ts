@@ -34,6 +34,11 @@ export class JoinServiceMetrics {
   readonly denyListEntries: Gauge<'kind'>;
   /** Reloads of watched configuration files by file and result. */
   readonly configReloads: Counter<'config' | 'result'>;
+  /** Unattested connections dropped by attested TLS admission, by reason (cap, deadline, peer closed). */
+  readonly atlsDrops: Counter<'reason'>;
+  /** Unattested connections held now, and their source addresses. */
+  readonly atlsUnattested: Gauge<'kind'>;
+  private atlsState: (() => { connections: number; sources: number; verifying: number }) | undefined;
 
   constructor(options: JoinServiceMetricsOptions = {}) {
     const registers = [this.registry];
@@ -74,12 +79,37 @@ export class JoinServiceMetrics {
       labelNames: ['config', 'result'],
       registers,
     });
+    this.atlsDrops = new Counter({
+      name: 'confboot_atls_dropped_connections_total',
+      help: 'Unattested connections dropped before attestation, by reason (source-cap, global-cap, evicted, client-hello-timeout, tls-handshake-timeout, attestation-timeout, verdict-timeout, handshake-timeout, peer-closed)',
+      labelNames: ['reason'],
+      registers,
+    });
+    const metrics = this;
+    this.atlsUnattested = new Gauge({
+      name: 'confboot_atls_unattested',
+      help: 'Attested TLS admission now: unattested connections held (kind=connections), their source addresses (kind=sources), verifications running (kind=verifying)',
+      labelNames: ['kind'],
+      registers,
+      collect() {
+        const s = metrics.atlsState?.();
+        if (s === undefined) return;
+        this.set({ kind: 'connections' }, s.connections);
+        this.set({ kind: 'sources' }, s.sources);
+        this.set({ kind: 'verifying' }, s.verifying);
+      },
+    });
     if (options.processMetrics ?? true) collectDefaultMetrics({ register: this.registry });
   }
 
   /** Counts one request. */
   countRequest(labels: { rpc: JoinRpc; outcome: JoinOutcome; variant: string; reason: string }): void {
     this.joins.inc(labels);
+  }
+
+  /** Reports attested TLS admission state through {@link atlsUnattested} at every scrape. */
+  observeAtls(state: () => { connections: number; sources: number; verifying: number }): void {
+    this.atlsState = state;
   }
 
   /** The Prometheus text exposition. */

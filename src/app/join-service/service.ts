@@ -6,6 +6,7 @@
  * benchmarks (simulated Kubernetes, in-process) build the same service.
  */
 import { Server, ServerCredentials } from '@grpc/grpc-js';
+import type { AtlsDeadlines } from '../../adapters/grpc/atls/admission.js';
 import { createJoinServer } from '../../adapters/grpc/join-server.js';
 import { createPinoLogger } from '../../adapters/log/pino-logger.js';
 import { InMemoryDiskBindings } from '../../adapters/simulated/in-memory-disk-bindings.js';
@@ -61,6 +62,14 @@ export interface JoinServiceLimits {
   maxPendingHandshakes?: number;
   /** Largest attestation document accepted (adapter default 1 MiB). */
   maxDocumentBytes?: number;
+  /** Unattested connections per source address (adapter default 32). */
+  maxPendingPerSource?: number;
+  /** Attestation verifications run at once (adapter default 2 × CPUs). */
+  maxConcurrentVerifications?: number;
+  /** Deadlines of the attested TLS phases that wait for the peer (adapter defaults: a few seconds). */
+  atlsDeadlines?: Partial<AtlsDeadlines>;
+  /** At most one drop summary log line per this interval (adapter default 10 s). */
+  dropLogIntervalMs?: number;
 }
 
 /** Everything {@link startJoinService} needs. */
@@ -255,7 +264,25 @@ export async function startJoinService(options: JoinServiceOptions): Promise<Run
         ? { maxPendingHandshakes: limits.maxPendingHandshakes }
         : {}),
       ...(limits.maxDocumentBytes !== undefined ? { maxDocumentBytes: limits.maxDocumentBytes } : {}),
+      admission: {
+        ...(limits.atlsDeadlines !== undefined ? { deadlines: limits.atlsDeadlines } : {}),
+        ...(limits.maxPendingPerSource !== undefined
+          ? { maxPendingPerSource: limits.maxPendingPerSource }
+          : {}),
+        ...(limits.maxConcurrentVerifications !== undefined
+          ? { maxConcurrentVerifications: limits.maxConcurrentVerifications }
+          : {}),
+        ...(limits.dropLogIntervalMs !== undefined ? { dropLogIntervalMs: limits.dropLogIntervalMs } : {}),
+      },
     });
+    // Drops before attestation (caps, deadlines, peers closing) are counted, and summarised in the
+    // log by the listener (one line per interval); they are not audited one by one.
+    server.tls.onDropped = (_address, reason) => metrics.atlsDrops.inc({ reason });
+    metrics.observeAtls(() => ({
+      connections: server.tls.pendingHandshakes,
+      sources: server.tls.pendingSources,
+      verifying: server.tls.verifying,
+    }));
     // Connections refused by attested TLS never reach a handler; they are audited here.
     server.tls.onRefused = (address, reason) => {
       const check = isAttestationError(reason) ? reason.check : undefined;

@@ -28,7 +28,11 @@ import {
 import { SystemClock } from '../../../src/adapters/system/system-clock.js';
 import { expectedAttestationConfig } from '../../../src/app/demo/boot-measurements.js';
 import { type VariantLookups, validatorBuilder } from '../../../src/app/join-service/production.js';
-import { type RunningJoinService, startJoinService } from '../../../src/app/join-service/service.js';
+import {
+  type JoinServiceLimits,
+  type RunningJoinService,
+  startJoinService,
+} from '../../../src/app/join-service/service.js';
 import type { BootstrapTokens } from '../../../src/ports/bootstrap-tokens.js';
 import type { CertificateAuthority, CsrInfo } from '../../../src/ports/certificate-authority.js';
 import type { DiskBindings } from '../../../src/ports/disk-bindings.js';
@@ -104,6 +108,8 @@ export interface TargetOptions {
   denyList?: { nodes?: string[]; diskUuids?: string[] };
   /** Bound on one attested TLS handshake (default 10 s). */
   handshakeTimeoutMs?: number;
+  /** Further limits (admission caps and deadlines), over the suite's defaults. */
+  limits?: JoinServiceLimits;
   /**
    * The cluster's instances in the (fake) cloud metadata, besides control-plane-0 (127.0.0.2):
    * default [{@link DEFAULT_NODE}] (worker-0 on 127.0.0.1).
@@ -218,7 +224,11 @@ export async function startTarget(options: TargetOptions = {}): Promise<Target> 
       httpListen: { host: '127.0.0.1', port: 0 },
       metrics: { processMetrics: false },
       // Many attacks come from 127.0.0.1 in quick succession; the rate limit is not under test here.
-      limits: { ratePerSecond: 0, handshakeTimeoutMs: options.handshakeTimeoutMs ?? 10_000 },
+      limits: {
+        ratePerSecond: 0,
+        handshakeTimeoutMs: options.handshakeTimeoutMs ?? 10_000,
+        ...options.limits,
+      },
       ...(denyListPath !== undefined ? { denyListPath } : {}),
     });
     stops.push(() => service.close());

@@ -15,7 +15,7 @@ import {
   type Server as TlsServer,
   connect as tlsConnect,
 } from 'node:tls';
-import { ConfbootError } from '../../../ports/errors.js';
+import { AdmissionDrop, PhaseTimer, resolveDeadlines } from './admission.js';
 import { createTlsIdentity, type TlsIdentity } from './certificate.js';
 import {
   type AtlsOptions,
@@ -75,8 +75,8 @@ function handshakeFailed(err: Error): Error {
 }
 
 /** The peer went away before the TLS handshake finished. */
-function closedDuringHandshake(): ConfbootError {
-  return new ConfbootError('unavailable', 'connection closed during the TLS handshake');
+function closedDuringHandshake(): AdmissionDrop {
+  return new AdmissionDrop('peer-closed', 'connection closed during the TLS handshake');
 }
 
 /** TLS options of both ends for `identity`. */
@@ -168,15 +168,18 @@ export async function attestSocket(
   clientIdentity?: TlsIdentity,
 ): Promise<{ socket: TLSSocket; peer: AttestedPeer }> {
   const timeoutMs = options.handshakeTimeoutMs ?? DEFAULT_HANDSHAKE_TIMEOUT_MS;
+  const deadlines = resolveDeadlines(options.deadlines);
   const controller = new AbortController();
   const address = `${raw.remoteAddress}:${raw.remotePort}`;
   let tlsSocket: TLSSocket | undefined;
   const timer = setTimeout(() => {
     controller.abort(
-      new ConfbootError('deadline-exceeded', `attested TLS handshake not completed within ${timeoutMs} ms`),
+      new AdmissionDrop('handshake-timeout', `attested TLS handshake not completed within ${timeoutMs} ms`),
     );
   }, timeoutMs);
   timer.unref();
+  // One phase deadline at a time (TLS handshake, then the server's waits for frames).
+  const phase = new PhaseTimer((drop) => controller.abort(drop));
   const onAbort = () => {
     tlsSocket?.destroy();
     raw.destroy();
@@ -190,13 +193,17 @@ export async function attestSocket(
       const tls = prepared ?? (await prepareServerTls(options));
       identity = tls.identity;
       if (controller.signal.aborted) throw controller.signal.reason;
+      phase.arm('tls-handshake-timeout', deadlines.tlsHandshakeMs, 'completed TLS handshake');
       tlsSocket = await serverHandshake(raw, tls.server, controller.signal);
+      phase.clear();
     } else {
       identity = clientIdentity ?? (await createTlsIdentity(options.clock));
       if (controller.signal.aborted) throw controller.signal.reason;
+      phase.arm('tls-handshake-timeout', deadlines.tlsHandshakeMs, 'completed TLS handshake');
       tlsSocket = tlsConnect({ socket: raw, ...tlsOptionsFor(identity) });
       tlsSocket.on('error', swallow);
       await clientHandshake(tlsSocket, controller.signal);
+      phase.clear();
     }
     tlsSocket.on('error', swallow);
     if (tlsSocket.getProtocol() !== 'TLSv1.3')
@@ -206,7 +213,14 @@ export async function attestSocket(
       );
     if (tlsSocket.alpnProtocol !== ALPN_PROTOCOL)
       throw protocolError('frame-format', `peer did not negotiate ALPN ${ALPN_PROTOCOL}`);
-    const attestation = await exchangeAttestations(tlsSocket, role, identity, options, controller.signal);
+    const attestation = await exchangeAttestations(
+      tlsSocket,
+      role,
+      identity,
+      options,
+      controller.signal,
+      phase,
+    );
     if (controller.signal.aborted) throw controller.signal.reason;
     // The no-op error listeners stay: a reset after the hand-off must not crash the process;
     // grpc-js's HTTP/2 session sees the close and handles it.
@@ -218,6 +232,7 @@ export async function attestSocket(
     throw reason;
   } finally {
     clearTimeout(timer);
+    phase.clear();
     controller.signal.removeEventListener('abort', onAbort);
   }
 }

@@ -17,6 +17,7 @@ import type { Issuer } from '../../../ports/issuer.js';
 import type { AttestationCheck, MeasurementMismatch } from '../../../ports/types.js';
 import type { Validator } from '../../../ports/validator.js';
 import { type Variant, variantFromOid } from '../../../ports/variant.js';
+import { type AtlsDeadlines, type PhaseTimer, resolveDeadlines, type Slots } from './admission.js';
 import { checkPeerCertificate, type TlsIdentity } from './certificate.js';
 import {
   type AttestationFrame,
@@ -24,6 +25,7 @@ import {
   EXPORTER_LABEL,
   encodeAttestationFrame,
   encodeVerdictFrame,
+  FRAME_ATTESTATION,
   FRAME_VERDICT,
   FrameReader,
   NONCE_BYTES,
@@ -49,6 +51,14 @@ export interface AtlsOptions {
   handshakeTimeoutMs?: number;
   /** Largest attestation document accepted from the peer (default and maximum sensible: 1 MiB). */
   maxDocumentBytes?: number;
+  /**
+   * Deadlines of the phases that wait for the peer (defaults DEFAULT_ATLS_DEADLINES, admission.ts).
+   * Both ends bound the TLS handshake; the server also bounds the peer's ATTESTATION frame (with a
+   * bytes-per-second floor) and its VERDICT. `handshakeTimeoutMs` stays the bound on the whole.
+   */
+  deadlines?: Partial<AtlsDeadlines>;
+  /** Server side: the peer's attestation is verified under one of these slots (CPU work). */
+  verificationSlots?: Slots;
 }
 
 /** The peer's validated attestation. */
@@ -177,7 +187,11 @@ export async function exchangeAttestations(
   identity: TlsIdentity,
   options: AtlsOptions,
   signal: AbortSignal,
+  phase?: PhaseTimer,
 ): Promise<PeerAttestation | undefined> {
+  // The server bounds each wait for the client; the client waits for the server's verification.
+  const deadlines =
+    role === 'server' && phase !== undefined ? resolveDeadlines(options.deadlines) : undefined;
   const peerRole: TlsRole = role === 'client' ? 'server' : 'client';
   const ownNonce = exporterNonce(socket, role);
   const peerNonce = exporterNonce(socket, peerRole);
@@ -220,25 +234,50 @@ export async function exchangeAttestations(
   issueFailed.catch(() => {});
 
   try {
-    const firstRead = reader.next();
+    let firstRead: ReturnType<FrameReader['next']>;
+    if (deadlines !== undefined && phase !== undefined) {
+      const started = Date.now();
+      phase.arm('attestation-timeout', deadlines.attestationMs, 'complete ATTESTATION frame from the peer');
+      firstRead = reader.next((type, length) => {
+        if (type !== FRAME_ATTESTATION) return;
+        const ms =
+          deadlines.attestationMs +
+          (length * 1000) / deadlines.attestationMinBytesPerSecond -
+          (Date.now() - started);
+        phase.arm(
+          'attestation-timeout',
+          Math.max(1, ms),
+          `complete ATTESTATION frame of ${length} bytes from the peer`,
+        );
+      });
+    } else firstRead = reader.next();
     firstRead.catch(() => {});
     const first = await Promise.race([firstRead, issueFailed]);
+    phase?.clear();
     if (first.type === FRAME_VERDICT) {
       if (first.accepted)
         throw protocolError('frame-format', 'peer sent a verdict before its attestation frame');
       peerRefused = true;
       throw refusedByPeer(first);
     }
-    const result =
-      validators.length > 0
-        ? await verifyPeerAttestation(first, socket, peerNonce, validators, options.clock, {
-            signal,
-            timeoutInMs,
-          })
-        : undefined;
+    let result: PeerAttestation | undefined;
+    if (validators.length > 0) {
+      // Verification is CPU work: it runs under a slot, taken only now that the frame is here.
+      const release = await options.verificationSlots?.acquire(signal);
+      try {
+        result = await verifyPeerAttestation(first, socket, peerNonce, validators, options.clock, {
+          signal,
+          timeoutInMs,
+        });
+      } finally {
+        release?.();
+      }
+    }
     await sent;
     write(encodeVerdictFrame(true));
+    if (deadlines !== undefined) phase?.arm('verdict-timeout', deadlines.verdictMs, 'VERDICT from the peer');
     const second = await reader.next();
+    phase?.clear();
     if (second.type !== FRAME_VERDICT)
       throw protocolError('frame-format', 'peer sent a second attestation frame instead of its verdict');
     if (!second.accepted) {
@@ -248,6 +287,7 @@ export async function exchangeAttestations(
     await Promise.all(inFlight);
     return result;
   } catch (err) {
+    phase?.clear();
     if (!peerRefused) {
       const reason = err instanceof Error ? err.message : String(err);
       write(encodeVerdictFrame(false, err === issuerError ? 'issuer' : checkOf(err), reason));

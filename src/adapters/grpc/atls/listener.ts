@@ -4,39 +4,53 @@
  * Plaintext clients, TLS clients without attestation and peers that fail a check are closed here,
  * before any byte reaches grpc-js.
  *
- * Handshakes are admitted in FIFO order, at most `maxConcurrentHandshakes` at once: in a burst the
- * event loop finishes the earliest connections first instead of sharing itself among all of them
- * until every one is late. Waiting connections stay accepted (their ClientHello waits in the socket
- * buffer) and their handshake deadline starts when they leave the queue; a connection that waited
- * longer than the handshake timeout, or that its client closed meanwhile, is dropped unhandled.
+ * Admission (admission.ts, docs/atls.md "Admission"): an unattested connection holds no scarce
+ * capacity while the server waits for its bytes. Caps per source address and in total are checked
+ * at accept, where a connection over a cap costs one close of the raw socket; each phase that waits
+ * for the peer (ClientHello, TLS handshake, ATTESTATION frame with a bytes-per-second floor,
+ * VERDICT) has its own deadline; only the verification of a fully received attestation runs under
+ * one of a few slots. Drops are counted through {@link AttestedTlsListener.onDropped} and logged
+ * as one summary line per interval.
  *
  * Once listening, the listener keeps a few server TLS setups (a fresh one-use identity and its
  * tls.Server) prepared in the background, one at a time, so a handshake does not wait for key and
- * certificate generation; each is used for one connection only, and one older than five minutes
- * of clock time is discarded unused.
+ * certificate generation; each is used for one connection only (taken once a ClientHello has
+ * arrived), and one older than five minutes of clock time is discarded unused.
  */
 import { createServer, type Server, type Socket } from 'node:net';
-import { availableParallelism } from 'node:os';
 import type { TLSSocket } from 'node:tls';
 import { isAttestationError, isConfbootError } from '../../../ports/errors.js';
 import type { Logger } from '../../../ports/logger.js';
+import {
+  AdmissionDrop,
+  ConnectionCaps,
+  DEFAULT_MAX_CONCURRENT_VERIFICATIONS,
+  DEFAULT_MAX_PER_SOURCE,
+  DEFAULT_MAX_UNATTESTED,
+  type DropReason,
+  DropSummary,
+  isAdmissionDrop,
+  resolveDeadlines,
+  Slots,
+} from './admission.js';
 import { attestSocket, type PreparedServerTls, prepareServerTls } from './connection.js';
-import { type AtlsOptions, type AttestedPeer, DEFAULT_HANDSHAKE_TIMEOUT_MS } from './exchange.js';
-
-/** Default number of attested handshakes run at once: twice the CPUs (they also wait on I/O). */
-export const DEFAULT_MAX_CONCURRENT_HANDSHAKES = 2 * availableParallelism();
+import type { AtlsOptions, AttestedPeer } from './exchange.js';
 
 /** Options of {@link AttestedTlsListener}. */
 export interface AtlsListenerOptions extends AtlsOptions {
-  /** Logs refused connections (address, check, reason). */
+  /** Logs drops and refusals, as one summary line per `dropLogIntervalMs`. */
   logger?: Logger;
-  /** Connections in handshake or waiting for one beyond this are closed at once (default 4096). */
+  /** Unattested connections in total (default {@link DEFAULT_MAX_UNATTESTED}). */
   maxPendingHandshakes?: number;
+  /** Unattested connections per source address (default {@link DEFAULT_MAX_PER_SOURCE}). */
+  maxPendingPerSource?: number;
   /**
-   * Handshakes run at once; later connections wait in FIFO order (default
-   * {@link DEFAULT_MAX_CONCURRENT_HANDSHAKES}; 0 = no limit).
+   * Attestation verifications run at once (CPU work; default
+   * {@link DEFAULT_MAX_CONCURRENT_VERIFICATIONS}; 0 = no limit). Waiting for the peer holds none.
    */
-  maxConcurrentHandshakes?: number;
+  maxConcurrentVerifications?: number;
+  /** At most one drop summary line per this interval (default 10 s). */
+  dropLogIntervalMs?: number;
   /**
    * Server TLS setups (identity + tls.Server, one use each) kept prepared while listening (default
    * 4; 0 = make each one during its handshake).
@@ -47,12 +61,8 @@ export interface AtlsListenerOptions extends AtlsOptions {
 /** Prepared server TLS older than this (clock time) is discarded unused. */
 export const PREPARED_TLS_MAX_AGE_MS = 5 * 60_000;
 
-/** A connection waiting for its handshake. */
-interface Queued {
-  raw: Socket;
-  address: string;
-  queuedAt: number;
-}
+/** TLS record type of a handshake record (the ClientHello arrives in one). */
+const TLS_HANDSHAKE_RECORD = 0x16;
 
 /** Called for every connection that passed attested TLS. */
 export type AttestedConnectionHandler = (socket: TLSSocket, peer: AttestedPeer) => void;
@@ -60,36 +70,107 @@ export type AttestedConnectionHandler = (socket: TLSSocket, peer: AttestedPeer) 
 /** Called for every connection refused, with the reason. */
 export type RefusedConnectionHandler = (address: string, reason: Error) => void;
 
+/** Called for every connection dropped by admission (a cap, a deadline, the peer closing). */
+export type DroppedConnectionHandler = (address: string, reason: DropReason) => void;
+
+/**
+ * Waits until `raw` holds a complete first TLS record (the ClientHello) without consuming it (the
+ * bytes stay buffered for the TLS socket); resolves at once for a first byte that cannot start
+ * TLS (the handshake then refuses it). Rejects with an {@link AdmissionDrop} on the deadline or
+ * when the peer closes.
+ */
+function awaitClientHello(raw: Socket, ms: number): Promise<void> {
+  return new Promise<void>((resolve, reject) => {
+    const cleanup = () => {
+      clearTimeout(timer);
+      raw.off('readable', check);
+      raw.off('close', onClose);
+      raw.off('end', onClose);
+    };
+    const timer = setTimeout(() => {
+      cleanup();
+      reject(new AdmissionDrop('client-hello-timeout', `no complete ClientHello within ${ms} ms`));
+    }, ms);
+    timer.unref();
+    const onClose = () => {
+      cleanup();
+      reject(new AdmissionDrop('peer-closed', 'connection closed before its ClientHello'));
+    };
+    const check = () => {
+      const buffered = raw.read() as Buffer | null;
+      if (buffered === null) return;
+      raw.unshift(buffered);
+      const complete =
+        buffered[0] !== TLS_HANDSHAKE_RECORD ||
+        (buffered.length >= 5 && buffered.length >= 5 + buffered.readUInt16BE(3));
+      if (!complete) return;
+      cleanup();
+      resolve();
+    };
+    raw.on('readable', check);
+    raw.once('close', onClose);
+    raw.once('end', onClose);
+  });
+}
+
 /** Accepts TCP connections and hands over attested TLS sockets only. */
 export class AttestedTlsListener {
   private readonly options: AtlsListenerOptions;
   private readonly onAttested: AttestedConnectionHandler;
+  private readonly caps: ConnectionCaps;
   private readonly pending = new Set<Socket>();
-  private readonly queue: Queued[] = [];
-  private running = 0;
-  private readonly maxConcurrent: number;
+  /** Sockets the listener closed itself (evicted, or at close): their failure is not a new drop. */
+  private readonly closedByUs = new WeakSet<Socket>();
+  private readonly slots: Slots;
+  private readonly clientHelloMs: number;
+  private readonly summary: DropSummary;
   private readonly ready: PreparedServerTls[] = [];
   private readonly readyTarget: number;
   private filling = false;
   private readonly server: Server;
-  /** Optional observer of refusals (tests, audit). */
+  /** Optional observer of refusals (tests, audit): connections whose attested TLS failed a check. */
   onRefused: RefusedConnectionHandler | undefined;
+  /** Optional observer of admission drops (metrics). */
+  onDropped: DroppedConnectionHandler | undefined;
 
+  /** @throws Error for a cap, slot count or deadline out of range */
   constructor(options: AtlsListenerOptions, onAttested: AttestedConnectionHandler) {
     this.options = options;
     this.onAttested = onAttested;
-    this.maxConcurrent = options.maxConcurrentHandshakes ?? DEFAULT_MAX_CONCURRENT_HANDSHAKES;
-    if (!Number.isInteger(this.maxConcurrent) || this.maxConcurrent < 0)
-      throw new Error(`maxConcurrentHandshakes must be an integer ≥ 0, got ${this.maxConcurrent}`);
+    this.caps = new ConnectionCaps(
+      options.maxPendingPerSource ?? DEFAULT_MAX_PER_SOURCE,
+      options.maxPendingHandshakes ?? DEFAULT_MAX_UNATTESTED,
+    );
+    this.slots = new Slots(options.maxConcurrentVerifications ?? DEFAULT_MAX_CONCURRENT_VERIFICATIONS);
+    this.clientHelloMs = resolveDeadlines(options.deadlines).clientHelloMs;
+    this.summary = new DropSummary({
+      logger: options.logger,
+      ...(options.dropLogIntervalMs !== undefined ? { intervalMs: options.dropLogIntervalMs } : {}),
+    });
     this.readyTarget = options.preparedTls ?? 4;
     if (!Number.isInteger(this.readyTarget) || this.readyTarget < 0)
       throw new Error(`preparedTls must be an integer ≥ 0, got ${this.readyTarget}`);
     this.server = createServer({ noDelay: true }, (raw) => this.accept(raw));
   }
 
-  /** Connections currently in the TLS handshake or the attestation exchange, or waiting for it. */
+  /** Unattested connections held now (waiting for bytes, in the handshake, or being verified). */
   get pendingHandshakes(): number {
     return this.pending.size;
+  }
+
+  /** Source addresses holding unattested connections now. */
+  get pendingSources(): number {
+    return this.caps.sources;
+  }
+
+  /** Verifications running now. */
+  get verifying(): number {
+    return this.slots.inUse;
+  }
+
+  /** Verifications waiting for a slot now. */
+  get verificationsWaiting(): number {
+    return this.slots.waiting;
   }
 
   /** Server TLS setups prepared and not yet used. */
@@ -97,9 +178,9 @@ export class AttestedTlsListener {
     return this.ready.length;
   }
 
-  /** Connections accepted and waiting for a handshake slot. */
-  get queuedHandshakes(): number {
-    return this.queue.length;
+  /** Drop summary lines logged so far. */
+  get dropLogLines(): number {
+    return this.summary.lines;
   }
 
   /** Listens on `host:port` (port 0 = any free port); resolves with the bound port. */
@@ -108,7 +189,7 @@ export class AttestedTlsListener {
       const onError = (err: Error) =>
         reject(new Error(`attested TLS listen on ${host}:${port}: ${err.message}`));
       this.server.once('error', onError);
-      this.server.listen(port, host, () => {
+      this.server.listen({ port, host, backlog: 4096 }, () => {
         this.server.off('error', onError);
         const addr = this.server.address();
         resolve(addr !== null && typeof addr === 'object' ? addr.port : port);
@@ -119,10 +200,14 @@ export class AttestedTlsListener {
 
   /** Stops accepting and closes every connection still in its handshake. */
   close(): Promise<void> {
-    for (const s of this.pending) s.destroy();
+    for (const s of this.pending) {
+      this.closedByUs.add(s);
+      s.destroy();
+    }
     this.pending.clear();
-    this.queue.length = 0;
+    this.caps.clear();
     this.ready.length = 0;
+    this.summary.flush();
     return new Promise((resolve) => {
       if (!this.server.listening) {
         resolve();
@@ -132,47 +217,53 @@ export class AttestedTlsListener {
     });
   }
 
-  private accept(raw: Socket): void {
-    const address = `${raw.remoteAddress}:${raw.remotePort}`;
-    raw.on('error', () => {});
-    if (this.pending.size >= (this.options.maxPendingHandshakes ?? 4096)) {
-      this.options.logger?.warn('Refused connection: too many pending attested TLS handshakes', {
-        peer: address,
-      });
-      raw.destroy();
-      return;
-    }
-    this.pending.add(raw);
-    if (this.maxConcurrent === 0 || this.running < this.maxConcurrent) {
-      this.handshake(raw, address);
-      return;
-    }
-    // Closed while waiting: leave the queue entry, it is skipped when its turn comes.
-    raw.once('close', () => this.pending.delete(raw));
-    this.queue.push({ raw, address, queuedAt: Date.now() });
+  private drop(address: string, reason: DropReason): void {
+    this.summary.add(reason, sourceOf(address));
+    this.onDropped?.(address, reason);
   }
 
-  /** Starts the next waiting handshakes while slots are free. */
-  private next(): void {
-    const maxWaitMs = this.options.handshakeTimeoutMs ?? DEFAULT_HANDSHAKE_TIMEOUT_MS;
-    while (this.running < this.maxConcurrent) {
-      const q = this.queue.shift();
-      if (q === undefined) return;
-      if (q.raw.destroyed || !this.pending.has(q.raw)) {
-        this.pending.delete(q.raw);
-        continue;
-      }
-      if (Date.now() - q.queuedAt > maxWaitMs) {
-        this.pending.delete(q.raw);
-        q.raw.destroy();
-        this.options.logger?.warn('Refused connection: waited too long for an attested TLS handshake', {
-          peer: q.address,
-          waitedMs: Date.now() - q.queuedAt,
-        });
-        continue;
-      }
-      this.handshake(q.raw, q.address);
+  private accept(raw: Socket): void {
+    const address = `${raw.remoteAddress}:${raw.remotePort}`;
+    const source = raw.remoteAddress ?? '';
+    raw.on('error', () => {});
+    const admission = this.caps.admit(source, raw);
+    if (!admission.admitted) {
+      // Refused before any TLS: one close, no buffers, no identity.
+      raw.destroy();
+      this.drop(address, admission.reason);
+      return;
     }
+    if (admission.evicted !== undefined) {
+      const victim = admission.evicted;
+      this.closedByUs.add(victim);
+      this.pending.delete(victim);
+      this.drop(`${victim.remoteAddress}:${victim.remotePort}`, 'evicted');
+      victim.destroy();
+    }
+    this.pending.add(raw);
+    let released = false;
+    const release = () => {
+      if (released) return;
+      released = true;
+      this.pending.delete(raw);
+      this.caps.release(source, raw);
+    };
+    raw.once('close', release);
+    awaitClientHello(raw, this.clientHelloMs).then(
+      () => {
+        if (raw.destroyed || !this.pending.has(raw)) {
+          release();
+          return;
+        }
+        this.handshake(raw, address, release);
+      },
+      (err: unknown) => {
+        release();
+        raw.destroy();
+        if (this.closedByUs.has(raw)) return;
+        this.drop(address, isAdmissionDrop(err) ? err.reason : 'peer-closed');
+      },
+    );
   }
 
   /** A prepared server TLS setup that is still fresh, if one is ready; starts a refill. */
@@ -212,16 +303,10 @@ export class AttestedTlsListener {
       });
   }
 
-  private handshake(raw: Socket, address: string): void {
-    this.running++;
-    const done = () => {
-      this.running--;
-      this.pending.delete(raw);
-      this.next();
-    };
-    attestSocket(raw, 'server', this.options, this.takePrepared()).then(
+  private handshake(raw: Socket, address: string, release: () => void): void {
+    attestSocket(raw, 'server', { ...this.options, verificationSlots: this.slots }, this.takePrepared()).then(
       ({ socket, peer }) => {
-        done();
+        release();
         if (!this.server.listening) {
           socket.destroy();
           return;
@@ -229,14 +314,26 @@ export class AttestedTlsListener {
         this.onAttested(socket, peer);
       },
       (err: unknown) => {
-        done();
+        release();
+        if (this.closedByUs.has(raw)) return;
+        if (isAdmissionDrop(err)) {
+          this.drop(address, err.reason);
+          return;
+        }
         const error = err instanceof Error ? err : new Error(String(err));
         const fields: Record<string, unknown> = { peer: address, reason: error.message };
         if (isAttestationError(err)) fields.check = err.check;
         else if (isConfbootError(err)) fields.code = err.code;
-        this.options.logger?.warn('Refused attested TLS connection', fields);
+        this.options.logger?.debug('Refused attested TLS connection', fields);
+        this.summary.add(isAttestationError(err) ? `refused:${err.check}` : 'refused', sourceOf(address));
         this.onRefused?.(address, error);
       },
     );
   }
+}
+
+/** The address part of `ip:port`. */
+function sourceOf(address: string): string {
+  const i = address.lastIndexOf(':');
+  return i > 0 ? address.slice(0, i) : address;
 }

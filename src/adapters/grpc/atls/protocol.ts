@@ -9,7 +9,8 @@
  * VERDICT body:     status u8 (0 accept, 1 deny) | check length u8 | check (ASCII) | reason (UTF-8, rest)
  */
 import type { Readable } from 'node:stream';
-import { AttestationError, ConfbootError } from '../../../ports/errors.js';
+import { AttestationError } from '../../../ports/errors.js';
+import { AdmissionDrop } from './admission.js';
 
 /** First four bytes of every frame: ASCII "CBAT" (ConfBoot ATtested). */
 export const FRAME_MAGIC = Buffer.from('CBAT', 'ascii');
@@ -132,8 +133,12 @@ export class FrameReader {
     this.maxDocumentBytes = Math.min(maxDocumentBytes, DEFAULT_MAX_DOCUMENT_BYTES * 64);
   }
 
-  /** Reads the next whole frame. Rejects with an AttestationError (`frame-format`, `frame-size`) or a closed-connection error. */
-  async next(): Promise<Frame> {
+  /**
+   * Reads the next whole frame. Rejects with an AttestationError (`frame-format`, `frame-size`) or
+   * a closed-connection error. `onHeader` sees a valid header's type and body length before the
+   * body is read (the listener sizes the frame's deadline from it).
+   */
+  async next(onHeader?: (type: number, bodyLength: number) => void): Promise<Frame> {
     const h = await this.readExactly(FRAME_HEADER_BYTES, 'frame header');
     if (!h.subarray(0, 4).equals(FRAME_MAGIC))
       throw protocolError(
@@ -158,6 +163,7 @@ export class FrameReader {
       throw protocolError('frame-format', `unknown frame type 0x${type.toString(16).padStart(2, '0')}`);
     if (length > limit)
       throw protocolError('frame-size', `frame of ${length} bytes exceeds the limit of ${limit} bytes`);
+    onHeader?.(type, length);
     const body = length === 0 ? Buffer.alloc(0) : await this.readExactly(length, 'frame body');
     return decodeBody(type, body);
   }
@@ -183,13 +189,13 @@ export class FrameReader {
           );
         else
           reject(
-            new ConfbootError('unavailable', `connection closed by the peer while waiting for the ${what}`),
+            new AdmissionDrop('peer-closed', `connection closed by the peer while waiting for the ${what}`),
           );
       };
       const onError = (err: Error) => {
         cleanup();
         reject(
-          new ConfbootError('unavailable', `connection failed while reading the ${what}: ${err.message}`),
+          new AdmissionDrop('peer-closed', `connection failed while reading the ${what}: ${err.message}`),
         );
       };
       const attempt = () => {

@@ -1,0 +1,334 @@
+/**
+ * Admission of unauthenticated connections to the attested TLS listener (adapter layer,
+ * src/adapters/grpc/atls). Nothing here is held while the server waits for a peer's bytes:
+ *
+ * - {@link ConnectionCaps} bounds connections that are not attested yet, per source address and in
+ *   total. A connection over the per-source cap is refused at accept; at the global cap the oldest
+ *   connection of the source holding the most is closed instead (max-min fairness), so a source with
+ *   fewer connections than the heaviest one is never refused for the global cap.
+ * - Every phase that waits for the peer has its own deadline ({@link AtlsDeadlines}); a
+ *   {@link PhaseTimer} arms one at a time.
+ * - {@link Slots} is the one scarce resource: CPU work for a connection (verifying its attestation)
+ *   runs under a slot, taken after the peer's frame has fully arrived.
+ * - {@link DropSummary} turns drops into one log line per interval, so logs never amplify an attack.
+ * See docs/atls.md ("Admission").
+ */
+import type { Socket } from 'node:net';
+import { availableParallelism } from 'node:os';
+import { ConfbootError, type ConfbootErrorCode } from '../../../ports/errors.js';
+import type { Logger } from '../../../ports/logger.js';
+
+/** Why the listener dropped a connection before it was attested (a metrics label value). */
+export type DropReason =
+  /** The source address already holds the per-source number of unattested connections. */
+  | 'source-cap'
+  /** The global cap was reached and the new connection's source holds the most connections. */
+  | 'global-cap'
+  /** Closed to make room at the global cap: its source held the most connections. */
+  | 'evicted'
+  /** No complete first TLS record (the ClientHello) within its deadline. */
+  | 'client-hello-timeout'
+  /** The TLS handshake did not finish within its deadline. */
+  | 'tls-handshake-timeout'
+  /** The peer's ATTESTATION frame did not arrive within its deadline (base + size ÷ floor). */
+  | 'attestation-timeout'
+  /** The peer's VERDICT did not arrive within its deadline. */
+  | 'verdict-timeout'
+  /** The whole exchange (including verification) exceeded the overall handshake bound. */
+  | 'handshake-timeout'
+  /** The peer closed the connection before it was attested. */
+  | 'peer-closed';
+
+/** Every {@link DropReason}, in a stable order. */
+export const DROP_REASONS: readonly DropReason[] = [
+  'source-cap',
+  'global-cap',
+  'evicted',
+  'client-hello-timeout',
+  'tls-handshake-timeout',
+  'attestation-timeout',
+  'verdict-timeout',
+  'handshake-timeout',
+  'peer-closed',
+];
+
+/** Deadlines of the phases in which the server waits for the peer, in ms. */
+export interface AtlsDeadlines {
+  /** From accept to a complete first TLS record (the ClientHello). */
+  clientHelloMs: number;
+  /** From the ClientHello to the end of the TLS handshake (client side: from TCP connect). */
+  tlsHandshakeMs: number;
+  /** From the end of the TLS handshake to the peer's whole ATTESTATION frame, plus the size floor. */
+  attestationMs: number;
+  /**
+   * Bytes-per-second floor for the ATTESTATION frame body: a frame announcing L bytes gets
+   * `attestationMs + L ÷ floor` in total.
+   */
+  attestationMinBytesPerSecond: number;
+  /** From sending our VERDICT to receiving the peer's. */
+  verdictMs: number;
+}
+
+/** Default phase deadlines: a few seconds each; an honest peer needs milliseconds. */
+export const DEFAULT_ATLS_DEADLINES: Readonly<AtlsDeadlines> = Object.freeze({
+  clientHelloMs: 5_000,
+  tlsHandshakeMs: 5_000,
+  attestationMs: 10_000,
+  attestationMinBytesPerSecond: 64 * 1024,
+  verdictMs: 5_000,
+});
+
+/** Default unattested connections per source address. */
+export const DEFAULT_MAX_PER_SOURCE = 32;
+/** Default unattested connections in total. */
+export const DEFAULT_MAX_UNATTESTED = 2048;
+/** Default attestation verifications run at once: twice the CPUs. */
+export const DEFAULT_MAX_CONCURRENT_VERIFICATIONS = 2 * availableParallelism();
+
+/** Checks `deadlines` (merged over the defaults) and returns them complete. */
+export function resolveDeadlines(deadlines: Partial<AtlsDeadlines> | undefined): AtlsDeadlines {
+  const d = { ...DEFAULT_ATLS_DEADLINES, ...deadlines };
+  for (const [k, v] of Object.entries(d))
+    if (!Number.isFinite(v) || v <= 0) throw new Error(`attested TLS deadline ${k} must be > 0, got ${v}`);
+  return d;
+}
+
+/** A connection dropped by admission: a cap, a phase deadline, or the peer going away. */
+export class AdmissionDrop extends ConfbootError {
+  override readonly name = 'AdmissionDrop';
+  constructor(
+    readonly reason: DropReason,
+    message: string,
+  ) {
+    super(codeOf(reason), message);
+  }
+}
+
+function codeOf(reason: DropReason): ConfbootErrorCode {
+  if (reason === 'source-cap' || reason === 'global-cap' || reason === 'evicted') return 'resource-exhausted';
+  if (reason === 'peer-closed') return 'unavailable';
+  return 'deadline-exceeded';
+}
+
+/** Type guard for {@link AdmissionDrop}. */
+export function isAdmissionDrop(err: unknown): err is AdmissionDrop {
+  return err instanceof AdmissionDrop;
+}
+
+/** One phase deadline at a time; expiry calls `onExpire` once with an {@link AdmissionDrop}. */
+export class PhaseTimer {
+  private timer: ReturnType<typeof setTimeout> | undefined;
+  constructor(private readonly onExpire: (drop: AdmissionDrop) => void) {}
+
+  /** Replaces the running deadline with `ms` from now. */
+  arm(reason: DropReason, ms: number, what: string): void {
+    this.clear();
+    this.timer = setTimeout(() => {
+      this.timer = undefined;
+      this.onExpire(new AdmissionDrop(reason, `no ${what} within ${Math.round(ms)} ms`));
+    }, ms);
+    this.timer.unref();
+  }
+
+  /** Stops the running deadline, if any. */
+  clear(): void {
+    if (this.timer !== undefined) clearTimeout(this.timer);
+    this.timer = undefined;
+  }
+}
+
+/** A slot holder's release function (idempotent). */
+export type Release = () => void;
+
+/** A FIFO semaphore for CPU work; waiters leave when their signal aborts. */
+export class Slots {
+  private active = 0;
+  private readonly waiters: Array<{ grant: (r: Release) => void }> = [];
+
+  /** `max` = 0: no limit. */
+  constructor(readonly max: number) {
+    if (!Number.isInteger(max) || max < 0)
+      throw new Error(`concurrent verifications must be an integer ≥ 0, got ${max}`);
+  }
+
+  /** Slots in use. */
+  get inUse(): number {
+    return this.active;
+  }
+
+  /** Waiting for a slot. */
+  get waiting(): number {
+    return this.waiters.length;
+  }
+
+  /** Takes a slot, waiting in FIFO order; rejects with the signal's reason when it aborts. */
+  acquire(signal: AbortSignal): Promise<Release> {
+    if (signal.aborted) return Promise.reject(signal.reason);
+    if (this.max === 0 || this.active < this.max) {
+      this.active++;
+      return Promise.resolve(this.releaser());
+    }
+    return new Promise((resolve, reject) => {
+      const waiter = {
+        grant: (r: Release) => {
+          signal.removeEventListener('abort', onAbort);
+          resolve(r);
+        },
+      };
+      const onAbort = () => {
+        const i = this.waiters.indexOf(waiter);
+        if (i >= 0) this.waiters.splice(i, 1);
+        reject(signal.reason);
+      };
+      signal.addEventListener('abort', onAbort, { once: true });
+      this.waiters.push(waiter);
+    });
+  }
+
+  private releaser(): Release {
+    let done = false;
+    return () => {
+      if (done) return;
+      done = true;
+      const next = this.waiters.shift();
+      if (next === undefined) this.active--;
+      else next.grant(this.releaser());
+    };
+  }
+}
+
+/** What {@link ConnectionCaps.admit} decided. */
+export type Admission =
+  | { admitted: true; evicted?: Socket }
+  | { admitted: false; reason: 'source-cap' | 'global-cap' };
+
+/** Unattested connections per source address and in total. */
+export class ConnectionCaps {
+  private readonly bySource = new Map<string, Set<Socket>>();
+  private total = 0;
+
+  constructor(
+    readonly maxPerSource: number,
+    readonly maxTotal: number,
+  ) {
+    if (!Number.isInteger(maxPerSource) || maxPerSource < 1)
+      throw new Error(`unattested connections per source must be an integer ≥ 1, got ${maxPerSource}`);
+    if (!Number.isInteger(maxTotal) || maxTotal < 1)
+      throw new Error(`unattested connections in total must be an integer ≥ 1, got ${maxTotal}`);
+  }
+
+  /** Unattested connections held now. */
+  get size(): number {
+    return this.total;
+  }
+
+  /** Source addresses holding unattested connections now. */
+  get sources(): number {
+    return this.bySource.size;
+  }
+
+  /**
+   * Admits `socket` from `source`, or refuses it. At the global cap, the oldest connection of the
+   * source holding the most is evicted (returned; the caller closes it) when that source holds more
+   * than `source` would after admission; otherwise the new connection is refused.
+   */
+  admit(source: string, socket: Socket): Admission {
+    const own = this.bySource.get(source);
+    const ownCount = own?.size ?? 0;
+    if (ownCount >= this.maxPerSource) return { admitted: false, reason: 'source-cap' };
+    let evicted: Socket | undefined;
+    if (this.total >= this.maxTotal) {
+      let heaviest: [string, Set<Socket>] | undefined;
+      for (const entry of this.bySource)
+        if (heaviest === undefined || entry[1].size > heaviest[1].size) heaviest = entry;
+      if (heaviest === undefined || heaviest[1].size <= ownCount + 1)
+        return { admitted: false, reason: 'global-cap' };
+      evicted = heaviest[1].values().next().value as Socket;
+      this.release(heaviest[0], evicted);
+    }
+    let set = own;
+    if (set === undefined) {
+      set = new Set();
+      this.bySource.set(source, set);
+    }
+    set.add(socket);
+    this.total++;
+    return evicted === undefined ? { admitted: true } : { admitted: true, evicted };
+  }
+
+  /** Forgets `socket` (attested, dropped or closed); idempotent. */
+  release(source: string, socket: Socket): void {
+    const set = this.bySource.get(source);
+    if (set === undefined || !set.delete(socket)) return;
+    this.total--;
+    if (set.size === 0) this.bySource.delete(source);
+  }
+
+  /** Forgets everything. */
+  clear(): void {
+    this.bySource.clear();
+    this.total = 0;
+  }
+}
+
+/** Options of {@link DropSummary}. */
+export interface DropSummaryOptions {
+  logger: Logger | undefined;
+  /** One summary line at most per interval (default 10 s). */
+  intervalMs?: number;
+}
+
+/** Default interval of drop summary lines. */
+export const DEFAULT_DROP_LOG_INTERVAL_MS = 10_000;
+
+/**
+ * Counts drops and refusals and writes them as at most one warn line per interval: counts by reason
+ * and the (at most five) sources with the most, never one line per connection.
+ */
+export class DropSummary {
+  private readonly counts = new Map<string, number>();
+  private readonly sources = new Map<string, number>();
+  private timer: ReturnType<typeof setTimeout> | undefined;
+  private readonly intervalMs: number;
+  private lastLineMs = Number.NEGATIVE_INFINITY;
+  /** Summary lines written so far. */
+  lines = 0;
+
+  constructor(private readonly options: DropSummaryOptions) {
+    this.intervalMs = options.intervalMs ?? DEFAULT_DROP_LOG_INTERVAL_MS;
+  }
+
+  /** Records one dropped or refused connection from `source`. */
+  add(reason: string, source: string): void {
+    this.counts.set(reason, (this.counts.get(reason) ?? 0) + 1);
+    if (this.sources.has(source) || this.sources.size < 1000)
+      this.sources.set(source, (this.sources.get(source) ?? 0) + 1);
+    if (this.timer !== undefined) return;
+    const wait = Math.max(0, this.lastLineMs + this.intervalMs - Date.now());
+    this.timer = setTimeout(() => this.flush(), wait);
+    this.timer.unref();
+  }
+
+  /** Writes the pending summary now (also at close). */
+  flush(): void {
+    if (this.timer !== undefined) clearTimeout(this.timer);
+    this.timer = undefined;
+    if (this.counts.size === 0) return;
+    const byReason = Object.fromEntries([...this.counts].sort((a, b) => b[1] - a[1]));
+    const total = [...this.counts.values()].reduce((a, b) => a + b, 0);
+    const top = [...this.sources]
+      .sort((a, b) => b[1] - a[1])
+      .slice(0, 5)
+      .map(([s, n]) => `${s} (${n})`);
+    this.counts.clear();
+    this.sources.clear();
+    this.lastLineMs = Date.now();
+    this.lines++;
+    this.options.logger?.warn('Dropped or refused unattested connections (summary)', {
+      total,
+      byReason,
+      topSources: top,
+      intervalMs: this.intervalMs,
+    });
+  }
+}

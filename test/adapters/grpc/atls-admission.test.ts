@@ -1,0 +1,211 @@
+/**
+ * Attested TLS admission (admission.ts, listener.ts) on real loopback TLS with the test-only dummy
+ * attestation: the caps per source and in total (with eviction of the heaviest source's oldest
+ * connection), the FIFO verification slots, the drop summary, and the phase deadlines that need a
+ * hand-made client: the ATTESTATION frame's bytes-per-second floor and the VERDICT deadline.
+ * Deadline cases assert which reason a connection was dropped or refused with, never when.
+ */
+import { createHash } from 'node:crypto';
+import type { Socket } from 'node:net';
+import type { TLSSocket } from 'node:tls';
+import { afterEach, describe, expect, it } from 'vitest';
+import {
+  ConnectionCaps,
+  type DropReason,
+  DropSummary,
+  Slots,
+} from '../../../src/adapters/grpc/atls/admission.js';
+import { exporterNonce } from '../../../src/adapters/grpc/atls/exchange.js';
+import { AttestedTlsListener } from '../../../src/adapters/grpc/atls/listener.js';
+import {
+  encodeAttestationFrame,
+  FRAME_ATTESTATION,
+  FRAME_HEADER_BYTES,
+} from '../../../src/adapters/grpc/atls/protocol.js';
+import { DummyIssuer, DummyValidator } from '../../support/dummy-attestation.js';
+import { rawTlsClient } from '../../support/raw-atls-client.js';
+import { clock } from './helpers.js';
+
+const cleanups: Array<() => unknown> = [];
+afterEach(async () => {
+  for (const c of cleanups.splice(0).reverse()) await c();
+});
+
+const sock = () => ({}) as Socket;
+
+describe('ConnectionCaps', () => {
+  it('refuses a source at its cap, and others still get in', () => {
+    const caps = new ConnectionCaps(2, 10);
+    expect(caps.admit('a', sock()).admitted).toBe(true);
+    expect(caps.admit('a', sock()).admitted).toBe(true);
+    expect(caps.admit('a', sock())).toEqual({ admitted: false, reason: 'source-cap' });
+    expect(caps.admit('b', sock()).admitted).toBe(true);
+    expect([caps.size, caps.sources]).toEqual([3, 2]);
+  });
+
+  it('at the global cap evicts the oldest connection of the heaviest source for a lighter one', () => {
+    const caps = new ConnectionCaps(10, 4);
+    const first = sock();
+    caps.admit('heavy', first);
+    caps.admit('heavy', sock());
+    caps.admit('heavy', sock());
+    caps.admit('light', sock());
+    const r = caps.admit('new', sock());
+    expect(r).toEqual({ admitted: true, evicted: first });
+    expect(caps.size).toBe(4);
+    // Now heavy 2, light 1, new 1: a second connection of "new" would make it 2 — not lighter.
+    expect(caps.admit('new', sock())).toEqual({ admitted: false, reason: 'global-cap' });
+  });
+
+  it('release forgets a connection once (idempotent)', () => {
+    const caps = new ConnectionCaps(1, 1);
+    const s = sock();
+    caps.admit('a', s);
+    caps.release('a', s);
+    caps.release('a', s);
+    expect([caps.size, caps.sources]).toEqual([0, 0]);
+    expect(() => new ConnectionCaps(0, 1)).toThrow(/per source/);
+    expect(() => new ConnectionCaps(1, 0.5)).toThrow(/in total/);
+  });
+});
+
+describe('Slots', () => {
+  it('grants in FIFO order and lets an aborted waiter leave', async () => {
+    const slots = new Slots(1);
+    const order: string[] = [];
+    const first = await slots.acquire(new AbortController().signal);
+    const gone = new AbortController();
+    const waiting = [
+      slots.acquire(gone.signal).then(
+        () => order.push('aborted one granted'),
+        () => order.push('aborted one left'),
+      ),
+      slots.acquire(new AbortController().signal).then((r) => {
+        order.push('second');
+        r();
+      }),
+    ];
+    expect(slots.waiting).toBe(2);
+    gone.abort(new Error('gone'));
+    first();
+    first();
+    await Promise.all(waiting);
+    expect(order).toEqual(['aborted one left', 'second']);
+    expect([slots.inUse, slots.waiting]).toEqual([0, 0]);
+  });
+});
+
+describe('DropSummary', () => {
+  it('writes one line for many drops, with counts by reason and the top sources', () => {
+    const lines: Array<Record<string, unknown> | undefined> = [];
+    const logger = { warn: (_m: string, f?: Record<string, unknown>) => lines.push(f) } as never;
+    const summary = new DropSummary({ logger, intervalMs: 60_000 });
+    for (let i = 0; i < 500; i++) summary.add('source-cap', '127.0.0.9');
+    summary.add('client-hello-timeout', '127.0.0.8');
+    expect(lines).toHaveLength(0);
+    summary.flush();
+    summary.flush();
+    expect(lines).toEqual([
+      expect.objectContaining({
+        total: 501,
+        byReason: { 'source-cap': 500, 'client-hello-timeout': 1 },
+        topSources: ['127.0.0.9 (500)', '127.0.0.8 (1)'],
+      }),
+    ]);
+  });
+});
+
+async function listen(deadlines: Record<string, number>) {
+  const dropped: DropReason[] = [];
+  const refused: Error[] = [];
+  const listener = new AttestedTlsListener(
+    { validators: [new DummyValidator()], clock, deadlines },
+    (socket) => cleanups.push(() => socket.destroy()),
+  );
+  listener.onDropped = (_a, reason) => dropped.push(reason);
+  listener.onRefused = (_a, reason) => refused.push(reason);
+  const port = await listener.listen('127.0.0.1', 0);
+  cleanups.push(() => listener.close());
+  return { port, dropped, refused, listener };
+}
+
+async function until(cond: () => boolean, what: string): Promise<void> {
+  const end = Date.now() + 10_000;
+  while (!cond()) {
+    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 10));
+  }
+}
+
+function spkiHash(socket: TLSSocket): Uint8Array {
+  const cert = socket.getX509Certificate();
+  if (cert === undefined) throw new Error('no local certificate');
+  return new Uint8Array(
+    createHash('sha256')
+      .update(cert.publicKey.export({ type: 'spki', format: 'der' }))
+      .digest(),
+  );
+}
+
+describe('phase deadlines of the attestation exchange', () => {
+  it('a large ATTESTATION frame gets its size ÷ the floor on top of the base deadline: a body that arrives after the base deadline is still verified', async () => {
+    // Base 300 ms, floor 500 B/s, 2,000-byte body: 4.3 s in all; the body comes after ~1 s.
+    const { port, dropped, refused } = await listen({
+      attestationMs: 300,
+      attestationMinBytesPerSecond: 500,
+    });
+    const { socket } = await rawTlsClient(port);
+    cleanups.push(() => socket.destroy());
+    const frame = encodeAttestationFrame('1.3.9900.1.1', new Uint8Array(2000 - 1 - 12).fill(0x41));
+    socket.write(frame.subarray(0, FRAME_HEADER_BYTES + 10));
+    await new Promise((r) => setTimeout(r, 1_000));
+    socket.write(frame.subarray(FRAME_HEADER_BYTES + 10));
+    await until(() => refused.length + dropped.length > 0, 'the outcome');
+    // Verified (and refused as a bad document), not dropped for time.
+    expect(dropped).toEqual([]);
+    expect(refused[0]?.message).not.toMatch(/within/);
+    expect(frame.readUInt8(5)).toBe(FRAME_ATTESTATION);
+  });
+
+  it('a frame whose body stalls below the floor is dropped with attestation-timeout', async () => {
+    const { port, dropped, refused } = await listen({
+      attestationMs: 300,
+      attestationMinBytesPerSecond: 100_000,
+    });
+    const { socket } = await rawTlsClient(port);
+    cleanups.push(() => socket.destroy());
+    const frame = encodeAttestationFrame('1.3.9900.1.1', new Uint8Array(10_000));
+    socket.write(frame.subarray(0, 100));
+    await until(() => dropped.length > 0, 'the drop');
+    expect(dropped).toEqual(['attestation-timeout']);
+    expect(refused).toEqual([]);
+  });
+
+  it('a client that attests and never sends its VERDICT is dropped with verdict-timeout', async () => {
+    const { port, dropped, refused, listener } = await listen({ verdictMs: 300 });
+    const { socket } = await rawTlsClient(port);
+    cleanups.push(() => socket.destroy());
+    const doc = await new DummyIssuer().issue(spkiHash(socket), exporterNonce(socket, 'client'));
+    socket.write(encodeAttestationFrame(new DummyIssuer().oid, doc));
+    await until(() => dropped.length > 0, 'the drop');
+    expect(dropped).toEqual(['verdict-timeout']);
+    expect(refused).toEqual([]);
+    expect(listener.pendingHandshakes).toBe(0);
+  });
+
+  it('a source over its cap is closed before TLS and counted', async () => {
+    const dropped: DropReason[] = [];
+    const listener = new AttestedTlsListener(
+      { validators: [new DummyValidator()], clock, maxPendingPerSource: 1 },
+      () => {},
+    );
+    listener.onDropped = (_a, r) => dropped.push(r);
+    const port = await listener.listen('127.0.0.1', 0);
+    cleanups.push(() => listener.close());
+    const { socket } = await rawTlsClient(port);
+    cleanups.push(() => socket.destroy());
+    await expect(rawTlsClient(port)).rejects.toThrow(/closed during the TLS handshake/);
+    expect(dropped).toEqual(['source-cap']);
+    expect(listener.pendingHandshakes).toBe(1);
+  });
+});
