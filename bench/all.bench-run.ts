@@ -8,7 +8,8 @@
  * CONFBOOT_BENCH_P1_ROUNDS (3), CONFBOOT_BENCH_P1_ROUND_MS (3000), CONFBOOT_BENCH_P3_NODES (100),
  * CONFBOOT_BENCH_P3_HEADSTART_MS (15000), CONFBOOT_BENCH_P4_RUNS (7), CONFBOOT_BENCH_P2_LARGE_NODES
  * (10000; the scaling row P2L), CONFBOOT_BENCH_P2_NOCAP=1 (also
- * run P2 with the concurrency cap off), CONFBOOT_BENCH_CPU_PROF=<dir> (CPU profiles of the children).
+ * run P2 with the concurrency cap off), CONFBOOT_BENCH_CPU_PROF=<dir> (CPU profiles of the children),
+ * CONFBOOT_BENCH_KEEP_LOGS=1 (keep the children's logs and print where).
  */
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -72,7 +73,9 @@ describe.sequential('confboot benchmarks (issue 7)', () => {
     }
     if (!only?.includes('RENDER')) process.stdout.write(`\n${renderMarkdown(results)}\n`);
     await cluster?.close();
-    if (logDir) rmSync(logDir, { recursive: true, force: true });
+    if (logDir && process.env.CONFBOOT_BENCH_KEEP_LOGS === '1')
+      process.stdout.write(`bench: service logs kept in ${logDir}\n`);
+    else if (logDir) rmSync(logDir, { recursive: true, force: true });
   });
 
   runIf('P5')('P5: vTPM validation ÷ raw crypto floor', async () => {

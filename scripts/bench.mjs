@@ -90,7 +90,11 @@ async function bundle() {
     format: 'esm',
     platform: 'node',
     target: 'node20',
+    // ESM builds first: @peculiar/x509's CommonJS build, loaded through a dynamic import, would
+    // come back without its named exports.
+    mainFields: ['module', 'main'],
     minifyWhitespace: true,
+    minifySyntax: true,
     legalComments: 'none',
     logLevel: 'warning',
     banner: {
