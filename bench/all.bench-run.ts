@@ -2,18 +2,21 @@
  * `npm run bench` (scripts/bench.mjs runs this file through bench/vitest.bench.config.ts): P5, P4,
  * P1, P2 and P3 of issue 7, one after the other, each side by side with its baseline. A full run
  * writes bench/results.json and BENCHMARKS.md. CONFBOOT_BENCH_ONLY=P1,P5 (say) runs a subset and
- * writes bench/results.partial.json only (parts: P1 P2 P3 P4 P5 P6 STAGES); CONFBOOT_BENCH_ONLY=RENDER
+ * writes bench/results.partial.json only (parts: P1 P2 P2L P3 P4 P5 P6 STAGES HEADROOM); CONFBOOT_BENCH_ONLY=RENDER
  * only re-renders BENCHMARKS.md from bench/results.json (after editing bench/analysis.md). Nothing here asserts a time: the numbers are the output.
  * Knobs (defaults): CONFBOOT_BENCH_NODES (1000), CONFBOOT_BENCH_CONCURRENCY (8),
  * CONFBOOT_BENCH_P1_ROUNDS (3), CONFBOOT_BENCH_P1_ROUND_MS (3000), CONFBOOT_BENCH_P3_NODES (100),
- * CONFBOOT_BENCH_P3_HEADSTART_MS (15000), CONFBOOT_BENCH_P4_RUNS (7), CONFBOOT_BENCH_P2_NOCAP=1 (also
- * run P2 with the concurrency cap off), CONFBOOT_BENCH_CPU_PROF=<dir> (CPU profiles of the children).
+ * CONFBOOT_BENCH_P3_HEADSTART_MS (15000), CONFBOOT_BENCH_P4_RUNS (7), CONFBOOT_BENCH_P2_LARGE_NODES
+ * (10000; the scaling row P2L), CONFBOOT_BENCH_P2_NOCAP=1 (also
+ * run P2 with the concurrency cap off), CONFBOOT_BENCH_CPU_PROF=<dir> (CPU profiles of the children),
+ * CONFBOOT_BENCH_KEEP_LOGS=1 (keep the children's logs and print where).
  */
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type BenchCluster, createBenchCluster, envInt } from './fixture.js';
+import { benchHeadroom } from './headroom.js';
 import { benchP1 } from './p1-throughput.js';
 import { benchP2 } from './p2-burst.js';
 import { benchP3 } from './p3-delay.js';
@@ -35,6 +38,7 @@ const parameters = {
   p3Nodes: envInt('CONFBOOT_BENCH_P3_NODES', 100),
   p3HeadStartMs: envInt('CONFBOOT_BENCH_P3_HEADSTART_MS', 15_000),
   p4Runs: envInt('CONFBOOT_BENCH_P4_RUNS', 7),
+  p2LargeNodes: envInt('CONFBOOT_BENCH_P2_LARGE_NODES', 10_000),
 };
 
 // Re-render BENCHMARKS.md from the last full run's results (after editing bench/analysis.md). Its own
@@ -70,7 +74,9 @@ describe.sequential('confboot benchmarks (issue 7)', () => {
     }
     if (!only?.includes('RENDER')) process.stdout.write(`\n${renderMarkdown(results)}\n`);
     await cluster?.close();
-    if (logDir) rmSync(logDir, { recursive: true, force: true });
+    if (logDir && process.env.CONFBOOT_BENCH_KEEP_LOGS === '1')
+      process.stdout.write(`bench: service logs kept in ${logDir}\n`);
+    else if (logDir) rmSync(logDir, { recursive: true, force: true });
   });
 
   runIf('P5')('P5: vTPM validation ÷ raw crypto floor', async () => {
@@ -113,6 +119,23 @@ describe.sequential('confboot benchmarks (issue 7)', () => {
         label: 'nocap',
       });
   });
+
+  runIf('HEADROOM')('headroom: P1 join side with the service in its own process', async () => {
+    results.headroom = await benchHeadroom(cluster, logDir, {
+      concurrency: parameters.concurrency,
+      ms: parameters.p1Rounds * parameters.p1RoundMs,
+    });
+    expect(results.headroom.joins).toBeGreaterThan(0);
+  });
+
+  runIf('P2L')(
+    'P2 at scale: burst of 10,000 nodes against one join-service process',
+    async () => {
+      results.p2Large = await benchP2(cluster, logDir, parameters.p2LargeNodes, { label: 'large' });
+      expect(results.p2Large.successes + results.p2Large.failures).toBe(parameters.p2LargeNodes);
+    },
+    1_800_000,
+  );
 
   runIf('P3')('P3: join delay after the join service becomes reachable (nodes started first)', async () => {
     const base = await benchP3(cluster, logDir, {

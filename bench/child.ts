@@ -110,12 +110,26 @@ export function spawnListening(args: string[], logPath: string, timeoutMs = 60_0
   };
 }
 
-/** Spawns the benchmark join service (bench/join-service-process.ts) with `config`. */
+/**
+ * The esbuild bundles of the join service entry points (scripts/bench.mjs), or undefined when the
+ * children run from the transpiled tree (CONFBOOT_BENCH_UNBUNDLED=1, or no bundle built).
+ */
+export function bundleDir(): string | undefined {
+  const dir = join(buildDir(), 'bundle');
+  if (process.env.CONFBOOT_BENCH_UNBUNDLED === '1') return undefined;
+  return existsSync(join(dir, 'join-service-process.mjs')) ? dir : undefined;
+}
+
+/** Production CLI modules that scripts/bench.mjs bundles, by their path in the transpiled tree. */
+const BUNDLED_CLI: Record<string, string> = { 'src/app/cli/join-service.js': 'bundle/cli-join-service.mjs' };
+
+/** Spawns the benchmark join service (bench/join-service-process.ts, bundled when built) with `config`. */
 export function spawnJoinService(config: BenchServiceConfig, logPath: string): ServiceProcess {
-  return spawnListening(
-    [join(buildDir(), 'bench', 'join-service-process.js'), JSON.stringify(config)],
-    logPath,
-  );
+  const bundled = bundleDir();
+  const program = bundled
+    ? join(bundled, 'join-service-process.mjs')
+    : join(buildDir(), 'bench', 'join-service-process.js');
+  return spawnListening([program, JSON.stringify(config)], logPath);
 }
 
 /** Spawns a confboot CLI runner (bench/cli-process.ts), e.g. `src/app/cli/key-service.js runKeyService`. */
@@ -125,5 +139,6 @@ export function spawnCli(
   argv: string[],
   logPath: string,
 ): ServiceProcess {
-  return spawnListening([join(buildDir(), 'bench', 'cli-process.js'), modulePath, runner, ...argv], logPath);
+  const module = (bundleDir() && BUNDLED_CLI[modulePath]) || modulePath;
+  return spawnListening([join(buildDir(), 'bench', 'cli-process.js'), module, runner, ...argv], logPath);
 }

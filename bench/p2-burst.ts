@@ -21,8 +21,12 @@ import type { JoinTicketRequest } from '../src/ports/types.js';
 import { spawnJoinService } from './child.js';
 import { akPool, type BenchCluster, joinClient, joinRequest, nodeIssuer, quantile } from './fixture.js';
 
-/** A node without a ticket this long after the burst started has failed (4× the 15 s target). */
+/**
+ * A node without a ticket this long after the burst started has failed: 4× the 15 s target for
+ * 1,000 nodes, growing in proportion above (60 s per 1,000 nodes).
+ */
 export const P2_BOUND_MS = 60_000;
+const boundMs = (nodes: number) => Math.max(P2_BOUND_MS, (P2_BOUND_MS * nodes) / 1000);
 
 /** Result of {@link benchP2}. */
 export interface P2Result {
@@ -48,6 +52,15 @@ export interface P2Result {
   serviceRequestMeanMs: number;
   /** Audit events with outcome "issued" in the service log. */
   auditedIssued: number;
+  /**
+   * Service CPU (user + system, its process_cpu_seconds_total from process.cpuUsage) across the
+   * burst, divided by the tickets issued in it.
+   */
+  serviceCpuMsPerJoin: number;
+  /** Service CPU across the burst ÷ its wall time (1 = one core busy the whole burst). */
+  serviceCores: number;
+  /** This process's CPU (the simulated nodes) across the burst ÷ its wall time. */
+  nodesCores: number;
 }
 
 function metricValue(text: string, name: string, labels = ''): number {
@@ -63,6 +76,14 @@ function shortReason(err: unknown): string {
     .replace(/(Deadline exceeded after) .*/, '$1 the call timeout')
     .replace(/\d+(\.\d+)? ?ms/g, 'N ms')
     .slice(0, 160);
+}
+
+/** The service's CPU seconds so far (prom-client's process_cpu_seconds_total on its /metrics). */
+export async function serviceCpuSeconds(httpPort: number | undefined): Promise<number> {
+  const text = await fetch(`http://127.0.0.1:${httpPort}/metrics`, {
+    signal: AbortSignal.timeout(10_000),
+  }).then((r) => r.text());
+  return metricValue(text, 'process_cpu_seconds_total');
 }
 
 /** Runs P2 with `nodes` nodes; `logDir` receives the service's log. */
@@ -101,6 +122,9 @@ export async function benchP2(
     let attempts = 0;
     let refusedFirstAttempts = 0;
     const random = { float: () => Math.random() };
+    const bound = boundMs(nodes);
+    const cpuBefore = await serviceCpuSeconds(httpPort);
+    const nodesCpuBefore = process.cpuUsage();
     const started = performance.now();
     await Promise.all(
       prepared.map(async ({ request, client }) => {
@@ -116,12 +140,14 @@ export async function benchP2(
             if (attempt === 0) refusedFirstAttempts++;
           }
           const delay = fullJitterDelayMs(attempt, DEFAULT_JOIN_BACKOFF, random);
-          if (performance.now() + delay - started > P2_BOUND_MS) return;
+          if (performance.now() + delay - started > bound) return;
           await new Promise((r) => setTimeout(r, delay));
         }
       }),
     );
     const wallSeconds = (performance.now() - started) / 1000;
+    const nodesCpu = process.cpuUsage(nodesCpuBefore);
+    const cpuAfter = await serviceCpuSeconds(httpPort);
     const peakRss = service.peakRssBytes();
     const metrics = await fetch(`http://127.0.0.1:${httpPort}/metrics`, {
       signal: AbortSignal.timeout(10_000),
@@ -167,6 +193,9 @@ export async function benchP2(
       serviceRequestMeanMs: (rSum / rCount) * 1000,
       // The warm-up join is audited too.
       auditedIssued: auditedIssued - 1,
+      serviceCpuMsPerJoin: ((cpuAfter - cpuBefore) * 1000) / Math.max(1, latencies.length),
+      serviceCores: (cpuAfter - cpuBefore) / wallSeconds,
+      nodesCores: (nodesCpu.user + nodesCpu.system) / 1e6 / wallSeconds,
     };
   } finally {
     await service.stop();

@@ -6,6 +6,7 @@
 import { readFileSync } from 'node:fs';
 import { cpus, loadavg, release, totalmem } from 'node:os';
 import { join } from 'node:path';
+import type { HeadroomResult } from './headroom.js';
 import type { P1Result } from './p1-throughput.js';
 import type { P2Result } from './p2-burst.js';
 import type { P3Result } from './p3-delay.js';
@@ -42,6 +43,15 @@ export interface BenchResults {
   /** P6: honest join latency under 1,000 held silent connections (bench/silent-attack.ts). */
   p6?: SilentAttackResult;
   stages?: StageCost[];
+  /** P2 with the large burst (scaling row, CONFBOOT_BENCH_P2_LARGE_NODES). */
+  p2Large?: P2Result;
+  /** P1's join side with the service in its own process. */
+  headroom?: HeadroomResult;
+  /**
+   * Rows added by other benchmark modules (rendered as given after the P rows): a module sets
+   * `results.extraRows[key] = { row, details }` with `row` one Markdown table row of five cells.
+   */
+  extraRows?: Record<string, { row: string; details?: string[] }>;
 }
 
 /** Machine information now (load average at start; the end is filled in by {@link finishMachineInfo}). */
@@ -78,20 +88,37 @@ function verdict(ok: boolean | undefined): string {
   return ok === undefined ? 'not run' : ok ? '**met**' : '**missed**';
 }
 
-function p2Row(name: string, p2: P2Result, judged: boolean): string {
-  const ok = p2.failures === 0 && p2.wallSeconds <= 15 && p2.p99Seconds <= 8 && p2.peakRssMB <= 300;
+function p2Row(name: string, p2: P2Result, judged: boolean, base?: P2Result): string {
+  const large = base !== undefined;
+  // Issue 15: 1,000 nodes — 0 failures, wall ≤ 6 s, p99 ≤ 5 s, RSS ≤ 250 MB (first bar p99 ≤ 8 s);
+  // 10,000 nodes — 0 failures, RSS ≤ 400 MB, wall within 1.2× of 10 × the 1,000-node wall.
+  const linearWall = large ? 1.2 * (p2.nodes / base.nodes) * base.wallSeconds : Number.NaN;
+  const ok = large
+    ? p2.failures === 0 && p2.peakRssMB <= 400 && p2.wallSeconds <= linearWall
+    : p2.failures === 0 && p2.wallSeconds <= 6 && p2.p99Seconds <= 5 && p2.peakRssMB <= 250;
+  const firstBar = !large && p2.failures === 0 && p2.p99Seconds <= 8;
   const what =
     p2.maxConcurrent === 0
       ? `same burst, the service's concurrency cap off (what-if, see analysis)`
       : `burst of ${p2.nodes} nodes against one join-service process (concurrency cap ${p2.maxConcurrent}; refused attempts retried with the join flow's backoff)`;
+  const target = large
+    ? `0 failures, ≤ 400 MB, wall ≤ 1.2 × ${p2.nodes / base.nodes} × ${fmt(base.wallSeconds, 1)} s = ${fmt(linearWall, 1)} s`
+    : '0 failures, ≤ 6 s, p99 ≤ 5 s (first bar 8 s), ≤ 250 MB';
   const v = !judged
     ? ok
       ? 'would meet'
       : 'would miss'
     : p2.nodes >= 1000
-      ? verdict(ok)
+      ? ok
+        ? '**met**'
+        : firstBar
+          ? '**first bar met** (p99 ≤ 8 s)'
+          : '**missed**'
       : `not judged (target is for 1000 nodes; ${ok ? 'within' : 'outside'} it at ${p2.nodes})`;
-  return `| ${name} | ${what} | ${p2.successes} joined, **${p2.failures} failed**, ${p2.attempts - p2.nodes} retries; wall **${fmt(p2.wallSeconds, 1)} s**; time to ticket p50 ${fmt(p2.p50Seconds)} s, p99 **${fmt(p2.p99Seconds)} s**; peak RSS **${fmt(p2.peakRssMB, 0)} MB** | 0 failures, ≤ 15 s, p99 ≤ 8 s, ≤ 300 MB | ${v} |`;
+  const cpu = Number.isFinite(p2.serviceCpuMsPerJoin)
+    ? `; service CPU **${fmt(p2.serviceCpuMsPerJoin)} ms per join** (${fmt(p2.serviceCores)} cores busy; nodes ${fmt(p2.nodesCores)} cores)`
+    : '';
+  return `| ${name} | ${what} | ${p2.successes} joined, **${p2.failures} failed**, ${p2.attempts - p2.nodes} retries; wall **${fmt(p2.wallSeconds, 1)} s**; time to ticket p50 ${fmt(p2.p50Seconds)} s, p99 **${fmt(p2.p99Seconds)} s**; peak RSS **${fmt(p2.peakRssMB, 0)} MB**${cpu} | ${target} | ${v} |`;
 }
 
 /** Renders BENCHMARKS.md. */
@@ -101,9 +128,15 @@ export function renderMarkdown(r: BenchResults): string {
   const { p1, p2, p3, p4, p5 } = r;
   if (p1)
     rows.push(
-      `| P1 | join tickets/s on fresh attested connections ÷ plain grpc-js mTLS unary calls/s on fresh connections (concurrency ${p1.concurrency}) | ${fmt(p1.joinPerSecond, 1)}/s ÷ ${fmt(p1.mtlsPerSecond, 1)}/s = **${fmt(p1.ratio)}** | ≥ 0.6 | ${verdict(p1.ratio >= 0.6)} |`,
+      `| P1 | join tickets/s on fresh attested connections ÷ plain grpc-js mTLS unary calls/s on fresh connections (concurrency ${p1.concurrency}) | ${fmt(p1.joinPerSecond, 1)}/s ÷ ${fmt(p1.mtlsPerSecond, 1)}/s = **${fmt(p1.ratio)}** | ≥ 0.8 (first bar 0.6) | ${p1.ratio >= 0.8 ? '**met**' : p1.ratio >= 0.6 ? '**first bar met**' : '**missed**'} |`,
+    );
+  const h = r.headroom;
+  if (h)
+    rows.push(
+      `| P1h | headroom: P1's join side with the service alone in its process (load generator in another, concurrency ${h.concurrency}, ${fmt(h.seconds, 0)} s) | ${fmt(h.joinPerSecond, 1)} joins/s${p1 ? ` (÷ P1's ${fmt(p1.mtlsPerSecond, 1)} mTLS calls/s = **${fmt(h.joinPerSecond / p1.mtlsPerSecond)}**)` : ''}; service **${fmt(h.serviceCpuMsPerJoin)} ms CPU per join**, ${fmt(h.serviceCores)} cores busy (generator ${fmt(h.generatorCores)}) → one core carries **${fmt(h.oneCoreJoinPerSecond, 0)} joins/s**; ${h.failures} failures | — (figure) | |`,
     );
   if (p2) rows.push(p2Row('P2', p2, true));
+  if (r.p2Large) rows.push(p2Row('P2L', r.p2Large, true, p2));
   if (r.p2NoCap) rows.push(p2Row('P2′', r.p2NoCap, false));
   for (const [i, run] of (p3 ?? []).entries()) {
     const name = i === 0 ? 'P3' : 'P3′';
@@ -120,6 +153,7 @@ export function renderMarkdown(r: BenchResults): string {
       `| P4 | join service start-to-listening ÷ \`node -e 0\` (medians of ${p4.runs}) | ${fmt(p4.serviceMs, 0)} ms ÷ ${fmt(p4.nodeMs, 0)} ms = **${fmt(p4.ratio)}** (benchmark program, simulated Kubernetes)${p4.cliMs !== undefined ? `; production CLI \`confboot join-service\`: ${fmt(p4.cliMs, 0)} ms = **${fmt(p4.cliRatio)}**` : ''} | ≤ 2.5 | ${verdict(Math.max(p4.ratio, p4.cliRatio ?? 0) <= 2.5)} |`,
     );
   }
+  for (const extra of Object.values(r.extraRows ?? {})) rows.push(extra.row);
   if (p5)
     rows.push(
       `| P5 | one vTPM validation ÷ raw crypto floor (RSA-2048 verify + hashing) | ${fmt(p5.validationUs, 1)} µs ÷ ${fmt(p5.floorUs, 1)} µs = **${fmt(p5.ratio)}** | ≤ 3 | ${verdict(p5.ratio <= 3)} |`,
@@ -138,8 +172,10 @@ export function renderMarkdown(r: BenchResults): string {
     details.push(
       `- P1 calls measured: ${p1.joinCalls} joins and ${p1.mtlsCalls} mTLS calls in ${p1.rounds} interleaved rounds of ${p1.roundMs / 1000} s per side.`,
     );
+  for (const extra of Object.values(r.extraRows ?? {})) details.push(...(extra.details ?? []));
   for (const [name, run] of [
     ['P2', p2],
+    ['P2L', r.p2Large],
     ['P2′', r.p2NoCap],
   ] as const) {
     if (!run) continue;
@@ -158,7 +194,8 @@ export function renderMarkdown(r: BenchResults): string {
     );
 
   const stageRows = (r.stages ?? []).map(
-    (st) => `| ${st.side} | ${st.stage} | ${st.perJoin} | ${fmt(st.us / 1000, 3)} |`,
+    (st) =>
+      `| ${st.side} | ${st.stage} | ${st.perJoin} | ${fmt(st.us / 1000, 3)} | ${st.busyUs === undefined ? 'n/a' : fmt(st.busyUs / 1000, 3)} |`,
   );
   const analysis = readFileSync(join(import.meta.dirname, 'analysis.md'), 'utf8').trim();
   return [
@@ -191,8 +228,8 @@ export function renderMarkdown(r: BenchResults): string {
           '',
           'One operation after another in the benchmark process, with the adapters the service uses (bench/stages.ts); they explain P1 and P2, they are not targets.',
           '',
-          '| Where | Stage | Times per join | ms per operation |',
-          '|---|---|---|---|',
+          '| Where | Stage | Times per join | ms per operation | ms event loop busy |',
+          '|---|---|---|---|---|',
           ...stageRows,
           '',
         ]

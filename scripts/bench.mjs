@@ -6,7 +6,13 @@
  *      src/ tree it imports are transpiled file by file with the TypeScript compiler API
  *      (`transpileModule`, no type check: the tree is `isolatedModules`) into
  *      node_modules/.cache/confboot-bench/;
- *   2. the benchmarks themselves run under vitest's node runner with bench/vitest.bench.config.ts,
+ *   2. the join service's entry points — the benchmark program (bench/join-service-process.ts) and
+ *      the production CLI runner (src/app/cli/join-service.ts) — are bundled with esbuild into
+ *      node_modules/.cache/confboot-bench/bundle/ (one ESM file each plus chunks for what they load
+ *      lazily): start-up then reads a few files instead of resolving hundreds of modules. The child
+ *      processes run the bundles; the transpiled tree stays for in-process use (P1) and comparison
+ *      (CONFBOOT_BENCH_UNBUNDLED=1 runs the children from the transpiled tree instead);
+ *   3. the benchmarks themselves run under vitest's node runner with bench/vitest.bench.config.ts,
  *      which includes only bench/*.bench-run.ts (so `npm test` never runs them).
  * Environment knobs are documented in BENCHMARKS.md (CONFBOOT_BENCH_NODES, …).
  */
@@ -14,6 +20,7 @@ import { spawn } from 'node:child_process';
 import { mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { build } from 'esbuild';
 import ts from 'typescript';
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '..');
@@ -65,6 +72,40 @@ function transpile() {
   );
 }
 
+/**
+ * Bundles the service entry points (see the header). CommonJS dependencies get a `require` made
+ * with createRequire, so the ESM bundle can load them; dynamic imports become chunks.
+ */
+async function bundle() {
+  const started = Date.now();
+  await build({
+    entryPoints: {
+      'join-service-process': join(root, 'bench', 'join-service-process.ts'),
+      'cli-join-service': join(root, 'src', 'app', 'cli', 'join-service.ts'),
+    },
+    outdir: join(outDir, 'bundle'),
+    outExtension: { '.js': '.mjs' },
+    bundle: true,
+    splitting: true,
+    format: 'esm',
+    platform: 'node',
+    target: 'node20',
+    // ESM builds first: @peculiar/x509's CommonJS build, loaded through a dynamic import, would
+    // come back without its named exports.
+    mainFields: ['module', 'main'],
+    minifyWhitespace: true,
+    minifySyntax: true,
+    legalComments: 'none',
+    logLevel: 'warning',
+    banner: {
+      js: "import { createRequire as __confbootCreateRequire } from 'node:module'; const require = __confbootCreateRequire(import.meta.url);",
+    },
+  });
+  process.stdout.write(
+    `bench: bundled the join service entry points (esbuild) in ${Date.now() - started} ms\n`,
+  );
+}
+
 function runVitest() {
   return new Promise((resolveRun) => {
     const child = spawn(
@@ -77,4 +118,5 @@ function runVitest() {
 }
 
 transpile();
+await bundle();
 process.exitCode = await runVitest();

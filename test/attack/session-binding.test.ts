@@ -75,6 +75,33 @@ describe('session binding of attestations (real swtpm quotes, qemu-vtpm join ser
     }
   });
 
+  it('two connections sharing one TLS identity get different nonces and cannot swap documents: extra-data', async () => {
+    // Both connections of this process present the process's one TLS identity (identity-pool.ts).
+    const first = new CapturingIssuer(node.issuer);
+    const b1 = snapshot(target);
+    await expectIssued(target, b1, await attempt(target.endpoint, first));
+    const one = first.captured[0];
+    if (one === undefined) throw new Error('connection 1 issued nothing');
+    // Connection 2: sees its own nonce and the same user data, but sends connection 1's document.
+    const seen: Array<{ nonce: Uint8Array; userData: Uint8Array }> = [];
+    const swapper = new FixedDocumentIssuer('qemu-vtpm', () => one.document);
+    const spy = {
+      variant: swapper.variant,
+      oid: swapper.oid,
+      issue: (userData: Uint8Array, nonce: Uint8Array) => {
+        seen.push({ nonce, userData });
+        return swapper.issue();
+      },
+    };
+    const b2 = snapshot(target);
+    const out = await attempt(target.endpoint, spy);
+    await expectRefused(target, b2, out, { code: status.UNAVAILABLE, check: 'extra-data' });
+    const two = seen[0];
+    if (two === undefined) throw new Error('connection 2 was never asked to attest');
+    expect(Buffer.from(two.userData).equals(Buffer.from(one.userData))).toBe(true);
+    expect(Buffer.from(two.nonce).equals(Buffer.from(one.nonce))).toBe(false);
+  });
+
   it('user data that does not match the key (a genuine quote over the SHA-256 of another SPKI) is refused: user-data', async () => {
     const other = sha256('SubjectPublicKeyInfo of a TLS key the attacker does not hold');
     const b = snapshot(target);

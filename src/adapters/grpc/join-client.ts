@@ -28,7 +28,7 @@ import type {
 } from '../../ports/types.js';
 import type { Validator } from '../../ports/validator.js';
 import { AttestedChannelCredentials } from './atls/credentials.js';
-import { TlsIdentityPool } from './atls/identity-pool.js';
+import { processTlsIdentity } from './atls/identity-pool.js';
 import {
   joinRequestToProto,
   joinTicketFromProto,
@@ -62,22 +62,15 @@ export interface GrpcJoinTicketClientOptions {
   logger?: Logger;
   /** Local address outgoing connections leave from (IP literal); default: the system's choice. */
   localAddress?: string;
-  /**
-   * One-use TLS identities kept ready for the next calls' connections, made in the background from
-   * construction on (default 1; 0 = each connection makes its own during its handshake). Each is
-   * used for one connection only and discarded unused after 5 minutes.
-   */
-  preparedIdentities?: number;
 }
 
 /** JoinTicketClient over grpc-js and attested TLS. */
 export class GrpcJoinTicketClient implements JoinTicketClient {
   private readonly options: GrpcJoinTicketClientOptions;
-  private readonly identities: TlsIdentityPool | undefined;
 
   /**
-   * Throws `invalid-argument` when `localAddress` is not an IP literal or `preparedIdentities` is
-   * not an integer ≥ 0. Starts preparing the first TLS identity.
+   * Throws `invalid-argument` when `localAddress` is not an IP literal. Starts making the process's
+   * TLS identity (atls/identity-pool.ts) if it does not exist yet.
    */
   constructor(options: GrpcJoinTicketClientOptions) {
     if (options.localAddress !== undefined && isIP(options.localAddress) === 0)
@@ -91,21 +84,8 @@ export class GrpcJoinTicketClient implements JoinTicketClient {
         'invalid-argument',
         `join client: connectTimeoutMs must be > 0, got ${connectMs}`,
       );
-    const prepared = options.preparedIdentities ?? 1;
-    if (!Number.isInteger(prepared) || prepared < 0)
-      throw new ConfbootError(
-        'invalid-argument',
-        `join client: preparedIdentities must be an integer ≥ 0, got ${prepared}`,
-      );
     this.options = options;
-    this.identities =
-      prepared > 0
-        ? new TlsIdentityPool({
-            clock: options.clock,
-            size: prepared,
-            ...(options.logger ? { logger: options.logger } : {}),
-          })
-        : undefined;
+    processTlsIdentity(options.clock, 'client', options.logger ? { logger: options.logger } : {}).warm();
   }
 
   /** Asks the join service at `endpoint` (`host:port`) for a join ticket. */
@@ -159,7 +139,6 @@ export class GrpcJoinTicketClient implements JoinTicketClient {
         ? { handshakeTimeoutMs: this.options.handshakeTimeoutMs }
         : {}),
       ...(this.options.localAddress !== undefined ? { localAddress: this.options.localAddress } : {}),
-      ...(this.identities ? { identities: this.identities } : {}),
       ...(this.options.tlsHandshakeTimeoutMs !== undefined
         ? { deadlines: { tlsHandshakeMs: this.options.tlsHandshakeTimeoutMs } }
         : {}),

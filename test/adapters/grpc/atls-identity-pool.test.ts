@@ -1,18 +1,24 @@
 /**
- * One-use client TLS identities prepared ahead (atls/identity-pool.ts) and their use by the join
- * client: real key and certificate generation, real grpc-js and attested TLS on loopback with the
- * test-only dummy attestation. Every connection gets an identity of its own (never one for two
- * connections), and an identity older than five minutes of clock time is discarded unused.
+ * The process's attested TLS identity (atls/identity-pool.ts) and its use by both ends: real key
+ * and certificate generation, real loopback TLS, grpc-js and the test-only dummy attestation. One
+ * identity serves every connection until it is due (schedule) or the clock jumps; concurrent
+ * first uses make one identity; the shared tls.Server never resumes a session.
  */
 import { X509Certificate } from 'node:crypto';
+import { createServer as createNetServer, type Server, type Socket } from 'node:net';
+import { type TLSSocket, connect as tlsConnect } from 'node:tls';
 import { afterEach, describe, expect, it } from 'vitest';
+import type { TlsIdentity } from '../../../src/adapters/grpc/atls/certificate.js';
+import { createTlsIdentity } from '../../../src/adapters/grpc/atls/certificate.js';
 import {
-  PREPARED_IDENTITY_MAX_AGE_MS,
-  TlsIdentityPool,
+  CLOCK_JUMP_TOLERANCE_MS,
+  processTlsIdentity,
+  RotatingTlsIdentity,
 } from '../../../src/adapters/grpc/atls/identity-pool.js';
 import type { AttestedGrpcServer } from '../../../src/adapters/grpc/attested-server.js';
 import { GrpcJoinTicketClient } from '../../../src/adapters/grpc/join-client.js';
 import { createJoinServer } from '../../../src/adapters/grpc/join-server.js';
+import type { Clock } from '../../../src/ports/clock.js';
 import type { JoinTicketRequest } from '../../../src/ports/types.js';
 import { FakeClock } from '../../fakes/fake-clock.js';
 import { DummyIssuer, DummyValidator } from '../../support/dummy-attestation.js';
@@ -23,67 +29,128 @@ afterEach(async () => {
   for (const c of cleanups.splice(0).reverse()) await c();
 });
 
-async function until(cond: () => boolean, what: string, maxMs = 10_000): Promise<void> {
-  const end = Date.now() + maxMs;
-  while (!cond()) {
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 5));
-  }
-}
-
 const hex = (b: Uint8Array) => Buffer.from(b).toString('hex');
 
-describe('TlsIdentityPool', () => {
-  it('fills in the background, hands every identity out once, and refills', async () => {
-    const pool = new TlsIdentityPool({ clock: systemClock, size: 2 });
-    cleanups.push(() => pool.close());
-    await until(() => pool.available === 2, 'two prepared identities');
-    const taken = [];
-    for (let i = 0; i < 5; i++) {
-      await until(() => pool.available > 0, 'a prepared identity');
-      const id = pool.take();
-      if (id === undefined) throw new Error('no identity although one was available');
-      taken.push(id);
-    }
-    expect(new Set(taken.map((t) => hex(t.spkiHash))).size).toBe(5);
-    expect(new Set(taken.map((t) => t.keyPem)).size).toBe(5);
-    for (const t of taken) expect(new X509Certificate(t.certPem).subject).toBe('CN=Constellation');
-    await until(() => pool.available === 2, 'the pool refilled');
+/** A create() that counts and delegates to the real one. */
+function counting() {
+  const made = { count: 0 };
+  const create = async (clock: Clock): Promise<TlsIdentity> => {
+    made.count++;
+    return createTlsIdentity(clock);
+  };
+  return { made, create };
+}
+
+describe('RotatingTlsIdentity', () => {
+  it('serves one identity to every caller; concurrent first uses make it once', async () => {
+    const { made, create } = counting();
+    const holder = new RotatingTlsIdentity({ clock: systemClock, create });
+    const all = await Promise.all([holder.get(), holder.get(), holder.get()]);
+    const again = await holder.get();
+    expect(made.count).toBe(1);
+    expect(new Set([...all, again].map((i) => hex(i.spkiHash))).size).toBe(1);
+    expect(again.generation).toBe(1);
+    expect(new X509Certificate(again.certPem).subject).toBe('CN=Constellation');
+    const a = await holder.server(true, 5_000);
+    const b = await holder.server(true, 5_000);
+    const c = await holder.server(false, 5_000);
+    expect(a.server).toBe(b.server);
+    expect(c.server).not.toBe(a.server);
   });
 
-  it('discards identities older than five minutes of clock time', async () => {
+  it('rotates on schedule', async () => {
+    const { made, create } = counting();
+    const holder = new RotatingTlsIdentity({ clock: systemClock, rotateEveryMs: 40, create });
+    const first = await holder.get();
+    await new Promise((r) => setTimeout(r, 60));
+    const second = await holder.get();
+    expect(made.count).toBe(2);
+    expect(second.generation).toBe(2);
+    expect(hex(second.spkiHash)).not.toBe(hex(first.spkiHash));
+  });
+
+  it('rotates at once when the clock jumps, not for a step within the tolerance', async () => {
     const clock = new FakeClock(Date.now());
-    const pool = new TlsIdentityPool({ clock, size: 2 });
-    cleanups.push(() => pool.close());
-    await until(() => pool.available === 2, 'two prepared identities');
-    await clock.advance(PREPARED_IDENTITY_MAX_AGE_MS + 1_000);
-    expect(pool.take()).toBeUndefined();
-    const fresh = await pool.takeOrCreate();
-    // Valid from now - 2 h of the advanced clock: made after the advance.
-    expect(Date.parse(new X509Certificate(fresh.certPem).validFrom)).toBeGreaterThanOrEqual(
-      Math.floor((clock.now().getTime() - 2 * 60 * 60 * 1000) / 1000) * 1000,
-    );
+    const { made, create } = counting();
+    const holder = new RotatingTlsIdentity({ clock, create });
+    const first = await holder.get();
+    await clock.advance(CLOCK_JUMP_TOLERANCE_MS / 2);
+    expect(hex((await holder.get()).spkiHash)).toBe(hex(first.spkiHash));
+    await clock.advance(3 * 60 * 60_000);
+    const after = await holder.get();
+    expect(made.count).toBe(2);
+    expect(hex(after.spkiHash)).not.toBe(hex(first.spkiHash));
+    // Its certificate is valid around the jumped clock's "now".
+    const cert = new X509Certificate(after.certPem);
+    const now = clock.now().getTime();
+    expect(Date.parse(cert.validFrom) <= now && now <= Date.parse(cert.validTo)).toBe(true);
   });
 
-  it('prepares nothing with size 0, and nothing more once closed', async () => {
-    let made = 0;
-    const create = async () => {
-      made++;
-      return { keyPem: '', certPem: '', spkiHash: new Uint8Array(32) };
-    };
-    const empty = new TlsIdentityPool({ clock: systemClock, size: 0, create });
-    expect(empty.take()).toBeUndefined();
-    const pool = new TlsIdentityPool({ clock: systemClock, size: 3, create });
-    await until(() => pool.available === 3, 'three prepared identities');
-    pool.close();
-    expect(pool.take()).toBeUndefined();
-    await new Promise((r) => setTimeout(r, 20));
-    expect([made, pool.available]).toEqual([3, 0]);
-    expect(() => new TlsIdentityPool({ clock: systemClock, size: -1 })).toThrow(/integer ≥ 0/);
+  it('is one per end and clock object in a process', () => {
+    const other = new FakeClock();
+    expect(processTlsIdentity(systemClock, 'client')).toBe(processTlsIdentity(systemClock, 'client'));
+    expect(processTlsIdentity(systemClock, 'server')).not.toBe(processTlsIdentity(systemClock, 'client'));
+    expect(processTlsIdentity(other, 'client')).not.toBe(processTlsIdentity(systemClock, 'client'));
+    expect(() => new RotatingTlsIdentity({ clock: systemClock, rotateEveryMs: 0 })).toThrow(/positive/);
+  });
+
+  it('the shared tls.Server runs concurrent handshakes and never resumes a session', async () => {
+    const holder = new RotatingTlsIdentity({ clock: systemClock });
+    const { server } = await holder.server(false, 5_000);
+    const accepted: TLSSocket[] = [];
+    const tcp: Server = createNetServer((raw: Socket) => {
+      raw.on('error', () => {});
+      server.handshake(raw).done.then(
+        (s) => {
+          accepted.push(s);
+          s.end('x');
+        },
+        () => raw.destroy(),
+      );
+    });
+    cleanups.push(() => new Promise((r) => tcp.close(r)));
+    await new Promise<void>((r) => tcp.listen(0, '127.0.0.1', r));
+    const port = (tcp.address() as { port: number }).port;
+    let session: Buffer | undefined;
+    const connectOnce = () =>
+      new Promise<boolean>((resolve, reject) => {
+        const c = tlsConnect({
+          port,
+          host: '127.0.0.1',
+          rejectUnauthorized: false,
+          ALPNProtocols: ['h2'],
+          minVersion: 'TLSv1.3',
+          ...(session ? { session } : {}),
+        });
+        c.on('session', (s: Buffer) => {
+          session = s;
+        });
+        c.on('error', reject);
+        c.on('data', () => {});
+        c.on('end', () => {
+          const reused = c.isSessionReused();
+          c.end();
+          resolve(reused);
+        });
+      });
+    // Five at once through one tls.Server, then two that offer the session of an earlier one.
+    expect(await Promise.all([1, 2, 3, 4, 5].map(() => connectOnce()))).toEqual([
+      false,
+      false,
+      false,
+      false,
+      false,
+    ]);
+    expect(session).toBeDefined();
+    expect(await connectOnce()).toBe(false);
+    expect(await connectOnce()).toBe(false);
+    expect(accepted).toHaveLength(7);
+    expect(accepted.some((s) => s.isSessionReused())).toBe(false);
+    expect(server.inProgress).toBe(0);
   });
 });
 
-describe('GrpcJoinTicketClient with prepared identities', () => {
+describe('GrpcJoinTicketClient with the process identity', () => {
   const request: JoinTicketRequest = {
     diskUuid: 'c0ffee00-0000-4000-8000-000000000001',
     certificateRequest: new Uint8Array([0x30, 0x82, 0x01]),
@@ -112,25 +179,23 @@ describe('GrpcJoinTicketClient with prepared identities', () => {
     return { endpoint: `127.0.0.1:${port}`, userData };
   }
 
-  it.each([
-    ['one prepared identity (default)', undefined],
-    ['none prepared', 0],
-  ])('%s: every call attests a certificate key of its own', async (_name, preparedIdentities) => {
+  it('every call presents the same TLS key, and every call gets its own nonce', async () => {
     const { endpoint, userData } = await start();
-    const client = new GrpcJoinTicketClient({
-      issuer: new DummyIssuer(),
-      clock: systemClock,
-      ...(preparedIdentities !== undefined ? { preparedIdentities } : {}),
-    });
+    const nonces: string[] = [];
+    const issuer = new DummyIssuer();
+    const recording = {
+      variant: issuer.variant,
+      oid: issuer.oid,
+      issue: (u: Uint8Array, n: Uint8Array) => {
+        nonces.push(hex(n));
+        return issuer.issue(u, n);
+      },
+    };
+    const client = new GrpcJoinTicketClient({ issuer: recording, clock: systemClock });
     for (let i = 0; i < 4; i++) await client.issueJoinTicket(endpoint, request);
     expect(userData).toHaveLength(4);
-    expect(new Set(userData).size).toBe(4);
-  });
-
-  it('refuses a negative number of prepared identities', () => {
-    expect(
-      () =>
-        new GrpcJoinTicketClient({ issuer: new DummyIssuer(), clock: systemClock, preparedIdentities: -1 }),
-    ).toThrow(/preparedIdentities/);
+    expect(new Set(userData).size).toBe(1);
+    expect(userData[0]).toBe(hex((await processTlsIdentity(systemClock, 'client').get()).spkiHash));
+    expect(new Set(nonces).size).toBe(4);
   });
 });

@@ -374,6 +374,13 @@ describe('confboot join-service (production wiring; simulated Kubernetes API ser
 
     const readyz = () => fetch(`http://127.0.0.1:${httpPort}/readyz`, { signal: AbortSignal.timeout(5_000) });
     await waitFor(async () => (await readyz()).status === 200, 'ready');
+    // /metrics is served as soon as readiness is true (nothing on it is loaded later), with the
+    // service's own metrics registered before any join.
+    const early = await fetch(`http://127.0.0.1:${httpPort}/metrics`, { signal: AbortSignal.timeout(5_000) });
+    expect(early.status).toBe(200);
+    const earlyText = await early.text();
+    expect(earlyText).toContain('# TYPE confboot_join_request_duration_seconds histogram');
+    expect(earlyText).toContain('process_cpu_seconds_total');
     expect(JSON.parse(await (await readyz()).text()).checks.kubernetes).toBe(true);
 
     const node = new GrpcJoinTicketClient({ issuer: new SoftVtpmIssuer(SoftTpm.create()), clock });

@@ -1,7 +1,8 @@
 /**
- * TLS identities for attested TLS (adapter layer, src/adapters/grpc/atls): a fresh self-signed
- * ECDSA P-256 certificate per connection (Subject CN=Constellation, validity now±2h from the injected
- * Clock, as upstream), and the checks a verifier runs on the peer's certificate. Attestation binds to
+ * TLS identities for attested TLS (adapter layer, src/adapters/grpc/atls): a self-signed ECDSA
+ * P-256 certificate (Subject CN=Constellation, validity now±2h from the injected Clock, as upstream;
+ * identity-pool.ts keeps one per process and end and rotates it), and the checks a verifier runs on
+ * the peer's certificate. Attestation binds to
  * the certificate through userData = SHA-256(DER SubjectPublicKeyInfo). @peculiar/x509 is loaded
  * on the first identity, not at import (start-up time, see ../../pki/x509-loader.ts).
  */
@@ -17,7 +18,7 @@ let subjectName: Name | undefined;
 /** Validity margin on both sides of "now". */
 export const CERTIFICATE_VALIDITY_MS = 2 * 60 * 60 * 1000;
 
-/** A one-connection TLS identity. The private key never leaves this process. */
+/** A TLS identity (key and self-signed certificate). The private key never leaves this process. */
 export interface TlsIdentity {
   /** PKCS#8 PEM private key for `tls.createSecureContext`. */
   keyPem: string;

@@ -1,22 +1,16 @@
 /**
  * One attested TLS connection, either end (adapter layer, src/adapters/grpc/atls): wraps a TCP
- * socket in TLS 1.3 with a fresh self-signed certificate, runs the attestation exchange under one
- * deadline, and either returns the attested socket or closes it after telling the peer why. The
- * server end may get its one-use identity and TLS server prepared ahead of time
- * ({@link prepareServerTls}, pooled by the listener), and the client end its one-use identity
- * (identity-pool.ts), which takes their cost off the handshake.
+ * socket in TLS 1.3 with the process's TLS identity (identity-pool.ts: one self-signed certificate
+ * shared by all connections and rotated hourly), runs the attestation exchange under one deadline,
+ * and either returns the attested socket or closes it after telling the peer why. The server end
+ * runs its handshakes through one shared tls.Server per identity and settings
+ * ({@link prepareServerTls}), the client end through the identity's shared secure context.
  */
 
-import { constants } from 'node:crypto';
 import type { Socket } from 'node:net';
-import {
-  createServer as createTlsServer,
-  type TLSSocket,
-  type Server as TlsServer,
-  connect as tlsConnect,
-} from 'node:tls';
+import { type TLSSocket, connect as tlsConnect } from 'node:tls';
 import { AdmissionDrop, PhaseTimer, resolveDeadlines } from './admission.js';
-import { createTlsIdentity, type TlsIdentity } from './certificate.js';
+import type { TlsIdentity } from './certificate.js';
 import {
   type AtlsOptions,
   type AttestedPeer,
@@ -24,10 +18,18 @@ import {
   exchangeAttestations,
   type TlsRole,
 } from './exchange.js';
+import {
+  ALPN_PROTOCOL,
+  NO_SESSION_TICKETS,
+  processTlsIdentity,
+  type SharedTlsIdentity,
+  type SharedTlsServer,
+  TLS_MIN_VERSION,
+} from './identity-pool.js';
 import { protocolError } from './protocol.js';
 
-/** ALPN protocol both ends must agree on; grpc-js's HTTP/2 session needs it on a TLS socket. */
-export const ALPN_PROTOCOL = 'h2';
+export { ALPN_PROTOCOL };
+
 /** How long a refused socket may take to flush the deny verdict before it is destroyed. */
 const CLOSE_GRACE_MS = 250;
 
@@ -79,76 +81,72 @@ function closedDuringHandshake(): AdmissionDrop {
   return new AdmissionDrop('peer-closed', 'connection closed during the TLS handshake');
 }
 
-/** TLS options of both ends for `identity`. */
-function tlsOptionsFor(identity: TlsIdentity) {
+/** TLS options of both ends for `identity` (its shared secure context when it has one). */
+function tlsOptionsFor(identity: TlsIdentity | SharedTlsIdentity) {
   return {
-    key: identity.keyPem,
-    cert: identity.certPem,
-    minVersion: 'TLSv1.3' as const,
+    ...('secureContext' in identity
+      ? { secureContext: identity.secureContext }
+      : { key: identity.keyPem, cert: identity.certPem }),
+    minVersion: TLS_MIN_VERSION,
     // The peer's self-signed certificate is checked by the attestation exchange itself
     // (checkPeerCertificate + user-data binding), never by the TLS stack or checkServerIdentity.
     rejectUnauthorized: false,
     ALPNProtocols: [ALPN_PROTOCOL],
-    // No session tickets: every connection is a full handshake with a fresh certificate.
-    secureOptions: constants.SSL_OP_NO_TICKET,
+    // No session tickets: every connection is a full handshake with fresh (EC)DHE.
+    secureOptions: NO_SESSION_TICKETS,
   };
 }
 
 /**
- * A server end's TLS made ahead of its connection: a fresh one-use identity and the tls.Server
- * that carries it. Use it for exactly one connection ({@link attestSocket} takes it once).
+ * A server end's TLS: the process's current identity and the shared tls.Server that carries it
+ * (one per identity, client-certificate request and handshake timeout).
  */
 export interface PreparedServerTls {
   identity: TlsIdentity;
-  server: TlsServer;
-  /** `clock` time (ms) when the identity was made; its certificate is valid ±2 h around it. */
+  server: SharedTlsServer;
+  /** `clock` time (ms) when this setup was looked up. */
   createdAtMs: number;
 }
 
-/** Makes a fresh identity and its tls.Server for one server-side connection with `options`. */
+/** The process's current server TLS setup for `options` (rotated by identity-pool.ts). */
 export async function prepareServerTls(options: AtlsOptions): Promise<PreparedServerTls> {
   const createdAtMs = options.clock.now().getTime();
-  const identity = await createTlsIdentity(options.clock);
-  const server = createTlsServer({
-    ...tlsOptionsFor(identity),
-    requestCert: (options.validators ?? []).length > 0,
-    handshakeTimeout: options.handshakeTimeoutMs ?? DEFAULT_HANDSHAKE_TIMEOUT_MS,
-  });
+  const { identity, server } = await processTlsIdentity(options.clock, 'server').server(
+    (options.validators ?? []).length > 0,
+    options.handshakeTimeoutMs ?? DEFAULT_HANDSHAKE_TIMEOUT_MS,
+  );
   return { identity, server, createdAtMs };
 }
 
 /**
- * Runs the server side of the TLS handshake on `raw` through a tls.Server made for this one
- * connection (it carries the connection's fresh certificate). Injecting the TCP socket through the
- * server's documented 'connection' event yields a fully initialised server-side TLSSocket, which
- * grpc-js's HTTP/2 session accepts as connected.
+ * Runs the server side of the TLS handshake on `raw` through the shared tls.Server. Injecting the
+ * TCP socket through the server's documented 'connection' event yields a fully initialised
+ * server-side TLSSocket, which grpc-js's HTTP/2 session accepts as connected.
  */
-function serverHandshake(raw: Socket, server: TlsServer, signal: AbortSignal): Promise<TLSSocket> {
+function serverHandshake(raw: Socket, server: SharedTlsServer, signal: AbortSignal): Promise<TLSSocket> {
   return new Promise<TLSSocket>((resolve, reject) => {
     const cleanup = () => {
-      server.off('secureConnection', onSecure);
-      server.off('tlsClientError', onError);
       raw.off('close', onClose);
       signal.removeEventListener('abort', onClose);
     };
-    const onSecure = (socket: TLSSocket) => {
-      cleanup();
-      resolve(socket);
-    };
-    const onError = (err: Error, socket: TLSSocket) => {
-      cleanup();
-      socket.destroy();
-      reject(handshakeFailed(err));
-    };
     const onClose = () => {
       cleanup();
+      handshake.abandon();
       reject(closedDuringHandshake());
     };
-    server.once('secureConnection', onSecure);
-    server.once('tlsClientError', onError);
     raw.once('close', onClose);
     signal.addEventListener('abort', onClose, { once: true });
-    server.emit('connection', raw);
+    const handshake = server.handshake(raw);
+    handshake.done.then(
+      (socket) => {
+        cleanup();
+        resolve(socket);
+      },
+      (err: Error) => {
+        cleanup();
+        reject(handshakeFailed(err));
+      },
+    );
   });
 }
 
@@ -156,9 +154,8 @@ function serverHandshake(raw: Socket, server: TlsServer, signal: AbortSignal): P
  * Secures and attests `raw` as `role`. Resolves with the TLS socket (positioned right after the
  * exchange, ready for HTTP/2) and the attested peer; on any failure the socket is closed and the
  * promise rejects with the reason (AttestationError naming the check, or ConfbootError). A server
- * may pass `prepared` (made by {@link prepareServerTls} with the same options and never used for
- * another connection), a client `clientIdentity` (made by createTlsIdentity with the same clock and
- * never used for another connection, see identity-pool.ts); otherwise a fresh identity is made here.
+ * may pass `prepared` (from {@link prepareServerTls} with the same options), a client
+ * `clientIdentity` (made with the same clock); otherwise the process's identity for the clock is used.
  */
 export async function attestSocket(
   raw: Socket,
@@ -197,7 +194,7 @@ export async function attestSocket(
       tlsSocket = await serverHandshake(raw, tls.server, controller.signal);
       phase.clear();
     } else {
-      identity = clientIdentity ?? (await createTlsIdentity(options.clock));
+      identity = clientIdentity ?? (await processTlsIdentity(options.clock, 'client').get());
       if (controller.signal.aborted) throw controller.signal.reason;
       phase.arm('tls-handshake-timeout', deadlines.tlsHandshakeMs, 'completed TLS handshake');
       tlsSocket = tlsConnect({ socket: raw, ...tlsOptionsFor(identity) });

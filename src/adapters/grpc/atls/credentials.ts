@@ -22,7 +22,7 @@ import {
 import { attestSocket } from './connection.js';
 import type { AtlsOptions, AttestedPeer } from './exchange.js';
 import { assertGrpcJsInternals } from './grpc-hook.js';
-import type { TlsIdentityPool } from './identity-pool.js';
+import { processTlsIdentity, type RotatingTlsIdentity } from './identity-pool.js';
 
 type CreateSecureConnector = ChannelCredentials['_createSecureConnector'];
 /** grpc-js's SecureConnector, taken from the abstract method's signature (not exported by grpc-js). */
@@ -40,10 +40,10 @@ export interface AtlsCredentialsOptions extends AtlsOptions {
    */
   localAddress?: string;
   /**
-   * One-use identities prepared ahead (shared by the credentials of one client); each connection
-   * takes its own, or makes one inline when none is ready. Default: every identity made inline.
+   * The TLS identity every connection presents (rotated on schedule and on clock jumps). Default:
+   * the process's identity for `clock` (identity-pool.ts).
    */
-  identities?: TlsIdentityPool;
+  identities?: RotatingTlsIdentity;
 }
 
 /** Resolver scheme of targets bound to a local address: `confboot-bound://<local address>/<host:port>`. */
@@ -110,8 +110,8 @@ function plainAddress(address: string | undefined): string | undefined {
 
 /**
  * grpc-js channel credentials for attested TLS. With `issuer`, this client attests itself (join);
- * with `validators`, it verifies the server (init); with both, mutual. Every connection gets a
- * fresh certificate and nonce. `lastError`/`lastPeer` expose the outcome of the latest attempt.
+ * with `validators`, it verifies the server (init); with both, mutual. Every connection presents
+ * the process's current TLS identity and gets a fresh nonce (the TLS exporter of its own session). `lastError`/`lastPeer` expose the outcome of the latest attempt.
  */
 export class AttestedChannelCredentials extends ChannelCredentials {
   private readonly options: AtlsCredentialsOptions;
@@ -214,7 +214,7 @@ export class AttestedChannelCredentials extends ChannelCredentials {
         'client',
         this.options,
         undefined,
-        this.options.identities?.take(),
+        await (this.options.identities ?? processTlsIdentity(this.options.clock, 'client')).get(),
       );
       this.lastError = undefined;
       this.lastPeer = peer;

@@ -1,108 +1,253 @@
 /**
- * One-use TLS identities made ahead of time (adapter layer, src/adapters/grpc/atls): the client
- * side's counterpart of the listener's prepared server TLS. A pool keeps a few fresh identities
- * (ECDSA P-256 key + self-signed certificate, {@link createTlsIdentity}) ready, made one at a time
- * in the background, so a connection does not wait for key and certificate generation. Every
- * identity is handed out once and then forgotten (never used for two connections), and one older
- * than {@link PREPARED_IDENTITY_MAX_AGE_MS} of clock time is discarded unused.
+ * The TLS identity of attested TLS (adapter layer, src/adapters/grpc/atls): one ECDSA P-256 key and
+ * self-signed certificate ({@link createTlsIdentity}) per process, end (client or server) and clock,
+ * used by every connection of that end, with one secure context (client side) and one tls.Server per server
+ * configuration (server side) made once for it. It is replaced on a schedule
+ * ({@link DEFAULT_ROTATE_EVERY_MS} of clock time) and at once when the clock jumps (its time moves
+ * more than {@link CLOCK_JUMP_TOLERANCE_MS} apart from the monotonic time since the identity was
+ * made), so the certificate's validity (±2 h around its making) always covers "now".
+ *
+ * Reuse is safe because attested TLS binds every attestation to the session, not to the
+ * certificate: the nonce is the TLS exporter of the connection (fresh per full handshake, session
+ * resumption is off) and the user data is the hash of the attester's key; docs/atls.md gives the
+ * argument.
  */
+import { constants } from 'node:crypto';
+import type { Socket } from 'node:net';
+import { performance } from 'node:perf_hooks';
+import {
+  createSecureContext,
+  createServer as createTlsServer,
+  type SecureContext,
+  type TLSSocket,
+  type Server as TlsServer,
+} from 'node:tls';
 import type { Clock } from '../../../ports/clock.js';
 import type { Logger } from '../../../ports/logger.js';
 import { createTlsIdentity, type TlsIdentity } from './certificate.js';
 
-/** A prepared identity older than this (clock time) is discarded unused. */
-export const PREPARED_IDENTITY_MAX_AGE_MS = 5 * 60_000;
+/** Default lifetime of one identity in clock time (its certificate is valid ±2 h around its making). */
+export const DEFAULT_ROTATE_EVERY_MS = 60 * 60_000;
+/** Clock time and monotonic time since the identity was made may differ this much before it is replaced. */
+export const CLOCK_JUMP_TOLERANCE_MS = 60_000;
 
-interface Prepared {
-  identity: TlsIdentity;
+/** TLS settings both ends use (also baked into the shared secure context). */
+export const TLS_MIN_VERSION = 'TLSv1.3' as const;
+/**
+ * No session tickets, and no resumption: every connection is a full handshake with fresh (EC)DHE,
+ * so its exporter is fresh. (With TLS 1.3 OpenSSL then offers stateful tickets, but Node keeps no
+ * server-side session store without 'resumeSession' listeners, so nothing is ever resumed; tested.)
+ */
+export const NO_SESSION_TICKETS = constants.SSL_OP_NO_TICKET;
+/** ALPN protocol both ends must agree on; grpc-js's HTTP/2 session needs it on a TLS socket. */
+export const ALPN_PROTOCOL = 'h2';
+
+/** An identity shared by every connection while it is current. */
+export interface SharedTlsIdentity extends TlsIdentity {
+  /** Secure context for the client end (key, certificate, TLS 1.3 only, no session tickets). */
+  secureContext: SecureContext;
+  /** Clock time (ms) when it was made. */
   createdAtMs: number;
+  /** 1 for the first identity of this holder, +1 per rotation. */
+  generation: number;
 }
 
-/** Options of {@link TlsIdentityPool}. */
-export interface TlsIdentityPoolOptions {
+/**
+ * One tls.Server for many concurrent server-side handshakes with the same identity and settings.
+ * TCP sockets are injected through the documented 'connection' event; the resulting TLS socket is
+ * matched back to its TCP socket by the connection's address four-tuple.
+ */
+export class SharedTlsServer {
+  readonly server: TlsServer;
+  private readonly waiting = new Map<string, { resolve(s: TLSSocket): void; reject(e: Error): void }>();
+
+  constructor(identity: TlsIdentity, requestCert: boolean, handshakeTimeoutMs: number) {
+    this.server = createTlsServer({
+      key: identity.keyPem,
+      cert: identity.certPem,
+      minVersion: TLS_MIN_VERSION,
+      rejectUnauthorized: false,
+      ALPNProtocols: [ALPN_PROTOCOL],
+      secureOptions: NO_SESSION_TICKETS,
+      requestCert,
+      handshakeTimeout: handshakeTimeoutMs,
+    });
+    this.server.on('secureConnection', (socket: TLSSocket) => {
+      const w = this.take(socket);
+      if (w) w.resolve(socket);
+      else socket.destroy();
+    });
+    this.server.on('tlsClientError', (err: Error, socket: TLSSocket) => {
+      const w = this.take(socket);
+      socket.destroy();
+      w?.reject(err);
+    });
+  }
+
+  /** Handshakes in progress. */
+  get inProgress(): number {
+    return this.waiting.size;
+  }
+
+  /**
+   * Runs the server side of the TLS handshake on `raw`. Rejects with the TLS error as is; `abandon`
+   * (call it when the caller gives up, e.g. the socket closed) forgets the handshake.
+   */
+  handshake(raw: Socket): { done: Promise<TLSSocket>; abandon(): void } {
+    const key = tupleOf(raw);
+    const done = new Promise<TLSSocket>((resolve, reject) => {
+      this.waiting.set(key, { resolve, reject });
+    });
+    this.server.emit('connection', raw);
+    return { done, abandon: () => this.waiting.delete(key) };
+  }
+
+  private take(socket: TLSSocket) {
+    const key = tupleOf(socket);
+    const w = this.waiting.get(key);
+    this.waiting.delete(key);
+    return w;
+  }
+}
+
+function tupleOf(s: Socket): string {
+  return `${s.remoteAddress}|${s.remotePort}|${s.localAddress}|${s.localPort}`;
+}
+
+/** Options of {@link RotatingTlsIdentity}. */
+export interface RotatingTlsIdentityOptions {
   clock: Clock;
-  /** Identities kept ready (default 2; 0 = none, {@link TlsIdentityPool.take} always misses). */
-  size?: number;
-  /** Logs a failed background preparation (the next take makes its identity inline instead). */
+  /** Clock time one identity is used for (default {@link DEFAULT_ROTATE_EVERY_MS}). */
+  rotateEveryMs?: number;
+  /** Logs each rotation (generation and reason; never key material). */
   logger?: Logger;
   /** Makes one identity (default {@link createTlsIdentity}); for tests. */
   create?: (clock: Clock) => Promise<TlsIdentity>;
 }
 
-/** A small pool of one-use TLS identities refilled in the background. */
-export class TlsIdentityPool {
+interface Current {
+  identity: SharedTlsIdentity;
+  monotonicAtMs: number;
+  servers: Map<string, SharedTlsServer>;
+}
+
+/** The process's TLS identity for one clock, replaced on schedule and on clock jumps. */
+export class RotatingTlsIdentity {
   private readonly clock: Clock;
-  private readonly size: number;
+  private readonly rotateEveryMs: number;
   private readonly logger: Logger | undefined;
   private readonly create: (clock: Clock) => Promise<TlsIdentity>;
-  private readonly ready: Prepared[] = [];
-  private filling = false;
-  private closed = false;
+  private current: Current | undefined;
+  private making: Promise<Current> | undefined;
+  private generation = 0;
 
-  /** Throws when `size` is not an integer ≥ 0. Starts filling at once. */
-  constructor(options: TlsIdentityPoolOptions) {
+  /** Throws when `rotateEveryMs` is not a positive integer. Makes nothing until first asked. */
+  constructor(options: RotatingTlsIdentityOptions) {
     this.clock = options.clock;
-    this.size = options.size ?? 2;
-    if (!Number.isInteger(this.size) || this.size < 0)
-      throw new Error(`TLS identity pool size must be an integer ≥ 0, got ${this.size}`);
+    this.rotateEveryMs = options.rotateEveryMs ?? DEFAULT_ROTATE_EVERY_MS;
+    if (!Number.isInteger(this.rotateEveryMs) || this.rotateEveryMs <= 0)
+      throw new Error(`TLS identity rotation interval must be a positive integer, got ${this.rotateEveryMs}`);
     this.logger = options.logger;
     this.create = options.create ?? createTlsIdentity;
-    this.refill();
   }
 
-  /** Identities ready and not yet handed out. */
-  get available(): number {
-    return this.ready.length;
+  /** Identities made so far (1 after the first, +1 per rotation). */
+  get generations(): number {
+    return this.generation;
+  }
+
+  /** Starts making the first identity in the background (failures are logged; `get` retries). */
+  warm(): void {
+    if (this.current === undefined)
+      this.ensure().catch((err: unknown) =>
+        this.logger?.warn('Making the attested TLS identity failed', {
+          reason: err instanceof Error ? err.message : String(err),
+        }),
+      );
+  }
+
+  /** The current identity; a new one is made first when none exists, it is due, or the clock jumped. */
+  async get(): Promise<SharedTlsIdentity> {
+    return (await this.ensure()).identity;
   }
 
   /**
-   * A fresh identity for one connection, removed from the pool (the caller must not use it for a
-   * second connection), or undefined when none is ready; starts a refill either way.
+   * The current identity and its shared tls.Server for the given server settings (made once per
+   * identity and settings).
    */
-  take(): TlsIdentity | undefined {
-    const now = this.clock.now().getTime();
-    let taken: TlsIdentity | undefined;
-    while (taken === undefined && this.ready.length > 0) {
-      const p = this.ready.shift() as Prepared;
-      if (Math.abs(now - p.createdAtMs) <= PREPARED_IDENTITY_MAX_AGE_MS) taken = p.identity;
+  async server(
+    requestCert: boolean,
+    handshakeTimeoutMs: number,
+  ): Promise<{ identity: SharedTlsIdentity; server: SharedTlsServer }> {
+    const cur = await this.ensure();
+    const key = `${requestCert}|${handshakeTimeoutMs}`;
+    let server = cur.servers.get(key);
+    if (server === undefined) {
+      server = new SharedTlsServer(cur.identity, requestCert, handshakeTimeoutMs);
+      cur.servers.set(key, server);
     }
-    this.refill();
-    return taken;
+    return { identity: cur.identity, server };
   }
 
-  /** A prepared identity if one is ready, else a new one made now. */
-  async takeOrCreate(): Promise<TlsIdentity> {
-    return this.take() ?? (await this.create(this.clock));
+  /** Why the current identity must be replaced, or undefined while it is good. */
+  private staleReason(cur: Current): string | undefined {
+    const clockElapsed = this.clock.now().getTime() - cur.identity.createdAtMs;
+    const monotonicElapsed = performance.now() - cur.monotonicAtMs;
+    if (Math.abs(clockElapsed - monotonicElapsed) > CLOCK_JUMP_TOLERANCE_MS) return 'clock jumped';
+    if (clockElapsed >= this.rotateEveryMs) return 'scheduled';
+    return undefined;
   }
 
-  /** Drops every prepared identity and makes no more. */
-  close(): void {
-    this.closed = true;
-    this.ready.length = 0;
+  private ensure(): Promise<Current> {
+    const cur = this.current;
+    const reason = cur === undefined ? 'first' : this.staleReason(cur);
+    if (cur !== undefined && reason === undefined) return Promise.resolve(cur);
+    if (this.making) return this.making;
+    const making = this.make(reason ?? 'first').finally(() => {
+      if (this.making === making) this.making = undefined;
+    });
+    this.making = making;
+    return making;
   }
 
-  /** Prepares identities one at a time in the background until the pool is full. */
-  private refill(): void {
-    if (this.filling || this.closed || this.ready.length >= this.size) return;
-    this.filling = true;
-    const fill = async () => {
-      while (!this.closed && this.ready.length < this.size) {
-        const createdAtMs = this.clock.now().getTime();
-        const identity = await this.create(this.clock);
-        if (this.closed) return;
-        this.ready.push({ identity, createdAtMs });
-        // Let connections and calls run between two preparations.
-        await new Promise((r) => setImmediate(r));
-      }
+  private async make(reason: string): Promise<Current> {
+    const createdAtMs = this.clock.now().getTime();
+    const monotonicAtMs = performance.now();
+    const base = await this.create(this.clock);
+    const secureContext = createSecureContext({
+      key: base.keyPem,
+      cert: base.certPem,
+      minVersion: TLS_MIN_VERSION,
+      secureOptions: NO_SESSION_TICKETS,
+    });
+    this.generation++;
+    const identity: SharedTlsIdentity = { ...base, secureContext, createdAtMs, generation: this.generation };
+    this.current = { identity, monotonicAtMs, servers: new Map() };
+    if (reason !== 'first')
+      this.logger?.info('Rotated the attested TLS identity', { generation: this.generation, reason });
+    return this.current;
+  }
+}
+
+const perClock = new WeakMap<Clock, Record<'client' | 'server', RotatingTlsIdentity>>();
+
+/**
+ * The process's TLS identity for one end (`client` or `server`) and `clock`: one per end and clock
+ * object (production has one clock), so the two ends of a process never present the same key. The
+ * first caller's options apply.
+ */
+export function processTlsIdentity(
+  clock: Clock,
+  end: 'client' | 'server',
+  options: Omit<RotatingTlsIdentityOptions, 'clock'> = {},
+): RotatingTlsIdentity {
+  let ends = perClock.get(clock);
+  if (ends === undefined) {
+    ends = {
+      client: new RotatingTlsIdentity({ ...options, clock }),
+      server: new RotatingTlsIdentity({ ...options, clock }),
     };
-    fill()
-      .catch((err: unknown) =>
-        this.logger?.warn('Preparing attested TLS client identities failed', {
-          reason: err instanceof Error ? err.message : String(err),
-        }),
-      )
-      .finally(() => {
-        this.filling = false;
-      });
+    perClock.set(clock, ends);
   }
+  return ends[end];
 }

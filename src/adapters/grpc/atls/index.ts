@@ -23,9 +23,12 @@ export {
   SUPPORTED_GRPC_JS,
 } from './grpc-hook.js';
 export {
-  PREPARED_IDENTITY_MAX_AGE_MS,
-  TlsIdentityPool,
-  type TlsIdentityPoolOptions,
+  CLOCK_JUMP_TOLERANCE_MS,
+  DEFAULT_ROTATE_EVERY_MS,
+  processTlsIdentity,
+  RotatingTlsIdentity,
+  type RotatingTlsIdentityOptions,
+  type SharedTlsIdentity,
 } from './identity-pool.js';
 export {
   type AtlsListenerOptions,

@@ -12,10 +12,10 @@
  * one of a few slots. Drops are counted through {@link AttestedTlsListener.onDropped} and logged
  * as one summary line per interval.
  *
- * Once listening, the listener keeps a few server TLS setups (a fresh one-use identity and its
- * tls.Server) prepared in the background, one at a time, so a handshake does not wait for key and
- * certificate generation; each is used for one connection only (taken once a ClientHello has
- * arrived), and one older than five minutes of clock time is discarded unused.
+ * Once listening, the listener looks up the process's server TLS setup (its TLS identity and the
+ * shared tls.Server for it, identity-pool.ts) ahead of the next handshake, so the first connection
+ * does not wait for key and certificate generation; a lookup older than five minutes of clock time
+ * is discarded and made again (the identity itself rotates hourly and on clock jumps).
  */
 import { createServer, type Server, type Socket } from 'node:net';
 import type { TLSSocket } from 'node:tls';
@@ -52,8 +52,8 @@ export interface AtlsListenerOptions extends AtlsOptions {
   /** At most one drop summary line per this interval (default 10 s). */
   dropLogIntervalMs?: number;
   /**
-   * Server TLS setups (identity + tls.Server, one use each) kept prepared while listening (default
-   * 4; 0 = make each one during its handshake).
+   * Server TLS setup lookups kept ahead while listening (default 1; 0 = look it up during each
+   * handshake). Every setup is the process's shared identity and tls.Server.
    */
   preparedTls?: number;
 }
@@ -147,7 +147,7 @@ export class AttestedTlsListener {
       logger: options.logger,
       ...(options.dropLogIntervalMs !== undefined ? { intervalMs: options.dropLogIntervalMs } : {}),
     });
-    this.readyTarget = options.preparedTls ?? 4;
+    this.readyTarget = options.preparedTls ?? 1;
     if (!Number.isInteger(this.readyTarget) || this.readyTarget < 0)
       throw new Error(`preparedTls must be an integer ≥ 0, got ${this.readyTarget}`);
     this.server = createServer({ noDelay: true }, (raw) => this.accept(raw));

@@ -1,0 +1,90 @@
+/**
+ * Headroom (issue 15): P1's join side with the join service alone in its own process (the bundled
+ * benchmark program, bench/join-service-process.ts) and the load generator — the same real join
+ * clients and soft-TPM nodes as P1, at the same concurrency — in this process. The service's own CPU
+ * comes from its /metrics (prom-client's process_cpu_seconds_total, i.e. process.cpuUsage), so the
+ * result shows how much of one core a join costs the service and how many joins per second one
+ * core could carry.
+ */
+import { join } from 'node:path';
+import { performance } from 'node:perf_hooks';
+import type { JoinTicketRequest } from '../src/ports/types.js';
+import { spawnJoinService } from './child.js';
+import { akPool, type BenchCluster, joinClient, joinRequest, nodeIssuer } from './fixture.js';
+import { serviceCpuSeconds } from './p2-burst.js';
+
+/** Result of {@link benchHeadroom}. */
+export interface HeadroomResult {
+  concurrency: number;
+  seconds: number;
+  joins: number;
+  failures: number;
+  joinPerSecond: number;
+  /** Service CPU ÷ wall time over the run (1 = one core busy throughout). */
+  serviceCores: number;
+  serviceCpuMsPerJoin: number;
+  /** Joins per second one core would carry at this CPU cost (1000 ÷ serviceCpuMsPerJoin). */
+  oneCoreJoinPerSecond: number;
+  /** This process's (the generator's) CPU ÷ wall time. */
+  generatorCores: number;
+}
+
+/** Runs the closed loop for `ms` at `concurrency` against a service child process. */
+export async function benchHeadroom(
+  cluster: BenchCluster,
+  logDir: string,
+  options: { concurrency: number; ms: number },
+): Promise<HeadroomResult> {
+  const { concurrency, ms } = options;
+  const keys = akPool(Math.min(concurrency, 8));
+  const clients = Array.from({ length: concurrency }, (_, i) =>
+    joinClient(nodeIssuer(keys[i % keys.length] as (typeof keys)[number], cluster.pcrs)),
+  );
+  const requests: JoinTicketRequest[] = [];
+  for (let i = 0; i < concurrency; i++) requests.push(await joinRequest(`bench-headroom-${i}`));
+  const service = spawnJoinService(cluster.serviceConfig(0), join(logDir, 'headroom-join-service.log'));
+  try {
+    const { grpcPort, httpPort } = await service.listening;
+    const endpoint = `127.0.0.1:${grpcPort}`;
+    const loop = async (until: number) => {
+      let joins = 0;
+      let failures = 0;
+      await Promise.all(
+        clients.map(async (client, w) => {
+          while (performance.now() < until) {
+            try {
+              await client.issueJoinTicket(endpoint, requests[w] as JoinTicketRequest);
+              joins++;
+            } catch {
+              failures++;
+            }
+          }
+        }),
+      );
+      return { joins, failures };
+    };
+    // Warm-up (module loading, JIT, identities), not counted.
+    await loop(performance.now() + Math.min(1_000, ms));
+    const cpuBefore = await serviceCpuSeconds(httpPort);
+    const genBefore = process.cpuUsage();
+    const started = performance.now();
+    const { joins, failures } = await loop(started + ms);
+    const seconds = (performance.now() - started) / 1000;
+    const gen = process.cpuUsage(genBefore);
+    const cpu = (await serviceCpuSeconds(httpPort)) - cpuBefore;
+    const serviceCpuMsPerJoin = (cpu * 1000) / Math.max(1, joins);
+    return {
+      concurrency,
+      seconds,
+      joins,
+      failures,
+      joinPerSecond: joins / seconds,
+      serviceCores: cpu / seconds,
+      serviceCpuMsPerJoin,
+      oneCoreJoinPerSecond: 1000 / serviceCpuMsPerJoin,
+      generatorCores: (gen.user + gen.system) / 1e6 / seconds,
+    };
+  } finally {
+    await service.stop();
+  }
+}
