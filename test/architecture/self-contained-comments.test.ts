@@ -21,8 +21,6 @@ const citation = /\bREFERENCE\b|\b(DESIGN|PLATFORM|STYLE)\.md\b/;
 
 const TO_DO = `
 docs/atls.md
-docs/identity.md
-README.md
 src/adapters/attestation/snp/azure-hcl.ts
 src/adapters/attestation/snp/issuers.ts
 src/adapters/attestation/snp/validators.ts
@@ -42,11 +40,8 @@ src/adapters/attestation/vtpm/x509-chain.ts
 src/adapters/disk/cryptsetup-disk.ts
 src/adapters/disk/luks2-header-policy.ts
 src/adapters/grpc/status.ts
-src/adapters/kms/grpc-kms-client.ts
-src/adapters/kms/key-service-server.ts
 src/app/cli/init.ts
 src/app/cli/join-service.ts
-src/app/cli/key-service.ts
 src/app/cli/metadata-server.ts
 src/domain/ticket-issuer.ts
 `
