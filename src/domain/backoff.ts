@@ -1,6 +1,6 @@
 /**
  * Retry timing for the join flow: capped exponential backoff with full jitter (a deliberate
- * difference from upstream's fixed 30 s ticker, REFERENCE preamble), and per-call deadlines enforced
+ * difference from upstream's fixed 30 s ticker), and per-call deadlines enforced
  * under the injected Clock so that a port which ignores its `timeoutInMs` cannot hang a loop.
  */
 import type { Clock } from '../ports/clock.js';

@@ -36,7 +36,7 @@ export function dependencyError(operation: string, cause: unknown): ConfbootErro
 }
 
 /**
- * A failed init (REFERENCE §2.2). Carries the node's recent log output in chunks of at most
+ * A failed init. Carries the node's recent log output in chunks of at most
  * {@link INIT_LOG_CHUNK_SIZE} bytes, which the init server streams to `confboot init` after the
  * failure message. Logs are attached only after the caller proved knowledge of the init secret.
  */

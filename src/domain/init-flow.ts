@@ -1,5 +1,5 @@
 /**
- * The init flow (upstream InitServer logic, REFERENCE §2.2 with the preamble's differences). Runs on
+ * The init flow (upstream InitServer logic, with the differences in docs/upstream.md). Runs on
  * a new node next to the join flow and handles the operator's `confboot init`: it checks the init
  * secret, sets up the KMS from the request, takes the node lock with the cluster ID, and then — past
  * the point of no return — sets the state disk passphrase, writes the node state and initialises the

@@ -1,5 +1,5 @@
 /**
- * The join flow (upstream JoinClient, REFERENCE §2.3 with the preamble's differences). Runs on every
+ * The join flow (upstream JoinClient, with the differences in docs/upstream.md). Runs on every
  * new node next to the init server: it asks a join service for a join ticket, takes the node lock
  * with the cluster ID derived from the ticket, and then — past the point of no return — sets the
  * state disk passphrase, writes the control-plane files, the kubelet credentials and the node state,
@@ -30,7 +30,7 @@ import type { NodeLockLike } from './node-lock.js';
 export const JOIN_SERVICE_NODE_PORT = 30090;
 
 /**
- * The only control-plane file names a join ticket may carry (kubeadm's names, REFERENCE §1.4),
+ * The only control-plane file names a join ticket may carry (kubeadm's eight CA files),
  * relative to the pki directory. Anything else (e.g. `../x`) is refused: the names become paths.
  */
 export const CONTROL_PLANE_FILE_NAMES: readonly string[] = Object.freeze([

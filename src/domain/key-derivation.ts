@@ -1,7 +1,7 @@
 /**
- * Key derivation (REFERENCE §0, §5). The key service derives every data key from the cluster master
- * secret with HKDF-SHA256 and the info string "key-" + ID; the cluster ID, which the node lock
- * records in PCR 15, is derived from the measurement secret and the measurement salt. Both the
+ * Key derivation, as upstream's cluster KMS does it. The key service derives every data key from
+ * the cluster master secret with HKDF-SHA256 and the info string "key-" + ID; the cluster ID, which
+ * the node lock records in PCR 15, is derived from the measurement secret and the measurement salt. Both the
  * bootstrapper (init and join) and the key service use these functions.
  */
 import { hkdfSync } from 'node:crypto';
@@ -75,8 +75,8 @@ export function deriveClusterId(measurementSecret: Uint8Array, measurementSalt: 
 }
 
 /**
- * Checks the key service's master secret and salt (REFERENCE §5: secret ≥ 16 bytes, salt ≥ 32
- * bytes). Throws `invalid-argument` naming what is too short, never the value.
+ * Checks the key service's master secret and salt (upstream's limits: secret ≥ 16 bytes,
+ * salt ≥ 32 bytes). Throws `invalid-argument` naming what is too short, never the value.
  */
 export function checkMasterSecret(masterSecret: Uint8Array, salt: Uint8Array): void {
   if (masterSecret.length < MASTER_SECRET_MIN_LENGTH) {

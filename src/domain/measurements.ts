@@ -1,5 +1,5 @@
 /**
- * Measurements policy (REFERENCE §4.3). The join service and `confboot init` read the expected
+ * Measurements policy, upstream's format and rules. The join service and `confboot init` read the expected
  * measurements from the attestation config; every validator compares the measured PCRs (or TDX
  * MRTD/RTMRs) through the same policy, so a variant cannot apply its own rules. Parsing fails closed:
  * anything that is not a well-formed, non-empty measurements map is an error.

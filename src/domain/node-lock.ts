@@ -1,5 +1,5 @@
 /**
- * The node lock (REFERENCE §2.4). The init flow and the join flow run side by side on a new node;
+ * The node lock. The init flow and the join flow run side by side on a new node;
  * whichever first holds a cluster ID takes the lock, and the other one stops. The lock is one-way:
  * there is no unlock, and the node is marked (vTPM: PCR 15 extended with the cluster ID) exactly once.
  */

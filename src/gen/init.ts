@@ -25,7 +25,7 @@ export const protobufFileName = "init.proto";
 
 /**
  * Init API served by the first control-plane node's bootstrapper (upstream:
- * bootstrapper/initproto/init.proto). Wire-compatible; see REFERENCE §2.1.
+ * bootstrapper/initproto/init.proto). Field names and numbers match upstream's (docs/upstream.md).
  */
 
 /** InitRequest is sent by `confboot init`. */

@@ -26,7 +26,7 @@ export const protobufFileName = "join.proto";
 
 /**
  * Join service API (upstream: joinservice/joinproto/join.proto). Field names and numbers are
- * wire-compatible with Constellation; see REFERENCE §1.1.
+ * wire-compatible with Constellation (docs/upstream.md, "Join service").
  */
 
 /** IssueJoinTicketRequest is sent by the joining node's JoinClient. */

@@ -23,7 +23,7 @@ export const protobufPackage = "kms";
 
 export const protobufFileName = "keyservice.proto";
 
-/** Key service API (upstream: keyservice/keyserviceproto/keyservice.proto). See REFERENCE §5. */
+/** Key service API (upstream: keyservice/keyserviceproto/keyservice.proto), wire-compatible. */
 
 /** GetDataKeyRequest names the key and its length. */
 export interface GetDataKeyRequest {

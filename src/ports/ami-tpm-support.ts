@@ -2,7 +2,7 @@ import type { CallOptions } from './types.js';
 
 /**
  * Asks EC2 whether an AMI boots with NitroTPM (upstream: `DescribeImages(imageId)` in the instance's
- * region, attribute `TpmSupport`). Used by the aws-nitro-tpm validator (REFERENCE §4.2).
+ * region, attribute `TpmSupport`). Used by the aws-nitro-tpm validator, which wants "v2.0".
  */
 export interface AmiTpmSupport {
   /**

@@ -1,4 +1,4 @@
-/** kubeadm bootstrap tokens and the discovery CA hash (REFERENCE §1.4). */
+/** kubeadm bootstrap tokens and the discovery CA hash (`sha256:` + hex of the CA's public key info). */
 export interface BootstrapTokens {
   /** Creates a bootstrap token valid for `ttlMs` and returns it (`[a-z0-9]{6}.[a-z0-9]{16}`). Secret. */
   createToken(ttlMs: number): Promise<string>;

@@ -10,7 +10,7 @@ export interface CsrInfo {
   signatureValid: boolean;
 }
 
-/** The cluster CA, read from the pki directory (REFERENCE §1.4, §1.6). */
+/** The cluster CA, read from the pki directory (`ca.crt`, `ca.key`). */
 export interface CertificateAuthority {
   /** Parses a DER CSR; rejects with `invalid-argument` when it cannot be parsed. */
   inspectCsr(csrDer: Uint8Array): Promise<CsrInfo>;

@@ -1,6 +1,6 @@
 import type { Component } from './types.js';
 
-/** Facts the join service reads from and records in the Kubernetes API (REFERENCE §1.3 steps 8–13). */
+/** Facts the join service reads from and records in the Kubernetes API (components, JoiningNodes). */
 export interface ClusterFacts {
   /** The components from the ConfigMap referenced by the NodeVersion resource. */
   components(): Promise<Component[]>;

@@ -6,7 +6,7 @@ export interface KubeletCsr {
   keyPem: Uint8Array;
 }
 
-/** Makes kubelet CSRs (REFERENCE §2.7). */
+/** Makes kubelet CSRs. */
 export interface CsrFactory {
   /** New ECDSA P-256 key; CSR with O=system:nodes, CN=system:node:<nodeName>, IP SANs `ips`. */
   create(nodeName: string, ips: string[]): Promise<KubeletCsr>;

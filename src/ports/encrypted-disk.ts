@@ -1,4 +1,4 @@
-/** The node's LUKS2 state disk (REFERENCE §2.6). */
+/** The node's LUKS2 state disk (mapping `state`; keyslot 0 gets the derived key). */
 export interface EncryptedDisk {
   /**
    * Opens the disk for the calls below, validating its header first. Returns the function that

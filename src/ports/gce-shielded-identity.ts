@@ -3,7 +3,7 @@ import type { CallOptions } from './types.js';
 /**
  * Reads a GCE instance's shielded instance identity (upstream:
  * `instances.getShieldedInstanceIdentity(project, zone, instance)`). The gcp-sev-es validator trusts
- * the attestation key it names (REFERENCE §4.2).
+ * the attestation key it names.
  */
 export interface GceShieldedIdentity {
   /**

@@ -1,7 +1,7 @@
 import type { CallOptions } from './types.js';
 import type { Variant } from './variant.js';
 
-/** Produces attestation documents for this machine (REFERENCE §3, §4). */
+/** Produces attestation documents for this machine, sent in attested TLS. */
 export interface Issuer {
   /** The variant, e.g. `qemu-vtpm`. */
   readonly variant: Variant;

@@ -2,7 +2,7 @@ import type { CallOptions } from './types.js';
 
 /**
  * Derives data keys from the cluster master secret. `getDataKey(id, n)` is
- * HKDF-SHA256(masterSecret, salt, "key-" + id, n) (REFERENCE §5), locally or via the key service.
+ * HKDF-SHA256(masterSecret, salt, "key-" + id, n), locally or via the key service.
  */
 export interface KMS {
   /**

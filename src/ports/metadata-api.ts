@@ -1,6 +1,6 @@
 import type { CallOptions, Endpoint, InstanceMetadata } from './types.js';
 
-/** What the cloud (or the QEMU metadata server) says about this instance and its peers (REFERENCE §6). */
+/** What the cloud (or the QEMU metadata server) says about this instance and its peers. */
 export interface MetadataAPI {
   /** This instance. The name may be empty and the role `Unknown` while the cloud is still provisioning. */
   self(options?: CallOptions): Promise<InstanceMetadata>;

@@ -1,4 +1,4 @@
-/** Marks a node as bootstrapped, one way (REFERENCE §2.4: vTPM extends PCR 15 with the cluster ID). */
+/** Marks a node as bootstrapped, one way (vTPM: PCR 15 is extended with the cluster ID). */
 export interface NodeMarker {
   /** Records `clusterId` in the node's measurements. Called at most once per boot by the node lock. */
   markBootstrapped(clusterId: Uint8Array): Promise<void>;

@@ -1,6 +1,6 @@
 import type { NodeState } from './types.js';
 
-/** Persists node state (REFERENCE §2.5, `/run/state/constellation/node_state.json`). */
+/** Persists node state (upstream: `/run/state/constellation/node_state.json`). */
 export interface NodeStateStore {
   /** Writes the state; rejects if it already exists. Never leaves a half-written file. */
   write(state: NodeState): Promise<void>;

@@ -1,4 +1,4 @@
-/** Checks a secret against a stored hash (bcrypt for the init secret, REFERENCE §2.2). */
+/** Checks a secret against a stored hash (bcrypt for the init secret). */
 export interface SecretHash {
   /** True when `secret` matches `hash`. Never throws on a mismatch. */
   matches(hash: Uint8Array, secret: Uint8Array): Promise<boolean>;

@@ -1,6 +1,6 @@
 /**
  * Plain data types shared by ports, domain and adapters. No behaviour lives here.
- * Names follow Constellation's (REFERENCE.md): role, VPC IP, join ticket, measurement salt.
+ * Names follow Constellation's (docs/upstream.md): role, VPC IP, join ticket, measurement salt.
  */
 
 /** A node's role in the cluster. `Unknown` means metadata has not said yet. */
@@ -43,7 +43,7 @@ export interface ControlPlaneFile {
   data: Uint8Array;
 }
 
-/** Persistent node state (REFERENCE §2.5). */
+/** Persistent node state: the role and the measurement salt. */
 export interface NodeState {
   role: Role;
   /** 32 bytes, persisted on the state disk. */
@@ -113,7 +113,7 @@ export interface InitResult {
   clusterId: Uint8Array;
 }
 
-/** One expected measurement (REFERENCE §4.3). */
+/** One expected measurement: a value, enforced or only warned about. */
 export interface Measurement {
   /** 32 bytes (PCR) or 48 bytes (TDX). */
   expected: Uint8Array;

@@ -1,6 +1,6 @@
 /**
- * Attestation variants and their OIDs (REFERENCE §4). The OID is the X.509 extension OID under which
- * the attestation document travels in attested TLS, and it names the variant on the wire.
+ * Attestation variants and their upstream OIDs (under 1.3.9900). The OID is the X.509 extension
+ * OID under which the attestation document travels in attested TLS, and it names the variant on the wire.
  */
 
 /** Every variant confboot knows, as upstream's `variant.FromString` strings. */

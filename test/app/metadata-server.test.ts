@@ -1,5 +1,5 @@
 /**
- * The QEMU metadata server (REFERENCE §6) over real HTTP on loopback, with real source addresses
+ * The QEMU metadata server over real HTTP on loopback, with real source addresses
  * 127.0.0.N, and the `confboot metadata-server` command run in-process.
  */
 import { writeFile } from 'node:fs/promises';

@@ -12,7 +12,7 @@ describe('package', () => {
     expect(VERSION).toBe(pkg.version);
   });
 
-  it('pins the versions PLATFORM.md says must be pinned', () => {
+  it('pins TypeScript 5.9, grpc-js 1.14, client-node 1.3.0 and Node 20, which the platform needs', () => {
     expect(pkg.devDependencies.typescript).toMatch(/^~5\.9\./);
     expect(pkg.dependencies['@grpc/grpc-js']).toMatch(/^~1\.14\./);
     expect(pkg.dependencies['@kubernetes/client-node']).toBe('1.3.0');

@@ -1,5 +1,5 @@
 /**
- * Contract suite for the ClusterJoiner port (REFERENCE §2.3): a valid join succeeds for workers and
+ * Contract suite for the ClusterJoiner port (`kubeadm join`): a valid join succeeds for workers and
  * control planes and is seen by the cluster; a configuration kubeadm would refuse (bad token or CA
  * hash format) is rejected with the tool's message and without leaking the token; a transient
  * failure rejects recoverably and a later attempt succeeds; an aborted call does not join.

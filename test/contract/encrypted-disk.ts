@@ -1,5 +1,5 @@
 /**
- * Contract suite for the EncryptedDisk port (REFERENCE §2.6): what every state-disk implementation —
+ * Contract suite for the EncryptedDisk port: what every state-disk implementation —
  * the in-memory fake, cryptsetup on LUKS2, a third-party one — must do. Call
  * `describeEncryptedDiskContract(name, factory)` from a test file; the factory returns a fresh disk
  * whose keyslot 0 holds `seed.initialPassphrase` and whose initial passphrase file holds the same.

@@ -1,5 +1,5 @@
 /**
- * The shape every contract suite takes (STYLE.md example 9, after abstract-level and keyv): a factory
+ * The shape every contract suite takes (modelled on abstract-level's and keyv's suites): a factory
  * returns a fresh, isolated subject, a `seed` to put it into a known state, a `cleanup`, and a
  * `supports` object that is the only way to skip optional behaviour.
  */

@@ -1,5 +1,5 @@
 /**
- * Contract suite for the KMS port (REFERENCE §5): every KMS — in-memory, embedded, or over the key
+ * Contract suite for the KMS port: every KMS — in-memory, embedded, or over the key
  * service's gRPC API — derives HKDF-SHA256(masterSecret, salt, "key-" + id, length), answers
  * upstream's test vectors, and refuses length 0 and an empty ID with `invalid-argument`.
  *
@@ -34,7 +34,7 @@ export interface HkdfVector {
   expected: string;
 }
 
-/** Reads upstream's HKDF vectors (REFERENCE §5); every info starts with "key-". */
+/** Reads upstream's HKDF vectors; every info starts with "key-". */
 export function loadHkdfVectors(): HkdfVector[] {
   const dir = process.env.CONFBOOT_TESTVECTORS ?? resolve(import.meta.dirname, '../../../shared/testvectors');
   return JSON.parse(readFileSync(resolve(dir, 'kms/hkdf.json'), 'utf8')) as HkdfVector[];

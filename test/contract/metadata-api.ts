@@ -1,5 +1,5 @@
 /**
- * The MetadataAPI contract (REFERENCE §6, ports/metadata-api.ts), exported so every provider — the
+ * The MetadataAPI contract (ports/metadata-api.ts), exported so every provider — the
  * in-memory reference fake, each cloud adapter against its fake cloud server, and any provider a
  * library user adds — proves the same behaviour. Call `describeMetadataApiContract(name, factory)`
  * from a test file; the factory returns a fresh subject plus a `seed` that puts the world behind it

@@ -1,4 +1,4 @@
-/** The init flow (REFERENCE §2.2 and the preamble), with stubs for every port. */
+/** The init flow (upstream's, with confboot's differences), with stubs for every port. */
 import { describe, expect, it } from 'vitest';
 import { isInitFailure } from '../../src/domain/errors.js';
 import { InitFlow, type InitFlowOptions } from '../../src/domain/init-flow.js';

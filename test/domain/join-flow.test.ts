@@ -1,5 +1,5 @@
 /**
- * The join flow (REFERENCE §2.3 and the preamble) under fake time, with stubs for every port.
+ * The join flow (upstream's, with confboot's differences) under fake time, with stubs for every port.
  * kubeadm, metadata and the join service are stubs here; the flow's rules are what is tested.
  */
 import { describe, expect, it } from 'vitest';

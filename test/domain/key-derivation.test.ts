@@ -1,4 +1,4 @@
-/** Key derivation against the shared HKDF vectors (REFERENCE §5). */
+/** Key derivation against the shared HKDF vectors. */
 import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';

@@ -1,4 +1,4 @@
-/** Measurements policy: parsing fails closed, comparison reports every mismatch (REFERENCE §4.3). */
+/** Measurements policy: parsing fails closed, comparison reports every mismatch. */
 import { describe, expect, it } from 'vitest';
 import {
   compareMeasurements,

@@ -1,4 +1,4 @@
-/** The one-way node lock (REFERENCE §2.4). */
+/** The one-way node lock. */
 import { describe, expect, it } from 'vitest';
 import { NodeLock } from '../../src/domain/node-lock.js';
 import { isConfbootError } from '../../src/ports/errors.js';

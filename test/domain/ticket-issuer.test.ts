@@ -1,5 +1,5 @@
 /**
- * Join ticket issuance (REFERENCE §1.3, §1.6 domain-side checks, and the preamble), and the binding
+ * Join ticket issuance (upstream's steps and CSR checks, with confboot's differences), and the binding
  * of the kubelet CSR to the caller (docs/identity.md): with a PeerIdentity (stubbed here) the name,
  * IP addresses and role must be the caller's instance's; without one, the IP addresses the caller's.
  */

@@ -1,5 +1,5 @@
 /**
- * FakeKms: an in-memory KMS with the real derivation (HKDF-SHA256 over "key-" + id, REFERENCE §5),
+ * FakeKms: an in-memory KMS with the real derivation (HKDF-SHA256 over "key-" + id),
  * a call recorder and scripted failures, for domain tests that need a KMS without a key service.
  */
 import { hkdfSync } from 'node:crypto';

@@ -1,6 +1,6 @@
 /**
  * The node-lock race (issue 7 §6): on a new node the init flow and the join flow run side by side and
- * race for the one-way node lock (REFERENCE §2.4). Here the real InitFlow and JoinFlow share one
+ * race for the one-way node lock. Here the real InitFlow and JoinFlow share one
  * real NodeLock, with the domain stubs (test/domain/stubs.ts) for every other port. fast-check
  * generates, per round, a schedule of delays (microtask hops, setImmediate, setTimeout) injected
  * into every port call of both flows and into the marker, so both orders happen. Every round must end

@@ -261,7 +261,7 @@ export class SoftTpm implements Tpm {
   }
 }
 
-/** extraData = SHA256(userData‖nonce) (REFERENCE §4.1). */
+/** extraData = SHA256(userData‖nonce), as upstream's vTPM issuer computes it. */
 export function makeExtraData(userData: Uint8Array, nonce: Uint8Array): Buffer {
   return createHash('sha256').update(userData).update(nonce).digest();
 }

@@ -1,7 +1,7 @@
 /**
  * Steps the confidential-VM validators share once their hardware half is checked (SEV-SNP in
  * snp/validators.ts, TDX in tdx/validators.ts): stop on the first failed check, verify the vTPM quote
- * bound to the hardware report (nonce SHA256(InstanceInfo ‖ extraData), REFERENCE §4.1) and compare
+ * bound to the hardware report (nonce SHA256(InstanceInfo ‖ extraData), docs/upstream.md) and compare
  * the measurements, keeping every check made so far in the AttestationError they throw.
  */
 import { createHash, type KeyObject } from 'node:crypto';

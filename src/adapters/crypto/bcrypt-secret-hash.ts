@@ -1,4 +1,4 @@
-/** The init secret's bcrypt check (REFERENCE §2.2), on bcryptjs. */
+/** The init secret's bcrypt check (upstream hashes the init secret with bcrypt), on bcryptjs. */
 import bcrypt from 'bcryptjs';
 import type { SecretHash } from '../../ports/secret-hash.js';
 

@@ -1,5 +1,5 @@
 /**
- * Builds the KMS named by an init request (REFERENCE §2.2 step 3, upstream `kmssetup.KMS`). confboot
+ * Builds the KMS named by an init request's KMS and storage URIs (upstream `kmssetup.KMS`). confboot
  * supports upstream's cluster KMS only: `kms://cluster-kms?key=<base64url>&salt=<base64url>` with
  * storage `storage://no-store`. Cloud KMS backends are not supported and are refused clearly.
  */

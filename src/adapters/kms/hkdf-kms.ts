@@ -1,5 +1,5 @@
 /**
- * The embedded cluster KMS (REFERENCE §5, upstream `internal/kms/kms/cluster`): every data key is
+ * The embedded cluster KMS (upstream `internal/kms/kms/cluster`): every data key is
  * HKDF-SHA256(masterSecret, salt, "key-" + id, length), derived on the spot and never stored. The
  * key service serves it over gRPC; the first control plane's init flow uses it in-process.
  */

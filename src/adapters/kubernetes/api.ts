@@ -1,5 +1,5 @@
 /**
- * The join service's view of the Kubernetes API (REFERENCE §1.3 steps 7–13, §1.4) on
+ * The join service's view of the Kubernetes API (docs/upstream.md, "Join service") on
  * @kubernetes/client-node 1.3: bootstrap tokens as kubeadm stores them, the discovery CA hash from
  * admin.conf, the components list behind the NodeVersion resource, JoiningNode records, and
  * confboot's DiskBinding records (which node a state disk belongs to).
@@ -99,7 +99,7 @@ export function normaliseNodeName(name: string): string {
 
 /**
  * The kubeadm discovery pin of the first CA certificate in a kubeconfig's current context:
- * `sha256:` + hex SHA-256 of the certificate's SubjectPublicKeyInfo (REFERENCE §1.4).
+ * `sha256:` + hex SHA-256 of the certificate's SubjectPublicKeyInfo, as kubeadm pins it.
  * @throws ConfbootError `failed-precondition` naming what is missing or unparsable.
  */
 export function discoveryHashFromKubeconfig(kubeconfig: string, source = 'kubeconfig'): string {

@@ -1,6 +1,7 @@
 /**
- * Renders kubeadm's v1beta4 configuration for `kubeadm join` and `kubeadm init` (REFERENCE §2.2
- * step 11, §2.3) with the `yaml` package, so no value can break out of its field. Pure functions:
+ * Renders kubeadm's v1beta4 configuration for `kubeadm join` and `kubeadm init` (the
+ * last step of a join and of the first control plane's init) with the `yaml` package, so no value
+ * can break out of its field. Pure functions:
  * the runner in kubeadm.ts writes the result to a private file.
  */
 import { stringify } from 'yaml';

@@ -1,6 +1,6 @@
 /**
- * ClusterJoiner and ClusterInitializer on the kubeadm binary: the last step of a join (REFERENCE
- * §2.3) and of the first control plane's init (§2.2 step 11). The configuration is rendered by
+ * ClusterJoiner and ClusterInitializer on the kubeadm binary: the last step of a join
+ * and of the first control plane's init. The configuration is rendered by
  * kubeadm-config.ts, written to a private temp file (it holds the bootstrap token) and passed with
  * `--config`; kubeadm's combined output, with the token redacted, travels in the error on failure.
  */

@@ -1,5 +1,5 @@
 /**
- * Cluster CA for the join service (REFERENCE §1.4, §1.6): signs the joining node's kubelet CSR with
+ * Cluster CA for the join service (docs/upstream.md): signs the joining node's kubelet CSR with
  * upstream's checks and certificate profile, and hands control-plane nodes the eight CA files.
  * Parsing and signing use @peculiar/x509 over Node's WebCrypto; SEC1 and PKCS#1 keys are converted
  * to PKCS#8 with node:crypto's KeyObject first.

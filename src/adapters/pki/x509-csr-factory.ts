@@ -1,5 +1,5 @@
 /**
- * Kubelet CSR for the joining node (REFERENCE §2.7): a fresh ECDSA P-256 key and a PKCS#10 request
+ * Kubelet CSR for the joining node: a fresh ECDSA P-256 key and a PKCS#10 request
  * for `O=system:nodes, CN=system:node:<name>` with IP SANs only. The join service signs it
  * ({@link FileCertificateAuthority}); the node keeps the key as PEM `EC PRIVATE KEY` (SEC1).
  */

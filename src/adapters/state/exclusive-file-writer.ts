@@ -1,6 +1,6 @@
 /**
  * File writer for the node's credentials (kubelet key and certificate, control-plane CA files, node
- * state). Semantics follow upstream's `file.Handler.Write` (REFERENCE §0): exclusive create, mode
+ * state). Semantics follow upstream's `file.Handler.Write`: exclusive create, mode
  * 0600, parents created on request — and, beyond upstream, atomic: the bytes go to a private temp file
  * in the same directory, are fsynced, and only then appear under the target name via `link()`, which
  * fails if the target exists. A failure at any step leaves neither the target nor the temp file.

@@ -1,5 +1,5 @@
 /**
- * Node state on the state disk (REFERENCE §2.5): the role and measurement salt the bootstrapper
+ * Node state on the state disk: the role and measurement salt the bootstrapper
  * persists after joining or initialising, read back by the disk-mapper on reboot. Format is upstream's
  * Go JSON, tab-indented: `{"Role": "ControlPlane", "MeasurementSalt": "<std base64>"}`. Written once,
  * exclusively, through a {@link FileWriter}.

@@ -1,5 +1,5 @@
 /**
- * The node lock's marker on a vTPM (REFERENCE §2.4). Where it sits: the bootstrapper's node lock
+ * The node lock's marker on a vTPM. Where it sits: the bootstrapper's node lock
  * calls markBootstrapped(clusterId) once, right after taking the lock, and checks isBootstrapped()
  * on boot. TPM2_PCR_Event(15, clusterId) extends every bank with H(clusterId), so SHA-256 PCR 15
  * becomes SHA256(old ‖ SHA256(clusterId)). PCR 15 is expected all-zero and enforced by validators,

@@ -3,9 +3,9 @@
  * runs the InitServer (init.API over attested TLS, this node attesting with its Issuer) and the
  * JoinFlow side by side. Both share ONE node lock built on the node marker: whichever first holds a
  * cluster ID takes it, and its point-of-no-return callback stops the other side (init wins → the join
- * flow stops; join wins → the init server stops after the call in flight). REFERENCE §2.2–§2.4.
+ * flow stops; join wins → the init server stops after the call in flight).
  *
- * Differences from upstream (REFERENCE preamble): a failure after the lock, on either side, marks the
+ * Differences from upstream (docs/upstream.md): a failure after the lock, on either side, marks the
  * state disk for reset and is reported through `done` (upstream's Init path did not).
  */
 import type { AttestedGrpcServer } from '../../adapters/grpc/attested-server.js';

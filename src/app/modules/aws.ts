@@ -32,7 +32,7 @@ export async function preloadSdk(): Promise<void> {
 
 /**
  * Reads the IMDSv2 instance identity document (a session token first, then the document), the
- * instance info of aws-nitro-tpm (REFERENCE §4.2).
+ * instance info of aws-nitro-tpm.
  */
 export async function awsInstanceIdentity(baseUrl: string, options?: CallOptions): Promise<Uint8Array> {
   const root = baseUrl.replace(/\/+$/, '');

@@ -2,8 +2,8 @@
  * The Azure node module (app layer, DI wiring): MetadataAPI on IMDS and the ARM compute and network
  * APIs, and the Issuer of the node's variant, each a vTPM quote with the HCL-provisioned AK
  * (0x81000003): azure-trustedlaunch with instance info `{"AkCert","CA"}` — the AK certificate from
- * TPM NV index 0x1C101D0 and its issuing CA, downloaded from the certificate's CA Issuers URL
- * (REFERENCE §4.2); azure-sev-snp with the HCL's SNP report (NV 0x01400001) and the VCEK from THIM;
+ * TPM NV index 0x1C101D0 and its issuing CA, downloaded from the certificate's CA Issuers
+ * URL; azure-sev-snp with the HCL's SNP report (NV 0x01400001) and the VCEK from THIM;
  * azure-tdx with the HCL's TDREPORT turned into a quote by IMDS `/acc/tdquote`. The ARM SDKs are
  * loaded lazily by the adapter.
  */

@@ -34,7 +34,7 @@ export const VARIANTS_BY_CSP = ISSUER_VARIANTS_BY_CSP;
 
 /** Where the node writes its files (upstream's paths by default). */
 export interface NodePaths {
-  /** node_state.json (REFERENCE §2.5). */
+  /** node_state.json (upstream: /run/state/constellation/node_state.json). */
   nodeState: string;
   /** Control-plane files directory. */
   pkiDir: string;
@@ -70,7 +70,7 @@ export interface NodeConfig {
   logLevel: string;
 }
 
-/** Persistent handle of the attestation key Azure's HCL provisions (REFERENCE §4.2). */
+/** Persistent handle of the attestation key Azure's HCL provisions. */
 export const AZURE_HCL_AK_HANDLE = 0x81000003;
 
 /** DI token for {@link NodeConfig}. */

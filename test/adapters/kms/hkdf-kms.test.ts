@@ -1,4 +1,4 @@
-/** The embedded cluster KMS and the KMS factory: input checks and URI parsing (REFERENCE §5). */
+/** The embedded cluster KMS and the KMS factory: input checks and URI parsing. */
 import { describe, expect, it } from 'vitest';
 import {
   ClusterKmsFactory,

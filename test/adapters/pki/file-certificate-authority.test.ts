@@ -1,6 +1,6 @@
 /**
  * FileCertificateAuthority on real pki directories with EC, RSA and PKCS#8 CA keys: upstream's test
- * cases (REFERENCE §1.6), a CSR → certificate round trip checked with node:crypto, and tampered CSRs.
+ * cases, a CSR → certificate round trip checked with node:crypto, and tampered CSRs.
  */
 import 'reflect-metadata';
 import { generateKeyPairSync, type KeyObject, webcrypto, X509Certificate } from 'node:crypto';

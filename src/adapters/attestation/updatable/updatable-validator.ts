@@ -1,5 +1,5 @@
 /**
- * The join service's validator (REFERENCE §1.5, with confboot's decided difference): it loads the
+ * The join service's validator (upstream's sits behind a mutex; this one is swapped): it loads the
  * attestation config file through a builder, watches the file's DIRECTORY (so ConfigMap-style
  * `..data` symlink swaps and write-then-rename replacements are seen, which a watch on the file
  * itself misses after the first swap), and swaps an immutable validator atomically. Validation reads

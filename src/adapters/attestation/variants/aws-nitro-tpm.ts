@@ -1,5 +1,5 @@
 /**
- * aws-nitro-tpm (REFERENCE §4.2): AWS gives no EK/AK binding, so the attestation key is trusted as
+ * aws-nitro-tpm: AWS gives no EK/AK binding, so the attestation key is trusted as
  * carried; the CVM check asks EC2 whether the instance's AMI (from the IMDS instance identity document
  * in InstanceInfo) has `TpmSupport == "v2.0"`.
  */

@@ -1,5 +1,5 @@
 /**
- * azure-trustedlaunch (REFERENCE §4.2): InstanceInfo is Go JSON `{"AkCert": DER, "CA": DER}`; the AK
+ * azure-trustedlaunch: InstanceInfo is Go JSON `{"AkCert": DER, "CA": DER}`; the AK
  * certificate must chain via CA to a CONFIGURED root (upstream embedded Microsoft's "ameroot", which
  * expired on 2026-05-24 — confboot embeds none), any EKU, at the injected clock's time; the AK must be
  * RSA and equal the certificate's public key. No CVM checks. The roots are checked when the checks

@@ -1,6 +1,6 @@
 /**
  * AmiTpmSupport through the AWS SDK: `DescribeImages(ImageIds=[imageId])` in the instance's region,
- * reading `TpmSupport` (the aws-nitro-tpm validator's CVM check, REFERENCE §4.2). The SDK is loaded
+ * reading `TpmSupport` (the aws-nitro-tpm validator's CVM check wants "v2.0"). The SDK is loaded
  * on first use, so nodes of other clouds never import it; one client per region is kept.
  */
 import type { AmiTpmSupport } from '../../../ports/ami-tpm-support.js';

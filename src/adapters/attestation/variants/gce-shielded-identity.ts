@@ -1,7 +1,7 @@
 /**
  * GceShieldedIdentity through @google-cloud/compute (REST fallback transport):
  * `instances.getShieldedInstanceIdentity(project, zone, instance)` → `signingKey.ekPub`, the PEM
- * public key the gcp-sev-es validator trusts as the instance's AK (REFERENCE §4.2). The SDK is
+ * public key the gcp-sev-es validator trusts as the instance's AK. The SDK is
  * loaded on first use.
  */
 import type * as Compute from '@google-cloud/compute';

@@ -1,5 +1,5 @@
 /**
- * gcp-sev-es (REFERENCE §4.2): the attestation key must equal the instance's shielded-identity
+ * gcp-sev-es: the attestation key must equal the instance's shielded-identity
  * signing key, looked up through the GCE API with the zone, project and instance name from
  * InstanceInfo; the CVM check reads the GCE platform state from the replay-verified event log:
  * firmware version ≥ 1 and confidential technology AMD_SEV.

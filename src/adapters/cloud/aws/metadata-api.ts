@@ -1,5 +1,5 @@
 /**
- * MetadataAPI for AWS (REFERENCE §6): the instance identity document from IMDSv2 (token PUT, then
+ * MetadataAPI for AWS (docs/upstream.md): the instance identity document from IMDSv2 (token PUT, then
  * GET), tags and peers from @aws-sdk/client-ec2 DescribeInstances, the load balancer from the
  * Resource Groups Tagging API and Elastic Load Balancing v2. SDKs load lazily on first use.
  */

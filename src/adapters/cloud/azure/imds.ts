@@ -1,6 +1,6 @@
 /**
  * Azure Instance Metadata Service (IMDS) on the link-local address: the instance document the Azure
- * MetadataAPI reads (REFERENCE §6) and a managed-identity token credential for the ARM SDK clients,
+ * MetadataAPI reads and a managed-identity token credential for the ARM SDK clients,
  * so a node needs no @azure/identity. Plain HTTP with `Metadata: true`, never through a proxy.
  */
 import { ConfbootError } from '../../../ports/errors.js';

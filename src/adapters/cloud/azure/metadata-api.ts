@@ -1,5 +1,5 @@
 /**
- * MetadataAPI for Azure (REFERENCE §6): the instance document from IMDS, scale-set VMs from
+ * MetadataAPI for Azure (docs/upstream.md): the instance document from IMDS, scale-set VMs from
  * @azure/arm-compute, NICs, load balancers and public IPs from @azure/arm-network. Both SDKs load
  * lazily on first use. Differs from upstream in one place: a VM without a role tag is `Unknown`
  * instead of a crash.

@@ -1,5 +1,5 @@
 /**
- * MetadataAPI for GCP (REFERENCE §6): project, zone and instance name from the GCE metadata server;
+ * MetadataAPI for GCP (docs/upstream.md): project, zone and instance name from the GCE metadata server;
  * everything else from Compute Engine through @google-cloud/compute (REST "fallback" transport).
  * The SDK is imported lazily on first use, so loading this module costs nothing for other clouds.
  * Tests and production differ only in the options: endpoints and the auth client.

@@ -1,6 +1,6 @@
 /**
  * MetadataAPI for OpenStack, added from the provider template (test/contract/template) to prove the
- * authoring guide. Upstream has no OpenStack metadata in REFERENCE §6, so confboot defines it:
+ * authoring guide. Upstream has no OpenStack metadata provider, so confboot defines it:
  *
  * - This VM: the metadata service `GET <metadata>/openstack/latest/meta_data.json` gives `uuid` and
  *   `meta` (the server's metadata key/values: role, UID, init secret hash, custom endpoint).
@@ -27,7 +27,7 @@ import { parseRole, resolveTagKeys, type TagKeys } from '../shared/tags.js';
 /** The Nova metadata service. */
 export const DEFAULT_OPENSTACK_METADATA_URL = 'http://169.254.169.254';
 
-/** Server metadata key holding the Kubernetes API endpoint (REFERENCE §0). */
+/** Server metadata key holding the Kubernetes API endpoint (upstream's tag key). */
 export const DEFAULT_CUSTOM_ENDPOINT_KEY = 'constellation-custom-endpoint';
 
 /** Options of {@link OpenStackMetadataAPI}. */

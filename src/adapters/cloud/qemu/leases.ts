@@ -1,5 +1,5 @@
 /**
- * dnsmasq leases as the QEMU metadata server reads them (REFERENCE §6): one lease per line,
+ * dnsmasq leases as the QEMU metadata server reads them: one lease per line,
  * `<expiry> <mac> <ip> <hostname> <client-id>`, whitespace-separated. Each lease becomes a peer in
  * upstream's JSON shape.
  */

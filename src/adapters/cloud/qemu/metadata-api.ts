@@ -1,6 +1,6 @@
 /**
  * MetadataAPI for QEMU clusters: an HTTP client of the QEMU metadata server
- * (./metadata-server.ts, REFERENCE §6). Unlike upstream's client it checks every status code and
+ * (./metadata-server.ts). Unlike upstream's client it checks every status code and
  * the JSON shape, so a 404 "No matching peer found" or a 500 is an error, not an empty instance.
  * It can bind its sockets to a local address, which is how the server tells loopback nodes apart.
  */

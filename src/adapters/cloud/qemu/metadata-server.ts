@@ -1,9 +1,9 @@
 /**
- * The QEMU metadata server (REFERENCE §6): what a QEMU/loopback cluster's nodes ask instead of a
- * cloud API. Serves `/self` (matched by the request's source address), `/peers`, `/endpoint` and
- * `/initsecrethash` from a dnsmasq leases file that is re-read on every request, so leases written
- * while it runs are seen at once. GET only. Differs from upstream in one place: a failure to read
- * the leases on `/endpoint` answers 500 and stops there.
+ * The QEMU metadata server (upstream's qemu-metadata-api): what a QEMU/loopback cluster's nodes
+ * ask instead of a cloud API. Serves `/self` (matched by the request's source address), `/peers`,
+ * `/endpoint` and `/initsecrethash` from a dnsmasq leases file that is re-read on every request, so
+ * leases written while it runs are seen at once. GET only. Differs from upstream in one place: a
+ * failure to read the leases on `/endpoint` answers 500 and stops there.
  */
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import { isIPv4 } from 'node:net';

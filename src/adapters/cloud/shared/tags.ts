@@ -1,6 +1,6 @@
 /**
- * Tag and label keys the cloud adapters read (REFERENCE §0), and how a role tag's value becomes a
- * {@link Role}. Shared by every provider; imports no SDK.
+ * Tag and label keys the cloud adapters read (upstream's `constellation-*`), and how a role tag's
+ * value becomes a {@link Role}. Shared by every provider; imports no SDK.
  */
 import type { Role } from '../../../ports/types.js';
 

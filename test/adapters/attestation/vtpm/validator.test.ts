@@ -1,5 +1,5 @@
 /**
- * The vTPM document validator against upstream's TestValidate cases (REFERENCE §4.1), with documents
+ * The vTPM document validator against upstream's TestValidate cases, with documents
  * from the software TPM (genuine TPM wire structures, RSA/RSA-PSS/ECC AKs) and, for the round trip,
  * from the real vTPM issuer on a real swtpm.
  */
@@ -25,7 +25,7 @@ import { useSwtpm } from '../../../support/swtpm.js';
 const zero = Buffer.alloc(32);
 const pcr4 = createHash('sha256').update('kernel').digest();
 
-/** QEMU-style defaults: PCR 4 image-specific, 8/11/13/15 zero enforced (REFERENCE §4.3). */
+/** QEMU-style defaults: PCR 4 image-specific, 8/11/13/15 zero enforced. */
 function qemuMeasurements(overrides: Array<[number, Buffer, boolean]> = []): Measurements {
   const m: Measurements = new Map([
     [4, { expected: pcr4, warnOnly: false }],
