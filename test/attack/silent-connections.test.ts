@@ -25,6 +25,8 @@ import { loopbackAddresses, type SilentStage, type Slowloris, startSlowloris } f
 import { startTarget, type Target, type TargetOptions } from './support/target.js';
 
 const LONG = 60_000;
+/** Bound on one case: 1,000 TLS handshakes (each with a fresh server identity) on 2 loaded cores. */
+const TEST_TIMEOUT_MS = 180_000;
 /** Deadlines that cannot fire during a test: a ticket before any of them proves no waiting. */
 const longDeadlines: TargetOptions = {
   handshakeTimeoutMs: LONG,
@@ -121,155 +123,186 @@ const scenarios: Scenario[] = [
 describe('silent connections held by a slowloris do not delay an honest join', () => {
   for (const s of scenarios) {
     for (const stage of ['tcp', 'tls'] as SilentStage[]) {
-      it(`${s.name}, ${stage === 'tcp' ? 'silent TCP' : 'silent after the TLS handshake'}: the honest node gets its ticket while the attack runs`, async () => {
-        const t = await target(longDeadlines);
-        const perSourceHeld = Math.min(s.perAddress, DEFAULT_MAX_PER_SOURCE);
-        const expectedHeld = perSourceHeld * s.addresses.length;
-        const attack = startSlowloris({
-          port: t.port,
-          stage,
-          addresses: s.addresses,
-          perAddress: s.perAddress,
-        });
-        attackers.push(attack);
-        await attack.untilHeld(expectedHeld);
-        await untilServiceHolds(t, expectedHeld);
+      it(
+        `${s.name}, ${stage === 'tcp' ? 'silent TCP' : 'silent after the TLS handshake'}: the honest node gets its ticket while the attack runs`,
+        async () => {
+          const t = await target(longDeadlines);
+          const perSourceHeld = Math.min(s.perAddress, DEFAULT_MAX_PER_SOURCE);
+          const expectedHeld = perSourceHeld * s.addresses.length;
+          const attack = startSlowloris({
+            port: t.port,
+            stage,
+            addresses: s.addresses,
+            perAddress: s.perAddress,
+          });
+          attackers.push(attack);
+          await attack.untilHeld(expectedHeld);
+          await untilServiceHolds(t, expectedHeld);
 
-        const order: string[] = [];
-        const out = await attempt(t.endpoint, node.issuer);
-        order.push('ticket');
-        const atTicket = await attack.stats();
-        const metricsAtTicket = await scrape(t);
-        const final = await attack.stop();
-        order.push('attack stopped');
+          const order: string[] = [];
+          const out = await attempt(t.endpoint, node.issuer);
+          order.push('ticket');
+          const atTicket = await attack.stats();
+          const metricsAtTicket = await scrape(t);
+          const final = await attack.stop();
+          order.push('attack stopped');
 
-        expect(out.code, out.details).toBe(status.OK);
-        // One connection, one quote: no retry, no second attempt after a timeout.
-        expect(out.peers).toHaveLength(1);
-        expect(order).toEqual(['ticket', 'attack stopped']);
-        expect(atTicket.running).toBe(true);
-        expect(atTicket.held).toBeGreaterThanOrEqual(expectedHeld);
-        expect(unattested(metricsAtTicket, 'connections')).toBeGreaterThanOrEqual(expectedHeld);
-        const d = drops(metricsAtTicket);
-        // No deadline fired before the ticket: the honest node waited for no attacker connection.
-        expect(deadlineDrops(d)).toBe(0);
-        if (s.perAddress > DEFAULT_MAX_PER_SOURCE) {
-          // Over the per-source cap: refused before TLS, re-opened, refused again…
-          expect(d['source-cap']).toBeGreaterThan(0);
-          expect(final.opened).toBeGreaterThan(s.perAddress * s.addresses.length);
-          // …and logged as summaries (one line per 10 s), not one line per refusal.
-          const lines = t.logLines().filter((l) => String(l.msg).startsWith('Dropped or refused'));
-          expect(lines.length).toBeLessThanOrEqual(1 + Math.ceil(LONG / 10_000));
-          expect(lines.length).toBeLessThan(d['source-cap'] ?? 0);
-        } else expect(d['source-cap'] ?? 0).toBe(0);
-        // No per-connection audit or refusal line for the attacker's connections.
-        expect(t.audits().filter((a) => a.outcome === 'refused')).toHaveLength(0);
-      });
+          expect(out.code, out.details).toBe(status.OK);
+          // One connection, one quote: no retry, no second attempt after a timeout.
+          expect(out.peers).toHaveLength(1);
+          expect(order).toEqual(['ticket', 'attack stopped']);
+          expect(atTicket.running).toBe(true);
+          expect(atTicket.held).toBeGreaterThanOrEqual(expectedHeld);
+          expect(unattested(metricsAtTicket, 'connections')).toBeGreaterThanOrEqual(expectedHeld);
+          const d = drops(metricsAtTicket);
+          // No deadline fired before the ticket: the honest node waited for no attacker connection.
+          expect(deadlineDrops(d)).toBe(0);
+          if (s.perAddress > DEFAULT_MAX_PER_SOURCE) {
+            // Over the per-source cap: refused before TLS, re-opened, refused again…
+            expect(d['source-cap']).toBeGreaterThan(0);
+            expect(final.opened).toBeGreaterThan(s.perAddress * s.addresses.length);
+            // …and logged as summaries (one line per 10 s), not one line per refusal.
+            const lines = t.logLines().filter((l) => String(l.msg).startsWith('Dropped or refused'));
+            expect(lines.length).toBeLessThanOrEqual(1 + Math.ceil(LONG / 10_000));
+            expect(lines.length).toBeLessThan(d['source-cap'] ?? 0);
+          } else expect(d['source-cap'] ?? 0).toBe(0);
+          // No per-connection audit or refusal line for the attacker's connections.
+          expect(t.audits().filter((a) => a.outcome === 'refused')).toHaveLength(0);
+        },
+        TEST_TIMEOUT_MS,
+      );
     }
   }
 
-  it('64 from one address that each sent a ClientHello and then nothing: the honest node gets its ticket while the attack runs', async () => {
-    const t = await target(longDeadlines);
-    const attack = startSlowloris({ port: t.port, stage: 'hello', addresses: [ONE_ADDRESS], perAddress: 64 });
-    attackers.push(attack);
-    await attack.untilHeld(DEFAULT_MAX_PER_SOURCE);
-    await untilServiceHolds(t, DEFAULT_MAX_PER_SOURCE);
-    const out = await attempt(t.endpoint, node.issuer);
-    const atTicket = await attack.stats();
-    const d = drops(await scrape(t));
-    await attack.stop();
-    expect(out.code, out.details).toBe(status.OK);
-    expect(out.peers).toHaveLength(1);
-    expect(atTicket).toMatchObject({ running: true });
-    expect(atTicket.held).toBeGreaterThanOrEqual(DEFAULT_MAX_PER_SOURCE);
-    expect(deadlineDrops(d)).toBe(0);
-  });
+  it(
+    '64 from one address that each sent a ClientHello and then nothing: the honest node gets its ticket while the attack runs',
+    async () => {
+      const t = await target(longDeadlines);
+      const attack = startSlowloris({
+        port: t.port,
+        stage: 'hello',
+        addresses: [ONE_ADDRESS],
+        perAddress: 64,
+      });
+      attackers.push(attack);
+      await attack.untilHeld(DEFAULT_MAX_PER_SOURCE);
+      await untilServiceHolds(t, DEFAULT_MAX_PER_SOURCE);
+      const out = await attempt(t.endpoint, node.issuer);
+      const atTicket = await attack.stats();
+      const d = drops(await scrape(t));
+      await attack.stop();
+      expect(out.code, out.details).toBe(status.OK);
+      expect(out.peers).toHaveLength(1);
+      expect(atTicket).toMatchObject({ running: true });
+      expect(atTicket.held).toBeGreaterThanOrEqual(DEFAULT_MAX_PER_SOURCE);
+      expect(deadlineDrops(d)).toBe(0);
+    },
+    TEST_TIMEOUT_MS,
+  );
 
-  it('at the global cap the heaviest source loses its oldest connection, so a source with none (the honest node) still gets in', async () => {
-    // 100 addresses × 10 against a global cap of 500: every source holds ~5, evictions keep it fair.
-    const t = await target({
-      ...longDeadlines,
-      limits: { ...longDeadlines.limits, maxPendingHandshakes: 500 },
-    });
-    const attack = startSlowloris({
-      port: t.port,
-      stage: 'tcp',
-      addresses: loopbackAddresses(100),
-      perAddress: 10,
-    });
-    attackers.push(attack);
-    await untilServiceHolds(t, 500);
-    const out = await attempt(t.endpoint, node.issuer);
-    const atTicket = await attack.stats();
-    const d = drops(await scrape(t));
-    await attack.stop();
-    expect(out.code, out.details).toBe(status.OK);
-    expect(out.peers).toHaveLength(1);
-    expect(atTicket.running).toBe(true);
-    expect((d['evicted'] ?? 0) + (d['global-cap'] ?? 0)).toBeGreaterThan(0);
-    expect(deadlineDrops(d)).toBe(0);
-  });
+  it(
+    'at the global cap the heaviest source loses its oldest connection, so a source with none (the honest node) still gets in',
+    async () => {
+      // 100 addresses × 10 against a global cap of 500: every source holds ~5, evictions keep it fair.
+      const t = await target({
+        ...longDeadlines,
+        limits: { ...longDeadlines.limits, maxPendingHandshakes: 500 },
+      });
+      const attack = startSlowloris({
+        port: t.port,
+        stage: 'tcp',
+        addresses: loopbackAddresses(100),
+        perAddress: 10,
+      });
+      attackers.push(attack);
+      await untilServiceHolds(t, 500);
+      const out = await attempt(t.endpoint, node.issuer);
+      const atTicket = await attack.stats();
+      const d = drops(await scrape(t));
+      await attack.stop();
+      expect(out.code, out.details).toBe(status.OK);
+      expect(out.peers).toHaveLength(1);
+      expect(atTicket.running).toBe(true);
+      expect((d.evicted ?? 0) + (d['global-cap'] ?? 0)).toBeGreaterThan(0);
+      expect(deadlineDrops(d)).toBe(0);
+    },
+    TEST_TIMEOUT_MS,
+  );
 });
 
 describe('connection flood', () => {
-  it('after 2,000 connections were opened and closed, the next honest join succeeds on its first connection, before any deadline fired', async () => {
-    const short = 2_000;
-    const t = await target({
-      handshakeTimeoutMs: 10_000,
-      limits: {
-        atlsDeadlines: {
-          clientHelloMs: short,
-          tlsHandshakeMs: short,
-          attestationMs: short,
-          verdictMs: short,
+  it(
+    'after 2,000 connections were opened and closed, the next honest join succeeds on its first connection, before any deadline fired',
+    async () => {
+      const short = 2_000;
+      const t = await target({
+        handshakeTimeoutMs: 10_000,
+        limits: {
+          atlsDeadlines: {
+            clientHelloMs: short,
+            tlsHandshakeMs: short,
+            attestationMs: short,
+            verdictMs: short,
+          },
         },
-      },
-    });
-    const flood = startSlowloris({
-      port: t.port,
-      stage: 'tcp',
-      addresses: loopbackAddresses(100),
-      perAddress: 20,
-      once: true,
-    });
-    attackers.push(flood);
-    await flood.untilHeld(2000);
-    const opened = await flood.stop();
-    expect(opened.opened).toBe(2000);
-    const out = await attempt(t.endpoint, node.issuer);
-    const d = drops(await scrape(t));
-    expect(out.code, out.details).toBe(status.OK);
-    expect(out.peers).toHaveLength(1);
-    expect(deadlineDrops(d)).toBe(0);
-  });
+      });
+      const flood = startSlowloris({
+        port: t.port,
+        stage: 'tcp',
+        addresses: loopbackAddresses(100),
+        perAddress: 20,
+        once: true,
+      });
+      attackers.push(flood);
+      await flood.untilHeld(2000);
+      const opened = await flood.stop();
+      expect(opened.opened).toBe(2000);
+      const out = await attempt(t.endpoint, node.issuer);
+      const d = drops(await scrape(t));
+      expect(out.code, out.details).toBe(status.OK);
+      expect(out.peers).toHaveLength(1);
+      expect(deadlineDrops(d)).toBe(0);
+    },
+    TEST_TIMEOUT_MS,
+  );
 });
 
 describe('phase deadlines', () => {
-  it('each silent stage is dropped at its own deadline, counted by reason, and logged as a summary', async () => {
-    const t = await target({
-      handshakeTimeoutMs: 10_000,
-      limits: {
-        atlsDeadlines: { clientHelloMs: 300, tlsHandshakeMs: 300, attestationMs: 300, verdictMs: 300 },
-        dropLogIntervalMs: 60_000,
-      },
-    });
-    const stages: SilentStage[] = ['tcp', 'hello', 'tls'];
-    for (const [i, stage] of stages.entries())
-      attackers.push(
-        startSlowloris({ port: t.port, stage, addresses: [`127.0.201.${i + 1}`], perAddress: 5, once: true }),
-      );
-    const want = { 'client-hello-timeout': 5, 'tls-handshake-timeout': 5, 'attestation-timeout': 5 };
-    const end = Date.now() + 30_000;
-    let d = drops(await scrape(t));
-    while (Object.entries(want).some(([r, n]) => (d[r] ?? 0) < n) && Date.now() < end) {
-      await new Promise((r) => setTimeout(r, 50));
-      d = drops(await scrape(t));
-    }
-    expect(d).toMatchObject(want);
-    expect(unattested(await scrape(t), 'connections')).toBe(0);
-    // 15 drops, one summary line at most (the first), never one line per connection.
-    const lines = t.logLines().filter((l) => String(l.msg).startsWith('Dropped or refused'));
-    expect(lines.length).toBeLessThanOrEqual(1);
-    expect(t.audits()).toHaveLength(0);
-  });
+  it(
+    'each silent stage is dropped at its own deadline, counted by reason, and logged as a summary',
+    async () => {
+      const t = await target({
+        handshakeTimeoutMs: 10_000,
+        limits: {
+          atlsDeadlines: { clientHelloMs: 300, tlsHandshakeMs: 300, attestationMs: 300, verdictMs: 300 },
+          dropLogIntervalMs: 60_000,
+        },
+      });
+      const stages: SilentStage[] = ['tcp', 'hello', 'tls'];
+      for (const [i, stage] of stages.entries())
+        attackers.push(
+          startSlowloris({
+            port: t.port,
+            stage,
+            addresses: [`127.0.201.${i + 1}`],
+            perAddress: 5,
+            once: true,
+          }),
+        );
+      const want = { 'client-hello-timeout': 5, 'tls-handshake-timeout': 5, 'attestation-timeout': 5 };
+      const end = Date.now() + 30_000;
+      let d = drops(await scrape(t));
+      while (Object.entries(want).some(([r, n]) => (d[r] ?? 0) < n) && Date.now() < end) {
+        await new Promise((r) => setTimeout(r, 50));
+        d = drops(await scrape(t));
+      }
+      expect(d).toMatchObject(want);
+      expect(unattested(await scrape(t), 'connections')).toBe(0);
+      // 15 drops, one summary line at most (the first), never one line per connection.
+      const lines = t.logLines().filter((l) => String(l.msg).startsWith('Dropped or refused'));
+      expect(lines.length).toBeLessThanOrEqual(1);
+      expect(t.audits()).toHaveLength(0);
+    },
+    TEST_TIMEOUT_MS,
+  );
 });
