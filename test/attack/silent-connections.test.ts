@@ -257,11 +257,16 @@ describe('connection flood', () => {
       await flood.untilHeld(2000);
       const opened = await flood.stop();
       expect(opened.opened).toBe(2000);
+      // On a loaded machine some flood connections may hit a deadline while the flood is still
+      // opening the rest; those are counted before the honest join. Once the flood has closed every
+      // connection, no deadline may fire until the honest node holds its ticket: had it waited for
+      // capacity held by a leftover connection, that connection's deadline would show here.
+      const before = deadlineDrops(drops(await scrape(t)));
       const out = await attempt(t.endpoint, node.issuer);
       const d = drops(await scrape(t));
       expect(out.code, out.details).toBe(status.OK);
       expect(out.peers).toHaveLength(1);
-      expect(deadlineDrops(d)).toBe(0);
+      expect(deadlineDrops(d)).toBe(before);
     },
     TEST_TIMEOUT_MS,
   );
