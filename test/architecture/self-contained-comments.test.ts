@@ -44,8 +44,8 @@ src/app/cli/join-service.ts
 src/app/cli/metadata-server.ts
 src/domain/ticket-issuer.ts
 `
-  .trim()
-  .split('\n');
+  .split('\n')
+  .filter((line) => line !== '');
 
 function filesUnder(path: string): string[] {
   const full = join(root, path);
