@@ -1,4 +1,4 @@
-/** The node's LUKS2 state disk (mapping `state`; keyslot 0 gets the derived key). */
+/** The node's LUKS2 state disk (upstream maps it as `state`). */
 export interface EncryptedDisk {
   /**
    * Opens the disk for the calls below, validating its header first. Returns the function that

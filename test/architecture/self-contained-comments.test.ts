@@ -20,7 +20,6 @@ const textFile = /\.(ts|mts|mjs|js|proto|md|sh|ya?ml)$/;
 const citation = /\bREFERENCE\b|\b(DESIGN|PLATFORM|STYLE)\.md\b/;
 
 const TO_DO = `
-docs/atls.md
 src/adapters/attestation/snp/azure-hcl.ts
 src/adapters/attestation/snp/issuers.ts
 src/adapters/attestation/snp/validators.ts
@@ -45,8 +44,8 @@ src/app/cli/join-service.ts
 src/app/cli/metadata-server.ts
 src/domain/ticket-issuer.ts
 `
-  .trim()
-  .split('\n');
+  .split('\n')
+  .filter((line) => line !== '');
 
 function filesUnder(path: string): string[] {
   const full = join(root, path);

@@ -1,6 +1,6 @@
 /**
- * Contract suite for an attestation variant: an Issuer and the Validator of the same variant
- * (sent in attested TLS). The validator accepts the issuer's document for the right nonce and returns
+ * Contract suite for an attestation variant: an Issuer and the Validator of the same variant, the
+ * two ends of attested TLS. The validator accepts the issuer's document for the right nonce and returns
  * exactly the bound user data with every check; it refuses tampered copies, another nonce, and
  * documents bound to other user data; a validator of a foreign variant refuses the document too.
  *
