@@ -2,8 +2,11 @@
  * The SEV-SNP and TDX parts of the attestation config (app layer, attestation wiring): upstream's
  * field names (`bootloaderVersion`, `teeVersion`, `snpVersion`, `microcodeVersion`,
  * `firmwareSignerConfig`, `amdRootKey`, `amdSigningKey`; `qeSVN`, `pceSVN`, `teeTCBSVN`,
- * `qeVendorID`, `mrSeam`, `xfam`, `intelRootKey`) turned into the policies and trust anchors of the
- * adapters' SNP/TDX validators. Parsing fails closed: an unknown field (a typo must not silently
+ * `qeVendorID`, `mrSeam`, `xfam`, `intelRootKey`) and confboot's own policy knobs (SNP:
+ * `acceptedChipIDs`, `reportSigner`, `minimumCommittedTCB`, `minimumReportedTCB`,
+ * `minimum{Launch,Current}MitigationVector`, `productPolicy`, `amdCRL`; TDX: an `mrSeam` list,
+ * `minimumTcbEvaluationDataNumber`) turned into the policies and trust anchors of the adapters'
+ * SNP/TDX validators. Parsing fails closed: an unknown field (a typo must not silently
  * drop a check), a missing trust anchor, a wrong length, `"latest"` (upstream resolves it through
  * its version API, which confboot does not use) — each is an `invalid-argument` error naming the
  * field. The accepted JSON is documented in docs/attestation-config.md. Also where TDX collateral
