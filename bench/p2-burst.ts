@@ -78,12 +78,23 @@ function shortReason(err: unknown): string {
     .slice(0, 160);
 }
 
-/** The service's CPU seconds so far (prom-client's process_cpu_seconds_total on its /metrics). */
+/** The service's /metrics text, or '' when it does not answer within 30 s (a swamped service). */
+async function metricsText(httpPort: number | undefined): Promise<string> {
+  try {
+    return await fetch(`http://127.0.0.1:${httpPort}/metrics`, { signal: AbortSignal.timeout(30_000) }).then(
+      (r) => r.text(),
+    );
+  } catch {
+    return '';
+  }
+}
+
+/**
+ * The service's CPU seconds so far (prom-client's process_cpu_seconds_total on its /metrics); NaN
+ * when /metrics does not answer.
+ */
 export async function serviceCpuSeconds(httpPort: number | undefined): Promise<number> {
-  const text = await fetch(`http://127.0.0.1:${httpPort}/metrics`, {
-    signal: AbortSignal.timeout(10_000),
-  }).then((r) => r.text());
-  return metricValue(text, 'process_cpu_seconds_total');
+  return metricValue(await metricsText(httpPort), 'process_cpu_seconds_total');
 }
 
 /** Runs P2 with `nodes` nodes; `logDir` receives the service's log. */
@@ -149,9 +160,7 @@ export async function benchP2(
     const nodesCpu = process.cpuUsage(nodesCpuBefore);
     const cpuAfter = await serviceCpuSeconds(httpPort);
     const peakRss = service.peakRssBytes();
-    const metrics = await fetch(`http://127.0.0.1:${httpPort}/metrics`, {
-      signal: AbortSignal.timeout(10_000),
-    }).then((r) => r.text());
+    const metrics = await metricsText(httpPort);
     const vSum = metricValue(
       metrics,
       'confboot_attestation_validation_seconds_sum',
