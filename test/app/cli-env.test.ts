@@ -110,6 +110,22 @@ describe('CONFBOOT_<OPTION> in parseCommand', () => {
     }
   });
 
+  it('refuses key material put where a secret file path belongs, without echoing it', () => {
+    const pem = '-----BEGIN PRIVATE KEY-----\nMIGHAgEAhunter2\n-----END PRIVATE KEY-----\n';
+    for (const value of [pem, 'hunter2\nhunter2']) {
+      let thrown: unknown;
+      try {
+        parse(['--endpoint', 'e'], { CONFBOOT_MASTER_SECRET_FILE: value });
+      } catch (err) {
+        thrown = err;
+      }
+      expect(String(thrown)).toMatch(
+        /CONFBOOT_MASTER_SECRET_FILE: --master-secret-file takes the path of a file holding a secret, and the variable looks like the secret itself/,
+      );
+      expect(String(thrown)).not.toMatch(/hunter2|BEGIN/);
+    }
+  });
+
   it('warns about (and ignores) unknown CONFBOOT_ variables, but not the test-suite knobs or other prefixes', () => {
     const { values, warnings } = parse([], {
       CONFBOOT_ENDPOINT: 'e',
@@ -207,6 +223,12 @@ describe('the four long-running commands read CONFBOOT_<OPTION>', () => {
     expect(await exit).toBe(0);
     expect(port).toBeGreaterThan(0);
 
+    // mutual TLS key given as PEM text instead of a path
+    vi.stubEnv('CONFBOOT_TLS_KEY', '-----BEGIN EC PRIVATE KEY-----\nAAAA\n-----END EC PRIVATE KEY-----');
+    await expect(runKeyService([], { signal: new AbortController().signal })).rejects.toThrow(
+      /CONFBOOT_TLS_KEY: --tls-key takes the path of a file holding a secret/,
+    );
+    vi.stubEnv('CONFBOOT_TLS_KEY', '');
     vi.stubEnv('CONFBOOT_MASTER_SECRET', randomBytes(16).toString('hex'));
     await expect(runKeyService([], { signal: new AbortController().signal })).rejects.toThrow(
       /CONFBOOT_MASTER_SECRET: secrets are not read from the environment/,

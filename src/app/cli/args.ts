@@ -16,9 +16,11 @@ export type OptionSpec = NonNullable<ParseArgsConfig['options']>[string] & {
   /**
    * Marks a secret, for commands that read options from the environment.
    * `value`: the option's value is itself a secret; a `CONFBOOT_<OPTION>` variable for it is refused.
-   * `file`: the option names a file holding a secret (name it `<secret>-file`); the path may come
-   * from the environment, but a variable named after the secret itself (`CONFBOOT_MASTER_SECRET`
-   * for `--master-secret-file`) is refused, so nobody puts the secret into a pod spec by mistake.
+   * `file`: the option names a file holding a secret; the path may come from the environment, but
+   * a value that looks like key material instead of a path (a line break or `-----BEGIN`) is
+   * refused without being echoed, and for a `<secret>-file` option so is a variable named after the
+   * secret itself (`CONFBOOT_MASTER_SECRET` for `--master-secret-file`), so nobody puts the secret
+   * into a pod spec by mistake.
    */
   secret?: 'value' | 'file';
 };
@@ -152,6 +154,10 @@ function applyEnv(
     if (o.secret === 'value')
       throw new UsageError(
         `${key}: --${name} takes a secret, which is not read from the environment; pass it on the command line`,
+      );
+    if (o.secret === 'file' && /[\r\n]|-----BEGIN/.test(raw))
+      throw new UsageError(
+        `${key}: --${name} takes the path of a file holding a secret, and the variable looks like the secret itself; secrets are not read from the environment`,
       );
     if (values[name] !== undefined || raw === '') continue; // the flag wins; empty means unset
     values[name] = envValue(key, o, raw);

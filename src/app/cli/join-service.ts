@@ -97,6 +97,7 @@ export const joinServiceCommand: CommandSpec = {
     'key-service-key': {
       type: 'string',
       valueName: 'F',
+      secret: 'file',
       description: 'PEM private key of --key-service-cert',
     },
     'deny-list': {

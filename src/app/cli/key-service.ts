@@ -49,7 +49,12 @@ export const keyServiceCommand: CommandSpec = {
       valueName: 'F',
       description: 'PEM certificate chain of the service; with --tls-key and --client-ca: mutual TLS',
     },
-    'tls-key': { type: 'string', valueName: 'F', description: 'PEM private key of --tls-cert' },
+    'tls-key': {
+      type: 'string',
+      valueName: 'F',
+      secret: 'file',
+      description: 'PEM private key of --tls-cert',
+    },
     'client-ca': {
       type: 'string',
       valueName: 'F',
