@@ -1,0 +1,261 @@
+/**
+ * The mini node image: a Debian generic kernel and an initramfs holding everything the node runs —
+ * busybox (init and shell), node, the bundled in-VM agent, tpm2-tools, cryptsetup, their shared
+ * libraries and the kernel modules for virtio, dm-crypt and fw_cfg. Under OVMF the kernel is
+ * measured into PCR 4 and the command line and the initramfs into PCR 9 (by the kernel's EFI stub),
+ * so any change to the node's software changes a PCR.
+ *
+ * Cached under `<cacheDir>/images/<key>/`, where the key is a SHA-256 over every input (kernel
+ * package, file paths, modes and contents); a changed input gives a new key and a new build.
+ */
+import { createHash } from 'node:crypto';
+import { existsSync } from 'node:fs';
+import { mkdir, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
+import { homedir } from 'node:os';
+import { basename, dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { type CpioEntry, writeCpio } from '../../adapters/vm/cpio.js';
+import {
+  ensureKernelDeb,
+  moduleLoadOrder,
+  sharedLibraries,
+  unpackKernel,
+} from '../../adapters/vm/image-parts.js';
+
+/** Default cache directory. */
+export function defaultCacheDir(): string {
+  return join(process.env.XDG_CACHE_HOME ?? join(homedir(), '.cache'), 'confboot', 'mini');
+}
+
+/** Kernel modules the node loads, dependencies resolved by modules.dep. */
+export const NODE_MODULES = [
+  'virtio_pci',
+  'virtio_blk',
+  'virtio_net',
+  'qemu_fw_cfg',
+  'dm_crypt',
+  'xts',
+  'ecb',
+  'cbc',
+] as const;
+
+/** Host executables copied in (from Debian packages nodejs, tpm2-tools, cryptsetup-bin, busybox-static). */
+const EXECUTABLES = {
+  node: '/usr/bin/node',
+  tpm2: '/usr/bin/tpm2',
+  cryptsetup: '/usr/sbin/cryptsetup',
+  busybox: '/bin/busybox',
+} as const;
+/** Libraries loaded with dlopen (tpm2-tss picks its TCTI module at run time). */
+const DLOPENED = ['libtss2-tcti-device.so.0'];
+/** tpm2-tools commands the agent runs (symlinks to the multi-call `tpm2`). */
+const TPM2_TOOLS = [
+  'tpm2_createprimary',
+  'tpm2_create',
+  'tpm2_load',
+  'tpm2_evictcontrol',
+  'tpm2_readpublic',
+  'tpm2_quote',
+  'tpm2_pcrread',
+  'tpm2_pcrextend',
+  'tpm2_flushcontext',
+  'tpm2_getcap',
+  'tpm2_nvread',
+  'tpm2_startup',
+];
+
+/** Version of the layout below; part of the cache key. */
+const LAYOUT_VERSION = 'confboot-mini-image-1';
+
+/** The `/init` script: mounts, loads modules in order, runs the agent, powers off. */
+export function initScript(moduleFiles: readonly string[]): string {
+  return [
+    '#!/bin/busybox sh',
+    '/bin/busybox --install -s /bin',
+    'export PATH=/bin:/usr/bin:/usr/sbin LD_LIBRARY_PATH=/lib/x86_64-linux-gnu:/usr/lib/x86_64-linux-gnu',
+    'mount -t proc proc /proc',
+    'mount -t sysfs sysfs /sys',
+    'mount -t devtmpfs devtmpfs /dev',
+    'mount -t securityfs securityfs /sys/kernel/security',
+    'mount -t tmpfs -o mode=0755 tmpfs /run',
+    'mount -t tmpfs -o mode=1777 tmpfs /tmp',
+    'echo "confboot-mini: loading modules"',
+    ...moduleFiles.map(
+      (m) => `insmod /lib/modules/${m} || echo "confboot-mini: insmod ${basename(m)} failed"`,
+    ),
+    'ip link set lo up',
+    'export DM_DISABLE_UDEV=1 HOME=/root',
+    'echo "confboot-mini: starting agent"',
+    '/usr/bin/node /opt/confboot/agent.mjs',
+    'echo "confboot-mini: agent exited $?"',
+    'sync',
+    'poweroff -f',
+    '',
+  ].join('\n');
+}
+
+/** A built node image. */
+export interface NodeImage {
+  /** Cache key (hex SHA-256 over the inputs). */
+  key: string;
+  kernel: string;
+  initrd: string;
+  /** Kernel release, e.g. 6.1.0-50-amd64. */
+  kernelRelease: string;
+  /** The kernel .deb it came from. */
+  kernelPackage: string;
+  /** SHA-256 of the initrd file (what the EFI stub measures). */
+  initrdSha256: string;
+  /** Whether this call built it (false: taken from the cache). */
+  built: boolean;
+}
+
+/** Options of {@link buildNodeImage}. */
+export interface BuildNodeImageOptions {
+  cacheDir?: string;
+  /** Progress lines. */
+  log?: (line: string) => void;
+  /** Extra bytes appended to /etc/confboot-variant (for a deliberately different image). */
+  variant?: string;
+}
+
+/** Bundles the in-VM agent with esbuild into one ESM file (esbuild is a devDependency). */
+export async function bundleAgent(): Promise<string> {
+  const here = dirname(fileURLToPath(import.meta.url));
+  const entry = [join(here, 'guest/agent.js'), join(here, 'guest/agent.ts')].find((p) => existsSync(p));
+  if (entry === undefined) throw new Error(`mini: the agent source is missing next to ${here}`);
+  let esbuild: typeof import('esbuild');
+  try {
+    esbuild = await import('esbuild');
+  } catch {
+    throw new Error(
+      'mini: esbuild is needed to bundle the node agent (npm ci installs it as a devDependency)',
+    );
+  }
+  const result = await esbuild.build({
+    entryPoints: [entry],
+    bundle: true,
+    platform: 'node',
+    target: 'node20',
+    format: 'esm',
+    write: false,
+    minify: true,
+    legalComments: 'none',
+    logLevel: 'silent',
+    banner: {
+      js: "import { createRequire as __cr } from 'node:module'; const require = __cr(import.meta.url);",
+    },
+  });
+  const out = result.outputFiles[0];
+  if (out === undefined) throw new Error('mini: esbuild produced no output');
+  return out.text;
+}
+
+async function fileEntry(path: string, source: string, mode?: number): Promise<CpioEntry> {
+  const st = await stat(source);
+  return { type: 'file', path, data: await readFile(source), mode: mode ?? st.mode & 0o777 };
+}
+
+/** Builds (or takes from the cache) the node image. */
+export async function buildNodeImage(options: BuildNodeImageOptions = {}): Promise<NodeImage> {
+  const cacheDir = options.cacheDir ?? defaultCacheDir();
+  const log = options.log ?? (() => {});
+  const deb = await ensureKernelDeb(join(cacheDir, 'debs'), log);
+  const debHash = createHash('sha256')
+    .update(await readFile(deb))
+    .digest('hex');
+  const kernel = await unpackKernel(deb, join(cacheDir, 'kernels', debHash.slice(0, 16)));
+  const modules = await moduleLoadOrder(kernel, NODE_MODULES);
+  const libs = await sharedLibraries(Object.values(EXECUTABLES), DLOPENED);
+  const agent = await bundleAgent();
+
+  const entries: CpioEntry[] = [];
+  const dirs = new Set<string>();
+  const addDir = (d: string) => {
+    const parts = d.split('/').filter(Boolean);
+    for (let i = 1; i <= parts.length; i++) {
+      const p = parts.slice(0, i).join('/');
+      if (!dirs.has(p)) {
+        dirs.add(p);
+        entries.push({ type: 'dir', path: p });
+      }
+    }
+  };
+  for (const d of ['bin', 'dev', 'proc', 'sys', 'run', 'tmp', 'root', 'etc', 'mnt', 'opt/confboot'])
+    addDir(d);
+  entries.push({ type: 'file', path: 'init', data: Buffer.from(initScript(modules)), mode: 0o755 });
+  entries.push(await fileEntry('bin/busybox', EXECUTABLES.busybox, 0o755));
+  addDir('usr/bin');
+  addDir('usr/sbin');
+  entries.push(await fileEntry('usr/bin/node', EXECUTABLES.node, 0o755));
+  entries.push(await fileEntry('usr/bin/tpm2', EXECUTABLES.tpm2, 0o755));
+  for (const t of TPM2_TOOLS) entries.push({ type: 'symlink', path: `usr/bin/${t}`, target: 'tpm2' });
+  entries.push(await fileEntry('usr/sbin/cryptsetup', EXECUTABLES.cryptsetup, 0o755));
+  for (const lib of libs) {
+    addDir(dirname(lib));
+    entries.push(await fileEntry(lib.slice(1), lib, 0o755));
+  }
+  const modBase = join(kernel.root, 'lib/modules', kernel.release);
+  for (const m of modules) {
+    addDir(dirname(`lib/modules/${m}`));
+    entries.push(await fileEntry(`lib/modules/${m}`, join(modBase, m), 0o644));
+  }
+  entries.push({ type: 'file', path: 'opt/confboot/agent.mjs', data: Buffer.from(agent), mode: 0o644 });
+  entries.push({
+    type: 'file',
+    path: 'etc/confboot-image',
+    data: Buffer.from(`${LAYOUT_VERSION}\nkernel ${basename(deb)}\n${options.variant ?? ''}`),
+  });
+
+  const h = createHash('sha256').update(LAYOUT_VERSION).update(debHash);
+  for (const e of entries) {
+    h.update(`${e.type}\0${e.path}\0`);
+    if (e.type === 'file') h.update(`${e.mode ?? 0}\0`).update(createHash('sha256').update(e.data).digest());
+    if (e.type === 'symlink') h.update(e.target);
+  }
+  const key = h.digest('hex');
+  const dir = join(cacheDir, 'images', key.slice(0, 24));
+  const kernelPath = join(dir, 'vmlinuz');
+  const initrdPath = join(dir, 'initrd.cpio');
+  const metaPath = join(dir, 'image.json');
+  if (existsSync(metaPath)) {
+    const meta = JSON.parse(await readFile(metaPath, 'utf8')) as { key: string; initrdSha256: string };
+    if (meta.key === key) {
+      log(`node image ${key.slice(0, 12)} from the cache`);
+      return {
+        key,
+        kernel: kernelPath,
+        initrd: initrdPath,
+        kernelRelease: kernel.release,
+        kernelPackage: basename(deb),
+        initrdSha256: meta.initrdSha256,
+        built: false,
+      };
+    }
+  }
+  log(`building node image ${key.slice(0, 12)} (${entries.length} entries, kernel ${kernel.release})`);
+  const tmp = `${dir}.tmp-${process.pid}`;
+  await rm(tmp, { recursive: true, force: true });
+  await mkdir(tmp, { recursive: true });
+  const chunks = writeCpio(entries);
+  const initrdHash = createHash('sha256');
+  for (const c of chunks) initrdHash.update(c);
+  const initrdSha256 = initrdHash.digest('hex');
+  await writeFile(join(tmp, 'initrd.cpio'), chunks);
+  await writeFile(join(tmp, 'vmlinuz'), await readFile(kernel.vmlinuz));
+  await writeFile(
+    join(tmp, 'image.json'),
+    `${JSON.stringify({ key, kernelRelease: kernel.release, kernelPackage: basename(deb), initrdSha256, modules }, null, 2)}\n`,
+  );
+  await rm(dir, { recursive: true, force: true });
+  await rename(tmp, dir);
+  return {
+    key,
+    kernel: kernelPath,
+    initrd: initrdPath,
+    kernelRelease: kernel.release,
+    kernelPackage: basename(deb),
+    initrdSha256,
+    built: true,
+  };
+}
