@@ -7,14 +7,21 @@
  */
 import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseEventLog, replayEventLog } from '../../src/adapters/attestation/eventlog/tcg-log.js';
 import { createValidator } from '../../src/adapters/attestation/variants/factory.js';
 import { decodeVtpmDocument } from '../../src/adapters/attestation/vtpm/attestation.js';
+import {
+  createPrivateNetwork,
+  listMiniNamespaces,
+  type PrivateNetwork,
+  sweepStaleNetworks,
+} from '../../src/adapters/vm/private-network.js';
 import { OVMF_CODE, QemuVm } from '../../src/adapters/vm/qemu-vm.js';
+import { bundleEntry } from '../../src/app/mini/bundle.js';
 import { GUEST_CONFIG_FW_CFG, REPORT_PREFIX } from '../../src/app/mini/guest/protocol.js';
 import { buildNodeImage, defaultCacheDir, type NodeImage } from '../../src/app/mini/image.js';
 import { computedPcrs } from '../../src/app/mini/measurements.js';
@@ -28,39 +35,64 @@ function have(cmd: string): boolean {
     return false;
   }
 }
-const missing = ['qemu-system-x86_64', 'swtpm', 'swtpm_setup', 'dpkg-deb', 'depmod'].filter((c) => !have(c));
+const missing = ['qemu-system-x86_64', 'swtpm', 'swtpm_setup', 'dpkg-deb', 'depmod', 'dnsmasq', 'ip'].filter(
+  (c) => !have(c),
+);
 if (!existsSync(OVMF_CODE)) missing.push(OVMF_CODE);
 const CMDLINE = 'console=ttyS0 quiet panic=-1';
 const MEMORY = 1024;
 
 describe.skipIf(missing.length > 0)(
-  `mini: one VM, measured boot and a quote through /dev/tpmrm0${missing.length ? ` (missing ${missing.join(', ')})` : ''}`,
+  `mini: one VM on a private network, measured boot, a quote through /dev/tpmrm0${missing.length ? ` (missing ${missing.join(', ')})` : ''}`,
   () => {
     let image: NodeImage;
     let work: string;
     let vm: QemuVm | undefined;
+    let net: PrivateNetwork | undefined;
 
     beforeAll(async () => {
       image = await buildNodeImage({ cacheDir: process.env.CONFBOOT_MINI_CACHE ?? defaultCacheDir() });
       work = mkdtempSync(join(tmpdir(), 'confboot-mini-test-'));
+      await sweepStaleNetworks();
     }, 600_000);
 
     afterAll(async () => {
       await vm?.stop();
+      await net?.destroy();
       if (work) rmSync(work, { recursive: true, force: true });
     });
 
-    it('quotes through device:/dev/tpmrm0; the event log replays to the quoted PCRs; PCR 4 and 9 are the computed ones', async () => {
+    it('gets its address from dnsmasq, is known to the metadata server, quotes through device:/dev/tpmrm0; the event log replays to the quoted PCRs; PCR 4 and 9 are the computed ones', async () => {
       const tpmDir = join(work, 'tpm');
       mkdirSync(tpmDir);
       execFileSync('swtpm_setup', ['--tpm2', '--tpmstate', tpmDir, '--createek', '--overwrite'], {
         stdio: 'ignore',
       });
+
+      // The private network: namespace, bridge, tap, dnsmasq and the metadata server inside it.
+      net = await createPrivateNetwork({ workDir: work });
+      const slot = await net.addSlot('control-plane-0');
+      await net.startDhcp();
+      const metadataBundle = join(work, 'metadata-server.mjs');
+      writeFileSync(metadataBundle, await bundleEntry('host/metadata-entry'));
+      net.spawnInside(
+        'node',
+        [metadataBundle, '--leases', net.leasesFile, '--listen', `${net.hostIp}:8080`],
+        join(work, 'metadata.log'),
+      );
+
       const nonce = randomBytes(32);
       const config = join(work, 'config.json');
-      writeFileSync(config, JSON.stringify({ step: 'attest', nonce: nonce.toString('hex') }));
+      writeFileSync(
+        config,
+        JSON.stringify({
+          step: 'attest',
+          nonce: nonce.toString('hex'),
+          metadataUrl: `http://${net.hostIp}:8080`,
+        }),
+      );
       vm = new QemuVm({
-        name: 'probe',
+        name: 'control-plane-0',
         workDir: work,
         tpmStateDir: tpmDir,
         kernel: image.kernel,
@@ -69,18 +101,24 @@ describe.skipIf(missing.length > 0)(
         memoryMiB: MEMORY,
         accel: 'tcg',
         fwCfg: { [GUEST_CONFIG_FW_CFG]: config },
+        nic: { tap: slot.tap, mac: slot.mac },
+        netns: net.netns,
       });
       await vm.start();
       const report = await vm.waitForReport(
         REPORT_PREFIX,
         (r) => r.type === 'attestation' || r.type === 'error',
-        {
-          timeoutMs: 400_000,
-        },
+        { timeoutMs: 400_000 },
       );
       expect(report.type, JSON.stringify(report)).toBe('attestation');
       expect(report.tcti).toBe('device:/dev/tpmrm0');
       const document = Buffer.from(report.document as string, 'base64');
+
+      // The VM got its address from dnsmasq, and the metadata server recognised it by that address.
+      const meta = vm.reports(REPORT_PREFIX).find((r) => r.type === 'metadata');
+      expect(meta?.status).toBe(200);
+      expect(meta?.self).toMatchObject({ Name: 'control-plane-0', Role: 'ControlPlane', VPCIP: slot.ip });
+      expect(readFileSync(net.leasesFile, 'utf8')).toContain(`${slot.mac} ${slot.ip} control-plane-0`);
 
       const expected = await computedPcrs(image.kernel, image.initrd, CMDLINE, MEMORY);
       const policy = new MeasurementsPolicy(
@@ -103,6 +141,12 @@ describe.skipIf(missing.length > 0)(
       // A different nonce does not validate (the quote is bound to this boot's request).
       await expect(validator.validate(document, randomBytes(32))).rejects.toThrow();
       await vm.waitForExit(60_000);
+
+      // Cleanup removes the namespace with dnsmasq and the metadata server in it.
+      const ns = net.netns;
+      await net.destroy();
+      net = undefined;
+      expect((await listMiniNamespaces()).map((n) => n.name)).not.toContain(ns);
     }, 600_000);
   },
 );

@@ -13,7 +13,6 @@ import { existsSync } from 'node:fs';
 import { mkdir, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
 import { homedir } from 'node:os';
 import { basename, dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { type CpioEntry, writeCpio } from '../../adapters/vm/cpio.js';
 import {
   ensureKernelDeb,
@@ -21,6 +20,7 @@ import {
   sharedLibraries,
   unpackKernel,
 } from '../../adapters/vm/image-parts.js';
+import { bundleEntry } from './bundle.js';
 
 /** Default cache directory. */
 export function defaultCacheDir(): string {
@@ -84,6 +84,11 @@ export function initScript(moduleFiles: readonly string[]): string {
       (m) => `insmod /lib/modules/${m} || echo "confboot-mini: insmod ${basename(m)} failed"`,
     ),
     'ip link set lo up',
+    'if [ -e /sys/class/net/eth0 ]; then',
+    '  ip link set eth0 up',
+    '  udhcpc -i eth0 -s /etc/udhcpc.script -q -f -n -t 30 -T 1 >/dev/null 2>&1 || echo "confboot-mini: no DHCP lease"',
+    '  echo "confboot-mini: eth0 $(cat /run/ip 2>/dev/null)"',
+    'fi',
     'export DM_DISABLE_UDEV=1 HOME=/root',
     'echo "confboot-mini: starting agent"',
     '/usr/bin/node /opt/confboot/agent.mjs',
@@ -93,6 +98,16 @@ export function initScript(moduleFiles: readonly string[]): string {
     '',
   ].join('\n');
 }
+
+/** busybox udhcpc's hook: sets the leased address; no route and no DNS are configured. */
+export const UDHCPC_SCRIPT = [
+  '#!/bin/sh',
+  'case "$1" in',
+  '  deconfig) ip addr flush dev "$interface"; ip link set "$interface" up ;;',
+  '  bound|renew) ip addr flush dev "$interface"; ip addr add "$ip/$mask" dev "$interface"; echo "$ip" > /run/ip ;;',
+  'esac',
+  '',
+].join('\n');
 
 /** A built node image. */
 export interface NodeImage {
@@ -119,38 +134,6 @@ export interface BuildNodeImageOptions {
   variant?: string;
 }
 
-/** Bundles the in-VM agent with esbuild into one ESM file (esbuild is a devDependency). */
-export async function bundleAgent(): Promise<string> {
-  const here = dirname(fileURLToPath(import.meta.url));
-  const entry = [join(here, 'guest/agent.js'), join(here, 'guest/agent.ts')].find((p) => existsSync(p));
-  if (entry === undefined) throw new Error(`mini: the agent source is missing next to ${here}`);
-  let esbuild: typeof import('esbuild');
-  try {
-    esbuild = await import('esbuild');
-  } catch {
-    throw new Error(
-      'mini: esbuild is needed to bundle the node agent (npm ci installs it as a devDependency)',
-    );
-  }
-  const result = await esbuild.build({
-    entryPoints: [entry],
-    bundle: true,
-    platform: 'node',
-    target: 'node20',
-    format: 'esm',
-    write: false,
-    minify: true,
-    legalComments: 'none',
-    logLevel: 'silent',
-    banner: {
-      js: "import { createRequire as __cr } from 'node:module'; const require = __cr(import.meta.url);",
-    },
-  });
-  const out = result.outputFiles[0];
-  if (out === undefined) throw new Error('mini: esbuild produced no output');
-  return out.text;
-}
-
 async function fileEntry(path: string, source: string, mode?: number): Promise<CpioEntry> {
   const st = await stat(source);
   return { type: 'file', path, data: await readFile(source), mode: mode ?? st.mode & 0o777 };
@@ -167,7 +150,7 @@ export async function buildNodeImage(options: BuildNodeImageOptions = {}): Promi
   const kernel = await unpackKernel(deb, join(cacheDir, 'kernels', debHash.slice(0, 16)));
   const modules = await moduleLoadOrder(kernel, NODE_MODULES);
   const libs = await sharedLibraries(Object.values(EXECUTABLES), DLOPENED);
-  const agent = await bundleAgent();
+  const agent = await bundleEntry('guest/agent');
 
   const entries: CpioEntry[] = [];
   const dirs = new Set<string>();
@@ -184,6 +167,7 @@ export async function buildNodeImage(options: BuildNodeImageOptions = {}): Promi
   for (const d of ['bin', 'dev', 'proc', 'sys', 'run', 'tmp', 'root', 'etc', 'mnt', 'opt/confboot'])
     addDir(d);
   entries.push({ type: 'file', path: 'init', data: Buffer.from(initScript(modules)), mode: 0o755 });
+  entries.push({ type: 'file', path: 'etc/udhcpc.script', data: Buffer.from(UDHCPC_SCRIPT), mode: 0o755 });
   entries.push(await fileEntry('bin/busybox', EXECUTABLES.busybox, 0o755));
   addDir('usr/bin');
   addDir('usr/sbin');

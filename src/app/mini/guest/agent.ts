@@ -28,6 +28,10 @@ async function main(): Promise<void> {
   const started = Date.now();
   const config = JSON.parse(readFileSync(GUEST_CONFIG_PATH, 'utf8')) as GuestConfig;
   report({ type: 'started', step: config.step });
+  if (config.metadataUrl !== undefined) {
+    const res = await fetch(new URL('/self', config.metadataUrl), { signal: AbortSignal.timeout(60_000) });
+    report({ type: 'metadata', status: res.status, self: await res.json() });
+  }
   if (config.step === 'attest') await attest(config);
   else throw new Error(`unknown step ${String((config as { step: unknown }).step)}`);
   report({ type: 'done', ms: Date.now() - started });

@@ -20,4 +20,6 @@ export interface GuestConfig {
   nonce: string;
   /** Hex userData, default 32 zero bytes. */
   userData?: string;
+  /** The metadata server's root URL; when set the agent also reports what `/self` says. */
+  metadataUrl?: string;
 }
