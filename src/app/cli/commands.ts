@@ -44,6 +44,11 @@ export const COMMANDS: CommandEntry[] = [
     load: () => import('./manifests.js'),
   },
   {
+    name: 'mini',
+    summary: 'The same flow on real QEMU VMs: measured boot, vTPM quotes, dm-crypt, private network',
+    load: () => import('./mini.js'),
+  },
+  {
     name: 'metadata-server',
     summary: 'Serve QEMU-style instance metadata from a dnsmasq leases file',
     load: () => import('./metadata-server.js'),

@@ -90,6 +90,8 @@ export function initScript(moduleFiles: readonly string[]): string {
     '  echo "confboot-mini: eth0 $(cat /run/ip 2>/dev/null)"',
     'fi',
     'export DM_DISABLE_UDEV=1 HOME=/root',
+    // The firmware event log goes to the host first, before any node software runs.
+    'echo "CONFBOOT-MINI {\\"type\\":\\"measured\\",\\"eventLog\\":\\"$(base64 /sys/kernel/security/tpm0/binary_bios_measurements | tr -d \'\\n\')\\"}" > /dev/ttyS1',
     'echo "confboot-mini: starting agent"',
     '/usr/bin/node /opt/confboot/agent.mjs',
     'echo "confboot-mini: agent exited $?"',

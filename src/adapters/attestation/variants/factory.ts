@@ -14,7 +14,7 @@ import { VtpmValidator, type VtpmVariantChecks } from '../vtpm/validator.js';
 import { awsNitroTpmChecks } from './aws-nitro-tpm.js';
 import { azureTrustedLaunchChecks } from './azure-trustedlaunch.js';
 import { gcpSevEsChecks } from './gcp-sev-es.js';
-import { qemuVtpmChecks } from './qemu-vtpm.js';
+import { type QemuAkRegistry, qemuVtpmChecksWith } from './qemu-vtpm.js';
 
 /** The vTPM variants this factory builds. */
 export const VTPM_VARIANTS = ['qemu-vtpm', 'aws-nitro-tpm', 'gcp-sev-es', 'azure-trustedlaunch'] as const;
@@ -32,6 +32,8 @@ export interface ValidatorConfig {
   policy: MeasurementPolicy;
   /** Logs tolerated warnOnly mismatches. */
   logger?: Logger;
+  /** qemu-vtpm: accept only the attester's registered AK (off: the AK is trusted as carried). */
+  qemuAkTrust?: QemuAkRegistry;
   /** aws-nitro-tpm: EC2 lookup of the AMI's TpmSupport. */
   amiTpmSupport?: AmiTpmSupport;
   /** gcp-sev-es: GCE shielded instance identity lookup. */
@@ -57,7 +59,7 @@ export function createValidator(variant: Variant, config: ValidatorConfig): Vali
   let checks: VtpmVariantChecks;
   switch (variant) {
     case 'qemu-vtpm':
-      checks = qemuVtpmChecks;
+      checks = qemuVtpmChecksWith(config.qemuAkTrust ? { akTrust: config.qemuAkTrust } : {});
       break;
     case 'aws-nitro-tpm':
       if (!config.amiTpmSupport)

@@ -1,16 +1,58 @@
 /**
- * qemu-vtpm (REFERENCE §4.2): the attestation key is trusted as it is carried in the document and
- * there are no CVM checks. The quote still has to verify with that key and the measurements still
- * have to match, which is what makes a QEMU node's attestation meaningful.
+ * qemu-vtpm (REFERENCE §4.2): by default the attestation key is trusted as it is carried in the
+ * document and there are no CVM checks. The quote still has to verify with that key and the
+ * measurements still have to match, which is what makes a QEMU node's attestation meaningful.
+ *
+ * That default lets any swtpm mint a valid document. With {@link QemuVtpmOptions.akTrust} (on in
+ * `confboot mini`, where the host provisions every VM's TPM and registers its AK before boot, the
+ * way GCE publishes a shielded VM's identity) the document's AK must be the one registered for the
+ * attester, compared as the exact TPMT_PUBLIC bytes; any other AK fails the `ak-trust` check.
  */
+import type { CallOptions } from '../../../ports/types.js';
 import type { VtpmVariantChecks } from '../vtpm/validator.js';
 
-/** Variant checks of qemu-vtpm. */
-export const qemuVtpmChecks: VtpmVariantChecks = {
-  async checkAk(_doc, _ak, _extraData, rec) {
-    rec.pass('ak-trust', 'qemu-vtpm trusts the attestation key as carried in the document');
-  },
-  async validateCvm(_doc, _state, rec) {
-    rec.pass('cvm', 'qemu-vtpm has no CVM checks');
-  },
-};
+/** Where registered AKs come from. */
+export interface QemuAkRegistry {
+  /**
+   * The AK public area (TPMT_PUBLIC) registered for the attester of this validation, or undefined
+   * when the attester has none registered (then the document is refused).
+   */
+  registeredAk(options?: CallOptions): Promise<Uint8Array | undefined>;
+  /** Who the attester is, for messages (e.g. `worker-1 (10.42.0.12)`). */
+  describe(): string;
+}
+
+/** Options of {@link qemuVtpmChecksWith}. */
+export interface QemuVtpmOptions {
+  /** Refuse documents whose AK is not the attester's registered one. */
+  akTrust?: QemuAkRegistry;
+}
+
+/** Variant checks of qemu-vtpm, trusting the AK as carried (upstream's behaviour). */
+export const qemuVtpmChecks: VtpmVariantChecks = qemuVtpmChecksWith({});
+
+/** Variant checks of qemu-vtpm with the given options. */
+export function qemuVtpmChecksWith(options: QemuVtpmOptions): VtpmVariantChecks {
+  return {
+    async checkAk(doc, _ak, _extraData, rec, callOptions) {
+      const registry = options.akTrust;
+      if (registry === undefined) {
+        rec.pass('ak-trust', 'qemu-vtpm trusts the attestation key as carried in the document');
+        return;
+      }
+      const registered = await registry.registeredAk(callOptions);
+      if (registered === undefined)
+        throw rec.fail('ak-trust', `no attestation key is registered for ${registry.describe()}`);
+      const carried = Buffer.from(doc.attestation.akPub);
+      if (!carried.equals(Buffer.from(registered)))
+        throw rec.fail(
+          'ak-trust',
+          `the document's attestation key is not the one registered for ${registry.describe()}`,
+        );
+      rec.pass('ak-trust', `attestation key is the one registered for ${registry.describe()}`);
+    },
+    async validateCvm(_doc, _state, rec) {
+      rec.pass('cvm', 'qemu-vtpm has no CVM checks');
+    },
+  };
+}

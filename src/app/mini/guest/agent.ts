@@ -3,13 +3,16 @@
  * initramfs). It reads its orders from fw_cfg and reports on the second serial port (protocol.ts).
  * Importing this module runs it: it is an entry point only.
  *
- * Step `attest`: a qemu-vtpm attestation document from the node's TPM through the kernel's resource
+ * Before it runs, /init has reported the firmware event log (`measured`). The agent then maps the
+ * state disk (disk-mapper.ts) when asked, reports what the metadata server says about this VM, and
+ * attests. Step `attest`: a qemu-vtpm attestation document from the node's TPM through the kernel's resource
  * manager (TCTI `device:/dev/tpmrm0`), carrying the firmware event log from securityfs, bound to
  * the host's nonce.
  */
 import { appendFileSync, readFileSync } from 'node:fs';
 import { createQemuVtpmIssuer, LINUX_EVENT_LOG_PATH } from '../../../adapters/attestation/vtpm/issuer.js';
 import { DEVICE_TCTI, Tpm2ToolsTpm } from '../../../adapters/tpm/tpm2-tools-tpm.js';
+import { mapStateDisk } from './disk-mapper.js';
 import { GUEST_CONFIG_PATH, type GuestConfig, REPORT_PORT, REPORT_PREFIX } from './protocol.js';
 
 function report(value: Record<string, unknown>): void {
@@ -28,6 +31,9 @@ async function main(): Promise<void> {
   const started = Date.now();
   const config = JSON.parse(readFileSync(GUEST_CONFIG_PATH, 'utf8')) as GuestConfig;
   report({ type: 'started', step: config.step });
+  if (config.stateDisk !== undefined) {
+    report({ type: 'disk', ...(await mapStateDisk(config.stateDisk)) });
+  }
   if (config.metadataUrl !== undefined) {
     const res = await fetch(new URL('/self', config.metadataUrl), { signal: AbortSignal.timeout(60_000) });
     report({ type: 'metadata', status: res.status, self: await res.json() });

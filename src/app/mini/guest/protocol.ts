@@ -22,4 +22,6 @@ export interface GuestConfig {
   userData?: string;
   /** The metadata server's root URL; when set the agent also reports what `/self` says. */
   metadataUrl?: string;
+  /** The state disk to format (first boot), validate and map with dm-crypt, e.g. /dev/vda. */
+  stateDisk?: string;
 }
