@@ -9,6 +9,13 @@ command -v cryptsetup >/dev/null 2>&1 || need+=(cryptsetup-bin)
 command -v swtpm >/dev/null 2>&1 || need+=(swtpm)
 command -v swtpm_setup >/dev/null 2>&1 || need+=(swtpm-tools)
 command -v tpm2_quote >/dev/null 2>&1 || need+=(tpm2-tools)
+# confboot mini (QEMU VMs): emulator, UEFI firmware, DHCP server, the node image's busybox, depmod, ip
+command -v qemu-system-x86_64 >/dev/null 2>&1 || need+=(qemu-system-x86)
+[ -e /usr/share/OVMF/OVMF_CODE_4M.fd ] || need+=(ovmf)
+command -v dnsmasq >/dev/null 2>&1 || need+=(dnsmasq-base)
+[ -x /bin/busybox ] && /bin/busybox --list >/dev/null 2>&1 && ! ldd /bin/busybox >/dev/null 2>&1 || need+=(busybox-static)
+command -v depmod >/dev/null 2>&1 || need+=(kmod)
+command -v ip >/dev/null 2>&1 || need+=(iproute2)
 if [ ${#need[@]} -gt 0 ]; then
   echo "setup: installing system packages: ${need[*]}"
   SUDO=""
