@@ -54,6 +54,29 @@ describe('QEMU metadata server', () => {
     );
   });
 
+  it("serves /self/identity from the identities file by the caller's lease, 404 without one", async () => {
+    const { url } = await start();
+    const res0 = await get(`${url}/self/identity`, '127.0.0.4');
+    expect(res0.status).toBe(404); // no identities file configured
+    await server?.close();
+    const file = join(tmp(), 'leases');
+    await writeFile(file, leasesText(LEASES));
+    const identities = join(tmp(), 'identities.json');
+    await writeFile(identities, JSON.stringify({ 'worker-0': { akPub: 'AAEC' } }));
+    server = await startMetadataServer({
+      leasesFile: file,
+      identitiesFile: identities,
+      host: '127.0.0.1',
+      port: 0,
+    });
+    const base = `http://127.0.0.1:${server.port}`;
+    const mine = await get(`${base}/self/identity`, '127.0.0.4');
+    expect(mine.status).toBe(200);
+    expect(JSON.parse(mine.body.toString())).toEqual({ akPub: 'AAEC' });
+    expect((await get(`${base}/self/identity`, '127.0.0.3')).status).toBe(404); // control-plane-0: none
+    expect((await get(`${base}/self/identity`, '127.0.0.9')).status).toBe(404); // no lease
+  });
+
   it('answers 404 "No matching peer found" for an unknown source address', async () => {
     const { url } = await start();
     const res = await get(`${url}/self`, '127.0.0.9');

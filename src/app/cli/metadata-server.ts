@@ -14,13 +14,19 @@ import { untilStopSignal } from './signals.js';
 export const METADATA_SERVER_COMMAND: CommandSpec = {
   name: 'metadata-server',
   env: true,
-  summary: 'Serve /self, /peers, /endpoint and /initsecrethash for QEMU clusters from a dnsmasq leases file.',
+  summary:
+    'Serve /self, /peers, /endpoint, /initsecrethash (and /self/identity with --identities) for QEMU clusters from a dnsmasq leases file.',
   options: {
     leases: {
       type: 'string',
       valueName: 'F',
       required: true,
       description: 'dnsmasq leases file, re-read per request',
+    },
+    identities: {
+      type: 'string',
+      valueName: 'F',
+      description: 'JSON file of per-hostname identities served on /self/identity, re-read per request',
     },
     'init-secret-hash': {
       type: 'string',
@@ -67,6 +73,7 @@ export function run(argv: string[], options: MetadataServerRunOptions = {}): Pro
         const server = await startMetadataServer({
           leasesFile: values.leases as string,
           initSecretHash: (values['init-secret-hash'] as string | undefined) ?? '',
+          ...(values.identities === undefined ? {} : { identitiesFile: values.identities as string }),
           host,
           port,
           logger,

@@ -1,10 +1,12 @@
 /**
  * The QEMU metadata server (upstream's qemu-metadata-api): what a QEMU/loopback cluster's nodes
  * ask instead of a cloud API. Serves `/self` (matched by the request's source address), `/peers`,
- * `/endpoint` and `/initsecrethash` from a dnsmasq leases file that is re-read on every request, so
- * leases written while it runs are seen at once. GET only. Differs from upstream in one place: a
- * failure to read the leases on `/endpoint` answers 500 and stops there.
+ * `/endpoint` and `/initsecrethash` (and, when configured, `/self/identity`) from a dnsmasq leases
+ * file that is re-read on every request, so leases written while it runs are seen at once. GET only.
+ * Differs from upstream in one place: a failure to read the leases on `/endpoint` answers 500 and
+ * stops there.
  */
+import { readFile } from 'node:fs/promises';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import { isIPv4 } from 'node:net';
 import type { Logger } from '../../../ports/logger.js';
@@ -14,6 +16,12 @@ import { type Lease, leaseToPeer, readLeases } from './leases.js';
 export interface MetadataServerOptions {
   /** dnsmasq-style leases file. */
   leasesFile: string;
+  /**
+   * JSON file `{ "<hostname>": { …identity… } }` (e.g. a VM's registered attestation key and EK
+   * certificate, as `confboot mini` writes it), re-read per request; `/self/identity` serves the
+   * caller's entry, found through its lease. Without it that path answers 404.
+   */
+  identitiesFile?: string;
   /** bcrypt hash served on `/initsecrethash`; empty by default. */
   initSecretHash?: string;
   /** Address to listen on, default `0.0.0.0`. */
@@ -70,7 +78,7 @@ export async function startMetadataServer(options: MetadataServerOptions): Promi
 
   async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const path = new URL(req.url ?? '/', 'http://metadata').pathname;
-    const known = ['/self', '/peers', '/endpoint', '/initsecrethash'];
+    const known = ['/self', '/self/identity', '/peers', '/endpoint', '/initsecrethash'];
     if (!known.includes(path)) return sendText(res, 404, '404 page not found\n');
     if (req.method !== 'GET') {
       res.setHeader('allow', 'GET');
@@ -86,6 +94,25 @@ export async function startMetadataServer(options: MetadataServerOptions): Promi
         const lease = all.find((l) => l.ip === ip);
         if (lease === undefined) return sendText(res, 404, 'No matching peer found\n');
         return sendJson(res, 200, leaseToPeer(lease));
+      }
+      case '/self/identity': {
+        if (options.identitiesFile === undefined) return sendText(res, 404, 'no identities configured\n');
+        const ip = sourceIp(req);
+        if (ip === undefined) return sendText(res, 500, 'cannot determine remote address\n');
+        const all = await leases(res, path);
+        if (all === undefined) return;
+        const lease = all.find((l) => l.ip === ip);
+        if (lease === undefined) return sendText(res, 404, 'No matching peer found\n');
+        let identities: Record<string, unknown>;
+        try {
+          identities = JSON.parse(await readFile(options.identitiesFile, 'utf8')) as Record<string, unknown>;
+        } catch (err) {
+          log?.error('Reading identities failed', { error: (err as Error).message });
+          return sendText(res, 500, 'reading identities failed\n');
+        }
+        const identity = Object.hasOwn(identities, lease.hostname) ? identities[lease.hostname] : undefined;
+        if (identity === undefined) return sendText(res, 404, 'No identity registered\n');
+        return sendJson(res, 200, identity);
       }
       case '/peers': {
         const all = await leases(res, path);
