@@ -39,6 +39,7 @@ describe.skipIf(missing.length > 0)(
         progress: (l) => lines.push(l),
         ...(process.env.CONFBOOT_MINI_CACHE ? { cacheDir: process.env.CONFBOOT_MINI_CACHE } : {}),
       });
+      let passed = false;
       try {
         const summary = JSON.stringify(result.nodes, null, 2);
         expect(result.nodes).toHaveLength(2 + workers);
@@ -71,8 +72,10 @@ describe.skipIf(missing.length > 0)(
           ? execFileSync('ps', ['-o', 'comm=', '-p', children.split('\n').join(',')]).toString()
           : '';
         expect(names).not.toMatch(/qemu|swtpm|dnsmasq/);
+        passed = true;
       } finally {
-        rmSync(result.workDir, { recursive: true, force: true });
+        // A failed run's logs stay (the nodes' consoleLog fields name them).
+        if (passed) rmSync(result.workDir, { recursive: true, force: true });
       }
     }, 1_500_000);
   },

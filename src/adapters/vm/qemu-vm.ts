@@ -163,6 +163,22 @@ export class QemuVm {
     };
   }
 
+  /** The end of QEMU's own output and of the serial console, for error messages. */
+  lastWords(): string {
+    const tail = (p: string) => {
+      try {
+        return readFileSync(p, 'utf8')
+          .replace(/\x1b\[[0-9;=]*[A-Za-z]/g, '')
+          .trim()
+          .slice(-400);
+      } catch {
+        return '';
+      }
+    };
+    const qemu = tail(join(this.spec.workDir, 'qemu.log'));
+    return `${qemu ? `qemu: ${qemu}; ` : ''}console: ${tail(this.consoleLog) || '(empty)'}`;
+  }
+
   /** Every report line's JSON so far. */
   reports(prefix: string): Record<string, unknown>[] {
     if (!existsSync(this.reportLog)) return [];

@@ -36,8 +36,11 @@ import { buildNodeImage, defaultCacheDir, type NodeImage } from './image.js';
 import { COMPUTED_PCRS, computedPcrs, REFERENCE_PCRS, referencePcrs } from './measurements.js';
 import { provisionTpm, registeredAkOf } from './provision.js';
 
-/** The kernel command line of a good node. */
-export const NODE_CMDLINE = 'console=ttyS0 quiet panic=-1';
+/**
+ * The kernel command line of a good node. `no_timer_check`: on a loaded host a TCG guest can fail
+ * the kernel's IO-APIC timer check and panic.
+ */
+export const NODE_CMDLINE = 'console=ttyS0 quiet panic=-1 no_timer_check';
 /** A tampered node's command line: one extra parameter, so PCR 9 differs. */
 export const TAMPERED_CMDLINE = `${NODE_CMDLINE} confboot.debug-shell=1`;
 const METADATA_PORT = 8080;
@@ -217,9 +220,20 @@ export async function miniUp(options: MiniUpOptions): Promise<MiniResult> {
     await net.startDhcp();
     const metadataBundle = join(workDir, 'metadata-server.mjs');
     await writeFile(metadataBundle, await bundleEntry('host/metadata-entry'));
+    // Each VM's registered AK, published per instance on /self/identity (re-read per request).
+    const identitiesFile = join(workDir, 'identities.json');
+    await writeFile(identitiesFile, '{}');
     net.spawnInside(
       'node',
-      [metadataBundle, '--leases', net.leasesFile, '--listen', `${net.hostIp}:${METADATA_PORT}`],
+      [
+        metadataBundle,
+        '--leases',
+        net.leasesFile,
+        '--identities',
+        identitiesFile,
+        '--listen',
+        `${net.hostIp}:${METADATA_PORT}`,
+      ],
       join(workDir, 'metadata-server.log'),
     );
     progress(
@@ -235,6 +249,17 @@ export async function miniUp(options: MiniUpOptions): Promise<MiniResult> {
       const dir = join(workDir, name);
       await mkdir(dir, { recursive: true });
       registeredAks.set(name, (await provisionTpm(join(dir, 'tpm'))).akPub);
+      await writeFile(
+        identitiesFile,
+        JSON.stringify(
+          Object.fromEntries(
+            [...registeredAks].map(([n, ak]) => [
+              n,
+              { attestationKeyPublic: Buffer.from(ak).toString('base64') },
+            ]),
+          ),
+        ),
+      );
       const disk = join(dir, 'state.img');
       await writeFile(disk, new Uint8Array());
       await truncate(disk, 64 * 1024 * 1024);
