@@ -115,7 +115,7 @@ export async function run(argv: string[]): Promise<number> {
     if (sub !== 'up') {
       if (sub === undefined || sub === '--help' || sub === '-h') {
         process.stdout.write(
-          `Usage: confboot mini up|down [options]\n\n  up    ${miniUpCommand.summary}\n  down  ${miniDownCommand.summary}\n\n${renderHelp(miniUpCommand)}`,
+          `Usage: confboot mini up|down [options]\n\n  up    ${miniUpCommand.summary}\n  down  ${miniDownCommand.summary}\n\n${renderHelp(miniUpCommand)}\n`,
         );
         return sub === undefined ? 2 : 0;
       }

@@ -10,7 +10,7 @@
  */
 import { createHash } from 'node:crypto';
 import { existsSync } from 'node:fs';
-import { mkdir, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
+import { mkdir, readdir, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
 import { homedir } from 'node:os';
 import { basename, dirname, join } from 'node:path';
 import { type CpioEntry, writeCpio } from '../../adapters/vm/cpio.js';
@@ -136,6 +136,20 @@ export interface BuildNodeImageOptions {
   variant?: string;
 }
 
+/** Keeps the newest three images (each ~130 MB) besides `keep`; removes older ones. */
+async function pruneImages(imagesDir: string, keep: string): Promise<void> {
+  const dirs = await Promise.all(
+    (await readdir(imagesDir, { withFileTypes: true }))
+      .filter((e) => e.isDirectory() && !e.name.includes('.tmp-') && join(imagesDir, e.name) !== keep)
+      .map(async (e) => ({
+        path: join(imagesDir, e.name),
+        mtime: (await stat(join(imagesDir, e.name))).mtimeMs,
+      })),
+  );
+  dirs.sort((a, b) => b.mtime - a.mtime);
+  for (const d of dirs.slice(2)) await rm(d.path, { recursive: true, force: true });
+}
+
 async function fileEntry(path: string, source: string, mode?: number): Promise<CpioEntry> {
   const st = await stat(source);
   return { type: 'file', path, data: await readFile(source), mode: mode ?? st.mode & 0o777 };
@@ -235,6 +249,7 @@ export async function buildNodeImage(options: BuildNodeImageOptions = {}): Promi
   );
   await rm(dir, { recursive: true, force: true });
   await rename(tmp, dir);
+  await pruneImages(join(cacheDir, 'images'), dir);
   return {
     key,
     kernel: kernelPath,
