@@ -1,5 +1,5 @@
 /**
- * qemu-vtpm (REFERENCE §4.2): by default the attestation key is trusted as it is carried in the
+ * qemu-vtpm: by default the attestation key is trusted as it is carried in the
  * document and there are no CVM checks. The quote still has to verify with that key and the
  * measurements still have to match, which is what makes a QEMU node's attestation meaningful.
  *
