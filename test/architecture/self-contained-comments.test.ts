@@ -28,7 +28,6 @@ src/adapters/attestation/tdx/azure-issuer.ts
 src/adapters/attestation/tdx/hcl-report.ts
 src/adapters/attestation/tdx/issuer.ts
 src/adapters/attestation/tdx/validators.ts
-src/adapters/attestation/variants/qemu-vtpm.ts
 src/adapters/attestation/vtpm/attestation.ts
 src/adapters/attestation/vtpm/issuer.ts
 src/adapters/attestation/vtpm/quote.ts
