@@ -167,10 +167,13 @@ export class QemuVm {
   lastWords(): string {
     const tail = (p: string) => {
       try {
-        return readFileSync(p, 'utf8')
-          .replace(/\x1b\[[0-9;=]*[A-Za-z]/g, '')
-          .trim()
-          .slice(-400);
+        return (
+          readFileSync(p, 'utf8')
+            // biome-ignore lint/suspicious/noControlCharactersInRegex: strips OVMF's ANSI escape sequences
+            .replace(/\x1b\[[0-9;=]*[A-Za-z]/g, '')
+            .trim()
+            .slice(-400)
+        );
       } catch {
         return '';
       }
