@@ -16,10 +16,16 @@ command -v dnsmasq >/dev/null 2>&1 || need+=(dnsmasq-base)
 [ -x /bin/busybox ] && /bin/busybox --list >/dev/null 2>&1 && ! ldd /bin/busybox >/dev/null 2>&1 || need+=(busybox-static)
 command -v depmod >/dev/null 2>&1 || need+=(kmod)
 command -v ip >/dev/null 2>&1 || need+=(iproute2)
+SUDO=""
+[ "$(id -u)" -ne 0 ] && SUDO="sudo"
+# confboot mini downloads a Debian kernel package (apt-get download) for its node image: apt must
+# know one, so refresh the package lists when they do not list it.
+if ! apt-cache search --names-only '^linux-image-6\.1\.0-[0-9]+-amd64$' 2>/dev/null | grep -q .; then
+  echo "setup: refreshing apt package lists (no Debian kernel package known yet)"
+  $SUDO apt-get update -qq
+fi
 if [ ${#need[@]} -gt 0 ]; then
   echo "setup: installing system packages: ${need[*]}"
-  SUDO=""
-  [ "$(id -u)" -ne 0 ] && SUDO="sudo"
   $SUDO apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${need[@]}"
 else
