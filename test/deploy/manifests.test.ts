@@ -16,9 +16,16 @@ import { keyServiceCommand } from '../../src/app/cli/key-service.js';
 import { runManifests } from '../../src/app/cli/manifests.js';
 import * as d from '../../src/app/defaults.js';
 import {
+  JOIN_SERVICE_CLIENT_TLS_SECRET,
+  KEY_SERVICE_TLS_SECRET,
+  keyServiceDnsNames,
+} from '../../src/app/deploy/key-service-tls.js';
+import {
   DEFAULT_IMAGE,
   deployTargets,
   JOIN_SERVICE_MEMORY_MIB,
+  KEY_SERVICE_CLIENT_TLS_DIR,
+  KEY_SERVICE_TLS_DIR,
   manifestFileName,
   renderManifests,
 } from '../../src/app/deploy/manifests.js';
@@ -259,6 +266,35 @@ describe.each(targets)('manifests for $cloud / $variant', (target) => {
     for (const rule of policy.spec.ingress) expect(rule.from?.length).toBeGreaterThan(0);
   });
 
+  it('connects the join service to the key service with mutual TLS from the two Secrets', () => {
+    const mountOf = (pod: Obj, c: Obj, dir: string): Obj => {
+      const m = c.volumeMounts.find((x: Obj) => x.mountPath === dir);
+      return pod.volumes.find((v: Obj) => v.name === m?.name);
+    };
+    const keyPod = dep.spec.template.spec;
+    expect(parseCommand(kc.args.slice(1), keyServiceCommand)).toMatchObject({
+      'tls-cert': `${KEY_SERVICE_TLS_DIR}/tls.crt`,
+      'tls-key': `${KEY_SERVICE_TLS_DIR}/tls.key`,
+      'client-ca': `${KEY_SERVICE_TLS_DIR}/ca.crt`,
+    });
+    expect(mountOf(keyPod, kc, KEY_SERVICE_TLS_DIR).secret.secretName).toBe(KEY_SERVICE_TLS_SECRET);
+    expect(parseJoinServiceFlags(jc.args.slice(1))?.keyServiceTlsPaths).toEqual({
+      ca: `${KEY_SERVICE_CLIENT_TLS_DIR}/ca.crt`,
+      cert: `${KEY_SERVICE_CLIENT_TLS_DIR}/tls.crt`,
+      key: `${KEY_SERVICE_CLIENT_TLS_DIR}/tls.key`,
+    });
+    expect(mountOf(ds.spec.template.spec, jc, KEY_SERVICE_CLIENT_TLS_DIR).secret.secretName).toBe(
+      JOIN_SERVICE_CLIENT_TLS_SECRET,
+    );
+    // The server certificate carries the name the join service dials.
+    expect(keyServiceDnsNames('kube-system')).toContain(jargs['key-service-endpoint']?.split(':')[0]);
+    // Secret files: owner and the pod's group only, and the pod's group is the image's user.
+    for (const pod of [keyPod, ds.spec.template.spec]) {
+      for (const v of pod.volumes.filter((x: Obj) => x.secret)) expect(v.secret.defaultMode).toBe(0o440);
+      expect(pod.securityContext.fsGroup).toBe(65532);
+    }
+  });
+
   it('has PodDisruptionBudgets that select the workloads and allow one voluntary disruption', () => {
     const joinPdb = find('PodDisruptionBudget', 'join-service');
     expect(matches(joinPdb.spec.selector.matchLabels, ds.spec.template.metadata.labels)).toBe(true);
@@ -306,6 +342,31 @@ describe('confboot manifests', () => {
     expect(listYaml(tmp)).toEqual(listYaml(dir));
     for (const f of listYaml(dir))
       expect(readFileSync(join(tmp, f), 'utf8')).toBe(readFileSync(join(dir, f), 'utf8'));
+  });
+
+  it('--tls-secrets prints two valid Secrets with fresh material, --plain-key-service drops mutual TLS', async () => {
+    const a = capture();
+    const b = capture();
+    expect(await runManifests(['--tls-secrets', '--tls-validity-days', '30'], a.out)).toBe(0);
+    expect(await runManifests(['--tls-secrets'], b.out)).toBe(0);
+    const secrets = parse(a.text());
+    expect(secrets.map((o) => `${o.kind}/${o.metadata.name}`)).toEqual([
+      `Secret/${KEY_SERVICE_TLS_SECRET}`,
+      `Secret/${JOIN_SERVICE_CLIENT_TLS_SECRET}`,
+    ]);
+    for (const o of secrets) expect(await validateObject(o)).toEqual([]);
+    expect(a.text()).not.toBe(b.text());
+    expect(secrets[0].stringData['ca.crt']).toBe(secrets[1].stringData['ca.crt']);
+
+    const plain = capture();
+    expect(await runManifests(['--cloud', 'qemu', '--plain-key-service'], plain.out)).toBe(0);
+    const docs = parse(plain.text());
+    for (const o of docs) expect(await validateObject(o)).toEqual([]);
+    expect(plain.text()).not.toMatch(/--tls-cert|--key-service-ca|key-service-tls/);
+    await expect(runManifests(['--tls-secrets', '--cloud', 'qemu'])).rejects.toThrow(/leave out --cloud/);
+    await expect(runManifests(['--tls-secrets', '--tls-validity-days', '0'])).rejects.toThrow(
+      /--tls-validity-days/,
+    );
   });
 
   it('refuses an unknown cloud, a variant of another cloud and --all without --out', async () => {

@@ -1,17 +1,25 @@
 /**
  * `confboot manifests`: renders the Kubernetes manifests of a cluster for one cloud and attestation
  * variant (src/app/deploy/manifests.ts) to stdout, or writes them under a directory; `--all` writes
- * every cloud and variant, which is how deploy/kubernetes/ is made.
+ * every cloud and variant, which is how deploy/kubernetes/ is made. `--tls-secrets` prints the
+ * Secrets for mutual TLS between the join service and the key service (src/app/deploy/key-service-tls.ts).
  */
 import { mkdir, rename, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import type { Variant } from '../../ports/variant.js';
+import {
+  createKeyServiceTls,
+  DEFAULT_TLS_VALIDITY_DAYS,
+  keyServiceDnsNames,
+  renderKeyServiceTlsSecrets,
+} from '../deploy/key-service-tls.js';
 import {
   DEFAULT_IMAGE,
   type DeployTarget,
   deployTargets,
   deployVariants,
   manifestFileName,
+  NAMESPACE,
   renderManifests,
 } from '../deploy/manifests.js';
 import { JOIN_SERVICE_CSPS, type JoinServiceCsp } from '../join-service/production.js';
@@ -42,8 +50,24 @@ export const manifestsCommand: CommandSpec = {
       description: 'write DIR/<cloud>/<variant>.yaml instead of printing to stdout',
     },
     image: { type: 'string', valueName: 'IMG', default: DEFAULT_IMAGE, description: 'container image' },
+    'plain-key-service': {
+      type: 'boolean',
+      description:
+        'render the key service without mutual TLS: plain gRPC that hands keys to anyone who reaches it, kept out only by the NetworkPolicy',
+    },
+    'tls-secrets': {
+      type: 'boolean',
+      description:
+        'instead: print the two Secrets mutual TLS needs (fresh CA, key-service and join-service certificates; private keys: pipe to kubectl apply -f -, do not commit)',
+    },
+    'tls-validity-days': {
+      type: 'string',
+      valueName: 'N',
+      default: String(DEFAULT_TLS_VALIDITY_DAYS),
+      description: 'with --tls-secrets: how long the certificates are valid',
+    },
   },
-  epilog: `Clouds and their variants (the first is the default): ${targetList()}.\nExit codes: 0 on success, 1 when writing fails, 2 on bad flags.`,
+  epilog: `Clouds and their variants (the first is the default): ${targetList()}.\nBy default the join service reaches the key service over mutual TLS: create its Secrets once with\n  confboot manifests --tls-secrets | kubectl apply -f -\nand restart both services after renewing them (same command).\nExit codes: 0 on success, 1 when writing fails, 2 on bad flags.`,
 };
 
 /** Writes `text` to `path` through a temporary file, so a reader never sees half a file. */
@@ -63,6 +87,21 @@ export async function runManifests(
   if (v === undefined) return 0;
   const image = v.image as string;
   const dir = v.out as string | undefined;
+  if (v['tls-secrets']) {
+    const others = ['cloud', 'variant', 'all', 'out', 'plain-key-service'].filter((f) => v[f] !== undefined);
+    if (others.length > 0)
+      throw new UsageError(`--tls-secrets prints only the Secrets: leave out --${others.join(', --')}`);
+    const days = v['tls-validity-days'] as string;
+    if (!/^[1-9]\d{0,4}$/.test(days))
+      throw new UsageError(`--tls-validity-days: want a whole number of days ≥ 1, got "${days}"`);
+    const tls = await createKeyServiceTls({
+      serverNames: keyServiceDnsNames(NAMESPACE),
+      validityDays: Number(days),
+    });
+    out.write(renderKeyServiceTlsSecrets(tls, NAMESPACE));
+    return 0;
+  }
+  const keyServiceTls = v['plain-key-service'] !== true;
   let targets: DeployTarget[];
   if (v.all) {
     if (v.cloud !== undefined || v.variant !== undefined)
@@ -81,7 +120,7 @@ export async function runManifests(
     targets = [{ cloud: cloud as JoinServiceCsp, variant: variant as Variant }];
   }
   for (const target of targets) {
-    const text = renderManifests({ ...target, image });
+    const text = renderManifests({ ...target, image, keyServiceTls });
     if (dir === undefined) out.write(text);
     else {
       const path = join(dir, manifestFileName(target));

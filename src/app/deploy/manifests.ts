@@ -43,6 +43,7 @@ import {
 } from '../defaults.js';
 import { JOIN_SERVICE_CSPS, type JoinServiceCsp } from '../join-service/production.js';
 import { CLOUD_MODULES } from '../modules/providers.js';
+import { JOIN_SERVICE_CLIENT_TLS_SECRET, KEY_SERVICE_TLS_SECRET } from './key-service-tls.js';
 
 /** Namespace of every object (upstream's). */
 export const NAMESPACE = 'kube-system';
@@ -63,6 +64,15 @@ export const KEY_SERVICE_REPLICAS = 2;
 export const KEY_SERVICE_ENDPOINT = `key-service.${NAMESPACE}:${KEY_SERVICE_PORT}`;
 /** azure-trustedlaunch: the trusted AK roots, mounted from the join config. */
 export const AZURE_AK_ROOTS_PATH = `${SERVICE_BASE_PATH}/azureAkRoots`;
+
+/** Where the key service mounts its TLS Secret (tls.crt, tls.key, ca.crt). */
+export const KEY_SERVICE_TLS_DIR = '/etc/confboot/key-service-tls';
+/** Where the join service mounts its key-service client Secret (tls.crt, tls.key, ca.crt). */
+export const KEY_SERVICE_CLIENT_TLS_DIR = '/etc/confboot/key-service-client';
+/** User and group of the image (deploy/Dockerfile `USER 65532:65532`). */
+const IMAGE_UID = 65532;
+/** Secret files readable by owner and group (the pod's fsGroup) only. */
+const SECRET_FILE_MODE = 0o440;
 
 /** One cloud and variant the manifests are rendered for. */
 export interface DeployTarget {
@@ -89,6 +99,11 @@ export function manifestFileName(target: DeployTarget): string {
 export interface RenderOptions extends DeployTarget {
   /** Container image; default {@link DEFAULT_IMAGE}. */
   image?: string;
+  /**
+   * Mutual TLS between the join service and the key service, from the Secrets of
+   * `confboot manifests --tls-secrets`; default true. False: plain gRPC, NetworkPolicy only.
+   */
+  keyServiceTls?: boolean;
 }
 
 /** One rendered object with the comment written above it. */
@@ -189,6 +204,7 @@ export function renderObjects(options: RenderOptions): RenderedObject[] {
     throw new Error(`cloud ${cloud} has no variant "${variant}" (want one of ${variants.join(', ')})`);
   const image = options.image ?? DEFAULT_IMAGE;
   const snpTdx = (SNP_TDX_VARIANTS as readonly string[]).includes(variant);
+  const mtls = options.keyServiceTls ?? true;
 
   const joinConfig: V1ConfigMap = {
     apiVersion: 'v1',
@@ -223,6 +239,13 @@ export function renderObjects(options: RenderOptions): RenderedObject[] {
       `--key-service-endpoint=${KEY_SERVICE_ENDPOINT}`,
       `--listen=0.0.0.0:${JOIN_SERVICE_PORT}`,
       `--http-listen=0.0.0.0:${JOIN_SERVICE_HTTP_PORT}`,
+      ...(mtls
+        ? [
+            `--key-service-ca=${KEY_SERVICE_CLIENT_TLS_DIR}/ca.crt`,
+            `--key-service-cert=${KEY_SERVICE_CLIENT_TLS_DIR}/tls.crt`,
+            `--key-service-key=${KEY_SERVICE_CLIENT_TLS_DIR}/tls.key`,
+          ]
+        : []),
       ...variantFlags(variant),
     ],
     ports: [
@@ -260,6 +283,9 @@ export function renderObjects(options: RenderOptions): RenderedObject[] {
         mountPath: ADMIN_CONF_PATH.slice(0, ADMIN_CONF_PATH.lastIndexOf('/')),
         readOnly: true,
       },
+      ...(mtls
+        ? [{ name: 'key-service-client', mountPath: KEY_SERVICE_CLIENT_TLS_DIR, readOnly: true }]
+        : []),
     ],
   };
   const joinDaemonSet: V1DaemonSet = {
@@ -275,11 +301,20 @@ export function renderObjects(options: RenderOptions): RenderedObject[] {
           serviceAccountName: 'join-service',
           priorityClassName: 'system-cluster-critical',
           ...controlPlaneOnly,
+          securityContext: { fsGroup: IMAGE_UID },
           containers: [joinContainer],
           volumes: [
             { name: 'config', projected: { sources: [{ configMap: { name: 'join-config' } }] } },
             { name: 'denylist', configMap: { name: 'join-denylist' } },
             { name: 'kubernetes', hostPath: { path: '/etc/kubernetes', type: 'Directory' } },
+            ...(mtls
+              ? [
+                  {
+                    name: 'key-service-client',
+                    secret: { secretName: JOIN_SERVICE_CLIENT_TLS_SECRET, defaultMode: SECRET_FILE_MODE },
+                  },
+                ]
+              : []),
           ],
         },
       },
@@ -320,13 +355,23 @@ export function renderObjects(options: RenderOptions): RenderedObject[] {
       `--master-secret-file=${MASTER_SECRET_PATH}`,
       `--salt-file=${SALT_PATH}`,
       `--listen=0.0.0.0:${KEY_SERVICE_PORT}`,
+      ...(mtls
+        ? [
+            `--tls-cert=${KEY_SERVICE_TLS_DIR}/tls.crt`,
+            `--tls-key=${KEY_SERVICE_TLS_DIR}/tls.key`,
+            `--client-ca=${KEY_SERVICE_TLS_DIR}/ca.crt`,
+          ]
+        : []),
     ],
     ports: [{ name: 'grpc', containerPort: KEY_SERVICE_PORT, protocol: 'TCP' }],
     livenessProbe: { tcpSocket: { port: KEY_SERVICE_PORT }, periodSeconds: 10, failureThreshold: 3 },
     readinessProbe: { tcpSocket: { port: KEY_SERVICE_PORT }, periodSeconds: 5, failureThreshold: 2 },
     resources: resources('50m', KEY_SERVICE_MEMORY_MIB),
     securityContext: hardened,
-    volumeMounts: [{ name: 'master-secret', mountPath: SERVICE_BASE_PATH, readOnly: true }],
+    volumeMounts: [
+      { name: 'master-secret', mountPath: SERVICE_BASE_PATH, readOnly: true },
+      ...(mtls ? [{ name: 'tls', mountPath: KEY_SERVICE_TLS_DIR, readOnly: true }] : []),
+    ],
   };
   const keyDeployment: V1Deployment = {
     apiVersion: 'apps/v1',
@@ -349,19 +394,33 @@ export function renderObjects(options: RenderOptions): RenderedObject[] {
               labelSelector: { matchLabels: selector('key-service') },
             },
           ],
-          securityContext: { runAsNonRoot: true, runAsUser: 65532, runAsGroup: 65532 },
+          securityContext: {
+            runAsNonRoot: true,
+            runAsUser: IMAGE_UID,
+            runAsGroup: IMAGE_UID,
+            fsGroup: IMAGE_UID,
+          },
           containers: [keyContainer],
           volumes: [
             {
               name: 'master-secret',
               secret: {
                 secretName: 'constellation-mastersecret',
+                defaultMode: SECRET_FILE_MODE,
                 items: [
                   { key: 'mastersecret', path: MASTER_SECRET_PATH.slice(SERVICE_BASE_PATH.length + 1) },
                   { key: 'salt', path: SALT_PATH.slice(SERVICE_BASE_PATH.length + 1) },
                 ],
               },
             },
+            ...(mtls
+              ? [
+                  {
+                    name: 'tls',
+                    secret: { secretName: KEY_SERVICE_TLS_SECRET, defaultMode: SECRET_FILE_MODE },
+                  },
+                ]
+              : []),
           ],
         },
       },
@@ -427,8 +486,9 @@ export function renderObjects(options: RenderOptions): RenderedObject[] {
     },
     { comment: ' Voluntary disruptions (drains) keep at least one join service running.', object: joinPdb },
     {
-      comment:
-        ' Key service: derives disk keys and the measurement secret from the master secret (HKDF).\n Its plain-gRPC port hands those keys to anyone who reaches it: see the NetworkPolicy below.',
+      comment: mtls
+        ? ' Key service: derives disk keys and the measurement secret from the master secret (HKDF).\n It serves only clients with a certificate under its client CA (mutual TLS): create the\n Secrets key-service-tls and join-service-key-service-tls first, with\n `confboot manifests --tls-secrets | kubectl apply -f -`. The NetworkPolicy below limits who\n can connect at all.'
+        : ' Key service: derives disk keys and the measurement secret from the master secret (HKDF).\n Rendered without mutual TLS: its plain-gRPC port hands those keys to anyone who reaches it,\n and only the NetworkPolicy below keeps other pods out.',
       object: keyDeployment,
     },
     { comment: ' The key service inside the cluster only (ClusterIP).', object: keyService },
@@ -447,7 +507,12 @@ export function renderManifests(options: RenderOptions): string {
     ` confboot manifests for cloud ${options.cloud}, attestation variant ${options.variant}.`,
     ` Generated by \`confboot manifests --cloud ${options.cloud} --variant ${options.variant}\` (src/app/deploy/manifests.ts);`,
     ' do not edit: change the generator and run `confboot manifests --all --out deploy/kubernetes`.',
-    ' Apply with: kubectl apply -f <this file>',
+    ...(options.keyServiceTls === false
+      ? [' Apply with: kubectl apply -f <this file>']
+      : [
+          ' Apply with: confboot manifests --tls-secrets | kubectl apply -f -   (once: the mutual-TLS Secrets)',
+          '             kubectl apply -f <this file>',
+        ]),
   ].join('\n');
   return renderObjects(options)
     .map(({ comment, object }, i) => {
