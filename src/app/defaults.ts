@@ -25,3 +25,13 @@ export const SALT_PATH = `${SERVICE_BASE_PATH}/salt`;
 export const DENY_LIST_PATH = `${SERVICE_BASE_PATH}/denylist/denylist.json`;
 export const ADMIN_CONF_PATH = '/etc/kubernetes/admin.conf';
 export const PKI_DIR = '/etc/kubernetes/pki';
+
+/**
+ * Join service: default memory budget in MiB (`--memory-budget-mib`). The service derives its
+ * request, connection and message bounds from it (src/app/join-service/memory.ts) so that nothing a
+ * peer sends takes the process's RSS past it. Manifests: memory request = budget, memory limit =
+ * budget + {@link JOIN_SERVICE_MEMORY_HEADROOM_MIB} (room for GC timing and allocator slack).
+ */
+export const JOIN_SERVICE_MEMORY_BUDGET_MIB = 256;
+/** Added to the memory budget for the container's memory limit (limit = budget + 64 Mi). */
+export const JOIN_SERVICE_MEMORY_HEADROOM_MIB = 64;

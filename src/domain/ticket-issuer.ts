@@ -62,6 +62,63 @@ export function normalizeNodeName(name: string): string {
   return normalized;
 }
 
+/**
+ * Largest size of each field of a ticket request, checked before anything is parsed. A kubelet CSR
+ * (P-256 or RSA-4096 key, a few IP SANs) is well under 4 KiB; an SSH host key under 1 KiB.
+ */
+export const REQUEST_FIELD_LIMITS = Object.freeze({
+  /** Kubelet CSR, DER bytes. */
+  certificateRequestBytes: 16 * 1024,
+  /** Disk UUID, characters (a UUID has 36). */
+  diskUuidChars: 64,
+  /** SSH host public key, bytes. */
+  hostPublicKeyBytes: 1024,
+  /** SSH host certificate principals: how many, and characters each (a DNS name has at most 253). */
+  hostCertificatePrincipals: 16,
+  hostCertificatePrincipalChars: 253,
+});
+
+/**
+ * The largest encoded join request the per-field limits allow (protobuf: tag and length prefix per
+ * field, UTF-8 up to 4 bytes per character), rounded up to a KiB: the gRPC receive limit.
+ */
+export function maxTicketRequestBytes(): number {
+  const l = REQUEST_FIELD_LIMITS;
+  const field = (n: number) => 1 + 5 + n;
+  const total =
+    field(l.certificateRequestBytes) +
+    field(4 * l.diskUuidChars) +
+    field(l.hostPublicKeyBytes) +
+    l.hostCertificatePrincipals * field(4 * l.hostCertificatePrincipalChars) +
+    2;
+  return Math.ceil(total / 1024) * 1024;
+}
+
+/**
+ * Throws `invalid-argument` naming the field when a request field is over its
+ * {@link REQUEST_FIELD_LIMITS} entry. Reads only lengths: safe before any parsing.
+ */
+export function checkRequestSizes(req: Partial<JoinTicketRequest> & { diskUuid: string }): void {
+  const l = REQUEST_FIELD_LIMITS;
+  const over = (field: string, size: number, max: number, unit: string) =>
+    new ConfbootError('invalid-argument', `${field} has ${size} ${unit}, more than the limit of ${max}`, {
+      recoverable: false,
+    });
+  if (req.diskUuid.length > l.diskUuidChars)
+    throw over('disk UUID', req.diskUuid.length, l.diskUuidChars, 'characters');
+  const csr = req.certificateRequest?.length ?? 0;
+  if (csr > l.certificateRequestBytes)
+    throw over('certificate signing request', csr, l.certificateRequestBytes, 'bytes');
+  const hostKey = req.hostPublicKey?.length ?? 0;
+  if (hostKey > l.hostPublicKeyBytes) throw over('host public key', hostKey, l.hostPublicKeyBytes, 'bytes');
+  const principals = req.hostCertificatePrincipals ?? [];
+  if (principals.length > l.hostCertificatePrincipals)
+    throw over('host certificate principals', principals.length, l.hostCertificatePrincipals, 'entries');
+  for (const p of principals)
+    if (p.length > l.hostCertificatePrincipalChars)
+      throw over('a host certificate principal', p.length, l.hostCertificatePrincipalChars, 'characters');
+}
+
 /** Throws `invalid-argument` unless `uuid` is a non-empty UUID (any case). */
 export function checkDiskUuid(uuid: string): void {
   if (uuid === '') throw new ConfbootError('invalid-argument', 'disk UUID is empty');
@@ -244,6 +301,7 @@ export class TicketIssuer {
         : dependencyError(`${op}: ${step}`, err);
 
     try {
+      checkRequestSizes(req);
       checkDiskUuid(req.diskUuid);
     } catch (err) {
       throw fail('checking request', err);
@@ -434,6 +492,7 @@ export class TicketIssuer {
     const { kms, logger } = this.#deps;
     const op = `issuing rejoin ticket for ${ctx.peer}`;
     try {
+      checkRequestSizes(req);
       checkDiskUuid(req.diskUuid);
     } catch (err) {
       throw new ConfbootError('invalid-argument', `${op}: checking request: ${messageOf(err)}`, {

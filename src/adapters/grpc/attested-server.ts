@@ -19,6 +19,11 @@ export interface AttestedGrpcServerOptions extends AtlsListenerOptions {
   grpcOptions?: ServerOptions;
   /** Logger for connection events; never receives secrets. */
   logger?: Logger;
+  /**
+   * Attested connections open at once; one more that passes attestation is closed right away
+   * (bounds the memory of connections and their streams). Default unlimited.
+   */
+  maxConnections?: number;
 }
 
 /** Default grace period for {@link AttestedGrpcServer.shutdown}. */
@@ -32,9 +37,16 @@ export class AttestedGrpcServer {
   private readonly listener: AttestedTlsListener;
   private readonly peers = new Map<string, AttestedPeer>();
   private readonly sockets = new Set<TLSSocket>();
+  private readonly maxConnections: number;
+  private readonly logger: Logger | undefined;
+  private overCapLoggedAt = 0;
+  /** Attested connections closed because {@link AttestedGrpcServerOptions.maxConnections} was reached. */
+  overCapConnections = 0;
 
   constructor(options: AttestedGrpcServerOptions) {
     assertGrpcJsInternals();
+    this.maxConnections = options.maxConnections ?? Number.POSITIVE_INFINITY;
+    this.logger = options.logger;
     this.grpc = new Server({ 'grpc.max_receive_message_length': 4 * 1024 * 1024, ...options.grpcOptions });
     this.injector = this.grpc.createConnectionInjector(ServerCredentials.createInsecure());
     this.listener = new AttestedTlsListener(options, (socket, peer) => this.inject(socket, peer));
@@ -86,6 +98,21 @@ export class AttestedGrpcServer {
   }
 
   private inject(socket: TLSSocket, peer: AttestedPeer): void {
+    if (this.sockets.size >= this.maxConnections) {
+      this.overCapConnections++;
+      // At most one line a second: a flood must not turn the log into the amplifier.
+      const now = Date.now();
+      if (now - this.overCapLoggedAt >= 1_000) {
+        this.overCapLoggedAt = now;
+        this.logger?.warn('Closed an attested connection: connection cap reached', {
+          peer: peer.address,
+          maxConnections: this.maxConnections,
+          closedSoFar: this.overCapConnections,
+        });
+      }
+      socket.destroy();
+      return;
+    }
     const key = `${socket.remoteAddress}:${socket.remotePort}`;
     this.peers.set(key, peer);
     this.sockets.add(socket);

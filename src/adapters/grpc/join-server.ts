@@ -66,6 +66,14 @@ export interface JoinServerOptions {
     AtlsListenerOptions,
     'deadlines' | 'maxPendingPerSource' | 'maxConcurrentVerifications' | 'dropLogIntervalMs'
   >;
+  /** gRPC receive limit per message, bytes (grpc-js refuses larger ones before decoding). Default 4 MiB. */
+  maxMessageBytes?: number;
+  /** Concurrent streams per attested connection (HTTP/2 SETTINGS_MAX_CONCURRENT_STREAMS). */
+  maxStreamsPerConnection?: number;
+  /** HTTP/2 session memory per connection, MiB. */
+  maxSessionMemoryMib?: number;
+  /** Attested connections open at once. */
+  maxConnections?: number;
 }
 
 function unattested(operation: string): GrpcStatusError {
@@ -90,6 +98,18 @@ export function createJoinServer(options: JoinServerOptions): AttestedGrpcServer
       ? { maxPendingHandshakes: options.maxPendingHandshakes }
       : {}),
     ...options.admission,
+    ...(options.maxConnections !== undefined ? { maxConnections: options.maxConnections } : {}),
+    grpcOptions: {
+      ...(options.maxMessageBytes !== undefined
+        ? { 'grpc.max_receive_message_length': options.maxMessageBytes }
+        : {}),
+      ...(options.maxStreamsPerConnection !== undefined
+        ? { 'grpc.max_concurrent_streams': options.maxStreamsPerConnection }
+        : {}),
+      ...(options.maxSessionMemoryMib !== undefined
+        ? { 'grpc-node.max_session_memory': options.maxSessionMemoryMib }
+        : {}),
+    },
   });
   const log = options.logger;
 

@@ -20,7 +20,15 @@ import { createPinoLogger } from '../../adapters/log/pino-logger.js';
 import type { Logger } from '../../ports/logger.js';
 import { PRODUCTION_VARIANTS, type Variant } from '../../ports/variant.js';
 import { parseTdxCollateralSource, type TdxCollateralSource } from '../attestation/snp-tdx-config.js';
-import { ADMIN_CONF_PATH, JOIN_SERVICE_HTTP_PORT, JOIN_SERVICE_PORT, PKI_DIR } from '../defaults.js';
+import {
+  ADMIN_CONF_PATH,
+  JOIN_SERVICE_HTTP_PORT,
+  JOIN_SERVICE_MEMORY_BUDGET_MIB,
+  JOIN_SERVICE_MEMORY_HEADROOM_MIB,
+  JOIN_SERVICE_PORT,
+  PKI_DIR,
+} from '../defaults.js';
+import { deriveMemoryBounds } from '../join-service/memory.js';
 import {
   JOIN_SERVICE_CSPS,
   type JoinServiceCsp,
@@ -182,7 +190,14 @@ export const joinServiceCommand: CommandSpec = {
       type: 'string',
       valueName: 'N',
       default: String(DEFAULT_MAX_CONCURRENT),
-      description: 'requests handled at once, beyond that ResourceExhausted; 0 disables',
+      description:
+        'requests handled at once, beyond that ResourceExhausted; lowered to what --memory-budget-mib allows; 0 = as many as the budget allows',
+    },
+    'memory-budget-mib': {
+      type: 'string',
+      valueName: 'MIB',
+      default: String(JOIN_SERVICE_MEMORY_BUDGET_MIB),
+      description: `memory budget in MiB; the request, connection and message limits are derived from it so peers cannot push RSS past it (container memory limit = budget + ${JOIN_SERVICE_MEMORY_HEADROOM_MIB} MiB)`,
     },
     'client-hello-timeout': {
       type: 'string',
@@ -288,6 +303,17 @@ function parseTdxCollateralFlag(
   }
 }
 
+/** Parses `--memory-budget-mib`: a whole number of MiB the service can live in. */
+function parseMemoryBudget(value: string): number {
+  const mib = parseCount('memory-budget-mib', value);
+  try {
+    deriveMemoryBounds(mib);
+  } catch (err) {
+    throw new UsageError(`--memory-budget-mib: ${err instanceof Error ? err.message : String(err)}`);
+  }
+  return mib;
+}
+
 function parseCount(flag: string, value: string): number {
   if (!/^\d+$/.test(value)) throw new UsageError(`--${flag}: want a whole number ≥ 0, got "${value}"`);
   return Number(value);
@@ -325,6 +351,8 @@ export interface JoinServiceFlags {
   tdxCollateral: TdxCollateralSource | undefined;
   ratePerSecond: number;
   maxConcurrent: number;
+  /** `--memory-budget-mib`. */
+  memoryBudgetMib: number;
   shutdownGraceMs: number;
   /** `--allow-unenforced-measurements`. */
   allowUnenforcedMeasurements: boolean;
@@ -400,6 +428,7 @@ export function parseJoinServiceFlags(
     tdxCollateral,
     ratePerSecond: parseRateLimit(str('rate-limit') as string),
     maxConcurrent: parseCount('max-concurrent', str('max-concurrent') as string),
+    memoryBudgetMib: parseMemoryBudget(str('memory-budget-mib') as string),
     shutdownGraceMs: parseCount('shutdown-grace', str('shutdown-grace') as string),
     allowUnenforcedMeasurements: v['allow-unenforced-measurements'] === true,
     atlsDeadlines: {
@@ -488,6 +517,7 @@ export async function runJoinService(argv: string[], options: JoinServiceRunOpti
     limits: {
       ratePerSecond: flags.ratePerSecond,
       maxConcurrent: flags.maxConcurrent,
+      memoryBudgetMib: flags.memoryBudgetMib,
       shutdownGraceMs: flags.shutdownGraceMs,
       atlsDeadlines: flags.atlsDeadlines,
       maxPendingPerSource: flags.maxUnattestedPerSource,

@@ -34,6 +34,8 @@ import {
   ATTESTATION_CONFIG_PATH,
   DENY_LIST_PATH,
   JOIN_SERVICE_HTTP_PORT,
+  JOIN_SERVICE_MEMORY_BUDGET_MIB,
+  JOIN_SERVICE_MEMORY_HEADROOM_MIB,
   JOIN_SERVICE_PORT,
   KEY_SERVICE_PORT,
   MASTER_SECRET_PATH,
@@ -52,9 +54,10 @@ export const DEFAULT_IMAGE = `ghcr.io/confboot/confboot:${VERSION}`;
 
 /**
  * Memory of one join-service pod in MiB: its request and its limit (equal, so the pod is never
- * evicted for memory it was promised). The join service's memory budget must fit inside it.
+ * evicted for memory it was promised). limit = the join service's memory budget (passed as
+ * `--memory-budget-mib`, from which it derives its request and connection bounds) + headroom.
  */
-export const JOIN_SERVICE_MEMORY_MIB = 300;
+export const JOIN_SERVICE_MEMORY_MIB = JOIN_SERVICE_MEMORY_BUDGET_MIB + JOIN_SERVICE_MEMORY_HEADROOM_MIB;
 /** Memory of one key-service pod in MiB (it holds two secrets and answers small unary calls). */
 export const KEY_SERVICE_MEMORY_MIB = 128;
 /** Key-service replicas: two, so a drain or a crash leaves one serving (HKDF keeps no state). */
@@ -239,6 +242,7 @@ export function renderObjects(options: RenderOptions): RenderedObject[] {
       `--key-service-endpoint=${KEY_SERVICE_ENDPOINT}`,
       `--listen=0.0.0.0:${JOIN_SERVICE_PORT}`,
       `--http-listen=0.0.0.0:${JOIN_SERVICE_HTTP_PORT}`,
+      `--memory-budget-mib=${JOIN_SERVICE_MEMORY_BUDGET_MIB}`,
       ...(mtls
         ? [
             `--key-service-ca=${KEY_SERVICE_CLIENT_TLS_DIR}/ca.crt`,
@@ -476,7 +480,7 @@ export function renderObjects(options: RenderOptions): RenderedObject[] {
     { comment: ' Node identities and disk UUIDs to refuse (hot-reloaded).', object: denyList },
     { comment: ' Identity of the join service in the Kubernetes API.', object: serviceAccount },
     {
-      comment: ` Join service: one pod on every control plane, stateless; more control planes give more capacity.\n Memory request = limit = ${JOIN_SERVICE_MEMORY_MIB}Mi, the join service's memory budget.`,
+      comment: ` Join service: one pod on every control plane, stateless; more control planes give more capacity.\n Memory request = limit = ${JOIN_SERVICE_MEMORY_MIB}Mi: its memory budget (${JOIN_SERVICE_MEMORY_BUDGET_MIB} MiB) + ${JOIN_SERVICE_MEMORY_HEADROOM_MIB} MiB headroom.`,
       object: joinDaemonSet,
     },
     {

@@ -1,13 +1,15 @@
 /**
  * Join service: the request path between the attested gRPC edge and the domain's TicketIssuer.
  * For every join or rejoin request, in this order and before any key-service call: the caller's
- * per-IP rate limit (ResourceExhausted at once), a slot under the global concurrency cap (waited
+ * per-IP rate limit (ResourceExhausted at once), the size of every request field (InvalidArgument,
+ * before anything is parsed) and room in the byte budget of requests held (ResourceExhausted at
+ * once), a slot under the global concurrency cap (waited
  * for briefly in FIFO order; ResourceExhausted when the queue is full or the wait runs out), the deny list
  * (PermissionDenied) on the disk UUID and the node name from the kubelet CSR. Then the ticket is
  * issued. Every request ends in exactly one audit event and one counted outcome; neither ever
  * holds a key, token or secret (tickets are never logged, only the caller, node and outcome).
  */
-import { checkKubeletCsr } from '../../domain/ticket-issuer.js';
+import { checkKubeletCsr, checkRequestSizes } from '../../domain/ticket-issuer.js';
 import type { CertificateAuthority } from '../../ports/certificate-authority.js';
 import { isDiskBoundError } from '../../ports/disk-bindings.js';
 import { ConfbootError, isAttestationError, isConfbootError } from '../../ports/errors.js';
@@ -20,6 +22,7 @@ import {
   sourceIp,
   type TokenBucketRateLimiter,
 } from './limits.js';
+import type { ByteBudget } from './memory.js';
 import type { JoinOutcome, JoinRpc, JoinServiceMetrics } from './metrics.js';
 
 /** The message of every audit event. */
@@ -76,6 +79,8 @@ export interface GuardedJoinHandlerDeps {
   denyList: DenyList;
   rateLimiter: TokenBucketRateLimiter;
   concurrency: ConcurrencyLimiter;
+  /** Bytes of request fields held at once (running or waiting for a slot); default unbounded. */
+  requestBytes?: ByteBudget;
   metrics: JoinServiceMetrics;
   /** Receives the audit events. */
   audit: Logger;
@@ -116,7 +121,7 @@ export class GuardedJoinHandler {
       diskUuid: request.diskUuid,
       isControlPlane: request.isControlPlane,
     };
-    return this.guard('IssueJoinTicket', ctx, event, async () => {
+    return this.guard('IssueJoinTicket', ctx, event, request, async () => {
       event.nodeName = await this.nodeNameOf(request.certificateRequest);
       this.checkDenyList({ nodeName: event.nodeName, diskUuid: request.diskUuid });
       return this.deps.issuer.issueJoinTicket(request, {
@@ -133,7 +138,7 @@ export class GuardedJoinHandler {
    */
   issueRejoinTicket(request: RejoinTicketRequest, ctx: CallerContext): Promise<RejoinTicket> {
     const event: Partial<JoinAuditEvent> = { diskUuid: request.diskUuid };
-    return this.guard('IssueRejoinTicket', ctx, event, async () => {
+    return this.guard('IssueRejoinTicket', ctx, event, request, async () => {
       this.checkDenyList({ diskUuid: request.diskUuid });
       return this.deps.issuer.issueRejoinTicket(request, { peer: ctx.peer });
     });
@@ -165,6 +170,7 @@ export class GuardedJoinHandler {
     rpc: JoinRpc,
     ctx: CallerContext,
     event: Partial<JoinAuditEvent>,
+    request: Partial<JoinTicketRequest> & { diskUuid: string },
     body: () => Promise<T>,
   ): Promise<T> {
     const { metrics, rateLimiter, concurrency } = this.deps;
@@ -195,10 +201,39 @@ export class GuardedJoinHandler {
       finish('refused', err);
       throw err;
     }
+    // Field sizes before anything is parsed; then the request's bytes must fit the budget.
+    try {
+      checkRequestSizes(request);
+    } catch (cause) {
+      // Over-long fields are not echoed into the audit event.
+      if (request.diskUuid.length > 64) event.diskUuid = `${request.diskUuid.slice(0, 64)}…`;
+      const err = new Refusal('field-size', cause as ConfbootError);
+      finish('refused', err);
+      throw err;
+    }
+    const size =
+      request.diskUuid.length +
+      (request.certificateRequest?.length ?? 0) +
+      (request.hostPublicKey?.length ?? 0) +
+      (request.hostCertificatePrincipals ?? []).reduce((n, p) => n + p.length, 0);
+    const releaseBytes =
+      this.deps.requestBytes === undefined ? () => {} : this.deps.requestBytes.tryAcquire(size);
+    if (releaseBytes === undefined) {
+      const err = new Refusal(
+        'memory-budget',
+        new ConfbootError(
+          'resource-exhausted',
+          `the join service holds as many request bytes as its memory budget allows (${this.deps.requestBytes?.limit} bytes); retry later`,
+        ),
+      );
+      finish('refused', err);
+      throw err;
+    }
     let release: () => void;
     try {
       release = await concurrency.acquire(ctx.signal);
     } catch (cause) {
+      releaseBytes();
       const c = cause as ConfbootError;
       const err = new Refusal(c.code === 'unavailable' ? 'cancelled' : 'overloaded', c);
       finish('refused', err);
@@ -215,6 +250,7 @@ export class GuardedJoinHandler {
     } finally {
       metrics.inFlight.dec();
       release();
+      releaseBytes();
     }
   }
 }

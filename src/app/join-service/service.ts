@@ -22,12 +22,13 @@ import type { KMS } from '../../ports/kms.js';
 import type { Logger } from '../../ports/logger.js';
 import type { PeerIdentity } from '../../ports/peer-identity.js';
 import type { Validator } from '../../ports/validator.js';
-import { JOIN_SERVICE_HTTP_PORT, JOIN_SERVICE_PORT } from '../defaults.js';
+import { JOIN_SERVICE_HTTP_PORT, JOIN_SERVICE_MEMORY_BUDGET_MIB, JOIN_SERVICE_PORT } from '../defaults.js';
 import { type DenyList, EMPTY_DENY_LIST, FileDenyList } from './deny-list.js';
 import { HealthServiceDefinition, HealthStatus, ServingStatus } from './grpc-health.js';
 import { AUDIT_EVENT, emitAudit, GuardedJoinHandler } from './guarded-handler.js';
 import { type OperationsHttpServer, type ReadinessChecks, startOperationsHttpServer } from './http-server.js';
 import { ConcurrencyLimiter, TokenBucketRateLimiter } from './limits.js';
+import { ByteBudget, deriveMemoryBounds } from './memory.js';
 import { JoinServiceMetrics, type JoinServiceMetricsOptions } from './metrics.js';
 import { TimedValidator } from './timed-validator.js';
 
@@ -70,6 +71,11 @@ export interface JoinServiceLimits {
   atlsDeadlines?: Partial<AtlsDeadlines>;
   /** At most one drop summary log line per this interval (adapter default 10 s). */
   dropLogIntervalMs?: number;
+  /**
+   * Memory budget in MiB; request, connection and message bounds are derived from it (memory.ts).
+   * Default {@link JOIN_SERVICE_MEMORY_BUDGET_MIB}.
+   */
+  memoryBudgetMib?: number;
 }
 
 /** Everything {@link startJoinService} needs. */
@@ -176,6 +182,11 @@ export async function startJoinService(options: JoinServiceOptions): Promise<Run
   const clock = options.clock ?? new SystemClock();
   const logger = options.logger ?? createPinoLogger({ base: { component: 'join-service' } });
   const limits = options.limits ?? {};
+  // Throws before anything starts when the budget is too small.
+  const memory = deriveMemoryBounds(
+    limits.memoryBudgetMib ?? JOIN_SERVICE_MEMORY_BUDGET_MIB,
+    limits.maxConcurrent ?? DEFAULT_MAX_CONCURRENT,
+  );
   const metrics =
     options.metrics instanceof JoinServiceMetrics ? options.metrics : new JoinServiceMetrics(options.metrics);
   const health = new HealthStatus({
@@ -243,7 +254,8 @@ export async function startJoinService(options: JoinServiceOptions): Promise<Run
         ...(limits.burst !== undefined ? { burst: limits.burst } : {}),
         clock,
       }),
-      concurrency: new ConcurrencyLimiter(limits.maxConcurrent ?? DEFAULT_MAX_CONCURRENT),
+      concurrency: new ConcurrencyLimiter(memory.maxConcurrent),
+      requestBytes: new ByteBudget(memory.requestBytesInFlight),
       metrics,
       audit: logger,
     });
@@ -274,6 +286,10 @@ export async function startJoinService(options: JoinServiceOptions): Promise<Run
           : {}),
         ...(limits.dropLogIntervalMs !== undefined ? { dropLogIntervalMs: limits.dropLogIntervalMs } : {}),
       },
+      maxMessageBytes: memory.maxMessageBytes,
+      maxStreamsPerConnection: memory.maxStreamsPerConnection,
+      maxSessionMemoryMib: memory.maxSessionMemoryMib,
+      maxConnections: memory.maxConnections,
     });
     // Drops before attestation (caps, deadlines, peers closing) are counted, and summarised in the
     // log by the listener (one line per interval); they are not audited one by one.
@@ -361,6 +377,7 @@ export async function startJoinService(options: JoinServiceOptions): Promise<Run
         ? { grpcHealth: hostPort({ host: options.grpcHealthListen!.host, port: grpcHealthPort }) }
         : {}),
       variants: options.validators.map((v) => v.variant),
+      memory,
       denyList: options.denyListPath ?? null,
     });
 

@@ -1,0 +1,88 @@
+/**
+ * The join service's request path under its memory bounds (GuardedJoinHandler with stub issuer and
+ * CA): an over-long field is refused before the CSR is parsed (audit reason field-size), and a
+ * request whose bytes do not fit the byte budget of requests held is refused at once (audit reason
+ * memory-budget) until an earlier request finishes.
+ */
+import { describe, expect, it } from 'vitest';
+import { EMPTY_DENY_LIST } from '../../../src/app/join-service/deny-list.js';
+import { AUDIT_MESSAGE, GuardedJoinHandler } from '../../../src/app/join-service/guarded-handler.js';
+import { ConcurrencyLimiter, TokenBucketRateLimiter } from '../../../src/app/join-service/limits.js';
+import { ByteBudget } from '../../../src/app/join-service/memory.js';
+import { JoinServiceMetrics } from '../../../src/app/join-service/metrics.js';
+import type { CsrInfo } from '../../../src/ports/certificate-authority.js';
+import type { JoinTicket, JoinTicketRequest } from '../../../src/ports/types.js';
+import { FakeClock } from '../../fakes/fake-clock.js';
+import { FakeLogger } from '../../fakes/fake-logger.js';
+
+const req = (csrBytes: number, diskUuid = 'c0ffee00-0000-4000-8000-000000000001'): JoinTicketRequest => ({
+  diskUuid,
+  certificateRequest: new Uint8Array(csrBytes),
+  isControlPlane: false,
+  hostPublicKey: new Uint8Array(0),
+  hostCertificatePrincipals: [],
+});
+
+function handler(budget: number) {
+  const audit = new FakeLogger();
+  let inspected = 0;
+  const gates: Array<() => void> = [];
+  const h = new GuardedJoinHandler({
+    issuer: {
+      issueJoinTicket: () =>
+        new Promise<JoinTicket>((resolve) => gates.push(() => resolve({} as JoinTicket))),
+      issueRejoinTicket: async () => ({
+        stateDiskKey: new Uint8Array(32),
+        measurementSecret: new Uint8Array(32),
+      }),
+    },
+    ca: {
+      inspectCsr: async (): Promise<CsrInfo> => {
+        inspected++;
+        throw new Error('not a CSR');
+      },
+    },
+    denyList: EMPTY_DENY_LIST,
+    rateLimiter: new TokenBucketRateLimiter({ ratePerSecond: 0, clock: new FakeClock() }),
+    concurrency: new ConcurrencyLimiter(8),
+    requestBytes: new ByteBudget(budget),
+    metrics: new JoinServiceMetrics({ processMetrics: false }),
+    audit,
+  });
+  const reasons = () => audit.events.filter((e) => e.msg === AUDIT_MESSAGE).map((e) => e.fields.reason);
+  return { h, gates, reasons, inspected: () => inspected };
+}
+
+const ctx = { peer: '127.0.0.1:1234', variant: 'qemu-vtpm' };
+
+describe('GuardedJoinHandler memory bounds', () => {
+  it('refuses an over-long field before parsing anything (field-size)', async () => {
+    const { h, reasons, inspected } = handler(1 << 20);
+    await expect(h.issueJoinTicket(req(16 * 1024 + 1), ctx)).rejects.toMatchObject({
+      code: 'invalid-argument',
+      message: 'certificate signing request has 16385 bytes, more than the limit of 16384',
+    });
+    await expect(h.issueRejoinTicket({ diskUuid: 'x'.repeat(1000) }, ctx)).rejects.toMatchObject({
+      code: 'invalid-argument',
+    });
+    expect(inspected()).toBe(0);
+    expect(reasons()).toEqual(['field-size', 'field-size']);
+  });
+
+  it('refuses a request whose bytes do not fit the budget of requests held (memory-budget), until one finishes', async () => {
+    const { h, gates, reasons } = handler(3000);
+    const first = h.issueJoinTicket(req(2000), ctx);
+    await new Promise((r) => setImmediate(r));
+    expect(gates).toHaveLength(1);
+    await expect(h.issueJoinTicket(req(2000), ctx)).rejects.toMatchObject({ code: 'resource-exhausted' });
+    expect(reasons()).toEqual(['memory-budget']);
+    gates[0]?.();
+    await first;
+    const second = h.issueJoinTicket(req(2000), ctx);
+    await new Promise((r) => setImmediate(r));
+    expect(gates).toHaveLength(2);
+    gates[1]?.();
+    await second;
+    expect(reasons()).toEqual(['memory-budget', 'ok', 'ok']);
+  });
+});
