@@ -1,5 +1,5 @@
 /**
- * Join ticket issuance (join service logic, REFERENCE §1.3, §1.6 and the preamble). Runs on control
+ * Join ticket issuance (join service logic, docs/upstream.md, with its differences). Runs on control
  * planes behind attested TLS: by the time a request arrives here the caller's attestation has
  * passed. It derives the node's keys, creates a bootstrap token, signs the kubelet CSR after
  * upstream's checks, and records the joining node. Unlike upstream it binds the kubelet certificate
@@ -127,7 +127,7 @@ export function checkDiskUuid(uuid: string): void {
 }
 
 /**
- * Upstream's kubelet CSR checks on an inspected CSR (REFERENCE §1.6, §2.7): valid signature,
+ * Upstream's kubelet CSR checks on an inspected CSR: valid signature,
  * organization exactly `system:nodes`, common name `system:node:<name>`, no DNS names. Returns the
  * normalised node name; throws `invalid-argument` saying what to fix.
  */

@@ -1,5 +1,5 @@
 /**
- * State disk adapter (REFERENCE §2.6): the node's LUKS2 state disk, driven through the real
+ * State disk adapter: the node's LUKS2 state disk, driven through the real
  * `cryptsetup` binary. The bootstrapper opens it, reports its UUID (the key ID for the state-disk
  * key), swaps keyslot 0's initial passphrase for the issued key and records "initialized" in LUKS2
  * token 0 — or "needs reset" when bootstrapping fails after the node lock.

@@ -10,7 +10,7 @@
  */
 import { ConfbootError } from '../../ports/errors.js';
 
-/** The LUKS2 token type confboot records the state disk's initialization in (REFERENCE §2.6). */
+/** The LUKS2 token type confboot records the state disk's initialization in (upstream's token type). */
 export const STATE_DISK_TOKEN_TYPE = 'constellation-state-disk';
 
 /** Bounds on a key-derivation function, so a planted KDF can neither be trivially weak nor exhaust the node. */

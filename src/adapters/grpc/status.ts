@@ -1,7 +1,7 @@
 /**
  * The gRPC edge's error table (adapter layer, src/adapters/grpc): the one place where confboot's
  * error codes become gRPC status codes (server side) and gRPC statuses become ConfbootErrors again
- * (client side). REFERENCE.md preamble: precise codes instead of upstream's blanket Internal.
+ * (client side). Precise codes, a deliberate difference from upstream's blanket Internal.
  * Messages of non-confboot errors are never sent (they might carry anything); confboot errors carry
  * messages that by contract contain no secrets.
  */

@@ -1,5 +1,5 @@
 /**
- * `confboot init`: the operator side of the init flow (REFERENCE §2.2). Verifies the first node's
+ * `confboot init`: the operator side of the init flow. Verifies the first node's
  * attestation over attested TLS before sending anything, then sends the InitRequest — master secret
  * and salt inside `kms_uri` as upstream, a fresh measurement salt, the init secret and the cluster
  * name — shows progress, writes the admin kubeconfig and prints the cluster ID. On failure it prints

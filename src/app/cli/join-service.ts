@@ -1,5 +1,5 @@
 /**
- * `confboot join-service`: the join service on a control plane (REFERENCE §1.2, with confboot's
+ * `confboot join-service`: the join service on a control plane (upstream's process, with confboot's
  * operations additions). Parses the flags the Kubernetes manifest passes
  * (deploy/kubernetes/<cloud>/<variant>.yaml), wires the production adapters
  * (src/app/join-service/production.ts) and runs until SIGTERM or SIGINT, then drains and exits 0.

@@ -1,5 +1,5 @@
 /**
- * `confboot metadata-server`: runs the QEMU metadata server (REFERENCE §6) that a QEMU or loopback
+ * `confboot metadata-server`: runs the QEMU metadata server that a QEMU or loopback
  * cluster's nodes ask for their own instance, their peers, the control-plane endpoint and the init
  * secret hash. Stops cleanly on SIGTERM/SIGINT (or the caller's AbortSignal).
  */

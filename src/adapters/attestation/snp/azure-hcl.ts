@@ -2,7 +2,7 @@
  * Azure's HCL (host compatibility layer) report binds the vTPM attestation key to the hardware
  * report: report_data[0:32] = SHA-256(runtime data), and the runtime data is JSON whose `keys[0]`
  * (`HCLAkPub`) is the AK as an RSA JWK. Used by azure-sev-snp (SNP report) and azure-tdx (TD
- * report inside the quote). REFERENCE §4.2.
+ * report inside the quote).
  */
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type { AttestationCheck } from '../../../ports/types.js';

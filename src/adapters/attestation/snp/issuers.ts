@@ -1,5 +1,5 @@
 /**
- * The SEV-SNP Issuers aws-sev-snp, gcp-sev-snp and azure-sev-snp (REFERENCE §4.1–4.2). Where they
+ * The SEV-SNP Issuers aws-sev-snp, gcp-sev-snp and azure-sev-snp (docs/upstream.md). Where they
  * sit: each is the vTPM issuer (../vtpm/issuer.ts: TPM quote with nonce SHA256(InstanceInfo ‖
  * extraData)) whose InstanceInfo hook supplies upstream's `snp.InstanceInfo` Go JSON
  * `{"ReportSigner","CertChain","AttestationReport","Azure","GCP"}`; the SNP validators

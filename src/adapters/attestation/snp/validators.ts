@@ -1,6 +1,6 @@
 /**
  * Validators for the SEV-SNP-on-vTPM variants aws-sev-snp, gcp-sev-snp and azure-sev-snp
- * (REFERENCE §4.1–4.2). The SNP report in InstanceInfo proves the hardware and binds the AK:
+ * (docs/upstream.md). The SNP report in InstanceInfo proves the hardware and binds the AK:
  *  - aws-sev-snp: report_data = SHA-512(PKIX DER of the AK);
  *  - gcp-sev-snp: report_data = extraData zero-padded, and the AK comes from the GCE API;
  *  - azure-sev-snp: report_data[0:32] = SHA-256(HCL runtime data), whose keys[0] is the AK.

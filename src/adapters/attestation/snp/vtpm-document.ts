@@ -1,6 +1,6 @@
 /**
  * The vTPM attestation document that SEV-SNP-on-vTPM variants (aws-sev-snp, gcp-sev-snp,
- * azure-sev-snp) and azure-tdx exchange (REFERENCE §4.1): Go JSON
+ * azure-sev-snp) and azure-tdx exchange, upstream's Go JSON
  * `{"Attestation": {…}, "InstanceInfo": "<b64>", "UserData": "<b64>"}`. The TPM quote half is
  * verified by an injected {@link VerifyVtpmQuote} (the vTPM validator), so this module only reads
  * what the hardware half needs and defines that seam.

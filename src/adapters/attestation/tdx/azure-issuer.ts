@@ -1,5 +1,5 @@
 /**
- * The azure-tdx Issuer (REFERENCE §4.2). Where it sits: the vTPM issuer (../vtpm/issuer.ts: TPM
+ * The azure-tdx Issuer. Where it sits: the vTPM issuer (../vtpm/issuer.ts: TPM
  * quote by the HCL's AK at 0x81000003, nonce SHA256(InstanceInfo ‖ extraData)) with an InstanceInfo
  * hook that produces upstream's Go JSON `{"AttestationReport": b64 quote, "RuntimeData": b64}`;
  * AzureTdxValidator (validators.ts) checks it on the other side.

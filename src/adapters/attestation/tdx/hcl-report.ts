@@ -1,5 +1,5 @@
 /**
- * Azure's HCL report for TDX CVMs (vTPM NV index 0x01400001, REFERENCE §4.2): "HCLA" header, the
+ * Azure's HCL report for TDX CVMs (vTPM NV index 0x01400001): "HCLA" header, the
  * 1024-byte TDREPORT at [32, 1056), then the HCL data block at 1216 whose report type at 1224 must
  * be 4 (TDX), runtime-data size at 1232 and runtime data (JSON) from 1236. The azure-tdx issuer
  * sends the TDREPORT to Azure IMDS for a quote and ships quote + runtime data; the TDREPORT's

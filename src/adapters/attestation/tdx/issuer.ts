@@ -1,5 +1,5 @@
 /**
- * The qemu-tdx Issuer (REFERENCE §4.2): asks the guest device for a quote whose report_data is
+ * The qemu-tdx Issuer: asks the guest device for a quote whose report_data is
  * SHA256(userData ‖ nonce) zero-padded to 64 bytes and returns Go JSON
  * `{"RawQuote": b64, "UserData": b64}`.
  */

@@ -1,5 +1,5 @@
 /**
- * Validators for the TDX variants (REFERENCE §4.2):
+ * Validators for the TDX variants (upstream's formats, docs/upstream.md):
  *  - qemu-tdx: document `{"RawQuote": b64, "UserData": b64}`; the quote's report_data must be
  *    SHA256(userData ‖ nonce) (zero-padded); measurements 0 = MRTD, 1..4 = RTMR0..3.
  *  - azure-tdx: a vTPM document whose InstanceInfo is `{"AttestationReport": b64 quote,

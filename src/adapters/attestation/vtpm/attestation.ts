@@ -1,5 +1,5 @@
 /**
- * The go-tpm-tools `attest.Attestation` message (REFERENCE §4.1, testvectors README §1.1) in its two
+ * The go-tpm-tools `attest.Attestation` message (docs/upstream.md) in its two
  * encodings: the raw protobuf (ak_pub=1, quotes=2 {quote=1, raw_sig=2, pcrs=3 {hash=1, map pcrs=2}},
  * event_log=3, ak_cert=6, intermediate_certs=7), decoded by hand with @bufbuild/protobuf's wire
  * reader; and upstream's Go-JSON attestation document

@@ -1,5 +1,5 @@
 /**
- * The vTPM Issuer (REFERENCE §4.1): the attesting side of attested TLS for every TPM-based variant.
+ * The vTPM Issuer: the attesting side of attested TLS for every TPM-based variant.
  * Where it sits: attested TLS calls issue(userData, nonce) with userData = SHA-256 of our TLS key
  * and the verifier's nonce; the document travels to the verifier, whose vTPM Validator checks it.
  *
@@ -109,7 +109,7 @@ const b64 = (b: Uint8Array): string => JSON.stringify(Buffer.from(b).toString('b
 
 /**
  * Encodes the document as Go's encoding/json encodes `vtpm.AttestationDocument` holding a
- * go-tpm-tools `attest.Attestation` (REFERENCE §4.1): `{"Attestation":{"ak_pub",…,"TeeAttestation":null},
+ * go-tpm-tools `attest.Attestation`: `{"Attestation":{"ak_pub",…,"TeeAttestation":null},
  * "InstanceInfo","UserData"}`. The oneof `TeeAttestation` has no json tag and no omitempty, so Go
  * writes it as `null` when unset; every tagged field is omitted when empty.
  */

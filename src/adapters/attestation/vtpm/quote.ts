@@ -1,6 +1,6 @@
 /**
- * Verification of one TPM quote against an attestation key (REFERENCE §4.1 step 5, and DESIGN.md
- * "Attestation validation"): the TPMT_SIGNATURE over the TPMS_ATTEST bytes with the AK, the
+ * Verification of one TPM quote against an attestation key, as go-tpm-tools'
+ * VerifyAttestation checks it: the TPMT_SIGNATURE over the TPMS_ATTEST bytes with the AK, the
  * TPMS_ATTEST extraData, the PCR selection, and the PCR digest — H(selected PCR values in selection
  * order) where H is the signing scheme's hash, not the bank's.
  */

@@ -1,5 +1,5 @@
 /**
- * TPM 2.0 structure parsing for the verifier side of vTPM attestation (REFERENCE §4.1): TPMT_PUBLIC
+ * TPM 2.0 structure parsing for the verifier side of vTPM attestation: TPMT_PUBLIC
  * (the attestation key), TPMS_ATTEST (the quote) and TPMT_SIGNATURE. Hand-written, bounds-checked,
  * big-endian as the TPM 2.0 spec part 2 defines them. Every malformed input becomes an
  * AttestationError naming the structure, never an out-of-range read.

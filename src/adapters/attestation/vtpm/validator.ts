@@ -1,5 +1,5 @@
 /**
- * The vTPM document validator (REFERENCE §4.1 Validate): decode upstream's Go-JSON document,
+ * The vTPM document validator (upstream's validation steps): decode upstream's Go-JSON document,
  * extraData = SHA256(UserData‖nonce), the variant's AK trust, TPM nonce = SHA256(InstanceInfo‖
  * extraData), the SHA-256 quote and event log (verify-attestation.ts), the variant's CVM checks, then
  * the measurements through the MeasurementPolicy port. Variants (src/adapters/attestation/variants)

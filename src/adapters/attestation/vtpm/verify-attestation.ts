@@ -2,7 +2,7 @@
  * The variant-independent core of vTPM verification, shared by the document validator and
  * `confboot attestation verify --format pb`: given a go-tpm-tools Attestation, the expected TPM
  * nonce and a trusted AK, verify the SHA-256 quote itself (signature, extraData, selection, digest —
- * never a SHA-1 quote, never "whichever bank verifies first", see REFERENCE "Where confboot differs")
+ * never a SHA-1 quote, never "whichever bank verifies first" as upstream does)
  * and replay the event log, if any, against the quoted PCRs.
  */
 import { createPublicKey, type KeyObject } from 'node:crypto';

@@ -1,7 +1,7 @@
 /**
  * X.509 chain verification for attestation-key certificates (azure-trustedlaunch's AK cert, the GCE
  * AK cert of a raw go-tpm-tools attestation). Roots are always configuration, never embedded
- * (DESIGN.md "Attestation validation"); the time is an argument so expired chains can be judged at a
+ * (operators configure trust anchors); the time is an argument so expired chains can be judged at a
  * chosen instant. Unknown critical extensions are not rejected (GCE AK certs carry a critical SAN with
  * only a directoryName). @peculiar/x509 is loaded on first use (src/adapters/pki/x509-loader.ts), so
  * importing this module (the validators do, at the join service's start) does not load it.
