@@ -142,8 +142,12 @@ describe.each(targets)('manifests for $cloud / $variant', (target) => {
   const kc = dep.spec.template.spec.containers[0];
   const kargs = argsOf(kc);
 
-  it('puts every object in kube-system', () => {
-    for (const o of docs) expect(o.metadata.namespace).toBe('kube-system');
+  it('puts every namespaced object in kube-system; only the CRD and the ClusterRole(Binding) are cluster-scoped', () => {
+    const clusterScoped = ['CustomResourceDefinition', 'ClusterRole', 'ClusterRoleBinding'];
+    for (const o of docs)
+      expect(o.metadata.namespace, `${o.kind}/${o.metadata.name}`).toBe(
+        clusterScoped.includes(o.kind) ? undefined : 'kube-system',
+      );
   });
 
   it('passes flags the real join-service and key-service parsers accept, for this cloud and variant', () => {

@@ -31,7 +31,7 @@ const targetList = () => JOIN_SERVICE_CSPS.map((c) => `${c}: ${deployVariants(c)
 export const manifestsCommand: CommandSpec = {
   name: 'manifests',
   summary:
-    'Render the Kubernetes manifests (join service, key service, NetworkPolicy, PodDisruptionBudgets) for a cloud and attestation variant.',
+    'Render the Kubernetes manifests (join service, key service, NetworkPolicy, PodDisruptionBudgets, the DiskBinding CRD and join-service RBAC) for a cloud and attestation variant.',
   options: {
     cloud: {
       type: 'string',

@@ -2,7 +2,8 @@
  * The Kubernetes manifests of a confboot cluster (app layer), rendered per cloud and attestation
  * variant: the join service (DaemonSet on every control plane, NodePort), the key service
  * (Deployment, ClusterIP), their configuration, a NetworkPolicy that lets only join-service pods
- * reach the key service, and PodDisruptionBudgets.
+ * reach the key service, PodDisruptionBudgets, the DiskBinding CustomResourceDefinition and the
+ * join service's RBAC (exactly the Kubernetes API calls of src/adapters/kubernetes/api.ts).
  *
  * The targets come from the code: every cloud the join service runs on (JOIN_SERVICE_CSPS) with
  * every variant its nodes issue (the provider table) that the join service can validate. The
@@ -12,8 +13,11 @@
  */
 import type {
   KubernetesObject,
+  V1ClusterRole,
+  V1ClusterRoleBinding,
   V1ConfigMap,
   V1Container,
+  V1CustomResourceDefinition,
   V1DaemonSet,
   V1Deployment,
   V1NetworkPolicy,
@@ -21,11 +25,21 @@ import type {
   V1PodDisruptionBudget,
   V1PodSpec,
   V1ResourceRequirements,
+  V1Role,
+  V1RoleBinding,
   V1SecurityContext,
   V1Service,
   V1ServiceAccount,
 } from '@kubernetes/client-node';
 import { Document } from 'yaml';
+import {
+  DISK_BINDING_GROUP,
+  DISK_BINDING_PLURAL,
+  DISK_BINDING_VERSION,
+  KUBE_SYSTEM,
+  NODE_VERSION_NAME,
+  UPDATE_GROUP,
+} from '../../adapters/kubernetes/api.js';
 import type { Variant } from '../../ports/variant.js';
 import { VERSION } from '../../version.js';
 import { SNP_TDX_VARIANTS, VALIDATOR_VARIANTS } from '../attestation/validators.js';
@@ -197,6 +211,127 @@ const resources = (cpu: string, memoryMiB: number): V1ResourceRequirements => ({
   limits: { memory: `${memoryMiB}Mi` },
 });
 
+/** Name of the join service's ServiceAccount, Role, ClusterRole and their bindings. */
+export const JOIN_SERVICE_ACCOUNT = 'join-service';
+
+/**
+ * The DiskBinding CustomResourceDefinition (cluster-scoped; docs/identity.md, "State disks are
+ * bound to nodes"): which node a state disk belongs to, written by KubeDiskBindings.
+ */
+export function diskBindingCrd(): V1CustomResourceDefinition {
+  // A fresh object per field: a shared one would render as a YAML anchor and aliases.
+  const field = () => ({ type: 'string', minLength: 1 });
+  return {
+    apiVersion: 'apiextensions.k8s.io/v1',
+    kind: 'CustomResourceDefinition',
+    metadata: { name: `${DISK_BINDING_PLURAL}.${DISK_BINDING_GROUP}`, labels: labels('confboot') },
+    spec: {
+      group: DISK_BINDING_GROUP,
+      scope: 'Cluster',
+      names: {
+        kind: 'DiskBinding',
+        listKind: 'DiskBindingList',
+        plural: DISK_BINDING_PLURAL,
+        singular: 'diskbinding',
+      },
+      versions: [
+        {
+          name: DISK_BINDING_VERSION,
+          served: true,
+          storage: true,
+          schema: {
+            openAPIV3Schema: {
+              type: 'object',
+              required: ['spec'],
+              properties: {
+                spec: {
+                  type: 'object',
+                  required: ['diskUUID', 'nodeName', 'owner'],
+                  properties: { diskUUID: field(), nodeName: field(), owner: field() },
+                },
+              },
+            },
+          },
+          additionalPrinterColumns: [
+            { name: 'Node', type: 'string', jsonPath: '.spec.nodeName' },
+            { name: 'Owner', type: 'string', jsonPath: '.spec.owner' },
+          ],
+        },
+      ],
+    },
+  };
+}
+
+/**
+ * The join service's RBAC: one rule per Kubernetes API call it makes (src/adapters/kubernetes/api.ts),
+ * nothing else. Namespaced objects (kube-system Secrets and ConfigMaps) through a Role in
+ * kube-system, cluster-scoped resources through a ClusterRole.
+ */
+export function joinServiceRbac(): {
+  role: V1Role;
+  roleBinding: V1RoleBinding;
+  clusterRole: V1ClusterRole;
+  clusterRoleBinding: V1ClusterRoleBinding;
+} {
+  const subjects = [{ kind: 'ServiceAccount', name: JOIN_SERVICE_ACCOUNT, namespace: NAMESPACE }];
+  const roleRef = (kind: string) => ({
+    apiGroup: 'rbac.authorization.k8s.io',
+    kind,
+    name: JOIN_SERVICE_ACCOUNT,
+  });
+  const role: V1Role = {
+    apiVersion: 'rbac.authorization.k8s.io/v1',
+    kind: 'Role',
+    metadata: { ...meta(JOIN_SERVICE_ACCOUNT), namespace: KUBE_SYSTEM },
+    rules: [
+      // KubeBootstrapTokens.createToken: creates the Secret bootstrap-token-<id> in kube-system.
+      // The name is random, and RBAC cannot restrict a create by name.
+      { apiGroups: [''], resources: ['secrets'], verbs: ['create'] },
+      // KubeClusterFacts.components: reads the components ConfigMap that the NodeVersion names
+      // (k8s-components-<hash>, changes with every upgrade, so not restricted by name).
+      { apiGroups: [''], resources: ['configmaps'], verbs: ['get'] },
+    ],
+  };
+  const clusterRole: V1ClusterRole = {
+    apiVersion: 'rbac.authorization.k8s.io/v1',
+    kind: 'ClusterRole',
+    metadata: { name: JOIN_SERVICE_ACCOUNT, labels: labels(JOIN_SERVICE_ACCOUNT) },
+    rules: [
+      // KubeClusterFacts.components: reads NodeVersion constellation-version (upstream's node operator).
+      {
+        apiGroups: [UPDATE_GROUP],
+        resources: ['nodeversions'],
+        resourceNames: [NODE_VERSION_NAME],
+        verbs: ['get'],
+      },
+      // KubeClusterFacts.addJoiningNode: creates JoiningNode control-plane, applies a worker's
+      // JoiningNode server-side (a patch that creates the object when it is missing).
+      { apiGroups: [UPDATE_GROUP], resources: ['joiningnodes'], verbs: ['create', 'patch'] },
+      // KubeDiskBindings.bind: creates DiskBinding disk-<uuid>, reads it when it exists (HTTP 409).
+      // No delete, update or list: releasing a disk is an administrator's `kubectl delete`.
+      { apiGroups: [DISK_BINDING_GROUP], resources: [DISK_BINDING_PLURAL], verbs: ['create', 'get'] },
+    ],
+  };
+  return {
+    role,
+    roleBinding: {
+      apiVersion: 'rbac.authorization.k8s.io/v1',
+      kind: 'RoleBinding',
+      metadata: { ...meta(JOIN_SERVICE_ACCOUNT), namespace: KUBE_SYSTEM },
+      roleRef: roleRef('Role'),
+      subjects,
+    },
+    clusterRole,
+    clusterRoleBinding: {
+      apiVersion: 'rbac.authorization.k8s.io/v1',
+      kind: 'ClusterRoleBinding',
+      metadata: { name: JOIN_SERVICE_ACCOUNT, labels: labels(JOIN_SERVICE_ACCOUNT) },
+      roleRef: roleRef('ClusterRole'),
+      subjects,
+    },
+  };
+}
+
 /** The rendered objects for `options`, in apply order. */
 export function renderObjects(options: RenderOptions): RenderedObject[] {
   const { cloud, variant } = options;
@@ -302,7 +437,7 @@ export function renderObjects(options: RenderOptions): RenderedObject[] {
       template: {
         metadata: { labels: labels('join-service') },
         spec: {
-          serviceAccountName: 'join-service',
+          serviceAccountName: JOIN_SERVICE_ACCOUNT,
           priorityClassName: 'system-cluster-critical',
           ...controlPlaneOnly,
           securityContext: { fsGroup: IMAGE_UID },
@@ -466,8 +601,9 @@ export function renderObjects(options: RenderOptions): RenderedObject[] {
   const serviceAccount: V1ServiceAccount = {
     apiVersion: 'v1',
     kind: 'ServiceAccount',
-    metadata: meta('join-service'),
+    metadata: meta(JOIN_SERVICE_ACCOUNT),
   };
+  const rbac = joinServiceRbac();
 
   const withVariant = snpTdx
     ? ' and the SEV-SNP/TDX policy and trust anchors (docs/attestation-config.md)'
@@ -478,7 +614,24 @@ export function renderObjects(options: RenderOptions): RenderedObject[] {
       object: joinConfig,
     },
     { comment: ' Node identities and disk UUIDs to refuse (hot-reloaded).', object: denyList },
+    {
+      comment:
+        ' Which node each state disk belongs to (docs/identity.md): one DiskBinding disk-<uuid> per disk,\n written by the join service. Without it every join fails closed (UNAVAILABLE).',
+      object: diskBindingCrd(),
+    },
     { comment: ' Identity of the join service in the Kubernetes API.', object: serviceAccount },
+    {
+      comment:
+        " The join service's namespaced API calls: create bootstrap-token Secrets, read the components\n ConfigMap (both in kube-system).",
+      object: rbac.role,
+    },
+    { comment: ' Grants the Role above to the join service.', object: rbac.roleBinding },
+    {
+      comment:
+        " The join service's cluster-scoped API calls: read NodeVersion constellation-version, create and\n apply JoiningNodes, create and read DiskBindings. Nothing else (no list, watch, update, delete).",
+      object: rbac.clusterRole,
+    },
+    { comment: ' Grants the ClusterRole above to the join service.', object: rbac.clusterRoleBinding },
     {
       comment: ` Join service: one pod on every control plane, stateless; more control planes give more capacity.\n Memory request = limit = ${JOIN_SERVICE_MEMORY_MIB}Mi: its memory budget (${JOIN_SERVICE_MEMORY_BUDGET_MIB} MiB) + ${JOIN_SERVICE_MEMORY_HEADROOM_MIB} MiB headroom.`,
       object: joinDaemonSet,

@@ -1,0 +1,245 @@
+/**
+ * The join service's CustomResourceDefinition and RBAC in the rendered manifests agree with what the
+ * Kubernetes adapters (src/adapters/kubernetes/api.ts) really do. Every adapter call is made through
+ * the real @kubernetes/client-node against a SIMULATED Kubernetes API (fake-kube-api.ts); each
+ * request it sees is turned into the attributes the API server's RBAC authorizer checks (verb,
+ * group, resource, namespace, name), and the rendered Role and ClusterRole must allow every one of
+ * them, with no rule left over and no wildcard.
+ */
+import 'reflect-metadata';
+import { readFileSync, writeFileSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { parseAllDocuments, parse as parseYaml } from 'yaml';
+import {
+  DISK_BINDING_GROUP,
+  DISK_BINDING_PLURAL,
+  DISK_BINDING_VERSION,
+  diskBindingName,
+  KubeBootstrapTokens,
+  KubeClusterFacts,
+  KubeDiskBindings,
+  loadKubeConfig,
+} from '../../src/adapters/kubernetes/api.js';
+import { deployTargets, diskBindingCrd, manifestFileName } from '../../src/app/deploy/manifests.js';
+import { FakeKubeApi } from '../adapters/kubernetes/fake-kube-api.js';
+import { FakeClock } from '../fakes/fake-clock.js';
+import { useTmpDirs } from '../support/tmp.js';
+import { validateObject } from './k8s-schema.js';
+
+// biome-ignore lint/suspicious/noExplicitAny: manifests are untyped YAML
+type Obj = any;
+
+const dir = resolve(import.meta.dirname, '../../deploy/kubernetes');
+const tmp = useTmpDirs('confboot-rbac-');
+const apis: FakeKubeApi[] = [];
+afterEach(async () => {
+  for (const api of apis.splice(0)) await api.close();
+});
+
+/** What the RBAC authorizer checks for one request. */
+interface Access {
+  verb: string;
+  group: string;
+  resource: string;
+  namespace: string | undefined;
+  name: string | undefined;
+}
+
+/** The RBAC attributes of a request the simulated API saw (core `/api/v1` or `/apis/<group>/<version>`). */
+function accessOf(method: string, path: string, contentType: string | undefined): Access[] {
+  const m = /^\/(?:api\/v1|apis\/([^/]+)\/[^/]+)(?:\/namespaces\/([^/]+))?\/([^/]+)(?:\/([^/]+))?$/.exec(
+    path,
+  );
+  if (!m) throw new Error(`not a resource path: ${path}`);
+  const [, group = '', namespace, resource = '', name] = m;
+  const verbs: Record<string, string> = { POST: 'create', GET: name ? 'get' : 'list', PATCH: 'patch' };
+  const verb = verbs[method];
+  if (!verb) throw new Error(`unexpected method ${method} ${path}`);
+  const access = { verb, group, resource, namespace, name };
+  // A server-side apply of an object that does not exist yet creates it, and the API server then
+  // authorizes `create` as well.
+  if (contentType === 'application/apply-patch+yaml') return [access, { ...access, verb: 'create' }];
+  return [access];
+}
+
+/** Every request the adapters make, from every adapter method the join service calls. */
+async function adapterAccesses(): Promise<Access[]> {
+  const api = await new FakeKubeApi().start();
+  apis.push(api);
+  const kubeconfigPath = join(tmp(), 'kubeconfig');
+  writeFileSync(kubeconfigPath, api.kubeconfig());
+  const kubeConfig = loadKubeConfig(kubeconfigPath);
+  const clock = new FakeClock(Date.UTC(2026, 10, 21));
+  api.seedComponents('k8s-components-1', []);
+  await new KubeBootstrapTokens({ kubeConfig, clock }).createToken(60_000);
+  const facts = new KubeClusterFacts({ kubeConfig, clock });
+  await facts.components();
+  await facts.addJoiningNode('worker-1', false);
+  await facts.addJoiningNode('control-1', true);
+  const disks = new KubeDiskBindings({ kubeConfig });
+  const uuid = '0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0';
+  await disks.bind({ diskUuid: uuid, nodeName: 'worker-1', owner: 'instance/worker-1' });
+  await disks.bind({ diskUuid: uuid, nodeName: 'worker-2', owner: 'instance/worker-2' }); // 409, then get
+  expect(api.violations).toEqual([]);
+  return api.requests.flatMap((r) => accessOf(r.method, r.path, r.contentType));
+}
+
+const allows = (rule: Obj, a: Access) =>
+  rule.apiGroups.includes(a.group) &&
+  rule.resources.includes(a.resource) &&
+  rule.verbs.includes(a.verb) &&
+  (rule.resourceNames === undefined || (a.name !== undefined && rule.resourceNames.includes(a.name)));
+
+describe.each(deployTargets())('join service CRD and RBAC for $cloud / $variant', (target) => {
+  const docs: Obj[] = parseAllDocuments(readFileSync(join(dir, manifestFileName(target)), 'utf8')).map((d) =>
+    d.toJS(),
+  );
+  const find = (kind: string, name: string): Obj => {
+    const o = docs.find((x) => x?.kind === kind && x?.metadata?.name === name);
+    if (!o) throw new Error(`no ${kind}/${name} in ${manifestFileName(target)}`);
+    return o;
+  };
+  const account = docs.find((o) => o.kind === 'DaemonSet').spec.template.spec.serviceAccountName;
+  const boundTo = (bindingKind: string, roleKind: string): Obj[] =>
+    docs
+      .filter(
+        (b) =>
+          b.kind === bindingKind &&
+          b.roleRef.kind === roleKind &&
+          b.roleRef.apiGroup === 'rbac.authorization.k8s.io' &&
+          b.subjects.some(
+            (s: Obj) => s.kind === 'ServiceAccount' && s.name === account && s.namespace === 'kube-system',
+          ),
+      )
+      .map((b) => ({ ...find(roleKind, b.roleRef.name), bindingNamespace: b.metadata.namespace }));
+
+  it('defines the DiskBinding CRD with the group, version and plural KubeDiskBindings uses', async () => {
+    const crd = find('CustomResourceDefinition', `${DISK_BINDING_PLURAL}.${DISK_BINDING_GROUP}`);
+    expect(await validateObject(crd)).toEqual([]);
+    expect(crd.spec.group).toBe(DISK_BINDING_GROUP);
+    expect(crd.spec.scope).toBe('Cluster');
+    expect(crd.spec.names).toMatchObject({ kind: 'DiskBinding', plural: DISK_BINDING_PLURAL });
+    expect(diskBindingName('0F1E2D3C-0000-4000-8000-000000000000')).toMatch(/^[a-z0-9-]+$/);
+    const [version, ...others] = crd.spec.versions;
+    expect(others).toEqual([]);
+    expect(version).toMatchObject({ name: DISK_BINDING_VERSION, served: true, storage: true });
+    const spec = version.schema.openAPIV3Schema.properties.spec;
+    expect(spec.required.sort()).toEqual(['diskUUID', 'nodeName', 'owner']);
+    for (const f of spec.required) expect(spec.properties[f].type).toBe('string');
+  });
+
+  it('binds a Role in kube-system and a ClusterRole to the join service account; all RBAC objects validate', async () => {
+    expect(account).toBe('join-service');
+    expect(boundTo('RoleBinding', 'Role').map((r) => [r.metadata.namespace, r.bindingNamespace])).toEqual([
+      ['kube-system', 'kube-system'],
+    ]);
+    expect(boundTo('ClusterRoleBinding', 'ClusterRole')).toHaveLength(1);
+    for (const o of docs.filter((x) => x.apiVersion === 'rbac.authorization.k8s.io/v1'))
+      expect(await validateObject(o), `${o.kind}/${o.metadata.name}`).toEqual([]);
+  });
+
+  it('allows every Kubernetes API call the adapters make, and nothing more (no wildcard, no unused rule)', async () => {
+    const [role] = boundTo('RoleBinding', 'Role');
+    const [clusterRole] = boundTo('ClusterRoleBinding', 'ClusterRole');
+    const rules: Array<{ rule: Obj; namespace?: string }> = [
+      ...role.rules.map((rule: Obj) => ({ rule, namespace: role.metadata.namespace })),
+      ...clusterRole.rules.map((rule: Obj) => ({ rule })),
+    ];
+    for (const { rule } of rules) {
+      for (const field of ['apiGroups', 'resources', 'verbs', 'resourceNames'])
+        expect(rule[field] ?? [], field).not.toContain('*');
+      expect(rule.nonResourceURLs).toBeUndefined();
+    }
+    const accesses = await adapterAccesses();
+    expect(accesses.map((a) => a.resource)).toEqual(
+      expect.arrayContaining(['secrets', 'configmaps', 'nodeversions', 'joiningnodes', DISK_BINDING_PLURAL]),
+    );
+    expect(accesses.filter((a) => a.group === DISK_BINDING_GROUP).map((a) => a.verb)).toEqual([
+      'create',
+      'create',
+      'get',
+    ]);
+    const used = new Set<Obj>();
+    for (const a of accesses) {
+      // A Role applies to its own namespace only; a ClusterRole (via ClusterRoleBinding) everywhere.
+      const granting = rules.filter(
+        (r) => (r.namespace === undefined || r.namespace === a.namespace) && allows(r.rule, a),
+      );
+      expect(
+        granting.length,
+        `${a.verb} ${a.group}/${a.resource} ${a.namespace ?? ''}/${a.name ?? ''}`,
+      ).toBeGreaterThan(0);
+      for (const r of granting) used.add(r.rule);
+    }
+    expect(rules.filter((r) => !used.has(r.rule))).toEqual([]);
+    // Every verb granted is used: no delete, update, list or watch.
+    for (const { rule, namespace } of rules)
+      for (const verb of rule.verbs)
+        expect(
+          accesses.some(
+            (a) =>
+              a.verb === verb &&
+              rule.resources.includes(a.resource) &&
+              (namespace === undefined || a.namespace === namespace),
+          ),
+          `${verb} on ${rule.resources}`,
+        ).toBe(true);
+  });
+
+  it('the authorization check refuses what the join service must not do', () => {
+    const [role] = boundTo('RoleBinding', 'Role');
+    const [clusterRole] = boundTo('ClusterRoleBinding', 'ClusterRole');
+    const all = [...role.rules, ...clusterRole.rules];
+    const denied: Access[] = [
+      {
+        verb: 'get',
+        group: '',
+        resource: 'secrets',
+        namespace: 'kube-system',
+        name: 'constellation-mastersecret',
+      },
+      { verb: 'list', group: '', resource: 'secrets', namespace: 'kube-system', name: undefined },
+      {
+        verb: 'delete',
+        group: DISK_BINDING_GROUP,
+        resource: DISK_BINDING_PLURAL,
+        namespace: undefined,
+        name: 'disk-x',
+      },
+      {
+        verb: 'update',
+        group: DISK_BINDING_GROUP,
+        resource: DISK_BINDING_PLURAL,
+        namespace: undefined,
+        name: 'disk-x',
+      },
+      {
+        verb: 'get',
+        group: 'update.edgeless.systems',
+        resource: 'nodeversions',
+        namespace: undefined,
+        name: 'other',
+      },
+    ];
+    for (const a of denied)
+      expect(
+        all.some((r: Obj) => allows(r, a)),
+        `${a.verb} ${a.resource}`,
+      ).toBe(false);
+    // The role's rules apply in kube-system only: a Secret elsewhere is not created.
+    expect(role.metadata.namespace).toBe('kube-system');
+  });
+});
+
+describe('docs/identity.md', () => {
+  it('shows the DiskBinding CRD the generator renders (labels aside)', () => {
+    const doc = readFileSync(resolve(import.meta.dirname, '../../docs/identity.md'), 'utf8');
+    const block = /```yaml\n((?:.*\n)*?kind: CustomResourceDefinition\n(?:.*\n)*?)\s*```/.exec(
+      doc.replace(/^ {2}/gm, ''),
+    )?.[1];
+    expect(block, 'the CRD yaml block').toBeDefined();
+    const { labels: _labels, ...metadata } = diskBindingCrd().metadata ?? {};
+    expect(parseYaml(block as string)).toEqual({ ...diskBindingCrd(), metadata });
+  });
+});
