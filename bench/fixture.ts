@@ -142,8 +142,8 @@ export function nodeIssuer(key: KeyObject, pcrs: Map<number, Uint8Array>): SoftV
 const csrFactory = new X509CsrFactory();
 
 /** A worker's join request: a fresh disk UUID and a real kubelet CSR for `nodeName`. */
-export async function joinRequest(nodeName: string): Promise<JoinTicketRequest> {
-  const csr = await csrFactory.create(nodeName, ['127.0.0.1']);
+export async function joinRequest(nodeName: string, ip = '127.0.0.1'): Promise<JoinTicketRequest> {
+  const csr = await csrFactory.create(nodeName, [ip]);
   return {
     diskUuid: randomUUID(),
     certificateRequest: csr.csrDer,
@@ -154,8 +154,12 @@ export async function joinRequest(nodeName: string): Promise<JoinTicketRequest> 
 }
 
 /** The node-side join client (production defaults: 30 s call and handshake bounds). */
-export function joinClient(issuer: SoftVtpmIssuer): GrpcJoinTicketClient {
-  return new GrpcJoinTicketClient({ issuer, clock: new SystemClock() });
+export function joinClient(issuer: SoftVtpmIssuer, localAddress?: string): GrpcJoinTicketClient {
+  return new GrpcJoinTicketClient({
+    issuer,
+    clock: new SystemClock(),
+    ...(localAddress !== undefined ? { localAddress } : {}),
+  });
 }
 
 /** The `q` quantile (0–1) of `values` (nearest rank); NaN when empty. */

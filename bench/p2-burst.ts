@@ -18,6 +18,7 @@ import { DEFAULT_MAX_CONCURRENT } from '../src/app/join-service/service.js';
 import { fullJitterDelayMs } from '../src/domain/backoff.js';
 import { DEFAULT_JOIN_BACKOFF } from '../src/domain/join-flow.js';
 import type { JoinTicketRequest } from '../src/ports/types.js';
+import { loopbackAddresses } from '../test/attack/support/slowloris.js';
 import { spawnJoinService } from './child.js';
 import { akPool, type BenchCluster, joinClient, joinRequest, nodeIssuer, quantile } from './fixture.js';
 
@@ -70,9 +71,11 @@ function metricValue(text: string, name: string, labels = ''): number {
 
 function shortReason(err: unknown): string {
   const msg = err instanceof Error ? err.message : String(err);
-  // Group alike reasons: no ports, and grpc-js's per-call deadline details cut off.
+  // Group alike reasons: no addresses, ports or timestamps, and grpc-js's per-call deadline
+  // details cut off.
   return msg
-    .replace(/127\.0\.0\.1:\d+/g, '<endpoint>')
+    .replace(/127\.\d+\.\d+\.\d+:\d+/g, '<endpoint>')
+    .replace(/\(\d{4}-\d\d-\d\dT[^)]*\)/g, '(<time>)')
     .replace(/(Deadline exceeded after) .*/, '$1 the call timeout')
     .replace(/\d+(\.\d+)? ?ms/g, 'N ms')
     .slice(0, 160);
@@ -106,10 +109,16 @@ export async function benchP2(
 ): Promise<P2Result> {
   const keys = akPool(16);
   const prepared: Array<{ request: JoinTicketRequest; client: ReturnType<typeof joinClient> }> = [];
+  // Each node connects from its own loopback address, as real nodes have their own IPs: the service's
+  // per-source admission cap would otherwise refuse a burst that all comes from 127.0.0.1.
+  const addresses = loopbackAddresses(nodes);
   for (let i = 0; i < nodes; i++) {
     prepared.push({
-      request: await joinRequest(`bench-p2-${i}`),
-      client: joinClient(nodeIssuer(keys[i % keys.length] as (typeof keys)[number], cluster.pcrs)),
+      request: await joinRequest(`bench-p2-${i}`, addresses[i]),
+      client: joinClient(
+        nodeIssuer(keys[i % keys.length] as (typeof keys)[number], cluster.pcrs),
+        addresses[i],
+      ),
     });
   }
   const logPath = join(logDir, `p2-${options.label}-join-service.log`);
@@ -124,7 +133,7 @@ export async function benchP2(
     const { grpcPort, httpPort } = await service.listening;
     const endpoint = `127.0.0.1:${grpcPort}`;
     // One join before the burst, so the burst does not measure the first call's module loading.
-    const warm = await joinRequest('bench-p2-warmup');
+    const warm = await joinRequest('bench-p2-warmup', addresses[0]);
     await (
       prepared[0]?.client ?? joinClient(nodeIssuer(keys[0] as (typeof keys)[number], cluster.pcrs))
     ).issueJoinTicket(endpoint, warm);
