@@ -3,8 +3,9 @@
  * its own module and is loaded only when used.
  */
 import type { CommandModule } from './command.js';
+import { runVerb, type Verb } from './verbs.js';
 
-const VERBS: Record<string, { summary: string; load: () => Promise<CommandModule> }> = {
+const LAZY_VERBS: Record<string, { summary: string; load: () => Promise<CommandModule> }> = {
   verify: {
     summary: 'verify a vTPM attestation document (upstream JSON or go-tpm-tools protobuf)',
     load: () => import('./attestation-verify.js'),
@@ -19,29 +20,14 @@ const VERBS: Record<string, { summary: string; load: () => Promise<CommandModule
   },
 };
 
-function usage(): string {
-  const width = Math.max(...Object.keys(VERBS).map((v) => v.length));
-  return [
-    'Usage: confboot attestation <verb> [options]',
-    '',
-    'Verbs:',
-    ...Object.entries(VERBS).map(([v, d]) => `  ${v.padEnd(width)}  ${d.summary}`),
-    '',
-    'Run `confboot attestation <verb> --help` for its options.',
-    'Exit codes: 0 accepted, 1 rejected, 2 usage or input error.',
-  ].join('\n');
-}
+/** Each verb's module is imported only when that verb runs. */
+const VERBS: Record<string, Verb> = Object.fromEntries(
+  Object.entries(LAZY_VERBS).map(([name, v]) => [
+    name,
+    { summary: v.summary, run: async (argv: string[]) => (await v.load()).run(argv) },
+  ]),
+);
 
-export async function run(argv: string[]): Promise<number> {
-  const [verb, ...rest] = argv;
-  if (verb === undefined || verb === '--help' || verb === '-h') {
-    process.stdout.write(`${usage()}\n`);
-    return verb === undefined ? 2 : 0;
-  }
-  const entry = VERBS[verb];
-  if (entry === undefined) {
-    process.stderr.write(`confboot attestation: unknown verb ${JSON.stringify(verb)}\n\n${usage()}\n`);
-    return 2;
-  }
-  return (await entry.load()).run(rest);
+export function run(argv: string[]): Promise<number> {
+  return runVerb('attestation', VERBS, argv, ['Exit codes: 0 accepted, 1 rejected, 2 usage or input error.']);
 }

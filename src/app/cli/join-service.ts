@@ -6,7 +6,6 @@
  * The body runs until an AbortSignal fires; the process signals only abort it, so tests drive the
  * same code in-process.
  */
-import { readFile } from 'node:fs/promises';
 import { INTEL_PCS_BASE_URL, INTEL_ROOT_CA_CRL_URL } from '../../adapters/attestation/tdx/pcs-client.js';
 import {
   type AtlsDeadlines,
@@ -41,6 +40,7 @@ import {
   type ListenAddress,
 } from '../join-service/service.js';
 import { type CommandSpec, parseCommand, runCommand, UsageError } from './args.js';
+import { readPemFlag } from './pem-file.js';
 import { untilStopSignal } from './signals.js';
 
 /** Default attested gRPC listen address. */
@@ -459,22 +459,10 @@ async function readKeyServiceTls(
   paths: JoinServiceFlags['keyServiceTlsPaths'],
 ): Promise<GrpcKmsClientTls | undefined> {
   if (paths === undefined) return undefined;
-  const read = async (flag: string, path: string): Promise<Buffer> => {
-    let data: Buffer;
-    try {
-      data = await readFile(path);
-    } catch (err) {
-      const reason =
-        (err as NodeJS.ErrnoException).code ?? (err instanceof Error ? err.message : String(err));
-      throw new UsageError(`--${flag}: reading ${path}: ${reason}`);
-    }
-    if (!data.includes('-----BEGIN ')) throw new UsageError(`--${flag}: ${path} holds no PEM block`);
-    return data;
-  };
   return {
-    ca: await read('key-service-ca', paths.ca),
-    certChain: await read('key-service-cert', paths.cert),
-    privateKey: await read('key-service-key', paths.key),
+    ca: await readPemFlag('key-service-ca', paths.ca),
+    certChain: await readPemFlag('key-service-cert', paths.cert),
+    privateKey: await readPemFlag('key-service-key', paths.key),
   };
 }
 

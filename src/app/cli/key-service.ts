@@ -12,6 +12,7 @@ import { startKeyServiceServer } from '../../adapters/kms/key-service-server.js'
 import { createPinoLogger } from '../../adapters/log/pino-logger.js';
 import type { Logger } from '../../ports/logger.js';
 import { type CommandSpec, parseCommand, runCommand, UsageError } from './args.js';
+import { readPemFlag } from './pem-file.js';
 import { untilStopSignal } from './signals.js';
 
 /** Default listen address (upstream `KeyServicePort`, all interfaces). */
@@ -81,19 +82,7 @@ async function readTlsFlags(
     throw new UsageError(
       `mutual TLS needs all of --${TLS_FLAGS.join(', --')}; missing --${TLS_FLAGS.filter((f) => !given.includes(f)).join(', --')}`,
     );
-  const read = async (flag: string): Promise<Buffer> => {
-    const path = values[flag] as string;
-    let data: Buffer;
-    try {
-      data = await readFile(path);
-    } catch (err) {
-      const reason =
-        (err as NodeJS.ErrnoException).code ?? (err instanceof Error ? err.message : String(err));
-      throw new UsageError(`--${flag}: reading ${path}: ${reason}`);
-    }
-    if (!data.includes('-----BEGIN ')) throw new UsageError(`--${flag}: ${path} holds no PEM block`);
-    return data;
-  };
+  const read = (flag: string): Promise<Buffer> => readPemFlag(flag, values[flag] as string);
   return {
     certChain: await read('tls-cert'),
     privateKey: await read('tls-key'),

@@ -22,6 +22,7 @@ import { parseAttestationConfig } from '../../domain/measurements.js';
 import { isConfbootError } from '../../ports/errors.js';
 import type { Measurements } from '../../ports/types.js';
 import { type CommandSpec, parseCommand, runCommand, UsageError } from './args.js';
+import { runVerb, type Verb } from './verbs.js';
 
 const BANKS: ReplayBank[] = ['sha256', 'sha384'];
 const EVENT_LOG_HELP =
@@ -274,36 +275,17 @@ async function diff(argv: string[]): Promise<number> {
   return report.match ? 0 : 1;
 }
 
-const VERBS: Record<string, { summary: string; run: (argv: string[]) => Promise<number> }> = {
+const VERBS: Record<string, Verb> = {
   'from-event-log': {
     summary: 'replay a reference node’s event log into an attestation-config measurements block',
-    run: fromEventLog,
+    run: (argv) => runCommand(() => fromEventLog(argv)),
   },
-  diff: { summary: 'compare an attestation config with a replayed event log, per PCR', run: diff },
+  diff: {
+    summary: 'compare an attestation config with a replayed event log, per PCR',
+    run: (argv) => runCommand(() => diff(argv)),
+  },
 };
 
-function usage(): string {
-  const width = Math.max(...Object.keys(VERBS).map((v) => v.length));
-  return [
-    'Usage: confboot measurements <verb> [options]',
-    '',
-    'Verbs:',
-    ...Object.entries(VERBS).map(([v, d]) => `  ${v.padEnd(width)}  ${d.summary}`),
-    '',
-    'Run `confboot measurements <verb> --help` for its options.',
-  ].join('\n');
-}
-
-export async function run(argv: string[]): Promise<number> {
-  const [verb, ...rest] = argv;
-  if (verb === undefined || verb === '--help' || verb === '-h') {
-    process.stdout.write(`${usage()}\n`);
-    return verb === undefined ? 2 : 0;
-  }
-  const entry = VERBS[verb];
-  if (entry === undefined) {
-    process.stderr.write(`confboot measurements: unknown verb ${JSON.stringify(verb)}\n\n${usage()}\n`);
-    return 2;
-  }
-  return runCommand(() => entry.run(rest));
+export function run(argv: string[]): Promise<number> {
+  return runVerb('measurements', VERBS, argv);
 }
