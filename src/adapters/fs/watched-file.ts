@@ -20,6 +20,7 @@ import { basename, dirname } from 'node:path';
 import type { Clock } from '../../ports/clock.js';
 import { wrapError } from '../../ports/errors.js';
 import type { Logger } from '../../ports/logger.js';
+import { SystemClock } from '../system/system-clock.js';
 
 /** Default settle wait after the first event of a burst, in ms. */
 export const DEFAULT_WATCH_SETTLE_MS = 100;
@@ -29,25 +30,7 @@ export const DEFAULT_WATCH_BACKOFF_MS = 500;
 export const DEFAULT_WATCH_MAX_BACKOFF_MS = 30_000;
 
 /** Sleeps on real timers that do not keep the process alive. */
-const TIMER_SLEEP: Pick<Clock, 'sleep'> = {
-  sleep: (ms, signal) =>
-    new Promise<void>((resolve, reject) => {
-      if (signal?.aborted) {
-        reject(signal.reason);
-        return;
-      }
-      const onAbort = () => {
-        clearTimeout(timer);
-        reject(signal?.reason);
-      };
-      const timer = setTimeout(() => {
-        signal?.removeEventListener('abort', onAbort);
-        resolve();
-      }, ms);
-      timer.unref?.();
-      signal?.addEventListener('abort', onAbort, { once: true });
-    }),
-};
+const TIMER_SLEEP: Pick<Clock, 'sleep'> = new SystemClock({ unrefTimers: true });
 
 /** Whether a directory event named `filename` concerns the watched file `name`. */
 export function isOwnEvent(name: string, filename: string | Buffer | null | undefined): boolean {

@@ -2,6 +2,12 @@
 import type { Clock } from '../../ports/clock.js';
 
 export class SystemClock implements Clock {
+  /**
+   * @param options.unrefTimers sleeps do not keep the process alive (for background work such as a
+   *   file watcher's reload backoff)
+   */
+  constructor(private readonly options: { unrefTimers?: boolean } = {}) {}
+
   now(): Date {
     return new Date();
   }
@@ -20,6 +26,7 @@ export class SystemClock implements Clock {
         signal?.removeEventListener('abort', onAbort);
         resolve();
       }, ms);
+      if (this.options.unrefTimers) timer.unref?.();
       signal?.addEventListener('abort', onAbort, { once: true });
     });
   }
