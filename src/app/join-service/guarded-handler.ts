@@ -21,9 +21,9 @@ import {
   rateLimitedError,
   sourceIp,
   type TokenBucketRateLimiter,
-} from './limits.js';
+} from '../../adapters/ops/limits.js';
 import type { ByteBudget } from './memory.js';
-import type { JoinOutcome, JoinRpc, JoinServiceMetrics } from './metrics.js';
+import type { JoinOutcome, JoinRpc, JoinServiceMetrics } from '../../adapters/ops/metrics.js';
 
 /** The message of every audit event. */
 export const AUDIT_MESSAGE = 'Join audit';

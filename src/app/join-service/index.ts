@@ -1,10 +1,10 @@
 /** The join service as a program (application layer): composition, operations parts and production wiring. */
 export * from './deny-list.js';
-export * from './grpc-health.js';
+export * from '../../adapters/ops/grpc-health.js';
 export * from './guarded-handler.js';
-export * from './http-server.js';
-export * from './limits.js';
-export * from './metrics.js';
+export * from '../../adapters/ops/http-server.js';
+export * from '../../adapters/ops/limits.js';
+export * from '../../adapters/ops/metrics.js';
 export * from './production.js';
 export * from './service.js';
-export * from './timed-validator.js';
+export * from '../../adapters/ops/timed-validator.js';

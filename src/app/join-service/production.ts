@@ -30,7 +30,7 @@ import type { Variant } from '../../ports/variant.js';
 import { type TdxCollateralSource, tdxCollateralGetter } from '../attestation/snp-tdx-config.js';
 import { buildValidator, createAmdCertCache, VALIDATOR_VARIANTS } from '../attestation/validators.js';
 import { ADMIN_CONF_PATH, KUBERNETES_PORT, PKI_DIR } from '../defaults.js';
-import { JoinServiceMetrics } from './metrics.js';
+import { JoinServiceMetrics } from '../../adapters/ops/metrics.js';
 import { checkEnforcesMeasurements } from './policy.js';
 import {
   type JoinServiceLimits,

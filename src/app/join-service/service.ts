@@ -5,10 +5,23 @@
  * shutdown. Every dependency is injected, so the CLI (production adapters), the demo and the
  * benchmarks (simulated Kubernetes, in-process) build the same service.
  */
-import { Server, ServerCredentials } from '@grpc/grpc-js';
 import type { AtlsDeadlines } from '../../adapters/grpc/atls/admission.js';
 import { createJoinServer } from '../../adapters/grpc/join-server.js';
 import { createPinoLogger } from '../../adapters/log/pino-logger.js';
+import {
+  HealthServiceDefinition,
+  HealthStatus,
+  ServingStatus,
+  startGrpcHealthServer,
+} from '../../adapters/ops/grpc-health.js';
+import {
+  type OperationsHttpServer,
+  type ReadinessChecks,
+  startOperationsHttpServer,
+} from '../../adapters/ops/http-server.js';
+import { ConcurrencyLimiter, TokenBucketRateLimiter } from '../../adapters/ops/limits.js';
+import { JoinServiceMetrics, type JoinServiceMetricsOptions } from '../../adapters/ops/metrics.js';
+import { TimedValidator } from '../../adapters/ops/timed-validator.js';
 import { InMemoryDiskBindings } from '../../adapters/simulated/in-memory-disk-bindings.js';
 import { SystemClock } from '../../adapters/system/system-clock.js';
 import { TicketIssuer } from '../../domain/ticket-issuer.js';
@@ -24,13 +37,8 @@ import type { PeerIdentity } from '../../ports/peer-identity.js';
 import type { Validator } from '../../ports/validator.js';
 import { JOIN_SERVICE_HTTP_PORT, JOIN_SERVICE_MEMORY_BUDGET_MIB, JOIN_SERVICE_PORT } from '../defaults.js';
 import { type DenyList, EMPTY_DENY_LIST, FileDenyList } from './deny-list.js';
-import { HealthServiceDefinition, HealthStatus, ServingStatus } from './grpc-health.js';
 import { AUDIT_EVENT, emitAudit, GuardedJoinHandler } from './guarded-handler.js';
-import { type OperationsHttpServer, type ReadinessChecks, startOperationsHttpServer } from './http-server.js';
-import { ConcurrencyLimiter, TokenBucketRateLimiter } from './limits.js';
 import { ByteBudget, deriveMemoryBounds } from './memory.js';
-import { JoinServiceMetrics, type JoinServiceMetricsOptions } from './metrics.js';
-import { TimedValidator } from './timed-validator.js';
 
 /** Default requests per second per caller IP. */
 export const DEFAULT_RATE_LIMIT_PER_SECOND = 10;
@@ -155,20 +163,6 @@ export interface RunningJoinService {
 
 function hostPort({ host, port }: ListenAddress): string {
   return host.includes(':') ? `[${host}]:${port}` : `${host}:${port}`;
-}
-
-async function startHealthOnlyServer(
-  address: ListenAddress,
-  health: HealthStatus,
-): Promise<{ port: number; server: Server }> {
-  const server = new Server();
-  server.addService(HealthServiceDefinition, health.implementation());
-  const port = await new Promise<number>((resolve, reject) =>
-    server.bindAsync(hostPort(address), ServerCredentials.createInsecure(), (err, p) =>
-      err ? reject(new Error(`gRPC health listen on ${hostPort(address)}: ${err.message}`)) : resolve(p),
-    ),
-  );
-  return { port, server };
 }
 
 /**
@@ -334,7 +328,7 @@ export async function startJoinService(options: JoinServiceOptions): Promise<Run
 
     let grpcHealthPort: number | undefined;
     if (options.grpcHealthListen !== undefined) {
-      const h = await startHealthOnlyServer(options.grpcHealthListen, health);
+      const h = await startGrpcHealthServer(hostPort(options.grpcHealthListen), health);
       grpcHealthPort = h.port;
       // Stopped after the drain, so plain health probes see NOT_SERVING rather than a closed port.
       cleanups.splice(cleanups.indexOf(stopGrpc), 0, () => h.server.forceShutdown());

@@ -28,7 +28,7 @@ import {
   decodeHealthCheckResponse,
   encodeHealthCheckRequest,
   type HealthCheckResponse,
-} from '../../../src/app/join-service/grpc-health.js';
+} from '../../../src/adapters/ops/grpc-health.js';
 import {
   type JoinServiceOptions,
   type RunningJoinService,

@@ -4,7 +4,7 @@
  * runs out is refused with resource-exhausted, and a waiter never overtakes the queue.
  */
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { ConcurrencyLimiter } from '../../../src/app/join-service/limits.js';
+import { ConcurrencyLimiter } from '../../../src/adapters/ops/limits.js';
 import { isConfbootError } from '../../../src/ports/errors.js';
 
 afterEach(() => {

@@ -11,12 +11,12 @@ import {
   encodeHealthCheckResponse,
   HealthStatus,
   ServingStatus,
-} from '../../../src/app/join-service/grpc-health.js';
+} from '../../../src/adapters/ops/grpc-health.js';
 import {
   ConcurrencyLimiter,
   sourceIp,
   TokenBucketRateLimiter,
-} from '../../../src/app/join-service/limits.js';
+} from '../../../src/adapters/ops/limits.js';
 import { FakeClock } from '../../fakes/fake-clock.js';
 
 describe('deny list parsing', () => {

@@ -15,7 +15,7 @@ import {
   decodeHealthCheckResponse,
   encodeHealthCheckRequest,
   ServingStatus,
-} from '../../../src/app/join-service/grpc-health.js';
+} from '../../../src/adapters/ops/grpc-health.js';
 import type { JoinTicket } from '../../../src/ports/types.js';
 import { FakeClock } from '../../fakes/fake-clock.js';
 import { DummyIssuer } from '../../support/dummy-attestation.js';

@@ -26,7 +26,7 @@ import { parseAt } from '../../../src/app/cli/attestation-verify-snp.js';
 import { parseHostPort, parseRateLimit } from '../../../src/app/cli/join-service.js';
 import { parseListen } from '../../../src/app/cli/key-service.js';
 import { parseDenyList } from '../../../src/app/join-service/deny-list.js';
-import { decodeHealthCheckRequest } from '../../../src/app/join-service/grpc-health.js';
+import { decodeHealthCheckRequest } from '../../../src/adapters/ops/grpc-health.js';
 import { CSPS, cspFromString, nodeConfig } from '../../../src/app/modules/node-config.js';
 import { fuzzRuns } from '../harness/config.js';
 import { edgeJson, FuzzJson, jsonMutated } from '../harness/json.js';

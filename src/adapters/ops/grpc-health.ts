@@ -10,6 +10,8 @@ import { BinaryReader, BinaryWriter, WireType } from '@bufbuild/protobuf/wire';
 import {
   type handleServerStreamingCall,
   type handleUnaryCall,
+  Server,
+  ServerCredentials,
   type ServiceDefinition,
   type ServiceError,
   status,
@@ -171,4 +173,22 @@ export class HealthStatus {
     };
     return { check, watch: watchHandler };
   }
+}
+
+/**
+ * Starts a plain (insecure) gRPC server at `hostPort` that serves only the health service; resolves
+ * to the bound port and the server once it listens.
+ */
+export async function startGrpcHealthServer(
+  hostPort: string,
+  health: HealthStatus,
+): Promise<{ port: number; server: Server }> {
+  const server = new Server();
+  server.addService(HealthServiceDefinition, health.implementation());
+  const port = await new Promise<number>((resolve, reject) =>
+    server.bindAsync(hostPort, ServerCredentials.createInsecure(), (err, p) =>
+      err ? reject(new Error(`gRPC health listen on ${hostPort}: ${err.message}`)) : resolve(p),
+    ),
+  );
+  return { port, server };
 }
