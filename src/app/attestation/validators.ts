@@ -16,7 +16,8 @@
  * keeps its last good one and a starting service fails closed.
  */
 import { createPublicKey } from 'node:crypto';
-import { AmdCertCache, type AmdChainDer } from '../../adapters/attestation/snp/cert-cache.js';
+import { AmdCertCache } from '../../adapters/attestation/snp/cert-cache.js';
+import { ConfiguredSigningKeyCache } from '../../adapters/attestation/snp/configured-signing-key-cache.js';
 import { createSnpTdxValidator, type SnpTdxVariant } from '../../adapters/attestation/snp/factory.js';
 import { KdsCertFetcher } from '../../adapters/attestation/snp/kds-fetcher.js';
 import type { SnpValidatorConfig, SnpVariant } from '../../adapters/attestation/snp/validators.js';
@@ -27,22 +28,20 @@ import {
   isVtpmVariant,
   VTPM_VARIANTS,
 } from '../../adapters/attestation/variants/factory.js';
+import { createVtpmQuoteVerifier } from '../../adapters/attestation/vtpm/quote-verifier.js';
 import {
   MeasurementsPolicy,
   type ParsedAttestationConfig,
   parseAttestationConfig,
 } from '../../domain/measurements.js';
-import type { AmdCertFetcher, AmdProductLine, AmdTcbSpl } from '../../ports/amd-cert-fetcher.js';
 import type { AmiTpmSupport } from '../../ports/ami-tpm-support.js';
 import type { Clock } from '../../ports/clock.js';
 import { ConfbootError, wrapError } from '../../ports/errors.js';
 import type { GceShieldedIdentity } from '../../ports/gce-shielded-identity.js';
 import type { Logger } from '../../ports/logger.js';
-import type { CallOptions } from '../../ports/types.js';
 import type { Validator } from '../../ports/validator.js';
 import type { Variant } from '../../ports/variant.js';
-import { parseSnpConfig, parseTdxConfig, type SnpAttestationConfig } from './snp-tdx-config.js';
-import { createVtpmQuoteVerifier } from './vtpm-quote.js';
+import { parseSnpConfig, parseTdxConfig } from './snp-tdx-config.js';
 
 /** The SEV-SNP and TDX variants {@link buildValidator} builds. */
 export const SNP_TDX_VARIANTS = [
@@ -99,56 +98,6 @@ export function createAmdCertCache(clock: Clock, settings: AmdCertCacheSettings 
     clock,
     settings.minIntervalInMs === undefined ? {} : { minIntervalInMs: settings.minIntervalInMs },
   );
-}
-
-/** Never called: {@link ConfiguredSigningKeyCache} delegates every fetch to its inner cache. */
-const NO_FETCHER: AmdCertFetcher = {
-  fetchVcek: () => Promise.reject(new Error('unreachable: fetches go to the shared cache')),
-  fetchCertChain: () => Promise.reject(new Error('unreachable: fetches go to the shared cache')),
-};
-
-/**
- * Serves the configured `amdSigningKey` (ASK or ASVK) for its signer kind and product, and sends
- * everything else to the shared cache: upstream's order is the issuer's chain, then the
- * configured/cached ASK, then KDS.
- */
-class ConfiguredSigningKeyCache extends AmdCertCache {
-  constructor(
-    private readonly inner: AmdCertCache,
-    private readonly configured: NonNullable<SnpAttestationConfig['signingKey']> & {
-      product: AmdProductLine;
-    },
-    clock: Clock,
-  ) {
-    super(NO_FETCHER, clock);
-  }
-
-  override getChain(
-    product: AmdProductLine,
-    signer: 'vcek' | 'vlek',
-    options?: CallOptions,
-  ): Promise<AmdChainDer> {
-    if (product === this.configured.product && signer === this.configured.signer)
-      return Promise.resolve({ ask: new Uint8Array(this.configured.cert.raw), ark: undefined });
-    return this.inner.getChain(product, signer, options);
-  }
-
-  override getVcek(
-    product: AmdProductLine,
-    chipId: Uint8Array,
-    tcb: AmdTcbSpl,
-    options?: CallOptions,
-  ): Promise<Uint8Array> {
-    return this.inner.getVcek(product, chipId, tcb, options);
-  }
-
-  override getCrl(
-    product: AmdProductLine,
-    signer: 'vcek' | 'vlek',
-    options?: CallOptions,
-  ): Promise<Uint8Array> {
-    return this.inner.getCrl(product, signer, options);
-  }
 }
 
 function parsed(

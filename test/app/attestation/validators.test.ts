@@ -31,7 +31,7 @@ import {
   VALIDATOR_VARIANTS,
   type ValidatorDeps,
 } from '../../../src/app/attestation/validators.js';
-import { createVtpmQuoteVerifier } from '../../../src/app/attestation/vtpm-quote.js';
+import { createVtpmQuoteVerifier } from '../../../src/adapters/attestation/vtpm/quote-verifier.js';
 import { validatorBuilder } from '../../../src/app/join-service/production.js';
 import type { AmdCertFetcher } from '../../../src/ports/amd-cert-fetcher.js';
 import { isAttestationError, isConfbootError } from '../../../src/ports/errors.js';

@@ -1,19 +1,15 @@
 /**
- * The TPM half of the SEV-SNP-on-vTPM and azure-tdx validators (app layer, attestation wiring): a
+ * The TPM half of the SEV-SNP-on-vTPM and azure-tdx validators (adapter): a
  * {@link VerifyVtpmQuote} built from the committed vTPM verifier
  * (src/adapters/attestation/vtpm/verify-attestation.ts). It decodes the go-tpm-tools `Attestation`
  * with the vTPM document codec, requires the AK to be a restricted signing key equal to the AK the
  * hardware half trusts, verifies the SHA-256 quote (signature, nonce, PCR digest; never SHA-1) and
  * replays the event log when present. Every check is recorded.
  */
-import type { VerifyVtpmQuote } from '../../adapters/attestation/snp/vtpm-document.js';
-import { decodeVtpmDocument } from '../../adapters/attestation/vtpm/attestation.js';
-import { CheckRecorder } from '../../adapters/attestation/vtpm/checks.js';
-import {
-  parseAttestationKey,
-  sameKey,
-  verifyAttestationQuotes,
-} from '../../adapters/attestation/vtpm/verify-attestation.js';
+import type { VerifyVtpmQuote } from '../snp/vtpm-document.js';
+import { decodeVtpmDocument } from './attestation.js';
+import { CheckRecorder } from './checks.js';
+import { parseAttestationKey, sameKey, verifyAttestationQuotes } from './verify-attestation.js';
 
 /** Returns the committed vTPM quote verifier as a {@link VerifyVtpmQuote}. */
 export function createVtpmQuoteVerifier(): VerifyVtpmQuote {
