@@ -8,10 +8,8 @@ import type { ContainerModule } from 'inversify';
 import { ConfigfsTsmDevice } from '../../adapters/attestation/snp/configfs-tsm.js';
 import { createAwsSevSnpIssuer } from '../../adapters/attestation/snp/issuers.js';
 import { LINUX_EVENT_LOG_PATH } from '../../adapters/attestation/vtpm/issuer.js';
+import { awsInstanceIdentity } from '../../adapters/cloud/aws/instance-identity.js';
 import { AwsMetadataAPI, DEFAULT_AWS_IMDS_URL } from '../../adapters/cloud/aws/metadata-api.js';
-import { expectOk, httpRequest } from '../../adapters/cloud/shared/http.js';
-import { wrapError } from '../../ports/errors.js';
-import type { CallOptions } from '../../ports/types.js';
 import { cloudBindingsModule, cloudVtpmIssuer } from './cloud-wiring.js';
 
 /** npm packages of this cloud's SDK. */
@@ -28,32 +26,6 @@ export async function preloadSdk(): Promise<void> {
     import('@aws-sdk/client-resource-groups-tagging-api'),
     import('@aws-sdk/client-elastic-load-balancing-v2'),
   ]);
-}
-
-/**
- * Reads the IMDSv2 instance identity document (a session token first, then the document), the
- * instance info of aws-nitro-tpm.
- */
-export async function awsInstanceIdentity(baseUrl: string, options?: CallOptions): Promise<Uint8Array> {
-  const root = baseUrl.replace(/\/+$/, '');
-  const signal = options?.signal ? { signal: options.signal } : {};
-  try {
-    const tokenRes = await httpRequest({
-      url: `${root}/latest/api/token`,
-      method: 'PUT',
-      headers: { 'X-aws-ec2-metadata-token-ttl-seconds': '60' },
-      ...signal,
-    });
-    const token = expectOk(tokenRes, 'IMDSv2 session token').body.toString('utf8').trim();
-    const doc = await httpRequest({
-      url: `${root}/latest/dynamic/instance-identity/document`,
-      headers: { 'X-aws-ec2-metadata-token': token },
-      ...signal,
-    });
-    return new Uint8Array(expectOk(doc, 'IMDS instance identity document').body);
-  } catch (err) {
-    throw wrapError('reading AWS instance identity document', err, 'unavailable');
-  }
 }
 
 /** The AWS module: binds MetadataAPI and Issuer (cloud-wiring.ts). */

@@ -13,11 +13,9 @@ import { ContainerModule } from 'inversify';
 import { ConfigfsTsmDevice } from '../../adapters/attestation/snp/configfs-tsm.js';
 import { createGcpSevSnpIssuer } from '../../adapters/attestation/snp/issuers.js';
 import { LINUX_EVENT_LOG_PATH } from '../../adapters/attestation/vtpm/issuer.js';
+import { gceInstanceInfo } from '../../adapters/cloud/gcp/instance-info.js';
 import { DEFAULT_GCE_METADATA_URL, GcpMetadataAPI } from '../../adapters/cloud/gcp/metadata-api.js';
-import { expectOk, httpRequest } from '../../adapters/cloud/shared/http.js';
 import { GCE_AK_TEMPLATE_NV_INDEX_RSA } from '../../adapters/tpm/nv-template-ak.js';
-import { wrapError } from '../../ports/errors.js';
-import type { CallOptions } from '../../ports/types.js';
 import { cloudBindingsModule, cloudVtpmIssuer } from './cloud-wiring.js';
 import { CloudTpmOptions } from './common.js';
 
@@ -52,33 +50,6 @@ function computeEndpoint(url: string | undefined): {
     protocol,
     ...(u.port === '' ? {} : { port: Number(u.port) }),
   };
-}
-
-/**
- * Reads go-tpm-tools' `GCEInstanceInfo` from the metadata server and renders it as Go JSON
- * (`{"zone","project_id","instance_name"}`), the bytes the gcp-sev-es validator parses.
- */
-export async function gceInstanceInfo(baseUrl: string, options?: CallOptions): Promise<Uint8Array> {
-  const get = async (path: string): Promise<string> => {
-    const res = await httpRequest({
-      url: `${baseUrl.replace(/\/+$/, '')}/${path}`,
-      headers: { 'Metadata-Flavor': 'Google' },
-      ...(options?.signal ? { signal: options.signal } : {}),
-    });
-    return expectOk(res, `GCE metadata ${path}`).body.toString('utf8').trim();
-  };
-  try {
-    const [project, zonePath, name] = await Promise.all([
-      get('project/project-id'),
-      get('instance/zone'),
-      get('instance/name'),
-    ]);
-    // The zone comes as `projects/<number>/zones/<zone>`.
-    const zone = zonePath.split('/').pop() ?? '';
-    return new TextEncoder().encode(JSON.stringify({ zone, project_id: project, instance_name: name }));
-  } catch (err) {
-    throw wrapError('reading GCE instance info', err, 'unavailable');
-  }
 }
 
 /**

@@ -1,4 +1,6 @@
 /** AWS provider. The AWS SDK clients load only when an AwsMetadataAPI first calls AWS. */
+
+export { awsInstanceIdentity } from './instance-identity.js';
 export {
   AwsMetadataAPI,
   type AwsMetadataAPIOptions,

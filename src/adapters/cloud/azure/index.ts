@@ -13,3 +13,4 @@ export {
   DEFAULT_ARM_ENDPOINT,
   parseScaleSetVmId,
 } from './metadata-api.js';
+export { AZURE_AK_CERT_NV_INDEX, azureTrustedLaunchInfo } from './trusted-launch-info.js';

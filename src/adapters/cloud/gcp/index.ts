@@ -1,4 +1,6 @@
 /** GCP provider. The Compute SDK loads only when a GcpMetadataAPI first calls the cloud. */
+
+export { gceInstanceInfo } from './instance-info.js';
 export {
   DEFAULT_GCE_METADATA_URL,
   fetchCapableAuthClient,
