@@ -15,16 +15,16 @@ import { GrpcKmsClient } from '../../src/adapters/kms/grpc-kms-client.js';
 import { HkdfKms } from '../../src/adapters/kms/hkdf-kms.js';
 import { type KeyServiceServer, startKeyServiceServer } from '../../src/adapters/kms/key-service-server.js';
 import { createPinoLogger } from '../../src/adapters/log/pino-logger.js';
-import { renderHelp, UsageError } from '../../src/app/cli/args.js';
-import { parseJoinServiceFlags, run as runJoinServiceCli } from '../../src/app/cli/join-service.js';
-import { keyServiceCommand, runKeyService } from '../../src/app/cli/key-service.js';
 import {
   createKeyServiceTls,
   JOIN_SERVICE_CLIENT_TLS_SECRET,
   KEY_SERVICE_TLS_SECRET,
   keyServiceDnsNames,
   renderKeyServiceTlsSecrets,
-} from '../../src/app/deploy/key-service-tls.js';
+} from '../../src/adapters/pki/key-service-tls.js';
+import { renderHelp, UsageError } from '../../src/app/cli/args.js';
+import { parseJoinServiceFlags, run as runJoinServiceCli } from '../../src/app/cli/join-service.js';
+import { keyServiceCommand, runKeyService } from '../../src/app/cli/key-service.js';
 import { APIClient } from '../../src/gen/keyservice.js';
 import { useTmpDirs } from '../support/tmp.js';
 import { validateObject } from './k8s-schema.js';

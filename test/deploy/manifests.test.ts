@@ -10,16 +10,16 @@ import { join, relative, resolve } from 'node:path';
 import { Writable } from 'node:stream';
 import { afterAll, describe, expect, it } from 'vitest';
 import { parseAllDocuments } from 'yaml';
+import {
+  JOIN_SERVICE_CLIENT_TLS_SECRET,
+  KEY_SERVICE_TLS_SECRET,
+  keyServiceDnsNames,
+} from '../../src/adapters/pki/key-service-tls.js';
 import { parseCommand } from '../../src/app/cli/args.js';
 import { parseJoinServiceFlags } from '../../src/app/cli/join-service.js';
 import { keyServiceCommand } from '../../src/app/cli/key-service.js';
 import { runManifests } from '../../src/app/cli/manifests.js';
 import * as d from '../../src/app/defaults.js';
-import {
-  JOIN_SERVICE_CLIENT_TLS_SECRET,
-  KEY_SERVICE_TLS_SECRET,
-  keyServiceDnsNames,
-} from '../../src/app/deploy/key-service-tls.js';
 import {
   DEFAULT_IMAGE,
   deployTargets,

@@ -1,5 +1,5 @@
 /**
- * Mutual-TLS material for the link from the join service to the key service (app layer): a fresh
+ * Mutual-TLS material for the link from the join service to the key service (adapter): a fresh
  * per-cluster CA, a server certificate for the key service's cluster names and a client
  * certificate for the join service, all ECDSA P-256. The CA's private key is used to sign the two
  * certificates and then dropped, so nothing else can ever be issued under it; renewing means new
@@ -11,7 +11,7 @@ import { randomBytes, webcrypto } from 'node:crypto';
 import { isIP } from 'node:net';
 import type { V1Secret } from '@kubernetes/client-node';
 import { Document } from 'yaml';
-import { loadX509 } from '../../adapters/pki/x509-loader.js';
+import { loadX509 } from './x509-loader.js';
 
 /** Secret mounted by the key service: its certificate and key, and the CA of its clients. */
 export const KEY_SERVICE_TLS_SECRET = 'key-service-tls';

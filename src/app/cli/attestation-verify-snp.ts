@@ -4,10 +4,15 @@
  * AMD's key for the product, amd-ark-pins.ts), TCB, guest policy, ID key and report data — and
  * prints every check. Exit 0 accepted, 1 rejected, 2 usage or input error.
  */
-import { X509Certificate } from 'node:crypto';
+import type { X509Certificate } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import { AMD_ARK_SPKI_SHA256 } from '../../adapters/attestation/snp/amd-ark-pins.js';
-import { commonName, keyPinCheck, loadCertificates } from '../../adapters/attestation/snp/certs.js';
+import {
+  commonName,
+  keyPinCheck,
+  loadCertificate,
+  loadCertificates,
+} from '../../adapters/attestation/snp/certs.js';
 import { KdsCertFetcher } from '../../adapters/attestation/snp/kds-fetcher.js';
 import {
   AMD_PRODUCTS,
@@ -168,7 +173,7 @@ async function kdsChain(product: AmdProduct, signingKey: string, kdsUrl: string)
     product,
     signingKey,
   );
-  return der.map((d) => new X509Certificate(d));
+  return der.map((d, i) => loadCertificate(d, `AMD KDS ${signingKey} chain #${i + 1}`));
 }
 
 /** Runs `confboot attestation verify-snp`. */

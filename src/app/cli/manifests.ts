@@ -2,17 +2,17 @@
  * `confboot manifests`: renders the Kubernetes manifests of a cluster for one cloud and attestation
  * variant (src/app/deploy/manifests.ts) to stdout, or writes them under a directory; `--all` writes
  * every cloud and variant, which is how deploy/kubernetes/ is made. `--tls-secrets` prints the
- * Secrets for mutual TLS between the join service and the key service (src/app/deploy/key-service-tls.ts).
+ * Secrets for mutual TLS between the join service and the key service (src/adapters/pki/key-service-tls.ts).
  */
 import { mkdir, rename, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
-import type { Variant } from '../../ports/variant.js';
 import {
   createKeyServiceTls,
   DEFAULT_TLS_VALIDITY_DAYS,
   keyServiceDnsNames,
   renderKeyServiceTlsSecrets,
-} from '../deploy/key-service-tls.js';
+} from '../../adapters/pki/key-service-tls.js';
+import type { Variant } from '../../ports/variant.js';
 import {
   DEFAULT_IMAGE,
   type DeployTarget,

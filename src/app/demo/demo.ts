@@ -41,6 +41,7 @@ import {
 import { ExclusiveFileWriter } from '../../adapters/state/exclusive-file-writer.js';
 import { JsonNodeStateStore } from '../../adapters/state/json-node-state-store.js';
 import { CryptoRandom } from '../../adapters/system/crypto-random.js';
+import { freePortOn } from '../../adapters/system/free-port.js';
 import { SystemClock } from '../../adapters/system/system-clock.js';
 import { expectedPcr15, Pcr15Marker } from '../../adapters/tpm/pcr15-marker.js';
 import { type SwtpmInstance, startSwtpm } from '../../adapters/tpm/swtpm.js';
@@ -480,16 +481,4 @@ export async function runDemo(options: DemoOptions): Promise<DemoResult> {
 function shorten(reason: string): string {
   const i = reason.indexOf('measurement validation failed');
   return i >= 0 ? reason.slice(i) : reason;
-}
-
-async function freePortOn(host: string): Promise<number> {
-  const { createServer } = await import('node:net');
-  return new Promise((resolve, reject) => {
-    const srv = createServer();
-    srv.once('error', reject);
-    srv.listen(0, host, () => {
-      const addr = srv.address();
-      srv.close(() => (addr && typeof addr === 'object' ? resolve(addr.port) : reject(new Error('no port'))));
-    });
-  });
 }

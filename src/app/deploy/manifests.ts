@@ -40,6 +40,10 @@ import {
   NODE_VERSION_NAME,
   UPDATE_GROUP,
 } from '../../adapters/kubernetes/api.js';
+import {
+  JOIN_SERVICE_CLIENT_TLS_SECRET,
+  KEY_SERVICE_TLS_SECRET,
+} from '../../adapters/pki/key-service-tls.js';
 import type { Variant } from '../../ports/variant.js';
 import { VERSION } from '../../version.js';
 import { SNP_TDX_VARIANTS, VALIDATOR_VARIANTS } from '../attestation/validators.js';
@@ -59,7 +63,6 @@ import {
 } from '../defaults.js';
 import { JOIN_SERVICE_CSPS, type JoinServiceCsp } from '../join-service/production.js';
 import { CLOUD_MODULES } from '../modules/providers.js';
-import { JOIN_SERVICE_CLIENT_TLS_SECRET, KEY_SERVICE_TLS_SECRET } from './key-service-tls.js';
 
 /** Namespace of every object (upstream's). */
 export const NAMESPACE = 'kube-system';
