@@ -52,7 +52,6 @@ export {
 export { startJoinService } from './app/join-service/service.js';
 export {
   bootstrapperDeps,
-  CLOUD_MODULES,
   CSPS,
   checkWiring,
   commonModule,
@@ -63,6 +62,17 @@ export {
   nodeConfig,
   VARIANTS_BY_CSP,
 } from './app/modules/index.js';
+export {
+  CLOUDS,
+  cloudNames,
+  cloudVariants,
+  registerCloud,
+  registerVariant,
+  VARIANTS,
+  type VariantEntry,
+  variantNames,
+  vtpmVariant,
+} from './app/registry/index.js';
 export * from './domain/index.js';
 export * from './ports/index.js';
 export { VERSION } from './version.js';

@@ -163,16 +163,16 @@ describe('dependency rule', () => {
 
   it('the cycle check catches a cycle planted in a copy of src/app/modules', () => {
     const graph = importGraph(files);
-    // Plant what the cloud table once did: the node config reading the table of module loaders.
+    // Plant what the cloud table once did: the node config reading the registry of module loaders.
     const nodeConfig = join(src, 'app/modules/node-config.ts');
-    graph.set(nodeConfig, [...(graph.get(nodeConfig) ?? []), join(src, 'app/modules/providers.ts')]);
+    graph.set(nodeConfig, [...(graph.get(nodeConfig) ?? []), join(src, 'app/registry/clouds.ts')]);
     const cycles = importCycles(graph).map((c) => c.map((f) => relative(src, f)));
     expect(cycles).toHaveLength(1);
     expect(cycles[0]).toEqual(
       expect.arrayContaining([
         'app/modules/node-config.ts',
-        'app/modules/providers.ts',
-        'app/modules/common.ts',
+        'app/registry/clouds.ts',
+        'app/modules/cloud-wiring.ts',
       ]),
     );
   });

@@ -1,107 +1,44 @@
 /**
  * App-level validator construction (app layer, attestation wiring), shared by the join service, the
- * init side and embedders: one {@link buildValidator} for every production variant.
- *
- * - vTPM variants (qemu-vtpm, aws-nitro-tpm, gcp-sev-es, azure-trustedlaunch): the adapters'
- *   `createValidator` with the measurements of the attestation config.
- * - SEV-SNP/TDX variants (aws-sev-snp, gcp-sev-snp, azure-sev-snp, azure-tdx, qemu-tdx): the
- *   adapters' `createSnpTdxValidator` with the TPM half verified by the committed vTPM verifier
- *   ({@link createVtpmQuoteVerifier}), policy and trust anchors from the attestation config
- *   (snp-tdx-config.ts), an AMD certificate cache over AMD KDS for VCEK/ASK fetches (with the
- *   configured `amdSigningKey` served first), and, for gcp-sev-snp, the AK from GCE's shielded
- *   instance identity.
+ * init side and embedders: one {@link buildValidator} for every production variant, each built by
+ * its entry in the variant registry (src/app/registry/variants.ts) — the vTPM variants with the
+ * measurements of the attestation config and their AK/CVM checks, the SEV-SNP/TDX variants also with
+ * their policy and trust anchors (snp-tdx-config.ts), the TPM half verified by the committed vTPM
+ * verifier, an AMD certificate cache over AMD KDS and, for gcp-sev-snp, the AK from GCE's shielded
+ * instance identity.
  *
  * `dummy` is refused: it exists in test code only. Every failure is an `invalid-argument` (or, for a
  * missing cloud lookup, `failed-precondition`) error naming the variant, so an updatable validator
  * keeps its last good one and a starting service fails closed.
  */
-import { createPublicKey } from 'node:crypto';
-import { AmdCertCache } from '../../adapters/attestation/snp/cert-cache.js';
-import { ConfiguredSigningKeyCache } from '../../adapters/attestation/snp/configured-signing-key-cache.js';
-import { createSnpTdxValidator, type SnpTdxVariant } from '../../adapters/attestation/snp/factory.js';
-import { KdsCertFetcher } from '../../adapters/attestation/snp/kds-fetcher.js';
-import type { SnpValidatorConfig, SnpVariant } from '../../adapters/attestation/snp/validators.js';
-import type { VerifyVtpmQuote } from '../../adapters/attestation/snp/vtpm-document.js';
-import type { TdxValidatorConfig } from '../../adapters/attestation/tdx/validators.js';
-import {
-  createValidator,
-  isVtpmVariant,
-  VTPM_VARIANTS,
-} from '../../adapters/attestation/variants/factory.js';
-import { createVtpmQuoteVerifier } from '../../adapters/attestation/vtpm/quote-verifier.js';
-import {
-  MeasurementsPolicy,
-  type ParsedAttestationConfig,
-  parseAttestationConfig,
-} from '../../domain/measurements.js';
-import type { AmiTpmSupport } from '../../ports/ami-tpm-support.js';
-import type { Clock } from '../../ports/clock.js';
-import { ConfbootError, wrapError } from '../../ports/errors.js';
-import type { GceShieldedIdentity } from '../../ports/gce-shielded-identity.js';
-import type { Logger } from '../../ports/logger.js';
+import { type ParsedAttestationConfig, parseAttestationConfig } from '../../domain/measurements.js';
+import { isConfbootError, wrapError } from '../../ports/errors.js';
 import type { Validator } from '../../ports/validator.js';
 import type { Variant } from '../../ports/variant.js';
-import { parseSnpConfig, parseTdxConfig } from './snp-tdx-config.js';
+import { variantEntry, variantNames, variantsOfKind } from '../registry/index.js';
+import type { ValidatorDeps } from './validator-deps.js';
 
-/** The SEV-SNP and TDX variants {@link buildValidator} builds. */
-export const SNP_TDX_VARIANTS = [
-  'aws-sev-snp',
-  'gcp-sev-snp',
-  'azure-sev-snp',
-  'azure-tdx',
-  'qemu-tdx',
-] as const;
+export {
+  type AmdCertCacheSettings,
+  createAmdCertCache,
+  type ValidatorDeps,
+  type VariantLookupSettings,
+  type VariantLookups,
+} from './validator-deps.js';
 
-/** Every variant {@link buildValidator} builds: all production variants. */
-export const VALIDATOR_VARIANTS: readonly Variant[] = Object.freeze([...VTPM_VARIANTS, ...SNP_TDX_VARIANTS]);
+/** The SEV-SNP and TDX variants of the built-in registry. */
+export const SNP_TDX_VARIANTS: readonly Variant[] = Object.freeze(variantsOfKind('sev-snp', 'tdx'));
+
+/** Every variant of the built-in registry: all production variants (later ones: `variantNames`). */
+export const VALIDATOR_VARIANTS: readonly Variant[] = Object.freeze(variantNames());
 
 /** Returns true for the SEV-SNP and TDX variants. */
-export function isSnpTdxVariant(v: string): v is SnpTdxVariant {
-  return (SNP_TDX_VARIANTS as readonly string[]).includes(v);
-}
-
-/** What {@link buildValidator} needs besides the attestation config; each variant uses its part. */
-export interface ValidatorDeps {
-  /** Certificate validity (and the AMD cache's fetch spacing). */
-  clock: Clock;
-  /** Logs tolerated warnOnly mismatches. */
-  logger?: Logger;
-  /** aws-nitro-tpm: EC2 lookup of the AMI's TpmSupport. */
-  amiTpmSupport?: AmiTpmSupport;
-  /** gcp-sev-es and gcp-sev-snp: GCE shielded instance identity (the AK). */
-  gceShieldedIdentity?: GceShieldedIdentity;
-  /** azure-trustedlaunch: trusted AK roots (PEM or DER). */
-  azureAkRoots?: Array<Uint8Array | string>;
-  /**
-   * SEV-SNP: VCEK/ASK cache. Pass ONE cache for the life of a service, so config reloads keep it and
-   * a join burst costs one AMD KDS request per certificate; default a new {@link createAmdCertCache}.
-   */
-  amdCertCache?: AmdCertCache;
-  /** SNP/azure-tdx: the TPM half; default the committed vTPM verifier. Tests may stub it. */
-  verifyVtpmQuote?: VerifyVtpmQuote;
-  /** TDX: collateral (TCB info, QE identity, CRLs) by FMSPC; absent: quote, QE and PCK chain only. */
-  getTdxCollateral?: TdxValidatorConfig['getCollateral'];
-}
-
-/** Options of {@link createAmdCertCache}. */
-export interface AmdCertCacheSettings {
-  /** AMD KDS or a mirror; default `https://kdsintf.amd.com`. */
-  kdsBaseUrl?: string;
-  /** Fetches are spaced this far apart; default 10 s (KDS's rate limit). */
-  minIntervalInMs?: number;
-}
-
-/** An AMD certificate cache over AMD KDS (no request is made until a document needs one). */
-export function createAmdCertCache(clock: Clock, settings: AmdCertCacheSettings = {}): AmdCertCache {
-  return new AmdCertCache(
-    new KdsCertFetcher(settings.kdsBaseUrl === undefined ? {} : { baseUrl: settings.kdsBaseUrl }),
-    clock,
-    settings.minIntervalInMs === undefined ? {} : { minIntervalInMs: settings.minIntervalInMs },
-  );
+export function isSnpTdxVariant(v: string): boolean {
+  return variantsOfKind('sev-snp', 'tdx').includes(v as Variant);
 }
 
 function parsed(
-  variant: Variant,
+  variant: string,
   config: Uint8Array | string | ParsedAttestationConfig,
 ): ParsedAttestationConfig {
   if (typeof config === 'object' && !(config instanceof Uint8Array)) return config;
@@ -111,39 +48,6 @@ function parsed(
   } catch (err) {
     throw wrapError(`building the ${variant} validator`, err, 'invalid-argument');
   }
-}
-
-function snpConfig(
-  variant: SnpVariant,
-  config: ParsedAttestationConfig,
-  deps: ValidatorDeps,
-  shared: { cache: () => AmdCertCache; verifyVtpmQuote: VerifyVtpmQuote },
-): SnpValidatorConfig {
-  const snp = parseSnpConfig(variant, config.raw, config.measurements);
-  const product = snp.policy.product ?? 'milan';
-  let gceAkPublicKey: SnpValidatorConfig['gceAkPublicKey'];
-  if (variant === 'gcp-sev-snp') {
-    const gce = deps.gceShieldedIdentity;
-    if (gce === undefined)
-      throw new ConfbootError(
-        'failed-precondition',
-        'building the gcp-sev-snp validator: no GCE shielded identity lookup configured',
-      );
-    gceAkPublicKey = async (instance, options) =>
-      createPublicKey(
-        await gce.signingKeyPem(instance.project_id, instance.zone, instance.instance_name, options),
-      );
-  }
-  return {
-    policy: snp.policy,
-    measurements: new MeasurementsPolicy(config.measurements),
-    verifyVtpmQuote: shared.verifyVtpmQuote,
-    clock: deps.clock,
-    certCache: snp.signingKey
-      ? new ConfiguredSigningKeyCache(shared.cache(), { ...snp.signingKey, product }, deps.clock)
-      : shared.cache(),
-    ...(gceAkPublicKey ? { gceAkPublicKey } : {}),
-  };
 }
 
 /**
@@ -158,55 +62,12 @@ export function buildValidator(
   attestationConfig: Uint8Array | string | ParsedAttestationConfig,
   deps: ValidatorDeps,
 ): Validator {
-  if (variant === 'dummy')
-    throw new ConfbootError(
-      'invalid-argument',
-      'the dummy attestation variant is for tests only and cannot be configured',
-    );
-  const config = parsed(variant, attestationConfig);
-  if (isVtpmVariant(variant)) {
-    try {
-      return createValidator(variant, {
-        policy: new MeasurementsPolicy(config.measurements),
-        clock: deps.clock,
-        ...(deps.logger ? { logger: deps.logger } : {}),
-        ...(deps.amiTpmSupport ? { amiTpmSupport: deps.amiTpmSupport } : {}),
-        ...(deps.gceShieldedIdentity ? { gceShieldedIdentity: deps.gceShieldedIdentity } : {}),
-        ...(deps.azureAkRoots ? { azureAkRoots: deps.azureAkRoots } : {}),
-      });
-    } catch (err) {
-      throw wrapError(`building the ${variant} validator`, err, 'failed-precondition');
-    }
-  }
-  if (!isSnpTdxVariant(variant))
-    throw new ConfbootError(
-      'invalid-argument',
-      `building a validator: unknown attestation variant ${JSON.stringify(variant)} (want one of ${VALIDATOR_VARIANTS.join(', ')})`,
-    );
-  let cache: AmdCertCache | undefined = deps.amdCertCache;
-  const shared = {
-    cache: () => {
-      cache ??= createAmdCertCache(deps.clock);
-      return cache;
-    },
-    verifyVtpmQuote: deps.verifyVtpmQuote ?? createVtpmQuoteVerifier(),
-  };
-  switch (variant) {
-    case 'aws-sev-snp':
-    case 'gcp-sev-snp':
-    case 'azure-sev-snp':
-      return createSnpTdxValidator(variant, snpConfig(variant, config, deps, shared));
-    case 'azure-tdx':
-    case 'qemu-tdx': {
-      const tdx = parseTdxConfig(variant, config.raw, config.measurements);
-      return createSnpTdxValidator(variant, {
-        root: tdx.root,
-        policy: tdx.policy,
-        measurements: new MeasurementsPolicy(config.measurements),
-        clock: deps.clock,
-        ...(variant === 'azure-tdx' ? { verifyVtpmQuote: shared.verifyVtpmQuote } : {}),
-        ...(deps.getTdxCollateral ? { getCollateral: deps.getTdxCollateral } : {}),
-      });
-    }
+  const entry = variantEntry(variant);
+  const config = entry.parseConfig(parsed(variant, attestationConfig));
+  try {
+    return entry.validator(config, deps);
+  } catch (err) {
+    if (isConfbootError(err)) throw err;
+    throw wrapError(`building the ${variant} validator`, err, 'failed-precondition');
   }
 }

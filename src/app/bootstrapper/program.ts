@@ -14,23 +14,19 @@ import { type CommandSpec, parseCommand, runCommand, UsageError } from '../cli/a
 import { BOOTSTRAPPER_PORT, JOIN_SERVICE_PORT } from '../defaults.js';
 import {
   bootstrapperDeps,
-  CSPS,
   type Csp,
   checkWiring,
   createNodeContainer,
-  cspFromString,
-  ISSUER_VARIANTS_BY_CSP,
   moduleForCsp,
   type NodeConfig,
-  nodeConfig,
 } from '../modules/index.js';
+import { cloudEntry, cloudNames, cloudVariants, cspFromString, nodeConfig } from '../registry/index.js';
 import { type BootstrapResult, startBootstrapperNode } from './node.js';
 
 /** Options of the bootstrapper program; `csp` is added by `confboot bootstrapper` only. */
 export function bootstrapperCommand(csp?: Csp): CommandSpec {
-  const variants = csp
-    ? ISSUER_VARIANTS_BY_CSP[csp]
-    : [...new Set(CSPS.flatMap((c) => ISSUER_VARIANTS_BY_CSP[c]))];
+  const variants = csp ? cloudVariants(csp) : [...new Set(cloudNames().flatMap((c) => cloudVariants(c)))];
+  const entrypoints = cloudNames().filter((c) => cloudEntry(c).entrypoint === true);
   return {
     name: csp ? `bootstrapper (${csp} entrypoint)` : 'bootstrapper',
     env: true,
@@ -45,7 +41,7 @@ export function bootstrapperCommand(csp?: Csp): CommandSpec {
               type: 'string',
               valueName: 'C',
               required: true,
-              description: `cloud: ${CSPS.join(', ')}`,
+              description: `cloud: ${cloudNames().join(', ')} (own entrypoints, cloud fixed: ${entrypoints.map((c) => `entrypoints/${c}.js`).join(', ')})`,
             },
           }),
       'attestation-variant': {
@@ -149,7 +145,7 @@ export interface BootstrapperRunOptions {
 /** Builds the node config from parsed flags; usage errors for bad values (the `dummy` variant too). */
 function configFromFlags(csp: Csp, v: Record<string, string | boolean | string[] | undefined>): NodeConfig {
   const str = (k: string) => v[k] as string | undefined;
-  const variant = str('attestation-variant') ?? (ISSUER_VARIANTS_BY_CSP[csp][0] as string);
+  const variant = str('attestation-variant') ?? (cloudVariants(csp)[0] as string);
   try {
     return nodeConfig({
       csp,

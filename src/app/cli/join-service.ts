@@ -17,7 +17,7 @@ import {
 import type { GrpcKmsClientTls } from '../../adapters/kms/grpc-kms-client.js';
 import { createPinoLogger } from '../../adapters/log/pino-logger.js';
 import type { Logger } from '../../ports/logger.js';
-import { PRODUCTION_VARIANTS, type Variant } from '../../ports/variant.js';
+import type { Variant } from '../../ports/variant.js';
 import { parseTdxCollateralSource, type TdxCollateralSource } from '../attestation/snp-tdx-config.js';
 import {
   ADMIN_CONF_PATH,
@@ -28,17 +28,14 @@ import {
   PKI_DIR,
 } from '../defaults.js';
 import { deriveMemoryBounds } from '../join-service/memory.js';
-import {
-  JOIN_SERVICE_CSPS,
-  type JoinServiceCsp,
-  startProductionJoinService,
-} from '../join-service/production.js';
+import { type JoinServiceCsp, startProductionJoinService } from '../join-service/production.js';
 import {
   DEFAULT_MAX_CONCURRENT,
   DEFAULT_RATE_LIMIT_PER_SECOND,
   DEFAULT_SHUTDOWN_GRACE_MS,
   type ListenAddress,
 } from '../join-service/service.js';
+import { cloudNames, isCloud, isVariant, variantNames } from '../registry/index.js';
 import { type CommandSpec, parseCommand, runCommand, UsageError } from './args.js';
 import { readPemFlag } from './pem-file.js';
 import { untilStopSignal } from './signals.js';
@@ -61,14 +58,18 @@ export const joinServiceCommand: CommandSpec = {
       type: 'string',
       valueName: 'C',
       required: true,
-      description: `cloud provider: ${JOIN_SERVICE_CSPS.join(', ')}`,
+      // Read when --help is printed, so every cloud of the registry is listed.
+      get description() {
+        return `cloud provider: ${cloudNames().join(', ')}`;
+      },
     },
     'attestation-variant': {
       type: 'string',
       valueName: 'V',
       required: true,
-      description:
-        'attestation variant of joining nodes: a vTPM variant (e.g. qemu-vtpm) or aws-sev-snp, gcp-sev-snp, azure-sev-snp, azure-tdx, qemu-tdx',
+      get description() {
+        return `attestation variant of joining nodes: ${variantNames().join(', ')}`;
+      },
     },
     'attestation-config': {
       type: 'string',
@@ -159,6 +160,17 @@ export const joinServiceCommand: CommandSpec = {
       type: 'string',
       valueName: 'URL',
       description: "override of the cloud's metadata base URL (QEMU metadata server, IMDS)",
+    },
+    'cloud-api-endpoint': {
+      type: 'string',
+      valueName: 'URL',
+      description: "cloud API endpoint (default the SDK's; openstack: the Nova compute endpoint)",
+    },
+    'cloud-auth-token-file': {
+      type: 'string',
+      valueName: 'F',
+      secret: 'file',
+      description: 'file with the cloud API token, re-read per call (openstack)',
     },
     'azure-ak-roots': {
       type: 'string',
@@ -343,6 +355,8 @@ export interface JoinServiceFlags {
   pkiDir: string;
   apiServerEndpoint: string | undefined;
   metadataUrl: string | undefined;
+  cloudApiEndpoint: string | undefined;
+  cloudAuthTokenFile: string | undefined;
   azureAkRootsPath: string | undefined;
   amdKdsUrl: string | undefined;
   /** `--tdx-collateral` when it names a directory (kept for callers of the directory form). */
@@ -377,12 +391,11 @@ export function parseJoinServiceFlags(
   if (v === undefined) return undefined;
   const str = (k: string) => v[k] as string | undefined;
   const csp = str('csp') as string;
-  if (!(JOIN_SERVICE_CSPS as readonly string[]).includes(csp))
-    throw new UsageError(`--csp: want one of ${JOIN_SERVICE_CSPS.join(', ')}, got "${csp}"`);
+  if (!isCloud(csp)) throw new UsageError(`--csp: want one of ${cloudNames().join(', ')}, got "${csp}"`);
   const variant = str('attestation-variant') as string;
-  if (!(PRODUCTION_VARIANTS as string[]).includes(variant))
+  if (!isVariant(variant))
     throw new UsageError(
-      `--attestation-variant: want one of ${PRODUCTION_VARIANTS.join(', ')}, got "${variant}"${variant === 'dummy' ? ' (dummy is for tests only)' : ''}`,
+      `--attestation-variant: want one of ${variantNames().join(', ')}, got "${variant}"${variant === 'dummy' ? ' (dummy is for tests only)' : ''}`,
     );
   const apiServerEndpoint = str('api-server-endpoint');
   if (apiServerEndpoint !== undefined) parseHostPort('api-server-endpoint', apiServerEndpoint);
@@ -422,6 +435,8 @@ export function parseJoinServiceFlags(
     pkiDir: str('pki-dir') as string,
     apiServerEndpoint,
     metadataUrl: str('metadata-url'),
+    cloudApiEndpoint: str('cloud-api-endpoint'),
+    cloudAuthTokenFile: str('cloud-auth-token-file'),
     azureAkRootsPath: str('azure-ak-roots'),
     amdKdsUrl: str('amd-kds-url'),
     tdxCollateralDir: tdxCollateral?.kind === 'dir' ? tdxCollateral.dir : undefined,
@@ -517,6 +532,8 @@ export async function runJoinService(argv: string[], options: JoinServiceRunOpti
     ...(flags.kubeconfigPath !== undefined ? { kubeconfigPath: flags.kubeconfigPath } : {}),
     ...(flags.apiServerEndpoint !== undefined ? { apiServerEndpoint: flags.apiServerEndpoint } : {}),
     ...(flags.metadataUrl !== undefined ? { metadataUrl: flags.metadataUrl } : {}),
+    ...(flags.cloudApiEndpoint !== undefined ? { cloudApiEndpoint: flags.cloudApiEndpoint } : {}),
+    ...(flags.cloudAuthTokenFile !== undefined ? { cloudAuthTokenFile: flags.cloudAuthTokenFile } : {}),
     ...(flags.azureAkRootsPath !== undefined ? { azureAkRootsPath: flags.azureAkRootsPath } : {}),
     ...(flags.amdKdsUrl !== undefined ? { amdKdsUrl: flags.amdKdsUrl } : {}),
     ...(flags.tdxCollateral !== undefined ? { tdxCollateral: flags.tdxCollateral } : {}),

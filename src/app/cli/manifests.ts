@@ -22,10 +22,14 @@ import {
   NAMESPACE,
   renderManifests,
 } from '../deploy/manifests.js';
-import { JOIN_SERVICE_CSPS, type JoinServiceCsp } from '../join-service/production.js';
+import type { JoinServiceCsp } from '../join-service/production.js';
+import { cloudNames, isCloud } from '../registry/index.js';
 import { type CommandSpec, parseCommand, runCommand, UsageError } from './args.js';
 
-const targetList = () => JOIN_SERVICE_CSPS.map((c) => `${c}: ${deployVariants(c).join(', ')}`).join('; ');
+const targetList = () =>
+  cloudNames()
+    .map((c) => `${c}: ${deployVariants(c).join(', ')}`)
+    .join('; ');
 
 /** Flags of `confboot manifests`. */
 export const manifestsCommand: CommandSpec = {
@@ -36,7 +40,9 @@ export const manifestsCommand: CommandSpec = {
     cloud: {
       type: 'string',
       valueName: 'C',
-      description: `cloud provider: ${JOIN_SERVICE_CSPS.join(', ')}`,
+      get description() {
+        return `cloud provider: ${cloudNames().join(', ')}`;
+      },
     },
     variant: {
       type: 'string',
@@ -67,7 +73,9 @@ export const manifestsCommand: CommandSpec = {
       description: 'with --tls-secrets: how long the certificates are valid',
     },
   },
-  epilog: `Clouds and their variants (the first is the default): ${targetList()}.\nBy default the join service reaches the key service over mutual TLS: create its Secrets once with\n  confboot manifests --tls-secrets | kubectl apply -f -\nand restart both services after renewing them (same command).\nExit codes: 0 on success, 1 when writing fails, 2 on bad flags.`,
+  get epilog() {
+    return `Clouds and their variants (the first is the default): ${targetList()}.\nBy default the join service reaches the key service over mutual TLS: create its Secrets once with\n  confboot manifests --tls-secrets | kubectl apply -f -\nand restart both services after renewing them (same command).\nExit codes: 0 on success, 1 when writing fails, 2 on bad flags.`;
+  },
 };
 
 /** Writes `text` to `path` through a temporary file, so a reader never sees half a file. */
@@ -111,8 +119,8 @@ export async function runManifests(
   } else {
     const cloud = v.cloud as string | undefined;
     if (cloud === undefined) throw new UsageError('missing --cloud (or --all)');
-    if (!(JOIN_SERVICE_CSPS as readonly string[]).includes(cloud))
-      throw new UsageError(`--cloud: want one of ${JOIN_SERVICE_CSPS.join(', ')}, got "${cloud}"`);
+    if (!isCloud(cloud))
+      throw new UsageError(`--cloud: want one of ${cloudNames().join(', ')}, got "${cloud}"`);
     const variants = deployVariants(cloud as JoinServiceCsp);
     const variant = (v.variant as string | undefined) ?? variants[0];
     if (variant === undefined || !(variants as string[]).includes(variant))

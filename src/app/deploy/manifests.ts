@@ -46,7 +46,6 @@ import {
 } from '../../adapters/pki/key-service-tls.js';
 import type { Variant } from '../../ports/variant.js';
 import { VERSION } from '../../version.js';
-import { SNP_TDX_VARIANTS, VALIDATOR_VARIANTS } from '../attestation/validators.js';
 import {
   ADMIN_CONF_PATH,
   ATTESTATION_CONFIG_PATH,
@@ -61,8 +60,8 @@ import {
   SALT_PATH,
   SERVICE_BASE_PATH,
 } from '../defaults.js';
-import { JOIN_SERVICE_CSPS, type JoinServiceCsp } from '../join-service/production.js';
-import { CLOUD_MODULES } from '../modules/providers.js';
+import type { JoinServiceCsp } from '../join-service/production.js';
+import { cloudEntry, cloudNames, cloudVariants, isCloud, variantEntry } from '../registry/index.js';
 
 /** Namespace of every object (upstream's). */
 export const NAMESPACE = 'kube-system';
@@ -102,12 +101,12 @@ export interface DeployTarget {
 
 /** Variants the join service on `cloud` can validate, the cloud's default first. */
 export function deployVariants(cloud: JoinServiceCsp): Variant[] {
-  return CLOUD_MODULES[cloud].issuers.filter((v) => VALIDATOR_VARIANTS.includes(v));
+  return cloudVariants(cloud);
 }
 
-/** Every cloud and variant the manifests are rendered for, in provider-table order. */
+/** Every cloud and variant the manifests are rendered for, in cloud registry order. */
 export function deployTargets(): DeployTarget[] {
-  return JOIN_SERVICE_CSPS.flatMap((cloud) => deployVariants(cloud).map((variant) => ({ cloud, variant })));
+  return cloudNames().flatMap((cloud) => deployVariants(cloud).map((variant) => ({ cloud, variant })));
 }
 
 /** Where the rendered manifests of `target` live, relative to the output directory. */
@@ -338,13 +337,12 @@ export function joinServiceRbac(): {
 /** The rendered objects for `options`, in apply order. */
 export function renderObjects(options: RenderOptions): RenderedObject[] {
   const { cloud, variant } = options;
-  if (!(JOIN_SERVICE_CSPS as readonly string[]).includes(cloud))
-    throw new Error(`unknown cloud "${cloud}" (want one of ${JOIN_SERVICE_CSPS.join(', ')})`);
+  if (!isCloud(cloud)) throw new Error(`unknown cloud "${cloud}" (want one of ${cloudNames().join(', ')})`);
   const variants = deployVariants(cloud);
   if (!variants.includes(variant))
     throw new Error(`cloud ${cloud} has no variant "${variant}" (want one of ${variants.join(', ')})`);
   const image = options.image ?? DEFAULT_IMAGE;
-  const snpTdx = (SNP_TDX_VARIANTS as readonly string[]).includes(variant);
+  const snpTdx = variantEntry(variant).kind !== 'vtpm';
   const mtls = options.keyServiceTls ?? true;
 
   const joinConfig: V1ConfigMap = {
@@ -389,6 +387,7 @@ export function renderObjects(options: RenderOptions): RenderedObject[] {
           ]
         : []),
       ...variantFlags(variant),
+      ...(cloudEntry(cloud).joinServiceFlags ?? []),
     ],
     ports: [
       { name: 'grpc', containerPort: JOIN_SERVICE_PORT, protocol: 'TCP' },

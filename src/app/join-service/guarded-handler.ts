@@ -9,6 +9,14 @@
  * issued. Every request ends in exactly one audit event and one counted outcome; neither ever
  * holds a key, token or secret (tickets are never logged, only the caller, node and outcome).
  */
+
+import {
+  type ConcurrencyLimiter,
+  rateLimitedError,
+  sourceIp,
+  type TokenBucketRateLimiter,
+} from '../../adapters/ops/limits.js';
+import type { JoinOutcome, JoinRpc, JoinServiceMetrics } from '../../adapters/ops/metrics.js';
 import { checkKubeletCsr, checkRequestSizes } from '../../domain/ticket-issuer.js';
 import type { CertificateAuthority } from '../../ports/certificate-authority.js';
 import { isDiskBoundError } from '../../ports/disk-bindings.js';
@@ -16,14 +24,7 @@ import { ConfbootError, isAttestationError, isConfbootError } from '../../ports/
 import type { Logger } from '../../ports/logger.js';
 import type { JoinTicket, JoinTicketRequest, RejoinTicket, RejoinTicketRequest } from '../../ports/types.js';
 import type { DenyList } from './deny-list.js';
-import {
-  type ConcurrencyLimiter,
-  rateLimitedError,
-  sourceIp,
-  type TokenBucketRateLimiter,
-} from '../../adapters/ops/limits.js';
 import type { ByteBudget } from './memory.js';
-import type { JoinOutcome, JoinRpc, JoinServiceMetrics } from '../../adapters/ops/metrics.js';
 
 /** The message of every audit event. */
 export const AUDIT_MESSAGE = 'Join audit';

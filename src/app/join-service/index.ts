@@ -1,10 +1,11 @@
 /** The join service as a program (application layer): composition, operations parts and production wiring. */
-export * from './deny-list.js';
+
 export * from '../../adapters/ops/grpc-health.js';
-export * from './guarded-handler.js';
 export * from '../../adapters/ops/http-server.js';
 export * from '../../adapters/ops/limits.js';
 export * from '../../adapters/ops/metrics.js';
+export * from '../../adapters/ops/timed-validator.js';
+export * from './deny-list.js';
+export * from './guarded-handler.js';
 export * from './production.js';
 export * from './service.js';
-export * from '../../adapters/ops/timed-validator.js';

@@ -9,28 +9,29 @@
  */
 
 import { readFile } from 'node:fs/promises';
-import type { AmdCertCache } from '../../adapters/attestation/snp/cert-cache.js';
-import type { TdxValidatorConfig } from '../../adapters/attestation/tdx/validators.js';
 import { UpdatableValidator } from '../../adapters/attestation/updatable/updatable-validator.js';
 import { MetadataPeerIdentity } from '../../adapters/identity/metadata-peer-identity.js';
 import { GrpcKmsClient, type GrpcKmsClientTls } from '../../adapters/kms/grpc-kms-client.js';
 import { FileCertificateAuthority } from '../../adapters/pki/file-certificate-authority.js';
 import { SystemClock } from '../../adapters/system/system-clock.js';
-import type { AmiTpmSupport } from '../../ports/ami-tpm-support.js';
 import type { BootstrapTokens } from '../../ports/bootstrap-tokens.js';
 import type { Clock } from '../../ports/clock.js';
 import type { ClusterFacts } from '../../ports/cluster-facts.js';
 import type { DiskBindings } from '../../ports/disk-bindings.js';
 import { ConfbootError, wrapError } from '../../ports/errors.js';
-import type { GceShieldedIdentity } from '../../ports/gce-shielded-identity.js';
 import type { Logger } from '../../ports/logger.js';
 import type { MetadataAPI } from '../../ports/metadata-api.js';
 import type { Validator } from '../../ports/validator.js';
 import type { Variant } from '../../ports/variant.js';
-import { type TdxCollateralSource, tdxCollateralGetter } from '../attestation/snp-tdx-config.js';
-import { buildValidator, createAmdCertCache, VALIDATOR_VARIANTS } from '../attestation/validators.js';
-import { ADMIN_CONF_PATH, KUBERNETES_PORT, PKI_DIR } from '../defaults.js';
+import type { TdxCollateralSource } from '../attestation/snp-tdx-config.js';
+import type { VariantLookupSettings, VariantLookups } from '../attestation/validator-deps.js';
+
+export type { VariantLookupSettings, VariantLookups } from '../attestation/validator-deps.js';
+
 import { JoinServiceMetrics } from '../../adapters/ops/metrics.js';
+import { buildValidator, createAmdCertCache } from '../attestation/validators.js';
+import { ADMIN_CONF_PATH, KUBERNETES_PORT, PKI_DIR } from '../defaults.js';
+import { cloudMetadataApi, isVariant, variantEntry, variantNames } from '../registry/index.js';
 import { checkEnforcesMeasurements } from './policy.js';
 import {
   type JoinServiceLimits,
@@ -39,26 +40,11 @@ import {
   startJoinService,
 } from './service.js';
 
-/** Cloud providers the join service can run on (for metadata and variant lookups). */
-export const JOIN_SERVICE_CSPS = ['qemu', 'gcp', 'azure', 'aws'] as const;
-/** A cloud provider name. */
-export type JoinServiceCsp = (typeof JOIN_SERVICE_CSPS)[number];
+/** A cloud of the cloud registry the join service runs on (`--csp`). */
+export type JoinServiceCsp = string;
 
 /** Upstream's bound on asking metadata for this node's VPC IP at start. */
 export const METADATA_SELF_TIMEOUT_MS = 30_000;
-
-/** The cloud lookups and caches some variants need. */
-export interface VariantLookups {
-  amiTpmSupport?: AmiTpmSupport;
-  /** gcp-sev-es and gcp-sev-snp: the AK from GCE's shielded instance identity. */
-  gceShieldedIdentity?: GceShieldedIdentity;
-  /** azure-trustedlaunch AK roots (PEM or DER). */
-  azureAkRoots?: Array<Uint8Array | string>;
-  /** SEV-SNP: the AMD certificate cache (kept across config reloads); default one over AMD KDS. */
-  amdCertCache?: AmdCertCache;
-  /** TDX: collateral by FMSPC; absent: quote, QE report and PCK chain only. */
-  getTdxCollateral?: TdxValidatorConfig['getCollateral'];
-}
 
 /**
  * Returns the function that builds an immutable validator of `variant` from attestation config
@@ -67,7 +53,7 @@ export interface VariantLookups {
  * function share one AMD certificate cache, so a config reload does not refetch certificates.
  * A config that enforces no measurement (all warnOnly) is refused (`invalid-argument`), at start and
  * on every reload, unless `policy.allowUnenforcedMeasurements` (then it is logged at error level).
- * @throws ConfbootError `invalid-argument` for `dummy` and for variants no validator exists for
+ * @throws ConfbootError `invalid-argument` for `dummy` and for variants the registry does not hold
  */
 export function validatorBuilder(
   variant: Variant,
@@ -76,17 +62,15 @@ export function validatorBuilder(
   logger: Logger,
   policy: { allowUnenforcedMeasurements?: boolean } = {},
 ): (config: Uint8Array) => Validator {
-  if (!(VALIDATOR_VARIANTS as readonly string[]).includes(variant)) {
+  if (variant !== 'dummy' && !isVariant(variant))
     throw new ConfbootError(
       'invalid-argument',
-      variant === 'dummy'
-        ? 'the dummy attestation variant is for tests only and cannot be configured'
-        : `attestation variant ${variant} is not supported by the join service (supported: ${VALIDATOR_VARIANTS.join(', ')})`,
+      `attestation variant ${variant} is not supported by the join service (supported: ${variantNames().join(', ')})`,
     );
-  }
+  const entry = variantEntry(variant);
   // One AMD certificate cache for every validator this builder makes (config reloads keep it).
-  const isSnp = variant === 'aws-sev-snp' || variant === 'gcp-sev-snp' || variant === 'azure-sev-snp';
-  const amdCertCache = lookups.amdCertCache ?? (isSnp ? createAmdCertCache(clock) : undefined);
+  const amdCertCache =
+    lookups.amdCertCache ?? (entry.kind === 'sev-snp' ? createAmdCertCache(clock) : undefined);
   return (config) => {
     checkEnforcesMeasurements(config, policy.allowUnenforcedMeasurements === true, logger);
     return buildValidator(variant, config, {
@@ -102,103 +86,33 @@ export function validatorBuilder(
 }
 
 /** The metadata API of `csp` (SDK modules are loaded only for that cloud). */
-export async function metadataApiFor(
+export function metadataApiFor(
   csp: JoinServiceCsp,
   logger: Logger,
   metadataUrl?: string,
+  cloudApi: { endpoint?: string | undefined; authTokenFile?: string | undefined } = {},
 ): Promise<MetadataAPI> {
-  switch (csp) {
-    case 'qemu': {
-      const { QemuMetadataAPI } = await import('../../adapters/cloud/qemu/index.js');
-      return new QemuMetadataAPI({ logger, ...(metadataUrl ? { baseUrl: metadataUrl } : {}) });
-    }
-    case 'gcp': {
-      const { GcpMetadataAPI } = await import('../../adapters/cloud/gcp/index.js');
-      return new GcpMetadataAPI({ logger, ...(metadataUrl ? { metadataBaseUrl: metadataUrl } : {}) });
-    }
-    case 'azure': {
-      const { AzureMetadataAPI } = await import('../../adapters/cloud/azure/index.js');
-      return new AzureMetadataAPI({ logger, ...(metadataUrl ? { imdsBaseUrl: metadataUrl } : {}) });
-    }
-    case 'aws': {
-      const { AwsMetadataAPI } = await import('../../adapters/cloud/aws/index.js');
-      return new AwsMetadataAPI({ logger, ...(metadataUrl ? { imdsBaseUrl: metadataUrl } : {}) });
-    }
-  }
-}
-
-/** Where the attestation lookups of {@link variantLookups} come from (the CLI flags). */
-export interface VariantLookupSettings {
-  /** azure-trustedlaunch: PEM file with the trusted AK roots. */
-  azureAkRootsPath?: string | undefined;
-  /** SEV-SNP: AMD KDS or a mirror; default `https://kdsintf.amd.com`. */
-  amdKdsUrl?: string | undefined;
-  /** TDX: directory with Intel PCS collateral (TCB info, QE identity, CRLs and their chains). */
-  tdxCollateralDir?: string | undefined;
-  /** TDX: where collateral comes from (a directory or Intel PCS); wins over `tdxCollateralDir`. */
-  tdxCollateral?: TdxCollateralSource | undefined;
+  return cloudMetadataApi(
+    csp,
+    {
+      ...(metadataUrl ? { baseUrl: metadataUrl } : {}),
+      ...(cloudApi.endpoint === undefined ? {} : { apiEndpoint: cloudApi.endpoint }),
+      ...(cloudApi.authTokenFile === undefined ? {} : { authTokenFile: cloudApi.authTokenFile }),
+    },
+    logger,
+  );
 }
 
 /**
- * Builds the cloud lookups and caches `variant` needs; cloud SDKs load only for the variant's
- * cloud (gcp-sev-es/gcp-sev-snp: Compute, aws-nitro-tpm: EC2).
+ * Builds the cloud lookups and caches `variant` needs (its registry entry says which); cloud SDKs
+ * load only for the variant's cloud (gcp-sev-es/gcp-sev-snp: Compute, aws-nitro-tpm: EC2).
  */
-export async function variantLookups(
+export function variantLookups(
   variant: Variant,
   settings: VariantLookupSettings,
   clock: Clock,
 ): Promise<VariantLookups> {
-  const tdx: VariantLookups = {};
-  const tdxSource: TdxCollateralSource | undefined =
-    settings.tdxCollateral ??
-    (settings.tdxCollateralDir === undefined ? undefined : { kind: 'dir', dir: settings.tdxCollateralDir });
-  // Built once per service, so an Intel PCS cache survives config reloads.
-  if (tdxSource !== undefined) tdx.getTdxCollateral = tdxCollateralGetter(tdxSource, clock);
-  const amd = (): VariantLookups => ({
-    amdCertCache: createAmdCertCache(
-      clock,
-      settings.amdKdsUrl === undefined ? {} : { kdsBaseUrl: settings.amdKdsUrl },
-    ),
-  });
-  const azureAkRootsPath = settings.azureAkRootsPath;
-  switch (variant) {
-    case 'aws-sev-snp':
-    case 'azure-sev-snp':
-      return amd();
-    case 'gcp-sev-snp': {
-      const { ComputeShieldedIdentity } = await import(
-        '../../adapters/attestation/variants/gce-shielded-identity.js'
-      );
-      return { ...amd(), gceShieldedIdentity: new ComputeShieldedIdentity() };
-    }
-    case 'azure-tdx':
-    case 'qemu-tdx':
-      return tdx;
-    case 'aws-nitro-tpm': {
-      const { Ec2AmiTpmSupport } = await import('../../adapters/attestation/variants/ec2-ami-tpm-support.js');
-      return { amiTpmSupport: new Ec2AmiTpmSupport() };
-    }
-    case 'gcp-sev-es': {
-      const { ComputeShieldedIdentity } = await import(
-        '../../adapters/attestation/variants/gce-shielded-identity.js'
-      );
-      return { gceShieldedIdentity: new ComputeShieldedIdentity() };
-    }
-    case 'azure-trustedlaunch': {
-      if (azureAkRootsPath === undefined)
-        throw new ConfbootError(
-          'invalid-argument',
-          'azure-trustedlaunch needs the trusted AK roots (--azure-ak-roots F, PEM); none are built in',
-        );
-      try {
-        return { azureAkRoots: [await readFile(azureAkRootsPath, 'utf8')] };
-      } catch (err) {
-        throw wrapError(`reading azure AK roots ${azureAkRootsPath}`, err, 'invalid-argument');
-      }
-    }
-    default:
-      return {};
-  }
+  return variantEntry(variant).lookups(settings, clock);
 }
 
 /** Configuration of {@link startProductionJoinService} (the CLI flags, parsed). */
@@ -227,6 +141,10 @@ export interface ProductionJoinServiceConfig {
   apiServerEndpoint?: string;
   /** Metadata base URL override (QEMU metadata server, IMDS, GCE metadata). */
   metadataUrl?: string;
+  /** Cloud API endpoint (metadata-only providers such as OpenStack: the Nova endpoint). */
+  cloudApiEndpoint?: string;
+  /** File holding the cloud API token of metadata-only providers. */
+  cloudAuthTokenFile?: string;
   /** azure-trustedlaunch: PEM file with the trusted AK roots. */
   azureAkRootsPath?: string;
   /** SEV-SNP: AMD KDS or a mirror for VCEK/ASK fetches; default `https://kdsintf.amd.com`. */
@@ -373,7 +291,10 @@ export async function startProductionJoinService(
   const measurementSalt = await readMeasurementSalt(config.measurementSaltPath);
   // The cloud's metadata binds each caller's address to its instance name, IPs and role, so an
   // attested node can only get a kubelet certificate for itself (see docs/identity.md).
-  const metadata = await metadataApiFor(config.csp, logger, config.metadataUrl);
+  const metadata = await metadataApiFor(config.csp, logger, config.metadataUrl, {
+    endpoint: config.cloudApiEndpoint,
+    authTokenFile: config.cloudAuthTokenFile,
+  });
   const apiServerEndpoint =
     config.apiServerEndpoint ?? (await apiServerEndpointFromMetadata(metadata, config.signal));
 

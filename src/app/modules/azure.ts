@@ -1,25 +1,13 @@
 /**
  * The Azure node module (app layer, DI wiring): MetadataAPI on IMDS and the ARM compute and network
- * APIs, and the Issuer of the node's variant, each a vTPM quote with the HCL-provisioned AK
- * (0x81000003): azure-trustedlaunch with instance info `{"AkCert","CA"}` — the AK certificate from
- * TPM NV index 0x1C101D0 and its issuing CA, downloaded from the certificate's CA Issuers
- * URL; azure-sev-snp with the HCL's SNP report (NV 0x01400001) and the VCEK from THIM;
- * azure-tdx with the HCL's TDREPORT turned into a quote by IMDS `/acc/tdquote`. The ARM SDKs are
- * loaded lazily by the adapter.
+ * APIs; the Issuer is the node's variant's (cloud-wiring.ts), each a vTPM quote with the
+ * HCL-provisioned AK, which the cloud registry's TPM defaults select. The ARM SDKs are loaded
+ * lazily by the adapter.
  */
 
 import type { ContainerModule } from 'inversify';
-import {
-  AZURE_IMDS_URL,
-  createAzureSevSnpIssuer,
-  fetchAzureThimCertificates,
-  tpm2NvReader,
-} from '../../adapters/attestation/snp/issuers.js';
-import { createAzureTdxIssuer, imdsTdQuoteGetter } from '../../adapters/attestation/tdx/azure-issuer.js';
-import { LINUX_EVENT_LOG_PATH } from '../../adapters/attestation/vtpm/issuer.js';
 import { AzureMetadataAPI } from '../../adapters/cloud/azure/metadata-api.js';
-import { azureTrustedLaunchInfo } from '../../adapters/cloud/azure/trusted-launch-info.js';
-import { cloudBindingsModule, cloudVtpmIssuer } from './cloud-wiring.js';
+import { cloudBindingsModule, type MetadataFactory } from './cloud-wiring.js';
 
 /** npm packages of this cloud's SDK. */
 export const SDK_PACKAGES: readonly string[] = Object.freeze(['@azure/arm-compute', '@azure/arm-network']);
@@ -29,35 +17,15 @@ export async function preloadSdk(): Promise<void> {
   await Promise.all([import('@azure/arm-compute'), import('@azure/arm-network')]);
 }
 
+/** The Azure metadata API of a node or join service. */
+export const metadataApi: MetadataFactory = (c, logger) =>
+  new AzureMetadataAPI({
+    ...(c.metadata.baseUrl === undefined ? {} : { imdsBaseUrl: c.metadata.baseUrl }),
+    ...(c.metadata.apiEndpoint === undefined ? {} : { armEndpoint: c.metadata.apiEndpoint }),
+    logger,
+  });
+
 /** The Azure module: binds MetadataAPI and Issuer (cloud-wiring.ts). */
 export function cloudModule(): ContainerModule {
-  return cloudBindingsModule({
-    metadata: (c, logger) =>
-      new AzureMetadataAPI({
-        ...(c.metadata.baseUrl === undefined ? {} : { imdsBaseUrl: c.metadata.baseUrl }),
-        ...(c.metadata.apiEndpoint === undefined ? {} : { armEndpoint: c.metadata.apiEndpoint }),
-        logger,
-      }),
-    issuer: (c, tpm) => {
-      const imds = c.metadata.baseUrl ?? AZURE_IMDS_URL;
-      const readNvIndex = tpm2NvReader({ tcti: c.tcti });
-      if (c.variant === 'azure-sev-snp')
-        return createAzureSevSnpIssuer({
-          tpm,
-          readNvIndex,
-          certificates: (options) => fetchAzureThimCertificates(imds, options),
-          eventLogPath: LINUX_EVENT_LOG_PATH,
-        });
-      if (c.variant === 'azure-tdx')
-        return createAzureTdxIssuer({
-          tpm,
-          readNvIndex,
-          getQuote: imdsTdQuoteGetter({ baseUrl: imds }),
-          eventLogPath: LINUX_EVENT_LOG_PATH,
-        });
-      return cloudVtpmIssuer('azure-trustedlaunch', (_cfg, options) =>
-        azureTrustedLaunchInfo(readNvIndex, options),
-      )(c, tpm);
-    },
-  });
+  return cloudBindingsModule(metadataApi);
 }

@@ -20,7 +20,7 @@ import { JsonNodeStateStore } from '../../adapters/state/json-node-state-store.j
 import { CryptoRandom } from '../../adapters/system/crypto-random.js';
 import { SystemClock } from '../../adapters/system/system-clock.js';
 import { Pcr15Marker } from '../../adapters/tpm/pcr15-marker.js';
-import { Tpm2ToolsTpm, type Tpm2ToolsTpmOptions } from '../../adapters/tpm/tpm2-tools-tpm.js';
+import { Tpm2ToolsTpm } from '../../adapters/tpm/tpm2-tools-tpm.js';
 import { NodeLock } from '../../domain/node-lock.js';
 import { Clock } from '../../ports/clock.js';
 import { ClusterInitializer } from '../../ports/cluster-initializer.js';
@@ -40,7 +40,8 @@ import { Random } from '../../ports/random.js';
 import { SecretHash } from '../../ports/secret-hash.js';
 import { Tpm } from '../../ports/tpm.js';
 import type { BootstrapperNodeDeps } from '../bootstrapper/node.js';
-import { AZURE_HCL_AK_HANDLE, NodeConfig } from './node-config.js';
+import { CLOUDS } from '../registry/clouds.js';
+import { NodeConfig } from './node-config.js';
 
 /** DI token of the node lock both bootstrapper sides share (the domain's {@link NodeLock}). */
 export const SharedNodeLock = Symbol.for('confboot.NodeLock');
@@ -50,15 +51,6 @@ export const LogRing = Symbol.for('confboot.LogRing');
 
 /** DI token of everything `startBootstrapperNode` needs ({@link BootstrapperNodeDeps}). */
 export const BootstrapperDeps = Symbol.for('confboot.BootstrapperDeps');
-
-/**
- * DI token of the node TPM's cloud-specific options ({@link CloudTpmOptions}), OPTIONAL: a cloud
- * module binds it when its vTPM provisions the attestation key in a way of its own (GCP: a key
- * template in NV memory, gcp.ts). Not in {@link NODE_TOKENS}, as most clouds leave it unbound.
- */
-export const CloudTpmOptions = Symbol.for('confboot.CloudTpmOptions');
-/** What a cloud module may set on the node's TPM through the {@link CloudTpmOptions} token. */
-export type CloudTpmOptions = Pick<Tpm2ToolsTpmOptions, 'akTemplateNvIndex' | 'akTemplateHierarchy'>;
 
 /** Every token a node container binds, for `--check-wiring` (cloud modules bind the first two). */
 export const NODE_TOKENS: readonly symbol[] = Object.freeze([
@@ -111,18 +103,14 @@ export function commonModule(config: NodeConfig): ContainerModule {
 
     bind<Tpm>(Tpm)
       .toResolvedValue(
-        (c: NodeConfig, cloud: CloudTpmOptions | undefined) =>
+        (c: NodeConfig) =>
           new Tpm2ToolsTpm({
             tcti: c.tcti,
-            // Azure's HCL provisions the AK at a fixed handle; elsewhere confboot creates its own.
-            ...(c.csp === 'azure'
-              ? { akHandle: c.akHandle ?? AZURE_HCL_AK_HANDLE, createAttestationKey: false }
-              : c.akHandle === undefined
-                ? {}
-                : { akHandle: c.akHandle }),
-            ...cloud,
+            // The cloud's way of provisioning the AK (cloud registry), then the node's own handle.
+            ...CLOUDS[c.csp]?.tpm,
+            ...(c.akHandle === undefined ? {} : { akHandle: c.akHandle }),
           }),
-        [NodeConfig, { serviceIdentifier: CloudTpmOptions, optional: true }],
+        [NodeConfig],
       )
       .inSingletonScope();
     bind<NodeMarker>(NodeMarker)

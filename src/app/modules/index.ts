@@ -1,34 +1,54 @@
 /**
- * Picks and loads the node module of one cloud (app layer, DI wiring). The provider table
- * (providers.ts, one line per cloud) is the only place that names the cloud module files, and
- * {@link moduleForCsp} imports only the chosen one, so a node for one cloud never loads another
- * cloud's module — nor, through it, another cloud's SDK.
+ * Builds the DI container of a bootstrapper node (app layer, DI wiring): the common module plus the
+ * module of the config's cloud. The cloud registry (src/app/registry/clouds.ts, one line per cloud)
+ * is the only place that names the cloud module files, and {@link moduleForCsp} imports only the
+ * chosen one, so a node for one cloud never loads another cloud's module — nor, through it,
+ * another cloud's SDK.
  */
 import { Container } from 'inversify';
+import type { Variant } from '../../ports/variant.js';
 import type { BootstrapperNodeDeps } from '../bootstrapper/node.js';
+import { cloudNames, cloudVariants, loadCloud, nodeConfig } from '../registry/index.js';
 import { BootstrapperDeps, commonModule, NODE_TOKENS } from './common.js';
-import { type Csp, type NodeConfig, type NodeConfigInput, nodeConfig } from './node-config.js';
+import type { Csp, NodeConfig, NodeConfigInput } from './node-config.js';
 import type { CloudModuleFile } from './provider.js';
-import { CLOUD_MODULES } from './providers.js';
 
+export {
+  cloudNames,
+  cloudVariants,
+  cspFromString,
+  nodeConfig,
+  registerCloud,
+  registerVariant,
+  variantNames,
+} from '../registry/index.js';
 export { BootstrapperDeps, commonModule, LogRing, NODE_TOKENS, SharedNodeLock } from './common.js';
 export * from './node-config.js';
 export {
+  type CloudEntry,
+  type CloudMetadataSettings,
   type CloudModuleFile,
-  type CloudProvider,
-  cloudModuleFile,
+  type CloudTpmOptions,
   DEFAULT_CLOUD_API_TOKEN_PATH,
+  metadataOnlyCloud,
   type ProviderSettings,
   providerSettings,
-  vtpmCloudModule,
 } from './provider.js';
-export { CLOUD_MODULES } from './providers.js';
+
+/** The built-in clouds, in registry order (clouds registered later: {@link cloudNames}). */
+export const CSPS: readonly Csp[] = Object.freeze(cloudNames());
+
+/** The variants each built-in cloud's nodes run, the default first (later ones: {@link cloudVariants}). */
+export const ISSUER_VARIANTS_BY_CSP: Readonly<Record<Csp, readonly Variant[]>> = Object.freeze(
+  Object.fromEntries(CSPS.map((csp) => [csp, Object.freeze(cloudVariants(csp))])),
+);
+
+/** Every variant of each built-in cloud (the same as {@link ISSUER_VARIANTS_BY_CSP}; a name library users know). */
+export const VARIANTS_BY_CSP = ISSUER_VARIANTS_BY_CSP;
 
 /** Imports the module file of `csp` — and no other. */
-export async function moduleForCsp(csp: Csp): Promise<CloudModuleFile> {
-  const provider = CLOUD_MODULES[csp];
-  if (provider === undefined) throw new Error(`no module for cloud ${JSON.stringify(csp)}`);
-  return provider.load();
+export function moduleForCsp(csp: Csp): Promise<CloudModuleFile> {
+  return loadCloud(csp);
 }
 
 /**

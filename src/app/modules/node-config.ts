@@ -1,36 +1,19 @@
 /**
  * The configuration of one bootstrapper node (app layer, DI wiring): which cloud, which attestation
  * variant, where the TPM, the state disk and the files are. Bound as a constant under the
- * {@link NodeConfig} token; every module reads it. Building one refuses the test-only `dummy`
- * variant and any variant the cloud does not offer, so production wiring can never attest with a
- * fake.
+ * {@link NodeConfig} token; every module reads it. `nodeConfig` (src/app/registry/index.ts) checks
+ * the cloud and variant against the registries before {@link withNodeDefaults} fills in the rest:
+ * it refuses the test-only `dummy` variant and any variant the cloud does not run, so production
+ * wiring can never attest with a fake.
  */
 import { DEFAULT_NODE_STATE_PATH } from '../../adapters/state/json-node-state-store.js';
 import { DEVICE_TCTI } from '../../adapters/tpm/tpm2-tools-tpm.js';
 import { DEFAULT_JOIN_PATHS } from '../../domain/join-flow.js';
 import { ConfbootError } from '../../ports/errors.js';
-import { PRODUCTION_VARIANTS, type Variant } from '../../ports/variant.js';
-import { CLOUD_ISSUERS } from './clouds.js';
+import type { Variant } from '../../ports/variant.js';
 
-/** The clouds confboot has a node module for: the keys of the cloud table (clouds.ts). */
-export type Csp = keyof typeof CLOUD_ISSUERS;
-
-/** Every {@link Csp}, in the order the CLI lists them (the cloud table's order). */
-export const CSPS: readonly Csp[] = Object.freeze(Object.keys(CLOUD_ISSUERS) as Csp[]);
-
-/**
- * Attestation variants a node of each cloud can ISSUE (an issuer exists in src/adapters); the first
- * is the cloud's default.
- */
-export const ISSUER_VARIANTS_BY_CSP: Readonly<Record<Csp, readonly Variant[]>> = Object.freeze(
-  Object.fromEntries(CSPS.map((csp) => [csp, Object.freeze([...CLOUD_ISSUERS[csp]])])),
-) as Record<Csp, readonly Variant[]>;
-
-/**
- * Every attestation variant of each cloud (every one has an issuer, so this equals
- * {@link ISSUER_VARIANTS_BY_CSP}; kept as the name library users know).
- */
-export const VARIANTS_BY_CSP = ISSUER_VARIANTS_BY_CSP;
+/** A cloud name of the cloud registry (src/app/registry/clouds.ts), e.g. `gcp`. */
+export type Csp = string;
 
 /** Where the node writes its files (upstream's paths by default). */
 export interface NodePaths {
@@ -81,34 +64,11 @@ export type NodeConfigInput = { csp: string; variant: string; diskDevice: string
   Omit<NodeConfig, 'csp' | 'variant' | 'diskDevice' | 'paths'>
 > & { paths?: Partial<NodePaths> };
 
-/** Parses a cloud name; throws `invalid-argument` naming the accepted ones. */
-export function cspFromString(name: string): Csp {
-  if ((CSPS as readonly string[]).includes(name)) return name as Csp;
-  throw new ConfbootError(
-    'invalid-argument',
-    `unknown cloud ${JSON.stringify(name)} (want one of ${CSPS.join(', ')})`,
-  );
-}
-
 /**
- * Builds and checks a {@link NodeConfig}. Throws `invalid-argument` for an unknown cloud, for the
- * test-only `dummy` variant and for a variant of another cloud.
+ * Fills in the defaults of a node config whose cloud and variant were checked against the
+ * registries. Throws `invalid-argument` for an empty state disk device.
  */
-export function nodeConfig(input: NodeConfigInput): NodeConfig {
-  const csp = cspFromString(input.csp);
-  const variant = input.variant as Variant;
-  if (!(PRODUCTION_VARIANTS as readonly string[]).includes(input.variant)) {
-    throw new ConfbootError(
-      'invalid-argument',
-      `attestation variant ${JSON.stringify(input.variant)} cannot be used by a node (want one of ${ISSUER_VARIANTS_BY_CSP[csp].join(', ')})`,
-    );
-  }
-  if (!VARIANTS_BY_CSP[csp].includes(variant)) {
-    throw new ConfbootError(
-      'invalid-argument',
-      `attestation variant ${variant} is not available on ${csp} (want one of ${ISSUER_VARIANTS_BY_CSP[csp].join(', ')})`,
-    );
-  }
+export function withNodeDefaults(input: NodeConfigInput, csp: Csp, variant: Variant): NodeConfig {
   if (input.diskDevice === '')
     throw new ConfbootError('invalid-argument', 'node config: state disk device is empty');
   return {

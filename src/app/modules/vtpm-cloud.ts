@@ -1,18 +1,14 @@
 /**
  * The module file of a metadata-only provider (app layer, DI wiring), built by
- * `vtpmCloudModule` (provider.ts) from a provider table entry: MetadataAPI from the provider's adapter,
- * created on first use, and the qemu-vtpm Issuer on the node's TPM. Loads no cloud SDK itself; the
- * adapter it wraps is imported on first use (or by `preloadSdk`).
+ * `metadataOnlyCloud` (provider.ts) from a cloud registry entry: MetadataAPI from the provider's
+ * adapter, created on first use, and the Issuer of the node's variant (cloud-wiring.ts; qemu-vtpm
+ * for providers made from the template). Loads no cloud SDK itself; the adapter it wraps is
+ * imported on first use (or by `preloadSdk`).
  */
-import { ContainerModule } from 'inversify';
-import { createQemuVtpmIssuer } from '../../adapters/attestation/vtpm/issuer.js';
 import { wrapError } from '../../ports/errors.js';
-import { Issuer } from '../../ports/issuer.js';
-import { Logger } from '../../ports/logger.js';
-import { MetadataAPI } from '../../ports/metadata-api.js';
-import { Tpm } from '../../ports/tpm.js';
+import type { MetadataAPI } from '../../ports/metadata-api.js';
 import type { CallOptions, Endpoint, InstanceMetadata } from '../../ports/types.js';
-import { NodeConfig } from './node-config.js';
+import { cloudBindingsModule, type MetadataFactory } from './cloud-wiring.js';
 import { type CloudModuleFile, type ProviderSettings, providerSettings } from './provider-settings.js';
 
 /**
@@ -57,28 +53,19 @@ export class LazyMetadataAPI implements MetadataAPI {
   }
 }
 
-/** The module file of one metadata-only provider (see `vtpmCloudModule` (provider.ts)). */
+/** The module file of one metadata-only provider (see `metadataOnlyCloud` (provider.ts)). */
 export function vtpmModuleFile<M>(
   load: () => Promise<M>,
   create: (adapter: M, settings: ProviderSettings) => MetadataAPI,
 ): CloudModuleFile {
+  const metadataApi: MetadataFactory = (c, logger) =>
+    new LazyMetadataAPI(c.csp, async () => create(await load(), providerSettings(c, logger)));
   return {
     SDK_PACKAGES: Object.freeze([]),
     preloadSdk: async () => {
       await load();
     },
-    cloudModule: () =>
-      new ContainerModule(({ bind }) => {
-        bind<MetadataAPI>(MetadataAPI)
-          .toResolvedValue(
-            (c: NodeConfig, logger: Logger) =>
-              new LazyMetadataAPI(c.csp, async () => create(await load(), providerSettings(c, logger))),
-            [NodeConfig, Logger],
-          )
-          .inSingletonScope();
-        bind<Issuer>(Issuer)
-          .toResolvedValue((tpm: Tpm) => createQemuVtpmIssuer(tpm), [Tpm])
-          .inSingletonScope();
-      }),
+    metadataApi,
+    cloudModule: () => cloudBindingsModule(metadataApi),
   };
 }

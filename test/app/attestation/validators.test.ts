@@ -20,6 +20,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AmdCertCache } from '../../../src/adapters/attestation/snp/cert-cache.js';
 import type { VerifyVtpmQuote } from '../../../src/adapters/attestation/snp/vtpm-document.js';
 import { parseVtpmDocument } from '../../../src/adapters/attestation/snp/vtpm-document.js';
+import { createVtpmQuoteVerifier } from '../../../src/adapters/attestation/vtpm/quote-verifier.js';
 import { silentLogger } from '../../../src/adapters/log/pino-logger.js';
 import {
   parseTdxCollateralSource,
@@ -31,7 +32,6 @@ import {
   VALIDATOR_VARIANTS,
   type ValidatorDeps,
 } from '../../../src/app/attestation/validators.js';
-import { createVtpmQuoteVerifier } from '../../../src/adapters/attestation/vtpm/quote-verifier.js';
 import { validatorBuilder } from '../../../src/app/join-service/production.js';
 import type { AmdCertFetcher } from '../../../src/ports/amd-cert-fetcher.js';
 import { isAttestationError, isConfbootError } from '../../../src/ports/errors.js';

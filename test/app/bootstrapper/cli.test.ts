@@ -62,7 +62,7 @@ describe('confboot bootstrapper: flags', () => {
     );
     expect(code).toBe(0);
     expect(out.text()).toMatch(
-      new RegExp(`^Wiring of ${csp}/${VARIANTS_BY_CSP[csp][0]} resolves: \\d+ bindings`),
+      new RegExp(`^Wiring of ${csp}/${VARIANTS_BY_CSP[csp]?.[0]} resolves: \\d+ bindings`),
     );
   });
 

@@ -5,11 +5,11 @@
  * memory-budget) until an earlier request finishes.
  */
 import { describe, expect, it } from 'vitest';
+import { ConcurrencyLimiter, TokenBucketRateLimiter } from '../../../src/adapters/ops/limits.js';
+import { JoinServiceMetrics } from '../../../src/adapters/ops/metrics.js';
 import { EMPTY_DENY_LIST } from '../../../src/app/join-service/deny-list.js';
 import { AUDIT_MESSAGE, GuardedJoinHandler } from '../../../src/app/join-service/guarded-handler.js';
-import { ConcurrencyLimiter, TokenBucketRateLimiter } from '../../../src/adapters/ops/limits.js';
 import { ByteBudget } from '../../../src/app/join-service/memory.js';
-import { JoinServiceMetrics } from '../../../src/adapters/ops/metrics.js';
 import type { CsrInfo } from '../../../src/ports/certificate-authority.js';
 import type { JoinTicket, JoinTicketRequest } from '../../../src/ports/types.js';
 import { FakeClock } from '../../fakes/fake-clock.js';

@@ -15,6 +15,11 @@ import { GrpcKmsClient } from '../../../src/adapters/kms/grpc-kms-client.js';
 import { HkdfKms } from '../../../src/adapters/kms/hkdf-kms.js';
 import { startKeyServiceServer } from '../../../src/adapters/kms/key-service-server.js';
 import { createPinoLogger, silentLogger } from '../../../src/adapters/log/pino-logger.js';
+import {
+  decodeHealthCheckResponse,
+  encodeHealthCheckRequest,
+  type HealthCheckResponse,
+} from '../../../src/adapters/ops/grpc-health.js';
 import { FileCertificateAuthority } from '../../../src/adapters/pki/file-certificate-authority.js';
 import { X509CsrFactory } from '../../../src/adapters/pki/x509-csr-factory.js';
 import {
@@ -24,11 +29,6 @@ import {
   SimulatedControlPlane,
 } from '../../../src/adapters/simulated/simulated-kubernetes.js';
 import { SystemClock } from '../../../src/adapters/system/system-clock.js';
-import {
-  decodeHealthCheckResponse,
-  encodeHealthCheckRequest,
-  type HealthCheckResponse,
-} from '../../../src/adapters/ops/grpc-health.js';
 import {
   type JoinServiceOptions,
   type RunningJoinService,

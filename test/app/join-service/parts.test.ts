@@ -3,7 +3,6 @@
  * time, the concurrency cap, peer-address parsing and the hand-written grpc.health.v1 codec.
  */
 import { describe, expect, it } from 'vitest';
-import { parseDenyList } from '../../../src/app/join-service/deny-list.js';
 import {
   decodeHealthCheckRequest,
   decodeHealthCheckResponse,
@@ -12,11 +11,8 @@ import {
   HealthStatus,
   ServingStatus,
 } from '../../../src/adapters/ops/grpc-health.js';
-import {
-  ConcurrencyLimiter,
-  sourceIp,
-  TokenBucketRateLimiter,
-} from '../../../src/adapters/ops/limits.js';
+import { ConcurrencyLimiter, sourceIp, TokenBucketRateLimiter } from '../../../src/adapters/ops/limits.js';
+import { parseDenyList } from '../../../src/app/join-service/deny-list.js';
 import { FakeClock } from '../../fakes/fake-clock.js';
 
 describe('deny list parsing', () => {

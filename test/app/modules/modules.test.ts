@@ -20,10 +20,10 @@ import {
   AZURE_HCL_AK_HANDLE,
   BootstrapperDeps,
   bootstrapperDeps,
-  CLOUD_MODULES,
   CSPS,
   type Csp,
   checkWiring,
+  cloudVariants,
   createNodeContainer,
   DEFAULT_CLOUD_API_TOKEN_PATH,
   ISSUER_VARIANTS_BY_CSP,
@@ -65,7 +65,7 @@ const METADATA_CLASS: Record<Csp, abstract new (...args: never[]) => unknown> = 
   openstack: LazyMetadataAPI,
 };
 
-const cases = CSPS.flatMap((csp) => ISSUER_VARIANTS_BY_CSP[csp].map((variant) => ({ csp, variant })));
+const cases = CSPS.flatMap((csp) => cloudVariants(csp).map((variant) => ({ csp, variant })));
 
 describe('node containers', () => {
   it.each(cases)(
@@ -146,7 +146,7 @@ describe('the provider table', () => {
       qemu: ['qemu-vtpm', 'qemu-tdx'],
       openstack: ['qemu-vtpm'],
     });
-    for (const csp of CSPS) expect(CLOUD_MODULES[csp].issuers).toEqual(ISSUER_VARIANTS_BY_CSP[csp]);
+    for (const csp of CSPS) expect(cloudVariants(csp)).toEqual(ISSUER_VARIANTS_BY_CSP[csp]);
   });
 
   it('refuses a variant of another cloud, naming what the cloud issues', () => {

@@ -17,6 +17,7 @@ import { parseScaleSetVmId } from '../../../src/adapters/cloud/azure/metadata-ap
 import { parseCustomEndpoint } from '../../../src/adapters/cloud/openstack/metadata-api.js';
 import { parseRole as parseTagRole } from '../../../src/adapters/cloud/shared/tags.js';
 import { parseClusterKmsUri } from '../../../src/adapters/kms/cluster-kms-factory.js';
+import { decodeHealthCheckRequest } from '../../../src/adapters/ops/grpc-health.js';
 import { FileCertificateAuthority } from '../../../src/adapters/pki/file-certificate-authority.js';
 import { X509CsrFactory } from '../../../src/adapters/pki/x509-csr-factory.js';
 import { decodeNodeState } from '../../../src/adapters/state/json-node-state-store.js';
@@ -26,8 +27,7 @@ import { parseAt } from '../../../src/app/cli/attestation-verify-snp.js';
 import { parseHostPort, parseRateLimit } from '../../../src/app/cli/join-service.js';
 import { parseListen } from '../../../src/app/cli/key-service.js';
 import { parseDenyList } from '../../../src/app/join-service/deny-list.js';
-import { decodeHealthCheckRequest } from '../../../src/adapters/ops/grpc-health.js';
-import { CSPS, cspFromString, nodeConfig } from '../../../src/app/modules/node-config.js';
+import { CSPS, cspFromString, nodeConfig } from '../../../src/app/modules/index.js';
 import { fuzzRuns } from '../harness/config.js';
 import { edgeJson, FuzzJson, jsonMutated } from '../harness/json.js';
 import { type Base, type FuzzBytes, mutated, randomBytes } from '../harness/mutate.js';

@@ -1,0 +1,144 @@
+/**
+ * The registries of clouds and attestation variants, joined (app layer, composition). Everything
+ * that lists or checks a cloud or a variant asks here: the node config, the bootstrapper's and the
+ * join service's flags and `--help`, `confboot init`, the join service's metadata and validators,
+ * and the manifest generator. A cloud runs the variants that name it in the variant registry, in
+ * registry order (the first is its default), then those its own entry adopts.
+ *
+ * {@link registerCloud} and {@link registerVariant} add an entry at run time, for a test that proves
+ * a new cloud or variant shows up everywhere (test/app/registry/template.test.ts).
+ */
+import { ConfbootError } from '../../ports/errors.js';
+import type { Logger } from '../../ports/logger.js';
+import type { MetadataAPI } from '../../ports/metadata-api.js';
+import type { Variant } from '../../ports/variant.js';
+import { type Csp, type NodeConfig, type NodeConfigInput, withNodeDefaults } from '../modules/node-config.js';
+import type { CloudEntry, CloudMetadataSettings, CloudModuleFile } from '../modules/provider-settings.js';
+import { CLOUDS } from './clouds.js';
+import { VARIANTS, type VariantEntry } from './variants.js';
+
+export { AZURE_TPM_OPTIONS, CLOUDS, GCE_TPM_OPTIONS } from './clouds.js';
+export {
+  type IssuerContext,
+  VARIANTS,
+  type VariantEntry,
+  type VtpmVariantSpec,
+  vtpmVariant,
+} from './variants.js';
+
+const DUMMY = 'the dummy attestation variant is for tests only and cannot be configured';
+
+/** Every cloud name, in registry order. */
+export function cloudNames(): string[] {
+  return Object.keys(CLOUDS);
+}
+
+/** Every variant name production can select, in registry order (`dummy` is not among them). */
+export function variantNames(): Variant[] {
+  return Object.keys(VARIANTS) as Variant[];
+}
+
+/** Variants of one kind (vTPM, SEV-SNP or TDX), in registry order. */
+export function variantsOfKind(...kinds: VariantEntry['kind'][]): Variant[] {
+  return variantNames().filter((v) => kinds.includes(variantEntry(v).kind));
+}
+
+/** Whether `name` is a registered cloud. */
+export function isCloud(name: string): boolean {
+  return Object.hasOwn(CLOUDS, name);
+}
+
+/** Whether `name` is a registered (production) variant. */
+export function isVariant(name: string): name is Variant {
+  return Object.hasOwn(VARIANTS, name);
+}
+
+/** Parses a cloud name; throws `invalid-argument` naming the accepted ones. */
+export function cspFromString(name: string): Csp {
+  if (isCloud(name)) return name;
+  throw new ConfbootError(
+    'invalid-argument',
+    `unknown cloud ${JSON.stringify(name)} (want one of ${cloudNames().join(', ')})`,
+  );
+}
+
+/** The entry of cloud `csp`; throws `invalid-argument` for an unknown one. */
+export function cloudEntry(csp: string): CloudEntry {
+  return CLOUDS[cspFromString(csp)] as CloudEntry;
+}
+
+/** The entry of variant `name`; throws `invalid-argument` for `dummy` and unknown names. */
+export function variantEntry(name: string): VariantEntry {
+  if (name === 'dummy') throw new ConfbootError('invalid-argument', DUMMY);
+  if (!isVariant(name))
+    throw new ConfbootError(
+      'invalid-argument',
+      `unknown attestation variant ${JSON.stringify(name)} (want one of ${variantNames().join(', ')})`,
+    );
+  return VARIANTS[name] as VariantEntry;
+}
+
+/** The variants a node of `csp` runs (issues, and its join service validates); the default first. */
+export function cloudVariants(csp: string): Variant[] {
+  const own = variantNames().filter((v) => variantEntry(v).clouds.includes(csp));
+  const adopted = (cloudEntry(csp).variants ?? []).filter((v) => !own.includes(v as Variant));
+  return [...own, ...(adopted as Variant[])];
+}
+
+/** The clouds whose nodes run `variant`, in registry order. */
+export function variantClouds(variant: string): string[] {
+  return cloudNames().filter((c) => cloudVariants(c).includes(variant as Variant));
+}
+
+/** Imports the module file of `csp` — and no other. */
+export function loadCloud(csp: string): Promise<CloudModuleFile> {
+  return cloudEntry(csp).module();
+}
+
+/** The MetadataAPI of cloud `csp` (its SDK loads only when the API first calls the cloud). */
+export async function cloudMetadataApi(
+  csp: string,
+  metadata: CloudMetadataSettings['metadata'],
+  logger: Logger,
+): Promise<MetadataAPI> {
+  return (await loadCloud(csp)).metadataApi({ csp, metadata }, logger);
+}
+
+/**
+ * Builds and checks a {@link NodeConfig}. Throws `invalid-argument` for an unknown cloud, for the
+ * test-only `dummy` variant and for a variant the cloud does not run.
+ */
+export function nodeConfig(input: NodeConfigInput): NodeConfig {
+  const csp = cspFromString(input.csp);
+  const offered = cloudVariants(csp);
+  if (input.variant === 'dummy' || !isVariant(input.variant))
+    throw new ConfbootError(
+      'invalid-argument',
+      `attestation variant ${JSON.stringify(input.variant)} cannot be used by a node (want one of ${offered.join(', ')})`,
+    );
+  if (!offered.includes(input.variant))
+    throw new ConfbootError(
+      'invalid-argument',
+      `attestation variant ${input.variant} is not available on ${csp} (want one of ${offered.join(', ')})`,
+    );
+  return withNodeDefaults(input, csp, input.variant);
+}
+
+/** Adds `entry` under `name` until the returned function is called (for tests). */
+function register<E>(table: Record<string, E>, what: string, name: string, entry: E): () => void {
+  if (Object.hasOwn(table, name)) throw new Error(`${what} ${name} is already registered`);
+  table[name] = entry;
+  return () => {
+    delete table[name];
+  };
+}
+
+/** Registers a cloud at run time; returns the function that removes it again. */
+export function registerCloud(name: string, entry: CloudEntry): () => void {
+  return register(CLOUDS, 'cloud', name, entry);
+}
+
+/** Registers a variant at run time; returns the function that removes it again. */
+export function registerVariant(name: string, entry: VariantEntry): () => void {
+  return register(VARIANTS, 'attestation variant', name, entry);
+}

@@ -1,0 +1,334 @@
+/**
+ * The variant registry (app layer, composition): ONE entry per attestation variant, holding all that
+ * confboot knows about it — its OID, the clouds it runs on, how a node builds its Issuer, how the
+ * variant's part of the attestation config is parsed, how its Validator is built, and which cloud
+ * lookups that validator needs. The join service, `confboot init`, the node modules, the manifest
+ * generator and every `--help` read this table (through src/app/registry/index.ts), so a new variant
+ * is one entry here.
+ *
+ * Issuers import their adapters lazily (a node loads only its own variant's issuer); validators are
+ * built synchronously, as a reloaded attestation config must yield a validator at once.
+ */
+import { createPublicKey } from 'node:crypto';
+import { ConfiguredSigningKeyCache } from '../../adapters/attestation/snp/configured-signing-key-cache.js';
+import {
+  SnpValidator,
+  type SnpValidatorConfig,
+  type SnpVariant,
+} from '../../adapters/attestation/snp/validators.js';
+import { AzureTdxValidator, QemuTdxValidator } from '../../adapters/attestation/tdx/validators.js';
+import { awsNitroTpmChecks } from '../../adapters/attestation/variants/aws-nitro-tpm.js';
+import { azureTrustedLaunchChecks } from '../../adapters/attestation/variants/azure-trustedlaunch.js';
+import { gcpSevEsChecks } from '../../adapters/attestation/variants/gcp-sev-es.js';
+import { qemuVtpmChecks } from '../../adapters/attestation/variants/qemu-vtpm.js';
+import { type InstanceInfoProvider, LINUX_EVENT_LOG_PATH } from '../../adapters/attestation/vtpm/issuer.js';
+import { createVtpmQuoteVerifier } from '../../adapters/attestation/vtpm/quote-verifier.js';
+import { VtpmValidator, type VtpmVariantChecks } from '../../adapters/attestation/vtpm/validator.js';
+import { MeasurementsPolicy, type ParsedAttestationConfig } from '../../domain/measurements.js';
+import type { Clock } from '../../ports/clock.js';
+import type { Issuer } from '../../ports/issuer.js';
+import type { Tpm } from '../../ports/tpm.js';
+import type { CallOptions } from '../../ports/types.js';
+import type { Validator } from '../../ports/validator.js';
+import { VARIANT_OIDS, type Variant } from '../../ports/variant.js';
+import { parseSnpConfig, parseTdxConfig } from '../attestation/snp-tdx-config.js';
+import {
+  amdLookups,
+  azureAkRootLookups,
+  createAmdCertCache,
+  ec2Lookups,
+  gceLookups,
+  missingLookup,
+  tdxLookups,
+  type ValidatorDeps,
+  type VariantLookupSettings,
+  type VariantLookups,
+} from '../attestation/validator-deps.js';
+import type { NodeConfig } from '../modules/node-config.js';
+
+/** What a node's Issuer is built from: the node config and the node's TPM. */
+export interface IssuerContext {
+  config: NodeConfig;
+  tpm: Tpm;
+}
+
+/** One attestation variant. `C` is the variant's parsed attestation config. */
+export interface VariantEntry<C = unknown> {
+  /** The OID the variant's documents travel under in attested TLS. */
+  readonly oid: string;
+  /** The hardware it attests: a vTPM alone, or SEV-SNP / TDX (with or without a vTPM). */
+  readonly kind: 'vtpm' | 'sev-snp' | 'tdx';
+  /**
+   * Clouds whose nodes run it (a cloud's entry may adopt more, as OpenStack adopts qemu-vtpm). The
+   * first variant naming a cloud is that cloud's default.
+   */
+  readonly clouds: readonly string[];
+  /** Builds a node's Issuer (imports its adapters on first use). */
+  issuer(node: IssuerContext): Promise<Issuer>;
+  /**
+   * Parses and checks the variant's part of an attestation config (fail closed).
+   * @throws ConfbootError `invalid-argument` naming the bad field
+   */
+  parseConfig(config: ParsedAttestationConfig): C;
+  /**
+   * Builds an immutable Validator from the parsed config.
+   * @throws ConfbootError `failed-precondition` when a lookup the variant needs is missing
+   */
+  validator(config: C, deps: ValidatorDeps): Validator;
+  /** Builds the cloud lookups and caches the validator needs, once per service. */
+  lookups(settings: VariantLookupSettings, clock: Clock): Promise<VariantLookups>;
+}
+
+/** The kernel's TPM event log, sent with the vTPM quotes of cloud variants. */
+const EVENT_LOG = LINUX_EVENT_LOG_PATH;
+
+/** An Issuer or Validator under another variant name and OID (for variants the adapters do not name). */
+function renamed<T extends Issuer | Validator>(inner: T, variant: string, oid: string): T {
+  if (inner.variant === variant && inner.oid === oid) return inner;
+  const name = variant as Variant;
+  if ('issue' in inner)
+    return { variant: name, oid, issue: (u, n, o) => inner.issue(u, n, o) } satisfies Issuer as T;
+  return { variant: name, oid, validate: (d, n, o) => inner.validate(d, n, o) } satisfies Validator as T;
+}
+
+/** How a vTPM variant differs from the others: its AK/CVM checks and its instance info. */
+export interface VtpmVariantSpec {
+  /** OID; default the variant's entry in the ports' OID table. */
+  oid?: string;
+  clouds: readonly string[];
+  /** The variant's AK trust and CVM checks from the lookups in `deps`. */
+  checks(deps: ValidatorDeps): VtpmVariantChecks;
+  /** Reads the instance info the quote carries (none: the document has none). */
+  instanceInfo?(node: IssuerContext): Promise<(options?: CallOptions) => Promise<Uint8Array>>;
+  /** Whether the quote carries the kernel's event log; default true. */
+  eventLog?: boolean;
+  /** Lookups the checks need; default none. */
+  lookups?(settings: VariantLookupSettings, clock: Clock): Promise<VariantLookups>;
+}
+
+/**
+ * The entry of a vTPM variant: a TPM quote, the kernel's event log and the variant's instance info,
+ * checked with the measurements of the attestation config and the variant's checks.
+ */
+export function vtpmVariant(name: string, spec: VtpmVariantSpec): VariantEntry<ParsedAttestationConfig> {
+  const known = Object.hasOwn(VARIANT_OIDS, name);
+  const oid = spec.oid ?? (known ? VARIANT_OIDS[name as Variant] : undefined);
+  if (oid === undefined) throw new Error(`vTPM variant ${name}: no OID`);
+  // A variant the adapters do not know quotes and verifies as qemu-vtpm does, under its own name.
+  const adapterName = (known ? name : 'qemu-vtpm') as Exclude<Variant, 'dummy' | 'qemu-tdx'>;
+  return {
+    oid,
+    kind: 'vtpm',
+    clouds: Object.freeze([...spec.clouds]),
+    issuer: async (node) => {
+      const { VtpmIssuer } = await import('../../adapters/attestation/vtpm/issuer.js');
+      const read = spec.instanceInfo ? await spec.instanceInfo(node) : undefined;
+      const instanceInfo: InstanceInfoProvider | undefined = read && ((_extra, options) => read(options));
+      const issuer = new VtpmIssuer({
+        variant: adapterName,
+        tpm: node.tpm,
+        ...(spec.eventLog === false ? {} : { eventLogPath: EVENT_LOG }),
+        ...(instanceInfo ? { instanceInfo } : {}),
+      });
+      return renamed(issuer, name, oid);
+    },
+    parseConfig: (config) => config,
+    validator: (config, deps) =>
+      renamed(
+        new VtpmValidator(
+          adapterName,
+          spec.checks(deps),
+          new MeasurementsPolicy(config.measurements),
+          deps.logger ? { logger: deps.logger } : {},
+        ),
+        name,
+        oid,
+      ),
+    lookups: spec.lookups ?? (async () => ({})),
+  };
+}
+
+/** The TPM half every SEV-SNP validator and azure-tdx shares. */
+function vtpmQuote(deps: ValidatorDeps) {
+  return deps.verifyVtpmQuote ?? createVtpmQuoteVerifier();
+}
+
+/** The entry of an SEV-SNP variant (a vTPM whose AK the SNP report binds). */
+function snpVariant(
+  name: SnpVariant,
+  clouds: readonly string[],
+  issuer: (node: IssuerContext) => Promise<Issuer>,
+  extra: {
+    lookups?: (settings: VariantLookupSettings, clock: Clock) => Promise<VariantLookups>;
+    akFromGce?: true;
+  } = {},
+): VariantEntry<ParsedAttestationConfig & { snp: ReturnType<typeof parseSnpConfig> }> {
+  return {
+    oid: VARIANT_OIDS[name],
+    kind: 'sev-snp',
+    clouds: Object.freeze([...clouds]),
+    issuer,
+    parseConfig: (config) => ({ ...config, snp: parseSnpConfig(name, config.raw, config.measurements) }),
+    validator: (config, deps) => {
+      const product = config.snp.policy.product ?? 'milan';
+      const shared = deps.amdCertCache ?? createAmdCertCache(deps.clock);
+      let gceAkPublicKey: SnpValidatorConfig['gceAkPublicKey'];
+      if (extra.akFromGce) {
+        const gce = deps.gceShieldedIdentity;
+        if (gce === undefined) throw missingLookup(name, 'GCE shielded identity lookup');
+        gceAkPublicKey = async (instance, options) =>
+          createPublicKey(
+            await gce.signingKeyPem(instance.project_id, instance.zone, instance.instance_name, options),
+          );
+      }
+      return new SnpValidator(name, {
+        policy: config.snp.policy,
+        measurements: new MeasurementsPolicy(config.measurements),
+        verifyVtpmQuote: vtpmQuote(deps),
+        clock: deps.clock,
+        certCache: config.snp.signingKey
+          ? new ConfiguredSigningKeyCache(shared, { ...config.snp.signingKey, product }, deps.clock)
+          : shared,
+        ...(gceAkPublicKey ? { gceAkPublicKey } : {}),
+      });
+    },
+    lookups: extra.lookups ?? (async (settings, clock) => amdLookups(settings, clock)),
+  };
+}
+
+/** The entry of a TDX variant. */
+function tdxVariant(
+  name: 'azure-tdx' | 'qemu-tdx',
+  clouds: readonly string[],
+  issuer: (node: IssuerContext) => Promise<Issuer>,
+): VariantEntry<ParsedAttestationConfig & { tdx: ReturnType<typeof parseTdxConfig> }> {
+  return {
+    oid: VARIANT_OIDS[name],
+    kind: 'tdx',
+    clouds: Object.freeze([...clouds]),
+    issuer,
+    parseConfig: (config) => ({ ...config, tdx: parseTdxConfig(name, config.raw, config.measurements) }),
+    validator: (config, deps) => {
+      const common = {
+        root: config.tdx.root,
+        policy: config.tdx.policy,
+        measurements: new MeasurementsPolicy(config.measurements),
+        clock: deps.clock,
+        ...(deps.getTdxCollateral ? { getCollateral: deps.getTdxCollateral } : {}),
+      };
+      return name === 'azure-tdx'
+        ? new AzureTdxValidator({ ...common, verifyVtpmQuote: vtpmQuote(deps) })
+        : new QemuTdxValidator(common);
+    },
+    lookups: async (settings, clock) => tdxLookups(settings, clock),
+  };
+}
+
+/** The GCE metadata server root of a node (its `--metadata-url`, or GCE's own). */
+async function gceInstance(node: IssuerContext) {
+  const { DEFAULT_GCE_METADATA_URL, gceInstanceInfo } = await import('../../adapters/cloud/gcp/index.js');
+  const base = node.config.metadata.baseUrl ?? DEFAULT_GCE_METADATA_URL;
+  return (options?: CallOptions) => gceInstanceInfo(base, options);
+}
+
+/** A reader of the node TPM's NV memory (Azure's HCL keeps its reports and the AK certificate there). */
+async function azureNv(node: IssuerContext) {
+  const { tpm2NvReader } = await import('../../adapters/attestation/snp/issuers.js');
+  return tpm2NvReader({ tcti: node.config.tcti });
+}
+
+/** An SEV-SNP guest device through configfs-tsm. */
+async function tsm(kind: 'sev-snp' | 'tdx') {
+  const { ConfigfsTsmDevice } = await import('../../adapters/attestation/snp/configfs-tsm.js');
+  return new ConfigfsTsmDevice({ kind });
+}
+
+/**
+ * variant → entry, ONE entry per variant. The order matters: the first variant naming a cloud is its
+ * default. `dummy` is not here: it exists in test code only.
+ */
+export const VARIANTS: Record<string, VariantEntry> = {
+  'gcp-sev-es': vtpmVariant('gcp-sev-es', {
+    clouds: ['gcp'],
+    checks: (deps) => {
+      if (deps.gceShieldedIdentity === undefined)
+        throw missingLookup('gcp-sev-es', 'GCE shielded identity lookup');
+      return gcpSevEsChecks(deps.gceShieldedIdentity);
+    },
+    instanceInfo: gceInstance,
+    lookups: gceLookups,
+  }),
+  'gcp-sev-snp': snpVariant(
+    'gcp-sev-snp',
+    ['gcp'],
+    async (node) => {
+      const { createGcpSevSnpIssuer } = await import('../../adapters/attestation/snp/issuers.js');
+      return createGcpSevSnpIssuer({
+        tpm: node.tpm,
+        device: await tsm('sev-snp'),
+        gceInstance: await gceInstance(node),
+        eventLogPath: EVENT_LOG,
+      });
+    },
+    {
+      akFromGce: true,
+      lookups: async (settings, clock) => ({ ...amdLookups(settings, clock), ...(await gceLookups()) }),
+    },
+  ),
+  'azure-trustedlaunch': vtpmVariant('azure-trustedlaunch', {
+    clouds: ['azure'],
+    checks: (deps) => azureTrustedLaunchChecks({ akRoots: deps.azureAkRoots ?? [], clock: deps.clock }),
+    instanceInfo: async (node) => {
+      const { azureTrustedLaunchInfo } = await import('../../adapters/cloud/azure/index.js');
+      const nv = await azureNv(node);
+      return (options) => azureTrustedLaunchInfo(nv, options);
+    },
+    lookups: azureAkRootLookups,
+  }),
+  'azure-sev-snp': snpVariant('azure-sev-snp', ['azure'], async (node) => {
+    const { AZURE_IMDS_URL, createAzureSevSnpIssuer, fetchAzureThimCertificates } = await import(
+      '../../adapters/attestation/snp/issuers.js'
+    );
+    const imds = node.config.metadata.baseUrl ?? AZURE_IMDS_URL;
+    return createAzureSevSnpIssuer({
+      tpm: node.tpm,
+      readNvIndex: await azureNv(node),
+      certificates: (options) => fetchAzureThimCertificates(imds, options),
+      eventLogPath: EVENT_LOG,
+    });
+  }),
+  'azure-tdx': tdxVariant('azure-tdx', ['azure'], async (node) => {
+    const { AZURE_IMDS_URL } = await import('../../adapters/attestation/snp/issuers.js');
+    const { createAzureTdxIssuer, imdsTdQuoteGetter } = await import(
+      '../../adapters/attestation/tdx/azure-issuer.js'
+    );
+    return createAzureTdxIssuer({
+      tpm: node.tpm,
+      readNvIndex: await azureNv(node),
+      getQuote: imdsTdQuoteGetter({ baseUrl: node.config.metadata.baseUrl ?? AZURE_IMDS_URL }),
+      eventLogPath: EVENT_LOG,
+    });
+  }),
+  'aws-nitro-tpm': vtpmVariant('aws-nitro-tpm', {
+    clouds: ['aws'],
+    checks: (deps) => {
+      if (deps.amiTpmSupport === undefined) throw missingLookup('aws-nitro-tpm', 'EC2 AMI lookup');
+      return awsNitroTpmChecks(deps.amiTpmSupport);
+    },
+    instanceInfo: async (node) => {
+      const { awsInstanceIdentity, DEFAULT_AWS_IMDS_URL } = await import('../../adapters/cloud/aws/index.js');
+      const base = node.config.metadata.baseUrl ?? DEFAULT_AWS_IMDS_URL;
+      return (options) => awsInstanceIdentity(base, options);
+    },
+    lookups: ec2Lookups,
+  }),
+  'aws-sev-snp': snpVariant('aws-sev-snp', ['aws'], async (node) => {
+    const { createAwsSevSnpIssuer } = await import('../../adapters/attestation/snp/issuers.js');
+    return createAwsSevSnpIssuer({ tpm: node.tpm, device: await tsm('sev-snp'), eventLogPath: EVENT_LOG });
+  }),
+  'qemu-vtpm': vtpmVariant('qemu-vtpm', { clouds: ['qemu'], checks: () => qemuVtpmChecks, eventLog: false }),
+  'qemu-tdx': tdxVariant('qemu-tdx', ['qemu'], async () => {
+    const { QemuTdxIssuer } = await import('../../adapters/attestation/tdx/issuer.js');
+    return new QemuTdxIssuer(await tsm('tdx'));
+  }),
+};
