@@ -12,8 +12,8 @@ import { clusterKmsUri, NO_STORE_URI } from '../../adapters/kms/cluster-kms-fact
 import { SystemClock } from '../../adapters/system/system-clock.js';
 import { isAttestationError } from '../../ports/errors.js';
 import type { Validator } from '../../ports/validator.js';
-import { variantFromString } from '../../ports/variant.js';
 import { buildValidator } from '../attestation/validators.js';
+import { isVariant, variantNames } from '../registry/index.js';
 import { type CommandSpec, parseCommand, runCommand, UsageError } from './args.js';
 
 export const initCommand: CommandSpec = {
@@ -36,7 +36,10 @@ export const initCommand: CommandSpec = {
     variant: {
       type: 'string',
       valueName: 'V',
-      description: 'attestation variant of the node',
+      // Read when --help is printed, so every variant of the registry is listed.
+      get description() {
+        return `attestation variant of the node: ${variantNames().join(', ')}`;
+      },
       default: 'qemu-vtpm',
     },
     'init-secret-file': {
@@ -190,13 +193,12 @@ export async function run(argv: string[]): Promise<number> {
     const v = parseCommand(argv, initCommand);
     if (v === undefined) return 0;
     const progress = (line: string) => process.stderr.write(`init: ${line}\n`);
-    let variant: ReturnType<typeof variantFromString>;
-    try {
-      variant = variantFromString(String(v.variant));
-    } catch (err) {
-      throw new UsageError((err as Error).message);
-    }
+    const variant = String(v.variant);
     if (variant === 'dummy') throw new UsageError('the dummy variant is for tests only');
+    if (!isVariant(variant))
+      throw new UsageError(
+        `unknown attestation variant ${JSON.stringify(variant)} (want one of ${variantNames().join(', ')})`,
+      );
     const timeoutSeconds = Number(v['timeout-seconds']);
     if (!Number.isFinite(timeoutSeconds) || timeoutSeconds <= 0)
       throw new UsageError('--timeout-seconds must be > 0');
