@@ -5,8 +5,8 @@
  * reach the key service, PodDisruptionBudgets, the DiskBinding CustomResourceDefinition and the
  * join service's RBAC (exactly the Kubernetes API calls of src/adapters/kubernetes/api.ts).
  *
- * The targets come from the code: every cloud the join service runs on (JOIN_SERVICE_CSPS) with
- * every variant its nodes issue (the provider table) that the join service can validate. The
+ * The targets come from the registries (src/app/registry): every cloud with every variant its nodes
+ * run, each of which the join service validates. The
  * rendered files under deploy/kubernetes/ are this module's output (`confboot manifests --all
  * --out deploy/kubernetes`); test/deploy/manifests.test.ts checks that they are current and
  * validates every object against Kubernetes' OpenAPI schemas.

@@ -1,6 +1,6 @@
 /**
- * The GCP node module gives the node's TPM GCE's attestation key (gcp.ts binds CloudTpmOptions, the
- * common module's TPM takes it). On a REAL swtpm with GCE's provisioning SIMULATED (a GCE-style AK
+ * The GCP node module gives the node's TPM GCE's attestation key (the gcp line of the cloud registry sets its
+ * TPM defaults, the common module's TPM takes them). On a REAL swtpm with GCE's provisioning SIMULATED (a GCE-style AK
  * template written to NV index 0x01c10001): a gcp node's TPM key is the endorsement primary of that
  * template, made here independently with tpm2-tools; a node of another cloud keeps confboot's own AK.
  */
