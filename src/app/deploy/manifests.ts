@@ -81,8 +81,6 @@ export const KEY_SERVICE_REPLICAS = 2;
 
 /** Where the key service is reached inside the cluster. */
 export const KEY_SERVICE_ENDPOINT = `key-service.${NAMESPACE}:${KEY_SERVICE_PORT}`;
-/** azure-trustedlaunch: the trusted AK roots, mounted from the join config. */
-export const AZURE_AK_ROOTS_PATH = `${SERVICE_BASE_PATH}/azureAkRoots`;
 
 /** Where the key service mounts its TLS Secret (tls.crt, tls.key, ca.crt). */
 export const KEY_SERVICE_TLS_DIR = '/etc/confboot/key-service-tls';
@@ -132,56 +130,17 @@ export interface RenderedObject {
 }
 
 const ZERO_PCR = '00'.repeat(32);
-const ZERO_TDX_REGISTER = '00'.repeat(48);
 const PCR_INDICES = [4, 8, 9, 11, 12, 13, 15];
 
 /**
  * The attestation config placeholder for `variant`: every value zero, so the service starts (where
  * the variant needs no trust anchor) and refuses every node until the real values are filled in.
+ * What a variant adds comes from its registry entry (`deploy`).
  */
 function attestationConfigTemplate(variant: Variant): Record<string, unknown> {
   const enforced = (expected: string) => ({ expected, warnOnly: false });
   const pcrs = Object.fromEntries(PCR_INDICES.map((i) => [String(i), enforced(ZERO_PCR)]));
-  switch (variant) {
-    case 'aws-sev-snp':
-    case 'gcp-sev-snp':
-    case 'azure-sev-snp':
-      return {
-        measurements: pcrs,
-        bootloaderVersion: 0,
-        teeVersion: 0,
-        snpVersion: 0,
-        microcodeVersion: 0,
-        amdRootKey: 'REPLACE: PEM of the AMD root key ARK-Milan (docs/attestation-config.md)',
-        amdProduct: 'milan',
-      };
-    case 'qemu-tdx':
-      return {
-        measurements: Object.fromEntries(
-          [0, 1, 2, 3, 4].map((i) => [String(i), enforced(ZERO_TDX_REGISTER)]),
-        ),
-        intelRootKey: 'REPLACE: PEM of the Intel SGX Root CA (docs/attestation-config.md)',
-      };
-    case 'azure-tdx':
-      return {
-        measurements: pcrs,
-        qeSVN: 0,
-        pceSVN: 0,
-        teeTCBSVN: '00'.repeat(16),
-        qeVendorID: '939a7233f79c4ca9940a0db3957f0607',
-        xfam: 'e702060000000000',
-        intelRootKey: 'REPLACE: PEM of the Intel SGX Root CA (docs/attestation-config.md)',
-      };
-    default:
-      return { measurements: pcrs };
-  }
-}
-
-/** Flags of the join service that depend on the variant, and the config keys they read. */
-function variantFlags(variant: Variant): string[] {
-  if (variant === 'azure-trustedlaunch') return [`--azure-ak-roots=${AZURE_AK_ROOTS_PATH}`];
-  if (variant === 'azure-tdx' || variant === 'qemu-tdx') return ['--tdx-collateral=pcs'];
-  return [];
+  return { measurements: pcrs, ...variantEntry(variant).deploy?.attestationConfig };
 }
 
 const labels = (name: string) => ({
@@ -351,9 +310,7 @@ export function renderObjects(options: RenderOptions): RenderedObject[] {
     metadata: meta('join-config'),
     data: {
       attestationConfig: `${JSON.stringify(attestationConfigTemplate(variant), null, 2)}\n`,
-      ...(variant === 'azure-trustedlaunch'
-        ? { azureAkRoots: '# REPLACE: PEM of the trusted Azure AK root certificates\n' }
-        : {}),
+      ...variantEntry(variant).deploy?.configFiles,
     },
     // 32 random bytes chosen at `confboot init`; zero placeholder here.
     binaryData: { measurementSalt: Buffer.alloc(32).toString('base64') },
@@ -386,7 +343,7 @@ export function renderObjects(options: RenderOptions): RenderedObject[] {
             `--key-service-key=${KEY_SERVICE_CLIENT_TLS_DIR}/tls.key`,
           ]
         : []),
-      ...variantFlags(variant),
+      ...(variantEntry(variant).deploy?.joinServiceFlags ?? []),
       ...(cloudEntry(cloud).joinServiceFlags ?? []),
     ],
     ports: [

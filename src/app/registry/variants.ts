@@ -44,12 +44,26 @@ import {
   type VariantLookupSettings,
   type VariantLookups,
 } from '../attestation/validator-deps.js';
+import { SERVICE_BASE_PATH } from '../defaults.js';
 import type { NodeConfig } from '../modules/node-config.js';
 
 /** What a node's Issuer is built from: the node config and the node's TPM. */
 export interface IssuerContext {
   config: NodeConfig;
   tpm: Tpm;
+}
+
+/** What the manifest generator renders for a variant besides what every variant gets. */
+export interface VariantDeploy {
+  /**
+   * Fields of the attestation config placeholder, over zero enforced measurements of PCRs 4, 8, 9,
+   * 11, 12, 13 and 15 (a `measurements` field here replaces those).
+   */
+  attestationConfig?: Record<string, unknown>;
+  /** Files of the join service's config map (name → placeholder text), beside the attestation config. */
+  configFiles?: Record<string, string>;
+  /** Flags of the join service this variant needs. */
+  joinServiceFlags?: readonly string[];
 }
 
 /** One attestation variant. `C` is the variant's parsed attestation config. */
@@ -77,6 +91,8 @@ export interface VariantEntry<C = unknown> {
   validator(config: C, deps: ValidatorDeps): Validator;
   /** Builds the cloud lookups and caches the validator needs, once per service. */
   lookups(settings: VariantLookupSettings, clock: Clock): Promise<VariantLookups>;
+  /** What its manifests add; default nothing (measurements only). */
+  readonly deploy?: VariantDeploy;
 }
 
 /** The kernel's TPM event log, sent with the vTPM quotes of cloud variants. */
@@ -100,6 +116,8 @@ export interface VtpmVariantSpec {
   checks(deps: ValidatorDeps): VtpmVariantChecks;
   /** Reads the instance info the quote carries (none: the document has none). */
   instanceInfo?(node: IssuerContext): Promise<(options?: CallOptions) => Promise<Uint8Array>>;
+  /** What its manifests add; default nothing. */
+  deploy?: VariantDeploy;
   /** Whether the quote carries the kernel's event log; default true. */
   eventLog?: boolean;
   /** Lookups the checks need; default none. */
@@ -145,6 +163,7 @@ export function vtpmVariant(name: string, spec: VtpmVariantSpec): VariantEntry<P
         oid,
       ),
     lookups: spec.lookups ?? (async () => ({})),
+    ...(spec.deploy ? { deploy: spec.deploy } : {}),
   };
 }
 
@@ -152,6 +171,21 @@ export function vtpmVariant(name: string, spec: VtpmVariantSpec): VariantEntry<P
 function vtpmQuote(deps: ValidatorDeps) {
   return deps.verifyVtpmQuote ?? createVtpmQuoteVerifier();
 }
+
+/** The attestation config placeholder of every SEV-SNP variant (docs/attestation-config.md). */
+const SNP_DEPLOY: VariantDeploy = {
+  attestationConfig: {
+    bootloaderVersion: 0,
+    teeVersion: 0,
+    snpVersion: 0,
+    microcodeVersion: 0,
+    amdRootKey: 'REPLACE: PEM of the AMD root key ARK-Milan (docs/attestation-config.md)',
+    amdProduct: 'milan',
+  },
+};
+
+/** Intel's root, which every TDX attestation config names. */
+const INTEL_ROOT_PLACEHOLDER = 'REPLACE: PEM of the Intel SGX Root CA (docs/attestation-config.md)';
 
 /** The entry of an SEV-SNP variant (a vTPM whose AK the SNP report binds). */
 function snpVariant(
@@ -193,6 +227,7 @@ function snpVariant(
       });
     },
     lookups: extra.lookups ?? (async (settings, clock) => amdLookups(settings, clock)),
+    deploy: SNP_DEPLOY,
   };
 }
 
@@ -201,6 +236,7 @@ function tdxVariant(
   name: 'azure-tdx' | 'qemu-tdx',
   clouds: readonly string[],
   issuer: (node: IssuerContext) => Promise<Issuer>,
+  attestationConfig: Record<string, unknown>,
 ): VariantEntry<ParsedAttestationConfig & { tdx: ReturnType<typeof parseTdxConfig> }> {
   return {
     oid: VARIANT_OIDS[name],
@@ -221,6 +257,10 @@ function tdxVariant(
         : new QemuTdxValidator(common);
     },
     lookups: async (settings, clock) => tdxLookups(settings, clock),
+    deploy: {
+      attestationConfig: { ...attestationConfig, intelRootKey: INTEL_ROOT_PLACEHOLDER },
+      joinServiceFlags: ['--tdx-collateral=pcs'],
+    },
   };
 }
 
@@ -284,6 +324,10 @@ export const VARIANTS: Record<string, VariantEntry> = {
       return (options) => azureTrustedLaunchInfo(nv, options);
     },
     lookups: azureAkRootLookups,
+    deploy: {
+      configFiles: { azureAkRoots: '# REPLACE: PEM of the trusted Azure AK root certificates\n' },
+      joinServiceFlags: [`--azure-ak-roots=${SERVICE_BASE_PATH}/azureAkRoots`],
+    },
   }),
   'azure-sev-snp': snpVariant('azure-sev-snp', ['azure'], async (node) => {
     const { AZURE_IMDS_URL, createAzureSevSnpIssuer, fetchAzureThimCertificates } = await import(
@@ -297,18 +341,29 @@ export const VARIANTS: Record<string, VariantEntry> = {
       eventLogPath: EVENT_LOG,
     });
   }),
-  'azure-tdx': tdxVariant('azure-tdx', ['azure'], async (node) => {
-    const { AZURE_IMDS_URL } = await import('../../adapters/attestation/snp/issuers.js');
-    const { createAzureTdxIssuer, imdsTdQuoteGetter } = await import(
-      '../../adapters/attestation/tdx/azure-issuer.js'
-    );
-    return createAzureTdxIssuer({
-      tpm: node.tpm,
-      readNvIndex: await azureNv(node),
-      getQuote: imdsTdQuoteGetter({ baseUrl: node.config.metadata.baseUrl ?? AZURE_IMDS_URL }),
-      eventLogPath: EVENT_LOG,
-    });
-  }),
+  'azure-tdx': tdxVariant(
+    'azure-tdx',
+    ['azure'],
+    async (node) => {
+      const { AZURE_IMDS_URL } = await import('../../adapters/attestation/snp/issuers.js');
+      const { createAzureTdxIssuer, imdsTdQuoteGetter } = await import(
+        '../../adapters/attestation/tdx/azure-issuer.js'
+      );
+      return createAzureTdxIssuer({
+        tpm: node.tpm,
+        readNvIndex: await azureNv(node),
+        getQuote: imdsTdQuoteGetter({ baseUrl: node.config.metadata.baseUrl ?? AZURE_IMDS_URL }),
+        eventLogPath: EVENT_LOG,
+      });
+    },
+    {
+      qeSVN: 0,
+      pceSVN: 0,
+      teeTCBSVN: '00'.repeat(16),
+      qeVendorID: '939a7233f79c4ca9940a0db3957f0607',
+      xfam: 'e702060000000000',
+    },
+  ),
   'aws-nitro-tpm': vtpmVariant('aws-nitro-tpm', {
     clouds: ['aws'],
     checks: (deps) => {
@@ -327,8 +382,18 @@ export const VARIANTS: Record<string, VariantEntry> = {
     return createAwsSevSnpIssuer({ tpm: node.tpm, device: await tsm('sev-snp'), eventLogPath: EVENT_LOG });
   }),
   'qemu-vtpm': vtpmVariant('qemu-vtpm', { clouds: ['qemu'], checks: () => qemuVtpmChecks, eventLog: false }),
-  'qemu-tdx': tdxVariant('qemu-tdx', ['qemu'], async () => {
-    const { QemuTdxIssuer } = await import('../../adapters/attestation/tdx/issuer.js');
-    return new QemuTdxIssuer(await tsm('tdx'));
-  }),
+  'qemu-tdx': tdxVariant(
+    'qemu-tdx',
+    ['qemu'],
+    async () => {
+      const { QemuTdxIssuer } = await import('../../adapters/attestation/tdx/issuer.js');
+      return new QemuTdxIssuer(await tsm('tdx'));
+    },
+    {
+      // TDX measures into MRTD and RTMR0-3 (48 bytes each), not PCRs.
+      measurements: Object.fromEntries(
+        [0, 1, 2, 3, 4].map((i) => [String(i), { expected: '00'.repeat(48), warnOnly: false }]),
+      ),
+    },
+  ),
 };
