@@ -10,27 +10,29 @@
  * Real: TPMs (swtpm + tpm2-tools), quotes and their verification, attested TLS, gRPC, the key service,
  * the metadata server, LUKS2 keyslot changes (cryptsetup), the cluster CA and kubelet certificates.
  * Simulated (no binaries exist here): kubeadm and the Kubernetes API server; the demo says so.
+ *
+ * Each node is built by the same container modules as the qemu entrypoint (createNodeContainer:
+ * common + qemu, qemu-vtpm from the variant registry); the demo rebinds only what it simulates or
+ * speeds up: kubeadm, the node's TPM handle it measured the boot with, a fast-PBKDF state disk, the
+ * node's logger and a join client that records refusals. The join service's validator comes from
+ * the variant registry too (buildValidator).
  */
 import { randomBytes } from 'node:crypto';
 import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { createValidator } from '../../adapters/attestation/variants/factory.js';
-import { createQemuVtpmIssuer } from '../../adapters/attestation/vtpm/issuer.js';
 import { QemuMetadataAPI } from '../../adapters/cloud/qemu/metadata-api.js';
 import { startMetadataServer } from '../../adapters/cloud/qemu/metadata-server.js';
-import { BcryptSecretHash, hashInitSecret } from '../../adapters/crypto/bcrypt-secret-hash.js';
+import { hashInitSecret } from '../../adapters/crypto/bcrypt-secret-hash.js';
 import { CryptsetupDisk } from '../../adapters/disk/cryptsetup-disk.js';
 import { GrpcJoinTicketClient } from '../../adapters/grpc/join-client.js';
 import { MetadataPeerIdentity } from '../../adapters/identity/metadata-peer-identity.js';
-import { ClusterKmsFactory } from '../../adapters/kms/cluster-kms-factory.js';
 import { GrpcKmsClient } from '../../adapters/kms/grpc-kms-client.js';
 import { HkdfKms } from '../../adapters/kms/hkdf-kms.js';
 import { startKeyServiceServer } from '../../adapters/kms/key-service-server.js';
 import { createPinoLogger } from '../../adapters/log/pino-logger.js';
-import { RingLogCollector } from '../../adapters/log/ring-log-collector.js';
+import type { RingLogCollector } from '../../adapters/log/ring-log-collector.js';
 import { FileCertificateAuthority } from '../../adapters/pki/file-certificate-authority.js';
-import { X509CsrFactory } from '../../adapters/pki/x509-csr-factory.js';
 import {
   InMemoryBootstrapTokens,
   InMemoryClusterFacts,
@@ -38,21 +40,25 @@ import {
   SimulatedClusterJoiner,
   SimulatedControlPlane,
 } from '../../adapters/simulated/simulated-kubernetes.js';
-import { ExclusiveFileWriter } from '../../adapters/state/exclusive-file-writer.js';
-import { JsonNodeStateStore } from '../../adapters/state/json-node-state-store.js';
-import { CryptoRandom } from '../../adapters/system/crypto-random.js';
 import { freePortOn } from '../../adapters/system/free-port.js';
 import { SystemClock } from '../../adapters/system/system-clock.js';
-import { expectedPcr15, Pcr15Marker } from '../../adapters/tpm/pcr15-marker.js';
+import { expectedPcr15 } from '../../adapters/tpm/pcr15-marker.js';
 import { type SwtpmInstance, startSwtpm } from '../../adapters/tpm/swtpm.js';
 import { Tpm2ToolsTpm } from '../../adapters/tpm/tpm2-tools-tpm.js';
-import { MeasurementsPolicy, parseAttestationConfig } from '../../domain/measurements.js';
-import type { JoinTicketClient } from '../../ports/join-ticket-client.js';
-import type { Logger } from '../../ports/logger.js';
+import { parseAttestationConfig } from '../../domain/measurements.js';
+import { ClusterInitializer } from '../../ports/cluster-initializer.js';
+import { ClusterJoiner } from '../../ports/cluster-joiner.js';
+import { EncryptedDisk } from '../../ports/encrypted-disk.js';
+import { Issuer } from '../../ports/issuer.js';
+import { JoinTicketClient } from '../../ports/join-ticket-client.js';
+import { Logger } from '../../ports/logger.js';
+import { Tpm } from '../../ports/tpm.js';
 import type { Validator } from '../../ports/validator.js';
+import { buildValidator } from '../attestation/validators.js';
 import { type BootstrapperNode, startBootstrapperNode } from '../bootstrapper/node.js';
 import { initCluster } from '../cli/init.js';
 import { startJoinService } from '../join-service/service.js';
+import { bootstrapperDeps, createNodeContainer, LogRing } from '../modules/index.js';
 import { expectedAttestationConfig, GOOD_BOOT, measureBoot, TAMPERED_BOOT } from './boot-measurements.js';
 import { createStateDiskImage, opensWithKey, type StateDiskImage } from './state-disk.js';
 
@@ -185,7 +191,6 @@ export async function runDemo(options: DemoOptions): Promise<DemoResult> {
     destination: (await import('node:fs')).createWriteStream(logFile),
   });
   const clock = new SystemClock();
-  const random = new CryptoRandom();
   const nodes: DemoNode[] = [];
 
   try {
@@ -270,63 +275,75 @@ export async function runDemo(options: DemoOptions): Promise<DemoResult> {
 
     // The operator's expected measurements: the good boot, and PCR 15 still zero (not bootstrapped).
     const config = parseAttestationConfig(expectedAttestationConfig());
-    const newValidator = (): Validator =>
-      createValidator('qemu-vtpm', { policy: new MeasurementsPolicy(config.measurements), logger });
+    const newValidator = (): Validator => buildValidator('qemu-vtpm', config, { clock, logger });
 
     const cp = new SimulatedControlPlane(clock);
     const joinPort = await freePortOn('127.0.0.2');
     const startNode = async (node: DemoNode) => {
       const nodeLogger = logger.child({ node: node.name });
-      const logCollector = new RingLogCollector();
-      const issuer = createQemuVtpmIssuer(node.tpm);
-      node.bootstrapper = await startBootstrapperNode(
-        {
-          metadata: new QemuMetadataAPI({ baseUrl: metadataUrl, localAddress: node.ip, logger: nodeLogger }),
-          issuer,
-          marker: new Pcr15Marker(node.tpm),
-          disk: new CryptsetupDisk({
-            devicePath: node.disk.imagePath,
-            initialPassphrasePath: node.disk.initialPassphrasePath,
-            pbkdf: { type: 'pbkdf2', forceIterations: 1000 },
-          }),
-          csrFactory: new X509CsrFactory(),
-          joinClient: recordingJoinClient(
-            new GrpcJoinTicketClient({
-              issuer,
-              clock,
-              defaultTimeoutMs: 10_000,
-              logger: nodeLogger,
-              // The join service sees the node's own address and checks it against the metadata.
-              localAddress: node.ip,
-            }),
-            node,
-          ),
-          files: new ExclusiveFileWriter(),
-          nodeState: new JsonNodeStateStore({ path: join(node.dir, 'state', 'node_state.json') }),
-          joiner: new SimulatedClusterJoiner(cp, nodeLogger),
-          initializer: new SimulatedClusterInitializer(cp, {
-            pkiDir: join(node.dir, 'etc-kubernetes', 'pki'),
-            adminConfPath: join(node.dir, 'etc-kubernetes', 'admin.conf'),
-            logger: nodeLogger,
-          }),
-          kmsFactory: new ClusterKmsFactory(),
-          secretHash: new BcryptSecretHash(),
-          logCollector,
-          clock,
-          random,
-          logger: logCollector.tee(nodeLogger),
-        },
-        {
-          initListen: { host: node.ip, port: 0 },
-          joinServicePort: joinPort,
-          paths: {
-            pkiDir: join(node.dir, 'etc-kubernetes', 'pki'),
-            kubeletCertPath: join(node.dir, 'kubelet', 'kubelet-client-crt.pem'),
-            kubeletKeyPath: join(node.dir, 'kubelet', 'kubelet-client-key.pem'),
-          },
-          backoff: { initialMs: 200, maxMs: 2_000 },
-        },
+      const pkiDir = join(node.dir, 'etc-kubernetes', 'pki');
+      const paths = {
+        pkiDir,
+        kubeletCertPath: join(node.dir, 'kubelet', 'kubelet-client-crt.pem'),
+        kubeletKeyPath: join(node.dir, 'kubelet', 'kubelet-client-key.pem'),
+      };
+      // The node is wired by the same container modules as the qemu entrypoint (common + qemu);
+      // only what the demo simulates or speeds up is rebound.
+      const container = await createNodeContainer({
+        csp: 'qemu',
+        variant: 'qemu-vtpm',
+        tcti: node.swtpm.tcti,
+        diskDevice: node.disk.imagePath,
+        initialPassphrasePath: node.disk.initialPassphrasePath,
+        paths: { ...paths, nodeState: join(node.dir, 'state', 'node_state.json') },
+        // The join service sees the node's own address and checks it against the metadata.
+        metadata: { baseUrl: metadataUrl, localAddress: node.ip },
+      });
+      container.rebind<Tpm>(Tpm).toConstantValue(node.tpm);
+      container
+        .rebind<Logger>(Logger)
+        .toResolvedValue((ring: RingLogCollector) => ring.tee(nodeLogger), [LogRing])
+        .inSingletonScope();
+      container.rebind<EncryptedDisk>(EncryptedDisk).toConstantValue(
+        new CryptsetupDisk({
+          devicePath: node.disk.imagePath,
+          initialPassphrasePath: node.disk.initialPassphrasePath,
+          pbkdf: { type: 'pbkdf2', forceIterations: 1000 },
+        }),
       );
+      container
+        .rebind<JoinTicketClient>(JoinTicketClient)
+        .toResolvedValue(
+          (issuer: Issuer) =>
+            recordingJoinClient(
+              new GrpcJoinTicketClient({
+                issuer,
+                clock,
+                defaultTimeoutMs: 10_000,
+                logger: nodeLogger,
+                localAddress: node.ip,
+              }),
+              node,
+            ),
+          [Issuer],
+        )
+        .inSingletonScope();
+      container
+        .rebind<ClusterJoiner>(ClusterJoiner)
+        .toConstantValue(new SimulatedClusterJoiner(cp, nodeLogger));
+      container.rebind<ClusterInitializer>(ClusterInitializer).toConstantValue(
+        new SimulatedClusterInitializer(cp, {
+          pkiDir,
+          adminConfPath: join(node.dir, 'etc-kubernetes', 'admin.conf'),
+          logger: nodeLogger,
+        }),
+      );
+      node.bootstrapper = await startBootstrapperNode(await bootstrapperDeps(container), {
+        initListen: { host: node.ip, port: 0 },
+        joinServicePort: joinPort,
+        paths,
+        backoff: { initialMs: 200, maxMs: 2_000 },
+      });
       // Observed below; this keeps an early failure from becoming an unhandled rejection.
       node.bootstrapper.done.catch(() => undefined);
       cleanups.push(() => node.bootstrapper?.stop() ?? Promise.resolve());
