@@ -373,7 +373,9 @@ describe('confboot manifests', () => {
   });
 
   it('refuses an unknown cloud, a variant of another cloud and --all without --out', async () => {
-    await expect(runManifests(['--cloud', 'nimbus'])).rejects.toThrow(/--cloud: want one of gcp, azure, aws, qemu, openstack, got/);
+    await expect(runManifests(['--cloud', 'nimbus'])).rejects.toThrow(
+      /--cloud: want one of gcp, azure, aws, qemu, openstack, got/,
+    );
     await expect(runManifests(['--cloud', 'gcp', '--variant', 'azure-tdx'])).rejects.toThrow(
       /--variant: cloud gcp has gcp-sev-es/,
     );
