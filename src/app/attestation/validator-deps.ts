@@ -122,7 +122,7 @@ export async function azureAkRootLookups(settings: VariantLookupSettings): Promi
   }
 }
 
-/** A lookup a variant needs but `deps` lacks: `failed-precondition` naming both. */
-export function missingLookup(variant: string, what: string): ConfbootError {
-  return new ConfbootError('failed-precondition', `building the ${variant} validator: no ${what} configured`);
+/** A lookup a variant's validator needs but `deps` lacks: `failed-precondition` naming it. */
+export function missingLookup(what: string): ConfbootError {
+  return new ConfbootError('failed-precondition', `no ${what} configured`);
 }

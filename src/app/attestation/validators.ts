@@ -12,7 +12,7 @@
  * keeps its last good one and a starting service fails closed.
  */
 import { type ParsedAttestationConfig, parseAttestationConfig } from '../../domain/measurements.js';
-import { isConfbootError, wrapError } from '../../ports/errors.js';
+import { wrapError } from '../../ports/errors.js';
 import type { Validator } from '../../ports/validator.js';
 import type { Variant } from '../../ports/variant.js';
 import { variantEntry, variantNames, variantsOfKind } from '../registry/index.js';
@@ -67,7 +67,7 @@ export function buildValidator(
   try {
     return entry.validator(config, deps);
   } catch (err) {
-    if (isConfbootError(err)) throw err;
+    // A missing lookup or an unusable trust anchor: the config parsed, the service cannot use it.
     throw wrapError(`building the ${variant} validator`, err, 'failed-precondition');
   }
 }

@@ -209,7 +209,7 @@ function snpVariant(
       let gceAkPublicKey: SnpValidatorConfig['gceAkPublicKey'];
       if (extra.akFromGce) {
         const gce = deps.gceShieldedIdentity;
-        if (gce === undefined) throw missingLookup(name, 'GCE shielded identity lookup');
+        if (gce === undefined) throw missingLookup('GCE shielded identity lookup');
         gceAkPublicKey = async (instance, options) =>
           createPublicKey(
             await gce.signingKeyPem(instance.project_id, instance.zone, instance.instance_name, options),
@@ -291,8 +291,7 @@ export const VARIANTS: Record<string, VariantEntry> = {
   'gcp-sev-es': vtpmVariant('gcp-sev-es', {
     clouds: ['gcp'],
     checks: (deps) => {
-      if (deps.gceShieldedIdentity === undefined)
-        throw missingLookup('gcp-sev-es', 'GCE shielded identity lookup');
+      if (deps.gceShieldedIdentity === undefined) throw missingLookup('GCE shielded identity lookup');
       return gcpSevEsChecks(deps.gceShieldedIdentity);
     },
     instanceInfo: gceInstance,
@@ -367,7 +366,7 @@ export const VARIANTS: Record<string, VariantEntry> = {
   'aws-nitro-tpm': vtpmVariant('aws-nitro-tpm', {
     clouds: ['aws'],
     checks: (deps) => {
-      if (deps.amiTpmSupport === undefined) throw missingLookup('aws-nitro-tpm', 'EC2 AMI lookup');
+      if (deps.amiTpmSupport === undefined) throw missingLookup('EC2 AMI lookup');
       return awsNitroTpmChecks(deps.amiTpmSupport);
     },
     instanceInfo: async (node) => {
