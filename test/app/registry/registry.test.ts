@@ -1,0 +1,58 @@
+/**
+ * The registries agree with the files they name: every cloud with `entrypoint: true` has
+ * src/app/entrypoints/<cloud>.ts fixing exactly that cloud, and no other entrypoint exists; every
+ * cloud loads a module file that builds a MetadataAPI; every variant's OID is unique and, for the
+ * variants the adapters know, the one the adapters put on the wire.
+ */
+import { readdirSync, readFileSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import {
+  CLOUDS,
+  cloudNames,
+  cloudVariants,
+  VARIANTS,
+  variantClouds,
+} from '../../../src/app/registry/index.js';
+import { PRODUCTION_VARIANTS, VARIANT_OIDS, type Variant } from '../../../src/ports/variant.js';
+
+const ENTRYPOINTS = resolve(import.meta.dirname, '../../../src/app/entrypoints');
+
+describe('the cloud registry', () => {
+  it('names exactly the entrypoint files there are, each fixing its own cloud', () => {
+    const withEntrypoint = cloudNames().filter((c) => CLOUDS[c]?.entrypoint === true);
+    const files = readdirSync(ENTRYPOINTS).filter((f) => f.endsWith('.ts'));
+    expect(files.map((f) => f.replace(/\.ts$/, '')).sort()).toEqual([...withEntrypoint].sort());
+    for (const cloud of withEntrypoint) {
+      const code = readFileSync(join(ENTRYPOINTS, `${cloud}.ts`), 'utf8');
+      expect(code).toContain(`runBootstrapper(argv, '${cloud}')`);
+    }
+  });
+
+  it('gives every cloud at least one variant and a module file with a MetadataAPI factory', async () => {
+    for (const cloud of cloudNames()) {
+      expect(cloudVariants(cloud).length, cloud).toBeGreaterThan(0);
+      const file = await CLOUDS[cloud]?.module();
+      expect(typeof file?.metadataApi, cloud).toBe('function');
+      expect(typeof file?.cloudModule, cloud).toBe('function');
+    }
+  });
+});
+
+describe('the variant registry', () => {
+  it('holds every production variant once, each with the OID the adapters use, and runs on a cloud', () => {
+    expect(Object.keys(VARIANTS).sort()).toEqual([...PRODUCTION_VARIANTS].sort());
+    for (const [name, entry] of Object.entries(VARIANTS)) {
+      expect(entry.oid, name).toBe(VARIANT_OIDS[name as Variant]);
+      expect(variantClouds(name).length, name).toBeGreaterThan(0);
+    }
+    const oids = Object.values(VARIANTS).map((e) => e.oid);
+    expect(new Set(oids).size).toBe(oids.length);
+  });
+
+  it('makes the first variant naming a cloud its default, and lets OpenStack adopt qemu-vtpm', () => {
+    expect(cloudVariants('gcp')[0]).toBe('gcp-sev-es');
+    expect(cloudVariants('openstack')).toEqual(['qemu-vtpm']);
+    expect(variantClouds('qemu-vtpm')).toEqual(['qemu', 'openstack']);
+  });
+});
