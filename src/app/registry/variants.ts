@@ -95,9 +95,6 @@ export interface VariantEntry<C = unknown> {
   readonly deploy?: VariantDeploy;
 }
 
-/** The kernel's TPM event log, sent with the vTPM quotes of cloud variants. */
-const EVENT_LOG = LINUX_EVENT_LOG_PATH;
-
 /** An Issuer or Validator under another variant name and OID (for variants the adapters do not name). */
 function renamed<T extends Issuer | Validator>(inner: T, variant: string, oid: string): T {
   if (inner.variant === variant && inner.oid === oid) return inner;
@@ -145,7 +142,7 @@ export function vtpmVariant(name: string, spec: VtpmVariantSpec): VariantEntry<P
       const issuer = new VtpmIssuer({
         variant: adapterName,
         tpm: node.tpm,
-        ...(spec.eventLog === false ? {} : { eventLogPath: EVENT_LOG }),
+        ...(spec.eventLog === false ? {} : { eventLogPath: LINUX_EVENT_LOG_PATH }),
         ...(instanceInfo ? { instanceInfo } : {}),
       });
       return renamed(issuer, name, oid);
@@ -306,7 +303,7 @@ export const VARIANTS: Record<string, VariantEntry> = {
         tpm: node.tpm,
         device: await tsm('sev-snp'),
         gceInstance: await gceInstance(node),
-        eventLogPath: EVENT_LOG,
+        eventLogPath: LINUX_EVENT_LOG_PATH,
       });
     },
     {
@@ -337,7 +334,7 @@ export const VARIANTS: Record<string, VariantEntry> = {
       tpm: node.tpm,
       readNvIndex: await azureNv(node),
       certificates: (options) => fetchAzureThimCertificates(imds, options),
-      eventLogPath: EVENT_LOG,
+      eventLogPath: LINUX_EVENT_LOG_PATH,
     });
   }),
   'azure-tdx': tdxVariant(
@@ -352,7 +349,7 @@ export const VARIANTS: Record<string, VariantEntry> = {
         tpm: node.tpm,
         readNvIndex: await azureNv(node),
         getQuote: imdsTdQuoteGetter({ baseUrl: node.config.metadata.baseUrl ?? AZURE_IMDS_URL }),
-        eventLogPath: EVENT_LOG,
+        eventLogPath: LINUX_EVENT_LOG_PATH,
       });
     },
     {
@@ -378,7 +375,11 @@ export const VARIANTS: Record<string, VariantEntry> = {
   }),
   'aws-sev-snp': snpVariant('aws-sev-snp', ['aws'], async (node) => {
     const { createAwsSevSnpIssuer } = await import('../../adapters/attestation/snp/issuers.js');
-    return createAwsSevSnpIssuer({ tpm: node.tpm, device: await tsm('sev-snp'), eventLogPath: EVENT_LOG });
+    return createAwsSevSnpIssuer({
+      tpm: node.tpm,
+      device: await tsm('sev-snp'),
+      eventLogPath: LINUX_EVENT_LOG_PATH,
+    });
   }),
   'qemu-vtpm': vtpmVariant('qemu-vtpm', { clouds: ['qemu'], checks: () => qemuVtpmChecks, eventLog: false }),
   'qemu-tdx': tdxVariant(
