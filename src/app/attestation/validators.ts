@@ -21,6 +21,11 @@ import { createSnpTdxValidator, type SnpTdxVariant } from '../../adapters/attest
 import { KdsCertFetcher } from '../../adapters/attestation/snp/kds-fetcher.js';
 import type { SnpValidatorConfig, SnpVariant } from '../../adapters/attestation/snp/validators.js';
 import type { VerifyVtpmQuote } from '../../adapters/attestation/snp/vtpm-document.js';
+import {
+  parseSnpConfig,
+  parseTdxConfig,
+  type SnpAttestationConfig,
+} from '../../adapters/attestation/snp-tdx-config.js';
 import type { TdxValidatorConfig } from '../../adapters/attestation/tdx/validators.js';
 import {
   createValidator,
@@ -41,7 +46,6 @@ import type { Logger } from '../../ports/logger.js';
 import type { CallOptions } from '../../ports/types.js';
 import type { Validator } from '../../ports/validator.js';
 import type { Variant } from '../../ports/variant.js';
-import { parseSnpConfig, parseTdxConfig, type SnpAttestationConfig } from './snp-tdx-config.js';
 import { createVtpmQuoteVerifier } from './vtpm-quote.js';
 
 /** The SEV-SNP and TDX variants {@link buildValidator} builds. */

@@ -10,6 +10,7 @@
 
 import { readFile } from 'node:fs/promises';
 import type { AmdCertCache } from '../../adapters/attestation/snp/cert-cache.js';
+import { type TdxCollateralSource, tdxCollateralGetter } from '../../adapters/attestation/snp-tdx-config.js';
 import type { TdxValidatorConfig } from '../../adapters/attestation/tdx/validators.js';
 import { UpdatableValidator } from '../../adapters/attestation/updatable/updatable-validator.js';
 import { MetadataPeerIdentity } from '../../adapters/identity/metadata-peer-identity.js';
@@ -27,7 +28,6 @@ import type { Logger } from '../../ports/logger.js';
 import type { MetadataAPI } from '../../ports/metadata-api.js';
 import type { Validator } from '../../ports/validator.js';
 import type { Variant } from '../../ports/variant.js';
-import { type TdxCollateralSource, tdxCollateralGetter } from '../attestation/snp-tdx-config.js';
 import { buildValidator, createAmdCertCache, VALIDATOR_VARIANTS } from '../attestation/validators.js';
 import { ADMIN_CONF_PATH, KUBERNETES_PORT, PKI_DIR } from '../defaults.js';
 import { JoinServiceMetrics } from './metrics.js';

@@ -20,11 +20,11 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AmdCertCache } from '../../../src/adapters/attestation/snp/cert-cache.js';
 import type { VerifyVtpmQuote } from '../../../src/adapters/attestation/snp/vtpm-document.js';
 import { parseVtpmDocument } from '../../../src/adapters/attestation/snp/vtpm-document.js';
-import { silentLogger } from '../../../src/adapters/log/pino-logger.js';
 import {
   parseTdxCollateralSource,
   tdxCollateralGetter,
-} from '../../../src/app/attestation/snp-tdx-config.js';
+} from '../../../src/adapters/attestation/snp-tdx-config.js';
+import { silentLogger } from '../../../src/adapters/log/pino-logger.js';
 import {
   buildValidator,
   SNP_TDX_VARIANTS,
