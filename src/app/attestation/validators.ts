@@ -16,11 +16,11 @@
  * keeps its last good one and a starting service fails closed.
  */
 import { createPublicKey } from 'node:crypto';
+import type { VerifyVtpmQuote } from '../../adapters/attestation/shared/cvm-document.js';
 import { AmdCertCache, type AmdChainDer } from '../../adapters/attestation/snp/cert-cache.js';
 import { createSnpTdxValidator, type SnpTdxVariant } from '../../adapters/attestation/snp/factory.js';
 import { KdsCertFetcher } from '../../adapters/attestation/snp/kds-fetcher.js';
 import type { SnpValidatorConfig, SnpVariant } from '../../adapters/attestation/snp/validators.js';
-import type { VerifyVtpmQuote } from '../../adapters/attestation/snp/vtpm-document.js';
 import {
   parseSnpConfig,
   parseTdxConfig,

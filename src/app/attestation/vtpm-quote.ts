@@ -6,9 +6,10 @@
  * hardware half trusts, verifies the SHA-256 quote (signature, nonce, PCR digest; never SHA-1) and
  * replays the event log when present. Every check is recorded.
  */
-import type { VerifyVtpmQuote } from '../../adapters/attestation/snp/vtpm-document.js';
-import { decodeVtpmDocument } from '../../adapters/attestation/vtpm/attestation.js';
-import { CheckRecorder } from '../../adapters/attestation/vtpm/checks.js';
+
+import { CheckRecorder } from '../../adapters/attestation/shared/checks.js';
+import type { VerifyVtpmQuote } from '../../adapters/attestation/shared/cvm-document.js';
+import { decodeVtpmDocument } from '../../adapters/attestation/shared/vtpm-document.js';
 import {
   parseAttestationKey,
   sameKey,

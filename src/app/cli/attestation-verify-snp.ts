@@ -6,8 +6,8 @@
  */
 import { X509Certificate } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
+import { commonName, keyPinCheck, loadCertificates } from '../../adapters/attestation/shared/certs.js';
 import { AMD_ARK_SPKI_SHA256 } from '../../adapters/attestation/snp/amd-ark-pins.js';
-import { commonName, keyPinCheck, loadCertificates } from '../../adapters/attestation/snp/certs.js';
 import { KdsCertFetcher } from '../../adapters/attestation/snp/kds-fetcher.js';
 import {
   AMD_PRODUCTS,

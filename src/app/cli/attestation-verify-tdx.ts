@@ -6,7 +6,7 @@
  * accepted, 1 rejected, 2 usage or input error (including collateral that cannot be read or fetched).
  */
 import { readFile } from 'node:fs/promises';
-import { keyPinCheck, loadCertificate, loadCertificates } from '../../adapters/attestation/snp/certs.js';
+import { keyPinCheck, loadCertificate, loadCertificates } from '../../adapters/attestation/shared/certs.js';
 import { parseTdxCollateralSource, tdxCollateralGetter } from '../../adapters/attestation/snp-tdx-config.js';
 import { loadTdxCollateralDir, type TdxCollateral } from '../../adapters/attestation/tdx/collateral.js';
 import { INTEL_SGX_ROOT_SPKI_SHA256 } from '../../adapters/attestation/tdx/intel-root-pin.js';

@@ -18,6 +18,12 @@
  */
 import { createHash, X509Certificate } from 'node:crypto';
 import { afterAll, beforeAll, describe } from 'vitest';
+import { parseTpmtPublic } from '../../../src/adapters/attestation/shared/tpm2.js';
+import {
+  decodeVtpmDocument,
+  encodeVtpmDocument,
+  type VtpmDocument,
+} from '../../../src/adapters/attestation/shared/vtpm-document.js';
 import { AmdCertCache } from '../../../src/adapters/attestation/snp/cert-cache.js';
 import {
   AZURE_HCL_AK_HANDLE,
@@ -32,12 +38,6 @@ import {
   imdsTdQuoteGetter,
 } from '../../../src/adapters/attestation/tdx/azure-issuer.js';
 import { QemuTdxIssuer } from '../../../src/adapters/attestation/tdx/issuer.js';
-import {
-  decodeVtpmDocument,
-  encodeVtpmDocument,
-  type VtpmDocument,
-} from '../../../src/adapters/attestation/vtpm/attestation.js';
-import { parseTpmtPublic } from '../../../src/adapters/attestation/vtpm/tpm2.js';
 import { type SwtpmInstance, startSwtpm } from '../../../src/adapters/tpm/swtpm.js';
 import { Tpm2ToolsTpm } from '../../../src/adapters/tpm/tpm2-tools-tpm.js';
 import { buildValidator } from '../../../src/app/attestation/validators.js';

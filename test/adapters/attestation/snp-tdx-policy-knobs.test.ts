@@ -6,7 +6,7 @@
  * is refused for carrying none, and the bit comparison runs on FAKE-hierarchy v5 reports.
  */
 import { beforeAll, describe, expect, it } from 'vitest';
-import { loadCertificates } from '../../../src/adapters/attestation/snp/certs.js';
+import { loadCertificates } from '../../../src/adapters/attestation/shared/certs.js';
 import { type SnpVerification, verifySnpReport } from '../../../src/adapters/attestation/snp/verify.js';
 import { parseSnpConfig, parseTdxConfig } from '../../../src/adapters/attestation/snp-tdx-config.js';
 import { loadTdxCollateralDir } from '../../../src/adapters/attestation/tdx/collateral.js';

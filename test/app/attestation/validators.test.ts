@@ -17,9 +17,9 @@
  */
 import { createHash, generateKeyPairSync } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { VerifyVtpmQuote } from '../../../src/adapters/attestation/shared/cvm-document.js';
+import { parseVtpmDocument } from '../../../src/adapters/attestation/shared/cvm-document.js';
 import { AmdCertCache } from '../../../src/adapters/attestation/snp/cert-cache.js';
-import type { VerifyVtpmQuote } from '../../../src/adapters/attestation/snp/vtpm-document.js';
-import { parseVtpmDocument } from '../../../src/adapters/attestation/snp/vtpm-document.js';
 import {
   parseTdxCollateralSource,
   tdxCollateralGetter,

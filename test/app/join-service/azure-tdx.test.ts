@@ -11,6 +11,7 @@
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { parseTpmtPublic } from '../../../src/adapters/attestation/shared/tpm2.js';
 import {
   AZURE_HCL_AK_HANDLE,
   AZURE_HCL_REPORT_NV_INDEX,
@@ -22,7 +23,6 @@ import {
 } from '../../../src/adapters/attestation/tdx/azure-issuer.js';
 import type { TdxCollateral } from '../../../src/adapters/attestation/tdx/collateral.js';
 import { UpdatableValidator } from '../../../src/adapters/attestation/updatable/updatable-validator.js';
-import { parseTpmtPublic } from '../../../src/adapters/attestation/vtpm/tpm2.js';
 import { silentLogger } from '../../../src/adapters/log/pino-logger.js';
 import { SystemClock } from '../../../src/adapters/system/system-clock.js';
 import { type SwtpmInstance, startSwtpm } from '../../../src/adapters/tpm/swtpm.js';

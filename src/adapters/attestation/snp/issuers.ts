@@ -25,10 +25,10 @@ import { ConfbootError, wrapError } from '../../../ports/errors.js';
 import type { CallOptions } from '../../../ports/types.js';
 import { expectOk, httpRequest, parseJsonBody } from '../../cloud/shared/http.js';
 import { Tpm2ToolsTpm } from '../../tpm/tpm2-tools-tpm.js';
+import { loadCertificates } from '../shared/certs.js';
+import { parseTpmtPublic } from '../shared/tpm2.js';
 import { type InstanceInfoProvider, VtpmIssuer, type VtpmIssuerOptions } from '../vtpm/issuer.js';
-import { parseTpmtPublic } from '../vtpm/tpm2.js';
 import { parseSnpCertTable, type SnpCertTable } from './cert-table.js';
-import { loadCertificates } from './certs.js';
 import { parseSnpReport, SNP_REPORT_SIZE, type SnpReport } from './report.js';
 
 /** upstream `snp.InstanceInfo`; certificates are PEM bytes, absent fields encode as `null`. */

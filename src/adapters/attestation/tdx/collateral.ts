@@ -178,7 +178,7 @@ export const COLLATERAL_FILES = {
 export async function loadTdxCollateralDir(dir: string, fmspc?: string): Promise<TdxCollateral> {
   const { readFile } = await import('node:fs/promises');
   const { join } = await import('node:path');
-  const { loadCertificates } = await import('../snp/certs.js');
+  const { loadCertificates } = await import('../shared/certs.js');
   const all = async (names: readonly string[]) => {
     const found: Uint8Array[] = [];
     for (const n of names) {

@@ -22,7 +22,7 @@ import type { Clock } from '../../../ports/clock.js';
 import { ConfbootError, isConfbootError } from '../../../ports/errors.js';
 import type { CallOptions } from '../../../ports/types.js';
 import { expectOk, type HttpResponse, httpRequest } from '../../cloud/shared/http.js';
-import { loadCertificates } from '../snp/certs.js';
+import { loadCertificates } from '../shared/certs.js';
 import {
   parseCrl,
   parseSignedJson,

@@ -14,7 +14,6 @@ import {
 } from 'node:crypto';
 import { AttestationError } from '../../../ports/errors.js';
 import type { AttestationCheck } from '../../../ports/types.js';
-import { asAttestationError } from '../malformed.js';
 import {
   type CertificateInput,
   commonName,
@@ -22,7 +21,8 @@ import {
   loadCertificate,
   loadCertificates,
   validAt,
-} from '../snp/certs.js';
+} from '../shared/certs.js';
+import { asAttestationError } from '../shared/malformed.js';
 import {
   normSerial,
   parseCrl,

@@ -7,11 +7,14 @@
  */
 import { createHash, generateKeyPairSync } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
-import { throwIfFailed, verifyVtpmHalf } from '../../../src/adapters/attestation/cvm-checks.js';
-import type { VerifyVtpmQuote, VtpmDocument } from '../../../src/adapters/attestation/snp/vtpm-document.js';
-import { AttestationError } from '../../../src/ports/errors.js';
-import type { MeasurementPolicy } from '../../../src/ports/measurement-policy.js';
-import type { AttestationCheck } from '../../../src/ports/types.js';
+import { throwIfFailed, verifyVtpmHalf } from '../../../../src/adapters/attestation/shared/cvm-checks.js';
+import type {
+  VerifyVtpmQuote,
+  VtpmDocument,
+} from '../../../../src/adapters/attestation/shared/cvm-document.js';
+import { AttestationError } from '../../../../src/ports/errors.js';
+import type { MeasurementPolicy } from '../../../../src/ports/measurement-policy.js';
+import type { AttestationCheck } from '../../../../src/ports/types.js';
 
 const OP = 'validating test attestation';
 const trustedAk = generateKeyPairSync('ec', { namedCurve: 'P-256' }).publicKey;
