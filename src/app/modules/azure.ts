@@ -10,13 +10,9 @@
 
 import { X509Certificate } from 'node:crypto';
 import type { ContainerModule } from 'inversify';
-import {
-  AZURE_IMDS_URL,
-  createAzureSevSnpIssuer,
-  fetchAzureThimCertificates,
-  type NvIndexReader,
-  tpm2NvReader,
-} from '../../adapters/attestation/snp/issuers.js';
+import { type NvIndexReader, tpm2NvReader } from '../../adapters/attestation/azure/nv-reader.js';
+import { AZURE_IMDS_URL, fetchAzureThimCertificates } from '../../adapters/attestation/azure/thim.js';
+import { createAzureSevSnpIssuer } from '../../adapters/attestation/snp/issuers.js';
 import { createAzureTdxIssuer, imdsTdQuoteGetter } from '../../adapters/attestation/tdx/azure-issuer.js';
 import { LINUX_EVENT_LOG_PATH } from '../../adapters/attestation/vtpm/issuer.js';
 import { AzureMetadataAPI } from '../../adapters/cloud/azure/metadata-api.js';

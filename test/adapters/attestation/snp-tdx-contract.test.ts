@@ -18,6 +18,11 @@
  */
 import { createHash, X509Certificate } from 'node:crypto';
 import { afterAll, beforeAll, describe } from 'vitest';
+import {
+  AZURE_HCL_AK_HANDLE,
+  AZURE_HCL_REPORT_NV_INDEX,
+  tpm2NvReader,
+} from '../../../src/adapters/attestation/azure/nv-reader.js';
 import { parseTpmtPublic } from '../../../src/adapters/attestation/shared/tpm2.js';
 import {
   decodeVtpmDocument,
@@ -26,12 +31,9 @@ import {
 } from '../../../src/adapters/attestation/shared/vtpm-document.js';
 import { AmdCertCache } from '../../../src/adapters/attestation/snp/cert-cache.js';
 import {
-  AZURE_HCL_AK_HANDLE,
-  AZURE_HCL_REPORT_NV_INDEX,
   createAwsSevSnpIssuer,
   createAzureSevSnpIssuer,
   createGcpSevSnpIssuer,
-  tpm2NvReader,
 } from '../../../src/adapters/attestation/snp/issuers.js';
 import {
   createAzureTdxIssuer,

@@ -11,12 +11,12 @@
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { parseTpmtPublic } from '../../../src/adapters/attestation/shared/tpm2.js';
 import {
   AZURE_HCL_AK_HANDLE,
   AZURE_HCL_REPORT_NV_INDEX,
   tpm2NvReader,
-} from '../../../src/adapters/attestation/snp/issuers.js';
+} from '../../../src/adapters/attestation/azure/nv-reader.js';
+import { parseTpmtPublic } from '../../../src/adapters/attestation/shared/tpm2.js';
 import {
   createAzureTdxIssuer,
   imdsTdQuoteGetter,

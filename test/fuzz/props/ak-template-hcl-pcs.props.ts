@@ -4,7 +4,7 @@
  *    in TPM NV memory, seeded with GCE-style RSA and ECC AK templates marshalled by hand as
  *    test/adapters/tpm/nv-template-ak.test.ts builds them. It returns a template whose fields are
  *    the input's bytes, or throws ConfbootError `failed-precondition`.
- *  - `parseAzureHclReport` (TDX, src/adapters/attestation/tdx/hcl-report.ts) and
+ *  - `parseAzureHclReport` (TDX, src/adapters/attestation/azure/hcl-report.ts) and
  *    `parseAzureSnpHclReport` (SEV-SNP, src/adapters/attestation/snp/issuers.ts), seeded with
  *    SIMULATED HCL reports (test/support/azure-hcl.ts around a simulated TDREPORT and the real SNP
  *    report vector) and the real Azure TDX HCL report. They document plain `Error`s, so a defined
@@ -16,9 +16,9 @@
  * offsets are exercised.
  */
 import fc from 'fast-check';
+import { parseAzureHclReport } from '../../../src/adapters/attestation/azure/hcl-report.js';
 import { parseAzureSnpHclReport } from '../../../src/adapters/attestation/snp/issuers.js';
 import { parseTdxCollateralSource } from '../../../src/adapters/attestation/snp-tdx-config.js';
-import { parseAzureHclReport } from '../../../src/adapters/attestation/tdx/hcl-report.js';
 import { IntelPcsCollateralSource } from '../../../src/adapters/attestation/tdx/pcs-client.js';
 import {
   createPrimaryPlan,

@@ -5,6 +5,7 @@
  * (snp/amd-certs.ts, tdx/pck.ts).
  */
 import { createHash, X509Certificate } from 'node:crypto';
+import { ConfbootError } from '../../../ports/errors.js';
 import type { AttestationCheck } from '../../../ports/types.js';
 
 /** A certificate as bytes (DER or PEM), PEM text, or an already parsed X509Certificate. */
@@ -85,4 +86,19 @@ export function keyPinCheck(
         ok: false,
         detail: `${names.foundFailing ?? names.found} has key SHA-256 ${actual}, not ${names.key} ${pinnedSha256}`,
       };
+}
+
+/** A certificate (DER or PEM) as PEM bytes; throws naming `what` when it is not a certificate. */
+export function certificatePem(cert: Uint8Array, what: string): Uint8Array {
+  try {
+    const text = Buffer.from(cert).toString('latin1');
+    const parsed = new X509Certificate(text.includes('-----BEGIN') ? text : Buffer.from(cert));
+    return new TextEncoder().encode(parsed.toString());
+  } catch (err) {
+    throw new ConfbootError(
+      'failed-precondition',
+      `${what} is not a certificate: ${err instanceof Error ? err.message : String(err)}`,
+      { cause: err },
+    );
+  }
 }

@@ -17,14 +17,10 @@
 import { ConfbootError, wrapError } from '../../../ports/errors.js';
 import type { CallOptions } from '../../../ports/types.js';
 import { expectOk, httpRequest, parseJsonBody } from '../../cloud/shared/http.js';
-import {
-  AZURE_IMDS_URL,
-  type NvIndexReader,
-  readAzureHclReport,
-  type SnpVtpmOptions,
-} from '../snp/issuers.js';
-import { type InstanceInfoProvider, VtpmIssuer } from '../vtpm/issuer.js';
-import { type AzureHclReport, parseAzureHclReport } from './hcl-report.js';
+import { type AzureHclReport, parseAzureHclReport } from '../azure/hcl-report.js';
+import { type NvIndexReader, readAzureHclReport } from '../azure/nv-reader.js';
+import { AZURE_IMDS_URL } from '../azure/thim.js';
+import { type InstanceInfoProvider, VtpmIssuer, type VtpmIssuerBaseOptions } from '../vtpm/issuer.js';
 import { parseTdxQuote, type TdxQuote } from './quote.js';
 
 /** TDREPORT REPORTMACSTRUCT type of a TDX report. */
@@ -161,7 +157,9 @@ export function azureTdxInstanceInfo(options: AzureTdxInstanceInfoOptions): Inst
  * Builds the azure-tdx Issuer: vTPM quote by the HCL's AK (pass a TPM on `AZURE_HCL_AK_HANDLE` that
  * does not create keys) + the TDX quote of the HCL report.
  */
-export function createAzureTdxIssuer(options: SnpVtpmOptions & AzureTdxInstanceInfoOptions): VtpmIssuer {
+export function createAzureTdxIssuer(
+  options: VtpmIssuerBaseOptions & AzureTdxInstanceInfoOptions,
+): VtpmIssuer {
   const { readNvIndex, getQuote, ...vtpm } = options;
   return new VtpmIssuer({
     ...vtpm,

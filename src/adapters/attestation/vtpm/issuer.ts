@@ -61,6 +61,9 @@ export interface VtpmIssuerOptions {
   sha1Quoter?: Sha1Quoter;
 }
 
+/** The vTPM issuer options a variant's issuer passes through (TPM, event log, PCRs, SHA-1 bank). */
+export type VtpmIssuerBaseOptions = Omit<VtpmIssuerOptions, 'variant' | 'instanceInfo'>;
+
 /** A TPM that can quote the SHA-1 bank too (e.g. the tpm2-tools adapter's `quoteBank`). */
 export interface Sha1Quoter {
   /** Quotes SHA-1 PCRs `pcrs` with `qualifyingData`, signed by the same AK as the SHA-256 quote. */

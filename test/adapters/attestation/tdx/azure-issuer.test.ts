@@ -13,13 +13,13 @@
  */
 import { generateKeyPairSync } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { parseVtpmDocument } from '../../../../src/adapters/attestation/shared/cvm-document.js';
-import { parseTpmtPublic } from '../../../../src/adapters/attestation/shared/tpm2.js';
 import {
   AZURE_HCL_AK_HANDLE,
   AZURE_HCL_REPORT_NV_INDEX,
   tpm2NvReader,
-} from '../../../../src/adapters/attestation/snp/issuers.js';
+} from '../../../../src/adapters/attestation/azure/nv-reader.js';
+import { parseVtpmDocument } from '../../../../src/adapters/attestation/shared/cvm-document.js';
+import { parseTpmtPublic } from '../../../../src/adapters/attestation/shared/tpm2.js';
 import {
   azureTdxInstanceInfo,
   createAzureTdxIssuer,
