@@ -9,8 +9,9 @@
  */
 import fc from 'fast-check';
 import { loadCertificate, loadCertificates } from '../../../src/adapters/attestation/shared/certs.js';
+import { parseCrl } from '../../../src/adapters/attestation/shared/crl.js';
 import { parseCertificates } from '../../../src/adapters/attestation/shared/x509-chain.js';
-import { parseCrl, parseSignedJson } from '../../../src/adapters/attestation/tdx/collateral.js';
+import { parseSignedJson } from '../../../src/adapters/attestation/tdx/collateral.js';
 import { parseInstanceIdentity } from '../../../src/adapters/attestation/variants/aws-nitro-tpm.js';
 import { parseGceInstanceInfo } from '../../../src/adapters/attestation/variants/gcp-sev-es.js';
 import { parseScaleSetVmId } from '../../../src/adapters/cloud/azure/metadata-api.js';

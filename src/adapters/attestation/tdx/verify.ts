@@ -22,15 +22,9 @@ import {
   loadCertificates,
   validAt,
 } from '../shared/certs.js';
+import { normSerial, parseCrl } from '../shared/crl.js';
 import { asAttestationError } from '../shared/malformed.js';
-import {
-  normSerial,
-  parseCrl,
-  parseSignedJson,
-  type QeIdentity,
-  type TdxCollateral,
-  type TdxTcbInfo,
-} from './collateral.js';
+import { parseSignedJson, type QeIdentity, type TdxCollateral, type TdxTcbInfo } from './collateral.js';
 import { type PckExtensions, pckExtensions } from './pck.js';
 import {
   INTEL_QE_VENDOR_ID,
