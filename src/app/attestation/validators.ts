@@ -32,6 +32,7 @@ import {
   isVtpmVariant,
   VTPM_VARIANTS,
 } from '../../adapters/attestation/variants/factory.js';
+import { createVtpmQuoteVerifier } from '../../adapters/attestation/vtpm/cvm-quote.js';
 import {
   MeasurementsPolicy,
   type ParsedAttestationConfig,
@@ -46,7 +47,6 @@ import type { Logger } from '../../ports/logger.js';
 import type { CallOptions } from '../../ports/types.js';
 import type { Validator } from '../../ports/validator.js';
 import type { Variant } from '../../ports/variant.js';
-import { createVtpmQuoteVerifier } from './vtpm-quote.js';
 
 /** The SEV-SNP and TDX variants {@link buildValidator} builds. */
 export const SNP_TDX_VARIANTS = [

@@ -24,6 +24,7 @@ import {
   parseTdxCollateralSource,
   tdxCollateralGetter,
 } from '../../../src/adapters/attestation/snp-tdx-config.js';
+import { createVtpmQuoteVerifier } from '../../../src/adapters/attestation/vtpm/cvm-quote.js';
 import { silentLogger } from '../../../src/adapters/log/pino-logger.js';
 import {
   buildValidator,
@@ -31,7 +32,6 @@ import {
   VALIDATOR_VARIANTS,
   type ValidatorDeps,
 } from '../../../src/app/attestation/validators.js';
-import { createVtpmQuoteVerifier } from '../../../src/app/attestation/vtpm-quote.js';
 import { validatorBuilder } from '../../../src/app/join-service/production.js';
 import type { AmdCertFetcher } from '../../../src/ports/amd-cert-fetcher.js';
 import { isAttestationError, isConfbootError } from '../../../src/ports/errors.js';

@@ -1,20 +1,15 @@
 /**
- * The TPM half of the SEV-SNP-on-vTPM and azure-tdx validators (app layer, attestation wiring): a
- * {@link VerifyVtpmQuote} built from the committed vTPM verifier
- * (src/adapters/attestation/vtpm/verify-attestation.ts). It decodes the go-tpm-tools `Attestation`
- * with the vTPM document codec, requires the AK to be a restricted signing key equal to the AK the
+ * The TPM half of the SEV-SNP-on-vTPM and azure-tdx validators: a {@link VerifyVtpmQuote} built
+ * from the vTPM verifier (verify-attestation.ts). It decodes the go-tpm-tools `Attestation` with
+ * the vTPM document codec, requires the AK to be a restricted signing key equal to the AK the
  * hardware half trusts, verifies the SHA-256 quote (signature, nonce, PCR digest; never SHA-1) and
  * replays the event log when present. Every check is recorded.
  */
 
-import { CheckRecorder } from '../../adapters/attestation/shared/checks.js';
-import type { VerifyVtpmQuote } from '../../adapters/attestation/shared/cvm-document.js';
-import { decodeVtpmDocument } from '../../adapters/attestation/shared/vtpm-document.js';
-import {
-  parseAttestationKey,
-  sameKey,
-  verifyAttestationQuotes,
-} from '../../adapters/attestation/vtpm/verify-attestation.js';
+import { CheckRecorder } from '../shared/checks.js';
+import type { VerifyVtpmQuote } from '../shared/cvm-document.js';
+import { decodeVtpmDocument } from '../shared/vtpm-document.js';
+import { parseAttestationKey, sameKey, verifyAttestationQuotes } from './verify-attestation.js';
 
 /** Returns the committed vTPM quote verifier as a {@link VerifyVtpmQuote}. */
 export function createVtpmQuoteVerifier(): VerifyVtpmQuote {
