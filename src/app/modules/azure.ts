@@ -8,17 +8,15 @@
  * loaded lazily by the adapter.
  */
 
-import { X509Certificate } from 'node:crypto';
 import type { ContainerModule } from 'inversify';
-import { type NvIndexReader, tpm2NvReader } from '../../adapters/attestation/azure/nv-reader.js';
+import { tpm2NvReader } from '../../adapters/attestation/azure/nv-reader.js';
+import { imdsTdQuoteGetter } from '../../adapters/attestation/azure/tdquote.js';
 import { AZURE_IMDS_URL, fetchAzureThimCertificates } from '../../adapters/attestation/azure/thim.js';
+import { azureTrustedLaunchInfo } from '../../adapters/attestation/azure/trusted-launch-info.js';
 import { createAzureSevSnpIssuer } from '../../adapters/attestation/snp/issuers.js';
-import { createAzureTdxIssuer, imdsTdQuoteGetter } from '../../adapters/attestation/tdx/azure-issuer.js';
+import { createAzureTdxIssuer } from '../../adapters/attestation/tdx/azure-issuer.js';
 import { LINUX_EVENT_LOG_PATH } from '../../adapters/attestation/vtpm/issuer.js';
 import { AzureMetadataAPI } from '../../adapters/cloud/azure/metadata-api.js';
-import { expectOk, httpRequest } from '../../adapters/cloud/shared/http.js';
-import { ConfbootError, wrapError } from '../../ports/errors.js';
-import type { CallOptions } from '../../ports/types.js';
 import { cloudBindingsModule, cloudVtpmIssuer } from './cloud-wiring.js';
 
 /** npm packages of this cloud's SDK. */
@@ -27,41 +25,6 @@ export const SDK_PACKAGES: readonly string[] = Object.freeze(['@azure/arm-comput
 /** Loads this cloud's SDK now; for the module-isolation check (`--preload-sdk`). */
 export async function preloadSdk(): Promise<void> {
   await Promise.all([import('@azure/arm-compute'), import('@azure/arm-network')]);
-}
-
-/** TPM NV index holding the AK certificate on Azure trusted launch VMs. */
-export const AZURE_AK_CERT_NV_INDEX = 0x01c101d0;
-
-/** The `CA Issuers` URL of a certificate's Authority Information Access extension. */
-function caIssuersUrl(cert: X509Certificate): string {
-  for (const line of (cert.infoAccess ?? '').split('\n')) {
-    const m = /^CA Issuers - URI:(\S+)$/.exec(line.trim());
-    if (m?.[1]) return m[1];
-  }
-  throw new ConfbootError('failed-precondition', 'AK certificate names no CA Issuers URL');
-}
-
-/**
- * Builds azure-trustedlaunch's instance info `{"AkCert": DER, "CA": DER}` (Go JSON, base64) from the
- * AK certificate that `readNvIndex` reads from NV index {@link AZURE_AK_CERT_NV_INDEX}.
- */
-export async function azureTrustedLaunchInfo(
-  readNvIndex: NvIndexReader,
-  options?: CallOptions,
-): Promise<Uint8Array> {
-  try {
-    const akCertDer = Buffer.from(await readNvIndex(AZURE_AK_CERT_NV_INDEX, options));
-    const cert = new X509Certificate(akCertDer);
-    const url = caIssuersUrl(cert);
-    const res = await httpRequest({ url, ...(options?.signal ? { signal: options.signal } : {}) });
-    const caDer = expectOk(res, `AK CA certificate from ${url}`).body;
-    new X509Certificate(caDer); // fail here, not at the verifier, if it is not a certificate
-    return new TextEncoder().encode(
-      JSON.stringify({ AkCert: akCertDer.toString('base64'), CA: caDer.toString('base64') }),
-    );
-  } catch (err) {
-    throw wrapError('reading Azure trusted launch instance info', err);
-  }
 }
 
 /** The Azure module: binds MetadataAPI and Issuer (cloud-wiring.ts). */

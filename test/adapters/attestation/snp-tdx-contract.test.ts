@@ -23,6 +23,7 @@ import {
   AZURE_HCL_REPORT_NV_INDEX,
   tpm2NvReader,
 } from '../../../src/adapters/attestation/azure/nv-reader.js';
+import { imdsTdQuoteGetter } from '../../../src/adapters/attestation/azure/tdquote.js';
 import { parseTpmtPublic } from '../../../src/adapters/attestation/shared/tpm2.js';
 import {
   decodeVtpmDocument,
@@ -35,10 +36,7 @@ import {
   createAzureSevSnpIssuer,
   createGcpSevSnpIssuer,
 } from '../../../src/adapters/attestation/snp/issuers.js';
-import {
-  createAzureTdxIssuer,
-  imdsTdQuoteGetter,
-} from '../../../src/adapters/attestation/tdx/azure-issuer.js';
+import { createAzureTdxIssuer } from '../../../src/adapters/attestation/tdx/azure-issuer.js';
 import { QemuTdxIssuer } from '../../../src/adapters/attestation/tdx/issuer.js';
 import { type SwtpmInstance, startSwtpm } from '../../../src/adapters/tpm/swtpm.js';
 import { Tpm2ToolsTpm } from '../../../src/adapters/tpm/tpm2-tools-tpm.js';

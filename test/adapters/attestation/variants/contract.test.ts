@@ -27,6 +27,10 @@ import * as x509 from '@peculiar/x509';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { tpm2NvReader } from '../../../../src/adapters/attestation/azure/nv-reader.js';
 import {
+  AZURE_AK_CERT_NV_INDEX,
+  azureTrustedLaunchInfo,
+} from '../../../../src/adapters/attestation/azure/trusted-launch-info.js';
+import {
   EventType,
   parseEventLog,
   replayEventLog,
@@ -38,7 +42,6 @@ import { VtpmIssuer } from '../../../../src/adapters/attestation/vtpm/issuer.js'
 import { type SwtpmInstance, startSwtpm } from '../../../../src/adapters/tpm/swtpm.js';
 import { Tpm2ToolsTpm } from '../../../../src/adapters/tpm/tpm2-tools-tpm.js';
 import { awsInstanceIdentity } from '../../../../src/app/modules/aws.js';
-import { AZURE_AK_CERT_NV_INDEX, azureTrustedLaunchInfo } from '../../../../src/app/modules/azure.js';
 import { gceInstanceInfo } from '../../../../src/app/modules/gcp.js';
 import { MeasurementsPolicy } from '../../../../src/domain/measurements.js';
 import type { AmiTpmSupport } from '../../../../src/ports/ami-tpm-support.js';
