@@ -19,7 +19,13 @@ import type { AttestationCheck } from '../../../../src/ports/types.js';
 const OP = 'validating test attestation';
 const trustedAk = generateKeyPairSync('ec', { namedCurve: 'P-256' }).publicKey;
 const doc: VtpmDocument = {
-  attestation: { ak_pub: 'AAAA' },
+  attestation: {
+    akPub: new Uint8Array([1]),
+    quotes: [],
+    eventLog: new Uint8Array(0),
+    akCert: new Uint8Array(0),
+    intermediateCerts: [],
+  },
   akPub: new Uint8Array([1]),
   instanceInfo: Buffer.from('{"x":1}'),
   userData: Buffer.from('user data'),
