@@ -9,7 +9,7 @@ import { Tpm2ToolsTpm } from '../../tpm/tpm2-tools-tpm.js';
 
 /** The vTPM NV index where Azure's HCL keeps its attestation report. */
 export const AZURE_HCL_REPORT_NV_INDEX = 0x01400001;
-/** The persistent handle of the AK Azure's HCL provisions (the azure-sev-snp AK). */
+/** The persistent handle of the AK Azure's HCL provisions, which every Azure variant quotes with. */
 export const AZURE_HCL_AK_HANDLE = 0x81000003;
 
 /** Reads a TPM NV index whole. */
