@@ -153,8 +153,8 @@ describe('confboot attestation verify --format pb (real GCE attestations)', () =
 
   it('accepts with --trusted-ak instead of roots', async () => {
     const dir = tmp();
-    const { decodeAttestationPb } = await import('../../src/adapters/attestation/vtpm/attestation.js');
-    const { parseCertificates } = await import('../../src/adapters/attestation/vtpm/x509-chain.js');
+    const { decodeAttestationPb } = await import('../../src/adapters/attestation/shared/vtpm-document.js');
+    const { parseCertificates } = await import('../../src/adapters/attestation/shared/x509-chain.js');
     const cert = (await parseCertificates(decodeAttestationPb(readFileSync(pb9009)).akCert, 'ak'))[0];
     const pem = file(dir, 'ak.pem', cert?.publicKey.toString('pem') ?? '');
     expect(await run(['--document', pb9009, '--format', 'pb', '--nonce', '9009', '--trusted-ak', pem])).toBe(

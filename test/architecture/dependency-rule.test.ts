@@ -8,40 +8,13 @@
  * And no import cycle anywhere in src/: every relative import counts, type-only and dynamic
  * `import()` included, so a lazily loaded module that imports its loader is a cycle too.
  */
-import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { filesUnder, importsOf, resolveRelative } from './imports.js';
 
 const root = resolve(import.meta.dirname, '../..');
 const src = join(root, 'src');
-
-function filesUnder(dir: string): string[] {
-  const out: string[] = [];
-  for (const name of readdirSync(dir)) {
-    const p = join(dir, name);
-    if (statSync(p).isDirectory()) out.push(...filesUnder(p));
-    else if (p.endsWith('.ts') && !p.endsWith('.d.ts')) out.push(p);
-  }
-  return out;
-}
-
-const importRe =
-  /(?:^|\n)\s*(?:import|export)\s+(?:type\s+)?(?:[^'";]*?\s+from\s+)?['"]([^'"]+)['"]|import\(\s*['"]([^'"]+)['"]\s*\)/g;
-
-/** Every module specifier a file imports, statically or dynamically. */
-function importsOf(code: string): string[] {
-  const found: string[] = [];
-  for (const m of code.matchAll(importRe)) found.push((m[1] ?? m[2]) as string);
-  return found;
-}
-
-/** The source file a relative specifier names (`./x.js` → `x.ts`, `./dir` → `dir/index.ts`), if any. */
-function resolveRelative(file: string, spec: string): string | undefined {
-  const base = resolve(dirname(file), spec);
-  for (const candidate of [base.replace(/\.js$/, '.ts'), `${base}.ts`, join(base, 'index.ts')])
-    if (existsSync(candidate) && statSync(candidate).isFile()) return candidate;
-  return undefined;
-}
 
 /**
  * The import cycles of a graph (file → files it imports): every strongly connected component with

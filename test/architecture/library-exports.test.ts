@@ -42,6 +42,7 @@ describe('library exports', () => {
   });
 
   it.each([
+    'FakeAttestation',
     'FakeClock',
     'FakeMetadataAPI',
     'FakeEncryptedDisk',

@@ -4,6 +4,7 @@
  * Embedders use them to test their own services without a TPM, a disk, a cloud or a key service.
  * Nothing here imports a test runner.
  */
+export { FakeAttestation } from './fake-attestation.js';
 export { FakeBootstrapTokens } from './fake-bootstrap-tokens.js';
 export { FakeClock } from './fake-clock.js';
 export { FakeClusterFacts } from './fake-cluster-facts.js';

@@ -12,8 +12,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseEventLog, replayEventLog } from '../../src/adapters/attestation/eventlog/tcg-log.js';
+import { decodeVtpmDocument } from '../../src/adapters/attestation/shared/vtpm-document.js';
 import { createValidator } from '../../src/adapters/attestation/variants/factory.js';
-import { decodeVtpmDocument } from '../../src/adapters/attestation/vtpm/attestation.js';
 import {
   createPrivateNetwork,
   listMiniNamespaces,

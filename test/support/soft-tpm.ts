@@ -17,7 +17,7 @@ import {
   type AttestationQuote,
   encodeVtpmDocument,
   type TpmAttestation,
-} from '../../src/adapters/attestation/vtpm/attestation.js';
+} from '../../src/adapters/attestation/shared/vtpm-document.js';
 import type { Issuer } from '../../src/ports/issuer.js';
 import type { Tpm, TpmQuote } from '../../src/ports/tpm.js';
 import { VARIANT_OIDS, type Variant } from '../../src/ports/variant.js';

@@ -5,16 +5,16 @@
  * variant registry (src/app/registry/variants.ts) build them with.
  */
 import { readFile } from 'node:fs/promises';
+import type { VerifyVtpmQuote } from '../../adapters/attestation/shared/cvm-document.js';
 import { AmdCertCache } from '../../adapters/attestation/snp/cert-cache.js';
 import { KdsCertFetcher } from '../../adapters/attestation/snp/kds-fetcher.js';
-import type { VerifyVtpmQuote } from '../../adapters/attestation/snp/vtpm-document.js';
+import { type TdxCollateralSource, tdxCollateralGetter } from '../../adapters/attestation/snp-tdx-config.js';
 import type { TdxValidatorConfig } from '../../adapters/attestation/tdx/validators.js';
 import type { AmiTpmSupport } from '../../ports/ami-tpm-support.js';
 import type { Clock } from '../../ports/clock.js';
 import { ConfbootError, wrapError } from '../../ports/errors.js';
 import type { GceShieldedIdentity } from '../../ports/gce-shielded-identity.js';
 import type { Logger } from '../../ports/logger.js';
-import { type TdxCollateralSource, tdxCollateralGetter } from './snp-tdx-config.js';
 
 /** What a validator needs besides the attestation config; each variant uses its part. */
 export interface ValidatorDeps {

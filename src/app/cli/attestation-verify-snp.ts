@@ -6,13 +6,13 @@
  */
 import type { X509Certificate } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
-import { AMD_ARK_SPKI_SHA256 } from '../../adapters/attestation/snp/amd-ark-pins.js';
 import {
   commonName,
   keyPinCheck,
   loadCertificate,
   loadCertificates,
-} from '../../adapters/attestation/snp/certs.js';
+} from '../../adapters/attestation/shared/certs.js';
+import { AMD_ARK_SPKI_SHA256 } from '../../adapters/attestation/snp/amd-ark-pins.js';
 import { KdsCertFetcher } from '../../adapters/attestation/snp/kds-fetcher.js';
 import {
   AMD_PRODUCTS,

@@ -6,7 +6,8 @@
  * accepted, 1 rejected, 2 usage or input error (including collateral that cannot be read or fetched).
  */
 import { readFile } from 'node:fs/promises';
-import { keyPinCheck, loadCertificate, loadCertificates } from '../../adapters/attestation/snp/certs.js';
+import { keyPinCheck, loadCertificate, loadCertificates } from '../../adapters/attestation/shared/certs.js';
+import { parseTdxCollateralSource, tdxCollateralGetter } from '../../adapters/attestation/snp-tdx-config.js';
 import { loadTdxCollateralDir, type TdxCollateral } from '../../adapters/attestation/tdx/collateral.js';
 import { INTEL_SGX_ROOT_SPKI_SHA256 } from '../../adapters/attestation/tdx/intel-root-pin.js';
 import { INTEL_PCS_BASE_URL, INTEL_ROOT_CA_CRL_URL } from '../../adapters/attestation/tdx/pcs-client.js';
@@ -14,7 +15,6 @@ import { parseTdxQuote, tdxMeasurements } from '../../adapters/attestation/tdx/q
 import { type TdxPolicy, verifyTdxQuote } from '../../adapters/attestation/tdx/verify.js';
 import { SystemClock } from '../../adapters/system/system-clock.js';
 import type { AttestationCheck } from '../../ports/types.js';
-import { parseTdxCollateralSource, tdxCollateralGetter } from '../attestation/snp-tdx-config.js';
 import { type CommandSpec, parseCommand, runCommand, UsageError } from './args.js';
 import { parseAt } from './attestation-verify-snp.js';
 

@@ -11,6 +11,7 @@
  */
 import { createPublicKey, type KeyObject } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
+import { parseCertificates } from '../../adapters/attestation/shared/x509-chain.js';
 import { awsNitroTpmChecks } from '../../adapters/attestation/variants/aws-nitro-tpm.js';
 import { Ec2AmiTpmSupport } from '../../adapters/attestation/variants/ec2-ami-tpm-support.js';
 import {
@@ -24,7 +25,6 @@ import { gceSevCvmCheck } from '../../adapters/attestation/variants/gcp-sev-es.j
 import { verifyRawAttestation } from '../../adapters/attestation/vtpm/raw-attestation.js';
 import { VtpmValidator, type VtpmVariantChecks } from '../../adapters/attestation/vtpm/validator.js';
 import { sameKey } from '../../adapters/attestation/vtpm/verify-attestation.js';
-import { parseCertificates } from '../../adapters/attestation/vtpm/x509-chain.js';
 import { formatMismatch, MeasurementsPolicy, parseAttestationConfig } from '../../domain/measurements.js';
 import { isAttestationError } from '../../ports/errors.js';
 import type { MeasurementPolicy } from '../../ports/measurement-policy.js';

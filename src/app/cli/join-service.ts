@@ -6,6 +6,11 @@
  * The body runs until an AbortSignal fires; the process signals only abort it, so tests drive the
  * same code in-process.
  */
+
+import {
+  parseTdxCollateralSource,
+  type TdxCollateralSource,
+} from '../../adapters/attestation/snp-tdx-config.js';
 import { INTEL_PCS_BASE_URL, INTEL_ROOT_CA_CRL_URL } from '../../adapters/attestation/tdx/pcs-client.js';
 import {
   type AtlsDeadlines,
@@ -17,8 +22,7 @@ import {
 import type { GrpcKmsClientTls } from '../../adapters/kms/grpc-kms-client.js';
 import { createPinoLogger } from '../../adapters/log/pino-logger.js';
 import type { Logger } from '../../ports/logger.js';
-import type { Variant } from '../../ports/variant.js';
-import { parseTdxCollateralSource, type TdxCollateralSource } from '../attestation/snp-tdx-config.js';
+import { PRODUCTION_VARIANTS, type Variant } from '../../ports/variant.js';
 import {
   ADMIN_CONF_PATH,
   JOIN_SERVICE_HTTP_PORT,

@@ -9,6 +9,7 @@
  */
 
 import { readFile } from 'node:fs/promises';
+import type { TdxCollateralSource } from '../../adapters/attestation/snp-tdx-config.js';
 import { UpdatableValidator } from '../../adapters/attestation/updatable/updatable-validator.js';
 import { MetadataPeerIdentity } from '../../adapters/identity/metadata-peer-identity.js';
 import { GrpcKmsClient, type GrpcKmsClientTls } from '../../adapters/kms/grpc-kms-client.js';
@@ -23,7 +24,6 @@ import type { Logger } from '../../ports/logger.js';
 import type { MetadataAPI } from '../../ports/metadata-api.js';
 import type { Validator } from '../../ports/validator.js';
 import type { Variant } from '../../ports/variant.js';
-import type { TdxCollateralSource } from '../attestation/snp-tdx-config.js';
 import type { VariantLookupSettings, VariantLookups } from '../attestation/validator-deps.js';
 
 export type { VariantLookupSettings, VariantLookups } from '../attestation/validator-deps.js';

@@ -19,8 +19,8 @@ import {
   replayEventLog,
   type TcgEventLog,
 } from '../../adapters/attestation/eventlog/tcg-log.js';
+import { decodeVtpmDocument } from '../../adapters/attestation/shared/vtpm-document.js';
 import { createValidator } from '../../adapters/attestation/variants/factory.js';
-import { decodeVtpmDocument } from '../../adapters/attestation/vtpm/attestation.js';
 import {
   createPrivateNetwork,
   type NetworkSlot,

@@ -16,13 +16,14 @@ import {
   type SnpValidatorConfig,
   type SnpVariant,
 } from '../../adapters/attestation/snp/validators.js';
+import { parseSnpConfig, parseTdxConfig } from '../../adapters/attestation/snp-tdx-config.js';
 import { AzureTdxValidator, QemuTdxValidator } from '../../adapters/attestation/tdx/validators.js';
 import { awsNitroTpmChecks } from '../../adapters/attestation/variants/aws-nitro-tpm.js';
 import { azureTrustedLaunchChecks } from '../../adapters/attestation/variants/azure-trustedlaunch.js';
 import { gcpSevEsChecks } from '../../adapters/attestation/variants/gcp-sev-es.js';
 import { qemuVtpmChecks } from '../../adapters/attestation/variants/qemu-vtpm.js';
+import { createVtpmQuoteVerifier } from '../../adapters/attestation/vtpm/cvm-quote.js';
 import { type InstanceInfoProvider, LINUX_EVENT_LOG_PATH } from '../../adapters/attestation/vtpm/issuer.js';
-import { createVtpmQuoteVerifier } from '../../adapters/attestation/vtpm/quote-verifier.js';
 import { VtpmValidator, type VtpmVariantChecks } from '../../adapters/attestation/vtpm/validator.js';
 import { MeasurementsPolicy, type ParsedAttestationConfig } from '../../domain/measurements.js';
 import type { Clock } from '../../ports/clock.js';
@@ -31,7 +32,6 @@ import type { Tpm } from '../../ports/tpm.js';
 import type { CallOptions } from '../../ports/types.js';
 import type { Validator } from '../../ports/validator.js';
 import { VARIANT_OIDS, type Variant } from '../../ports/variant.js';
-import { parseSnpConfig, parseTdxConfig } from '../attestation/snp-tdx-config.js';
 import {
   amdLookups,
   azureAkRootLookups,
@@ -270,7 +270,7 @@ async function gceInstance(node: IssuerContext) {
 
 /** A reader of the node TPM's NV memory (Azure's HCL keeps its reports and the AK certificate there). */
 async function azureNv(node: IssuerContext) {
-  const { tpm2NvReader } = await import('../../adapters/attestation/snp/issuers.js');
+  const { tpm2NvReader } = await import('../../adapters/attestation/azure/nv-reader.js');
   return tpm2NvReader({ tcti: node.config.tcti });
 }
 
@@ -315,7 +315,9 @@ export const VARIANTS: Record<string, VariantEntry> = {
     clouds: ['azure'],
     checks: (deps) => azureTrustedLaunchChecks({ akRoots: deps.azureAkRoots ?? [], clock: deps.clock }),
     instanceInfo: async (node) => {
-      const { azureTrustedLaunchInfo } = await import('../../adapters/cloud/azure/index.js');
+      const { azureTrustedLaunchInfo } = await import(
+        '../../adapters/attestation/azure/trusted-launch-info.js'
+      );
       const nv = await azureNv(node);
       return (options) => azureTrustedLaunchInfo(nv, options);
     },
@@ -326,8 +328,9 @@ export const VARIANTS: Record<string, VariantEntry> = {
     },
   }),
   'azure-sev-snp': snpVariant('azure-sev-snp', ['azure'], async (node) => {
-    const { AZURE_IMDS_URL, createAzureSevSnpIssuer, fetchAzureThimCertificates } = await import(
-      '../../adapters/attestation/snp/issuers.js'
+    const { createAzureSevSnpIssuer } = await import('../../adapters/attestation/snp/issuers.js');
+    const { AZURE_IMDS_URL, fetchAzureThimCertificates } = await import(
+      '../../adapters/attestation/azure/thim.js'
     );
     const imds = node.config.metadata.baseUrl ?? AZURE_IMDS_URL;
     return createAzureSevSnpIssuer({
@@ -341,10 +344,9 @@ export const VARIANTS: Record<string, VariantEntry> = {
     'azure-tdx',
     ['azure'],
     async (node) => {
-      const { AZURE_IMDS_URL } = await import('../../adapters/attestation/snp/issuers.js');
-      const { createAzureTdxIssuer, imdsTdQuoteGetter } = await import(
-        '../../adapters/attestation/tdx/azure-issuer.js'
-      );
+      const { AZURE_IMDS_URL } = await import('../../adapters/attestation/azure/thim.js');
+      const { imdsTdQuoteGetter } = await import('../../adapters/attestation/azure/tdquote.js');
+      const { createAzureTdxIssuer } = await import('../../adapters/attestation/tdx/azure-issuer.js');
       return createAzureTdxIssuer({
         tpm: node.tpm,
         readNvIndex: await azureNv(node),

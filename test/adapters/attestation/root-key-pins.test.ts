@@ -5,8 +5,8 @@
  */
 import { X509Certificate } from 'node:crypto';
 import { expect, it } from 'vitest';
+import { commonName, loadCertificates } from '../../../src/adapters/attestation/shared/certs.js';
 import { isPinnedAmdArk } from '../../../src/adapters/attestation/snp/amd-ark-pins.js';
-import { commonName, loadCertificates } from '../../../src/adapters/attestation/snp/certs.js';
 import { isPinnedIntelRoot } from '../../../src/adapters/attestation/tdx/intel-root-pin.js';
 import { createFakeAmdPki } from './snp/fake-amd-pki.js';
 import { describeVectors, vec } from './snp/vectors.js';

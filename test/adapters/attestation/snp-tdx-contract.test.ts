@@ -18,26 +18,26 @@
  */
 import { createHash, X509Certificate } from 'node:crypto';
 import { afterAll, beforeAll, describe } from 'vitest';
-import { AmdCertCache } from '../../../src/adapters/attestation/snp/cert-cache.js';
 import {
   AZURE_HCL_AK_HANDLE,
   AZURE_HCL_REPORT_NV_INDEX,
-  createAwsSevSnpIssuer,
-  createAzureSevSnpIssuer,
-  createGcpSevSnpIssuer,
   tpm2NvReader,
-} from '../../../src/adapters/attestation/snp/issuers.js';
-import {
-  createAzureTdxIssuer,
-  imdsTdQuoteGetter,
-} from '../../../src/adapters/attestation/tdx/azure-issuer.js';
-import { QemuTdxIssuer } from '../../../src/adapters/attestation/tdx/issuer.js';
+} from '../../../src/adapters/attestation/azure/nv-reader.js';
+import { imdsTdQuoteGetter } from '../../../src/adapters/attestation/azure/tdquote.js';
+import { parseTpmtPublic } from '../../../src/adapters/attestation/shared/tpm2.js';
 import {
   decodeVtpmDocument,
   encodeVtpmDocument,
   type VtpmDocument,
-} from '../../../src/adapters/attestation/vtpm/attestation.js';
-import { parseTpmtPublic } from '../../../src/adapters/attestation/vtpm/tpm2.js';
+} from '../../../src/adapters/attestation/shared/vtpm-document.js';
+import { AmdCertCache } from '../../../src/adapters/attestation/snp/cert-cache.js';
+import {
+  createAwsSevSnpIssuer,
+  createAzureSevSnpIssuer,
+  createGcpSevSnpIssuer,
+} from '../../../src/adapters/attestation/snp/issuers.js';
+import { createAzureTdxIssuer } from '../../../src/adapters/attestation/tdx/azure-issuer.js';
+import { QemuTdxIssuer } from '../../../src/adapters/attestation/tdx/issuer.js';
 import { type SwtpmInstance, startSwtpm } from '../../../src/adapters/tpm/swtpm.js';
 import { Tpm2ToolsTpm } from '../../../src/adapters/tpm/tpm2-tools-tpm.js';
 import { buildValidator } from '../../../src/app/attestation/validators.js';

@@ -12,8 +12,8 @@ import { connect } from 'node:net';
 import { resolve } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { parseEventLog } from '../../../src/adapters/attestation/eventlog/tcg-log.js';
+import { parseTpmtPublic } from '../../../src/adapters/attestation/shared/tpm2.js';
 import { VtpmIssuer } from '../../../src/adapters/attestation/vtpm/issuer.js';
-import { parseTpmtPublic } from '../../../src/adapters/attestation/vtpm/tpm2.js';
 import {
   GCE_AK_TEMPLATE_NV_INDEX_ECC,
   GCE_AK_TEMPLATE_NV_INDEX_RSA,

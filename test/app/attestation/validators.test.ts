@@ -17,15 +17,15 @@
  */
 import { createHash, generateKeyPairSync } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { VerifyVtpmQuote } from '../../../src/adapters/attestation/shared/cvm-document.js';
+import { parseVtpmDocument } from '../../../src/adapters/attestation/shared/cvm-document.js';
 import { AmdCertCache } from '../../../src/adapters/attestation/snp/cert-cache.js';
-import type { VerifyVtpmQuote } from '../../../src/adapters/attestation/snp/vtpm-document.js';
-import { parseVtpmDocument } from '../../../src/adapters/attestation/snp/vtpm-document.js';
-import { createVtpmQuoteVerifier } from '../../../src/adapters/attestation/vtpm/quote-verifier.js';
-import { silentLogger } from '../../../src/adapters/log/pino-logger.js';
 import {
   parseTdxCollateralSource,
   tdxCollateralGetter,
-} from '../../../src/app/attestation/snp-tdx-config.js';
+} from '../../../src/adapters/attestation/snp-tdx-config.js';
+import { createVtpmQuoteVerifier } from '../../../src/adapters/attestation/vtpm/cvm-quote.js';
+import { silentLogger } from '../../../src/adapters/log/pino-logger.js';
 import {
   buildValidator,
   SNP_TDX_VARIANTS,

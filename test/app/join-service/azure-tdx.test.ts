@@ -15,14 +15,12 @@ import {
   AZURE_HCL_AK_HANDLE,
   AZURE_HCL_REPORT_NV_INDEX,
   tpm2NvReader,
-} from '../../../src/adapters/attestation/snp/issuers.js';
-import {
-  createAzureTdxIssuer,
-  imdsTdQuoteGetter,
-} from '../../../src/adapters/attestation/tdx/azure-issuer.js';
+} from '../../../src/adapters/attestation/azure/nv-reader.js';
+import { imdsTdQuoteGetter } from '../../../src/adapters/attestation/azure/tdquote.js';
+import { parseTpmtPublic } from '../../../src/adapters/attestation/shared/tpm2.js';
+import { createAzureTdxIssuer } from '../../../src/adapters/attestation/tdx/azure-issuer.js';
 import type { TdxCollateral } from '../../../src/adapters/attestation/tdx/collateral.js';
 import { UpdatableValidator } from '../../../src/adapters/attestation/updatable/updatable-validator.js';
-import { parseTpmtPublic } from '../../../src/adapters/attestation/vtpm/tpm2.js';
 import { silentLogger } from '../../../src/adapters/log/pino-logger.js';
 import { SystemClock } from '../../../src/adapters/system/system-clock.js';
 import { type SwtpmInstance, startSwtpm } from '../../../src/adapters/tpm/swtpm.js';

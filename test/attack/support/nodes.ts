@@ -11,7 +11,7 @@ import {
   decodeVtpmDocument,
   encodeVtpmDocument,
   type VtpmDocument,
-} from '../../../src/adapters/attestation/vtpm/attestation.js';
+} from '../../../src/adapters/attestation/shared/vtpm-document.js';
 import { createQemuVtpmIssuer } from '../../../src/adapters/attestation/vtpm/issuer.js';
 import { type SwtpmInstance, startSwtpm } from '../../../src/adapters/tpm/swtpm.js';
 import { Tpm2ToolsTpm } from '../../../src/adapters/tpm/tpm2-tools-tpm.js';

@@ -4,27 +4,27 @@
  *    in TPM NV memory, seeded with GCE-style RSA and ECC AK templates marshalled by hand as
  *    test/adapters/tpm/nv-template-ak.test.ts builds them. It returns a template whose fields are
  *    the input's bytes, or throws ConfbootError `failed-precondition`.
- *  - `parseAzureHclReport` (TDX, src/adapters/attestation/tdx/hcl-report.ts) and
+ *  - `parseAzureHclReport` (TDX, src/adapters/attestation/azure/hcl-report.ts) and
  *    `parseAzureSnpHclReport` (SEV-SNP, src/adapters/attestation/snp/issuers.ts), seeded with
  *    SIMULATED HCL reports (test/support/azure-hcl.ts around a simulated TDREPORT and the real SNP
  *    report vector) and the real Azure TDX HCL report. They document plain `Error`s, so a defined
  *    error is an Error whose class is exactly Error; a result must stay within the report.
- *  - `parseTdxCollateralSource` (src/app/attestation/snp-tdx-config.ts), the `--tdx-collateral`
+ *  - `parseTdxCollateralSource` (src/adapters/attestation/snp-tdx-config.ts), the `--tdx-collateral`
  *    value: a directory, or Intel PCS at an http(s) URL without query or fragment, which the PCS
  *    client then accepts too; anything else is ConfbootError `invalid-argument`.
  * Every input is also passed at a non-zero byteOffset of a larger buffer, so DataView and subarray
  * offsets are exercised.
  */
 import fc from 'fast-check';
+import { parseAzureHclReport } from '../../../src/adapters/attestation/azure/hcl-report.js';
 import { parseAzureSnpHclReport } from '../../../src/adapters/attestation/snp/issuers.js';
-import { parseAzureHclReport } from '../../../src/adapters/attestation/tdx/hcl-report.js';
+import { parseTdxCollateralSource } from '../../../src/adapters/attestation/snp-tdx-config.js';
 import { IntelPcsCollateralSource } from '../../../src/adapters/attestation/tdx/pcs-client.js';
 import {
   createPrimaryPlan,
   matchesTemplate,
   parseAkTemplate,
 } from '../../../src/adapters/tpm/nv-template-ak.js';
-import { parseTdxCollateralSource } from '../../../src/app/attestation/snp-tdx-config.js';
 import { ConfbootError } from '../../../src/ports/errors.js';
 import { simulatedTdReport } from '../../adapters/attestation/tdx/azure-tdx-simulation.js';
 import { eccAkTemplate, rsaAkTemplate } from '../../adapters/tpm/ak-template-fixture.js';

@@ -1,6 +1,6 @@
 /**
  * Fuzz properties of the vTPM attestation document path: upstream's Go-JSON document decoder and
- * the go-tpm-tools protobuf decoder (src/adapters/attestation/vtpm/attestation.ts), the whole
+ * the go-tpm-tools protobuf decoder (src/adapters/attestation/shared/vtpm-document.ts), the whole
  * VtpmValidator pipeline on mutated soft-TPM documents (with an event log that replays to the quoted
  * PCRs, so mutations reach every check), and raw verification of the two real GCE attestations
  * (raw-attestation.ts). Everything must end in a result or an AttestationError; an accepted document
@@ -8,6 +8,8 @@
  */
 import { createHash, type KeyObject } from 'node:crypto';
 import fc from 'fast-check';
+import type { CheckRecorder } from '../../../src/adapters/attestation/shared/checks.js';
+import { parseTpmtPublic, type TpmtPublic } from '../../../src/adapters/attestation/shared/tpm2.js';
 import {
   decodeAttestationPb,
   decodeVtpmDocument,
@@ -15,13 +17,11 @@ import {
   encodeVtpmDocument,
   type TpmAttestation,
   type VtpmDocument,
-} from '../../../src/adapters/attestation/vtpm/attestation.js';
-import type { CheckRecorder } from '../../../src/adapters/attestation/vtpm/checks.js';
+} from '../../../src/adapters/attestation/shared/vtpm-document.js';
+import { parseCertificates } from '../../../src/adapters/attestation/shared/x509-chain.js';
 import { verifyRawAttestation } from '../../../src/adapters/attestation/vtpm/raw-attestation.js';
-import { parseTpmtPublic, type TpmtPublic } from '../../../src/adapters/attestation/vtpm/tpm2.js';
 import { VtpmValidator, type VtpmVariantChecks } from '../../../src/adapters/attestation/vtpm/validator.js';
 import { sameKey } from '../../../src/adapters/attestation/vtpm/verify-attestation.js';
-import { parseCertificates } from '../../../src/adapters/attestation/vtpm/x509-chain.js';
 import { MeasurementsPolicy } from '../../../src/domain/measurements.js';
 import { SHA1, SHA256, SoftTpm, SoftVtpmIssuer } from '../../support/soft-tpm.js';
 import { fuzzRuns } from '../harness/config.js';

@@ -8,11 +8,12 @@
  * and the node configuration (cloud and variant names).
  */
 import fc from 'fast-check';
-import { loadCertificate, loadCertificates } from '../../../src/adapters/attestation/snp/certs.js';
-import { parseCrl, parseSignedJson } from '../../../src/adapters/attestation/tdx/collateral.js';
+import { loadCertificate, loadCertificates } from '../../../src/adapters/attestation/shared/certs.js';
+import { parseCrl } from '../../../src/adapters/attestation/shared/crl.js';
+import { parseCertificates } from '../../../src/adapters/attestation/shared/x509-chain.js';
+import { parseSignedJson } from '../../../src/adapters/attestation/tdx/collateral.js';
 import { parseInstanceIdentity } from '../../../src/adapters/attestation/variants/aws-nitro-tpm.js';
 import { parseGceInstanceInfo } from '../../../src/adapters/attestation/variants/gcp-sev-es.js';
-import { parseCertificates } from '../../../src/adapters/attestation/vtpm/x509-chain.js';
 import { parseScaleSetVmId } from '../../../src/adapters/cloud/azure/metadata-api.js';
 import { parseCustomEndpoint } from '../../../src/adapters/cloud/openstack/metadata-api.js';
 import { parseRole as parseTagRole } from '../../../src/adapters/cloud/shared/tags.js';

@@ -8,12 +8,16 @@
  * only. azure-sev-snp uses a STUB vTPM quote verifier (the vTPM half has its own properties).
  */
 import fc from 'fast-check';
-import { certificateExtensions, readChildren, readTlv } from '../../../src/adapters/attestation/snp/der.js';
+import { parseAzureHclReport } from '../../../src/adapters/attestation/azure/hcl-report.js';
+import type { VerifyVtpmQuote } from '../../../src/adapters/attestation/shared/cvm-document.js';
+import {
+  certificateExtensions,
+  readChildren,
+  readTlv,
+} from '../../../src/adapters/attestation/shared/der.js';
+import { decodeTpmtPublic } from '../../../src/adapters/attestation/shared/tpm-public.js';
 import { parseSnpReport } from '../../../src/adapters/attestation/snp/report.js';
-import { decodeTpmtPublic } from '../../../src/adapters/attestation/snp/tpm-public.js';
 import { SnpValidator } from '../../../src/adapters/attestation/snp/validators.js';
-import type { VerifyVtpmQuote } from '../../../src/adapters/attestation/snp/vtpm-document.js';
-import { parseAzureHclReport } from '../../../src/adapters/attestation/tdx/hcl-report.js';
 import { parseQeReport, parseTdxQuote } from '../../../src/adapters/attestation/tdx/quote.js';
 import { QemuTdxValidator } from '../../../src/adapters/attestation/tdx/validators.js';
 import type { MeasurementPolicy } from '../../../src/ports/measurement-policy.js';

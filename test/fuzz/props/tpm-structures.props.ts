@@ -1,6 +1,6 @@
 /**
  * Fuzz properties of the TPM 2.0 structure parsers: TPMT_PUBLIC, TPMS_ATTEST and TPMT_SIGNATURE of
- * the vTPM verifier (src/adapters/attestation/vtpm/tpm2.ts), the TPM adapter's own TPMS_ATTEST reader
+ * the vTPM verifier (src/adapters/attestation/shared/tpm2.ts), the TPM adapter's own TPMS_ATTEST reader
  * and AK-template matcher (src/adapters/tpm/tpm-structures.ts), and quote verification
  * (src/adapters/attestation/vtpm/quote.ts). Seeds are the real GCE attestation's structures and a
  * soft TPM's RSA, RSA-PSS and ECC ones. Besides "result or documented error", two cross-checks:
@@ -8,19 +8,19 @@
  * quote never verifies once its TPMS_ATTEST bytes or PCR values differ from what was signed.
  */
 import fc from 'fast-check';
-import {
-  type AttestationQuote,
-  decodeAttestationPb,
-} from '../../../src/adapters/attestation/vtpm/attestation.js';
-import { CheckRecorder } from '../../../src/adapters/attestation/vtpm/checks.js';
-import { verifyQuote } from '../../../src/adapters/attestation/vtpm/quote.js';
+import { CheckRecorder } from '../../../src/adapters/attestation/shared/checks.js';
 import {
   parseTpmsAttest,
   parseTpmtPublic,
   parseTpmtSignature,
   TpmAlg,
   type TpmtPublic,
-} from '../../../src/adapters/attestation/vtpm/tpm2.js';
+} from '../../../src/adapters/attestation/shared/tpm2.js';
+import {
+  type AttestationQuote,
+  decodeAttestationPb,
+} from '../../../src/adapters/attestation/shared/vtpm-document.js';
+import { verifyQuote } from '../../../src/adapters/attestation/vtpm/quote.js';
 import { matchesRsaAkTemplate, parseQuoteInfo } from '../../../src/adapters/tpm/tpm-structures.js';
 import { SHA256, SoftTpm } from '../../support/soft-tpm.js';
 import { fuzzRuns } from '../harness/config.js';

@@ -8,7 +8,7 @@
  * names the ARK (`amdRootKey`), as upstream's does. No certificate is shipped, only the key digests.
  */
 import type { X509Certificate } from 'node:crypto';
-import { spkiSha256 } from './certs.js';
+import { spkiSha256 } from '../shared/certs.js';
 import type { AmdProduct } from './report.js';
 
 /** SHA-256 (hex) of the SubjectPublicKeyInfo DER of AMD's ARK per product. */

@@ -11,7 +11,7 @@ import type { AmdCertFetcher, AmdProductLine, AmdTcbSpl } from '../../../ports/a
 import type { Clock } from '../../../ports/clock.js';
 import { wrapError } from '../../../ports/errors.js';
 import type { CallOptions } from '../../../ports/types.js';
-import { parseCrl } from '../tdx/collateral.js';
+import { parseCrl } from '../shared/crl.js';
 
 /** Options of {@link AmdCertCache}. */
 export interface AmdCertCacheOptions {

@@ -5,8 +5,8 @@
  */
 import type { X509Certificate } from 'node:crypto';
 import type { AttestationCheck } from '../../../ports/types.js';
-import { normSerial, parseCrl } from '../tdx/collateral.js';
-import { commonName } from './certs.js';
+import { commonName } from '../shared/certs.js';
+import { normSerial, parseCrl } from '../shared/crl.js';
 
 /** The certificates a report's revocation check looks at. */
 export interface SnpRevocationSubjects {

@@ -13,22 +13,28 @@
  *    CertChain the ASK from the certificate table; GCP = the GCE instance info (injected provider,
  *    the metadata-server reader of the gcp module).
  *  - azure-sev-snp: no guest device — Azure's HCL puts its report in vTPM NV index 0x01400001
- *    (read through an injected reader; {@link tpm2NvReader} in production). AttestationReport is
+ *    (read through an injected reader; `tpm2NvReader` of ../azure/nv-reader.ts in production). AttestationReport is
  *    the report plus the IGVM request header (bytes 32–1236, as upstream ships it) and
  *    Azure.RuntimeData the HCL runtime JSON whose keys[0] is the AK at 0x81000003; the VCEK and
- *    chain optionally come from Azure's THIM endpoint ({@link fetchAzureThimCertificates}).
+ *    chain optionally come from Azure's THIM endpoint (../azure/thim.ts).
  */
-import { createHash, X509Certificate } from 'node:crypto';
+import { createHash } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import type { ConfidentialGuestDevice } from '../../../ports/confidential-guest-device.js';
 import { ConfbootError, wrapError } from '../../../ports/errors.js';
 import type { CallOptions } from '../../../ports/types.js';
-import { expectOk, httpRequest, parseJsonBody } from '../../cloud/shared/http.js';
-import { Tpm2ToolsTpm } from '../../tpm/tpm2-tools-tpm.js';
-import { type InstanceInfoProvider, VtpmIssuer, type VtpmIssuerOptions } from '../vtpm/issuer.js';
-import { parseTpmtPublic } from '../vtpm/tpm2.js';
+import { HCL_REPORT_TYPE_SNP, readHclReport } from '../azure/hcl-report.js';
+import { type NvIndexReader, readAzureHclReport } from '../azure/nv-reader.js';
+import type { SnpSignerCertificates } from '../azure/thim.js';
+import { certificatePem } from '../shared/certs.js';
+import { parseTpmtPublic } from '../shared/tpm2.js';
+import {
+  type InstanceInfoProvider,
+  VtpmIssuer,
+  type VtpmIssuerBaseOptions,
+  type VtpmIssuerOptions,
+} from '../vtpm/issuer.js';
 import { parseSnpCertTable, type SnpCertTable } from './cert-table.js';
-import { loadCertificates } from './certs.js';
 import { parseSnpReport, SNP_REPORT_SIZE, type SnpReport } from './report.js';
 
 /** upstream `snp.InstanceInfo`; certificates are PEM bytes, absent fields encode as `null`. */
@@ -57,21 +63,6 @@ export function encodeSnpInstanceInfo(info: SnpInstanceInfo): Uint8Array {
     `{"ReportSigner":${goBytes(info.reportSigner)},"CertChain":${goBytes(info.certChain)},` +
       `"AttestationReport":${goBytes(info.attestationReport)},"Azure":${azure},"GCP":${gcp}}`,
   );
-}
-
-/** A certificate (DER or PEM) as PEM bytes; throws naming `what` when it is not a certificate. */
-function certificatePem(cert: Uint8Array, what: string): Uint8Array {
-  try {
-    const text = Buffer.from(cert).toString('latin1');
-    const parsed = new X509Certificate(text.includes('-----BEGIN') ? text : Buffer.from(cert));
-    return new TextEncoder().encode(parsed.toString());
-  } catch (err) {
-    throw new ConfbootError(
-      'failed-precondition',
-      `${what} is not a certificate: ${err instanceof Error ? err.message : String(err)}`,
-      { cause: err },
-    );
-  }
 }
 
 async function readCertificateFile(path: string, what: string): Promise<Uint8Array> {
@@ -252,46 +243,15 @@ export function gcpSevSnpInstanceInfo(options: GcpSevSnpInstanceInfoOptions): In
   };
 }
 
-/** The vTPM NV index where Azure's HCL keeps its attestation report. */
-export const AZURE_HCL_REPORT_NV_INDEX = 0x01400001;
-/** The persistent handle of the AK Azure's HCL provisions (the azure-sev-snp AK). */
-export const AZURE_HCL_AK_HANDLE = 0x81000003;
-
-/** Reads a TPM NV index whole. */
-export type NvIndexReader = (index: number, options?: CallOptions) => Promise<Uint8Array>;
-
-/** Options of {@link tpm2NvReader}. */
-export interface Tpm2NvReaderOptions {
-  /** TCTI, e.g. `device:/dev/tpmrm0` or a swtpm's. */
-  tcti: string;
-  /** Directory of the tpm2_* tools, default PATH. */
-  toolsDir?: string;
-  /** Deadline when the call gives none, default 20000 ms. */
-  timeoutInMs?: number;
-}
-
 /**
- * An {@link NvIndexReader} over `tpm2_nvread -C o` (owner authorisation, empty password) through
- * {@link Tpm2ToolsTpm.readNvIndex}, so it runs in the same per-TCTI queue as the quotes: an NV read
- * starts an authorization session, and a TPM without a resource manager cannot hold it next to
- * another tool's.
+ * Parses Azure's HCL report of an SEV-SNP CVM ({@link readHclReport}, report type 2 = SNP) and
+ * checks that the SNP report at its start parses.
  */
-export function tpm2NvReader(options: Tpm2NvReaderOptions): NvIndexReader {
-  const tpm = new Tpm2ToolsTpm({
-    tcti: options.tcti,
-    createAttestationKey: false,
-    ...(options.toolsDir === undefined ? {} : { toolsDir: options.toolsDir }),
-    ...(options.timeoutInMs === undefined ? {} : { timeoutInMs: options.timeoutInMs }),
-  });
-  return (index, call) => tpm.readNvIndex(index, call);
+export function parseAzureSnpHclReport(input: Uint8Array): AzureSnpHclReport {
+  const hcl = readHclReport(input, HCL_REPORT_TYPE_SNP, { requireMagic: true });
+  parseSnpReport(hcl.body.subarray(0, SNP_REPORT_SIZE));
+  return { attestationReport: hcl.body, runtimeData: hcl.runtimeData };
 }
-
-const HCL_HEADER_SIZE = 32;
-const HCL_REPORT_TYPE_OFFSET = 1224;
-const HCL_RUNTIME_SIZE_OFFSET = 1232;
-const HCL_RUNTIME_DATA_OFFSET = 1236;
-/** HCL report type of SEV-SNP. */
-export const HCL_REPORT_TYPE_SNP = 2;
 
 /** The parts of an Azure SEV-SNP HCL report that azure-sev-snp ships. */
 export interface AzureSnpHclReport {
@@ -301,70 +261,15 @@ export interface AzureSnpHclReport {
   runtimeData: Uint8Array;
 }
 
-/**
- * Parses Azure's HCL report of an SEV-SNP CVM: "HCLA" header, the report at 32, the IGVM request
- * data at 1216 with report type (1224) 2 = SNP and runtime-data size (1232), runtime data at 1236.
- */
-export function parseAzureSnpHclReport(input: Uint8Array): AzureSnpHclReport {
-  if (input.length < HCL_RUNTIME_DATA_OFFSET)
-    throw new Error(`HCL report is ${input.length} bytes, too short for its header`);
-  if (Buffer.from(input.subarray(0, 4)).toString('latin1') !== 'HCLA')
-    throw new Error('HCL report does not start with "HCLA"');
-  const dv = new DataView(input.buffer, input.byteOffset, input.byteLength);
-  const type = dv.getUint32(HCL_REPORT_TYPE_OFFSET, true);
-  if (type !== HCL_REPORT_TYPE_SNP)
-    throw new Error(`HCL report type is ${type}, want ${HCL_REPORT_TYPE_SNP} (SEV-SNP)`);
-  const size = dv.getUint32(HCL_RUNTIME_SIZE_OFFSET, true);
-  if (HCL_RUNTIME_DATA_OFFSET + size > input.length)
-    throw new Error(
-      `HCL runtime data size ${size} exceeds the report (${input.length - HCL_RUNTIME_DATA_OFFSET} bytes left)`,
-    );
-  const attestationReport = Uint8Array.from(input.subarray(HCL_HEADER_SIZE, HCL_RUNTIME_DATA_OFFSET));
-  parseSnpReport(attestationReport.subarray(0, SNP_REPORT_SIZE));
-  return {
-    attestationReport,
-    runtimeData: Uint8Array.from(input.subarray(HCL_RUNTIME_DATA_OFFSET, HCL_RUNTIME_DATA_OFFSET + size)),
-  };
-}
-
-/** PEM certificates for azure-sev-snp's InstanceInfo. */
-export interface SnpSignerCertificates {
-  /** The VCEK (PEM or DER). */
-  reportSigner?: Uint8Array;
-  /** The ASK and ARK (PEM). */
-  certChain?: Uint8Array;
-}
-
 /** What the azure-sev-snp InstanceInfo needs. */
 export interface AzureSevSnpInstanceInfoOptions {
-  /** Reads vTPM NV indices ({@link tpm2NvReader} in production). */
+  /** Reads vTPM NV indices (`tpm2NvReader` in production). */
   readNvIndex: NvIndexReader;
   /**
-   * The VCEK and its chain (e.g. {@link fetchAzureThimCertificates}); default none, and the
+   * The VCEK and its chain (e.g. `fetchAzureThimCertificates`); default none, and the
    * validator fetches the VCEK from AMD KDS by chip ID and TCB.
    */
   certificates?: (options?: CallOptions) => Promise<SnpSignerCertificates>;
-}
-
-/**
- * Reads Azure's HCL report from NV index {@link AZURE_HCL_REPORT_NV_INDEX} and parses it with
- * `parse` (the SEV-SNP or the TDX layout); a report that does not parse is `failed-precondition`.
- */
-export async function readAzureHclReport<T>(
-  readNvIndex: NvIndexReader,
-  parse: (raw: Uint8Array) => T,
-  options?: CallOptions,
-): Promise<T> {
-  const raw = await readNvIndex(AZURE_HCL_REPORT_NV_INDEX, options);
-  try {
-    return parse(raw);
-  } catch (err) {
-    throw wrapError(
-      `parsing the HCL report of NV index 0x${AZURE_HCL_REPORT_NV_INDEX.toString(16)}`,
-      err,
-      'failed-precondition',
-    );
-  }
 }
 
 /** The azure-sev-snp InstanceInfo hook: the HCL report and runtime data from NV, VCEK optional. */
@@ -385,44 +290,8 @@ export function azureSevSnpInstanceInfo(options: AzureSevSnpInstanceInfoOptions)
   };
 }
 
-/** Azure IMDS. */
-export const AZURE_IMDS_URL = 'http://169.254.169.254';
-
-/**
- * Fetches the VCEK and its chain (ASK, ARK) of this host from Azure's THIM cache through IMDS
- * (`GET /metadata/THIM/amd/certification`, header `Metadata: true`, JSON `vcekCert`,
- * `certificateChain`). The certificates are checked to parse; trust is the validator's business.
- */
-export async function fetchAzureThimCertificates(
-  baseUrl: string = AZURE_IMDS_URL,
-  options?: CallOptions & { timeoutInMs?: number },
-): Promise<SnpSignerCertificates> {
-  const url = `${baseUrl.replace(/\/+$/, '')}/metadata/THIM/amd/certification`;
-  const timeout = AbortSignal.timeout(options?.timeoutInMs ?? 10_000);
-  const signal = options?.signal ? AbortSignal.any([options.signal, timeout]) : timeout;
-  try {
-    const res = await httpRequest({ url, headers: { Metadata: 'true' }, signal });
-    const body = parseJsonBody(expectOk(res, 'THIM'), 'THIM response') as Record<string, unknown> | null;
-    const vcek = body?.vcekCert;
-    const chain = body?.certificateChain;
-    if (typeof vcek !== 'string' || typeof chain !== 'string')
-      throw new ConfbootError('internal', 'THIM response has no vcekCert/certificateChain strings');
-    const reportSigner = certificatePem(new TextEncoder().encode(vcek), 'THIM vcekCert');
-    let certs: number;
-    try {
-      certs = loadCertificates(chain, 'THIM certificateChain').length;
-    } catch (err) {
-      throw new ConfbootError('internal', (err as Error).message, { cause: err });
-    }
-    if (certs === 0) throw new ConfbootError('internal', 'THIM certificateChain holds no PEM certificate');
-    return { reportSigner, certChain: new TextEncoder().encode(chain) };
-  } catch (err) {
-    throw wrapError(`fetching the VCEK from ${url}`, err, timeout.aborted ? 'deadline-exceeded' : undefined);
-  }
-}
-
 /** The vTPM issuer options every SNP issuer passes through (TPM, event log, PCRs, SHA-1 bank). */
-export type SnpVtpmOptions = Omit<VtpmIssuerOptions, 'variant' | 'instanceInfo'>;
+export type SnpVtpmOptions = VtpmIssuerBaseOptions;
 
 /** Builds the aws-sev-snp Issuer: vTPM quote + report over SHA-512(AK) + VLEK. */
 export function createAwsSevSnpIssuer(
@@ -456,7 +325,7 @@ export function createGcpSevSnpIssuer(options: SnpVtpmOptions & GcpSevSnpInstanc
 
 /**
  * Builds the azure-sev-snp Issuer: vTPM quote by the HCL's AK (pass a TPM on
- * {@link AZURE_HCL_AK_HANDLE} that does not create keys) + the HCL report from NV.
+ * `AZURE_HCL_AK_HANDLE` that does not create keys) + the HCL report from NV.
  */
 export function createAzureSevSnpIssuer(
   options: SnpVtpmOptions & AzureSevSnpInstanceInfoOptions,

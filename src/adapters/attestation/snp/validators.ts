@@ -14,16 +14,16 @@ import type { MeasurementPolicy } from '../../../ports/measurement-policy.js';
 import type { AttestationCheck, CallOptions } from '../../../ports/types.js';
 import type { ValidationResult, Validator } from '../../../ports/validator.js';
 import { VARIANT_OIDS } from '../../../ports/variant.js';
-import { throwIfFailed, verifyVtpmHalf } from '../cvm-checks.js';
-import { validateWithVerdict } from '../malformed.js';
-import { checkHclRuntimeData } from './azure-hcl.js';
+import { checkHclRuntimeData } from '../azure/hcl-runtime-data.js';
+import { commonName, loadCertificate, loadCertificates } from '../shared/certs.js';
+import { throwIfFailed, verifyVtpmHalf } from '../shared/cvm-checks.js';
+import { goBytes, parseVtpmDocument, type VerifyVtpmQuote } from '../shared/cvm-document.js';
+import { validateWithVerdict } from '../shared/malformed.js';
+import { decodeTpmtPublic, type TpmPublicKey } from '../shared/tpm-public.js';
 import type { AmdCertCache } from './cert-cache.js';
-import { commonName, loadCertificate, loadCertificates } from './certs.js';
 import { checkAmdCrl } from './crl.js';
 import { parseSnpReport } from './report.js';
-import { decodeTpmtPublic, type TpmPublicKey } from './tpm-public.js';
 import { type SnpChain, type SnpPolicy, verifySnpReport } from './verify.js';
-import { goBytes, parseVtpmDocument, type VerifyVtpmQuote } from './vtpm-document.js';
 
 /** The SNP variants. */
 export type SnpVariant = 'aws-sev-snp' | 'gcp-sev-snp' | 'azure-sev-snp';

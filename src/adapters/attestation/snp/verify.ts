@@ -8,17 +8,15 @@
 import { verify as cryptoVerify, timingSafeEqual, type X509Certificate } from 'node:crypto';
 import { AttestationError } from '../../../ports/errors.js';
 import type { AttestationCheck } from '../../../ports/types.js';
-import { asAttestationError } from '../malformed.js';
 import {
-  type AmdSignerInfo,
-  amdNames,
-  amdSignerInfo,
   type CertificateInput,
   commonName,
   describeCert,
   loadCertificate,
   validAt,
-} from './certs.js';
+} from '../shared/certs.js';
+import { asAttestationError } from '../shared/malformed.js';
+import { type AmdSignerInfo, amdNames, amdSignerInfo } from './amd-certs.js';
 import {
   AMD_PRODUCT_NAMES,
   type AmdProduct,

@@ -2,11 +2,10 @@
  * Intel PCS collateral for TDX quotes: TCB info (TDX, v3), QE identity (TD_QE, v2) and the PCK and
  * root CA CRLs. The JSON documents are signed (ECDSA P-256, raw r‖s in hex) over the exact bytes of
  * their inner object, so the raw text is kept and the object's byte range located, never
- * re-serialised. CRLs are parsed with @peculiar/x509, loaded on the first CRL
- * (src/adapters/pki/x509-loader.ts), so importing this module does not load it.
+ * re-serialised. The CRLs are parsed by shared/crl.ts, which loads @peculiar/x509 on the first
+ * CRL, so importing this module does not load it.
  */
 import type { X509Certificate } from 'node:crypto';
-import { loadX509 } from '../../pki/x509-loader.js';
 
 /** One TCB level of the platform (SGX and TDX components). */
 export interface TdxTcbLevel {
@@ -122,44 +121,6 @@ export function parseSignedJson<T>(bytes: Uint8Array, key: 'tcbInfo' | 'enclaveI
   };
 }
 
-/** A parsed CRL. */
-export interface ParsedCrl {
-  issuer: string;
-  thisUpdate: Date;
-  nextUpdate: Date | undefined;
-  /** Revoked serial numbers, lower-case hex without leading zeros. */
-  revoked: Set<string>;
-  /** Verifies the CRL signature with `issuer`'s key. */
-  verify(issuer: X509Certificate): Promise<boolean>;
-}
-
-/** Normalises a hex serial number for comparison. */
-export function normSerial(s: string): string {
-  return s.toLowerCase().replace(/^0+(?=.)/, '');
-}
-
-/** Parses a DER or PEM CRL (loads @peculiar/x509 on the first call). */
-export async function parseCrl(bytes: Uint8Array): Promise<ParsedCrl> {
-  const x509 = await loadX509();
-  const text = Buffer.from(bytes).toString('latin1');
-  const crl = text.includes('-----BEGIN X509 CRL-----')
-    ? new x509.X509Crl(text)
-    : new x509.X509Crl(Buffer.from(bytes));
-  return {
-    issuer: crl.issuer,
-    thisUpdate: crl.thisUpdate,
-    nextUpdate: crl.nextUpdate,
-    revoked: new Set(crl.entries.map((e) => normSerial(e.serialNumber))),
-    async verify(issuer) {
-      try {
-        return await crl.verify({ publicKey: new x509.X509Certificate(issuer.raw) });
-      } catch {
-        return false;
-      }
-    },
-  };
-}
-
 /** File names looked up by {@link loadTdxCollateralDir}, canonical names first, then go-tdx-guest's. */
 export const COLLATERAL_FILES = {
   tcbInfo: ['tcb_info.json', 'tcbinfo.json', 'sample_tcbInfo_response', 'sample_tcbinfo_response_v5'],
@@ -178,7 +139,7 @@ export const COLLATERAL_FILES = {
 export async function loadTdxCollateralDir(dir: string, fmspc?: string): Promise<TdxCollateral> {
   const { readFile } = await import('node:fs/promises');
   const { join } = await import('node:path');
-  const { loadCertificates } = await import('../snp/certs.js');
+  const { loadCertificates } = await import('../shared/certs.js');
   const all = async (names: readonly string[]) => {
     const found: Uint8Array[] = [];
     for (const n of names) {

@@ -7,7 +7,7 @@
  * root (`intelRootKey`). No certificate is shipped, only the key digest.
  */
 import type { X509Certificate } from 'node:crypto';
-import { spkiSha256 } from '../snp/certs.js';
+import { spkiSha256 } from '../shared/certs.js';
 
 /** SHA-256 (hex) of the SubjectPublicKeyInfo DER of the Intel SGX Root CA. */
 export const INTEL_SGX_ROOT_SPKI_SHA256 = 'a0af031289f5d5d4132f9186068a7fc13628633ba235777472e29b6b6c67a49e';

@@ -3,7 +3,14 @@
  * TCB (16 SGX component SVNs, PCESVN, CPUSVN) that TCB-info matching needs.
  */
 import type { X509Certificate } from 'node:crypto';
-import { certificateExtensions, decodeOid, decodeSmallInt, readChildren, readTlv, TAG } from '../snp/der.js';
+import {
+  certificateExtensions,
+  decodeOid,
+  decodeSmallInt,
+  readChildren,
+  readTlv,
+  TAG,
+} from '../shared/der.js';
 
 const SGX_EXTENSIONS = '1.2.840.113741.1.13.1';
 

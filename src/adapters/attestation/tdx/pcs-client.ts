@@ -22,14 +22,9 @@ import type { Clock } from '../../../ports/clock.js';
 import { ConfbootError, isConfbootError } from '../../../ports/errors.js';
 import type { CallOptions } from '../../../ports/types.js';
 import { expectOk, type HttpResponse, httpRequest } from '../../cloud/shared/http.js';
-import { loadCertificates } from '../snp/certs.js';
-import {
-  parseCrl,
-  parseSignedJson,
-  type QeIdentity,
-  type TdxCollateral,
-  type TdxTcbInfo,
-} from './collateral.js';
+import { loadCertificates } from '../shared/certs.js';
+import { parseCrl } from '../shared/crl.js';
+import { parseSignedJson, type QeIdentity, type TdxCollateral, type TdxTcbInfo } from './collateral.js';
 
 /** Intel's production PCS. */
 export const INTEL_PCS_BASE_URL = 'https://api.trustedservices.intel.com';

@@ -14,7 +14,6 @@ import {
 } from 'node:crypto';
 import { AttestationError } from '../../../ports/errors.js';
 import type { AttestationCheck } from '../../../ports/types.js';
-import { asAttestationError } from '../malformed.js';
 import {
   type CertificateInput,
   commonName,
@@ -22,15 +21,10 @@ import {
   loadCertificate,
   loadCertificates,
   validAt,
-} from '../snp/certs.js';
-import {
-  normSerial,
-  parseCrl,
-  parseSignedJson,
-  type QeIdentity,
-  type TdxCollateral,
-  type TdxTcbInfo,
-} from './collateral.js';
+} from '../shared/certs.js';
+import { normSerial, parseCrl } from '../shared/crl.js';
+import { asAttestationError } from '../shared/malformed.js';
+import { parseSignedJson, type QeIdentity, type TdxCollateral, type TdxTcbInfo } from './collateral.js';
 import { type PckExtensions, pckExtensions } from './pck.js';
 import {
   INTEL_QE_VENDOR_ID,

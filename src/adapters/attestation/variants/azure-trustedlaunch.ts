@@ -10,16 +10,16 @@ import { createPublicKey, X509Certificate as NodeX509Certificate } from 'node:cr
 import type { X509Certificate } from '@peculiar/x509';
 import type { Clock } from '../../../ports/clock.js';
 import { AttestationError } from '../../../ports/errors.js';
-import { TpmAlg } from '../vtpm/tpm2.js';
-import type { VtpmVariantChecks } from '../vtpm/validator.js';
-import { sameKey } from '../vtpm/verify-attestation.js';
+import { TpmAlg } from '../shared/tpm2.js';
 import {
   certificateSpki,
   certName,
   parseCertificates,
   recordAsync,
   verifyCertificateChain,
-} from '../vtpm/x509-chain.js';
+} from '../shared/x509-chain.js';
+import type { VtpmVariantChecks } from '../vtpm/validator.js';
+import { sameKey } from '../vtpm/verify-attestation.js';
 
 /** Configuration of azure-trustedlaunch validation. */
 export interface AzureTrustedLaunchConfig {

@@ -8,7 +8,7 @@ import { createPublicKey } from 'node:crypto';
 import { isConfbootError } from '../../../ports/errors.js';
 import type { GceShieldedIdentity } from '../../../ports/gce-shielded-identity.js';
 import { platformState } from '../eventlog/tcg-log.js';
-import { TpmAlg } from '../vtpm/tpm2.js';
+import { TpmAlg } from '../shared/tpm2.js';
 import type { VtpmVariantChecks } from '../vtpm/validator.js';
 import { sameKey } from '../vtpm/verify-attestation.js';
 

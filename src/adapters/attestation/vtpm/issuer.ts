@@ -20,6 +20,7 @@ import type { Issuer } from '../../../ports/issuer.js';
 import type { Tpm, TpmQuote } from '../../../ports/tpm.js';
 import type { CallOptions } from '../../../ports/types.js';
 import { VARIANT_OIDS, type Variant } from '../../../ports/variant.js';
+import { encodeVtpmDocument } from '../shared/vtpm-document.js';
 
 /** The variants whose attestation is a vTPM quote (all but the test-only dummy and raw TDX). */
 export type VtpmVariant = Exclude<Variant, 'dummy' | 'qemu-tdx'>;
@@ -60,6 +61,9 @@ export interface VtpmIssuerOptions {
    */
   sha1Quoter?: Sha1Quoter;
 }
+
+/** The vTPM issuer options a variant's issuer passes through (TPM, event log, PCRs, SHA-1 bank). */
+export type VtpmIssuerBaseOptions = Omit<VtpmIssuerOptions, 'variant' | 'instanceInfo'>;
 
 /** A TPM that can quote the SHA-1 bank too (e.g. the tpm2-tools adapter's `quoteBank`). */
 export interface Sha1Quoter {
@@ -105,40 +109,24 @@ export function makeTpmNonce(instanceInfo: Uint8Array | undefined, extraData: Ui
   return new Uint8Array(h.update(extraData).digest());
 }
 
-const b64 = (b: Uint8Array): string => JSON.stringify(Buffer.from(b).toString('base64'));
-
 /**
  * Encodes the document as Go's encoding/json encodes `vtpm.AttestationDocument` holding a
- * go-tpm-tools `attest.Attestation`: `{"Attestation":{"ak_pub",…,"TeeAttestation":null},
- * "InstanceInfo","UserData"}`. The oneof `TeeAttestation` has no json tag and no omitempty, so Go
- * writes it as `null` when unset; every tagged field is omitted when empty.
+ * go-tpm-tools `attest.Attestation`, through the one codec of that document
+ * (shared/vtpm-document.ts): `{"Attestation":{"ak_pub",…,"TeeAttestation":null},"InstanceInfo",
+ * "UserData"}`, every tagged field omitted when empty.
  */
 export function encodeAttestationDocument(doc: VtpmAttestationDocument): Uint8Array {
-  const att: string[] = [];
-  if (doc.akPub.length > 0) att.push(`"ak_pub":${b64(doc.akPub)}`);
-  if (doc.quotes.length > 0) att.push(`"quotes":[${doc.quotes.map(encodeQuote).join(',')}]`);
-  if (doc.eventLog && doc.eventLog.length > 0) att.push(`"event_log":${b64(doc.eventLog)}`);
-  att.push('"TeeAttestation":null');
-  const instanceInfo = doc.instanceInfo === undefined ? 'null' : b64(doc.instanceInfo);
-  const json = `{"Attestation":{${att.join(',')}},"InstanceInfo":${instanceInfo},"UserData":${b64(doc.userData)}}`;
-  return new TextEncoder().encode(json);
-}
-
-/** go-tpm-tools `tpm.Quote` {quote, raw_sig, pcrs{hash, pcrs}} with omitempty. */
-function encodeQuote(q: GoTpmQuote): string {
-  const fields: string[] = [];
-  if (q.quote.length > 0) fields.push(`"quote":${b64(q.quote)}`);
-  if (q.rawSig.length > 0) fields.push(`"raw_sig":${b64(q.rawSig)}`);
-  const pcrs: string[] = [];
-  if (q.hash !== 0) pcrs.push(`"hash":${q.hash}`);
-  if (q.pcrs.size > 0) {
-    // encoding/json sorts map keys by their string form: "0","1","10",…,"19","2","20",…
-    const keys = [...q.pcrs.keys()].map(String).sort();
-    const entries = keys.map((k) => `"${k}":${b64(q.pcrs.get(Number(k)) as Uint8Array)}`);
-    pcrs.push(`"pcrs":{${entries.join(',')}}`);
-  }
-  fields.push(`"pcrs":{${pcrs.join(',')}}`);
-  return `{${fields.join(',')}}`;
+  return encodeVtpmDocument({
+    attestation: {
+      akPub: doc.akPub,
+      quotes: doc.quotes.map((q) => ({ quote: q.quote, rawSig: q.rawSig, pcrHashAlg: q.hash, pcrs: q.pcrs })),
+      eventLog: doc.eventLog ?? new Uint8Array(0),
+      akCert: new Uint8Array(0),
+      intermediateCerts: [],
+    },
+    instanceInfo: doc.instanceInfo,
+    userData: doc.userData,
+  });
 }
 
 /** The vTPM {@link Issuer}: quotes the TPM and wraps the quote in upstream's attestation document. */

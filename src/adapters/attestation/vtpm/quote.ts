@@ -6,7 +6,7 @@
  */
 import { createHash, constants as cryptoConstants, verify } from 'node:crypto';
 import { AttestationError } from '../../../ports/errors.js';
-import type { CheckRecorder } from './checks.js';
+import type { CheckRecorder } from '../shared/checks.js';
 import {
   algName,
   hashName,
@@ -17,7 +17,7 @@ import {
   type TpmsAttest,
   type TpmtPublic,
   type TpmtSignature,
-} from './tpm2.js';
+} from '../shared/tpm2.js';
 
 /** One quote as carried in a go-tpm-tools `tpm.Quote`. */
 export interface QuoteInput {

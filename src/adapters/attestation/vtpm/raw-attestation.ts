@@ -10,8 +10,15 @@ import type { X509Certificate } from '@peculiar/x509';
 import { AttestationError } from '../../../ports/errors.js';
 import type { MeasurementPolicy } from '../../../ports/measurement-policy.js';
 import type { AttestationCheck, MeasurementMismatch } from '../../../ports/types.js';
-import { decodeAttestationPb } from './attestation.js';
-import { CheckRecorder } from './checks.js';
+import { CheckRecorder } from '../shared/checks.js';
+import { decodeAttestationPb } from '../shared/vtpm-document.js';
+import {
+  certificateSpki,
+  certName,
+  parseCertificates,
+  recordAsync,
+  verifyCertificateChain,
+} from '../shared/x509-chain.js';
 import { compareMeasurements } from './validator.js';
 import {
   parseAttestationKey,
@@ -19,13 +26,6 @@ import {
   type VerifiedAttestation,
   verifyAttestationQuotes,
 } from './verify-attestation.js';
-import {
-  certificateSpki,
-  certName,
-  parseCertificates,
-  recordAsync,
-  verifyCertificateChain,
-} from './x509-chain.js';
 
 /** How to trust the AK of a raw attestation: exactly one of the two. */
 export type RawAkTrust =

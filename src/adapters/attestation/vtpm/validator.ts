@@ -12,9 +12,9 @@ import type { MeasurementPolicy } from '../../../ports/measurement-policy.js';
 import type { CallOptions, MeasurementMismatch } from '../../../ports/types.js';
 import type { ValidationResult, Validator } from '../../../ports/validator.js';
 import { VARIANT_OIDS, type Variant } from '../../../ports/variant.js';
-import { decodeVtpmDocument, type VtpmDocument } from './attestation.js';
-import { CheckRecorder } from './checks.js';
-import type { TpmtPublic } from './tpm2.js';
+import { CheckRecorder } from '../shared/checks.js';
+import type { TpmtPublic } from '../shared/tpm2.js';
+import { decodeVtpmDocument, type VtpmDocument } from '../shared/vtpm-document.js';
 import {
   parseAttestationKey,
   type VerifiedAttestation,

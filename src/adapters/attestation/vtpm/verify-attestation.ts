@@ -7,10 +7,10 @@
  */
 import { createPublicKey, type KeyObject } from 'node:crypto';
 import { checkEventLogAgainstPcrs, parseEventLog, type TcgEventLog } from '../eventlog/tcg-log.js';
-import type { TpmAttestation } from './attestation.js';
-import type { CheckRecorder } from './checks.js';
+import type { CheckRecorder } from '../shared/checks.js';
+import { algName, parseTpmtPublic, TpmAlg, TpmaObject, type TpmtPublic } from '../shared/tpm2.js';
+import type { TpmAttestation } from '../shared/vtpm-document.js';
 import { type VerifiedQuote, verifyQuote } from './quote.js';
-import { algName, parseTpmtPublic, TpmAlg, TpmaObject, type TpmtPublic } from './tpm2.js';
 
 /** What a verified attestation proves. */
 export interface VerifiedAttestation {

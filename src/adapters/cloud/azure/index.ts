@@ -13,4 +13,3 @@ export {
   DEFAULT_ARM_ENDPOINT,
   parseScaleSetVmId,
 } from './metadata-api.js';
-export { AZURE_AK_CERT_NV_INDEX, azureTrustedLaunchInfo } from './trusted-launch-info.js';

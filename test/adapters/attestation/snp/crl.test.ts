@@ -7,8 +7,8 @@
 import { X509Certificate } from 'node:crypto';
 import { createServer, type Server } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { loadCertificates } from '../../../../src/adapters/attestation/shared/certs.js';
 import { AmdCertCache } from '../../../../src/adapters/attestation/snp/cert-cache.js';
-import { loadCertificates } from '../../../../src/adapters/attestation/snp/certs.js';
 import { checkAmdCrl } from '../../../../src/adapters/attestation/snp/crl.js';
 import { KdsCertFetcher } from '../../../../src/adapters/attestation/snp/kds-fetcher.js';
 import { isConfbootError } from '../../../../src/ports/errors.js';

@@ -20,6 +20,14 @@ import { createServer, type Server } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import {
+  AZURE_HCL_AK_HANDLE,
+  AZURE_HCL_REPORT_NV_INDEX,
+  tpm2NvReader,
+} from '../../../../src/adapters/attestation/azure/nv-reader.js';
+import { fetchAzureThimCertificates } from '../../../../src/adapters/attestation/azure/thim.js';
+import { parseVtpmDocument } from '../../../../src/adapters/attestation/shared/cvm-document.js';
+import { parseTpmtPublic } from '../../../../src/adapters/attestation/shared/tpm2.js';
 import { AmdCertCache } from '../../../../src/adapters/attestation/snp/cert-cache.js';
 import {
   encodeSnpCertTable,
@@ -29,22 +37,16 @@ import {
 } from '../../../../src/adapters/attestation/snp/cert-table.js';
 import { ConfigfsTsmDevice } from '../../../../src/adapters/attestation/snp/configfs-tsm.js';
 import {
-  AZURE_HCL_AK_HANDLE,
-  AZURE_HCL_REPORT_NV_INDEX,
   awsSevSnpInstanceInfo,
   createAwsSevSnpIssuer,
   createAzureSevSnpIssuer,
   createGcpSevSnpIssuer,
   encodeSnpInstanceInfo,
-  fetchAzureThimCertificates,
   gcpSevSnpInstanceInfo,
   parseAzureSnpHclReport,
-  tpm2NvReader,
 } from '../../../../src/adapters/attestation/snp/issuers.js';
 import { parseSnpReport } from '../../../../src/adapters/attestation/snp/report.js';
-import { parseVtpmDocument } from '../../../../src/adapters/attestation/snp/vtpm-document.js';
 import { makeExtraData, VtpmIssuer } from '../../../../src/adapters/attestation/vtpm/issuer.js';
-import { parseTpmtPublic } from '../../../../src/adapters/attestation/vtpm/tpm2.js';
 import { type SwtpmInstance, startSwtpm } from '../../../../src/adapters/tpm/swtpm.js';
 import { Tpm2ToolsTpm } from '../../../../src/adapters/tpm/tpm2-tools-tpm.js';
 import { buildValidator } from '../../../../src/app/attestation/validators.js';

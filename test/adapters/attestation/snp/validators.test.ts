@@ -7,10 +7,10 @@
  */
 import { createHash, generateKeyPairSync, type KeyObject } from 'node:crypto';
 import { beforeAll, describe, expect, it } from 'vitest';
+import type { VerifyVtpmQuote } from '../../../../src/adapters/attestation/shared/cvm-document.js';
 import { AmdCertCache } from '../../../../src/adapters/attestation/snp/cert-cache.js';
 import { createSnpTdxValidator } from '../../../../src/adapters/attestation/snp/factory.js';
 import type { SnpValidatorConfig } from '../../../../src/adapters/attestation/snp/validators.js';
-import type { VerifyVtpmQuote } from '../../../../src/adapters/attestation/snp/vtpm-document.js';
 import type { AmdCertFetcher } from '../../../../src/ports/amd-cert-fetcher.js';
 import type { MeasurementPolicy } from '../../../../src/ports/measurement-policy.js';
 import type { MeasurementMismatch } from '../../../../src/ports/types.js';

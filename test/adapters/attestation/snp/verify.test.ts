@@ -6,7 +6,7 @@
  */
 import type { X509Certificate } from 'node:crypto';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { loadCertificates } from '../../../../src/adapters/attestation/snp/certs.js';
+import { loadCertificates } from '../../../../src/adapters/attestation/shared/certs.js';
 import {
   type SnpPolicy,
   type SnpVerification,

@@ -17,15 +17,15 @@ import {
   AZURE_HCL_AK_HANDLE,
   AZURE_HCL_REPORT_NV_INDEX,
   tpm2NvReader,
-} from '../../../../src/adapters/attestation/snp/issuers.js';
-import { parseVtpmDocument } from '../../../../src/adapters/attestation/snp/vtpm-document.js';
+} from '../../../../src/adapters/attestation/azure/nv-reader.js';
+import { imdsTdQuoteGetter } from '../../../../src/adapters/attestation/azure/tdquote.js';
+import { parseVtpmDocument } from '../../../../src/adapters/attestation/shared/cvm-document.js';
+import { parseTpmtPublic } from '../../../../src/adapters/attestation/shared/tpm2.js';
 import {
   azureTdxInstanceInfo,
   createAzureTdxIssuer,
-  imdsTdQuoteGetter,
 } from '../../../../src/adapters/attestation/tdx/azure-issuer.js';
 import { parseTdxQuote } from '../../../../src/adapters/attestation/tdx/quote.js';
-import { parseTpmtPublic } from '../../../../src/adapters/attestation/vtpm/tpm2.js';
 import { type SwtpmInstance, startSwtpm } from '../../../../src/adapters/tpm/swtpm.js';
 import { Tpm2ToolsTpm } from '../../../../src/adapters/tpm/tpm2-tools-tpm.js';
 import { buildValidator } from '../../../../src/app/attestation/validators.js';

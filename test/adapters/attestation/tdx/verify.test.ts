@@ -5,7 +5,7 @@
  * its own reason.
  */
 import { describe, expect, it } from 'vitest';
-import { loadCertificates } from '../../../../src/adapters/attestation/snp/certs.js';
+import { loadCertificates } from '../../../../src/adapters/attestation/shared/certs.js';
 import {
   loadTdxCollateralDir,
   parseSignedJson,

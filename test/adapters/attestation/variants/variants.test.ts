@@ -14,13 +14,13 @@ import * as x509 from '@peculiar/x509';
 import { OAuth2Client } from 'google-auth-library';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseEventLog, replayEventLog } from '../../../../src/adapters/attestation/eventlog/tcg-log.js';
-import { Ec2AmiTpmSupport } from '../../../../src/adapters/attestation/variants/ec2-ami-tpm-support.js';
-import { createValidator } from '../../../../src/adapters/attestation/variants/factory.js';
-import { ComputeShieldedIdentity } from '../../../../src/adapters/attestation/variants/gce-shielded-identity.js';
 import {
   parseCertificates,
   verifyCertificateChain,
-} from '../../../../src/adapters/attestation/vtpm/x509-chain.js';
+} from '../../../../src/adapters/attestation/shared/x509-chain.js';
+import { Ec2AmiTpmSupport } from '../../../../src/adapters/attestation/variants/ec2-ami-tpm-support.js';
+import { createValidator } from '../../../../src/adapters/attestation/variants/factory.js';
+import { ComputeShieldedIdentity } from '../../../../src/adapters/attestation/variants/gce-shielded-identity.js';
 import { MeasurementsPolicy } from '../../../../src/domain/measurements.js';
 import { AttestationError, isConfbootError } from '../../../../src/ports/errors.js';
 import type { Variant } from '../../../../src/ports/variant.js';

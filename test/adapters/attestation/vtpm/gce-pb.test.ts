@@ -10,9 +10,9 @@ import {
   decodeAttestationPb,
   encodeAttestationPb,
   type TpmAttestation,
-} from '../../../../src/adapters/attestation/vtpm/attestation.js';
+} from '../../../../src/adapters/attestation/shared/vtpm-document.js';
+import { parseCertificates } from '../../../../src/adapters/attestation/shared/x509-chain.js';
 import { verifyRawAttestation } from '../../../../src/adapters/attestation/vtpm/raw-attestation.js';
-import { parseCertificates } from '../../../../src/adapters/attestation/vtpm/x509-chain.js';
 import { attestationRejection } from '../../../support/attestation-rejection.js';
 import { SoftTpm } from '../../../support/soft-tpm.js';
 

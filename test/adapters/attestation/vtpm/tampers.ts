@@ -8,7 +8,7 @@ import {
   decodeVtpmDocument,
   encodeVtpmDocument,
   type VtpmDocument,
-} from '../../../../src/adapters/attestation/vtpm/attestation.js';
+} from '../../../../src/adapters/attestation/shared/vtpm-document.js';
 import { flipByteAt } from '../../../contract/attestation.js';
 import { SHA256 } from '../../../support/soft-tpm.js';
 

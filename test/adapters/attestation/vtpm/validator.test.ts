@@ -8,11 +8,11 @@ import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { parseEventLog, replayEventLog } from '../../../../src/adapters/attestation/eventlog/tcg-log.js';
-import { createValidator } from '../../../../src/adapters/attestation/variants/factory.js';
 import {
   decodeVtpmDocument,
   encodeVtpmDocument,
-} from '../../../../src/adapters/attestation/vtpm/attestation.js';
+} from '../../../../src/adapters/attestation/shared/vtpm-document.js';
+import { createValidator } from '../../../../src/adapters/attestation/variants/factory.js';
 import { createQemuVtpmIssuer } from '../../../../src/adapters/attestation/vtpm/issuer.js';
 import { Tpm2ToolsTpm } from '../../../../src/adapters/tpm/tpm2-tools-tpm.js';
 import { MeasurementsPolicy } from '../../../../src/domain/measurements.js';

@@ -4,8 +4,8 @@
  * AttestationError under `document-format` naming the variant.
  */
 import { describe, expect, it } from 'vitest';
-import { validateWithVerdict } from '../../../src/adapters/attestation/malformed.js';
-import { AttestationError, ConfbootError } from '../../../src/ports/errors.js';
+import { validateWithVerdict } from '../../../../src/adapters/attestation/shared/malformed.js';
+import { AttestationError, ConfbootError } from '../../../../src/ports/errors.js';
 
 describe('validateWithVerdict', () => {
   it('returns what the work returns', async () => {

@@ -6,18 +6,14 @@
  * is refused for carrying none, and the bit comparison runs on FAKE-hierarchy v5 reports.
  */
 import { beforeAll, describe, expect, it } from 'vitest';
-import { loadCertificates } from '../../../src/adapters/attestation/snp/certs.js';
+import { loadCertificates } from '../../../src/adapters/attestation/shared/certs.js';
 import { type SnpVerification, verifySnpReport } from '../../../src/adapters/attestation/snp/verify.js';
+import { parseSnpConfig, parseTdxConfig } from '../../../src/adapters/attestation/snp-tdx-config.js';
 import { loadTdxCollateralDir } from '../../../src/adapters/attestation/tdx/collateral.js';
 import { type TdxVerification, verifyTdxQuote } from '../../../src/adapters/attestation/tdx/verify.js';
-import { parseSnpConfig, parseTdxConfig } from '../../../src/app/attestation/snp-tdx-config.js';
 import { isConfbootError } from '../../../src/ports/errors.js';
-import {
-  buildFakeReport,
-  createFakeAmdPki,
-  type FakeAmdPki,
-} from '../../adapters/attestation/snp/fake-amd-pki.js';
-import { describeVectors, VECTORS, vec, vecB64 } from '../../adapters/attestation/snp/vectors.js';
+import { buildFakeReport, createFakeAmdPki, type FakeAmdPki } from './snp/fake-amd-pki.js';
+import { describeVectors, VECTORS, vec, vecB64 } from './snp/vectors.js';
 
 type Check = { name: string; ok: boolean; detail?: string };
 const failedOf = (v: { checks: Check[] }) => v.checks.filter((c) => !c.ok).map((c) => c.name);

@@ -5,8 +5,8 @@
  */
 import { createPublicKey } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
-import { decodeVtpmDocument } from '../../../../src/adapters/attestation/vtpm/attestation.js';
-import { algName, parseTpmtPublic, TpmAlg } from '../../../../src/adapters/attestation/vtpm/tpm2.js';
+import { algName, parseTpmtPublic, TpmAlg } from '../../../../src/adapters/attestation/shared/tpm2.js';
+import { decodeVtpmDocument } from '../../../../src/adapters/attestation/shared/vtpm-document.js';
 import { isAttestationError } from '../../../../src/ports/errors.js';
 import { SoftTpm } from '../../../support/soft-tpm.js';
 

@@ -3,7 +3,7 @@
  * TypeError or an OpenSSL decode error from a malformed certificate. Entry points wrap their work
  * with this; ConfbootErrors (such as `unavailable` from a certificate fetch) pass through unchanged.
  */
-import { AttestationError, isConfbootError } from '../../ports/errors.js';
+import { AttestationError, isConfbootError } from '../../../ports/errors.js';
 
 /** Returns `err` if it is already a ConfbootError, else an AttestationError under `check`. */
 export function asAttestationError(err: unknown, check: string, operation: string): Error {

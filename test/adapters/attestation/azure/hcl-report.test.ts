@@ -4,8 +4,8 @@
  */
 import { createHash } from 'node:crypto';
 import { expect, it } from 'vitest';
-import { checkHclRuntimeData } from '../../../../src/adapters/attestation/snp/azure-hcl.js';
-import { parseAzureHclReport } from '../../../../src/adapters/attestation/tdx/hcl-report.js';
+import { parseAzureHclReport } from '../../../../src/adapters/attestation/azure/hcl-report.js';
+import { checkHclRuntimeData } from '../../../../src/adapters/attestation/azure/hcl-runtime-data.js';
 import { describeVectors, vec } from '../snp/vectors.js';
 
 describeVectors('Azure TDX HCL report', () => {

@@ -1,15 +1,15 @@
 /**
- * decodeTpmtPublic (snp/tpm-public.ts) over the vTPM parser: RSA AKs give the key plus the raw
+ * decodeTpmtPublic (shared/tpm-public.ts) over the vTPM parser: RSA AKs give the key plus the raw
  * modulus and stored exponent the Azure HCL check compares (0 stays 0, a non-default exponent is
  * kept), ECC AKs give the key only, and malformed input is a plain Error carrying the parser's
  * AttestationError as cause. Keys come from node's generator, marshalled like go-tpm-tools' templates.
  */
 import { generateKeyPairSync, type KeyObject } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
-import { decodeTpmtPublic } from '../../../../src/adapters/attestation/snp/tpm-public.js';
+import { decodeTpmtPublic } from '../../../../src/adapters/attestation/shared/tpm-public.js';
 import { isAttestationError } from '../../../../src/ports/errors.js';
 import { SoftTpm } from '../../../support/soft-tpm.js';
-import { rsaTpmtPublic } from './tpmt-fixture.js';
+import { rsaTpmtPublic } from '../snp/tpmt-fixture.js';
 
 const AK_ATTRIBUTES = 0x00050072;
 const spki = (k: KeyObject) => k.export({ type: 'spki', format: 'der' });

@@ -7,16 +7,25 @@
  */
 import { createHash, generateKeyPairSync } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
-import { throwIfFailed, verifyVtpmHalf } from '../../../src/adapters/attestation/cvm-checks.js';
-import type { VerifyVtpmQuote, VtpmDocument } from '../../../src/adapters/attestation/snp/vtpm-document.js';
-import { AttestationError } from '../../../src/ports/errors.js';
-import type { MeasurementPolicy } from '../../../src/ports/measurement-policy.js';
-import type { AttestationCheck } from '../../../src/ports/types.js';
+import { throwIfFailed, verifyVtpmHalf } from '../../../../src/adapters/attestation/shared/cvm-checks.js';
+import type {
+  VerifyVtpmQuote,
+  VtpmDocument,
+} from '../../../../src/adapters/attestation/shared/cvm-document.js';
+import { AttestationError } from '../../../../src/ports/errors.js';
+import type { MeasurementPolicy } from '../../../../src/ports/measurement-policy.js';
+import type { AttestationCheck } from '../../../../src/ports/types.js';
 
 const OP = 'validating test attestation';
 const trustedAk = generateKeyPairSync('ec', { namedCurve: 'P-256' }).publicKey;
 const doc: VtpmDocument = {
-  attestation: { ak_pub: 'AAAA' },
+  attestation: {
+    akPub: new Uint8Array([1]),
+    quotes: [],
+    eventLog: new Uint8Array(0),
+    akCert: new Uint8Array(0),
+    intermediateCerts: [],
+  },
   akPub: new Uint8Array([1]),
   instanceInfo: Buffer.from('{"x":1}'),
   userData: Buffer.from('user data'),

@@ -5,11 +5,11 @@
  * the measurements, keeping every check made so far in the AttestationError they throw.
  */
 import { createHash, type KeyObject } from 'node:crypto';
-import { AttestationError, isAttestationError } from '../../ports/errors.js';
-import type { MeasurementPolicy } from '../../ports/measurement-policy.js';
-import type { AttestationCheck, CallOptions } from '../../ports/types.js';
-import type { ValidationResult } from '../../ports/validator.js';
-import { compareMeasurements, type VerifyVtpmQuote, type VtpmDocument } from './snp/vtpm-document.js';
+import { AttestationError, isAttestationError } from '../../../ports/errors.js';
+import type { MeasurementPolicy } from '../../../ports/measurement-policy.js';
+import type { AttestationCheck, CallOptions } from '../../../ports/types.js';
+import type { ValidationResult } from '../../../ports/validator.js';
+import { compareMeasurements, type VerifyVtpmQuote, type VtpmDocument } from './cvm-document.js';
 
 /** Throws an AttestationError named after the first failed check, listing every failed one. */
 export function throwIfFailed(checks: AttestationCheck[], op: string): void {

@@ -1,5 +1,5 @@
 /**
- * The SEV-SNP and TDX parts of the attestation config (app layer, attestation wiring): upstream's
+ * The SEV-SNP and TDX parts of the attestation config (attestation adapters): upstream's
  * field names (`bootloaderVersion`, `teeVersion`, `snpVersion`, `microcodeVersion`,
  * `firmwareSignerConfig`, `amdRootKey`, `amdSigningKey`; `qeSVN`, `pceSVN`, `teeTCBSVN`,
  * `qeVendorID`, `mrSeam`, `xfam`, `intelRootKey`) and confboot's own policy knobs (SNP:
@@ -14,26 +14,23 @@
  * getCollateral.
  */
 import type { X509Certificate } from 'node:crypto';
-import { amdNames, commonName, loadCertificate } from '../../adapters/attestation/snp/certs.js';
-import { AMD_PRODUCTS, type AmdProduct, type SnpTcbParts } from '../../adapters/attestation/snp/report.js';
-import type { SnpVariant } from '../../adapters/attestation/snp/validators.js';
-import type {
-  IdKeyDigestEnforcement,
-  SnpPolicy,
-  SnpProductAction,
-} from '../../adapters/attestation/snp/verify.js';
-import { loadTdxCollateralDir } from '../../adapters/attestation/tdx/collateral.js';
+import type { Clock } from '../../ports/clock.js';
+import { ConfbootError, wrapError } from '../../ports/errors.js';
+import type { Measurements } from '../../ports/types.js';
+import { commonName, loadCertificate } from './shared/certs.js';
+import { amdNames } from './snp/amd-certs.js';
+import { AMD_PRODUCTS, type AmdProduct, type SnpTcbParts } from './snp/report.js';
+import type { SnpVariant } from './snp/validators.js';
+import type { IdKeyDigestEnforcement, SnpPolicy, SnpProductAction } from './snp/verify.js';
+import { loadTdxCollateralDir } from './tdx/collateral.js';
 import {
   checkHttpUrl,
   INTEL_PCS_BASE_URL,
   IntelPcsCollateralSource,
   type IntelPcsOptions,
-} from '../../adapters/attestation/tdx/pcs-client.js';
-import type { TdxValidatorConfig } from '../../adapters/attestation/tdx/validators.js';
-import type { TdxPolicy } from '../../adapters/attestation/tdx/verify.js';
-import type { Clock } from '../../ports/clock.js';
-import { ConfbootError, wrapError } from '../../ports/errors.js';
-import type { Measurements } from '../../ports/types.js';
+} from './tdx/pcs-client.js';
+import type { TdxValidatorConfig } from './tdx/validators.js';
+import type { TdxPolicy } from './tdx/verify.js';
 
 /** An SNP variant's config, ready for the validator. */
 export interface SnpAttestationConfig {

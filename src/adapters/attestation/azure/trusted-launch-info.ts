@@ -1,13 +1,13 @@
 /**
- * The instance info an Azure trusted launch node's vTPM attestation carries: the AK certificate the
- * platform stores in TPM NV memory and its issuing CA, downloaded from the certificate's CA Issuers
- * URL, as Go JSON `{"AkCert","CA"}` (DER, base64).
+ * The instance info of azure-trustedlaunch: the AK certificate Azure provisions in the vTPM's NV
+ * index 0x01c101d0 and its issuing CA, downloaded from the certificate's CA Issuers URL, as Go JSON
+ * `{"AkCert": DER, "CA": DER}` (base64). The validator chains them to a configured root.
  */
 import { X509Certificate } from 'node:crypto';
 import { ConfbootError, wrapError } from '../../../ports/errors.js';
 import type { CallOptions } from '../../../ports/types.js';
-import type { NvIndexReader } from '../../attestation/snp/issuers.js';
-import { expectOk, httpRequest } from '../shared/http.js';
+import { expectOk, httpRequest } from '../../cloud/shared/http.js';
+import type { NvIndexReader } from './nv-reader.js';
 
 /** TPM NV index holding the AK certificate on Azure trusted launch VMs. */
 export const AZURE_AK_CERT_NV_INDEX = 0x01c101d0;

@@ -1,18 +1,19 @@
 /**
- * The vTPM attestation document that SEV-SNP-on-vTPM variants (aws-sev-snp, gcp-sev-snp,
- * azure-sev-snp) and azure-tdx exchange, upstream's Go JSON
- * `{"Attestation": {…}, "InstanceInfo": "<b64>", "UserData": "<b64>"}`. The TPM quote half is
- * verified by an injected {@link VerifyVtpmQuote} (the vTPM validator), so this module only reads
- * what the hardware half needs and defines that seam.
+ * The vTPM attestation document as the SEV-SNP-on-vTPM variants (aws-sev-snp, gcp-sev-snp,
+ * azure-sev-snp) and azure-tdx read it: decoded by the one codec of that document
+ * (vtpm-document.ts), with the AK and the InstanceInfo the hardware half needs at hand. The TPM
+ * quote half is verified by an injected {@link VerifyVtpmQuote} (the vTPM verifier), so this module
+ * also defines that seam.
  */
 import type { KeyObject } from 'node:crypto';
 import type { MeasurementPolicy } from '../../../ports/measurement-policy.js';
 import type { AttestationCheck, CallOptions, MeasurementMismatch } from '../../../ports/types.js';
+import { decodeVtpmDocument, type TpmAttestation } from './vtpm-document.js';
 
 /** The parts of an attestation document the CVM validators use. */
 export interface VtpmDocument {
-  /** The go-tpm-tools `Attestation` object, as parsed JSON (handed to {@link VerifyVtpmQuote}). */
-  attestation: Record<string, unknown>;
+  /** The go-tpm-tools `Attestation`, decoded (handed to {@link VerifyVtpmQuote}). */
+  attestation: TpmAttestation;
   /** The AK's TPMT_PUBLIC (`Attestation.ak_pub`). */
   akPub: Uint8Array;
   /** Raw InstanceInfo bytes (the variant's JSON), empty when null. */
@@ -32,7 +33,7 @@ export interface VtpmQuoteResult {
  * the implementation replays it). Rejects with an AttestationError otherwise.
  */
 export type VerifyVtpmQuote = (
-  attestation: Record<string, unknown>,
+  attestation: TpmAttestation,
   expected: { nonce: Uint8Array; trustedAk: KeyObject },
   options?: CallOptions,
 ) => Promise<VtpmQuoteResult>;
@@ -43,19 +44,18 @@ function b64(v: unknown, what: string): Uint8Array {
   return Uint8Array.from(Buffer.from(v, 'base64'));
 }
 
-/** Parses a vTPM attestation document. Throws on malformed JSON or fields. */
+/**
+ * Decodes a vTPM attestation document with the document codec.
+ * @throws AttestationError (`document-format`) on a malformed document; Error when it has no AK
+ */
 export function parseVtpmDocument(bytes: Uint8Array): VtpmDocument {
-  const doc = JSON.parse(Buffer.from(bytes).toString('utf8')) as Record<string, unknown>;
-  const attestation = doc.Attestation;
-  if (typeof attestation !== 'object' || attestation === null)
-    throw new Error('document has no Attestation object');
-  const akPub = b64((attestation as Record<string, unknown>).ak_pub, 'Attestation.ak_pub');
-  if (akPub.length === 0) throw new Error('document has no Attestation.ak_pub');
+  const doc = decodeVtpmDocument(bytes);
+  if (doc.attestation.akPub.length === 0) throw new Error('document has no Attestation.ak_pub');
   return {
-    attestation: attestation as Record<string, unknown>,
-    akPub,
-    instanceInfo: b64(doc.InstanceInfo, 'InstanceInfo'),
-    userData: b64(doc.UserData, 'UserData'),
+    attestation: doc.attestation,
+    akPub: doc.attestation.akPub,
+    instanceInfo: doc.instanceInfo ?? new Uint8Array(0),
+    userData: doc.userData,
   };
 }
 

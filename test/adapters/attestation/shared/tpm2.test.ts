@@ -7,13 +7,13 @@ import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { decodeAttestationPb } from '../../../../src/adapters/attestation/vtpm/attestation.js';
 import {
   parseTpmsAttest,
   parseTpmtPublic,
   parseTpmtSignature,
   TpmAlg,
-} from '../../../../src/adapters/attestation/vtpm/tpm2.js';
+} from '../../../../src/adapters/attestation/shared/tpm2.js';
+import { decodeAttestationPb } from '../../../../src/adapters/attestation/shared/vtpm-document.js';
 import { isAttestationError } from '../../../../src/ports/errors.js';
 import { SHA256, SoftTpm } from '../../../support/soft-tpm.js';
 
