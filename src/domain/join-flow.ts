@@ -25,6 +25,7 @@ import { type BackoffOptions, callWithTimeout, checkBackoffOptions, fullJitterDe
 import { messageOf, unrecoverable } from './errors.js';
 import { deriveClusterId } from './key-derivation.js';
 import type { NodeLockLike } from './node-lock.js';
+import { withStateDisk } from './state-disk.js';
 
 /** NodePort of the join service that joining nodes dial (upstream `JoinServiceNodePort`). */
 export const JOIN_SERVICE_NODE_PORT = 30090;
@@ -489,16 +490,9 @@ export class JoinFlow {
       }
     };
     await step('running point-of-no-return callback', () => this.#onPointOfNoReturn?.());
-    await step('updating state disk passphrase', async () => {
-      const release = await disk.open();
-      try {
-        await disk.updatePassphrase(ticket.stateDiskKey);
-      } finally {
-        await release().catch((err: unknown) =>
-          logger.warn('Failed to release state disk', { error: messageOf(err) }),
-        );
-      }
-    });
+    await step('updating state disk passphrase', () =>
+      withStateDisk(disk, logger, () => disk.updatePassphrase(ticket.stateDiskKey)),
+    );
     if (self.role === 'ControlPlane') {
       for (const file of ticket.controlPlaneFiles) {
         await step(`writing control-plane file ${file.name}`, () =>
