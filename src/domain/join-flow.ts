@@ -13,7 +13,7 @@ import type { Clock } from '../ports/clock.js';
 import type { ClusterJoiner, JoinClusterArgs } from '../ports/cluster-joiner.js';
 import type { CsrFactory } from '../ports/csr-factory.js';
 import type { EncryptedDisk } from '../ports/encrypted-disk.js';
-import { ConfbootError, isAttestationError, wrapError } from '../ports/errors.js';
+import { CONNECTION_REFUSED, ConfbootError, reasonOf, wrapError } from '../ports/errors.js';
 import type { FileWriter } from '../ports/file-writer.js';
 import type { JoinTicketClient } from '../ports/join-ticket-client.js';
 import type { Logger } from '../ports/logger.js';
@@ -106,17 +106,13 @@ export const DEFAULT_NOT_LISTENING_RETRY: Readonly<NotListeningRetry> = Object.f
 });
 
 /**
- * Whether a join ticket call failed because nothing listens at the endpoint (the TCP connection was
- * refused, before any TLS or attestation). Refusals by a running service (ResourceExhausted,
- * attestation errors, closed handshakes, timeouts) are not.
+ * Whether a join ticket call failed because nothing listens at the endpoint: the join ticket client
+ * reports a refused TCP connection (before any TLS or attestation) with the reason
+ * {@link CONNECTION_REFUSED}. Refusals by a running service (ResourceExhausted, attestation errors,
+ * closed handshakes, timeouts) carry no such reason, whatever their message says.
  */
 export function isNothingListening(err: unknown): boolean {
-  return (
-    err instanceof ConfbootError &&
-    !isAttestationError(err) &&
-    err.code === 'unavailable' &&
-    /\bECONNREFUSED\b|connection refused/i.test(err.message)
-  );
+  return reasonOf(err) === CONNECTION_REFUSED;
 }
 
 /** The ports the join flow uses (only the slices it needs). */

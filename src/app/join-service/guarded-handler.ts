@@ -11,7 +11,6 @@
  */
 import { checkKubeletCsr, checkRequestSizes } from '../../domain/ticket-issuer.js';
 import type { CertificateAuthority } from '../../ports/certificate-authority.js';
-import { isDiskBoundError } from '../../ports/disk-bindings.js';
 import { ConfbootError, isAttestationError, isConfbootError } from '../../ports/errors.js';
 import type { Logger } from '../../ports/logger.js';
 import type { JoinTicket, JoinTicketRequest, RejoinTicket, RejoinTicketRequest } from '../../ports/types.js';
@@ -86,21 +85,15 @@ export interface GuardedJoinHandlerDeps {
   audit: Logger;
 }
 
-/** Refusals decided by the handler itself carry their metric reason. */
-class Refusal extends ConfbootError {
-  constructor(
-    readonly reason: string,
-    cause: ConfbootError,
-  ) {
-    super(cause.code, cause.message, { recoverable: cause.recoverable });
-  }
+/** A refusal decided by the handler itself: the cause's kind, with its audit and metric reason. */
+function refusal(reason: string, cause: ConfbootError): ConfbootError {
+  return new ConfbootError(cause.code, cause.message, { recoverable: cause.recoverable, reason });
 }
 
-function reasonOf(err: unknown): { code: string; reason: string; detail: string } {
-  if (err instanceof Refusal) return { code: err.code, reason: err.reason, detail: err.message };
-  if (isDiskBoundError(err)) return { code: err.code, reason: err.reason, detail: err.message };
+/** The audit fields of a refusal: the error's own reason, else the failed check or the error kind. */
+function auditReasonOf(err: unknown): { code: string; reason: string; detail: string } {
   if (isAttestationError(err)) return { code: err.code, reason: err.check, detail: err.message };
-  if (isConfbootError(err)) return { code: err.code, reason: err.code, detail: err.message };
+  if (isConfbootError(err)) return { code: err.code, reason: err.reason ?? err.code, detail: err.message };
   return { code: 'internal', reason: 'internal', detail: 'internal error' };
 }
 
@@ -158,7 +151,7 @@ export class GuardedJoinHandler {
     const m = this.deps.denyList.match(identity);
     if (m === undefined) return;
     const what = m.kind === 'node' ? `node ${JSON.stringify(m.value)}` : `disk ${m.value}`;
-    throw new Refusal(
+    throw refusal(
       'deny-list',
       new ConfbootError('permission-denied', `${what} is on the join service's deny list`, {
         recoverable: false,
@@ -177,7 +170,7 @@ export class GuardedJoinHandler {
     const started = process.hrtime.bigint();
     const finish = (outcome: JoinOutcome, err?: unknown) => {
       const seconds = Number(process.hrtime.bigint() - started) / 1e9;
-      const r = err === undefined ? { reason: 'ok' } : reasonOf(err);
+      const r = err === undefined ? { reason: 'ok' } : auditReasonOf(err);
       metrics.countRequest({ rpc, outcome, variant: ctx.variant, reason: r.reason });
       metrics.requestSeconds.observe({ rpc, outcome }, seconds);
       emitAudit(this.deps.audit, {
@@ -194,10 +187,7 @@ export class GuardedJoinHandler {
 
     const source = sourceIp(ctx.peer);
     if (!rateLimiter.tryTake(source)) {
-      const err = new Refusal(
-        'rate-limited',
-        rateLimitedError(source, rateLimiter.retryAfterSeconds(source)),
-      );
+      const err = refusal('rate-limited', rateLimitedError(source, rateLimiter.retryAfterSeconds(source)));
       finish('refused', err);
       throw err;
     }
@@ -207,7 +197,7 @@ export class GuardedJoinHandler {
     } catch (cause) {
       // Over-long fields are not echoed into the audit event.
       if (request.diskUuid.length > 64) event.diskUuid = `${request.diskUuid.slice(0, 64)}…`;
-      const err = new Refusal('field-size', cause as ConfbootError);
+      const err = refusal('field-size', cause as ConfbootError);
       finish('refused', err);
       throw err;
     }
@@ -219,7 +209,7 @@ export class GuardedJoinHandler {
     const releaseBytes =
       this.deps.requestBytes === undefined ? () => {} : this.deps.requestBytes.tryAcquire(size);
     if (releaseBytes === undefined) {
-      const err = new Refusal(
+      const err = refusal(
         'memory-budget',
         new ConfbootError(
           'resource-exhausted',
@@ -235,7 +225,7 @@ export class GuardedJoinHandler {
     } catch (cause) {
       releaseBytes();
       const c = cause as ConfbootError;
-      const err = new Refusal(c.code === 'unavailable' ? 'cancelled' : 'overloaded', c);
+      const err = refusal(c.code === 'unavailable' ? 'cancelled' : 'overloaded', c);
       finish('refused', err);
       throw err;
     }
