@@ -16,9 +16,11 @@ import type { EncryptedDisk } from '../ports/encrypted-disk.js';
 import { CONNECTION_REFUSED, ConfbootError, reasonOf, wrapError } from '../ports/errors.js';
 import type { FileWriter } from '../ports/file-writer.js';
 import type { JoinTicketClient } from '../ports/join-ticket-client.js';
+import { CONTROL_PLANE_FILE_NAMES } from '../ports/kubernetes-node.js';
 import type { Logger } from '../ports/logger.js';
 import type { MetadataAPI } from '../ports/metadata-api.js';
 import type { NodeStateStore } from '../ports/node-state-store.js';
+import { joinHostPort } from '../ports/peer-address.js';
 import type { Random } from '../ports/random.js';
 import type { InstanceMetadata, JoinTicket, JoinTicketRequest } from '../ports/types.js';
 import { type BackoffOptions, callWithTimeout, checkBackoffOptions, fullJitterDelayMs } from './backoff.js';
@@ -29,21 +31,6 @@ import { withStateDisk } from './state-disk.js';
 
 /** NodePort of the join service that joining nodes dial (upstream `JoinServiceNodePort`). */
 export const JOIN_SERVICE_NODE_PORT = 30090;
-
-/**
- * The only control-plane file names a join ticket may carry (kubeadm's eight CA files),
- * relative to the pki directory. Anything else (e.g. `../x`) is refused: the names become paths.
- */
-export const CONTROL_PLANE_FILE_NAMES: readonly string[] = Object.freeze([
-  'ca.key',
-  'sa.key',
-  'front-proxy-ca.key',
-  'etcd/ca.key',
-  'ca.crt',
-  'sa.pub',
-  'front-proxy-ca.crt',
-  'etcd/ca.crt',
-]);
 
 /** How many times kubeadm join is tried after the lock (upstream: 3). */
 /** Attempts to read the state disk's UUID before the join flow gives up (nothing is touched before). */
@@ -167,11 +154,6 @@ interface TicketAttempt {
   /** PEM key of the CSR the kubelet certificate was issued for. Secret. */
   keyPem: Uint8Array;
   endpoint: string;
-}
-
-/** `host:port`, with brackets around IPv6 hosts. */
-export function joinHostPort(host: string, port: number | string): string {
-  return host.includes(':') && !host.startsWith('[') ? `[${host}]:${port}` : `${host}:${port}`;
 }
 
 /**

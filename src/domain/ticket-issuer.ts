@@ -19,7 +19,14 @@ import type { ClusterFacts } from '../ports/cluster-facts.js';
 import { type DiskBinding, type DiskBindings, DiskBoundError } from '../ports/disk-bindings.js';
 import { ConfbootError, isConfbootError } from '../ports/errors.js';
 import type { KMS } from '../ports/kms.js';
+import {
+  foldNodeName,
+  KUBELET_CSR_CN_PREFIX,
+  KUBELET_CSR_ORGANIZATION,
+  normalizeNodeName,
+} from '../ports/kubernetes-node.js';
 import type { Logger } from '../ports/logger.js';
+import { peerHost } from '../ports/peer-address.js';
 import type { PeerIdentity, PeerInstance } from '../ports/peer-identity.js';
 import type {
   ControlPlaneFile,
@@ -36,31 +43,7 @@ import {
   STATE_DISK_KEY_LENGTH,
 } from './key-derivation.js';
 
-/** Organization every kubelet CSR must carry, and nothing else. */
-export const KUBELET_CSR_ORGANIZATION = 'system:nodes';
-/** Prefix of a kubelet CSR's common name; the rest is the node name. */
-export const KUBELET_CSR_CN_PREFIX = 'system:node:';
-
 const UUID_RE = /^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$/;
-const RFC1123_LABEL = '[a-z0-9]([-a-z0-9]*[a-z0-9])?';
-const RFC1123_SUBDOMAIN_RE = new RegExp(`^${RFC1123_LABEL}(\\.${RFC1123_LABEL})*$`);
-
-/**
- * Normalises a node name as the join service records it (lower case, `_` → `-`) and checks that
- * the result is an RFC 1123 subdomain (dots allowed, unlike upstream's escaping bug). Throws
- * `invalid-argument` otherwise.
- */
-export function normalizeNodeName(name: string): string {
-  const normalized = name.toLowerCase().replaceAll('_', '-');
-  const labelsOk = normalized.split('.').every((l) => l.length <= 63);
-  if (normalized.length > 253 || !labelsOk || !RFC1123_SUBDOMAIN_RE.test(normalized)) {
-    throw new ConfbootError(
-      'invalid-argument',
-      `node name ${JSON.stringify(name)} is not a valid RFC 1123 name after normalisation`,
-    );
-  }
-  return normalized;
-}
 
 /**
  * Largest size of each field of a ticket request, checked before anything is parsed. A kubelet CSR
@@ -153,13 +136,7 @@ export function checkKubeletCsr(info: CsrInfo): string {
  * addresses); an IPv4-mapped IPv6 address gives the IPv4 address. Undefined if it holds no IP.
  */
 export function callerIp(peer: string): string | undefined {
-  const bracketed = /^\[([^\]]+)\]:\d+$/.exec(peer);
-  let host = bracketed?.[1];
-  if (host === undefined) {
-    const i = peer.lastIndexOf(':');
-    host = i > 0 && /^\d+$/.test(peer.slice(i + 1)) ? peer.slice(0, i) : peer;
-  }
-  return canonicalIp(host);
+  return canonicalIp(peerHost(peer));
 }
 
 /**
@@ -405,7 +382,7 @@ export class TicketIssuer {
       throw dependencyError(`${op}: resolving the caller's instance`, err);
     }
     if (instance === undefined) throw denied(`caller ${ip} is not an instance of this cluster`);
-    const name = instance.name.toLowerCase().replaceAll('_', '-');
+    const name = foldNodeName(instance.name);
     if (name === '' || !KNOWN_ROLES.has(instance.role)) {
       throw new ConfbootError(
         'unavailable',

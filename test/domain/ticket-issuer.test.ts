@@ -5,9 +5,10 @@
  */
 import { describe, expect, it } from 'vitest';
 import { KUBERNETES_JOIN_TOKEN_TTL_MS } from '../../src/domain/key-derivation.js';
-import { callerIp, canonicalIp, normalizeNodeName, TicketIssuer } from '../../src/domain/ticket-issuer.js';
+import { callerIp, canonicalIp, TicketIssuer } from '../../src/domain/ticket-issuer.js';
 import { isDiskBoundError } from '../../src/ports/disk-bindings.js';
 import { ConfbootError, type ConfbootErrorCode, isConfbootError } from '../../src/ports/errors.js';
+import { normalizeNodeName } from '../../src/ports/kubernetes-node.js';
 import type { PeerIdentity, PeerInstance } from '../../src/ports/peer-identity.js';
 import type { JoinTicketRequest } from '../../src/ports/types.js';
 import { FakeClock } from '../fakes/fake-clock.js';

@@ -13,6 +13,7 @@ import { APIService, type GetDataKeyRequest, type GetDataKeyResponse } from '../
 import { isConfbootError, messageOf } from '../../ports/errors.js';
 import type { KMS } from '../../ports/kms.js';
 import type { Logger } from '../../ports/logger.js';
+import { joinHostPort } from '../../ports/peer-address.js';
 import { GRPC_STATUS_BY_CODE } from '../grpc/status.js';
 import { checkDataKeyRequest } from './hkdf-kms.js';
 
@@ -99,8 +100,7 @@ export async function startKeyServiceServer(options: KeyServiceServerOptions): P
   const graceMs = options.shutdownGraceInMs ?? 5_000;
   const server = new Server();
   server.addService(APIService, keyServiceHandlers(kms, logger));
-  const address =
-    host.includes(':') && !host.startsWith('[') ? `[${host}]:${options.port}` : `${host}:${options.port}`;
+  const address = joinHostPort(host, options.port);
   const tls = options.tls;
   let credentials: ServerCredentials;
   try {

@@ -13,14 +13,10 @@ import { checkKubeletCsr, checkRequestSizes } from '../../domain/ticket-issuer.j
 import type { CertificateAuthority } from '../../ports/certificate-authority.js';
 import { ConfbootError, isAttestationError, isConfbootError } from '../../ports/errors.js';
 import type { Logger } from '../../ports/logger.js';
+import { peerHost } from '../../ports/peer-address.js';
 import type { JoinTicket, JoinTicketRequest, RejoinTicket, RejoinTicketRequest } from '../../ports/types.js';
 import type { DenyList } from './deny-list.js';
-import {
-  type ConcurrencyLimiter,
-  rateLimitedError,
-  sourceIp,
-  type TokenBucketRateLimiter,
-} from './limits.js';
+import { type ConcurrencyLimiter, rateLimitedError, type TokenBucketRateLimiter } from './limits.js';
 import type { ByteBudget } from './memory.js';
 import type { JoinOutcome, JoinRpc, JoinServiceMetrics } from './metrics.js';
 
@@ -185,7 +181,7 @@ export class GuardedJoinHandler {
       });
     };
 
-    const source = sourceIp(ctx.peer);
+    const source = peerHost(ctx.peer);
     if (!rateLimiter.tryTake(source)) {
       const err = refusal('rate-limited', rateLimitedError(source, rateLimiter.retryAfterSeconds(source)));
       finish('refused', err);
