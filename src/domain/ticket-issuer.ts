@@ -7,7 +7,8 @@
  * instance of this cluster, and the CSR may ask only for that instance's name, addresses and role;
  * without one, the CSR's IP addresses must be the caller's own. It also binds each state disk to the
  * node that first asked for its key (DiskBindings port): another node asking with that disk UUID,
- * by join or rejoin, gets nothing, and nothing is issued when the record cannot be consulted.
+ * by join or rejoin, gets nothing, and nothing is issued when the record cannot be consulted. A
+ * node or disk on the deny list (DenyList port) is refused as soon as the request names it.
  * Errors carry precise kinds (the gRPC
  * edge maps them to InvalidArgument, PermissionDenied, Unavailable, FailedPrecondition, …) and never
  * contain secrets.
@@ -16,6 +17,7 @@ import type { BootstrapTokens } from '../ports/bootstrap-tokens.js';
 import type { CertificateAuthority, CsrInfo } from '../ports/certificate-authority.js';
 import type { Clock } from '../ports/clock.js';
 import type { ClusterFacts } from '../ports/cluster-facts.js';
+import { DENY_LIST_REASON, type DenyList, type DenyListIdentity } from '../ports/deny-list.js';
 import { type DiskBinding, type DiskBindings, DiskBoundError } from '../ports/disk-bindings.js';
 import { ConfbootError, isConfbootError } from '../ports/errors.js';
 import type { KMS } from '../ports/kms.js';
@@ -229,6 +231,12 @@ export interface TicketIssuerDeps {
    * the CSR's IP addresses must be the caller's own address (the minimum binding).
    */
   identity?: PeerIdentity;
+  /**
+   * Node identities never to issue a ticket to, checked once the request named the node (join: the
+   * kubelet CSR's node name and the disk UUID; rejoin: the disk UUID), before anything else is
+   * asked. Default: nobody is denied.
+   */
+  denyList?: DenyList;
 }
 
 /** Who is asking (for messages and logs). */
@@ -240,6 +248,11 @@ export interface TicketContext {
    * nothing is issued for a ticket nobody will receive.
    */
   signal?: AbortSignal;
+  /**
+   * Called once the kubelet CSR named the node (its normalised name), before any check that may
+   * refuse the caller, so the caller's audit can name the node whatever the outcome.
+   */
+  onNodeName?: (nodeName: string) => void;
 }
 
 const KNOWN_ROLES: ReadonlySet<string> = new Set(['ControlPlane', 'Worker']);
@@ -295,6 +308,8 @@ export class TicketIssuer {
       // A CSR that cannot be parsed is the caller's fault whatever the CA reports.
       throw new ConfbootError('invalid-argument', `${op}: checking CSR: ${messageOf(err)}`, { cause: err });
     }
+    ctx.onNodeName?.(nodeName);
+    this.#checkDenyList(op, { nodeName, diskUuid: req.diskUuid });
     const owner = await this.#checkCaller(op, ctx, req, nodeName, csr);
     await this.#bindDisk(op, { diskUuid: req.diskUuid.toLowerCase(), nodeName, owner });
 
@@ -358,6 +373,17 @@ export class TicketIssuer {
       authorizedCaPublicKey: new Uint8Array(0),
       hostCertificate: new Uint8Array(0),
     };
+  }
+
+  /** Throws `permission-denied` (reason {@link DENY_LIST_REASON}) when the deny list names the caller. */
+  #checkDenyList(op: string, identity: DenyListIdentity): void {
+    const m = this.#deps.denyList?.match(identity);
+    if (m === undefined) return;
+    const what = m.kind === 'node' ? `node ${JSON.stringify(m.value)}` : `disk ${m.value}`;
+    throw new ConfbootError('permission-denied', `${op}: ${what} is on the join service's deny list`, {
+      recoverable: false,
+      reason: DENY_LIST_REASON,
+    });
   }
 
   /**
@@ -476,6 +502,7 @@ export class TicketIssuer {
         cause: err,
       });
     }
+    this.#checkDenyList(op, { diskUuid: req.diskUuid });
     const caller = await this.#resolveCaller(op, ctx);
     await this.#bindDisk(op, {
       diskUuid: req.diskUuid.toLowerCase(),

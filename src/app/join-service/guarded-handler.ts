@@ -4,18 +4,16 @@
  * per-IP rate limit (ResourceExhausted at once), the size of every request field (InvalidArgument,
  * before anything is parsed) and room in the byte budget of requests held (ResourceExhausted at
  * once), a slot under the global concurrency cap (waited
- * for briefly in FIFO order; ResourceExhausted when the queue is full or the wait runs out), the deny list
- * (PermissionDenied) on the disk UUID and the node name from the kubelet CSR. Then the ticket is
- * issued. Every request ends in exactly one audit event and one counted outcome; neither ever
+ * for briefly in FIFO order; ResourceExhausted when the queue is full or the wait runs out). Then the
+ * TicketIssuer decides (it parses the kubelet CSR once, checks the deny list and everything else,
+ * and reports the node name for the audit event). Every request ends in exactly one audit event and one counted outcome; neither ever
  * holds a key, token or secret (tickets are never logged, only the caller, node and outcome).
  */
-import { checkKubeletCsr, checkRequestSizes } from '../../domain/ticket-issuer.js';
-import type { CertificateAuthority } from '../../ports/certificate-authority.js';
+import { checkRequestSizes, type TicketContext } from '../../domain/ticket-issuer.js';
 import { ConfbootError, isAttestationError, isConfbootError } from '../../ports/errors.js';
 import type { Logger } from '../../ports/logger.js';
 import { peerHost } from '../../ports/peer-address.js';
 import type { JoinTicket, JoinTicketRequest, RejoinTicket, RejoinTicketRequest } from '../../ports/types.js';
-import type { DenyList } from './deny-list.js';
 import { type ConcurrencyLimiter, rateLimitedError, type TokenBucketRateLimiter } from './limits.js';
 import type { ByteBudget } from './memory.js';
 import type { JoinOutcome, JoinRpc, JoinServiceMetrics } from './metrics.js';
@@ -51,7 +49,7 @@ export interface JoinAuditEvent {
 /** The part of the TicketIssuer the handler calls. */
 export interface TicketIssuing {
   /** See TicketIssuer.issueJoinTicket. */
-  issueJoinTicket(req: JoinTicketRequest, ctx: { peer: string; signal?: AbortSignal }): Promise<JoinTicket>;
+  issueJoinTicket(req: JoinTicketRequest, ctx: TicketContext): Promise<JoinTicket>;
   /** See TicketIssuer.issueRejoinTicket. */
   issueRejoinTicket(req: RejoinTicketRequest, ctx: { peer: string }): Promise<RejoinTicket>;
 }
@@ -69,9 +67,6 @@ export interface CallerContext {
 /** Dependencies of {@link GuardedJoinHandler}. */
 export interface GuardedJoinHandlerDeps {
   issuer: TicketIssuing;
-  /** Used to read the node name from the CSR for the deny list and the audit event. */
-  ca: Pick<CertificateAuthority, 'inspectCsr'>;
-  denyList: DenyList;
   rateLimiter: TokenBucketRateLimiter;
   concurrency: ConcurrencyLimiter;
   /** Bytes of request fields held at once (running or waiting for a slot); default unbounded. */
@@ -104,54 +99,32 @@ export function emitAudit(audit: Logger, event: JoinAuditEvent): void {
 export class GuardedJoinHandler {
   constructor(private readonly deps: GuardedJoinHandlerDeps) {}
 
-  /** Issues a join ticket unless a limit or the deny list refuses the caller first. */
+  /** Issues a join ticket unless a limit refuses the caller first. */
   issueJoinTicket(request: JoinTicketRequest, ctx: CallerContext): Promise<JoinTicket> {
     const event: Partial<JoinAuditEvent> = {
       diskUuid: request.diskUuid,
       isControlPlane: request.isControlPlane,
     };
-    return this.guard('IssueJoinTicket', ctx, event, request, async () => {
-      event.nodeName = await this.nodeNameOf(request.certificateRequest);
-      this.checkDenyList({ nodeName: event.nodeName, diskUuid: request.diskUuid });
-      return this.deps.issuer.issueJoinTicket(request, {
+    return this.guard('IssueJoinTicket', ctx, event, request, () =>
+      this.deps.issuer.issueJoinTicket(request, {
         peer: ctx.peer,
         ...(ctx.signal ? { signal: ctx.signal } : {}),
-      });
-    });
+        onNodeName: (nodeName) => {
+          event.nodeName = nodeName;
+        },
+      }),
+    );
   }
 
   /**
-   * Issues a rejoin ticket unless a limit or the deny list refuses the caller first. A rejoin
-   * carries only the disk UUID, so revoking a node's rejoin needs its disk UUID on the list (the
-   * audit event of its join names both).
+   * Issues a rejoin ticket unless a limit refuses the caller first. A rejoin carries only the disk
+   * UUID, so revoking a node's rejoin needs its disk UUID on the deny list (the audit event of its
+   * join names both).
    */
   issueRejoinTicket(request: RejoinTicketRequest, ctx: CallerContext): Promise<RejoinTicket> {
     const event: Partial<JoinAuditEvent> = { diskUuid: request.diskUuid };
-    return this.guard('IssueRejoinTicket', ctx, event, request, async () => {
-      this.checkDenyList({ diskUuid: request.diskUuid });
-      return this.deps.issuer.issueRejoinTicket(request, { peer: ctx.peer });
-    });
-  }
-
-  private async nodeNameOf(csr: Uint8Array): Promise<string | undefined> {
-    if (csr.length === 0) return undefined;
-    try {
-      return checkKubeletCsr(await this.deps.ca.inspectCsr(csr));
-    } catch {
-      // A bad CSR is refused by the ticket issuer with the precise reason, before any KMS call.
-      return undefined;
-    }
-  }
-
-  private checkDenyList(identity: { nodeName?: string | undefined; diskUuid?: string }): void {
-    const m = this.deps.denyList.match(identity);
-    if (m === undefined) return;
-    const what = m.kind === 'node' ? `node ${JSON.stringify(m.value)}` : `disk ${m.value}`;
-    throw refusal(
-      'deny-list',
-      new ConfbootError('permission-denied', `${what} is on the join service's deny list`, {
-        recoverable: false,
-      }),
+    return this.guard('IssueRejoinTicket', ctx, event, request, () =>
+      this.deps.issuer.issueRejoinTicket(request, { peer: ctx.peer }),
     );
   }
 

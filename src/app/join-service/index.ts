@@ -1,5 +1,4 @@
 /** The join service as a program (application layer): composition, operations parts and production wiring. */
-export * from './deny-list.js';
 export * from './grpc-health.js';
 export * from './guarded-handler.js';
 export * from './http-server.js';

@@ -3,7 +3,7 @@
  * time, the concurrency cap, peer-address parsing and the hand-written grpc.health.v1 codec.
  */
 import { describe, expect, it } from 'vitest';
-import { parseDenyList } from '../../../src/app/join-service/deny-list.js';
+import { parseDenyList } from '../../../src/adapters/fs/file-deny-list.js';
 import {
   decodeHealthCheckRequest,
   decodeHealthCheckResponse,

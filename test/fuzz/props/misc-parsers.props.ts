@@ -16,6 +16,7 @@ import { parseCertificates } from '../../../src/adapters/attestation/vtpm/x509-c
 import { parseScaleSetVmId } from '../../../src/adapters/cloud/azure/metadata-api.js';
 import { parseCustomEndpoint } from '../../../src/adapters/cloud/openstack/metadata-api.js';
 import { parseRole as parseTagRole } from '../../../src/adapters/cloud/shared/tags.js';
+import { parseDenyList } from '../../../src/adapters/fs/file-deny-list.js';
 import { parseClusterKmsUri } from '../../../src/adapters/kms/cluster-kms-factory.js';
 import { FileCertificateAuthority } from '../../../src/adapters/pki/file-certificate-authority.js';
 import { X509CsrFactory } from '../../../src/adapters/pki/x509-csr-factory.js';
@@ -25,7 +26,6 @@ import { UsageError } from '../../../src/app/cli/args.js';
 import { parseAt } from '../../../src/app/cli/attestation-verify-snp.js';
 import { parseHostPort, parseRateLimit } from '../../../src/app/cli/join-service.js';
 import { parseListen } from '../../../src/app/cli/key-service.js';
-import { parseDenyList } from '../../../src/app/join-service/deny-list.js';
 import { decodeHealthCheckRequest } from '../../../src/app/join-service/grpc-health.js';
 import { CSPS, cspFromString, nodeConfig } from '../../../src/app/modules/node-config.js';
 import { fuzzRuns } from '../harness/config.js';
