@@ -27,6 +27,7 @@ import {
   StubLogCollector,
   StubMarker,
   StubSecretHash,
+  settlesWithoutTime,
   someErr,
   validTicket,
 } from './stubs.js';
@@ -128,22 +129,6 @@ function outcome<T>(s: ReturnType<typeof setup>, p: Promise<T>): Promise<{ value
   );
 }
 
-/** Whether `p` has settled after every queued callback ran (no fake time passes). */
-async function hasSettled(p: Promise<unknown>): Promise<boolean> {
-  let settled = false;
-  void p.then(
-    () => {
-      settled = true;
-    },
-    () => {
-      settled = true;
-    },
-  );
-  await new Promise((r) => setImmediate(r));
-  await flushMicrotasks();
-  return settled;
-}
-
 describe('Bootstrapper', () => {
   it('init wins: the cluster is initialised, the join flow stops, the init side is stopped once', async () => {
     const s = setup({ joinServiceUp: false });
@@ -224,7 +209,7 @@ describe('Bootstrapper', () => {
     expect(s.marker.calls).toHaveLength(0);
     expect(s.disk.calls).not.toContain('markDiskForReset');
     expect(s.initSide.stops).toBe(0);
-    expect(await hasSettled(b.done)).toBe(false);
+    expect(await settlesWithoutTime(b.done)).toBe(false);
     // The node still serves: a correct Init succeeds afterwards.
     await outcome(s, b.init(request()));
     await expect(s.clock.runUntil(b.done)).resolves.toMatchObject({ outcome: 'initialized' });
@@ -307,7 +292,7 @@ describe('Bootstrapper', () => {
     const second = await outcome(s, b.init(request()));
     expect(isInitFailure(second.err) && second.err.code).toBe('failed-precondition');
     expect(s.disk.calls).not.toContain('markDiskForReset');
-    expect(await hasSettled(b.done)).toBe(false);
+    expect(await settlesWithoutTime(b.done)).toBe(false);
     releaseInit();
     expect((await first).value).toBeDefined();
     await expect(s.clock.runUntil(b.done)).resolves.toMatchObject({ outcome: 'initialized' });
