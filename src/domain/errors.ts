@@ -3,12 +3,9 @@
  * kinds of src/ports/errors.ts: it decides *whether* a failure may be retried and which kind a
  * dependency failure becomes, while the gRPC edge alone turns kinds into status codes.
  */
-import { ConfbootError, type ConfbootErrorCode, isConfbootError } from '../ports/errors.js';
+import { ConfbootError, type ConfbootErrorCode, isConfbootError, messageOf } from '../ports/errors.js';
 
-/** The message of any thrown value, for "doing x: cause" wrapping. */
-export function messageOf(cause: unknown): string {
-  return cause instanceof Error ? cause.message : String(cause);
-}
+export { messageOf };
 
 /**
  * Wraps a failure that happened after the node lock was taken. The node cannot go back to a clean

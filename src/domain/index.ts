@@ -4,10 +4,12 @@
  * src/app wires it to adapters.
  */
 export * from './backoff.js';
+export * from './bootstrapper.js';
 export * from './errors.js';
 export * from './init-flow.js';
 export * from './join-flow.js';
 export * from './key-derivation.js';
 export * from './measurements.js';
 export * from './node-lock.js';
+export * from './state-disk.js';
 export * from './ticket-issuer.js';

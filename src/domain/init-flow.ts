@@ -24,6 +24,7 @@ import {
   STATE_DISK_KEY_LENGTH,
 } from './key-derivation.js';
 import type { NodeLockLike } from './node-lock.js';
+import { markStateDiskForReset } from './state-disk.js';
 
 /** Cluster name used when the request leaves it empty (upstream default). */
 export const DEFAULT_CLUSTER_NAME = 'constellation';
@@ -85,7 +86,7 @@ export class InitFlow {
     } catch (err) {
       const failure = asConfbootError('init', err);
       logger.error('Init failed', { error: failure.message, afterNodeLock: locked });
-      const diskMarkedForReset = locked ? await this.#markDiskForReset() : false;
+      const diskMarkedForReset = locked ? await markStateDiskForReset(this.#deps.disk, logger) : false;
       const logChunks = await this.#collectLogs();
       throw new InitFailure(failure, { logChunks, diskMarkedForReset });
     }
@@ -198,25 +199,6 @@ export class InitFlow {
     );
     logger.info('Cluster initialized');
     return { result: { kubeconfig, clusterId } };
-  }
-
-  /** Marks the state disk for reset; logs and returns false when that fails too. */
-  async #markDiskForReset(): Promise<boolean> {
-    const { disk, logger } = this.#deps;
-    try {
-      const release = await disk.open();
-      try {
-        await disk.markDiskForReset();
-      } finally {
-        await release().catch((err: unknown) =>
-          logger.warn('Failed to release state disk', { error: messageOf(err) }),
-        );
-      }
-      return true;
-    } catch (err) {
-      logger.error('Failed to mark state disk for reset', { error: messageOf(err) });
-      return false;
-    }
   }
 
   async #collectLogs(): Promise<Uint8Array[]> {

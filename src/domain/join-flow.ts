@@ -13,36 +13,24 @@ import type { Clock } from '../ports/clock.js';
 import type { ClusterJoiner, JoinClusterArgs } from '../ports/cluster-joiner.js';
 import type { CsrFactory } from '../ports/csr-factory.js';
 import type { EncryptedDisk } from '../ports/encrypted-disk.js';
-import { ConfbootError, isAttestationError, wrapError } from '../ports/errors.js';
+import { CONNECTION_REFUSED, ConfbootError, reasonOf, wrapError } from '../ports/errors.js';
 import type { FileWriter } from '../ports/file-writer.js';
 import type { JoinTicketClient } from '../ports/join-ticket-client.js';
+import { CONTROL_PLANE_FILE_NAMES } from '../ports/kubernetes-node.js';
 import type { Logger } from '../ports/logger.js';
 import type { MetadataAPI } from '../ports/metadata-api.js';
 import type { NodeStateStore } from '../ports/node-state-store.js';
+import { joinHostPort } from '../ports/peer-address.js';
 import type { Random } from '../ports/random.js';
 import type { InstanceMetadata, JoinTicket, JoinTicketRequest } from '../ports/types.js';
 import { type BackoffOptions, callWithTimeout, checkBackoffOptions, fullJitterDelayMs } from './backoff.js';
 import { messageOf, unrecoverable } from './errors.js';
 import { deriveClusterId } from './key-derivation.js';
 import type { NodeLockLike } from './node-lock.js';
+import { withStateDisk } from './state-disk.js';
 
 /** NodePort of the join service that joining nodes dial (upstream `JoinServiceNodePort`). */
 export const JOIN_SERVICE_NODE_PORT = 30090;
-
-/**
- * The only control-plane file names a join ticket may carry (kubeadm's eight CA files),
- * relative to the pki directory. Anything else (e.g. `../x`) is refused: the names become paths.
- */
-export const CONTROL_PLANE_FILE_NAMES: readonly string[] = Object.freeze([
-  'ca.key',
-  'sa.key',
-  'front-proxy-ca.key',
-  'etcd/ca.key',
-  'ca.crt',
-  'sa.pub',
-  'front-proxy-ca.crt',
-  'etcd/ca.crt',
-]);
 
 /** How many times kubeadm join is tried after the lock (upstream: 3). */
 /** Attempts to read the state disk's UUID before the join flow gives up (nothing is touched before). */
@@ -105,17 +93,13 @@ export const DEFAULT_NOT_LISTENING_RETRY: Readonly<NotListeningRetry> = Object.f
 });
 
 /**
- * Whether a join ticket call failed because nothing listens at the endpoint (the TCP connection was
- * refused, before any TLS or attestation). Refusals by a running service (ResourceExhausted,
- * attestation errors, closed handshakes, timeouts) are not.
+ * Whether a join ticket call failed because nothing listens at the endpoint: the join ticket client
+ * reports a refused TCP connection (before any TLS or attestation) with the reason
+ * {@link CONNECTION_REFUSED}. Refusals by a running service (ResourceExhausted, attestation errors,
+ * closed handshakes, timeouts) carry no such reason, whatever their message says.
  */
 export function isNothingListening(err: unknown): boolean {
-  return (
-    err instanceof ConfbootError &&
-    !isAttestationError(err) &&
-    err.code === 'unavailable' &&
-    /\bECONNREFUSED\b|connection refused/i.test(err.message)
-  );
+  return reasonOf(err) === CONNECTION_REFUSED;
 }
 
 /** The ports the join flow uses (only the slices it needs). */
@@ -170,11 +154,6 @@ interface TicketAttempt {
   /** PEM key of the CSR the kubelet certificate was issued for. Secret. */
   keyPem: Uint8Array;
   endpoint: string;
-}
-
-/** `host:port`, with brackets around IPv6 hosts. */
-export function joinHostPort(host: string, port: number | string): string {
-  return host.includes(':') && !host.startsWith('[') ? `[${host}]:${port}` : `${host}:${port}`;
 }
 
 /**
@@ -489,16 +468,9 @@ export class JoinFlow {
       }
     };
     await step('running point-of-no-return callback', () => this.#onPointOfNoReturn?.());
-    await step('updating state disk passphrase', async () => {
-      const release = await disk.open();
-      try {
-        await disk.updatePassphrase(ticket.stateDiskKey);
-      } finally {
-        await release().catch((err: unknown) =>
-          logger.warn('Failed to release state disk', { error: messageOf(err) }),
-        );
-      }
-    });
+    await step('updating state disk passphrase', () =>
+      withStateDisk(disk, logger, () => disk.updatePassphrase(ticket.stateDiskKey)),
+    );
     if (self.role === 'ControlPlane') {
       for (const file of ticket.controlPlaneFiles) {
         await step(`writing control-plane file ${file.name}`, () =>

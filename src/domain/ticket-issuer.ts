@@ -7,7 +7,8 @@
  * instance of this cluster, and the CSR may ask only for that instance's name, addresses and role;
  * without one, the CSR's IP addresses must be the caller's own. It also binds each state disk to the
  * node that first asked for its key (DiskBindings port): another node asking with that disk UUID,
- * by join or rejoin, gets nothing, and nothing is issued when the record cannot be consulted.
+ * by join or rejoin, gets nothing, and nothing is issued when the record cannot be consulted. A
+ * node or disk on the deny list (DenyList port) is refused as soon as the request names it.
  * Errors carry precise kinds (the gRPC
  * edge maps them to InvalidArgument, PermissionDenied, Unavailable, FailedPrecondition, …) and never
  * contain secrets.
@@ -16,10 +17,18 @@ import type { BootstrapTokens } from '../ports/bootstrap-tokens.js';
 import type { CertificateAuthority, CsrInfo } from '../ports/certificate-authority.js';
 import type { Clock } from '../ports/clock.js';
 import type { ClusterFacts } from '../ports/cluster-facts.js';
+import { DENY_LIST_REASON, type DenyList, type DenyListIdentity } from '../ports/deny-list.js';
 import { type DiskBinding, type DiskBindings, DiskBoundError } from '../ports/disk-bindings.js';
 import { ConfbootError, isConfbootError } from '../ports/errors.js';
 import type { KMS } from '../ports/kms.js';
+import {
+  foldNodeName,
+  KUBELET_CSR_CN_PREFIX,
+  KUBELET_CSR_ORGANIZATION,
+  normalizeNodeName,
+} from '../ports/kubernetes-node.js';
 import type { Logger } from '../ports/logger.js';
+import { peerHost } from '../ports/peer-address.js';
 import type { PeerIdentity, PeerInstance } from '../ports/peer-identity.js';
 import type {
   ControlPlaneFile,
@@ -36,31 +45,7 @@ import {
   STATE_DISK_KEY_LENGTH,
 } from './key-derivation.js';
 
-/** Organization every kubelet CSR must carry, and nothing else. */
-export const KUBELET_CSR_ORGANIZATION = 'system:nodes';
-/** Prefix of a kubelet CSR's common name; the rest is the node name. */
-export const KUBELET_CSR_CN_PREFIX = 'system:node:';
-
 const UUID_RE = /^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$/;
-const RFC1123_LABEL = '[a-z0-9]([-a-z0-9]*[a-z0-9])?';
-const RFC1123_SUBDOMAIN_RE = new RegExp(`^${RFC1123_LABEL}(\\.${RFC1123_LABEL})*$`);
-
-/**
- * Normalises a node name as the join service records it (lower case, `_` → `-`) and checks that
- * the result is an RFC 1123 subdomain (dots allowed, unlike upstream's escaping bug). Throws
- * `invalid-argument` otherwise.
- */
-export function normalizeNodeName(name: string): string {
-  const normalized = name.toLowerCase().replaceAll('_', '-');
-  const labelsOk = normalized.split('.').every((l) => l.length <= 63);
-  if (normalized.length > 253 || !labelsOk || !RFC1123_SUBDOMAIN_RE.test(normalized)) {
-    throw new ConfbootError(
-      'invalid-argument',
-      `node name ${JSON.stringify(name)} is not a valid RFC 1123 name after normalisation`,
-    );
-  }
-  return normalized;
-}
 
 /**
  * Largest size of each field of a ticket request, checked before anything is parsed. A kubelet CSR
@@ -153,13 +138,7 @@ export function checkKubeletCsr(info: CsrInfo): string {
  * addresses); an IPv4-mapped IPv6 address gives the IPv4 address. Undefined if it holds no IP.
  */
 export function callerIp(peer: string): string | undefined {
-  const bracketed = /^\[([^\]]+)\]:\d+$/.exec(peer);
-  let host = bracketed?.[1];
-  if (host === undefined) {
-    const i = peer.lastIndexOf(':');
-    host = i > 0 && /^\d+$/.test(peer.slice(i + 1)) ? peer.slice(0, i) : peer;
-  }
-  return canonicalIp(host);
+  return canonicalIp(peerHost(peer));
 }
 
 /**
@@ -252,6 +231,12 @@ export interface TicketIssuerDeps {
    * the CSR's IP addresses must be the caller's own address (the minimum binding).
    */
   identity?: PeerIdentity;
+  /**
+   * Node identities never to issue a ticket to, checked once the request named the node (join: the
+   * kubelet CSR's node name and the disk UUID; rejoin: the disk UUID), before anything else is
+   * asked. Default: nobody is denied.
+   */
+  denyList?: DenyList;
 }
 
 /** Who is asking (for messages and logs). */
@@ -263,6 +248,11 @@ export interface TicketContext {
    * nothing is issued for a ticket nobody will receive.
    */
   signal?: AbortSignal;
+  /**
+   * Called once the kubelet CSR named the node (its normalised name), before any check that may
+   * refuse the caller, so the caller's audit can name the node whatever the outcome.
+   */
+  onNodeName?: (nodeName: string) => void;
 }
 
 const KNOWN_ROLES: ReadonlySet<string> = new Set(['ControlPlane', 'Worker']);
@@ -318,6 +308,8 @@ export class TicketIssuer {
       // A CSR that cannot be parsed is the caller's fault whatever the CA reports.
       throw new ConfbootError('invalid-argument', `${op}: checking CSR: ${messageOf(err)}`, { cause: err });
     }
+    ctx.onNodeName?.(nodeName);
+    this.#checkDenyList(op, { nodeName, diskUuid: req.diskUuid });
     const owner = await this.#checkCaller(op, ctx, req, nodeName, csr);
     await this.#bindDisk(op, { diskUuid: req.diskUuid.toLowerCase(), nodeName, owner });
 
@@ -383,6 +375,17 @@ export class TicketIssuer {
     };
   }
 
+  /** Throws `permission-denied` (reason {@link DENY_LIST_REASON}) when the deny list names the caller. */
+  #checkDenyList(op: string, identity: DenyListIdentity): void {
+    const m = this.#deps.denyList?.match(identity);
+    if (m === undefined) return;
+    const what = m.kind === 'node' ? `node ${JSON.stringify(m.value)}` : `disk ${m.value}`;
+    throw new ConfbootError('permission-denied', `${op}: ${what} is on the join service's deny list`, {
+      recoverable: false,
+      reason: DENY_LIST_REASON,
+    });
+  }
+
   /**
    * Who the caller is: its address, and with a PeerIdentity its instance of this cluster (name
    * normalised). Throws `permission-denied` when the caller is not an instance of this cluster and
@@ -405,7 +408,7 @@ export class TicketIssuer {
       throw dependencyError(`${op}: resolving the caller's instance`, err);
     }
     if (instance === undefined) throw denied(`caller ${ip} is not an instance of this cluster`);
-    const name = instance.name.toLowerCase().replaceAll('_', '-');
+    const name = foldNodeName(instance.name);
     if (name === '' || !KNOWN_ROLES.has(instance.role)) {
       throw new ConfbootError(
         'unavailable',
@@ -499,6 +502,7 @@ export class TicketIssuer {
         cause: err,
       });
     }
+    this.#checkDenyList(op, { diskUuid: req.diskUuid });
     const caller = await this.#resolveCaller(op, ctx);
     await this.#bindDisk(op, {
       diskUuid: req.diskUuid.toLowerCase(),

@@ -37,10 +37,10 @@ export const DiskBindings = Symbol.for('confboot.DiskBindings');
 export class DiskBoundError extends ConfbootError {
   override readonly name = 'DiskBoundError';
   /** Short stable reason for audit events and metrics. */
-  readonly reason = 'disk-bound';
+  override readonly reason = 'disk-bound';
 
   constructor(message: string) {
-    super('permission-denied', message, { recoverable: false });
+    super('permission-denied', message, { recoverable: false, reason: 'disk-bound' });
   }
 }
 

@@ -1,4 +1,7 @@
-/** The seams of confboot: one interface and DI token per file. Exported as `confboot/ports`. */
+/**
+ * The seams of confboot: one interface and DI token per file, and the words domain and adapters
+ * share (errors, Kubernetes node names, peer addresses). Exported as `confboot/ports`.
+ */
 
 export * from './amd-cert-fetcher.js';
 export * from './ami-tpm-support.js';
@@ -10,6 +13,7 @@ export * from './cluster-initializer.js';
 export * from './cluster-joiner.js';
 export * from './confidential-guest-device.js';
 export * from './csr-factory.js';
+export * from './deny-list.js';
 export * from './disk-bindings.js';
 export * from './encrypted-disk.js';
 export * from './errors.js';
@@ -19,12 +23,14 @@ export * from './issuer.js';
 export * from './join-ticket-client.js';
 export * from './kms.js';
 export * from './kms-factory.js';
+export * from './kubernetes-node.js';
 export * from './log-collector.js';
 export * from './logger.js';
 export * from './measurement-policy.js';
 export * from './metadata-api.js';
 export * from './node-marker.js';
 export * from './node-state-store.js';
+export * from './peer-address.js';
 export * from './peer-identity.js';
 export * from './random.js';
 export * from './secret-hash.js';

@@ -8,6 +8,7 @@ describe('library exports', () => {
   it.each([
     'JoinFlow',
     'InitFlow',
+    'Bootstrapper',
     'NodeLock',
     'TicketIssuer',
     'MeasurementsPolicy',

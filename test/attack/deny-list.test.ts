@@ -1,6 +1,6 @@
 /**
  * Attack family: revoked nodes. A node on the join service's deny list still has a genuine TPM
- * (real swtpm, good boot) and passes attestation, so the HANDLER refuses it — PERMISSION_DENIED,
+ * (real swtpm, good boot) and passes attestation, so the TICKET ISSUER refuses it — PERMISSION_DENIED,
  * audited with reason deny-list — before any key-service call, token or certificate: by node name
  * (also when spelt in another case or with underscores), by disk UUID (any case), for rejoin, and
  * for entries added while the service runs (hot reload of the watched file).
@@ -29,7 +29,7 @@ afterAll(async () => {
 
 const denied = { code: status.PERMISSION_DENIED, reason: 'deny-list' } as const;
 
-describe('deny-listed nodes (attested real swtpm node, handler refuses)', () => {
+describe('deny-listed nodes (attested real swtpm node, ticket issuer refuses)', () => {
   it('control: a node that is not on the list (worker-0, asking for itself) gets a ticket', async () => {
     const s = snapshot(target);
     await expectIssued(target, s, await attempt(target.endpoint, node.issuer));

@@ -11,17 +11,26 @@ import {
   JoinFlow,
   type JoinFlowOptions,
 } from '../../src/domain/join-flow.js';
-import { AttestationError, ConfbootError } from '../../src/ports/errors.js';
+import { AttestationError, CONNECTION_REFUSED, ConfbootError, wrapError } from '../../src/ports/errors.js';
 import { joinFlowStubs } from './stubs.js';
 
 const TIMEOUT = 600_000;
 
-/** What the gRPC join client reports when nothing listens (grpc-js UNAVAILABLE, connect refused). */
+/**
+ * What the gRPC join client reports when nothing listens (grpc-js UNAVAILABLE, connect refused):
+ * the reason code says so, the message only describes it.
+ */
 const refused = (endpoint = '192.0.2.10:30090') =>
   new ConfbootError(
     'unavailable',
     `issuing join ticket from ${endpoint}: No connection established. Last error: Error: connect ECONNREFUSED ${endpoint}.`,
+    { reason: CONNECTION_REFUSED },
   );
+/** What a running join service answers a node whose attestation it refuses. */
+const denied = new AttestationError(
+  'pcr-values',
+  'issuing join ticket: refused by the peer (check pcr-values)',
+);
 const overloaded = new ConfbootError(
   'resource-exhausted',
   'issuing join ticket: the join service is at its limit of 64 concurrent requests; retry later',
@@ -89,11 +98,30 @@ describe('JoinFlow while no join service listens', () => {
     expect(DEFAULT_NOT_LISTENING_RETRY).toEqual({ minMs: 250, maxMs: 500 });
   });
 
-  it('tells a refused connection from every refusal by a running service', () => {
+  it('a permission-denied answer keeps the exponential backoff, a refused connection does not', async () => {
+    const s = setup();
+    s.random.floatValue = 0.5;
+    s.joinClient.ticketAnswers = [denied, denied, refused(), denied];
+    expect((await s.run()).outcome).toBe('joined');
+    expect(s.sleeps()).toEqual([500, 1_000, 375, 2_000]);
+  });
+
+  it('tells a refused connection from every refusal by a running service, by its reason only', () => {
     expect(isNothingListening(refused())).toBe(true);
+    // The reason survives wrapping ("doing x: cause").
+    expect(isNothingListening(wrapError('joining', refused()))).toBe(true);
+    expect(
+      isNothingListening(
+        new ConfbootError('unavailable', 'dial tcp 10.0.0.1:30090: connection refused', {
+          reason: CONNECTION_REFUSED,
+        }),
+      ),
+    ).toBe(true);
+    // Text alone decides nothing: a message that merely mentions a refusal is no refusal.
     expect(
       isNothingListening(new ConfbootError('unavailable', 'dial tcp 10.0.0.1:30090: connection refused')),
-    ).toBe(true);
+    ).toBe(false);
+    expect(isNothingListening(denied)).toBe(false);
     expect(isNothingListening(overloaded)).toBe(false);
     expect(
       isNothingListening(new ConfbootError('unavailable', 'connection closed during the TLS handshake')),

@@ -13,7 +13,7 @@ import { deriveClusterId } from '../../src/domain/key-derivation.js';
 import { isConfbootError } from '../../src/ports/errors.js';
 import type { InstanceMetadata, Role } from '../../src/ports/types.js';
 import { flushMicrotasks } from '../fakes/fake-clock.js';
-import { bytes, joinFlowStubs, someErr, validTicket } from './stubs.js';
+import { bytes, joinFlowStubs, settlesWithoutTime, someErr, validTicket } from './stubs.js';
 
 /** A deadline no test reaches unless a call hangs; lets backoff sleeps be told apart from timers. */
 const TIMEOUT = 600_000;
@@ -47,24 +47,6 @@ async function runToEnd(s: Setup, flow: JoinFlow): Promise<{ outcome?: JoinOutco
       (err: unknown) => ({ err }),
     ),
   );
-}
-
-/** Whether `p` settles without any fake time passing. */
-async function settlesWithoutTime(p: Promise<unknown>): Promise<boolean> {
-  let settled = false;
-  void p.then(
-    () => {
-      settled = true;
-    },
-    () => {
-      settled = true;
-    },
-  );
-  for (let i = 0; i < 5 && !settled; i++) {
-    await flushMicrotasks();
-    await new Promise((r) => setImmediate(r));
-  }
-  return settled;
 }
 
 const backoffSleeps = (s: Setup) => s.clock.sleeps.filter((ms) => ms !== TIMEOUT);

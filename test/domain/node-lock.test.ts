@@ -54,4 +54,29 @@ describe('NodeLock', () => {
     await expect(p).rejects.toThrow('marking node as bootstrapped');
     expect(lock.locked).toBe(true);
   });
+
+  it('reports who holds it and with which cluster ID, also when marking failed', async () => {
+    const marker = new StubMarker();
+    marker.markBootstrappedErr = someErr;
+    const lock = new NodeLock(marker);
+    expect(lock.holder).toBeUndefined();
+    const join = lock.as('join');
+    const init = lock.as('init');
+    const [a, b] = await Promise.allSettled([
+      init.tryLockOnce(clusterId),
+      join.tryLockOnce(new Uint8Array(32)),
+    ]);
+    expect(a.status).toBe('rejected');
+    expect(b).toEqual({ status: 'fulfilled', value: { acquired: false } });
+    expect(lock.holder).toEqual({ by: 'init', clusterId });
+    // The report is a copy: changing it does not change the lock.
+    lock.holder?.clusterId.fill(0);
+    expect(lock.holder?.clusterId).toEqual(clusterId);
+  });
+
+  it('names an unnamed taker "unnamed"', async () => {
+    const lock = new NodeLock(new StubMarker());
+    await lock.tryLockOnce(clusterId);
+    expect(lock.holder?.by).toBe('unnamed');
+  });
 });

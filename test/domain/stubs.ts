@@ -35,7 +35,7 @@ import type {
   RejoinTicket,
   RejoinTicketRequest,
 } from '../../src/ports/types.js';
-import { FakeClock } from '../fakes/fake-clock.js';
+import { FakeClock, flushMicrotasks } from '../fakes/fake-clock.js';
 
 /** An error to put into stubs. */
 export const someErr = new Error('failed');
@@ -488,4 +488,22 @@ export function joinFlowStubs() {
     random: new StubRandom(),
     logger: new RecordingLogger(),
   };
+}
+
+/** Whether `p` settles without any fake time passing. */
+export async function settlesWithoutTime(p: Promise<unknown>): Promise<boolean> {
+  let settled = false;
+  void p.then(
+    () => {
+      settled = true;
+    },
+    () => {
+      settled = true;
+    },
+  );
+  for (let i = 0; i < 5 && !settled; i++) {
+    await flushMicrotasks();
+    await new Promise((r) => setImmediate(r));
+  }
+  return settled;
 }

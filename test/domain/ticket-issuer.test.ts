@@ -5,9 +5,16 @@
  */
 import { describe, expect, it } from 'vitest';
 import { KUBERNETES_JOIN_TOKEN_TTL_MS } from '../../src/domain/key-derivation.js';
-import { callerIp, canonicalIp, normalizeNodeName, TicketIssuer } from '../../src/domain/ticket-issuer.js';
+import { callerIp, canonicalIp, TicketIssuer } from '../../src/domain/ticket-issuer.js';
+import {
+  DENY_LIST_REASON,
+  type DenyList,
+  type DenyListIdentity,
+  type DenyMatch,
+} from '../../src/ports/deny-list.js';
 import { isDiskBoundError } from '../../src/ports/disk-bindings.js';
 import { ConfbootError, type ConfbootErrorCode, isConfbootError } from '../../src/ports/errors.js';
+import { normalizeNodeName } from '../../src/ports/kubernetes-node.js';
 import type { PeerIdentity, PeerInstance } from '../../src/ports/peer-identity.js';
 import type { JoinTicketRequest } from '../../src/ports/types.js';
 import { FakeClock } from '../fakes/fake-clock.js';
@@ -776,5 +783,92 @@ describe('TicketIssuer: state disks are bound to the node that first asked for t
     expect(isConfbootError(err) && err.code).toBe('permission-denied');
     expect(s.diskBindings.calls).toEqual([]);
     expect(s.kms.calls).toEqual([]);
+  });
+});
+
+/** A deny list over fixed sets (already spelt as the issuer records them); records every question. */
+class StubDenyList implements DenyList {
+  readonly asked: DenyListIdentity[] = [];
+  constructor(
+    readonly nodes: string[] = [],
+    readonly disks: string[] = [],
+  ) {}
+  match(identity: DenyListIdentity): DenyMatch | undefined {
+    this.asked.push({ ...identity });
+    const disk = identity.diskUuid?.toLowerCase();
+    if (disk !== undefined && this.disks.includes(disk)) return { kind: 'disk-uuid', value: disk };
+    if (identity.nodeName !== undefined && this.nodes.includes(identity.nodeName))
+      return { kind: 'node', value: identity.nodeName };
+    return undefined;
+  }
+  get size() {
+    return { nodes: this.nodes.length, diskUuids: this.disks.length };
+  }
+}
+
+function withDenyList(nodes: string[], disks: string[] = []) {
+  const s = withIdentity({ '192.0.2.5': NODE_1 });
+  const denyList = new StubDenyList(nodes, disks);
+  const named: string[] = [];
+  const issuer = () => new TicketIssuer({ ...s, identity: s.identity, denyList });
+  /** Resolves with the refusal, or with undefined when a ticket was issued. */
+  const join = (r = req()): Promise<ConfbootError | undefined> =>
+    issuer()
+      .issueJoinTicket(r, { peer: PEER, onNodeName: (n) => named.push(n) })
+      .then(
+        () => undefined,
+        (e: unknown) => e as ConfbootError,
+      );
+  return { ...s, denyList, named, issuer, join };
+}
+
+describe('TicketIssuer: the deny list (DenyList port), asked once the request names the node', () => {
+  it('refuses a denied node name (CSR spelt in upper case): permission-denied, reason deny-list, before anything else is asked', async () => {
+    const s = withDenyList(['node-1']);
+    s.ca.csrInfo = { ...s.ca.csrInfo, commonName: 'system:node:Node_1' };
+    const err = await s.join();
+    expect(err).toMatchObject({ code: 'permission-denied', reason: DENY_LIST_REASON, recoverable: false });
+    expect(err?.message).toBe(
+      `issuing join ticket for ${PEER}: node "node-1" is on the join service's deny list`,
+    );
+    // The CSR was parsed once, the node named for the audit, and nothing else was asked.
+    expect(s.ca.calls).toEqual(['inspectCsr']);
+    expect(s.named).toEqual(['node-1']);
+    expect(s.denyList.asked).toEqual([{ nodeName: 'node-1', diskUuid: UUID }]);
+    expect(s.identity.asked).toEqual([]);
+    expect(s.diskBindings.calls).toEqual([]);
+    expect(s.kms.calls).toEqual([]);
+    expect(s.tokens.ttls).toEqual([]);
+  });
+
+  it('refuses a denied disk UUID (sent in upper case) for join and rejoin', async () => {
+    const s = withDenyList([], [UUID]);
+    const err = await s.join(req({ diskUuid: UUID.toUpperCase() }));
+    expect(err).toMatchObject({ code: 'permission-denied', reason: DENY_LIST_REASON });
+    expect(err?.message).toContain(`disk ${UUID} is on the join service's deny list`);
+    const rejoin = await s
+      .issuer()
+      .issueRejoinTicket({ diskUuid: UUID.toUpperCase() }, { peer: PEER })
+      .catch((e: unknown) => e as ConfbootError);
+    expect(rejoin).toMatchObject({ code: 'permission-denied', reason: DENY_LIST_REASON });
+    expect(s.identity.asked).toEqual([]);
+    expect(s.diskBindings.calls).toEqual([]);
+    expect(s.kms.calls).toEqual([]);
+  });
+
+  it('issues to a node that is not on the list, and names it for the audit', async () => {
+    const s = withDenyList(['node-2'], ['00000000-0000-4000-8000-000000000000']);
+    expect(await s.join()).toBeUndefined();
+    expect(s.named).toEqual(['node-1']);
+    expect(s.denyList.asked).toEqual([{ nodeName: 'node-1', diskUuid: UUID }]);
+  });
+
+  it('a CSR that does not parse is refused as invalid before the deny list is asked, and names no node', async () => {
+    const s = withDenyList(['node-1']);
+    s.ca.inspectCsrErr = someErr;
+    const err = await s.join();
+    expect(err?.code).toBe('invalid-argument');
+    expect(s.named).toEqual([]);
+    expect(s.denyList.asked).toEqual([]);
   });
 });

@@ -7,10 +7,12 @@
  */
 import { Metadata, type ServiceError, status } from '@grpc/grpc-js';
 import {
+  CONNECTION_REFUSED,
   ConfbootError,
   type ConfbootErrorCode,
   isAttestationError,
   isConfbootError,
+  messageOf,
 } from '../../ports/errors.js';
 
 /** ConfbootError code → gRPC status. The single source of the mapping. */
@@ -73,17 +75,28 @@ function isServiceError(err: unknown): err is ServiceError {
 }
 
 /**
+ * Whether a failed call never reached a server because its TCP connection was refused (nothing
+ * listens there). grpc-js reports that only as UNAVAILABLE with the socket error in its details.
+ */
+export function isRefusedConnection(err: ServiceError): boolean {
+  return err.code === status.UNAVAILABLE && /\bECONNREFUSED\b/.test(err.details ?? '');
+}
+
+/**
  * Client side: turns a grpc-js call error into a ConfbootError whose code follows the table and
  * whose `recoverable` says whether retrying can help (unavailable, resource-exhausted,
- * deadline-exceeded). Non-gRPC errors are wrapped as internal.
+ * deadline-exceeded). A refused connection carries the reason {@link CONNECTION_REFUSED}.
+ * Non-gRPC errors are wrapped as internal.
  */
 export function fromGrpcError(err: unknown, operation: string): ConfbootError {
   if (isConfbootError(err)) return err;
   if (isServiceError(err)) {
     const code = codeFromGrpcStatus(err.code);
     const detail = err.details || status[err.code] || `status ${err.code}`;
-    return new ConfbootError(code, `${operation}: ${detail}`, { cause: err });
+    return new ConfbootError(code, `${operation}: ${detail}`, {
+      cause: err,
+      ...(isRefusedConnection(err) ? { reason: CONNECTION_REFUSED } : {}),
+    });
   }
-  const message = err instanceof Error ? err.message : String(err);
-  return new ConfbootError('internal', `${operation}: ${message}`, { cause: err });
+  return new ConfbootError('internal', `${operation}: ${messageOf(err)}`, { cause: err });
 }

@@ -4,11 +4,12 @@
  * upstream, or mutual TLS: the client checks the key service's certificate against a CA and
  * presents its own certificate, which the key service checks.
  */
-import { credentials, Metadata, type ServiceError, status } from '@grpc/grpc-js';
+import { credentials, Metadata, status } from '@grpc/grpc-js';
 import { APIClient } from '../../gen/keyservice.js';
-import { ConfbootError, type ConfbootErrorCode } from '../../ports/errors.js';
+import { ConfbootError } from '../../ports/errors.js';
 import type { KMS } from '../../ports/kms.js';
 import type { CallOptions } from '../../ports/types.js';
+import { fromGrpcError } from '../grpc/status.js';
 
 /** Options of {@link GrpcKmsClient}. */
 export interface GrpcKmsClientOptions {
@@ -31,17 +32,6 @@ export interface GrpcKmsClientTls {
   /** Name the key service's certificate must carry; default the endpoint's host. */
   serverName?: string;
 }
-
-const CODE_BY_STATUS: Partial<Record<status, ConfbootErrorCode>> = {
-  [status.INVALID_ARGUMENT]: 'invalid-argument',
-  [status.UNAVAILABLE]: 'unavailable',
-  // Not our own abort (handled before): the server cancelled, e.g. while shutting down.
-  [status.CANCELLED]: 'unavailable',
-  [status.DEADLINE_EXCEEDED]: 'deadline-exceeded',
-  [status.RESOURCE_EXHAUSTED]: 'resource-exhausted',
-  [status.FAILED_PRECONDITION]: 'failed-precondition',
-  [status.PERMISSION_DENIED]: 'permission-denied',
-};
 
 /** {@link KMS} backed by a remote key service. Call {@link GrpcKmsClient.close} when done. */
 export class GrpcKmsClient implements KMS {
@@ -82,7 +72,7 @@ export class GrpcKmsClient implements KMS {
           signal?.removeEventListener('abort', onAbort);
           if (err) {
             if (err.code === status.CANCELLED && signal?.aborted) reject(signal.reason);
-            else reject(toConfbootError(operation, err));
+            else reject(fromGrpcError(err, operation));
             return;
           }
           if (res.dataKey.length !== length) {
@@ -105,9 +95,4 @@ export class GrpcKmsClient implements KMS {
   close(): void {
     this.#client.close();
   }
-}
-
-function toConfbootError(operation: string, err: ServiceError): ConfbootError {
-  const code = CODE_BY_STATUS[err.code as status] ?? 'internal';
-  return new ConfbootError(code, `${operation}: ${err.details || err.message}`, { cause: err });
 }

@@ -2,16 +2,19 @@
  * The key service's gRPC edge (upstream `keyservice/internal/server`): `kms.API` on plain insecure
  * gRPC as upstream, or with mutual TLS: the service then speaks only to clients whose certificate
  * chains to the configured client CA, and a client without one is refused in the handshake. It
- * checks the request the way upstream does and maps error kinds to status codes here, and only here.
+ * checks the request the way upstream does and maps error kinds to status codes through the gRPC
+ * edge's one status table (src/adapters/grpc/status.ts).
  *
  * Without TLS, whoever reaches the port can fetch any data key, which includes the measurement
  * secret and every node's state-disk key.
  */
 import { type handleUnaryCall, Server, ServerCredentials, type ServiceError, status } from '@grpc/grpc-js';
 import { APIService, type GetDataKeyRequest, type GetDataKeyResponse } from '../../gen/keyservice.js';
-import { isConfbootError } from '../../ports/errors.js';
+import { isConfbootError, messageOf } from '../../ports/errors.js';
 import type { KMS } from '../../ports/kms.js';
 import type { Logger } from '../../ports/logger.js';
+import { joinHostPort } from '../../ports/peer-address.js';
+import { GRPC_STATUS_BY_CODE } from '../grpc/status.js';
 import { checkDataKeyRequest } from './hkdf-kms.js';
 
 /** Options of {@link startKeyServiceServer}. */
@@ -47,14 +50,15 @@ export interface KeyServiceServer {
   shutdown(): Promise<void>;
 }
 
-/** The gRPC status for a failed key derivation: precise for bad input, `INTERNAL` otherwise. */
+/**
+ * The gRPC status for a failed key derivation: a confboot error kind goes through the one status
+ * table of the gRPC edge, with its message as upstream sends it (e.g. "no data key ID specified");
+ * anything else is `INTERNAL` naming the operation.
+ */
 function toServiceError(err: unknown): Partial<ServiceError> {
-  const message = err instanceof Error ? err.message : String(err);
-  if (isConfbootError(err) && err.code === 'invalid-argument')
-    return { code: status.INVALID_ARGUMENT, details: message };
-  if (isConfbootError(err) && err.code === 'unavailable')
-    return { code: status.UNAVAILABLE, details: message };
-  return { code: status.INTERNAL, details: `getting data key: ${message}` };
+  if (isConfbootError(err) && err.code !== 'internal')
+    return { code: GRPC_STATUS_BY_CODE[err.code], details: err.message };
+  return { code: status.INTERNAL, details: `getting data key: ${messageOf(err)}` };
 }
 
 /** Builds the `kms.API` handler over `kms`. Exposed for servers that host several services. */
@@ -96,8 +100,7 @@ export async function startKeyServiceServer(options: KeyServiceServerOptions): P
   const graceMs = options.shutdownGraceInMs ?? 5_000;
   const server = new Server();
   server.addService(APIService, keyServiceHandlers(kms, logger));
-  const address =
-    host.includes(':') && !host.startsWith('[') ? `[${host}]:${options.port}` : `${host}:${options.port}`;
+  const address = joinHostPort(host, options.port);
   const tls = options.tls;
   let credentials: ServerCredentials;
   try {

@@ -21,6 +21,7 @@ import type { Clock } from '../../ports/clock.js';
 import type { ClusterFacts } from '../../ports/cluster-facts.js';
 import type { DiskBinding, DiskBindings } from '../../ports/disk-bindings.js';
 import { ConfbootError, isConfbootError } from '../../ports/errors.js';
+import { normalizeNodeName } from '../../ports/kubernetes-node.js';
 import type { Logger } from '../../ports/logger.js';
 import type { Component } from '../../ports/types.js';
 
@@ -43,7 +44,6 @@ export const CONTROL_PLANE_JOIN_DEADLINE_MS = 10 * 60_000;
 export const DEFAULT_KUBE_REQUEST_TIMEOUT_MS = 10_000;
 
 const TOKEN_CHARS = 'abcdefghijklmnopqrstuvwxyz0123456789';
-const NODE_NAME_RE = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
 
 /**
  * A KubeConfig from a kubeconfig file, or the in-cluster service account when no path is given.
@@ -83,18 +83,6 @@ export function generateBootstrapToken(): string {
 /** RFC 3339 in UTC with second precision, as Go's `time.RFC3339` / metav1.Time write it. */
 export function rfc3339(date: Date): string {
   return date.toISOString().replace(/\.\d{3}Z$/, 'Z');
-}
-
-/**
- * Upstream's JoiningNode name normalisation (lower case, `_` → `-`), then an RFC 1123 subdomain
- * check. Unlike upstream (a regex escaping bug), names with dots are accepted.
- * @throws ConfbootError `invalid-argument` for an invalid name.
- */
-export function normaliseNodeName(name: string): string {
-  const n = name.toLowerCase().replaceAll('_', '-');
-  if (n.length === 0 || n.length > 253 || !NODE_NAME_RE.test(n))
-    throw new ConfbootError('invalid-argument', `node name "${name}" is not a valid RFC 1123 subdomain`);
-  return n;
 }
 
 /**
@@ -368,7 +356,7 @@ export class KubeClusterFacts implements ClusterFacts {
    * now+10 min), so a second concurrently joining control plane fails with `failed-precondition`.
    */
   async addJoiningNode(nodeName: string, isControlPlane: boolean): Promise<void> {
-    const name = normaliseNodeName(nodeName);
+    const name = normalizeNodeName(nodeName);
     const ref = await this.componentsReference();
     const now = this.options.clock.now().getTime();
     const objectName = isControlPlane ? 'control-plane' : name;

@@ -10,15 +10,6 @@
 import type { Clock } from '../../ports/clock.js';
 import { ConfbootError } from '../../ports/errors.js';
 
-/** The IP part of a peer address `ip:port`, `[v6]:port` or `v6:port`. */
-export function sourceIp(peer: string): string {
-  const bracketed = /^\[([^\]]+)\]:\d+$/.exec(peer);
-  if (bracketed) return bracketed[1] as string;
-  const i = peer.lastIndexOf(':');
-  if (i <= 0 || !/^\d+$/.test(peer.slice(i + 1))) return peer;
-  return peer.slice(0, i);
-}
-
 /** Options of {@link TokenBucketRateLimiter}. */
 export interface RateLimitOptions {
   /** Tokens added per second per source; 0 disables the limiter. */

@@ -30,6 +30,11 @@ import type * as X509 from '@peculiar/x509';
 import type { CertificateAuthority, CsrInfo } from '../../ports/certificate-authority.js';
 import type { Clock } from '../../ports/clock.js';
 import { ConfbootError, wrapError } from '../../ports/errors.js';
+import {
+  CONTROL_PLANE_FILE_NAMES,
+  KUBELET_CSR_CN_PREFIX,
+  KUBELET_CSR_ORGANIZATION,
+} from '../../ports/kubernetes-node.js';
 import type { ControlPlaneFile } from '../../ports/types.js';
 
 import { loadX509, type X509Module } from './x509-loader.js';
@@ -46,23 +51,6 @@ async function useX509(): Promise<void> {
 
 /** Upstream's pki directory. */
 export const DEFAULT_PKI_DIR = '/etc/kubernetes/pki';
-
-/** The control-plane files a joining control plane receives, relative to the pki directory (kubeadm names). */
-export const CONTROL_PLANE_FILE_NAMES: readonly string[] = Object.freeze([
-  'ca.key',
-  'sa.key',
-  'front-proxy-ca.key',
-  'etcd/ca.key',
-  'ca.crt',
-  'sa.pub',
-  'front-proxy-ca.crt',
-  'etcd/ca.crt',
-]);
-
-/** Organization a kubelet CSR must carry (exactly this one). */
-export const KUBELET_ORGANIZATION = 'system:nodes';
-/** Prefix of a kubelet CSR's common name. */
-export const KUBELET_COMMON_NAME_PREFIX = 'system:node:';
 
 const HOUR_MS = 60 * 60 * 1000;
 const OID_CN = '2.5.4.3';
@@ -371,17 +359,17 @@ export class FileCertificateAuthority implements CertificateAuthority {
     if (!signatureValid)
       throw new ConfbootError('invalid-argument', `${op}: certificate request signature is invalid`);
     const orgs = csr.subjectName.getField(OID_O);
-    if (orgs.length !== 1 || orgs[0] !== KUBELET_ORGANIZATION) {
+    if (orgs.length !== 1 || orgs[0] !== KUBELET_CSR_ORGANIZATION) {
       throw new ConfbootError(
         'invalid-argument',
-        `${op}: certificate request must have exactly one organization "${KUBELET_ORGANIZATION}", has ${JSON.stringify(orgs)}`,
+        `${op}: certificate request must have exactly one organization "${KUBELET_CSR_ORGANIZATION}", has ${JSON.stringify(orgs)}`,
       );
     }
     const cn = csr.subjectName.getField(OID_CN)[0] ?? '';
-    if (!cn.startsWith(KUBELET_COMMON_NAME_PREFIX)) {
+    if (!cn.startsWith(KUBELET_CSR_CN_PREFIX)) {
       throw new ConfbootError(
         'invalid-argument',
-        `${op}: certificate request common name must start with "${KUBELET_COMMON_NAME_PREFIX}", is ${JSON.stringify(cn)}`,
+        `${op}: certificate request common name must start with "${KUBELET_CSR_CN_PREFIX}", is ${JSON.stringify(cn)}`,
       );
     }
     let ips: string[];

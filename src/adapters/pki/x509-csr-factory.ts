@@ -9,6 +9,7 @@ import { isIP } from 'node:net';
 import * as x509 from '@peculiar/x509';
 import type { CsrFactory, KubeletCsr } from '../../ports/csr-factory.js';
 import { ConfbootError } from '../../ports/errors.js';
+import { KUBELET_CSR_CN_PREFIX, KUBELET_CSR_ORGANIZATION } from '../../ports/kubernetes-node.js';
 
 x509.cryptoProvider.set(webcrypto as unknown as Parameters<typeof x509.cryptoProvider.set>[0]);
 
@@ -29,7 +30,10 @@ export class X509CsrFactory implements CsrFactory {
     ])) as webcrypto.CryptoKeyPair;
     const csr = await x509.Pkcs10CertificateRequestGenerator.create({
       // Go's pkix.Name order: O before CN.
-      name: [{ '2.5.4.10': ['system:nodes'] }, { '2.5.4.3': [`system:node:${nodeName}`] }],
+      name: [
+        { '2.5.4.10': [KUBELET_CSR_ORGANIZATION] },
+        { '2.5.4.3': [`${KUBELET_CSR_CN_PREFIX}${nodeName}`] },
+      ],
       keys,
       signingAlgorithm: { name: 'ECDSA', hash: 'SHA-256' } as webcrypto.EcdsaParams,
       extensions:

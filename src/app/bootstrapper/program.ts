@@ -10,6 +10,7 @@
  * touching the TPM, the disk or the network.
  */
 
+import { splitHostPort } from '../../ports/peer-address.js';
 import { type CommandSpec, parseCommand, runCommand, UsageError } from '../cli/args.js';
 import { BOOTSTRAPPER_PORT, JOIN_SERVICE_PORT } from '../defaults.js';
 import {
@@ -119,10 +120,9 @@ export function bootstrapperCommand(csp?: Csp): CommandSpec {
 
 /** Splits `HOST:PORT` (IPv6 hosts in brackets). */
 function parseHostPort(flag: string, value: string): { host: string; port: number } {
-  const m = /^(?:\[([^\]]+)\]|([^:]+)):(\d{1,5})$/.exec(value);
-  const port = m ? Number(m[3]) : Number.NaN;
-  if (!m || port > 65535) throw new UsageError(`--${flag}: expected HOST:PORT, got ${JSON.stringify(value)}`);
-  return { host: (m[1] ?? m[2]) as string, port };
+  const address = splitHostPort(value);
+  if (!address) throw new UsageError(`--${flag}: expected HOST:PORT, got ${JSON.stringify(value)}`);
+  return address;
 }
 
 function parsePort(flag: string, value: string): number {

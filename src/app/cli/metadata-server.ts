@@ -7,6 +7,7 @@
 import { startMetadataServer } from '../../adapters/cloud/qemu/metadata-server.js';
 import { createPinoLogger } from '../../adapters/log/pino-logger.js';
 import type { Logger } from '../../ports/logger.js';
+import { splitHostPort } from '../../ports/peer-address.js';
 import { type CommandSpec, parseCommand, runCommand, UsageError } from './args.js';
 import { untilStopSignal } from './signals.js';
 
@@ -45,10 +46,9 @@ export const METADATA_SERVER_COMMAND: CommandSpec = {
 
 /** Splits `HOST:PORT` (IPv6 hosts in brackets). */
 export function parseListen(value: string): { host: string; port: number } {
-  const m = /^(?:\[([^\]]+)\]|([^:]+)):(\d{1,5})$/.exec(value);
-  const port = m ? Number(m[3]) : Number.NaN;
-  if (!m || port > 65535) throw new UsageError(`--listen: expected HOST:PORT, got ${JSON.stringify(value)}`);
-  return { host: (m[1] ?? m[2]) as string, port };
+  const address = splitHostPort(value);
+  if (!address) throw new UsageError(`--listen: expected HOST:PORT, got ${JSON.stringify(value)}`);
+  return address;
 }
 
 /** Options for running the command in-process (tests, embedding). */

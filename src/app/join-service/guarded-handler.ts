@@ -4,26 +4,23 @@
  * per-IP rate limit (ResourceExhausted at once), the size of every request field (InvalidArgument,
  * before anything is parsed) and room in the byte budget of requests held (ResourceExhausted at
  * once), a slot under the global concurrency cap (waited
- * for briefly in FIFO order; ResourceExhausted when the queue is full or the wait runs out), the deny list
- * (PermissionDenied) on the disk UUID and the node name from the kubelet CSR. Then the ticket is
- * issued. Every request ends in exactly one audit event and one counted outcome; neither ever
+ * for briefly in FIFO order; ResourceExhausted when the queue is full or the wait runs out). Then the
+ * TicketIssuer decides (it parses the kubelet CSR once, checks the deny list and everything else,
+ * and reports the node name for the audit event). Every request ends in exactly one audit event and one counted outcome; neither ever
  * holds a key, token or secret (tickets are never logged, only the caller, node and outcome).
  */
 
 import {
   type ConcurrencyLimiter,
   rateLimitedError,
-  sourceIp,
   type TokenBucketRateLimiter,
 } from '../../adapters/ops/limits.js';
 import type { JoinOutcome, JoinRpc, JoinServiceMetrics } from '../../adapters/ops/metrics.js';
-import { checkKubeletCsr, checkRequestSizes } from '../../domain/ticket-issuer.js';
-import type { CertificateAuthority } from '../../ports/certificate-authority.js';
-import { isDiskBoundError } from '../../ports/disk-bindings.js';
+import { checkRequestSizes, type TicketContext } from '../../domain/ticket-issuer.js';
 import { ConfbootError, isAttestationError, isConfbootError } from '../../ports/errors.js';
 import type { Logger } from '../../ports/logger.js';
+import { peerHost } from '../../ports/peer-address.js';
 import type { JoinTicket, JoinTicketRequest, RejoinTicket, RejoinTicketRequest } from '../../ports/types.js';
-import type { DenyList } from './deny-list.js';
 import type { ByteBudget } from './memory.js';
 
 /** The message of every audit event. */
@@ -57,7 +54,7 @@ export interface JoinAuditEvent {
 /** The part of the TicketIssuer the handler calls. */
 export interface TicketIssuing {
   /** See TicketIssuer.issueJoinTicket. */
-  issueJoinTicket(req: JoinTicketRequest, ctx: { peer: string; signal?: AbortSignal }): Promise<JoinTicket>;
+  issueJoinTicket(req: JoinTicketRequest, ctx: TicketContext): Promise<JoinTicket>;
   /** See TicketIssuer.issueRejoinTicket. */
   issueRejoinTicket(req: RejoinTicketRequest, ctx: { peer: string }): Promise<RejoinTicket>;
 }
@@ -75,9 +72,6 @@ export interface CallerContext {
 /** Dependencies of {@link GuardedJoinHandler}. */
 export interface GuardedJoinHandlerDeps {
   issuer: TicketIssuing;
-  /** Used to read the node name from the CSR for the deny list and the audit event. */
-  ca: Pick<CertificateAuthority, 'inspectCsr'>;
-  denyList: DenyList;
   rateLimiter: TokenBucketRateLimiter;
   concurrency: ConcurrencyLimiter;
   /** Bytes of request fields held at once (running or waiting for a slot); default unbounded. */
@@ -87,21 +81,15 @@ export interface GuardedJoinHandlerDeps {
   audit: Logger;
 }
 
-/** Refusals decided by the handler itself carry their metric reason. */
-class Refusal extends ConfbootError {
-  constructor(
-    readonly reason: string,
-    cause: ConfbootError,
-  ) {
-    super(cause.code, cause.message, { recoverable: cause.recoverable });
-  }
+/** A refusal decided by the handler itself: the cause's kind, with its audit and metric reason. */
+function refusal(reason: string, cause: ConfbootError): ConfbootError {
+  return new ConfbootError(cause.code, cause.message, { recoverable: cause.recoverable, reason });
 }
 
-function reasonOf(err: unknown): { code: string; reason: string; detail: string } {
-  if (err instanceof Refusal) return { code: err.code, reason: err.reason, detail: err.message };
-  if (isDiskBoundError(err)) return { code: err.code, reason: err.reason, detail: err.message };
+/** The audit fields of a refusal: the error's own reason, else the failed check or the error kind. */
+function auditReasonOf(err: unknown): { code: string; reason: string; detail: string } {
   if (isAttestationError(err)) return { code: err.code, reason: err.check, detail: err.message };
-  if (isConfbootError(err)) return { code: err.code, reason: err.code, detail: err.message };
+  if (isConfbootError(err)) return { code: err.code, reason: err.reason ?? err.code, detail: err.message };
   return { code: 'internal', reason: 'internal', detail: 'internal error' };
 }
 
@@ -116,54 +104,32 @@ export function emitAudit(audit: Logger, event: JoinAuditEvent): void {
 export class GuardedJoinHandler {
   constructor(private readonly deps: GuardedJoinHandlerDeps) {}
 
-  /** Issues a join ticket unless a limit or the deny list refuses the caller first. */
+  /** Issues a join ticket unless a limit refuses the caller first. */
   issueJoinTicket(request: JoinTicketRequest, ctx: CallerContext): Promise<JoinTicket> {
     const event: Partial<JoinAuditEvent> = {
       diskUuid: request.diskUuid,
       isControlPlane: request.isControlPlane,
     };
-    return this.guard('IssueJoinTicket', ctx, event, request, async () => {
-      event.nodeName = await this.nodeNameOf(request.certificateRequest);
-      this.checkDenyList({ nodeName: event.nodeName, diskUuid: request.diskUuid });
-      return this.deps.issuer.issueJoinTicket(request, {
+    return this.guard('IssueJoinTicket', ctx, event, request, () =>
+      this.deps.issuer.issueJoinTicket(request, {
         peer: ctx.peer,
         ...(ctx.signal ? { signal: ctx.signal } : {}),
-      });
-    });
+        onNodeName: (nodeName) => {
+          event.nodeName = nodeName;
+        },
+      }),
+    );
   }
 
   /**
-   * Issues a rejoin ticket unless a limit or the deny list refuses the caller first. A rejoin
-   * carries only the disk UUID, so revoking a node's rejoin needs its disk UUID on the list (the
-   * audit event of its join names both).
+   * Issues a rejoin ticket unless a limit refuses the caller first. A rejoin carries only the disk
+   * UUID, so revoking a node's rejoin needs its disk UUID on the deny list (the audit event of its
+   * join names both).
    */
   issueRejoinTicket(request: RejoinTicketRequest, ctx: CallerContext): Promise<RejoinTicket> {
     const event: Partial<JoinAuditEvent> = { diskUuid: request.diskUuid };
-    return this.guard('IssueRejoinTicket', ctx, event, request, async () => {
-      this.checkDenyList({ diskUuid: request.diskUuid });
-      return this.deps.issuer.issueRejoinTicket(request, { peer: ctx.peer });
-    });
-  }
-
-  private async nodeNameOf(csr: Uint8Array): Promise<string | undefined> {
-    if (csr.length === 0) return undefined;
-    try {
-      return checkKubeletCsr(await this.deps.ca.inspectCsr(csr));
-    } catch {
-      // A bad CSR is refused by the ticket issuer with the precise reason, before any KMS call.
-      return undefined;
-    }
-  }
-
-  private checkDenyList(identity: { nodeName?: string | undefined; diskUuid?: string }): void {
-    const m = this.deps.denyList.match(identity);
-    if (m === undefined) return;
-    const what = m.kind === 'node' ? `node ${JSON.stringify(m.value)}` : `disk ${m.value}`;
-    throw new Refusal(
-      'deny-list',
-      new ConfbootError('permission-denied', `${what} is on the join service's deny list`, {
-        recoverable: false,
-      }),
+    return this.guard('IssueRejoinTicket', ctx, event, request, () =>
+      this.deps.issuer.issueRejoinTicket(request, { peer: ctx.peer }),
     );
   }
 
@@ -178,7 +144,7 @@ export class GuardedJoinHandler {
     const started = process.hrtime.bigint();
     const finish = (outcome: JoinOutcome, err?: unknown) => {
       const seconds = Number(process.hrtime.bigint() - started) / 1e9;
-      const r = err === undefined ? { reason: 'ok' } : reasonOf(err);
+      const r = err === undefined ? { reason: 'ok' } : auditReasonOf(err);
       metrics.countRequest({ rpc, outcome, variant: ctx.variant, reason: r.reason });
       metrics.requestSeconds.observe({ rpc, outcome }, seconds);
       emitAudit(this.deps.audit, {
@@ -193,12 +159,9 @@ export class GuardedJoinHandler {
       });
     };
 
-    const source = sourceIp(ctx.peer);
+    const source = peerHost(ctx.peer);
     if (!rateLimiter.tryTake(source)) {
-      const err = new Refusal(
-        'rate-limited',
-        rateLimitedError(source, rateLimiter.retryAfterSeconds(source)),
-      );
+      const err = refusal('rate-limited', rateLimitedError(source, rateLimiter.retryAfterSeconds(source)));
       finish('refused', err);
       throw err;
     }
@@ -208,7 +171,7 @@ export class GuardedJoinHandler {
     } catch (cause) {
       // Over-long fields are not echoed into the audit event.
       if (request.diskUuid.length > 64) event.diskUuid = `${request.diskUuid.slice(0, 64)}…`;
-      const err = new Refusal('field-size', cause as ConfbootError);
+      const err = refusal('field-size', cause as ConfbootError);
       finish('refused', err);
       throw err;
     }
@@ -220,7 +183,7 @@ export class GuardedJoinHandler {
     const releaseBytes =
       this.deps.requestBytes === undefined ? () => {} : this.deps.requestBytes.tryAcquire(size);
     if (releaseBytes === undefined) {
-      const err = new Refusal(
+      const err = refusal(
         'memory-budget',
         new ConfbootError(
           'resource-exhausted',
@@ -236,7 +199,7 @@ export class GuardedJoinHandler {
     } catch (cause) {
       releaseBytes();
       const c = cause as ConfbootError;
-      const err = new Refusal(c.code === 'unavailable' ? 'cancelled' : 'overloaded', c);
+      const err = refusal(c.code === 'unavailable' ? 'cancelled' : 'overloaded', c);
       finish('refused', err);
       throw err;
     }

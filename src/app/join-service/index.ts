@@ -5,7 +5,6 @@ export * from '../../adapters/ops/http-server.js';
 export * from '../../adapters/ops/limits.js';
 export * from '../../adapters/ops/metrics.js';
 export * from '../../adapters/ops/timed-validator.js';
-export * from './deny-list.js';
 export * from './guarded-handler.js';
 export * from './production.js';
 export * from './service.js';

@@ -5,6 +5,7 @@
  * shutdown. Every dependency is injected, so the CLI (production adapters), the demo and the
  * benchmarks (simulated Kubernetes, in-process) build the same service.
  */
+import { FileDenyList } from '../../adapters/fs/file-deny-list.js';
 import type { AtlsDeadlines } from '../../adapters/grpc/atls/admission.js';
 import { createJoinServer } from '../../adapters/grpc/join-server.js';
 import { createPinoLogger } from '../../adapters/log/pino-logger.js';
@@ -29,6 +30,7 @@ import type { BootstrapTokens } from '../../ports/bootstrap-tokens.js';
 import type { CertificateAuthority } from '../../ports/certificate-authority.js';
 import type { Clock } from '../../ports/clock.js';
 import type { ClusterFacts } from '../../ports/cluster-facts.js';
+import { type DenyList, EMPTY_DENY_LIST } from '../../ports/deny-list.js';
 import type { DiskBindings } from '../../ports/disk-bindings.js';
 import { isAttestationError, isConfbootError } from '../../ports/errors.js';
 import type { KMS } from '../../ports/kms.js';
@@ -36,7 +38,6 @@ import type { Logger } from '../../ports/logger.js';
 import type { PeerIdentity } from '../../ports/peer-identity.js';
 import type { Validator } from '../../ports/validator.js';
 import { JOIN_SERVICE_HTTP_PORT, JOIN_SERVICE_MEMORY_BUDGET_MIB, JOIN_SERVICE_PORT } from '../defaults.js';
-import { type DenyList, EMPTY_DENY_LIST, FileDenyList } from './deny-list.js';
 import { AUDIT_EVENT, emitAudit, GuardedJoinHandler } from './guarded-handler.js';
 import { ByteBudget, deriveMemoryBounds } from './memory.js';
 
@@ -206,20 +207,6 @@ export async function startJoinService(options: JoinServiceOptions): Promise<Run
   // Run after the servers stopped and the deny list closed, in the given order (see close()).
   for (const c of [...(options.onClose ?? [])].reverse()) cleanups.push(c);
   try {
-    // The issuer checks its own inputs (empty salt or endpoint) before anything listens.
-    const issuer = new TicketIssuer({
-      kms: options.kms,
-      ca: options.ca,
-      tokens: options.tokens,
-      facts: options.facts,
-      measurementSalt: options.measurementSalt,
-      apiServerEndpoint: options.apiServerEndpoint,
-      clock,
-      logger,
-      diskBindings: options.diskBindings ?? new InMemoryDiskBindings(),
-      ...(options.identity ? { identity: options.identity } : {}),
-    });
-
     let denyList: DenyList = EMPTY_DENY_LIST;
     if (options.denyListPath !== undefined) {
       const file = await FileDenyList.start({
@@ -239,10 +226,23 @@ export async function startJoinService(options: JoinServiceOptions): Promise<Run
     metrics.denyListEntries.set({ kind: 'node' }, denyList.size.nodes);
     metrics.denyListEntries.set({ kind: 'disk-uuid' }, denyList.size.diskUuids);
 
+    // The issuer checks its own inputs (empty salt or endpoint) before anything listens.
+    const issuer = new TicketIssuer({
+      kms: options.kms,
+      ca: options.ca,
+      tokens: options.tokens,
+      facts: options.facts,
+      measurementSalt: options.measurementSalt,
+      apiServerEndpoint: options.apiServerEndpoint,
+      clock,
+      logger,
+      diskBindings: options.diskBindings ?? new InMemoryDiskBindings(),
+      ...(options.identity ? { identity: options.identity } : {}),
+      denyList,
+    });
+
     const handler = new GuardedJoinHandler({
       issuer,
-      ca: options.ca,
-      denyList,
       rateLimiter: new TokenBucketRateLimiter({
         ratePerSecond: limits.ratePerSecond ?? DEFAULT_RATE_LIMIT_PER_SECOND,
         ...(limits.burst !== undefined ? { burst: limits.burst } : {}),

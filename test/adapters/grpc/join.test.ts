@@ -11,7 +11,12 @@ import {
   type JoinCallContext,
   type JoinServiceHandler,
 } from '../../../src/adapters/grpc/join-server.js';
-import { type AttestationError, ConfbootError, isAttestationError } from '../../../src/ports/errors.js';
+import {
+  type AttestationError,
+  CONNECTION_REFUSED,
+  ConfbootError,
+  isAttestationError,
+} from '../../../src/ports/errors.js';
 import type { JoinTicketRequest } from '../../../src/ports/types.js';
 import { DummyIssuer, DummyValidator } from '../../support/dummy-attestation.js';
 import { freePort } from '../../support/net.js';
@@ -169,6 +174,25 @@ describe('join over attested TLS', () => {
     expect(e.code).toBe('unavailable');
     expect(e.recoverable).toBe(true);
     expect(e.message).toContain(`issuing join ticket from 127.0.0.1:${port}`);
+  });
+
+  it('a refused TCP connection carries the reason connection-refused; a refused attestation or a handler refusal does not', async () => {
+    const port = await freePort();
+    const client = new GrpcJoinTicketClient({ issuer: new DummyIssuer(), clock });
+    const refused = await client.issueJoinTicket(`127.0.0.1:${port}`, request).catch((x: unknown) => x);
+    expect(refused).toMatchObject({ code: 'unavailable', reason: CONNECTION_REFUSED });
+
+    const { endpoint: attesting } = await start({}, [new RefusingValidator()]);
+    const denied = await client.issueJoinTicket(attesting, request).catch((x: unknown) => x);
+    expect(denied).toMatchObject({ code: 'permission-denied', reason: undefined });
+
+    const { endpoint: refusing } = await start({
+      async issueJoinTicket() {
+        throw new ConfbootError('permission-denied', 'connection refused by policy (ECONNREFUSED in text)');
+      },
+    });
+    const byHandler = await client.issueJoinTicket(refusing, request).catch((x: unknown) => x);
+    expect(byHandler).toMatchObject({ code: 'permission-denied', reason: undefined });
   });
 
   it('timeoutInMs bounds the call (deadline-exceeded); abort cancels it', async () => {

@@ -14,6 +14,7 @@ import {
   status,
 } from '@grpc/grpc-js';
 import { afterEach, describe, expect, it } from 'vitest';
+import { GRPC_STATUS_BY_CODE } from '../../../src/adapters/grpc/status.js';
 import { GrpcKmsClient } from '../../../src/adapters/kms/grpc-kms-client.js';
 import { HkdfKms } from '../../../src/adapters/kms/hkdf-kms.js';
 import {
@@ -22,7 +23,7 @@ import {
 } from '../../../src/adapters/kms/key-service-server.js';
 import { silentLogger } from '../../../src/adapters/log/pino-logger.js';
 import { APIClient } from '../../../src/gen/keyservice.js';
-import { ConfbootError } from '../../../src/ports/errors.js';
+import { CONNECTION_REFUSED, ConfbootError, type ConfbootErrorCode } from '../../../src/ports/errors.js';
 import type { KMS } from '../../../src/ports/kms.js';
 import { loadHkdfVectors } from '../../contract/kms.js';
 import { freePort } from '../../support/net.js';
@@ -186,6 +187,31 @@ describe('key service over gRPC', () => {
     expect((err as Error).message).toMatch(
       /getting data key from key service 127\.0\.0\.1:\d+: getting data key: backend exploded/,
     );
+  });
+  it('answers every confboot error kind with the gRPC edge status table, and the client reads it back', async () => {
+    const kinds = (Object.keys(GRPC_STATUS_BY_CODE) as ConfbootErrorCode[]).filter((c) => c !== 'internal');
+    for (const code of kinds) {
+      const failing: KMS = {
+        getDataKey: async () => Promise.reject(new ConfbootError(code, `kms says ${code}`)),
+      };
+      const server = await serve(failing);
+      const raw = new RawKeyServiceClient(`127.0.0.1:${server.port}`, credentials.createInsecure());
+      cleanups.push(() => raw.close());
+      const err = (await rawCall(raw, encodeRequest('x', 32)).catch((e: unknown) => e)) as ServiceError;
+      expect([code, err.code, err.details]).toEqual([code, GRPC_STATUS_BY_CODE[code], `kms says ${code}`]);
+      const client = new GrpcKmsClient({ endpoint: `127.0.0.1:${server.port}` });
+      cleanups.push(() => client.close());
+      const back = await client.getDataKey('x', 32).catch((e: unknown) => e);
+      expect([code, (back as ConfbootError).code]).toEqual([code, code]);
+    }
+  });
+
+  it('an unreachable key service is reported with the reason connection-refused', async () => {
+    const port = await freePort();
+    const client = new GrpcKmsClient({ endpoint: `127.0.0.1:${port}`, defaultTimeoutInMs: 10_000 });
+    cleanups.push(() => client.close());
+    const err = await client.getDataKey('measurementSecret', 32).catch((e: unknown) => e);
+    expect(err).toMatchObject({ code: 'unavailable', reason: CONNECTION_REFUSED });
   });
 });
 

@@ -18,9 +18,9 @@ import {
   KubeClusterFacts,
   KubeDiskBindings,
   loadKubeConfig,
-  normaliseNodeName,
 } from '../../../src/adapters/kubernetes/api.js';
 import { ConfbootError } from '../../../src/ports/errors.js';
+import { normalizeNodeName } from '../../../src/ports/kubernetes-node.js';
 import { FakeClock } from '../../fakes/fake-clock.js';
 import { freePort } from '../../support/net.js';
 import { useTmpDirs } from '../../support/tmp.js';
@@ -427,8 +427,8 @@ describe('KubeClusterFacts against a simulated Kubernetes API', () => {
   );
 
   it('normalises names as upstream does and accepts dots', () => {
-    expect(normaliseNodeName('My_Node')).toBe('my-node');
-    expect(normaliseNodeName('node-1.internal')).toBe('node-1.internal');
+    expect(normalizeNodeName('My_Node')).toBe('my-node');
+    expect(normalizeNodeName('node-1.internal')).toBe('node-1.internal');
   });
 
   it('reports API failures while recording a joining node as unavailable', async () => {

@@ -9,12 +9,10 @@ import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import * as x509 from '@peculiar/x509';
 import { describe, expect, it, vi } from 'vitest';
-import {
-  CONTROL_PLANE_FILE_NAMES,
-  FileCertificateAuthority,
-} from '../../../src/adapters/pki/file-certificate-authority.js';
+import { FileCertificateAuthority } from '../../../src/adapters/pki/file-certificate-authority.js';
 import { X509CsrFactory } from '../../../src/adapters/pki/x509-csr-factory.js';
 import { isConfbootError } from '../../../src/ports/errors.js';
+import { CONTROL_PLANE_FILE_NAMES } from '../../../src/ports/kubernetes-node.js';
 import { FakeClock } from '../../fakes/fake-clock.js';
 import { useTmpDirs } from '../../support/tmp.js';
 

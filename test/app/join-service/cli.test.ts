@@ -12,6 +12,7 @@ import { join, resolve } from 'node:path';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { parseAllDocuments } from 'yaml';
 import { startMetadataServer } from '../../../src/adapters/cloud/qemu/metadata-server.js';
+import { parseDenyList } from '../../../src/adapters/fs/file-deny-list.js';
 import { GrpcJoinTicketClient } from '../../../src/adapters/grpc/join-client.js';
 import { HkdfKms } from '../../../src/adapters/kms/hkdf-kms.js';
 import { startKeyServiceServer } from '../../../src/adapters/kms/key-service-server.js';
@@ -31,7 +32,6 @@ import {
   run,
   runJoinService,
 } from '../../../src/app/cli/join-service.js';
-import { parseDenyList } from '../../../src/app/join-service/deny-list.js';
 import { apiServerEndpointFromMetadata, variantLookups } from '../../../src/app/join-service/production.js';
 import { HAVE_VECTORS, vec } from '../../adapters/attestation/snp/vectors.js';
 import { FAKE_PCS_FMSPC, pcsVector, startFakePcs } from '../../adapters/attestation/tdx/fake-pcs.js';

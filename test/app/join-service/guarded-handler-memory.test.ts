@@ -1,16 +1,14 @@
 /**
- * The join service's request path under its memory bounds (GuardedJoinHandler with stub issuer and
- * CA): an over-long field is refused before the CSR is parsed (audit reason field-size), and a
+ * The join service's request path under its memory bounds (GuardedJoinHandler with a stub issuer):
+ * an over-long field is refused before the CSR is parsed (audit reason field-size), and a
  * request whose bytes do not fit the byte budget of requests held is refused at once (audit reason
  * memory-budget) until an earlier request finishes.
  */
 import { describe, expect, it } from 'vitest';
 import { ConcurrencyLimiter, TokenBucketRateLimiter } from '../../../src/adapters/ops/limits.js';
 import { JoinServiceMetrics } from '../../../src/adapters/ops/metrics.js';
-import { EMPTY_DENY_LIST } from '../../../src/app/join-service/deny-list.js';
 import { AUDIT_MESSAGE, GuardedJoinHandler } from '../../../src/app/join-service/guarded-handler.js';
 import { ByteBudget } from '../../../src/app/join-service/memory.js';
-import type { CsrInfo } from '../../../src/ports/certificate-authority.js';
 import type { JoinTicket, JoinTicketRequest } from '../../../src/ports/types.js';
 import { FakeClock } from '../../fakes/fake-clock.js';
 import { FakeLogger } from '../../fakes/fake-logger.js';
@@ -29,20 +27,16 @@ function handler(budget: number) {
   const gates: Array<() => void> = [];
   const h = new GuardedJoinHandler({
     issuer: {
-      issueJoinTicket: () =>
-        new Promise<JoinTicket>((resolve) => gates.push(() => resolve({} as JoinTicket))),
+      // The issuer is the only place that parses the CSR: a call here counts as parsing it.
+      issueJoinTicket: () => {
+        inspected++;
+        return new Promise<JoinTicket>((resolve) => gates.push(() => resolve({} as JoinTicket)));
+      },
       issueRejoinTicket: async () => ({
         stateDiskKey: new Uint8Array(32),
         measurementSecret: new Uint8Array(32),
       }),
     },
-    ca: {
-      inspectCsr: async (): Promise<CsrInfo> => {
-        inspected++;
-        throw new Error('not a CSR');
-      },
-    },
-    denyList: EMPTY_DENY_LIST,
     rateLimiter: new TokenBucketRateLimiter({ ratePerSecond: 0, clock: new FakeClock() }),
     concurrency: new ConcurrencyLimiter(8),
     requestBytes: new ByteBudget(budget),

@@ -3,6 +3,7 @@
  * time, the concurrency cap, peer-address parsing and the hand-written grpc.health.v1 codec.
  */
 import { describe, expect, it } from 'vitest';
+import { parseDenyList } from '../../../src/adapters/fs/file-deny-list.js';
 import {
   decodeHealthCheckRequest,
   decodeHealthCheckResponse,
@@ -11,8 +12,8 @@ import {
   HealthStatus,
   ServingStatus,
 } from '../../../src/adapters/ops/grpc-health.js';
-import { ConcurrencyLimiter, sourceIp, TokenBucketRateLimiter } from '../../../src/adapters/ops/limits.js';
-import { parseDenyList } from '../../../src/app/join-service/deny-list.js';
+import { ConcurrencyLimiter, TokenBucketRateLimiter } from '../../../src/adapters/ops/limits.js';
+import { peerHost } from '../../../src/ports/peer-address.js';
 import { FakeClock } from '../../fakes/fake-clock.js';
 
 describe('deny list parsing', () => {
@@ -66,10 +67,10 @@ describe('per-source token bucket', () => {
   });
 
   it('keys sources by IP, IPv4 and IPv6', () => {
-    expect(sourceIp('10.0.0.3:40000')).toBe('10.0.0.3');
-    expect(sourceIp('[fd00::3]:40000')).toBe('fd00::3');
-    expect(sourceIp('::ffff:127.0.0.1:5555')).toBe('::ffff:127.0.0.1');
-    expect(sourceIp('unix-socket')).toBe('unix-socket');
+    expect(peerHost('10.0.0.3:40000')).toBe('10.0.0.3');
+    expect(peerHost('[fd00::3]:40000')).toBe('fd00::3');
+    expect(peerHost('::ffff:127.0.0.1:5555')).toBe('::ffff:127.0.0.1');
+    expect(peerHost('unix-socket')).toBe('unix-socket');
   });
 });
 

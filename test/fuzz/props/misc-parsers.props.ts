@@ -17,6 +17,7 @@ import { parseGceInstanceInfo } from '../../../src/adapters/attestation/variants
 import { parseScaleSetVmId } from '../../../src/adapters/cloud/azure/metadata-api.js';
 import { parseCustomEndpoint } from '../../../src/adapters/cloud/openstack/metadata-api.js';
 import { parseRole as parseTagRole } from '../../../src/adapters/cloud/shared/tags.js';
+import { parseDenyList } from '../../../src/adapters/fs/file-deny-list.js';
 import { parseClusterKmsUri } from '../../../src/adapters/kms/cluster-kms-factory.js';
 import { decodeHealthCheckRequest } from '../../../src/adapters/ops/grpc-health.js';
 import { FileCertificateAuthority } from '../../../src/adapters/pki/file-certificate-authority.js';
@@ -27,7 +28,6 @@ import { UsageError } from '../../../src/app/cli/args.js';
 import { parseAt } from '../../../src/app/cli/attestation-verify-snp.js';
 import { parseHostPort, parseRateLimit } from '../../../src/app/cli/join-service.js';
 import { parseListen } from '../../../src/app/cli/key-service.js';
-import { parseDenyList } from '../../../src/app/join-service/deny-list.js';
 import { CSPS, cspFromString, nodeConfig } from '../../../src/app/modules/index.js';
 import { fuzzRuns } from '../harness/config.js';
 import { edgeJson, FuzzJson, jsonMutated } from '../harness/json.js';

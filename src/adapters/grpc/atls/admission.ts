@@ -97,10 +97,10 @@ export function resolveDeadlines(deadlines: Partial<AtlsDeadlines> | undefined):
 export class AdmissionDrop extends ConfbootError {
   override readonly name = 'AdmissionDrop';
   constructor(
-    readonly reason: DropReason,
+    override readonly reason: DropReason,
     message: string,
   ) {
-    super(codeOf(reason), message);
+    super(codeOf(reason), message, { reason });
   }
 }
 

@@ -21,6 +21,7 @@ import { createServer, type Server, type Socket } from 'node:net';
 import type { TLSSocket } from 'node:tls';
 import { isAttestationError, isConfbootError } from '../../../ports/errors.js';
 import type { Logger } from '../../../ports/logger.js';
+import { peerHost } from '../../../ports/peer-address.js';
 import {
   AdmissionDrop,
   ConnectionCaps,
@@ -218,7 +219,7 @@ export class AttestedTlsListener {
   }
 
   private drop(address: string, reason: DropReason): void {
-    this.summary.add(reason, sourceOf(address));
+    this.summary.add(reason, peerHost(address));
     this.onDropped?.(address, reason);
   }
 
@@ -325,15 +326,9 @@ export class AttestedTlsListener {
         if (isAttestationError(err)) fields.check = err.check;
         else if (isConfbootError(err)) fields.code = err.code;
         this.options.logger?.debug('Refused attested TLS connection', fields);
-        this.summary.add(isAttestationError(err) ? `refused:${err.check}` : 'refused', sourceOf(address));
+        this.summary.add(isAttestationError(err) ? `refused:${err.check}` : 'refused', peerHost(address));
         this.onRefused?.(address, error);
       },
     );
   }
-}
-
-/** The address part of `ip:port`. */
-function sourceOf(address: string): string {
-  const i = address.lastIndexOf(':');
-  return i > 0 ? address.slice(0, i) : address;
 }

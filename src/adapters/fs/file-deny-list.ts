@@ -1,16 +1,18 @@
 /**
- * Join service: the deny list of node identities (per-node revocation, which upstream lacks). A JSON
+ * The DenyList port over a watched file (per-node revocation, which upstream lacks). A JSON
  * file `{"nodes": ["worker-3"], "diskUuids": ["…"]}` names nodes (the kubelet CSR's CN without
- * `system:node:`, normalised like the ticket issuer records them) and state disks that must never get
+ * `system:node:`, spelt as the ticket issuer records them: foldNodeName) and state disks that must never get
  * a join or rejoin ticket. The file is watched through its DIRECTORY, so ConfigMap `..data` symlink
  * swaps and write-then-rename replacements are seen; an invalid or unreadable new file keeps the last
  * good list and is logged. The initial file must be valid: a revocation list that silently starts
- * empty would un-revoke nodes. Following the file is the shared WatchedFile
- * (src/adapters/fs/watched-file.ts); this module adds the list's format and lookups.
+ * empty would un-revoke nodes. Following the file is the shared WatchedFile (./watched-file.ts);
+ * this module adds the list's format and lookups.
  */
-import { FILE_UTF8_TEXT, WatchedFile, type WatchedFileLabels } from '../../adapters/fs/watched-file.js';
-import { ConfbootError } from '../../ports/errors.js';
+import type { DenyList, DenyListIdentity, DenyMatch } from '../../ports/deny-list.js';
+import { ConfbootError, messageOf } from '../../ports/errors.js';
+import { foldNodeName } from '../../ports/kubernetes-node.js';
 import type { Logger } from '../../ports/logger.js';
+import { FILE_UTF8_TEXT, WatchedFile, type WatchedFileLabels } from './watched-file.js';
 
 /** The parsed deny list. Node names are normalised, disk UUIDs lower-cased. */
 export interface DenyListEntries {
@@ -18,20 +20,7 @@ export interface DenyListEntries {
   diskUuids: ReadonlySet<string>;
 }
 
-/** Why a caller is denied, or undefined when it is not. */
-export interface DenyMatch {
-  /** Which identity matched. */
-  kind: 'node' | 'disk-uuid';
-  /** The matched value (a node name or disk UUID; neither is secret). */
-  value: string;
-}
-
 const ALLOWED_KEYS = new Set(['nodes', 'diskUuids']);
-
-/** Lower case and `_` → `-`, as the join service records node names. */
-export function normalizeDeniedNodeName(name: string): string {
-  return name.toLowerCase().replaceAll('_', '-');
-}
 
 function stringList(value: unknown, field: string): string[] {
   if (value === undefined) return [];
@@ -54,7 +43,7 @@ export function parseDenyList(text: string): DenyListEntries {
   try {
     value = JSON.parse(text);
   } catch (err) {
-    throw new ConfbootError('invalid-argument', `deny list is not JSON: ${(err as Error).message}`, {
+    throw new ConfbootError('invalid-argument', `deny list is not JSON: ${messageOf(err)}`, {
       cause: err,
     });
   }
@@ -71,7 +60,7 @@ export function parseDenyList(text: string): DenyListEntries {
     );
   const v = value as { nodes?: unknown; diskUuids?: unknown };
   return {
-    nodes: new Set(stringList(v.nodes, 'nodes').map(normalizeDeniedNodeName)),
+    nodes: new Set(stringList(v.nodes, 'nodes').map(foldNodeName)),
     diskUuids: new Set(stringList(v.diskUuids, 'diskUuids').map((u) => u.toLowerCase())),
   };
 }
@@ -90,28 +79,11 @@ export interface FileDenyListOptions {
   onReload?: (outcome: DenyListReloadOutcome) => void;
 }
 
-/** Something that can tell whether a node identity is denied. */
-export interface DenyList {
-  /** Returns the first match for the node name and/or disk UUID, or undefined. */
-  match(identity: { nodeName?: string | undefined; diskUuid?: string | undefined }): DenyMatch | undefined;
-  /** Sizes of the current list. */
-  readonly size: { nodes: number; diskUuids: number };
-}
-
-/** An empty deny list (no file configured). */
-export const EMPTY_DENY_LIST: DenyList = {
-  match: () => undefined,
-  size: { nodes: 0, diskUuids: 0 },
-};
-
-function matchEntries(
-  entries: DenyListEntries,
-  identity: { nodeName?: string | undefined; diskUuid?: string | undefined },
-): DenyMatch | undefined {
+function matchEntries(entries: DenyListEntries, identity: DenyListIdentity): DenyMatch | undefined {
   if (identity.diskUuid !== undefined && entries.diskUuids.has(identity.diskUuid.toLowerCase()))
     return { kind: 'disk-uuid', value: identity.diskUuid.toLowerCase() };
   if (identity.nodeName !== undefined) {
-    const name = normalizeDeniedNodeName(identity.nodeName);
+    const name = foldNodeName(identity.nodeName);
     if (entries.nodes.has(name)) return { kind: 'node', value: name };
   }
   return undefined;
@@ -151,7 +123,7 @@ export class FileDenyList implements DenyList {
   }
 
   /** {@inheritDoc DenyList.match} */
-  match(identity: { nodeName?: string | undefined; diskUuid?: string | undefined }): DenyMatch | undefined {
+  match(identity: DenyListIdentity): DenyMatch | undefined {
     return matchEntries(this.file.current, identity);
   }
 
