@@ -23,7 +23,7 @@ import { createQemuVtpmIssuer } from '../src/adapters/attestation/vtpm/issuer.js
 import { startSwtpm } from '../src/adapters/tpm/swtpm.js';
 import { Tpm2ToolsTpm } from '../src/adapters/tpm/tpm2-tools-tpm.js';
 import { formatMismatch } from '../src/domain/measurements.js';
-import { isAttestationError } from '../src/ports/errors.js';
+import { isAttestationError, messageOf } from '../src/ports/errors.js';
 import type { MeasurementPolicy } from '../src/ports/measurement-policy.js';
 import type { MeasurementMismatch } from '../src/ports/types.js';
 
@@ -125,7 +125,7 @@ function describe(v: Verdict): string {
 
 if (process.argv[1] !== undefined && realpathSync(process.argv[1]) === fileURLToPath(import.meta.url)) {
   main().catch((err: unknown) => {
-    console.error(err instanceof Error ? err.message : String(err));
+    console.error(messageOf(err));
     process.exit(1);
   });
 }

@@ -10,10 +10,10 @@
  * The init side's transport (a gRPC server in production) stays outside: the caller passes every
  * Init request to {@link Bootstrapper.init} and gives a `stopInit` hook that stops accepting calls.
  */
-import { wrapError } from '../ports/errors.js';
+import { messageOf, wrapError } from '../ports/errors.js';
 import type { NodeMarker } from '../ports/node-marker.js';
 import type { InitRequest, InitResult } from '../ports/types.js';
-import { isInitFailure, messageOf } from './errors.js';
+import { isInitFailure } from './errors.js';
 import { InitFlow, type InitFlowDeps, type InitFlowOptions } from './init-flow.js';
 import { JoinFlow, type JoinFlowDeps, type JoinFlowOptions, type JoinOutcome } from './join-flow.js';
 import { NodeLock, type NodeLockLike } from './node-lock.js';

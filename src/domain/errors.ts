@@ -5,8 +5,6 @@
  */
 import { ConfbootError, type ConfbootErrorCode, isConfbootError, messageOf } from '../ports/errors.js';
 
-export { messageOf };
-
 /**
  * Wraps a failure that happened after the node lock was taken. The node cannot go back to a clean
  * state by itself (point of no return), so the error is never recoverable; the code of a

@@ -7,7 +7,7 @@
  */
 import type { ClusterInitializer } from '../ports/cluster-initializer.js';
 import type { EncryptedDisk } from '../ports/encrypted-disk.js';
-import { ConfbootError, wrapError } from '../ports/errors.js';
+import { ConfbootError, messageOf, wrapError } from '../ports/errors.js';
 import type { KmsFactory } from '../ports/kms-factory.js';
 import type { LogCollector } from '../ports/log-collector.js';
 import type { Logger } from '../ports/logger.js';
@@ -15,7 +15,7 @@ import type { MetadataAPI } from '../ports/metadata-api.js';
 import type { NodeStateStore } from '../ports/node-state-store.js';
 import type { SecretHash } from '../ports/secret-hash.js';
 import type { InitRequest, InitResult } from '../ports/types.js';
-import { InitFailure, messageOf, splitIntoChunks, unrecoverable } from './errors.js';
+import { InitFailure, splitIntoChunks, unrecoverable } from './errors.js';
 import {
   deriveClusterId,
   MEASUREMENT_SECRET_KEY_ID,

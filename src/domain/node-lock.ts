@@ -3,9 +3,8 @@
  * whichever first holds a cluster ID takes the lock, and the other one stops. The lock is one-way:
  * there is no unlock, and the node is marked (vTPM: PCR 15 extended with the cluster ID) exactly once.
  */
-import { ConfbootError, isConfbootError } from '../ports/errors.js';
+import { ConfbootError, isConfbootError, messageOf } from '../ports/errors.js';
 import type { NodeMarker } from '../ports/node-marker.js';
-import { messageOf } from './errors.js';
 
 /** The slice of {@link NodeLock} the flows use, so tests can hand in a tiny stub. */
 export interface NodeLockLike {

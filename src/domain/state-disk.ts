@@ -3,8 +3,8 @@
  * logged, never thrown over the result), and mark it for reset after a failure past the node lock.
  */
 import type { EncryptedDisk } from '../ports/encrypted-disk.js';
+import { messageOf } from '../ports/errors.js';
 import type { Logger } from '../ports/logger.js';
-import { messageOf } from './errors.js';
 
 /** Opens the state disk, runs `fn`, and releases the disk again whatever `fn` did. */
 export async function withStateDisk<T>(

@@ -19,7 +19,7 @@ import type { Clock } from '../ports/clock.js';
 import type { ClusterFacts } from '../ports/cluster-facts.js';
 import { DENY_LIST_REASON, type DenyList, type DenyListIdentity } from '../ports/deny-list.js';
 import { type DiskBinding, type DiskBindings, DiskBoundError } from '../ports/disk-bindings.js';
-import { ConfbootError, isConfbootError } from '../ports/errors.js';
+import { ConfbootError, isConfbootError, messageOf } from '../ports/errors.js';
 import type { KMS } from '../ports/kms.js';
 import {
   foldNodeName,
@@ -37,7 +37,7 @@ import type {
   RejoinTicket,
   RejoinTicketRequest,
 } from '../ports/types.js';
-import { dependencyError, messageOf } from './errors.js';
+import { dependencyError } from './errors.js';
 import {
   KUBERNETES_JOIN_TOKEN_TTL_MS,
   MEASUREMENT_SECRET_KEY_ID,

@@ -10,6 +10,7 @@
  *   models (generated from the same OpenAPI document, with each field's JSON name) catch those.
  */
 import * as k8s from '@kubernetes/client-node';
+import { messageOf } from '../../src/ports/errors.js';
 
 // biome-ignore lint/suspicious/noExplicitAny: Kubernetes objects are untyped YAML here
 type Obj = any;
@@ -74,7 +75,7 @@ export async function validateObject(obj: Obj): Promise<string[]> {
   try {
     new Model(obj).validate();
   } catch (err) {
-    errors.push(err instanceof Error ? err.message : String(err));
+    errors.push(messageOf(err));
   }
   const name = modelName(apiVersion, kind);
   if (typeof models[name]?.getAttributeTypeMap !== 'function') errors.push(`no field list for ${name}`);

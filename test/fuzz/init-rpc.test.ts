@@ -25,6 +25,7 @@ import { InitFailure } from '../../src/domain/errors.js';
 import { InitFlow } from '../../src/domain/init-flow.js';
 import { NodeLock } from '../../src/domain/node-lock.js';
 import { InitResponse, InitRequest as ProtoInitRequest } from '../../src/gen/init.js';
+import { messageOf } from '../../src/ports/errors.js';
 import type { InitRequest } from '../../src/ports/types.js';
 import {
   RecordingLogger,
@@ -64,7 +65,7 @@ async function* handleInit(request: InitRequest): AsyncGenerator<InitStreamEvent
     const { result } = await flow.init(request);
     yield { kind: 'success', result };
   } catch (err) {
-    yield { kind: 'failure', error: err instanceof Error ? err.message : String(err) };
+    yield { kind: 'failure', error: messageOf(err) };
     if (err instanceof InitFailure) for (const chunk of err.logChunks) yield { kind: 'log', chunk };
     throw err;
   }

@@ -15,7 +15,7 @@
  */
 import type { X509Certificate } from 'node:crypto';
 import type { Clock } from '../../ports/clock.js';
-import { ConfbootError, wrapError } from '../../ports/errors.js';
+import { ConfbootError, messageOf, wrapError } from '../../ports/errors.js';
 import type { Measurements } from '../../ports/types.js';
 import { commonName, loadCertificate } from './shared/certs.js';
 import { amdNames } from './snp/amd-certs.js';
@@ -133,7 +133,7 @@ function pem(variant: string, raw: Record<string, unknown>, field: string, what:
   try {
     return loadCertificate(v, what);
   } catch (err) {
-    throw invalid(variant, field, err instanceof Error ? err.message : String(err), err);
+    throw invalid(variant, field, messageOf(err), err);
   }
 }
 

@@ -11,7 +11,7 @@ import {
   type InitRequest as ProtoInitRequest,
 } from '../../gen/init.js';
 import type { Clock } from '../../ports/clock.js';
-import { isConfbootError } from '../../ports/errors.js';
+import { isConfbootError, messageOf } from '../../ports/errors.js';
 import type { Issuer } from '../../ports/issuer.js';
 import type { Logger } from '../../ports/logger.js';
 import type { InitRequest } from '../../ports/types.js';
@@ -120,7 +120,7 @@ export function createInitServer(options: InitServerOptions): AttestedGrpcServer
         peer: ctx.peer,
         code: status[e.code],
         reason: e.details,
-        ...(isConfbootError(err) ? {} : { cause: err instanceof Error ? err.message : String(err) }),
+        ...(isConfbootError(err) ? {} : { cause: messageOf(err) }),
       });
       call.emit('error', e);
     }

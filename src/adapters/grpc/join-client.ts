@@ -15,7 +15,7 @@ import {
 } from '@grpc/grpc-js';
 import { APIClient as JoinAPIClient } from '../../gen/join.js';
 import type { Clock } from '../../ports/clock.js';
-import { ConfbootError } from '../../ports/errors.js';
+import { ConfbootError, messageOf } from '../../ports/errors.js';
 import type { Issuer } from '../../ports/issuer.js';
 import type { JoinTicketClient } from '../../ports/join-ticket-client.js';
 import type { Logger } from '../../ports/logger.js';
@@ -185,7 +185,7 @@ export class GrpcJoinTicketClient implements JoinTicketClient {
     } catch (err) {
       this.options.logger?.warn('Join service call failed', {
         endpoint,
-        reason: err instanceof Error ? err.message : String(err),
+        reason: messageOf(err),
       });
       throw err;
     } finally {

@@ -13,7 +13,7 @@ import {
   APIService as JoinAPIService,
 } from '../../gen/join.js';
 import type { Clock } from '../../ports/clock.js';
-import { isConfbootError } from '../../ports/errors.js';
+import { isConfbootError, messageOf } from '../../ports/errors.js';
 import type { Issuer } from '../../ports/issuer.js';
 import type { Logger } from '../../ports/logger.js';
 import type { JoinTicket, JoinTicketRequest, RejoinTicket, RejoinTicketRequest } from '../../ports/types.js';
@@ -153,7 +153,7 @@ export function createJoinServer(options: JoinServerOptions): AttestedGrpcServer
             method: name,
             code: status[e.code],
             reason: e.details,
-            ...(isConfbootError(err) ? {} : { cause: err instanceof Error ? err.message : String(err) }),
+            ...(isConfbootError(err) ? {} : { cause: messageOf(err) }),
           });
           callback(e);
         },

@@ -7,7 +7,7 @@
  */
 import { isIP } from 'node:net';
 import type { Clock } from '../../ports/clock.js';
-import { ConfbootError } from '../../ports/errors.js';
+import { ConfbootError, messageOf } from '../../ports/errors.js';
 import type { Logger } from '../../ports/logger.js';
 import type { MetadataAPI } from '../../ports/metadata-api.js';
 import type { PeerIdentity, PeerInstance } from '../../ports/peer-identity.js';
@@ -137,7 +137,7 @@ export class MetadataPeerIdentity implements PeerIdentity {
       }
     })();
     return this.#inFlight.catch((err: unknown) => {
-      const message = err instanceof Error ? err.message : String(err);
+      const message = messageOf(err);
       throw new ConfbootError(
         'unavailable',
         `resolving caller ${peerIp} through the cloud's instance metadata: ${message}`,

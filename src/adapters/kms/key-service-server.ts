@@ -73,7 +73,7 @@ export function keyServiceHandlers(
       try {
         checkDataKeyRequest(dataKeyId, length);
       } catch (err) {
-        log.warn('Refused data key request', { reason: err instanceof Error ? err.message : String(err) });
+        log.warn('Refused data key request', { reason: messageOf(err) });
         callback(toServiceError(err));
         return;
       }
@@ -83,7 +83,7 @@ export function keyServiceHandlers(
           callback(null, { dataKey: Buffer.from(key) });
         },
         (err: unknown) => {
-          log.error('Deriving data key failed', { reason: err instanceof Error ? err.message : String(err) });
+          log.error('Deriving data key failed', { reason: messageOf(err) });
           callback(toServiceError(err));
         },
       );
@@ -112,7 +112,7 @@ export async function startKeyServiceServer(options: KeyServiceServerOptions): P
         )
       : ServerCredentials.createInsecure();
   } catch (err) {
-    throw new Error(`key service TLS: ${err instanceof Error ? err.message : String(err)}`, { cause: err });
+    throw new Error(`key service TLS: ${messageOf(err)}`, { cause: err });
   }
   const port = await new Promise<number>((resolve, reject) => {
     server.bindAsync(address, credentials, (err, bound) => {

@@ -5,6 +5,7 @@
  * `/metrics` renders the private registry. Anything else is 404; other methods are 405.
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { messageOf } from '../../ports/errors.js';
 import type { Logger } from '../../ports/logger.js';
 import type { JoinServiceMetrics } from './metrics.js';
 
@@ -69,7 +70,7 @@ export function startOperationsHttpServer(
     handle(options, req, res).catch((err: unknown) => {
       options.logger.error('Operations HTTP request failed', {
         path: req.url,
-        error: err instanceof Error ? err.message : String(err),
+        error: messageOf(err),
       });
       if (!res.headersSent) send(res, 500, 'text/plain; charset=utf-8', 'internal error\n');
       else res.destroy();

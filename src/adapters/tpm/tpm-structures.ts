@@ -6,6 +6,7 @@
  * the vTPM validator, not here.
  */
 
+import { messageOf } from '../../ports/errors.js';
 import { parseTpmsAttest } from '../attestation/shared/tpm2.js';
 
 /** TPM_ALG_SHA1. */
@@ -40,7 +41,7 @@ export function parseQuoteInfo(attest: Uint8Array): QuoteInfo {
   try {
     parsed = parseTpmsAttest(attest);
   } catch (err) {
-    throw new Error(err instanceof Error ? err.message : String(err), { cause: err });
+    throw new Error(messageOf(err), { cause: err });
   }
   return {
     extraData: parsed.extraData,

@@ -11,7 +11,7 @@ import type { AttestedGrpcServer } from '../../adapters/grpc/attested-server.js'
 import { createInitServer, type InitStreamEvent } from '../../adapters/grpc/init-server.js';
 import type { BackoffOptions } from '../../domain/backoff.js';
 import { Bootstrapper, type BootstrapResult } from '../../domain/bootstrapper.js';
-import { isInitFailure, messageOf } from '../../domain/errors.js';
+import { isInitFailure } from '../../domain/errors.js';
 import type { JoinPaths, JoinTimeouts } from '../../domain/join-flow.js';
 import type { NodeLock } from '../../domain/node-lock.js';
 import type { Clock } from '../../ports/clock.js';
@@ -19,7 +19,7 @@ import type { ClusterInitializer } from '../../ports/cluster-initializer.js';
 import type { ClusterJoiner } from '../../ports/cluster-joiner.js';
 import type { CsrFactory } from '../../ports/csr-factory.js';
 import type { EncryptedDisk } from '../../ports/encrypted-disk.js';
-import { wrapError } from '../../ports/errors.js';
+import { messageOf, wrapError } from '../../ports/errors.js';
 import type { FileWriter } from '../../ports/file-writer.js';
 import type { Issuer } from '../../ports/issuer.js';
 import type { JoinTicketClient } from '../../ports/join-ticket-client.js';

@@ -10,6 +10,7 @@
  * touching the TPM, the disk or the network.
  */
 
+import { messageOf } from '../../ports/errors.js';
 import { splitHostPort } from '../../ports/peer-address.js';
 import { type CommandSpec, parseCommand, runCommand, UsageError } from '../cli/args.js';
 import { BOOTSTRAPPER_PORT, JOIN_SERVICE_PORT } from '../defaults.js';
@@ -175,7 +176,7 @@ function configFromFlags(csp: Csp, v: Record<string, string | boolean | string[]
       logLevel: str('log-level') ?? 'info',
     });
   } catch (err) {
-    throw new UsageError(err instanceof Error ? err.message : String(err));
+    throw new UsageError(messageOf(err));
   }
 }
 
@@ -210,7 +211,7 @@ export function runBootstrapper(
     try {
       cloud = csp ?? cspFromString(values.csp as string);
     } catch (err) {
-      throw new UsageError(`--csp: ${err instanceof Error ? err.message : String(err)}`);
+      throw new UsageError(`--csp: ${messageOf(err)}`);
     }
     const config = configFromFlags(cloud, values);
     const listen = parseHostPort('init-listen', values['init-listen'] as string);
@@ -248,7 +249,7 @@ export function runBootstrapper(
       out.write(`${describe(result)}\n`);
       return result.outcome === 'stopped' ? 1 : 0;
     } catch (err) {
-      throw new Error(`bootstrapping failed: ${err instanceof Error ? err.message : String(err)}`);
+      throw new Error(`bootstrapping failed: ${messageOf(err)}`);
     } finally {
       process.off('SIGTERM', onSignal);
       process.off('SIGINT', onSignal);

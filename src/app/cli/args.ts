@@ -6,6 +6,7 @@
  * {@link OptionSpec.secret}).
  */
 import { type ParseArgsConfig, parseArgs } from 'node:util';
+import { messageOf } from '../../ports/errors.js';
 
 export type OptionSpec = NonNullable<ParseArgsConfig['options']>[string] & {
   /** One line for --help, e.g. "file with the master secret (≥16 bytes)". */
@@ -187,7 +188,7 @@ export function parseCommand(
       values: Values;
     });
   } catch (err) {
-    throw new UsageError(`${err instanceof Error ? err.message : String(err)}\n\n${renderHelp(spec)}`);
+    throw new UsageError(`${messageOf(err)}\n\n${renderHelp(spec)}`);
   }
   if (values.help) {
     out.write(`${renderHelp(spec)}\n`);
@@ -216,7 +217,7 @@ export async function runCommand(body: () => Promise<number>): Promise<number> {
       process.stderr.write(`confboot: ${err.message}\n`);
       return 2;
     }
-    process.stderr.write(`confboot: ${err instanceof Error ? err.message : String(err)}\n`);
+    process.stderr.write(`confboot: ${messageOf(err)}\n`);
     return 1;
   }
 }

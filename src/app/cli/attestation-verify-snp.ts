@@ -25,6 +25,7 @@ import {
   type SnpPolicy,
   verifySnpReport,
 } from '../../adapters/attestation/snp/verify.js';
+import { messageOf } from '../../ports/errors.js';
 import type { AttestationCheck } from '../../ports/types.js';
 import { type CommandSpec, parseCommand, runCommand, UsageError } from './args.js';
 
@@ -114,7 +115,7 @@ async function readInput(path: string, what: string): Promise<Buffer> {
   try {
     return await readFile(path);
   } catch (err) {
-    throw new UsageError(`reading ${what} ${path}: ${err instanceof Error ? err.message : String(err)}`);
+    throw new UsageError(`reading ${what} ${path}: ${messageOf(err)}`);
   }
 }
 
@@ -198,9 +199,7 @@ export async function run(argv: string[]): Promise<number> {
     try {
       signingKey = parseSnpReport(report, product).signerInfo.signingKey;
     } catch (err) {
-      throw new UsageError(
-        `report ${values.report as string}: ${err instanceof Error ? err.message : String(err)}`,
-      );
+      throw new UsageError(`report ${values.report as string}: ${messageOf(err)}`);
     }
     const signer = await readInput(values.signer as string, 'signer');
     let arkCerts: ReturnType<typeof loadCertificates>;
@@ -217,7 +216,7 @@ export async function run(argv: string[]): Promise<number> {
         chainCerts = await kdsChain(product, signingKey, values['kds-url'] as string);
     } catch (err) {
       if (err instanceof UsageError) throw err;
-      throw new UsageError(err instanceof Error ? err.message : String(err));
+      throw new UsageError(messageOf(err));
     }
     const arkName = `ARK-${product[0]?.toUpperCase()}${product.slice(1)}`;
     const isArk = (c: (typeof chainCerts)[number]) => commonName(c.subject).startsWith('ARK-');

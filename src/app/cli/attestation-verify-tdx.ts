@@ -14,6 +14,7 @@ import { INTEL_PCS_BASE_URL, INTEL_ROOT_CA_CRL_URL } from '../../adapters/attest
 import { parseTdxQuote, tdxMeasurements } from '../../adapters/attestation/tdx/quote.js';
 import { type TdxPolicy, verifyTdxQuote } from '../../adapters/attestation/tdx/verify.js';
 import { SystemClock } from '../../adapters/system/system-clock.js';
+import { messageOf } from '../../ports/errors.js';
 import type { AttestationCheck } from '../../ports/types.js';
 import { type CommandSpec, parseCommand, runCommand, UsageError } from './args.js';
 import { parseAt } from './attestation-verify-snp.js';
@@ -77,7 +78,7 @@ async function readInput(path: string, what: string): Promise<Buffer> {
   try {
     return await readFile(path);
   } catch (err) {
-    throw new UsageError(`reading ${what} ${path}: ${err instanceof Error ? err.message : String(err)}`);
+    throw new UsageError(`reading ${what} ${path}: ${messageOf(err)}`);
   }
 }
 
@@ -109,7 +110,7 @@ export async function run(argv: string[]): Promise<number> {
     } catch (err) {
       if (err instanceof UsageError) throw err;
       throw new UsageError(
-        `${values.root === undefined ? `quote ${values.quote as string}: ` : ''}${err instanceof Error ? err.message : String(err)}`,
+        `${values.root === undefined ? `quote ${values.quote as string}: ` : ''}${messageOf(err)}`,
       );
     }
     const tcbLevel = String(values['tcb-level']);
@@ -145,7 +146,7 @@ export async function run(argv: string[]): Promise<number> {
           );
         else collateral = await tdxCollateralGetter(source, new SystemClock())(fmspc);
       } catch (err) {
-        throw new UsageError(`--collateral: ${err instanceof Error ? err.message : String(err)}`);
+        throw new UsageError(`--collateral: ${messageOf(err)}`);
       }
       v = await verifyTdxQuote(quote, { root, policy, at, collateral });
     }

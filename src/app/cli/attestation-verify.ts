@@ -26,7 +26,7 @@ import { verifyRawAttestation } from '../../adapters/attestation/vtpm/raw-attest
 import { VtpmValidator, type VtpmVariantChecks } from '../../adapters/attestation/vtpm/validator.js';
 import { sameKey } from '../../adapters/attestation/vtpm/verify-attestation.js';
 import { formatMismatch, MeasurementsPolicy, parseAttestationConfig } from '../../domain/measurements.js';
-import { isAttestationError } from '../../ports/errors.js';
+import { isAttestationError, messageOf } from '../../ports/errors.js';
 import type { MeasurementPolicy } from '../../ports/measurement-policy.js';
 import type { AttestationCheck, MeasurementMismatch } from '../../ports/types.js';
 import { type CommandSpec, parseCommand, runCommand, UsageError } from './args.js';
@@ -116,7 +116,7 @@ async function readInput(path: string, what: string): Promise<Buffer> {
   try {
     return await readFile(path);
   } catch (err) {
-    throw new UsageError(`reading ${what} ${path}: ${err instanceof Error ? err.message : String(err)}`);
+    throw new UsageError(`reading ${what} ${path}: ${messageOf(err)}`);
   }
 }
 
@@ -129,7 +129,7 @@ async function loadPolicy(path: string | undefined): Promise<MeasurementPolicy |
   try {
     return new MeasurementsPolicy(parseAttestationConfig(text).measurements);
   } catch (err) {
-    throw new UsageError(`--config ${path}: ${err instanceof Error ? err.message : String(err)}`);
+    throw new UsageError(`--config ${path}: ${messageOf(err)}`);
   }
 }
 
@@ -139,9 +139,7 @@ async function loadTrustedAk(path: string | undefined): Promise<KeyObject | unde
   try {
     return createPublicKey(pem);
   } catch (err) {
-    throw new UsageError(
-      `--trusted-ak ${path}: not a PEM public key: ${err instanceof Error ? err.message : String(err)}`,
-    );
+    throw new UsageError(`--trusted-ak ${path}: not a PEM public key: ${messageOf(err)}`);
   }
 }
 
@@ -152,7 +150,7 @@ async function loadRoots(paths: string[]): Promise<Awaited<ReturnType<typeof par
     try {
       out.push(...(await parseCertificates(data, p)));
     } catch (err) {
-      throw new UsageError(`--ak-roots ${p}: ${err instanceof Error ? err.message : String(err)}`);
+      throw new UsageError(`--ak-roots ${p}: ${messageOf(err)}`);
     }
   }
   return out;

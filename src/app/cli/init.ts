@@ -10,7 +10,7 @@ import { readFile, writeFile } from 'node:fs/promises';
 import { GrpcInitClient } from '../../adapters/grpc/init-client.js';
 import { clusterKmsUri, NO_STORE_URI } from '../../adapters/kms/cluster-kms-factory.js';
 import { SystemClock } from '../../adapters/system/system-clock.js';
-import { isAttestationError } from '../../ports/errors.js';
+import { isAttestationError, messageOf } from '../../ports/errors.js';
 import type { Validator } from '../../ports/validator.js';
 import { buildValidator } from '../attestation/validators.js';
 import { isVariant, variantNames } from '../registry/index.js';
@@ -168,7 +168,7 @@ export async function initCluster(o: InitClusterOptions): Promise<InitClusterOut
         ),
       };
     }
-    return { ok: false, error: err instanceof Error ? err.message : String(err), logs: '' };
+    return { ok: false, error: messageOf(err), logs: '' };
   }
 }
 

@@ -21,6 +21,7 @@ import {
 } from '../../adapters/grpc/atls/admission.js';
 import type { GrpcKmsClientTls } from '../../adapters/kms/grpc-kms-client.js';
 import { createPinoLogger } from '../../adapters/log/pino-logger.js';
+import { messageOf } from '../../ports/errors.js';
 import type { Logger } from '../../ports/logger.js';
 import { PRODUCTION_VARIANTS, type Variant } from '../../ports/variant.js';
 import {
@@ -315,7 +316,7 @@ function parseTdxCollateralFlag(
   try {
     return parseTdxCollateralSource(value, rootCrlUrl);
   } catch (err) {
-    throw new UsageError(`--tdx-collateral: ${err instanceof Error ? err.message : String(err)}`);
+    throw new UsageError(`--tdx-collateral: ${messageOf(err)}`);
   }
 }
 
@@ -325,7 +326,7 @@ function parseMemoryBudget(value: string): number {
   try {
     deriveMemoryBounds(mib);
   } catch (err) {
-    throw new UsageError(`--memory-budget-mib: ${err instanceof Error ? err.message : String(err)}`);
+    throw new UsageError(`--memory-budget-mib: ${messageOf(err)}`);
   }
   return mib;
 }

@@ -10,6 +10,7 @@ import { readFile } from 'node:fs/promises';
 import { HkdfKms, MIN_MASTER_SECRET_LENGTH, MIN_SALT_LENGTH } from '../../adapters/kms/hkdf-kms.js';
 import { startKeyServiceServer } from '../../adapters/kms/key-service-server.js';
 import { createPinoLogger } from '../../adapters/log/pino-logger.js';
+import { messageOf } from '../../ports/errors.js';
 import type { Logger } from '../../ports/logger.js';
 import { type CommandSpec, parseCommand, runCommand, UsageError } from './args.js';
 import { readPemFlag } from './pem-file.js';
@@ -109,7 +110,7 @@ async function readSecretFile(what: string, path: string, minLength: number): Pr
   try {
     data = await readFile(path);
   } catch (err) {
-    const reason = (err as NodeJS.ErrnoException).code ?? (err instanceof Error ? err.message : String(err));
+    const reason = (err as NodeJS.ErrnoException).code ?? messageOf(err);
     throw new UsageError(`reading ${what} file ${path}: ${reason}`);
   }
   if (data.length < minLength)

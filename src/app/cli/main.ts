@@ -1,4 +1,5 @@
 #!/usr/bin/env node
+import { messageOf } from '../../ports/errors.js';
 /**
  * `confboot` entry point: dispatches to the subcommands in commands.ts.
  * Exit codes: 0 success, 1 failure/rejected, 2 usage or input error.
@@ -46,7 +47,7 @@ main(process.argv.slice(2)).then(
     process.exitCode = code;
   },
   (err: unknown) => {
-    process.stderr.write(`confboot: ${err instanceof Error ? err.message : String(err)}\n`);
+    process.stderr.write(`confboot: ${messageOf(err)}\n`);
     process.exitCode = 1;
   },
 );

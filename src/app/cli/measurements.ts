@@ -19,7 +19,7 @@ import {
   replayTcgEventLog,
 } from '../../adapters/attestation/eventlog/measurements.js';
 import { parseAttestationConfig } from '../../domain/measurements.js';
-import { isConfbootError } from '../../ports/errors.js';
+import { isConfbootError, messageOf } from '../../ports/errors.js';
 import type { Measurements } from '../../ports/types.js';
 import { type CommandSpec, parseCommand, runCommand, UsageError } from './args.js';
 import { runVerb, type Verb } from './verbs.js';
@@ -110,7 +110,7 @@ async function readInput(path: string, what: string): Promise<Buffer> {
     return Buffer.concat(chunks, total);
   } catch (err) {
     if (err instanceof UsageError) throw err;
-    throw new UsageError(`reading ${what} ${path}: ${err instanceof Error ? err.message : String(err)}`);
+    throw new UsageError(`reading ${what} ${path}: ${messageOf(err)}`);
   } finally {
     await handle?.close();
   }

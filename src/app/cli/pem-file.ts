@@ -4,6 +4,7 @@
  * error naming the option and the path (exit 2).
  */
 import { readFile } from 'node:fs/promises';
+import { messageOf } from '../../ports/errors.js';
 import { UsageError } from './args.js';
 
 /** The bytes of the PEM file `path` given as `--<flag>`. @throws UsageError */
@@ -12,7 +13,7 @@ export async function readPemFlag(flag: string, path: string): Promise<Buffer> {
   try {
     data = await readFile(path);
   } catch (err) {
-    const reason = (err as NodeJS.ErrnoException).code ?? (err instanceof Error ? err.message : String(err));
+    const reason = (err as NodeJS.ErrnoException).code ?? messageOf(err);
     throw new UsageError(`--${flag}: reading ${path}: ${reason}`);
   }
   if (!data.includes('-----BEGIN ')) throw new UsageError(`--${flag}: ${path} holds no PEM block`);

@@ -49,6 +49,7 @@ import { parseAttestationConfig } from '../../domain/measurements.js';
 import { ClusterInitializer } from '../../ports/cluster-initializer.js';
 import { ClusterJoiner } from '../../ports/cluster-joiner.js';
 import { EncryptedDisk } from '../../ports/encrypted-disk.js';
+import { messageOf } from '../../ports/errors.js';
 import { Issuer } from '../../ports/issuer.js';
 import { JoinTicketClient } from '../../ports/join-ticket-client.js';
 import { Logger } from '../../ports/logger.js';
@@ -148,7 +149,7 @@ function recordingJoinClient(inner: JoinTicketClient, node: DemoNode): JoinTicke
       try {
         return await inner.issueJoinTicket(endpoint, request, options);
       } catch (err) {
-        const message = err instanceof Error ? err.message : String(err);
+        const message = messageOf(err);
         if (message.includes('refused by the peer')) node.refusal = message;
         throw err;
       }

@@ -32,7 +32,7 @@ import type { Clock } from '../../ports/clock.js';
 import type { ClusterFacts } from '../../ports/cluster-facts.js';
 import { type DenyList, EMPTY_DENY_LIST } from '../../ports/deny-list.js';
 import type { DiskBindings } from '../../ports/disk-bindings.js';
-import { isAttestationError, isConfbootError } from '../../ports/errors.js';
+import { isAttestationError, isConfbootError, messageOf } from '../../ports/errors.js';
 import type { KMS } from '../../ports/kms.js';
 import type { Logger } from '../../ports/logger.js';
 import type { PeerIdentity } from '../../ports/peer-identity.js';
@@ -198,7 +198,7 @@ export async function startJoinService(options: JoinServiceOptions): Promise<Run
         await c();
       } catch (err) {
         logger.warn('Join service cleanup step failed', {
-          error: err instanceof Error ? err.message : String(err),
+          error: messageOf(err),
         });
       }
     }

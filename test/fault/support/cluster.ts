@@ -60,6 +60,7 @@ import { type RunningJoinService, startJoinService } from '../../../src/app/join
 import { deriveClusterId, MEASUREMENT_SECRET_KEY_ID } from '../../../src/domain/key-derivation.js';
 import { MeasurementsPolicy, parseAttestationConfig } from '../../../src/domain/measurements.js';
 import type { ClusterJoiner } from '../../../src/ports/cluster-joiner.js';
+import { messageOf } from '../../../src/ports/errors.js';
 import type { JoinTicketClient } from '../../../src/ports/join-ticket-client.js';
 import type { Logger } from '../../../src/ports/logger.js';
 import type { Tpm } from '../../../src/ports/tpm.js';
@@ -390,7 +391,7 @@ export class FaultCluster {
         } catch (err) {
           node.joinErrors.push({
             at: Date.now(),
-            message: err instanceof Error ? err.message : String(err),
+            message: messageOf(err),
             grpcCode: grpcCodeOf(err),
           });
           throw err;

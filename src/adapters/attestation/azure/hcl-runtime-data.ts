@@ -5,6 +5,7 @@
  * report inside the quote).
  */
 import { createHash, timingSafeEqual } from 'node:crypto';
+import { messageOf } from '../../../ports/errors.js';
 import type { AttestationCheck } from '../../../ports/types.js';
 
 /** The AK as the TPM stores it: modulus and exponent (0 means the default 65537). */
@@ -71,7 +72,7 @@ export function checkHclRuntimeData(
     keyCheck = {
       name: 'hcl-ak',
       ok: false,
-      detail: `runtime data: ${err instanceof Error ? err.message : String(err)}`,
+      detail: `runtime data: ${messageOf(err)}`,
     };
   }
   checks.push(keyCheck);

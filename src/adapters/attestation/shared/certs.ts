@@ -5,7 +5,7 @@
  * (snp/amd-certs.ts, tdx/pck.ts).
  */
 import { createHash, X509Certificate } from 'node:crypto';
-import { ConfbootError } from '../../../ports/errors.js';
+import { ConfbootError, messageOf } from '../../../ports/errors.js';
 import type { AttestationCheck } from '../../../ports/types.js';
 
 /** A certificate as bytes (DER or PEM), PEM text, or an already parsed X509Certificate. */
@@ -26,7 +26,7 @@ export function loadCertificate(input: CertificateInput, what = 'certificate'): 
     }
     return new X509Certificate(Buffer.from(input));
   } catch (err) {
-    throw new Error(`parsing ${what}: ${err instanceof Error ? err.message : String(err)}`, { cause: err });
+    throw new Error(`parsing ${what}: ${messageOf(err)}`, { cause: err });
   }
 }
 
@@ -95,10 +95,8 @@ export function certificatePem(cert: Uint8Array, what: string): Uint8Array {
     const parsed = new X509Certificate(text.includes('-----BEGIN') ? text : Buffer.from(cert));
     return new TextEncoder().encode(parsed.toString());
   } catch (err) {
-    throw new ConfbootError(
-      'failed-precondition',
-      `${what} is not a certificate: ${err instanceof Error ? err.message : String(err)}`,
-      { cause: err },
-    );
+    throw new ConfbootError('failed-precondition', `${what} is not a certificate: ${messageOf(err)}`, {
+      cause: err,
+    });
   }
 }

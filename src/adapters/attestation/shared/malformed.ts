@@ -3,12 +3,12 @@
  * TypeError or an OpenSSL decode error from a malformed certificate. Entry points wrap their work
  * with this; ConfbootErrors (such as `unavailable` from a certificate fetch) pass through unchanged.
  */
-import { AttestationError, isConfbootError } from '../../../ports/errors.js';
+import { AttestationError, isConfbootError, messageOf } from '../../../ports/errors.js';
 
 /** Returns `err` if it is already a ConfbootError, else an AttestationError under `check`. */
 export function asAttestationError(err: unknown, check: string, operation: string): Error {
   if (isConfbootError(err)) return err;
-  const message = err instanceof Error ? err.message : String(err);
+  const message = messageOf(err);
   return new AttestationError(check, `${operation}: malformed input: ${message}`, {
     cause: err,
     checks: [{ name: check, ok: false, detail: message }],

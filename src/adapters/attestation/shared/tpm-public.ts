@@ -7,6 +7,7 @@
  * result and errors to what these validators expect.
  */
 import type { KeyObject } from 'node:crypto';
+import { messageOf } from '../../../ports/errors.js';
 import { parseTpmtPublic, TpmAlg, type TpmtPublic } from './tpm2.js';
 
 /** A decoded AK. `rsa` holds the raw modulus and the exponent as the TPM stores it (0 = 65537). */
@@ -25,7 +26,7 @@ export function decodeTpmtPublic(buf: Uint8Array): TpmPublicKey {
   try {
     pub = parseTpmtPublic(buf);
   } catch (err) {
-    throw new Error(err instanceof Error ? err.message : String(err), { cause: err });
+    throw new Error(messageOf(err), { cause: err });
   }
   if (pub.type !== TpmAlg.RSA) return { key: pub.publicKey };
   // An RSA TPMT_PUBLIC ends with exponent (uint32) ‖ TPM2B modulus of keyBits/8 bytes: the parser

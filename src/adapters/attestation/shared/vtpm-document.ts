@@ -7,7 +7,7 @@
  * attested TLS. Both sides (issuer and validator) use these codecs.
  */
 import { BinaryReader, BinaryWriter, WireType } from '@bufbuild/protobuf/wire';
-import { AttestationError } from '../../../ports/errors.js';
+import { AttestationError, messageOf } from '../../../ports/errors.js';
 
 /** One quote of one PCR bank (go-tpm-tools `tpm.Quote`). */
 export interface AttestationQuote {
@@ -123,11 +123,7 @@ export function decodeAttestationPb(buf: Uint8Array): TpmAttestation {
     }
   } catch (err) {
     if (err instanceof AttestationError) throw err;
-    throw formatError(
-      'go-tpm-tools Attestation protobuf',
-      err instanceof Error ? err.message : String(err),
-      err,
-    );
+    throw formatError('go-tpm-tools Attestation protobuf', messageOf(err), err);
   }
   return att;
 }
@@ -215,11 +211,7 @@ export function decodeVtpmDocument(raw: Uint8Array): VtpmDocument {
     // A view, not a copy, of the document bytes.
     doc = JSON.parse(Buffer.from(raw.buffer, raw.byteOffset, raw.byteLength).toString('utf8'));
   } catch (err) {
-    throw formatError(
-      'attestation document',
-      `invalid JSON: ${err instanceof Error ? err.message : String(err)}`,
-      err,
-    );
+    throw formatError('attestation document', `invalid JSON: ${messageOf(err)}`, err);
   }
   if (!isObject(doc)) throw formatError('attestation document', 'not a JSON object');
   const a = doc.Attestation;

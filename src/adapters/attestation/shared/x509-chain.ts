@@ -7,7 +7,7 @@
  * importing this module (the validators do, at the join service's start) does not load it.
  */
 import type { X509Certificate } from '@peculiar/x509';
-import { AttestationError } from '../../../ports/errors.js';
+import { AttestationError, messageOf } from '../../../ports/errors.js';
 import { loadX509, type X509Module } from '../../pki/x509-loader.js';
 import type { CheckRecorder } from './checks.js';
 
@@ -32,13 +32,9 @@ export async function parseCertificates(
       new x509.X509Certificate(typeof data === 'string' ? Buffer.from(data, 'latin1') : Buffer.from(data)),
     ];
   } catch (err) {
-    throw new AttestationError(
-      check,
-      `parsing ${what}: ${err instanceof Error ? err.message : String(err)}`,
-      {
-        cause: err,
-      },
-    );
+    throw new AttestationError(check, `parsing ${what}: ${messageOf(err)}`, {
+      cause: err,
+    });
   }
 }
 

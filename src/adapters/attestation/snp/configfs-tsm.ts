@@ -9,7 +9,7 @@ import { randomBytes } from 'node:crypto';
 import { mkdir, readFile, rmdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { ConfidentialGuestDevice, GuestReport } from '../../../ports/confidential-guest-device.js';
-import { ConfbootError } from '../../../ports/errors.js';
+import { ConfbootError, messageOf } from '../../../ports/errors.js';
 import type { CallOptions } from '../../../ports/types.js';
 
 /** Options of {@link ConfigfsTsmDevice}. */
@@ -70,7 +70,7 @@ export class ConfigfsTsmDevice implements ConfidentialGuestDevice {
       if (report.length === 0) throw new Error('outblob is empty');
       return auxBlob === undefined ? { report } : { report, auxBlob };
     } catch (err) {
-      throw new ConfbootError('unavailable', `${op}: ${err instanceof Error ? err.message : String(err)}`, {
+      throw new ConfbootError('unavailable', `${op}: ${messageOf(err)}`, {
         cause: err,
         recoverable: false,
       });

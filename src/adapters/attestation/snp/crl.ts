@@ -4,6 +4,7 @@
  * within its validity window, and list neither the ASK/ASVK nor the VCEK/VLEK that signed the report.
  */
 import type { X509Certificate } from 'node:crypto';
+import { messageOf } from '../../../ports/errors.js';
 import type { AttestationCheck } from '../../../ports/types.js';
 import { commonName } from '../shared/certs.js';
 import { normSerial, parseCrl } from '../shared/crl.js';
@@ -29,7 +30,7 @@ export async function checkAmdCrl(
   try {
     crl = await parseCrl(crlDer);
   } catch (err) {
-    return fail(`AMD CRL cannot be parsed: ${err instanceof Error ? err.message : String(err)}`);
+    return fail(`AMD CRL cannot be parsed: ${messageOf(err)}`);
   }
   const issuerCn = commonName(crl.issuer.split(/,\s*/).join('\n'));
   const arkCn = commonName(subjects.ark.subject);

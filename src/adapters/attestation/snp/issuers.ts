@@ -21,7 +21,7 @@
 import { createHash } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import type { ConfidentialGuestDevice } from '../../../ports/confidential-guest-device.js';
-import { ConfbootError, wrapError } from '../../../ports/errors.js';
+import { ConfbootError, messageOf, wrapError } from '../../../ports/errors.js';
 import type { CallOptions } from '../../../ports/types.js';
 import { HCL_REPORT_TYPE_SNP, readHclReport } from '../azure/hcl-report.js';
 import { type NvIndexReader, readAzureHclReport } from '../azure/nv-reader.js';
@@ -93,11 +93,9 @@ async function snpEvidence(
   try {
     parsed = parseSnpReport(report);
   } catch (err) {
-    throw new ConfbootError(
-      'internal',
-      `the SEV-SNP device returned no valid report: ${err instanceof Error ? err.message : String(err)}`,
-      { cause: err },
-    );
+    throw new ConfbootError('internal', `the SEV-SNP device returned no valid report: ${messageOf(err)}`, {
+      cause: err,
+    });
   }
   if (!Buffer.from(parsed.reportData).equals(Buffer.from(reportData)))
     throw new ConfbootError(

@@ -6,7 +6,7 @@
  * AmdCertCache: KDS rate-limits clients.
  */
 import type { AmdCertFetcher, AmdProductLine, AmdTcbSpl } from '../../../ports/amd-cert-fetcher.js';
-import { ConfbootError } from '../../../ports/errors.js';
+import { ConfbootError, messageOf } from '../../../ports/errors.js';
 import type { CallOptions } from '../../../ports/types.js';
 import { AMD_PRODUCT_NAMES } from './report.js';
 
@@ -81,11 +81,7 @@ export class KdsCertFetcher implements AmdCertFetcher {
     try {
       res = await fetch(url, { signal: AbortSignal.any(signals) });
     } catch (err) {
-      throw new ConfbootError(
-        'unavailable',
-        `GET ${url}: ${err instanceof Error ? err.message : String(err)}`,
-        { cause: err },
-      );
+      throw new ConfbootError('unavailable', `GET ${url}: ${messageOf(err)}`, { cause: err });
     }
     if (!res.ok) throw new ConfbootError('unavailable', `GET ${url}: HTTP ${res.status}`);
     return new Uint8Array(await res.arrayBuffer());

@@ -9,7 +9,7 @@
  */
 import { createHash, type KeyObject } from 'node:crypto';
 import type { Clock } from '../../../ports/clock.js';
-import { AttestationError } from '../../../ports/errors.js';
+import { AttestationError, messageOf } from '../../../ports/errors.js';
 import type { MeasurementPolicy } from '../../../ports/measurement-policy.js';
 import type { AttestationCheck, CallOptions } from '../../../ports/types.js';
 import type { ValidationResult, Validator } from '../../../ports/validator.js';
@@ -100,7 +100,7 @@ export class SnpValidator implements Validator {
         signer: loadCertificate(signerBytes, 'report signer certificate'),
       };
     } catch (err) {
-      return fail(`revocation not checked: ${err instanceof Error ? err.message : String(err)}`);
+      return fail(`revocation not checked: ${messageOf(err)}`);
     }
     if (this.config.certCache === undefined)
       return fail("revocation is required but there is no AMD KDS access to fetch AMD's CRL");
@@ -108,7 +108,7 @@ export class SnpValidator implements Validator {
     try {
       crl = await this.config.certCache.getCrl(product, signerKind, options);
     } catch (err) {
-      return fail(err instanceof Error ? err.message : String(err));
+      return fail(messageOf(err));
     }
     return checkAmdCrl(crl, subjects, this.config.clock.now());
   }
@@ -127,12 +127,7 @@ export class SnpValidator implements Validator {
       info = JSON.parse(Buffer.from(doc.instanceInfo).toString('utf8')) as InstanceInfoJson;
       if (typeof info !== 'object' || info === null) throw new Error('InstanceInfo is not a JSON object');
     } catch (err) {
-      fail(
-        'document-format',
-        `${op}: malformed document: ${err instanceof Error ? err.message : String(err)}`,
-        checks,
-        err,
-      );
+      fail('document-format', `${op}: malformed document: ${messageOf(err)}`, checks, err);
     }
     checks.push({
       name: 'document-format',
@@ -145,7 +140,7 @@ export class SnpValidator implements Validator {
     try {
       ak = decodeTpmtPublic(doc.akPub);
     } catch (err) {
-      fail('attestation-key', `${op}: ${err instanceof Error ? err.message : String(err)}`, checks, err);
+      fail('attestation-key', `${op}: ${messageOf(err)}`, checks, err);
     }
 
     const report = goBytes(info.AttestationReport, 'AttestationReport');
@@ -154,7 +149,7 @@ export class SnpValidator implements Validator {
     try {
       parsed = parseSnpReport(report, product);
     } catch (err) {
-      fail('report-format', `${op}: ${err instanceof Error ? err.message : String(err)}`, checks, err);
+      fail('report-format', `${op}: ${messageOf(err)}`, checks, err);
     }
 
     // Signer and chain: the issuer's signer, else the cache; the ASK from the issuer, else the cache; never the issuer's ARK.
@@ -172,7 +167,7 @@ export class SnpValidator implements Validator {
       if (chain.ask === undefined && this.config.certCache !== undefined)
         chain.ask = (await this.config.certCache.getChain(product, signerKind, options)).ask;
     } catch (err) {
-      fail('certificates', `${op}: ${err instanceof Error ? err.message : String(err)}`, checks, err);
+      fail('certificates', `${op}: ${messageOf(err)}`, checks, err);
     }
 
     let expectedReportData: Uint8Array | undefined;
@@ -211,7 +206,7 @@ export class SnpValidator implements Validator {
       } catch (err) {
         fail(
           'gce-ak',
-          `${op}: getting the AK of ${gcp.project_id}/${gcp.zone}/${gcp.instance_name} from GCE: ${err instanceof Error ? err.message : String(err)}`,
+          `${op}: getting the AK of ${gcp.project_id}/${gcp.zone}/${gcp.instance_name} from GCE: ${messageOf(err)}`,
           checks,
           err,
         );

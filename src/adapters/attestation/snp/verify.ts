@@ -6,7 +6,7 @@
  * lists all reasons, not just the first.
  */
 import { verify as cryptoVerify, timingSafeEqual, type X509Certificate } from 'node:crypto';
-import { AttestationError } from '../../../ports/errors.js';
+import { AttestationError, messageOf } from '../../../ports/errors.js';
 import type { AttestationCheck } from '../../../ports/types.js';
 import {
   type CertificateInput,
@@ -99,7 +99,7 @@ export interface SnpVerification {
 }
 
 const hex = (b: Uint8Array) => Buffer.from(b).toString('hex');
-const errMsg = (e: unknown) => (e instanceof Error ? e.message : String(e));
+const errMsg = (e: unknown) => messageOf(e);
 
 function bytesEqual(a: Uint8Array, b: Uint8Array): boolean {
   return a.length === b.length && timingSafeEqual(a, b);

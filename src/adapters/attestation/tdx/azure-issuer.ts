@@ -14,7 +14,7 @@
  *     foreign quote) — checked here so the node fails with a clear reason instead of the verifier.
  * Freshness comes from the TPM quote's nonce, which covers this InstanceInfo.
  */
-import { ConfbootError, wrapError } from '../../../ports/errors.js';
+import { ConfbootError, messageOf, wrapError } from '../../../ports/errors.js';
 import { type AzureHclReport, parseAzureHclReport } from '../azure/hcl-report.js';
 import { type NvIndexReader, readAzureHclReport } from '../azure/nv-reader.js';
 import { imdsTdQuoteGetter, type TdQuoteGetter } from '../azure/tdquote.js';
@@ -58,11 +58,9 @@ function checkQuoteMatchesReport(quoteBytes: Uint8Array, hcl: AzureHclReport): v
   try {
     quote = parseTdxQuote(quoteBytes);
   } catch (err) {
-    throw new ConfbootError(
-      'internal',
-      `the quote is not a valid TDX quote: ${err instanceof Error ? err.message : String(err)}`,
-      { cause: err },
-    );
+    throw new ConfbootError('internal', `the quote is not a valid TDX quote: ${messageOf(err)}`, {
+      cause: err,
+    });
   }
   if (!Buffer.from(quote.body.reportData).equals(Buffer.from(hcl.reportData)))
     throw new ConfbootError(

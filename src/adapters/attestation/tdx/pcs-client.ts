@@ -19,7 +19,7 @@
  */
 import type { X509Certificate } from 'node:crypto';
 import type { Clock } from '../../../ports/clock.js';
-import { ConfbootError, isConfbootError } from '../../../ports/errors.js';
+import { ConfbootError, isConfbootError, messageOf } from '../../../ports/errors.js';
 import type { CallOptions } from '../../../ports/types.js';
 import { expectOk, type HttpResponse, httpRequest } from '../../cloud/shared/http.js';
 import { loadCertificates } from '../shared/certs.js';
@@ -70,7 +70,7 @@ interface SignedDoc {
 
 const FMSPC = /^[0-9a-fA-F]{12}$/;
 
-const errMsg = (err: unknown) => (err instanceof Error ? err.message : String(err));
+const errMsg = (err: unknown) => messageOf(err);
 
 /**
  * Checks an http(s) URL that request paths are appended to (or that is fetched as is): absolute,

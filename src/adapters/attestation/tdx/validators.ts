@@ -8,7 +8,7 @@
  */
 import { createHash } from 'node:crypto';
 import type { Clock } from '../../../ports/clock.js';
-import { AttestationError } from '../../../ports/errors.js';
+import { AttestationError, messageOf } from '../../../ports/errors.js';
 import type { MeasurementPolicy } from '../../../ports/measurement-policy.js';
 import type { AttestationCheck, CallOptions } from '../../../ports/types.js';
 import type { ValidationResult, Validator } from '../../../ports/validator.js';
@@ -37,7 +37,7 @@ export interface TdxValidatorConfig {
   verifyVtpmQuote?: VerifyVtpmQuote;
 }
 
-const msg = (e: unknown) => (e instanceof Error ? e.message : String(e));
+const msg = (e: unknown) => messageOf(e);
 
 async function verifyQuoteWithCollateral(
   config: TdxValidatorConfig,

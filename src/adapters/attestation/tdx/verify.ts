@@ -12,7 +12,7 @@ import {
   timingSafeEqual,
   type X509Certificate,
 } from 'node:crypto';
-import { AttestationError } from '../../../ports/errors.js';
+import { AttestationError, messageOf } from '../../../ports/errors.js';
 import type { AttestationCheck } from '../../../ports/types.js';
 import {
   type CertificateInput,
@@ -85,7 +85,7 @@ export interface TdxVerification {
 }
 
 const hex = (b: Uint8Array) => Buffer.from(b).toString('hex');
-const errMsg = (e: unknown) => (e instanceof Error ? e.message : String(e));
+const errMsg = (e: unknown) => messageOf(e);
 const eqBytes = (a: Uint8Array, b: Uint8Array) => a.length === b.length && timingSafeEqual(a, b);
 
 function p256Key(raw: Uint8Array) {

@@ -4,7 +4,7 @@
  * in InstanceInfo) has `TpmSupport == "v2.0"`.
  */
 import type { AmiTpmSupport } from '../../../ports/ami-tpm-support.js';
-import { isConfbootError } from '../../../ports/errors.js';
+import { isConfbootError, messageOf } from '../../../ports/errors.js';
 import type { VtpmVariantChecks } from '../vtpm/validator.js';
 
 /** The fields of the IMDS instance identity document the check needs. */
@@ -20,7 +20,7 @@ export function parseInstanceIdentity(raw: Uint8Array | undefined): InstanceIden
   try {
     doc = JSON.parse(Buffer.from(raw).toString('utf8'));
   } catch (err) {
-    return `InstanceInfo is not JSON: ${err instanceof Error ? err.message : String(err)}`;
+    return `InstanceInfo is not JSON: ${messageOf(err)}`;
   }
   const o = doc as { region?: unknown; imageId?: unknown };
   if (typeof o?.region !== 'string' || !/^[a-z0-9-]{1,32}$/.test(o.region))

@@ -9,7 +9,7 @@
 import { createPublicKey, X509Certificate as NodeX509Certificate } from 'node:crypto';
 import type { X509Certificate } from '@peculiar/x509';
 import type { Clock } from '../../../ports/clock.js';
-import { AttestationError } from '../../../ports/errors.js';
+import { AttestationError, messageOf } from '../../../ports/errors.js';
 import { TpmAlg } from '../shared/tpm2.js';
 import {
   certificateSpki,
@@ -35,7 +35,7 @@ function parseInfo(raw: Uint8Array | undefined): { akCert: Uint8Array; ca: Uint8
   try {
     v = JSON.parse(Buffer.from(raw).toString('utf8'));
   } catch (err) {
-    return `InstanceInfo is not JSON: ${err instanceof Error ? err.message : String(err)}`;
+    return `InstanceInfo is not JSON: ${messageOf(err)}`;
   }
   const o = v as { AkCert?: unknown; CA?: unknown };
   const b64 = /^[A-Za-z0-9+/]+={0,2}$/;
@@ -62,11 +62,7 @@ function checkRoots(data: Uint8Array | string, what: string): CheckedRoot[] {
       : [typeof data === 'string' ? Buffer.from(data, 'latin1') : Buffer.from(data)];
     return inputs.map((input) => ({ der: new NodeX509Certificate(input).raw, what }));
   } catch (err) {
-    throw new AttestationError(
-      'ak-certificate',
-      `parsing ${what}: ${err instanceof Error ? err.message : String(err)}`,
-      { cause: err },
-    );
+    throw new AttestationError('ak-certificate', `parsing ${what}: ${messageOf(err)}`, { cause: err });
   }
 }
 
@@ -97,11 +93,7 @@ export function azureTrustedLaunchChecks(config: AzureTrustedLaunchConfig): Vtpm
       try {
         await verifyCertificateChain(akCert, ca, trusted, at);
       } catch (err) {
-        throw rec.fail(
-          'ak-certificate',
-          `AK certificate: ${err instanceof Error ? err.message : String(err)}`,
-          { cause: err },
-        );
+        throw rec.fail('ak-certificate', `AK certificate: ${messageOf(err)}`, { cause: err });
       }
       rec.pass(
         'ak-certificate',

@@ -5,7 +5,7 @@
  * firmware version ≥ 1 and confidential technology AMD_SEV.
  */
 import { createPublicKey } from 'node:crypto';
-import { isConfbootError } from '../../../ports/errors.js';
+import { isConfbootError, messageOf } from '../../../ports/errors.js';
 import type { GceShieldedIdentity } from '../../../ports/gce-shielded-identity.js';
 import { platformState } from '../eventlog/tcg-log.js';
 import { TpmAlg } from '../shared/tpm2.js';
@@ -31,7 +31,7 @@ export function parseGceInstanceInfo(raw: Uint8Array | undefined): GceInstanceIn
   try {
     v = JSON.parse(Buffer.from(raw).toString('utf8'));
   } catch (err) {
-    return `InstanceInfo is not JSON: ${err instanceof Error ? err.message : String(err)}`;
+    return `InstanceInfo is not JSON: ${messageOf(err)}`;
   }
   const o = v as Partial<GceInstanceInfo>;
   for (const k of ['zone', 'project_id', 'instance_name'] as const) {

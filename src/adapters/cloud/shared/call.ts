@@ -5,7 +5,7 @@
  * transient ones (network, timeout, 408/429/5xx, gRPC UNAVAILABLE/DEADLINE_EXCEEDED) are
  * `unavailable` and recoverable — callers retry and a service never crashes on them.
  */
-import { ConfbootError, type ConfbootErrorCode, isConfbootError } from '../../../ports/errors.js';
+import { ConfbootError, type ConfbootErrorCode, isConfbootError, messageOf } from '../../../ports/errors.js';
 import type { Logger } from '../../../ports/logger.js';
 import type { CallOptions } from '../../../ports/types.js';
 
@@ -76,7 +76,7 @@ export function toCloudError(operation: string, err: unknown): ConfbootError {
       recoverable: err.recoverable,
     });
   }
-  const message = err instanceof Error ? err.message : String(err);
+  const message = messageOf(err);
   if (isTransient(err)) return new ConfbootError('unavailable', `${operation}: ${message}`, { cause: err });
   const status =
     typeof err === 'object' && err !== null ? httpStatusOf(err as Record<string, unknown>) : undefined;

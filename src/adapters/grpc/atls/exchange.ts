@@ -12,6 +12,7 @@ import {
   ConfbootError,
   isAttestationError,
   isConfbootError,
+  messageOf,
 } from '../../../ports/errors.js';
 import type { Issuer } from '../../../ports/issuer.js';
 import type { AttestationCheck, MeasurementMismatch } from '../../../ports/types.js';
@@ -147,7 +148,7 @@ export async function verifyPeerAttestation(
         mismatches: err.mismatches,
         cause: err,
       });
-    const message = err instanceof Error ? err.message : String(err);
+    const message = messageOf(err);
     throw fail('validator', `validating ${validator.variant} attestation: ${message}`, { cause: err });
   }
   checks.push(...result.checks);
@@ -218,7 +219,7 @@ export async function exchangeAttestations(
     try {
       document = await issuer.issue(identity.spkiHash, ownNonce, { signal, timeoutInMs });
     } catch (err) {
-      const message = err instanceof Error ? err.message : String(err);
+      const message = messageOf(err);
       issuerError = new ConfbootError(
         isConfbootError(err) ? err.code : 'internal',
         `issuing ${issuer.variant} attestation: ${message}`,
@@ -289,7 +290,7 @@ export async function exchangeAttestations(
   } catch (err) {
     phase?.clear();
     if (!peerRefused) {
-      const reason = err instanceof Error ? err.message : String(err);
+      const reason = messageOf(err);
       write(encodeVerdictFrame(false, err === issuerError ? 'issuer' : checkOf(err), reason));
     }
     throw err;

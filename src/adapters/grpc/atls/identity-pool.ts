@@ -23,6 +23,7 @@ import {
   type Server as TlsServer,
 } from 'node:tls';
 import type { Clock } from '../../../ports/clock.js';
+import { messageOf } from '../../../ports/errors.js';
 import type { Logger } from '../../../ports/logger.js';
 import { createTlsIdentity, type TlsIdentity } from './certificate.js';
 
@@ -161,7 +162,7 @@ export class RotatingTlsIdentity {
     if (this.current === undefined)
       this.ensure().catch((err: unknown) =>
         this.logger?.warn('Making the attested TLS identity failed', {
-          reason: err instanceof Error ? err.message : String(err),
+          reason: messageOf(err),
         }),
       );
   }

@@ -19,7 +19,7 @@
  */
 import { createServer, type Server, type Socket } from 'node:net';
 import type { TLSSocket } from 'node:tls';
-import { isAttestationError, isConfbootError } from '../../../ports/errors.js';
+import { isAttestationError, isConfbootError, messageOf } from '../../../ports/errors.js';
 import type { Logger } from '../../../ports/logger.js';
 import { peerHost } from '../../../ports/peer-address.js';
 import {
@@ -296,7 +296,7 @@ export class AttestedTlsListener {
     fill()
       .catch((err: unknown) =>
         this.options.logger?.warn('Preparing attested TLS identities failed', {
-          reason: err instanceof Error ? err.message : String(err),
+          reason: messageOf(err),
         }),
       )
       .finally(() => {
