@@ -53,9 +53,6 @@ export interface NodeConfig {
   logLevel: string;
 }
 
-/** Persistent handle of the attestation key Azure's HCL provisions. */
-export const AZURE_HCL_AK_HANDLE = 0x81000003;
-
 /** DI token for {@link NodeConfig}. */
 export const NodeConfig = Symbol.for('confboot.NodeConfig');
 

@@ -8,8 +8,9 @@
  * Nothing a loader loads imports this file (the module files read the node config and the variant
  * registry only), so the lazy loaders make no import cycle.
  */
+
+import { AZURE_HCL_AK_HANDLE } from '../../adapters/attestation/azure/nv-reader.js';
 import { GCE_AK_TEMPLATE_NV_INDEX_RSA } from '../../adapters/tpm/nv-template-ak.js';
-import { AZURE_HCL_AK_HANDLE } from '../modules/node-config.js';
 import { type CloudEntry, type CloudTpmOptions, metadataOnlyCloud } from '../modules/provider.js';
 
 /**

@@ -7,6 +7,7 @@
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
+import { AZURE_HCL_AK_HANDLE } from '../../../src/adapters/attestation/azure/nv-reader.js';
 import { QemuTdxIssuer } from '../../../src/adapters/attestation/tdx/issuer.js';
 import { VtpmIssuer } from '../../../src/adapters/attestation/vtpm/issuer.js';
 import { AwsMetadataAPI } from '../../../src/adapters/cloud/aws/metadata-api.js';
@@ -17,7 +18,6 @@ import { silentLogger } from '../../../src/adapters/log/pino-logger.js';
 import type { Tpm2ToolsTpm } from '../../../src/adapters/tpm/tpm2-tools-tpm.js';
 import type { BootstrapperNodeDeps } from '../../../src/app/bootstrapper/node.js';
 import {
-  AZURE_HCL_AK_HANDLE,
   BootstrapperDeps,
   bootstrapperDeps,
   CSPS,
