@@ -26,12 +26,12 @@ import { type RunningJoinService, startJoinService } from '../src/app/join-servi
 import type { Logger } from '../src/ports/logger.js';
 
 /**
- * CA worker threads (CONFBOOT_BENCH_CA_WORKERS; default 0 = the CSR work on the event loop, as the
- * production wiring does).
+ * CA worker threads (CONFBOOT_BENCH_CA_WORKERS; default 1, as the production wiring; 0 = the CSR
+ * work on the event loop, the what-if).
  */
 export function benchCaWorkers(): number {
   const raw = process.env.CONFBOOT_BENCH_CA_WORKERS;
-  const n = raw === undefined || raw === '' ? 0 : Number(raw);
+  const n = raw === undefined || raw === '' ? 1 : Number(raw);
   if (!Number.isInteger(n) || n < 0)
     throw new Error(`CONFBOOT_BENCH_CA_WORKERS must be an integer ≥ 0, got "${raw}"`);
   return n;

@@ -7,7 +7,11 @@
  * read on the calling thread. A CSR always goes to the same worker (chosen by its bytes), so its
  * inspection and its signature share one parse there. Signatures use this thread's clock. A worker
  * that fails or exits fails its pending calls (`internal`) and is started again by the next call.
+ * When the worker entry file does not exist (the TypeScript source run directly, as in tests), the
+ * CSR work runs on the calling thread instead ({@link WorkerCertificateAuthority.onWorkers}).
  */
+import { existsSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
 import { Worker } from 'node:worker_threads';
 import type { CertificateAuthority, CsrInfo } from '../../ports/certificate-authority.js';
 import type { Clock } from '../../ports/clock.js';
@@ -96,6 +100,8 @@ export class WorkerCertificateAuthority implements CertificateAuthority {
   private readonly clock: Clock;
   private readonly local: FileCertificateAuthority;
   private readonly threads: CaThread[];
+  /** Whether the CSR work runs on worker threads (false: the worker entry file is missing). */
+  readonly onWorkers: boolean;
 
   /** Throws `invalid-argument` for a worker count that is not an integer ≥ 1. */
   constructor(options: WorkerCertificateAuthorityOptions) {
@@ -106,16 +112,19 @@ export class WorkerCertificateAuthority implements CertificateAuthority {
     this.clock = options.clock;
     this.local = new FileCertificateAuthority({ clock: options.clock, pkiDir });
     const url = options.workerUrl ?? new URL('./ca-worker.js', import.meta.url);
-    this.threads = Array.from({ length: count }, () => new CaThread(url, pkiDir));
+    this.onWorkers = url.protocol !== 'file:' || existsSync(fileURLToPath(url));
+    this.threads = this.onWorkers ? Array.from({ length: count }, () => new CaThread(url, pkiDir)) : [];
   }
 
   /** Parses a DER CSR and checks its self-signature on a worker. */
   async inspectCsr(csrDer: Uint8Array): Promise<CsrInfo> {
+    if (!this.onWorkers) return this.local.inspectCsr(csrDer);
     return (await this.threadFor(csrDer).call({ op: 'inspect', der: csrDer })) as CsrInfo;
   }
 
   /** Signs a kubelet CSR on a worker, valid from this thread's clock time. */
   async signKubeletCsr(csrDer: Uint8Array): Promise<Uint8Array> {
+    if (!this.onWorkers) return this.local.signKubeletCsr(csrDer);
     const nowMs = this.clock.now().getTime();
     return (await this.threadFor(csrDer).call({ op: 'sign', der: csrDer, nowMs })) as Uint8Array;
   }

@@ -559,6 +559,20 @@ describe('WorkerCertificateAuthority (the same CA on a worker thread, built entr
     }
   });
 
+  it('runs the CSR work on the calling thread when the worker entry file is missing', async () => {
+    const testCa = await makeCa('ec');
+    const authority = new WorkerCertificateAuthority({
+      clock: new FakeClock(NOW),
+      pkiDir: testCa.dir,
+      workerUrl: new URL('./no-such-ca-worker.js', workerUrl),
+    });
+    expect(authority.onWorkers).toBe(false);
+    expect(new WorkerCertificateAuthority({ clock: new FakeClock(NOW), workerUrl }).onWorkers).toBe(true);
+    const cert = new X509Certificate(Buffer.from(await authority.signKubeletCsr(await makeCsr(kubeletName))));
+    expect(cert.verify(testCa.publicKey)).toBe(true);
+    await authority.close();
+  });
+
   it('fails calls in flight when closed, and rejects a worker count below 1', async () => {
     const testCa = await makeCa('ec');
     const authority = new WorkerCertificateAuthority({
