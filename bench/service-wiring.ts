@@ -6,11 +6,15 @@
  * and cluster facts: this machine has no API server). Used in-process by P1 and as the child
  * process of P2–P4 (bench/join-service-process.ts). Imports src/ only, so it can be transpiled.
  */
+
+import { existsSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 import { UpdatableValidator } from '../src/adapters/attestation/updatable/updatable-validator.js';
 import { GrpcKmsClient } from '../src/adapters/kms/grpc-kms-client.js';
 import { FileCertificateAuthority } from '../src/adapters/pki/file-certificate-authority.js';
+import { WorkerCertificateAuthority } from '../src/adapters/pki/worker-certificate-authority.js';
 import {
   InMemoryBootstrapTokens,
   InMemoryClusterFacts,
@@ -20,6 +24,34 @@ import { SystemClock } from '../src/adapters/system/system-clock.js';
 import { validatorBuilder } from '../src/app/join-service/production.js';
 import { type RunningJoinService, startJoinService } from '../src/app/join-service/service.js';
 import type { Logger } from '../src/ports/logger.js';
+
+/**
+ * CA worker threads (CONFBOOT_BENCH_CA_WORKERS; default 1, as the production wiring; 0 = the CSR
+ * work on the event loop, the what-if).
+ */
+export function benchCaWorkers(): number {
+  const raw = process.env.CONFBOOT_BENCH_CA_WORKERS;
+  const n = raw === undefined || raw === '' ? 1 : Number(raw);
+  if (!Number.isInteger(n) || n < 0)
+    throw new Error(`CONFBOOT_BENCH_CA_WORKERS must be an integer ≥ 0, got "${raw}"`);
+  return n;
+}
+
+/**
+ * The CA worker entry: next to the running module when it is JavaScript (transpiled tree, bundle),
+ * else (vitest running the TypeScript source, as P1 does) the transpiled tree's copy.
+ */
+function caWorkerUrl(): URL {
+  const here = new URL('./ca-worker.js', import.meta.url);
+  if (import.meta.url.endsWith('.js') || import.meta.url.endsWith('.mjs')) {
+    const beside = new URL('../src/adapters/pki/ca-worker.js', import.meta.url);
+    return existsSync(fileURLToPath(here)) ? here : beside;
+  }
+  const build = process.env.CONFBOOT_BENCH_BUILD;
+  if (build === undefined)
+    throw new Error('CA workers from TypeScript need CONFBOOT_BENCH_BUILD (npm run bench)');
+  return pathToFileURL(join(build, 'src', 'adapters', 'pki', 'ca-worker.js'));
+}
 
 /** What the benchmark join service needs; all paths were prepared by the benchmark's cluster fixture. */
 export interface BenchServiceConfig {
@@ -58,10 +90,15 @@ export async function startBenchJoinService(
   const cp = new SimulatedControlPlane(clock);
   cp.caCertPem = await readFile(join(config.pkiDir, 'ca.crt'), 'utf8');
   const measurementSalt = new Uint8Array(await readFile(config.measurementSaltPath));
+  const workers = benchCaWorkers();
+  const ca =
+    workers > 0
+      ? new WorkerCertificateAuthority({ clock, pkiDir: config.pkiDir, workers, workerUrl: caWorkerUrl() })
+      : new FileCertificateAuthority({ clock, pkiDir: config.pkiDir });
   return startJoinService({
     validators: [validator],
     kms,
-    ca: new FileCertificateAuthority({ clock, pkiDir: config.pkiDir }),
+    ca,
     tokens: new InMemoryBootstrapTokens(cp),
     facts: new InMemoryClusterFacts(cp),
     measurementSalt,
@@ -75,6 +112,10 @@ export async function startBenchJoinService(
       ...(config.maxConcurrent !== undefined ? { maxConcurrent: config.maxConcurrent } : {}),
     },
     ...(signal ? { signal } : {}),
-    onClose: [() => kms.close(), () => validator.close()],
+    onClose: [
+      () => kms.close(),
+      () => validator.close(),
+      ...(ca instanceof WorkerCertificateAuthority ? [() => ca.close()] : []),
+    ],
   });
 }

@@ -101,6 +101,24 @@ async function bundle() {
       js: "import { createRequire as __confbootCreateRequire } from 'node:module'; const require = __confbootCreateRequire(import.meta.url);",
     },
   });
+  // The CA worker thread's entry (src/adapters/pki/ca-worker.ts), where the bundled
+  // WorkerCertificateAuthority looks for it: ./ca-worker.js next to the chunk that holds it.
+  await build({
+    entryPoints: { 'ca-worker': join(root, 'src', 'adapters', 'pki', 'ca-worker.ts') },
+    outdir: join(outDir, 'bundle'),
+    bundle: true,
+    format: 'esm',
+    platform: 'node',
+    target: 'node20',
+    mainFields: ['module', 'main'],
+    minifyWhitespace: true,
+    minifySyntax: true,
+    legalComments: 'none',
+    logLevel: 'warning',
+    banner: {
+      js: "import { createRequire as __confbootCreateRequire } from 'node:module'; const require = __confbootCreateRequire(import.meta.url);",
+    },
+  });
   process.stdout.write(
     `bench: bundled the join service entry points (esbuild) in ${Date.now() - started} ms\n`,
   );

@@ -9,6 +9,7 @@
 import type { TLSSocket } from 'node:tls';
 import { type ConnectionInjector, Server, ServerCredentials, type ServerOptions } from '@grpc/grpc-js';
 import type { Logger } from '../../ports/logger.js';
+import { Slots } from './atls/admission.js';
 import type { AttestedPeer } from './atls/exchange.js';
 import { assertGrpcJsInternals } from './atls/grpc-hook.js';
 import { type AtlsListenerOptions, AttestedTlsListener } from './atls/listener.js';
@@ -20,8 +21,10 @@ export interface AttestedGrpcServerOptions extends AtlsListenerOptions {
   /** Logger for connection events; never receives secrets. */
   logger?: Logger;
   /**
-   * Attested connections open at once; one more that passes attestation is closed right away
-   * (bounds the memory of connections and their streams). Default unlimited.
+   * Attested connections open at once (bounds the memory of connections and their streams).
+   * Default unlimited. A connection beyond it waits, after the peer's ATTESTATION frame and before
+   * verification, until one closes (FIFO, within the handshake timeout), so no verification is spent
+   * on a connection that would be closed.
    */
   maxConnections?: number;
 }
@@ -38,6 +41,7 @@ export class AttestedGrpcServer {
   private readonly peers = new Map<string, AttestedPeer>();
   private readonly sockets = new Set<TLSSocket>();
   private readonly maxConnections: number;
+  private readonly connectionSlots: Slots | undefined;
   private readonly logger: Logger | undefined;
   private overCapLoggedAt = 0;
   /** Attested connections closed because {@link AttestedGrpcServerOptions.maxConnections} was reached. */
@@ -49,12 +53,24 @@ export class AttestedGrpcServer {
     this.logger = options.logger;
     this.grpc = new Server({ 'grpc.max_receive_message_length': 4 * 1024 * 1024, ...options.grpcOptions });
     this.injector = this.grpc.createConnectionInjector(ServerCredentials.createInsecure());
-    this.listener = new AttestedTlsListener(options, (socket, peer) => this.inject(socket, peer));
+    const connectionSlots = Number.isFinite(this.maxConnections)
+      ? new Slots(Math.max(1, Math.floor(this.maxConnections)))
+      : undefined;
+    this.connectionSlots = connectionSlots;
+    this.listener = new AttestedTlsListener(
+      connectionSlots === undefined ? options : { ...options, connectionSlots },
+      (socket, peer) => this.inject(socket, peer),
+    );
   }
 
   /** The attested TLS listener (for observers such as `onRefused`). */
   get tls(): AttestedTlsListener {
     return this.listener;
+  }
+
+  /** Connections whose attestation has arrived and that wait for a connection slot to be verified. */
+  get connectionsWaiting(): number {
+    return this.connectionSlots?.waiting ?? 0;
   }
 
   /** Number of attested connections currently open. */
@@ -98,6 +114,7 @@ export class AttestedGrpcServer {
   }
 
   private inject(socket: TLSSocket, peer: AttestedPeer): void {
+    // The listener already waited for a connection slot; this is the bound's second line of defence.
     if (this.sockets.size >= this.maxConnections) {
       this.overCapConnections++;
       // At most one line a second: a flood must not turn the log into the amplifier.

@@ -37,7 +37,7 @@ import {
 } from './mapping.js';
 import { callError, DEFAULT_CALL_TIMEOUT_MS, deadlineFrom, throwIfAborted } from './unary-call.js';
 
-/** Default deadline for an attested connection to one join service endpoint. */
+/** Default deadline for reaching a join service that answers at one endpoint (see connectTimeoutMs). */
 export const DEFAULT_JOIN_CONNECT_TIMEOUT_MS = 10_000;
 
 /** Options of {@link GrpcJoinTicketClient}. */
@@ -52,9 +52,12 @@ export interface GrpcJoinTicketClientOptions {
   /** Bound on TLS handshake + attestation exchange (default 30 s). */
   handshakeTimeoutMs?: number;
   /**
-   * Deadline for an attested connection to one endpoint: TCP connect, TLS handshake and attestation
-   * exchange (default {@link DEFAULT_JOIN_CONNECT_TIMEOUT_MS}). Past it the call fails `unavailable`
-   * at once, so the caller moves on to its next endpoint instead of waiting out the call deadline.
+   * Deadline for reaching a join service that answers at one endpoint: TCP connect, TLS handshake
+   * and the service's first attested TLS frame (default {@link DEFAULT_JOIN_CONNECT_TIMEOUT_MS}).
+   * Past it the call fails `unavailable` at once, so the caller moves on to its next endpoint
+   * instead of waiting out the call deadline. A service that has answered may take until
+   * `handshakeTimeoutMs` and the call deadline to verify this node and issue its ticket (a busy
+   * service queues verifications, and giving up there would only repeat the work).
    */
   connectTimeoutMs?: number;
   /** Deadline of the TLS handshake alone, from TCP connect (default 5 s). */
@@ -171,11 +174,12 @@ export class GrpcJoinTicketClient implements JoinTicketClient {
         );
         const onAbort = () => call.cancel();
         signal?.addEventListener('abort', onAbort, { once: true });
-        // A stalling endpoint (no TCP answer, or one that never finishes the handshake) costs at
-        // most the connect deadline, not the whole call deadline.
+        // A stalling endpoint (no TCP answer, or one that never finishes the handshake or never
+        // sends its attested TLS frame) costs at most the connect deadline, not the whole call
+        // deadline; a service that answered and is still verifying this node is waited for.
         let stalled = false;
         const connectTimer = setTimeout(() => {
-          if (credentials.lastPeer !== undefined) return;
+          if (credentials.lastPeer !== undefined || credentials.peerAnswered) return;
           stalled = true;
           credentials.finish();
           call.cancel();

@@ -254,6 +254,9 @@ export class KubeBootstrapTokens implements BootstrapTokens {
     }
   }
 
+  /** The last admin.conf content read and its discovery hash. */
+  private lastDiscoveryHash: { text: string; hash: string } | undefined;
+
   /** The discovery pin of the cluster CA in admin.conf's current context. */
   async discoveryCaCertHash(): Promise<string> {
     const path = this.options.adminConfPath ?? '/etc/kubernetes/admin.conf';
@@ -267,7 +270,10 @@ export class KubeBootstrapTokens implements BootstrapTokens {
         { cause: err },
       );
     }
-    return discoveryHashFromKubeconfig(text, path);
+    // admin.conf rarely changes: the hash of the last content read is reused while it is the same.
+    if (this.lastDiscoveryHash?.text !== text)
+      this.lastDiscoveryHash = { text, hash: discoveryHashFromKubeconfig(text, path) };
+    return this.lastDiscoveryHash.hash;
   }
 }
 

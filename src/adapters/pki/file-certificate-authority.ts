@@ -353,6 +353,14 @@ export class FileCertificateAuthority implements CertificateAuthority {
    * valid from now-2h to now+365d and is for client and server auth.
    */
   async signKubeletCsr(csrDer: Uint8Array): Promise<Uint8Array> {
+    return this.signKubeletCsrAt(csrDer, this.clock.now());
+  }
+
+  /**
+   * {@link signKubeletCsr} with the validity counted from `now` instead of the clock's time (a
+   * worker thread signs with the time of the thread that asked).
+   */
+  async signKubeletCsrAt(csrDer: Uint8Array, now: Date): Promise<Uint8Array> {
     await useX509();
     const op = 'signing kubelet certificate';
     const { csr, signatureValid } = await this.parsed(csrDer);
@@ -390,7 +398,7 @@ export class FileCertificateAuthority implements CertificateAuthority {
     }
     const { signing } = ca;
 
-    const now = this.clock.now().getTime();
+    const nowMs = now.getTime();
     const extensions: X509.Extension[] = [...kubeletExtensions(), ...ca.extensions];
     if (ips.length > 0) {
       extensions.push(
@@ -402,8 +410,8 @@ export class FileCertificateAuthority implements CertificateAuthority {
         serialNumber: randomSerial(),
         subject: csr.subjectName,
         issuer: ca.issuer,
-        notBefore: new Date(now - 2 * HOUR_MS),
-        notAfter: new Date(now + 365 * 24 * HOUR_MS),
+        notBefore: new Date(nowMs - 2 * HOUR_MS),
+        notAfter: new Date(nowMs + 365 * 24 * HOUR_MS),
         publicKey: csr.publicKey,
         signingKey: signing.key,
         signingAlgorithm: signing.algorithm,

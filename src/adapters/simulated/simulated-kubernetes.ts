@@ -31,10 +31,16 @@ import { loadX509 } from '../pki/x509-loader.js';
 const TOKEN_ALPHABET = 'abcdefghijklmnopqrstuvwxyz0123456789';
 const randomToken = (n: number) => Array.from({ length: n }, () => TOKEN_ALPHABET[randomInt(36)]).join('');
 
+let lastCaHash: { pem: string; hash: string } | undefined;
+
 /** kubeadm's discovery hash: `sha256:` + hex SHA-256 of the certificate's SPKI DER. */
 export function caCertHash(certPem: string): string {
-  const spki = new X509Certificate(certPem).publicKey.export({ type: 'spki', format: 'der' });
-  return `sha256:${createHash('sha256').update(spki).digest('hex')}`;
+  // The CA changes rarely: the last certificate's hash is reused while the PEM is the same.
+  if (lastCaHash?.pem !== certPem) {
+    const spki = new X509Certificate(certPem).publicKey.export({ type: 'spki', format: 'der' });
+    lastCaHash = { pem: certPem, hash: `sha256:${createHash('sha256').update(spki).digest('hex')}` };
+  }
+  return lastCaHash.hash;
 }
 
 /** The simulated control plane's shared state: bootstrap tokens and joined nodes. */

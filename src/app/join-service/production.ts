@@ -13,7 +13,7 @@ import type { TdxCollateralSource } from '../../adapters/attestation/snp-tdx-con
 import { UpdatableValidator } from '../../adapters/attestation/updatable/updatable-validator.js';
 import { MetadataPeerIdentity } from '../../adapters/identity/metadata-peer-identity.js';
 import { GrpcKmsClient, type GrpcKmsClientTls } from '../../adapters/kms/grpc-kms-client.js';
-import { FileCertificateAuthority } from '../../adapters/pki/file-certificate-authority.js';
+import { WorkerCertificateAuthority } from '../../adapters/pki/worker-certificate-authority.js';
 import { SystemClock } from '../../adapters/system/system-clock.js';
 import type { BootstrapTokens } from '../../ports/bootstrap-tokens.js';
 import type { Clock } from '../../ports/clock.js';
@@ -314,10 +314,12 @@ export async function startProductionJoinService(
     clock,
     logger,
   );
+  // CSR inspection and kubelet signing (the largest CPU item of a join) on a worker thread.
+  const ca = new WorkerCertificateAuthority({ clock, pkiDir: config.pkiDir ?? PKI_DIR });
   const service = await startJoinService({
     validators: [validator],
     kms,
-    ca: new FileCertificateAuthority({ clock, pkiDir: config.pkiDir ?? PKI_DIR }),
+    ca,
     tokens: kube.tokens,
     facts: kube.facts,
     diskBindings: kube.diskBindings,
@@ -334,7 +336,7 @@ export async function startProductionJoinService(
     ...(config.signal ? { signal: config.signal } : {}),
     metrics,
     readinessChecks: { kubernetes: kube.loaded },
-    onClose: [() => kms.close(), () => validator.close()],
+    onClose: [() => kms.close(), () => validator.close(), () => ca.close()],
   });
   config.onListening?.(service);
   try {

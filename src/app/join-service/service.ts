@@ -241,6 +241,7 @@ export async function startJoinService(options: JoinServiceOptions): Promise<Run
       denyList,
     });
 
+    const concurrency = new ConcurrencyLimiter(memory.maxConcurrent);
     const handler = new GuardedJoinHandler({
       issuer,
       rateLimiter: new TokenBucketRateLimiter({
@@ -248,7 +249,7 @@ export async function startJoinService(options: JoinServiceOptions): Promise<Run
         ...(limits.burst !== undefined ? { burst: limits.burst } : {}),
         clock,
       }),
-      concurrency: new ConcurrencyLimiter(memory.maxConcurrent),
+      concurrency,
       requestBytes: new ByteBudget(memory.requestBytesInFlight),
       metrics,
       audit: logger,
@@ -283,7 +284,12 @@ export async function startJoinService(options: JoinServiceOptions): Promise<Run
       maxMessageBytes: memory.maxMessageBytes,
       maxStreamsPerConnection: memory.maxStreamsPerConnection,
       maxSessionMemoryMib: memory.maxSessionMemoryMib,
-      maxConnections: memory.maxConnections,
+      // A joining node makes one call per connection: a connection beyond the requests that can run
+      // or wait would be verified only to be refused, so it waits for room before verification.
+      maxConnections:
+        concurrency.max === 0
+          ? memory.maxConnections
+          : Math.min(memory.maxConnections, concurrency.max + concurrency.maxQueue),
     });
     // Drops before attestation (caps, deadlines, peers closing) are counted, and summarised in the
     // log by the listener (one line per interval); they are not audited one by one.

@@ -1,8 +1,8 @@
 /**
  * The join server's memory bounds on real grpc-js over attested TLS on 127.0.0.1: a message over the
- * receive limit is refused (RESOURCE_EXHAUSTED) before any handler runs, and an attested connection
- * beyond the connection cap is closed right after its attestation while the connection in use keeps
- * working.
+ * receive limit is refused (RESOURCE_EXHAUSTED) before any handler runs, and a connection beyond
+ * the connection cap waits, unverified, for the connection in use to close (its client, answered by
+ * the server, keeps waiting past its connect deadline) and is then served.
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import type { AttestedGrpcServer } from '../../../src/adapters/grpc/attested-server.js';
@@ -26,12 +26,12 @@ afterEach(async () => {
 });
 
 async function start(
-  limits: { maxMessageBytes?: number; maxConnections?: number },
+  limits: { maxMessageBytes?: number; maxConnections?: number; validators?: DummyValidator[] },
   issue: () => Promise<JoinTicket>,
 ) {
   let calls = 0;
   const server = createJoinServer({
-    validators: [new DummyValidator()],
+    validators: limits.validators ?? [new DummyValidator()],
     clock,
     handler: {
       issueJoinTicket: async () => {
@@ -43,7 +43,8 @@ async function start(
         measurementSecret: new Uint8Array(32),
       }),
     },
-    ...limits,
+    ...(limits.maxMessageBytes !== undefined ? { maxMessageBytes: limits.maxMessageBytes } : {}),
+    ...(limits.maxConnections !== undefined ? { maxConnections: limits.maxConnections } : {}),
   });
   servers.push(server);
   const port = await server.listen('127.0.0.1', 0);
@@ -63,29 +64,50 @@ describe('join server bounds', () => {
     expect(calls()).toBe(1);
   });
 
-  it('closes an attested connection over the connection cap; the connection in use is unaffected', async () => {
+  it('holds a connection over the connection cap unverified until one closes; the client, answered, waits past its connect deadline', async () => {
     let release: () => void = () => {};
     const held = new Promise<void>((r) => {
       release = r;
     });
     let first = true;
-    const { server, endpoint, calls } = await start({ maxConnections: 1 }, async () => {
-      if (first) {
-        first = false;
-        await held;
-      }
-      return sampleTicket();
-    });
+    const validator = new DummyValidator();
+    const { server, endpoint, calls } = await start(
+      { maxConnections: 1, validators: [validator] },
+      async () => {
+        if (first) {
+          first = false;
+          await held;
+        }
+        return sampleTicket();
+      },
+    );
     const a = client().issueJoinTicket(endpoint, request(100));
     const until = Date.now() + 5_000;
     while (calls() === 0) {
       if (Date.now() > until) throw new Error('first call did not reach the handler');
       await new Promise((r) => setTimeout(r, 10));
     }
-    await expect(client().issueJoinTicket(endpoint, request(100))).rejects.toBeDefined();
-    expect(server.overCapConnections).toBeGreaterThanOrEqual(1);
+    const connectTimeoutMs = 300;
+    const second = new GrpcJoinTicketClient({ issuer: new DummyIssuer(), clock, connectTimeoutMs });
+    let secondSettled = false;
+    const b = second.issueJoinTicket(endpoint, request(100)).finally(() => {
+      secondSettled = true;
+    });
+    while (server.connectionsWaiting === 0) {
+      if (Date.now() > until) throw new Error('second connection did not wait for a connection slot');
+      await new Promise((r) => setTimeout(r, 10));
+    }
+    // Well past the second client's connect deadline: it got the server's answer, so it still waits.
+    await new Promise((r) => setTimeout(r, 3 * connectTimeoutMs));
+    expect(secondSettled).toBe(false);
+    // The waiting connection was not verified, and no second call reached the handler.
+    expect(validator.calls).toHaveLength(1);
     expect(calls()).toBe(1);
+    expect(server.overCapConnections).toBe(0);
     release();
     await expect(a).resolves.toBeDefined();
+    await expect(b).resolves.toBeDefined();
+    expect(validator.calls).toHaveLength(2);
+    expect(calls()).toBe(2);
   });
 });

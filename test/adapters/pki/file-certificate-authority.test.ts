@@ -1,6 +1,7 @@
 /**
  * FileCertificateAuthority on real pki directories with EC, RSA and PKCS#8 CA keys: upstream's test
- * cases, a CSR → certificate round trip checked with node:crypto, and tampered CSRs.
+ * cases, a CSR → certificate round trip checked with node:crypto, and tampered CSRs; and
+ * WorkerCertificateAuthority, the same CA on real worker threads.
  */
 import 'reflect-metadata';
 import { generateKeyPairSync, type KeyObject, webcrypto, X509Certificate } from 'node:crypto';
@@ -10,6 +11,7 @@ import { join } from 'node:path';
 import * as x509 from '@peculiar/x509';
 import { describe, expect, it, vi } from 'vitest';
 import { FileCertificateAuthority } from '../../../src/adapters/pki/file-certificate-authority.js';
+import { WorkerCertificateAuthority } from '../../../src/adapters/pki/worker-certificate-authority.js';
 import { X509CsrFactory } from '../../../src/adapters/pki/x509-csr-factory.js';
 import { isConfbootError } from '../../../src/ports/errors.js';
 import { CONTROL_PLANE_FILE_NAMES } from '../../../src/ports/kubernetes-node.js';
@@ -518,5 +520,70 @@ describe('FileCertificateAuthority CSR signature algorithms', () => {
     } finally {
       libraryVerify.mockRestore();
     }
+  });
+});
+
+describe('WorkerCertificateAuthority (the same CA on a worker thread, built entry from dist/)', () => {
+  const workerUrl = new URL('../../../dist/src/adapters/pki/ca-worker.js', import.meta.url);
+
+  it('inspects and signs on the worker with the calling thread’s clock; errors keep their code', async () => {
+    const testCa = await makeCa('ec');
+    const authority = new WorkerCertificateAuthority({
+      clock: new FakeClock(NOW),
+      pkiDir: testCa.dir,
+      workers: 2,
+      workerUrl,
+    });
+    try {
+      const csr = await makeCsr(kubeletName, [{ type: 'ip', value: '10.0.0.3' }]);
+      expect(await authority.inspectCsr(csr)).toEqual(await ca(testCa.dir).inspectCsr(csr));
+      const cert = new X509Certificate(Buffer.from(await authority.signKubeletCsr(csr)));
+      expect(cert.verify(testCa.publicKey)).toBe(true);
+      expect(cert.subject).toBe('O=system:nodes\nCN=system:node:worker-1');
+      expect(cert.subjectAltName).toBe('IP Address:10.0.0.3');
+      // Validity from the fake clock of this thread, not the worker's system time.
+      expect(new Date(cert.validFrom).getTime()).toBe(NOW - 2 * HOUR);
+      const bad = await errorOf(authority.signKubeletCsr(await makeCsr('CN=system:node:worker-1')));
+      expect(isConfbootError(bad) && bad.code).toBe('invalid-argument');
+      expect(bad.message).toMatch(/organization "system:nodes"/);
+      const garbage = await errorOf(authority.inspectCsr(new Uint8Array([1, 2, 3])));
+      expect(isConfbootError(garbage) && garbage.code).toBe('invalid-argument');
+      // Control-plane files are read on this thread, with the same result as the file CA.
+      expect((await errorOf(authority.controlPlaneFiles())).message).toBe(
+        (await errorOf(ca(testCa.dir).controlPlaneFiles())).message,
+      );
+    } finally {
+      await authority.close();
+    }
+  });
+
+  it('runs the CSR work on the calling thread when the worker entry file is missing', async () => {
+    const testCa = await makeCa('ec');
+    const authority = new WorkerCertificateAuthority({
+      clock: new FakeClock(NOW),
+      pkiDir: testCa.dir,
+      workerUrl: new URL('./no-such-ca-worker.js', workerUrl),
+    });
+    expect(authority.onWorkers).toBe(false);
+    expect(new WorkerCertificateAuthority({ clock: new FakeClock(NOW), workerUrl }).onWorkers).toBe(true);
+    const cert = new X509Certificate(Buffer.from(await authority.signKubeletCsr(await makeCsr(kubeletName))));
+    expect(cert.verify(testCa.publicKey)).toBe(true);
+    await authority.close();
+  });
+
+  it('fails calls in flight when closed, and rejects a worker count below 1', async () => {
+    const testCa = await makeCa('ec');
+    const authority = new WorkerCertificateAuthority({
+      clock: new FakeClock(NOW),
+      pkiDir: testCa.dir,
+      workerUrl,
+    });
+    const pending = errorOf(authority.signKubeletCsr(await makeCsr(kubeletName)));
+    await authority.close();
+    const err = await pending;
+    expect(isConfbootError(err) && err.code).toBe('internal');
+    expect(() => new WorkerCertificateAuthority({ clock: new FakeClock(NOW), workers: 0 })).toThrow(
+      /integer ≥ 1/,
+    );
   });
 });

@@ -81,7 +81,9 @@ export function checkPeerCertificate(cert: X509Certificate | undefined, clock: C
       checks: [{ name: 'peer-certificate', ok: false, detail: message }],
     });
   if (cert === undefined) throw fail('peer presented no TLS certificate');
-  if (!cert.checkIssued(cert) || !cert.verify(cert.publicKey))
+  // One KeyObject for the signature check and the SPKI hash (each `publicKey` read makes a new one).
+  const publicKey = cert.publicKey;
+  if (!cert.checkIssued(cert) || !cert.verify(publicKey))
     throw fail('peer TLS certificate is not self-signed');
   const now = clock.now().getTime();
   const notBefore = Date.parse(cert.validFrom);
@@ -90,5 +92,5 @@ export function checkPeerCertificate(cert: X509Certificate | undefined, clock: C
     throw fail(
       `peer TLS certificate is not valid at ${new Date(now).toISOString()} (valid ${new Date(notBefore).toISOString()} to ${new Date(notAfter).toISOString()})`,
     );
-  return spkiHashOf(cert);
+  return sha256(publicKey.export({ type: 'spki', format: 'der' }));
 }

@@ -119,6 +119,11 @@ export class AttestedChannelCredentials extends ChannelCredentials {
   lastError: Error | undefined;
   /** The latest attested server connection. */
   lastPeer: AttestedPeer | undefined;
+  /**
+   * Whether a server has answered on a connection of this channel: it finished the TLS handshake
+   * and sent its first attested TLS frame (it may still be verifying this client).
+   */
+  peerAnswered = false;
 
   private finished = false;
 
@@ -212,7 +217,13 @@ export class AttestedChannelCredentials extends ChannelCredentials {
       const { socket, peer } = await attestSocket(
         raw,
         'client',
-        this.options,
+        {
+          ...this.options,
+          onPeerAnswered: () => {
+            this.peerAnswered = true;
+            this.options.onPeerAnswered?.();
+          },
+        },
         undefined,
         await (this.options.identities ?? processTlsIdentity(this.options.clock, 'client')).get(),
       );

@@ -60,6 +60,20 @@ export interface AtlsOptions {
   deadlines?: Partial<AtlsDeadlines>;
   /** Server side: the peer's attestation is verified under one of these slots (CPU work). */
   verificationSlots?: Slots;
+  /**
+   * Server side: capacity for attested connections. A slot is taken after the peer's ATTESTATION
+   * frame has arrived and before it is verified, and is held until the TLS socket closes, so a
+   * connection that could not be kept open is never verified (a burst waits here, in FIFO order,
+   * instead of being verified and then closed). Waiting holds no verification slot; the whole
+   * exchange stays under `handshakeTimeoutMs`.
+   */
+  connectionSlots?: Slots;
+  /**
+   * Called once per connection when the peer's first frame (its ATTESTATION frame, or a refusal)
+   * has arrived: the peer speaks attested TLS and answers. The join client uses it to tell a
+   * stalled endpoint from a busy service that is still verifying it.
+   */
+  onPeerAnswered?: () => void;
 }
 
 /** The peer's validated attestation. */
@@ -255,6 +269,7 @@ export async function exchangeAttestations(
     firstRead.catch(() => {});
     const first = await Promise.race([firstRead, issueFailed]);
     phase?.clear();
+    options.onPeerAnswered?.();
     if (first.type === FRAME_VERDICT) {
       if (first.accepted)
         throw protocolError('frame-format', 'peer sent a verdict before its attestation frame');
@@ -262,6 +277,12 @@ export async function exchangeAttestations(
       throw refusedByPeer(first);
     }
     let result: PeerAttestation | undefined;
+    if (options.connectionSlots !== undefined) {
+      // Room for the connection first: one that could not be kept open is not worth verifying.
+      const releaseConnection = await options.connectionSlots.acquire(signal);
+      if (socket.destroyed) releaseConnection();
+      else socket.once('close', releaseConnection);
+    }
     if (validators.length > 0) {
       // Verification is CPU work: it runs under a slot, taken only now that the frame is here.
       const release = await options.verificationSlots?.acquire(signal);
