@@ -34,6 +34,7 @@ import {
 } from '../../domain/measurements.js';
 import type { AmdCertFetcher, AmdProductLine, AmdTcbSpl } from '../../ports/amd-cert-fetcher.js';
 import type { AmiTpmSupport } from '../../ports/ami-tpm-support.js';
+import type { QemuAkRegistry } from '../../adapters/attestation/variants/qemu-vtpm.js';
 import type { Clock } from '../../ports/clock.js';
 import { ConfbootError, wrapError } from '../../ports/errors.js';
 import type { GceShieldedIdentity } from '../../ports/gce-shielded-identity.js';
@@ -73,6 +74,8 @@ export interface ValidatorDeps {
   gceShieldedIdentity?: GceShieldedIdentity;
   /** azure-trustedlaunch: trusted AK roots (PEM or DER). */
   azureAkRoots?: Array<Uint8Array | string>;
+  /** qemu-vtpm: accept only registered attestation keys (off: upstream's trust in the carried AK). */
+  qemuAkTrust?: QemuAkRegistry;
   /**
    * SEV-SNP: VCEK/ASK cache. Pass ONE cache for the life of a service, so config reloads keep it and
    * a join burst costs one AMD KDS request per certificate; default a new {@link createAmdCertCache}.
@@ -224,6 +227,7 @@ export function buildValidator(
         ...(deps.amiTpmSupport ? { amiTpmSupport: deps.amiTpmSupport } : {}),
         ...(deps.gceShieldedIdentity ? { gceShieldedIdentity: deps.gceShieldedIdentity } : {}),
         ...(deps.azureAkRoots ? { azureAkRoots: deps.azureAkRoots } : {}),
+        ...(deps.qemuAkTrust && variant === 'qemu-vtpm' ? { qemuAkTrust: deps.qemuAkTrust } : {}),
       });
     } catch (err) {
       throw wrapError(`building the ${variant} validator`, err, 'failed-precondition');

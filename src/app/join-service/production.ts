@@ -12,6 +12,8 @@ import { readFile } from 'node:fs/promises';
 import type { AmdCertCache } from '../../adapters/attestation/snp/cert-cache.js';
 import type { TdxValidatorConfig } from '../../adapters/attestation/tdx/validators.js';
 import { UpdatableValidator } from '../../adapters/attestation/updatable/updatable-validator.js';
+import type { QemuAkRegistry } from '../../adapters/attestation/variants/qemu-vtpm.js';
+import { FileQemuAkRegistry } from '../../adapters/cloud/qemu/ak-registry.js';
 import { MetadataPeerIdentity } from '../../adapters/identity/metadata-peer-identity.js';
 import { GrpcKmsClient, type GrpcKmsClientTls } from '../../adapters/kms/grpc-kms-client.js';
 import { FileCertificateAuthority } from '../../adapters/pki/file-certificate-authority.js';
@@ -54,6 +56,8 @@ export interface VariantLookups {
   gceShieldedIdentity?: GceShieldedIdentity;
   /** azure-trustedlaunch AK roots (PEM or DER). */
   azureAkRoots?: Array<Uint8Array | string>;
+  /** qemu-vtpm: the registered attestation keys (`--qemu-ak-registry`). */
+  qemuAkTrust?: QemuAkRegistry;
   /** SEV-SNP: the AMD certificate cache (kept across config reloads); default one over AMD KDS. */
   amdCertCache?: AmdCertCache;
   /** TDX: collateral by FMSPC; absent: quote, QE report and PCK chain only. */
@@ -95,6 +99,7 @@ export function validatorBuilder(
       ...(lookups.amiTpmSupport ? { amiTpmSupport: lookups.amiTpmSupport } : {}),
       ...(lookups.gceShieldedIdentity ? { gceShieldedIdentity: lookups.gceShieldedIdentity } : {}),
       ...(lookups.azureAkRoots ? { azureAkRoots: lookups.azureAkRoots } : {}),
+      ...(lookups.qemuAkTrust ? { qemuAkTrust: lookups.qemuAkTrust } : {}),
       ...(amdCertCache ? { amdCertCache } : {}),
       ...(lookups.getTdxCollateral ? { getTdxCollateral: lookups.getTdxCollateral } : {}),
     });
@@ -131,6 +136,8 @@ export async function metadataApiFor(
 export interface VariantLookupSettings {
   /** azure-trustedlaunch: PEM file with the trusted AK roots. */
   azureAkRootsPath?: string | undefined;
+  /** qemu-vtpm: JSON file of registered attestation keys (the QEMU metadata server's identities file). */
+  qemuAkRegistryPath?: string | undefined;
   /** SEV-SNP: AMD KDS or a mirror; default `https://kdsintf.amd.com`. */
   amdKdsUrl?: string | undefined;
   /** TDX: directory with Intel PCS collateral (TCB info, QE identity, CRLs and their chains). */
@@ -174,6 +181,10 @@ export async function variantLookups(
     case 'azure-tdx':
     case 'qemu-tdx':
       return tdx;
+    case 'qemu-vtpm':
+      return settings.qemuAkRegistryPath === undefined
+        ? {}
+        : { qemuAkTrust: new FileQemuAkRegistry(settings.qemuAkRegistryPath) };
     case 'aws-nitro-tpm': {
       const { Ec2AmiTpmSupport } = await import('../../adapters/attestation/variants/ec2-ami-tpm-support.js');
       return { amiTpmSupport: new Ec2AmiTpmSupport() };
@@ -229,6 +240,8 @@ export interface ProductionJoinServiceConfig {
   metadataUrl?: string;
   /** azure-trustedlaunch: PEM file with the trusted AK roots. */
   azureAkRootsPath?: string;
+  /** qemu-vtpm: registered attestation keys (`--qemu-ak-registry`); absent: the AK as carried. */
+  qemuAkRegistryPath?: string;
   /** SEV-SNP: AMD KDS or a mirror for VCEK/ASK fetches; default `https://kdsintf.amd.com`. */
   amdKdsUrl?: string;
   /** TDX: directory with Intel PCS collateral; absent: quote, QE report and PCK chain only. */
@@ -360,6 +373,7 @@ export async function startProductionJoinService(
       config.variant,
       {
         azureAkRootsPath: config.azureAkRootsPath,
+        qemuAkRegistryPath: config.qemuAkRegistryPath,
         amdKdsUrl: config.amdKdsUrl,
         tdxCollateralDir: config.tdxCollateralDir,
         tdxCollateral: config.tdxCollateral,
