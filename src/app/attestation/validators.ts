@@ -27,6 +27,7 @@ import {
   isVtpmVariant,
   VTPM_VARIANTS,
 } from '../../adapters/attestation/variants/factory.js';
+import type { QemuAkRegistry } from '../../adapters/attestation/variants/qemu-vtpm.js';
 import {
   MeasurementsPolicy,
   type ParsedAttestationConfig,
@@ -34,7 +35,6 @@ import {
 } from '../../domain/measurements.js';
 import type { AmdCertFetcher, AmdProductLine, AmdTcbSpl } from '../../ports/amd-cert-fetcher.js';
 import type { AmiTpmSupport } from '../../ports/ami-tpm-support.js';
-import type { QemuAkRegistry } from '../../adapters/attestation/variants/qemu-vtpm.js';
 import type { Clock } from '../../ports/clock.js';
 import { ConfbootError, wrapError } from '../../ports/errors.js';
 import type { GceShieldedIdentity } from '../../ports/gce-shielded-identity.js';

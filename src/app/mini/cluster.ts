@@ -77,7 +77,7 @@ export interface MiniUpOptions {
   cacheDir?: string;
   workDir?: string;
   memoryMiB?: number;
-  /** Virtual CPUs of the control-plane VM (default 2: it runs the bootstrapper, then two services). */
+  /** Virtual CPUs of the control-plane VM (default 1: with 2, OVMF measures another PCR 0, so the reference boot would not fit). */
   controlPlaneCpus?: number;
   /** Deadline of the whole run after the VMs started, default 900 s under TCG and 300 s under KVM. */
   nodeTimeoutMs?: number;
@@ -458,7 +458,7 @@ export async function miniUp(options: MiniUpOptions): Promise<MiniResult> {
             stateDisk: '/dev/vda',
             ...(n.role === 'control-plane' ? { attestationConfig, akRegistry } : {}),
           },
-          n.role === 'control-plane' ? (options.controlPlaneCpus ?? 2) : 1,
+          n.role === 'control-plane' ? (options.controlPlaneCpus ?? 1) : 1,
         ),
       );
     }
@@ -592,12 +592,13 @@ export async function miniUp(options: MiniUpOptions): Promise<MiniResult> {
         }
         const detail = String(refusal.detail ?? '');
         r.refusedBy = 'join-service';
-        for (const m of detail.matchAll(/untrusted measurement value ([0-9a-f]+) at index (\d+)/g)) {
-          const pcr = Number(m[2]);
+        // The join service's audit line: "PCR9: expected <hex>, got <hex>" per mismatching PCR.
+        for (const m of detail.matchAll(/PCR(\d+): expected ([0-9a-f]+), got ([0-9a-f]+|nothing)/g)) {
+          const pcr = Number(m[1]);
           r.mismatches.push({
             pcr,
-            expected: hex(expected.get(pcr) ?? Buffer.alloc(0)),
-            actual: m[1] ?? null,
+            expected: m[2] ?? '',
+            actual: m[3] === 'nothing' ? null : (m[3] ?? null),
           });
         }
         r.reason = `refused by the join service (${String(refusal.reason)}): ${detail}`;
@@ -702,6 +703,8 @@ export async function miniUp(options: MiniUpOptions): Promise<MiniResult> {
             n.pcr15?.matches === true
           : n.stage === 'refused' &&
             n.refusedBy === 'join-service' &&
+            n.mismatches.length > 0 &&
+            n.mismatches.every((m) => m.expected === hex(expected.get(m.pcr) ?? Buffer.alloc(0))) &&
             n.diskOnHost?.opensWithInitialPassphrase === true &&
             n.diskOnHost.opensWithDerivedKey === false &&
             n.pcr15?.zero === true,
