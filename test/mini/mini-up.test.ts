@@ -1,9 +1,12 @@
 /**
  * `confboot mini up` end to end with the smallest cluster that proves the point: a control plane,
- * one good worker and one tampered worker, as real QEMU VMs under TCG. Every good VM maps its state
- * disk with dm-crypt, quotes through device:/dev/tpmrm0 and is accepted; the tampered VM (another
- * kernel command line) is refused with PCR 9 expected vs actual; nothing is left running.
- * CONFBOOT_MINI_WORKERS=N runs a larger cluster.
+ * one good worker and one tampered worker, as real QEMU VMs under TCG, each running the production
+ * `confboot bootstrapper`. The host's `confboot init` verifies the control plane's quote and
+ * initialises it; the control plane's join service admits the good worker and refuses the tampered
+ * one with PCR 9 expected vs actual. Then, from real state: every good VM's disk opens only with the
+ * key derived for its UUID and its PCR 15 holds the cluster ID; the tampered VM holds nothing; and
+ * nothing is left running. kubeadm and the Kubernetes API server are simulated (SIMULATED in the
+ * name of the result's `simulated` list). CONFBOOT_MINI_WORKERS=N runs a larger cluster.
  */
 import { execFileSync, spawnSync } from 'node:child_process';
 import { existsSync, rmSync } from 'node:fs';
@@ -30,7 +33,7 @@ const workers = Number(process.env.CONFBOOT_MINI_WORKERS ?? '1');
 describe.skipIf(missing.length > 0)(
   `confboot mini up (TCG)${missing.length ? ` — missing ${missing.join(', ')}` : ''}`,
   () => {
-    it(`control plane + ${workers} worker(s) attest, the tampered worker is refused, everything is removed`, async () => {
+    it(`init + ${workers} worker(s) join with issued disk keys and PCR 15, the tampered worker is refused by the join service (kubeadm and API server simulated), everything is removed`, async () => {
       const lines: string[] = [];
       const result = await miniUp({
         workers,
@@ -41,28 +44,65 @@ describe.skipIf(missing.length > 0)(
       });
       let passed = false;
       try {
-        const summary = JSON.stringify(result.nodes, null, 2);
+        const summary = JSON.stringify(
+          { init: result.init, api: result.apiServer, nodes: result.nodes },
+          null,
+          2,
+        );
         expect(result.nodes).toHaveLength(2 + workers);
+        // The operator verified the control plane's quote (AK trust included) before init.
+        expect(result.init?.ok, summary).toBe(true);
+        expect(result.init?.attestationChecks, summary).toContain('ok ak-trust');
+        expect(result.init?.clusterId, summary).toMatch(/^[0-9a-f]{64}$/);
         for (const n of result.nodes) {
-          expect(n.tcti, summary).toBe('device:/dev/tpmrm0');
-          expect(n.eventLogReplays, summary).toBe(true);
-          expect(n.eventLogMatchesBootReport, summary).toBe(true);
           expect(n.disk?.mapping, summary).toBe('/dev/mapper/state');
           expect(n.disk?.cipher, summary).toBe('aes-xts-plain64');
           expect(n.metadataSelf, summary).toMatchObject({ Name: n.name, VPCIP: n.ip });
         }
         const good = result.nodes.filter((n) => n.boot === 'good');
         const bad = result.nodes.filter((n) => n.boot === 'tampered');
-        for (const n of good) expect(n.stage, summary).toBe('attested');
+        for (const n of good) {
+          expect(n.stage, summary).toBe(n.role === 'control-plane' ? 'initialized' : 'joined');
+          expect(n.bootstrapper, summary).toMatch(
+            n.role === 'control-plane' ? /^Node initialised the cluster/ : /^Node joined the cluster/,
+          );
+          // In the VM: still mapped, one keyslot, the initial passphrase no longer opens it.
+          expect(n.diskInVm, summary).toMatchObject({
+            active: true,
+            keyslots: [0],
+            initialPassphraseOpens: false,
+          });
+          // On the host after the VM stopped: only the key derived for its UUID opens the image.
+          expect(n.diskOnHost, summary).toEqual({
+            opensWithInitialPassphrase: false,
+            opensWithDerivedKey: true,
+          });
+          expect(n.pcr15?.matches, summary).toBe(true);
+          expect(n.pcr15?.actual, summary).toBe(n.pcr15?.expected);
+        }
         for (const n of bad) {
           expect(n.stage, summary).toBe('refused');
-          expect(n.mismatches.map((m) => m.pcr)).toEqual([9]);
-          expect(n.reason).toMatch(/9/);
+          expect(n.refusedBy, summary).toBe('join-service');
+          expect(
+            n.mismatches.map((m) => m.pcr),
+            summary,
+          ).toEqual([9]);
+          expect(n.mismatches[0]?.actual, summary).not.toBe(n.mismatches[0]?.expected);
+          expect(n.mismatches[0]?.expected, summary).toBe(result.measurements.computedFromImage['9']);
+          // It holds nothing: the initial passphrase still opens its disk, no derived key does, PCR 15 is zero.
+          expect(n.diskOnHost, summary).toEqual({
+            opensWithInitialPassphrase: true,
+            opensWithDerivedKey: false,
+          });
+          expect(n.pcr15?.zero, summary).toBe(true);
         }
-        expect(result.ok).toBe(true);
+        // The simulated API server saw one JoiningNode-free worker join per good worker and no bad request.
+        expect(result.apiServer?.violations, summary).toEqual([]);
+        expect(result.apiServer?.diskBindings, summary).toHaveLength(workers);
+        expect(result.ok, summary).toBe(true);
         // Progress per VM went through the stages in order.
         const cp = lines.filter((l) => l.startsWith('control-plane-0')).map((l) => l.split(/\s+/)[1]);
-        expect(cp).toEqual(['booting', 'measured', 'attesting', 'attested']);
+        expect(cp.slice(0, 4)).toEqual(['booting', 'measured', 'bootstrapping', 'initialized']);
         // Nothing left: no namespace of this run, no qemu/swtpm/dnsmasq child of this process.
         expect((await listMiniNamespaces()).map((n) => n.name)).not.toContain(result.netns);
         const children = spawnSync('pgrep', ['-P', String(process.pid)])

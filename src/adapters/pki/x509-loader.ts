@@ -17,7 +17,12 @@ let loaded: X509Module | undefined;
 export function loadX509(): Promise<X509Module> {
   loading ??= (async () => {
     await import('reflect-metadata');
-    const x509 = await import('@peculiar/x509');
+    const imported = await import('@peculiar/x509');
+    // Node gives the CommonJS build's exports by name; a bundler's code-split import may give them
+    // only as `default` (confboot mini's in-VM CLI).
+    const x509 = (
+      'cryptoProvider' in imported ? imported : (imported as { default: X509Module }).default
+    ) as X509Module;
     x509.cryptoProvider.set(webcrypto as unknown as Parameters<typeof x509.cryptoProvider.set>[0]);
     loaded = x509;
     return x509;

@@ -27,6 +27,8 @@ export interface VmSpec {
   cmdline: string;
   memoryMiB: number;
   accel: 'kvm' | 'tcg';
+  /** Virtual CPUs (default 1); under TCG more than one runs with one host thread each (thread=multi). */
+  cpus?: number;
   /** fw_cfg files: name (e.g. `opt/confboot/config`) → host file. */
   fwCfg?: Record<string, string>;
   /** Raw disk images attached as virtio disks (vda, vdb, …). */
@@ -81,11 +83,11 @@ export class QemuVm {
       '-machine',
       'pc',
       '-accel',
-      s.accel,
+      s.accel === 'tcg' && (s.cpus ?? 1) > 1 ? 'tcg,thread=multi' : s.accel,
       '-m',
       String(s.memoryMiB),
       '-smp',
-      '1',
+      String(s.cpus ?? 1),
       '-nodefaults',
       '-no-user-config',
       '-display',

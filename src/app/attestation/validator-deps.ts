@@ -10,6 +10,8 @@ import { AmdCertCache } from '../../adapters/attestation/snp/cert-cache.js';
 import { KdsCertFetcher } from '../../adapters/attestation/snp/kds-fetcher.js';
 import { type TdxCollateralSource, tdxCollateralGetter } from '../../adapters/attestation/snp-tdx-config.js';
 import type { TdxValidatorConfig } from '../../adapters/attestation/tdx/validators.js';
+import type { QemuAkRegistry } from '../../adapters/attestation/variants/qemu-vtpm.js';
+import { FileQemuAkRegistry } from '../../adapters/cloud/qemu/ak-registry.js';
 import type { AmiTpmSupport } from '../../ports/ami-tpm-support.js';
 import type { Clock } from '../../ports/clock.js';
 import { ConfbootError, wrapError } from '../../ports/errors.js';
@@ -28,6 +30,8 @@ export interface ValidatorDeps {
   gceShieldedIdentity?: GceShieldedIdentity;
   /** azure-trustedlaunch: trusted AK roots (PEM or DER). */
   azureAkRoots?: Array<Uint8Array | string>;
+  /** qemu-vtpm: accept only registered attestation keys (absent: upstream's trust in the carried AK). */
+  qemuAkTrust?: QemuAkRegistry;
   /**
    * SEV-SNP: VCEK/ASK cache. Pass ONE cache for the life of a service, so config reloads keep it and
    * a join burst costs one AMD KDS request per certificate; default a new {@link createAmdCertCache}.
@@ -42,13 +46,20 @@ export interface ValidatorDeps {
 /** The cloud lookups and caches some variants need (built once per service by a variant's entry). */
 export type VariantLookups = Pick<
   ValidatorDeps,
-  'amiTpmSupport' | 'gceShieldedIdentity' | 'azureAkRoots' | 'amdCertCache' | 'getTdxCollateral'
+  | 'amiTpmSupport'
+  | 'gceShieldedIdentity'
+  | 'azureAkRoots'
+  | 'qemuAkTrust'
+  | 'amdCertCache'
+  | 'getTdxCollateral'
 >;
 
 /** Where the lookups come from (the join service's flags). */
 export interface VariantLookupSettings {
   /** azure-trustedlaunch: PEM file with the trusted AK roots. */
   azureAkRootsPath?: string | undefined;
+  /** qemu-vtpm: JSON file of registered attestation keys (the QEMU metadata server's identities file). */
+  qemuAkRegistryPath?: string | undefined;
   /** SEV-SNP: AMD KDS or a mirror; default `https://kdsintf.amd.com`. */
   amdKdsUrl?: string | undefined;
   /** TDX: directory with Intel PCS collateral (TCB info, QE identity, CRLs and their chains). */
@@ -120,6 +131,12 @@ export async function azureAkRootLookups(settings: VariantLookupSettings): Promi
   } catch (err) {
     throw wrapError(`reading azure AK roots ${path}`, err, 'invalid-argument');
   }
+}
+
+/** qemu-vtpm: the registered attestation keys from `--qemu-ak-registry` (absent: none required). */
+export function qemuAkLookups(settings: VariantLookupSettings): VariantLookups {
+  const path = settings.qemuAkRegistryPath;
+  return path === undefined ? {} : { qemuAkTrust: new FileQemuAkRegistry(path) };
 }
 
 /** A lookup a variant's validator needs but `deps` lacks: `failed-precondition` naming it. */

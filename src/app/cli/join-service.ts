@@ -182,6 +182,12 @@ export const joinServiceCommand: CommandSpec = {
       valueName: 'F',
       description: 'azure-trustedlaunch: PEM file with the trusted AK root certificates',
     },
+    'qemu-ak-registry': {
+      type: 'string',
+      valueName: 'F',
+      description:
+        'qemu-vtpm: JSON file {"<name>": {"attestationKeyPublic": "<base64 TPMT_PUBLIC>"}} (the metadata server\'s --identities file), re-read per join; only these AKs are accepted',
+    },
     'amd-kds-url': {
       type: 'string',
       valueName: 'URL',
@@ -363,6 +369,7 @@ export interface JoinServiceFlags {
   cloudApiEndpoint: string | undefined;
   cloudAuthTokenFile: string | undefined;
   azureAkRootsPath: string | undefined;
+  qemuAkRegistryPath: string | undefined;
   amdKdsUrl: string | undefined;
   /** `--tdx-collateral` when it names a directory (kept for callers of the directory form). */
   tdxCollateralDir: string | undefined;
@@ -443,6 +450,7 @@ export function parseJoinServiceFlags(
     cloudApiEndpoint: str('cloud-api-endpoint'),
     cloudAuthTokenFile: str('cloud-auth-token-file'),
     azureAkRootsPath: str('azure-ak-roots'),
+    qemuAkRegistryPath: str('qemu-ak-registry'),
     amdKdsUrl: str('amd-kds-url'),
     tdxCollateralDir: tdxCollateral?.kind === 'dir' ? tdxCollateral.dir : undefined,
     tdxCollateral,
@@ -540,6 +548,7 @@ export async function runJoinService(argv: string[], options: JoinServiceRunOpti
     ...(flags.cloudApiEndpoint !== undefined ? { cloudApiEndpoint: flags.cloudApiEndpoint } : {}),
     ...(flags.cloudAuthTokenFile !== undefined ? { cloudAuthTokenFile: flags.cloudAuthTokenFile } : {}),
     ...(flags.azureAkRootsPath !== undefined ? { azureAkRootsPath: flags.azureAkRootsPath } : {}),
+    ...(flags.qemuAkRegistryPath !== undefined ? { qemuAkRegistryPath: flags.qemuAkRegistryPath } : {}),
     ...(flags.amdKdsUrl !== undefined ? { amdKdsUrl: flags.amdKdsUrl } : {}),
     ...(flags.tdxCollateral !== undefined ? { tdxCollateral: flags.tdxCollateral } : {}),
     onListening: (s) =>

@@ -10,7 +10,7 @@ import { type CommandSpec, parseCommand, renderHelp, runCommand, UsageError } fr
 export const miniUpCommand: CommandSpec = {
   name: 'mini up',
   summary:
-    "Boot confboot nodes as QEMU VMs (OVMF measured boot into a swtpm vTPM each) on a private network in a new network namespace with dnsmasq and the metadata server; map each state disk with dm-crypt in the VM and check every VM's qemu-vtpm quote (made through /dev/tpmrm0) against measurements computed from the node image. Tampered VMs boot with another kernel command line and must be refused.",
+    'Boot confboot nodes as QEMU VMs (OVMF measured boot into a swtpm vTPM each) on a private network in a new network namespace with dnsmasq and the metadata server; every VM runs `confboot bootstrapper`, the host runs `confboot init` against the control plane (verifying its quote first), the control plane runs the join and key service, workers join. Tampered VMs boot with another kernel command line and must be refused by the join service. Disk keys and PCR 15 are checked at the end. kubeadm and the Kubernetes API server are simulated.',
   options: {
     workers: { type: 'string', valueName: 'N', description: 'good worker VMs', default: '2' },
     tampered: { type: 'string', valueName: 'K', description: 'tampered worker VMs', default: '1' },
@@ -40,8 +40,9 @@ export const miniUpCommand: CommandSpec = {
   epilog:
     'Needs root, qemu-system-x86, ovmf, swtpm, swtpm-tools, dnsmasq-base, busybox-static, kmod, cryptsetup-bin and\n' +
     'tpm2-tools (scripts/setup.sh installs them). Under TCG a VM takes one to three minutes.\n' +
-    'Not yet on the VMs: the bootstrapper, join and key services, confboot init, issued disk keys, PCR 15.\n' +
-    'Exit codes: 0 every good VM attested and every tampered VM was refused, 1 otherwise, 2 usage error.',
+    'kubeadm and the Kubernetes API server are SIMULATED (no Kubernetes exists in the node image).\n' +
+    'Exit codes: 0 the cluster initialised, every good VM joined with its issued disk key and PCR 15 set and\n' +
+    'every tampered VM was refused by the join service holding nothing, 1 otherwise, 2 usage error.',
 };
 
 export const miniDownCommand: CommandSpec = {
@@ -59,15 +60,17 @@ function count(flag: string, value: unknown, max: number): number {
 
 /** Renders the summary table. */
 export function renderMiniSummary(r: MiniResult): string {
+  const yes = (v: boolean | undefined, y: string, n: string) => (v === undefined ? '-' : v ? y : n);
   const rows = r.nodes.map((n) => [
     n.name,
     n.role,
     n.boot,
     n.ip,
     n.stage,
-    n.tcti ?? '-',
-    n.eventLogReplays ? 'replays' : 'NO',
-    n.disk ? `${n.disk.cipher}` : '-',
+    n.diskInVm ? `${n.diskInVm.active ? 'active' : 'INACTIVE'} slots ${n.diskInVm.keyslots.join(',')}` : '-',
+    yes(n.diskOnHost?.opensWithDerivedKey, 'derived key', 'not derived key'),
+    yes(n.diskOnHost?.opensWithInitialPassphrase, 'initial opens', 'initial gone'),
+    n.pcr15 ? (n.pcr15.matches ? 'cluster ID' : n.pcr15.zero ? 'zero' : 'OTHER') : '-',
     `${n.seconds}s`,
   ]);
   const head = [
@@ -76,9 +79,10 @@ export function renderMiniSummary(r: MiniResult): string {
     'boot',
     'address',
     'outcome',
-    'quoted through',
-    'event log',
-    'dm-crypt',
+    'dm-crypt in VM',
+    'disk on host',
+    'initial passphrase',
+    'PCR 15',
     'time',
   ];
   const widths = head.map((h, i) => Math.max(h.length, ...rows.map((row) => (row[i] ?? '').length)));
@@ -86,6 +90,9 @@ export function renderMiniSummary(r: MiniResult): string {
   const out = [
     '',
     `${r.nodes.length} VMs under ${r.accel.toUpperCase()} (${(r.durationMs / 1000).toFixed(0)} s); image ${r.image.key.slice(0, 12)} (${r.image.kernelPackage})`,
+    r.init?.ok
+      ? `confboot init: cluster ID ${r.init.clusterId} (${r.init.attestationChecks?.join(', ')})`
+      : `confboot init: FAILED ${r.init?.error ?? ''}`,
     '',
     line(head),
     line(widths.map((w) => '-'.repeat(w))),
@@ -94,11 +101,15 @@ export function renderMiniSummary(r: MiniResult): string {
     `Expected PCRs computed from the image: ${Object.keys(r.measurements.computedFromImage).join(', ')}; from a reference boot's event log: ${Object.keys(r.measurements.fromReferenceBoot).join(', ')} (${r.measurements.referenceSource}).`,
   ];
   for (const n of r.nodes.filter((x) => !x.accepted)) {
-    out.push(`${n.name} ${n.stage}: ${n.reason}`);
+    out.push(`${n.name} ${n.stage}${n.refusedBy ? ` by ${n.refusedBy}` : ''}: ${n.reason}`);
     for (const m of n.mismatches)
       out.push(`    PCR ${m.pcr}: expected ${m.expected}, actual ${m.actual ?? '(none)'}`);
   }
-  out.push(`Not yet on the VMs: ${r.notYet.join('; ')}.`, `Logs: ${r.workDir}`);
+  if (r.apiServer)
+    out.push(
+      `Simulated API server: ${r.apiServer.joiningNodes.length} JoiningNode(s), ${r.apiServer.diskBindings.length} DiskBinding(s), ${r.apiServer.tokens} bootstrap token(s), ${r.apiServer.violations.length} protocol violation(s).`,
+    );
+  out.push(`SIMULATED: ${r.simulated.join('; ')}.`, `Logs: ${r.workDir}`);
   return `${out.join('\n')}\n`;
 }
 

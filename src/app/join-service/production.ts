@@ -79,6 +79,7 @@ export function validatorBuilder(
       ...(lookups.amiTpmSupport ? { amiTpmSupport: lookups.amiTpmSupport } : {}),
       ...(lookups.gceShieldedIdentity ? { gceShieldedIdentity: lookups.gceShieldedIdentity } : {}),
       ...(lookups.azureAkRoots ? { azureAkRoots: lookups.azureAkRoots } : {}),
+      ...(lookups.qemuAkTrust ? { qemuAkTrust: lookups.qemuAkTrust } : {}),
       ...(amdCertCache ? { amdCertCache } : {}),
       ...(lookups.getTdxCollateral ? { getTdxCollateral: lookups.getTdxCollateral } : {}),
     });
@@ -147,6 +148,8 @@ export interface ProductionJoinServiceConfig {
   cloudAuthTokenFile?: string;
   /** azure-trustedlaunch: PEM file with the trusted AK roots. */
   azureAkRootsPath?: string;
+  /** qemu-vtpm: registered attestation keys (`--qemu-ak-registry`); absent: the AK as carried. */
+  qemuAkRegistryPath?: string;
   /** SEV-SNP: AMD KDS or a mirror for VCEK/ASK fetches; default `https://kdsintf.amd.com`. */
   amdKdsUrl?: string;
   /** TDX: directory with Intel PCS collateral; absent: quote, QE report and PCK chain only. */
@@ -278,6 +281,7 @@ export async function startProductionJoinService(
       config.variant,
       {
         azureAkRootsPath: config.azureAkRootsPath,
+        qemuAkRegistryPath: config.qemuAkRegistryPath,
         amdKdsUrl: config.amdKdsUrl,
         tdxCollateralDir: config.tdxCollateralDir,
         tdxCollateral: config.tdxCollateral,

@@ -8,34 +8,71 @@ import { existsSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
-/** Returns the bundled source of `entry` (e.g. `guest/agent`). */
-export async function bundleEntry(entry: string): Promise<string> {
+/**
+ * Cloud SDKs the qemu cloud never loads: left out of the split CLI bundle (their dynamic imports
+ * stay, in chunks a qemu node never loads).
+ */
+const CLOUD_SDKS = ['@aws-sdk/*', '@azure/*', '@google-cloud/*', 'google-auth-library', 'esbuild'];
+
+function sourceOf(entry: string): string {
   const here = dirname(fileURLToPath(import.meta.url));
   const file = [join(here, `${entry}.js`), join(here, `${entry}.ts`)].find((p) => existsSync(p));
   if (file === undefined) throw new Error(`mini: ${entry} is missing next to ${here}`);
-  let esbuild: typeof import('esbuild');
+  return file;
+}
+
+async function loadEsbuild(): Promise<typeof import('esbuild')> {
   try {
-    esbuild = await import('esbuild');
+    return await import('esbuild');
   } catch {
     throw new Error(
       'mini: esbuild is needed to bundle the node programs (npm ci installs it as a devDependency)',
     );
   }
-  const result = await esbuild.build({
-    entryPoints: [file],
-    bundle: true,
-    platform: 'node',
-    target: 'node20',
-    format: 'esm',
-    write: false,
-    minify: true,
-    legalComments: 'none',
-    logLevel: 'silent',
-    banner: {
-      js: "import { createRequire as __cr } from 'node:module'; const require = __cr(import.meta.url);",
-    },
-  });
+}
+
+const COMMON = {
+  bundle: true,
+  platform: 'node',
+  target: 'node20',
+  format: 'esm',
+  write: false,
+  minify: true,
+  legalComments: 'none',
+  logLevel: 'silent',
+  banner: {
+    js: "import { createRequire as __cr } from 'node:module'; const require = __cr(import.meta.url);",
+  },
+} as const;
+
+/** Returns the bundled source of `entry` (e.g. `guest/agent`). */
+export async function bundleEntry(entry: string): Promise<string> {
+  const esbuild = await loadEsbuild();
+  const result = await esbuild.build({ ...COMMON, entryPoints: [sourceOf(entry)] });
   const out = result.outputFiles[0];
   if (out === undefined) throw new Error(`mini: esbuild produced no output for ${entry}`);
   return out.text;
+}
+
+/**
+ * Bundles `entry` (e.g. `../cli/main`, the `confboot` CLI) with code splitting: `main.js` plus
+ * chunks that load only when a command imports them, so `confboot bootstrapper` in a VM parses
+ * what the bootstrapper needs and no more. Returns file name → content, in name order.
+ */
+export async function bundleSplit(entry: string): Promise<Map<string, string>> {
+  const esbuild = await loadEsbuild();
+  const result = await esbuild.build({
+    ...COMMON,
+    entryPoints: { main: sourceOf(entry) },
+    splitting: true,
+    outdir: '/confboot-split',
+    chunkNames: 'chunk-[hash]',
+    external: CLOUD_SDKS,
+  });
+  const files = result.outputFiles
+    .map((f) => [f.path.replace(/^\/confboot-split\//, ''), f.text] as const)
+    .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+  if (!files.some(([n]) => n === 'main.js'))
+    throw new Error(`mini: esbuild produced no main.js for ${entry}`);
+  return new Map(files);
 }

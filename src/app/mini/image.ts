@@ -11,6 +11,7 @@
 import { createHash } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { mkdir, readdir, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
+import { createRequire } from 'node:module';
 import { homedir } from 'node:os';
 import { basename, dirname, join } from 'node:path';
 import { type CpioEntry, writeCpio } from '../../adapters/vm/cpio.js';
@@ -20,7 +21,9 @@ import {
   sharedLibraries,
   unpackKernel,
 } from '../../adapters/vm/image-parts.js';
-import { bundleEntry } from './bundle.js';
+import { bundleEntry, bundleSplit } from './bundle.js';
+
+const require = createRequire(import.meta.url);
 
 /** Default cache directory. */
 export function defaultCacheDir(): string {
@@ -58,6 +61,7 @@ const TPM2_TOOLS = [
   'tpm2_quote',
   'tpm2_pcrread',
   'tpm2_pcrextend',
+  'tpm2_pcrevent',
   'tpm2_flushcontext',
   'tpm2_getcap',
   'tpm2_nvread',
@@ -65,7 +69,7 @@ const TPM2_TOOLS = [
 ];
 
 /** Version of the layout below; part of the cache key. */
-const LAYOUT_VERSION = 'confboot-mini-image-1';
+const LAYOUT_VERSION = 'confboot-mini-image-2';
 
 /** The `/init` script: mounts, loads modules in order, runs the agent, powers off. */
 export function initScript(moduleFiles: readonly string[]): string {
@@ -167,6 +171,8 @@ export async function buildNodeImage(options: BuildNodeImageOptions = {}): Promi
   const modules = await moduleLoadOrder(kernel, NODE_MODULES);
   const libs = await sharedLibraries(Object.values(EXECUTABLES), DLOPENED);
   const agent = await bundleEntry('guest/agent');
+  const kubeadm = await bundleEntry('guest/kubeadm-sim');
+  const cli = await bundleSplit('../cli/main');
 
   const entries: CpioEntry[] = [];
   const dirs = new Set<string>();
@@ -201,6 +207,37 @@ export async function buildNodeImage(options: BuildNodeImageOptions = {}): Promi
     entries.push(await fileEntry(`lib/modules/${m}`, join(modBase, m), 0o644));
   }
   entries.push({ type: 'file', path: 'opt/confboot/agent.mjs', data: Buffer.from(agent), mode: 0o644 });
+  // The production `confboot` CLI (bootstrapper, join-service, key-service), split-bundled.
+  addDir('opt/confboot/cli');
+  entries.push({
+    type: 'file',
+    path: 'opt/confboot/cli/package.json',
+    data: Buffer.from('{"type":"module"}\n'),
+  });
+  for (const [name, text] of cli)
+    entries.push({ type: 'file', path: `opt/confboot/cli/${name}`, data: Buffer.from(text), mode: 0o644 });
+  // grpc-js reads its own package.json at run time (its version).
+  addDir('opt/confboot/cli/node_modules/@grpc/grpc-js');
+  entries.push(
+    await fileEntry(
+      'opt/confboot/cli/node_modules/@grpc/grpc-js/package.json',
+      join(dirname(require.resolve('@grpc/grpc-js')), '..', '..', 'package.json'),
+      0o644,
+    ),
+  );
+  // kubeadm, SIMULATED (guest/kubeadm-sim.ts): no kubeadm or Kubernetes exists in the image.
+  entries.push({
+    type: 'file',
+    path: 'opt/confboot/kubeadm-sim.mjs',
+    data: Buffer.from(kubeadm),
+    mode: 0o644,
+  });
+  entries.push({
+    type: 'file',
+    path: 'usr/bin/kubeadm',
+    data: Buffer.from('#!/bin/sh\nexec /usr/bin/node /opt/confboot/kubeadm-sim.mjs "$@"\n'),
+    mode: 0o755,
+  });
   entries.push({
     type: 'file',
     path: 'etc/confboot-image',

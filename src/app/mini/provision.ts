@@ -16,7 +16,12 @@ export interface ProvisionedTpm {
   stateDir: string;
   /** TPMT_PUBLIC of the persisted AK. */
   akPub: Uint8Array;
+  /** DER of the EK certificate swtpm_setup stored in NV (RSA EK, TCG index 0x01c00002). */
+  ekCertificate: Uint8Array;
 }
+
+/** TCG's NV index of the RSA 2048 EK certificate. */
+export const EK_CERT_NV_INDEX = 0x01c00002;
 
 /** Creates EK (+ certificate) and AK in a new swtpm state directory. */
 export async function provisionTpm(stateDir: string): Promise<ProvisionedTpm> {
@@ -38,7 +43,8 @@ export async function provisionTpm(stateDir: string): Promise<ProvisionedTpm> {
   try {
     const tpm = new Tpm2ToolsTpm({ tcti: swtpm.tcti, timeoutInMs: 60_000 });
     const akPub = await tpm.attestationKeyPublic();
-    return { stateDir, akPub };
+    const ekCertificate = await tpm.readNvIndex(EK_CERT_NV_INDEX);
+    return { stateDir, akPub, ekCertificate };
   } finally {
     await swtpm.stop();
   }

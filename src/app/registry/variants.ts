@@ -21,7 +21,7 @@ import { AzureTdxValidator, QemuTdxValidator } from '../../adapters/attestation/
 import { awsNitroTpmChecks } from '../../adapters/attestation/variants/aws-nitro-tpm.js';
 import { azureTrustedLaunchChecks } from '../../adapters/attestation/variants/azure-trustedlaunch.js';
 import { gcpSevEsChecks } from '../../adapters/attestation/variants/gcp-sev-es.js';
-import { qemuVtpmChecks } from '../../adapters/attestation/variants/qemu-vtpm.js';
+import { qemuVtpmChecks, qemuVtpmChecksWith } from '../../adapters/attestation/variants/qemu-vtpm.js';
 import { createVtpmQuoteVerifier } from '../../adapters/attestation/vtpm/cvm-quote.js';
 import { type InstanceInfoProvider, LINUX_EVENT_LOG_PATH } from '../../adapters/attestation/vtpm/issuer.js';
 import { VtpmValidator, type VtpmVariantChecks } from '../../adapters/attestation/vtpm/validator.js';
@@ -39,6 +39,7 @@ import {
   ec2Lookups,
   gceLookups,
   missingLookup,
+  qemuAkLookups,
   tdxLookups,
   type ValidatorDeps,
   type VariantLookupSettings,
@@ -383,7 +384,12 @@ export const VARIANTS: Record<string, VariantEntry> = {
       eventLogPath: LINUX_EVENT_LOG_PATH,
     });
   }),
-  'qemu-vtpm': vtpmVariant('qemu-vtpm', { clouds: ['qemu'], checks: () => qemuVtpmChecks, eventLog: false }),
+  'qemu-vtpm': vtpmVariant('qemu-vtpm', {
+    clouds: ['qemu'],
+    checks: (deps) => (deps.qemuAkTrust ? qemuVtpmChecksWith({ akTrust: deps.qemuAkTrust }) : qemuVtpmChecks),
+    eventLog: false,
+    lookups: async (settings) => qemuAkLookups(settings),
+  }),
   'qemu-tdx': tdxVariant(
     'qemu-tdx',
     ['qemu'],

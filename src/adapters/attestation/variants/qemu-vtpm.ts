@@ -15,9 +15,10 @@ import type { VtpmVariantChecks } from '../vtpm/validator.js';
 export interface QemuAkRegistry {
   /**
    * The AK public area (TPMT_PUBLIC) registered for the attester of this validation, or undefined
-   * when the attester has none registered (then the document is refused).
+   * when the attester has none registered (then the document is refused). A list when the attester
+   * is only known to be one of several registered machines: the document's AK must be one of them.
    */
-  registeredAk(options?: CallOptions): Promise<Uint8Array | undefined>;
+  registeredAk(options?: CallOptions): Promise<Uint8Array | readonly Uint8Array[] | undefined>;
   /** Who the attester is, for messages (e.g. `worker-1 (10.42.0.12)`). */
   describe(): string;
 }
@@ -40,11 +41,12 @@ export function qemuVtpmChecksWith(options: QemuVtpmOptions): VtpmVariantChecks 
         rec.pass('ak-trust', 'qemu-vtpm trusts the attestation key as carried in the document');
         return;
       }
-      const registered = await registry.registeredAk(callOptions);
-      if (registered === undefined)
+      const found = await registry.registeredAk(callOptions);
+      const registered = found === undefined ? [] : found instanceof Uint8Array ? [found] : found;
+      if (registered.length === 0)
         throw rec.fail('ak-trust', `no attestation key is registered for ${registry.describe()}`);
       const carried = Buffer.from(doc.attestation.akPub);
-      if (!carried.equals(Buffer.from(registered)))
+      if (!registered.some((ak) => carried.equals(Buffer.from(ak))))
         throw rec.fail(
           'ak-trust',
           `the document's attestation key is not the one registered for ${registry.describe()}`,

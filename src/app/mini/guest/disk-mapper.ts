@@ -1,15 +1,17 @@
 /**
  * The disk-mapper step of a mini node (upstream's disk-mapper, in small): on first boot the virtio
- * state disk is formatted as LUKS2 with a random 32-byte initial passphrase (kept only in /run, a
- * tmpfs); on every boot the header is validated against the LUKS2 header policy before the disk is
+ * state disk is formatted as LUKS2 with a 32-byte initial passphrase (random, from the host through
+ * fw_cfg when it gave one; kept only in /run, a tmpfs); on every boot the header is validated against the LUKS2 header policy before the disk is
  * mapped with dm-crypt (`cryptsetup open`, no udev: DM_DISABLE_UDEV=1, lock directory in /run).
  * PBKDF2 with few iterations: the initial passphrase is random, and Argon2id's memory cost would
  * dominate a TCG boot; the bootstrapper's issued key replaces it later.
  */
 import { randomBytes } from 'node:crypto';
-import { mkdir, writeFile } from 'node:fs/promises';
+import { existsSync } from 'node:fs';
+import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { CryptsetupDisk, DEFAULT_INITIAL_PASSPHRASE_PATH } from '../../../adapters/disk/cryptsetup-disk.js';
 import { runCryptsetup } from '../../../adapters/disk/cryptsetup-runner.js';
+import { INITIAL_PASSPHRASE_GUEST_PATH } from './protocol.js';
 
 /** What the step did. */
 export interface DiskMapperResult {
@@ -36,7 +38,11 @@ export async function mapStateDisk(device: string, name = 'state'): Promise<Disk
   let formatted = false;
   if (!(await isLuks(device))) {
     await mkdir('/run/cryptsetup-keys.d', { recursive: true, mode: 0o700 });
-    await writeFile(keyFile, randomBytes(32), { mode: 0o400, flag: 'wx' });
+    // The host's (fw_cfg) when it gave one, so it can check afterwards that it no longer opens the disk.
+    const initial = existsSync(INITIAL_PASSPHRASE_GUEST_PATH)
+      ? await readFile(INITIAL_PASSPHRASE_GUEST_PATH)
+      : randomBytes(32);
+    await writeFile(keyFile, initial, { mode: 0o400, flag: 'wx' });
     await runCryptsetup(
       [
         'luksFormat',

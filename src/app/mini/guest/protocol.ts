@@ -1,27 +1,56 @@
 /**
  * How the host and the in-VM agent talk: the host passes a JSON config as the QEMU fw_cfg file
- * `opt/confboot/config` (not secret: which step to run, nonces, addresses); the agent answers on the
- * VM's second serial port in lines `CONFBOOT-MINI <json>`, which QEMU writes to a file on the host.
+ * `opt/confboot/config` (not secret: which step to run, nonces, addresses, expected measurements)
+ * and the state disk's initial passphrase as the fw_cfg file `opt/confboot/initial-passphrase`
+ * (the host keeps it to check, after the VM stopped, that it no longer opens the disk); the agent
+ * answers on the VM's second serial port in lines `CONFBOOT-MINI <json>`, which QEMU writes to a
+ * file on the host.
  */
 
 /** Where QEMU's `-fw_cfg name=opt/confboot/config` appears in the guest (qemu_fw_cfg module). */
 export const GUEST_CONFIG_PATH = '/sys/firmware/qemu_fw_cfg/by_name/opt/confboot/config/raw';
 /** The fw_cfg name of the config. */
 export const GUEST_CONFIG_FW_CFG = 'opt/confboot/config';
+/** The fw_cfg name of the initial passphrase, and where it appears in the guest. */
+export const INITIAL_PASSPHRASE_FW_CFG = 'opt/confboot/initial-passphrase';
+export const INITIAL_PASSPHRASE_GUEST_PATH =
+  '/sys/firmware/qemu_fw_cfg/by_name/opt/confboot/initial-passphrase/raw';
 /** The report channel: the VM's second serial port. */
 export const REPORT_PORT = '/dev/ttyS1';
 /** Prefix of every report line. */
 export const REPORT_PREFIX = 'CONFBOOT-MINI ';
+/** Port of the simulated Kubernetes API server on the control-plane VM. */
+export const SIMULATED_API_PORT = 6443;
 
 /** The orders the host gives the agent. */
-export interface GuestConfig {
+export type GuestConfig = AttestConfig | BootstrapConfig;
+
+interface CommonConfig {
+  /** The metadata server's root URL; when set the agent also reports what `/self` says. */
+  metadataUrl?: string;
+  /** The state disk to format (first boot), validate and map with dm-crypt, e.g. /dev/vda. */
+  stateDisk?: string;
+}
+
+/** Step `attest`: issue one qemu-vtpm document for the host. */
+export interface AttestConfig extends CommonConfig {
   step: 'attest';
   /** Hex nonce the attestation binds (with userData). */
   nonce: string;
   /** Hex userData, default 32 zero bytes. */
   userData?: string;
-  /** The metadata server's root URL; when set the agent also reports what `/self` says. */
-  metadataUrl?: string;
-  /** The state disk to format (first boot), validate and map with dm-crypt, e.g. /dev/vda. */
-  stateDisk?: string;
+}
+
+/** Step `bootstrap`: run `confboot bootstrapper`; a control plane then runs join and key service. */
+export interface BootstrapConfig extends CommonConfig {
+  step: 'bootstrap';
+  role: 'control-plane' | 'worker';
+  metadataUrl: string;
+  stateDisk: string;
+  /** Control plane: the join service's `--attestation-config` content. */
+  attestationConfig?: unknown;
+  /** Control plane: the join service's `--qemu-ak-registry` content (hostname → identity). */
+  akRegistry?: Record<string, { attestationKeyPublic: string }>;
+  /** Seconds between PCR 15 reports while the bootstrapper runs (default 10). */
+  pcr15EverySeconds?: number;
 }

@@ -1,0 +1,353 @@
+/**
+ * A SIMULATED Kubernetes API server (node:http, plain HTTP) for tests and for `confboot mini`'s
+ * control-plane VM, where no real API server can run. It serves only what the join service uses —
+ * bootstrap-token Secrets, ConfigMaps, NodeVersion, JoiningNode and DiskBinding resources — plus
+ * the Opaque `constellation-mastersecret` Secret the operator creates after init, and checks every
+ * request strictly (method, path, query, content type, bearer token, body fields). Anything
+ * unexpected is answered with an error Status and recorded in `violations`, which callers assert to
+ * be empty.
+ */
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { parse as parseYaml } from 'yaml';
+
+/** One request as the fake saw it. */
+export interface SeenRequest {
+  method: string;
+  path: string;
+  query: Record<string, string>;
+  contentType: string | undefined;
+  body: unknown;
+}
+
+// biome-ignore lint/suspicious/noExplicitAny: stored Kubernetes objects of arbitrary shape
+type Obj = Record<string, any>;
+
+const TOKEN_ID = /^[a-z0-9]{6}$/;
+const TOKEN_SECRET = /^[a-z0-9]{16}$/;
+const RFC3339 = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})$/;
+const SECRET_KEYS = [
+  'auth-extra-groups',
+  'description',
+  'expiration',
+  'token-id',
+  'token-secret',
+  'usage-bootstrap-authentication',
+  'usage-bootstrap-signing',
+].sort();
+/** The Opaque Secret holding the master secret and salt (upstream's name). */
+export const MASTER_SECRET_NAME = 'constellation-mastersecret';
+const CR_PREFIX = '/apis/update.edgeless.systems/v1alpha1';
+const DISK_PREFIX = '/apis/confboot.dev/v1alpha1/diskbindings';
+
+/** The fake API server. Start with {@link FakeKubeApi.start}. */
+export class FakeKubeApi {
+  /** Every request, in order. */
+  readonly requests: SeenRequest[] = [];
+  /** Every check that failed; tests expect it to stay empty. */
+  readonly violations: string[] = [];
+  /** kube-system Secrets by name. */
+  readonly secrets = new Map<string, Obj>();
+  /** kube-system ConfigMaps by name. */
+  readonly configMaps = new Map<string, Obj>();
+  /** Cluster-scoped NodeVersions and JoiningNodes by name. */
+  readonly nodeVersions = new Map<string, Obj>();
+  readonly joiningNodes = new Map<string, Obj>();
+  /** Cluster-scoped DiskBindings (confboot.dev/v1alpha1) by name. */
+  readonly diskBindings = new Map<string, Obj>();
+  /** Scripted failures: the next request with a matching method (any method when unset) gets `status`. */
+  readonly failNext: Array<{ status: number; method?: string }> = [];
+  /** The next this-many requests get no answer at all (a hung API server). */
+  hangNext = 0;
+  /** The next this-many Secret creations find their name taken (409), as on a token ID collision. */
+  secretClashes = 0;
+  private server: Server | undefined;
+  port = 0;
+
+  constructor(readonly bearerToken = 'fake-admin-token') {}
+
+  /** Listens on `host` (default 127.0.0.1) and `port` (default a free one). */
+  async start(host = '127.0.0.1', port = 0): Promise<this> {
+    this.server = createServer((req, res) => {
+      const chunks: Buffer[] = [];
+      req.on('data', (c: Buffer) => chunks.push(c));
+      req.on('end', () => {
+        this.handle(req, res, Buffer.concat(chunks).toString('utf8'));
+      });
+    });
+    await new Promise<void>((ok, fail) => {
+      this.server?.once('error', fail);
+      this.server?.listen(port, host, ok);
+    });
+    this.port = (this.server.address() as AddressInfo).port;
+    return this;
+  }
+
+  /** Stops listening and drops open connections. */
+  async close(): Promise<void> {
+    const s = this.server;
+    this.server = undefined;
+    if (!s) return;
+    s.closeAllConnections();
+    await new Promise<void>((ok) => s.close(() => ok()));
+  }
+
+  /**
+   * A kubeconfig pointing at this server (plain HTTP, so TLS verification is off for this fake
+   * only); `server` defaults to http://127.0.0.1:<port>.
+   */
+  kubeconfig(server = `http://127.0.0.1:${this.port}`): string {
+    return [
+      'apiVersion: v1',
+      'kind: Config',
+      'clusters:',
+      '- name: fake',
+      `  cluster: {server: "${server}", insecure-skip-tls-verify: true}`,
+      'contexts:',
+      '- name: fake',
+      '  context: {cluster: fake, user: admin}',
+      'current-context: fake',
+      'users:',
+      '- name: admin',
+      `  user: {token: ${this.bearerToken}}`,
+      '',
+    ].join('\n');
+  }
+
+  /** Seeds NodeVersion constellation-version and the ConfigMap it references. */
+  seedComponents(reference: string, components: unknown): void {
+    this.nodeVersions.set('constellation-version', {
+      apiVersion: 'update.edgeless.systems/v1alpha1',
+      kind: 'NodeVersion',
+      metadata: { name: 'constellation-version' },
+      spec: { kubernetesComponentsReference: reference, kubernetesClusterVersion: 'v1.31.1' },
+    });
+    this.configMaps.set(reference, {
+      apiVersion: 'v1',
+      kind: 'ConfigMap',
+      metadata: { name: reference, namespace: 'kube-system' },
+      data: { components: typeof components === 'string' ? components : JSON.stringify(components) },
+    });
+  }
+
+  private status(res: ServerResponse, code: number, reason: string, message: string): true {
+    res.writeHead(code, { 'content-type': 'application/json' });
+    res.end(
+      JSON.stringify({
+        kind: 'Status',
+        apiVersion: 'v1',
+        metadata: {},
+        status: 'Failure',
+        message,
+        reason,
+        code,
+      }),
+    );
+    return true;
+  }
+
+  private ok(res: ServerResponse, code: number, obj: unknown): true {
+    res.writeHead(code, { 'content-type': 'application/json' });
+    res.end(JSON.stringify(obj));
+    return true;
+  }
+
+  private violation(res: ServerResponse, what: string): true {
+    this.violations.push(what);
+    return this.status(res, 400, 'BadRequest', `fake Kubernetes API refused the request: ${what}`);
+  }
+
+  private handle(req: IncomingMessage, res: ServerResponse, text: string): boolean {
+    const url = new URL(req.url ?? '/', 'http://fake');
+    const method = req.method ?? '';
+    const contentType = req.headers['content-type'];
+    let body: unknown;
+    const seen: SeenRequest = {
+      method,
+      path: url.pathname,
+      query: Object.fromEntries(url.searchParams),
+      contentType,
+      body,
+    };
+    this.requests.push(seen);
+    if (req.headers.authorization !== `Bearer ${this.bearerToken}`) {
+      this.violations.push(`${method} ${url.pathname}: missing or wrong bearer token`);
+      return this.status(res, 401, 'Unauthorized', 'Unauthorized');
+    }
+    if (this.hangNext > 0) {
+      this.hangNext--;
+      return false;
+    }
+    const i = this.failNext.findIndex((f) => f.method === undefined || f.method === method);
+    if (i >= 0) {
+      const [failure] = this.failNext.splice(i, 1);
+      const code = failure?.status ?? 500;
+      return this.status(res, code, 'InternalError', `simulated HTTP ${code}`);
+    }
+    if (text !== '') {
+      try {
+        body = contentType === 'application/apply-patch+yaml' ? parseYaml(text) : JSON.parse(text);
+        seen.body = body;
+      } catch {
+        return this.violation(res, `${method} ${url.pathname}: body is not ${contentType}`);
+      }
+    }
+    const p = url.pathname;
+    const configMap = /^\/api\/v1\/namespaces\/kube-system\/configmaps\/([^/]+)$/.exec(p)?.[1];
+    const nodeVersion = new RegExp(`^${CR_PREFIX}/nodeversions/([^/]+)$`).exec(p)?.[1];
+    const joiningNode = new RegExp(`^${CR_PREFIX}/joiningnodes/([^/]+)$`).exec(p)?.[1];
+    if (method === 'POST' && p === '/api/v1/namespaces/kube-system/secrets')
+      return this.createSecret(res, contentType, body as Obj);
+    if (method === 'GET' && configMap) return this.get(res, this.configMaps, configMap, 'configmaps');
+    if (method === 'GET' && nodeVersion)
+      return this.get(res, this.nodeVersions, nodeVersion, 'nodeversions.update.edgeless.systems');
+    if (method === 'POST' && p === `${CR_PREFIX}/joiningnodes`)
+      return this.createJoiningNode(res, contentType, body as Obj);
+    const diskBinding = new RegExp(`^${DISK_PREFIX}/([^/]+)$`).exec(p)?.[1];
+    if (method === 'POST' && p === DISK_PREFIX) return this.createDiskBinding(res, contentType, body as Obj);
+    if (method === 'GET' && diskBinding)
+      return this.get(res, this.diskBindings, diskBinding, 'diskbindings.confboot.dev');
+    if (method === 'PATCH' && joiningNode)
+      return this.applyJoiningNode(res, joiningNode, contentType, url.searchParams, body as Obj);
+    return this.violation(res, `unexpected request ${method} ${p}`);
+  }
+
+  private get(res: ServerResponse, store: Map<string, Obj>, name: string, kind: string): boolean {
+    const obj = store.get(name);
+    if (!obj) return this.status(res, 404, 'NotFound', `${kind} "${name}" not found`);
+    return this.ok(res, 200, obj);
+  }
+
+  private createSecret(res: ServerResponse, contentType: string | undefined, s: Obj): boolean {
+    if (s?.type === 'Opaque') return this.createOpaqueSecret(res, contentType, s);
+    const problems: string[] = [];
+    if (contentType !== 'application/json') problems.push(`content type ${contentType}`);
+    if (s?.apiVersion !== 'v1' || s?.kind !== 'Secret') problems.push('not a v1 Secret');
+    if (s?.type !== 'bootstrap.kubernetes.io/token') problems.push(`type ${s?.type}`);
+    const name = s?.metadata?.name;
+    if (s?.metadata?.namespace !== undefined && s.metadata.namespace !== 'kube-system')
+      problems.push('namespace');
+    const data: Record<string, string> = {};
+    for (const [k, v] of Object.entries((s?.data ?? {}) as Record<string, string>))
+      data[k] = Buffer.from(v, 'base64').toString('utf8');
+    for (const [k, v] of Object.entries((s?.stringData ?? {}) as Record<string, string>)) data[k] = v;
+    if (JSON.stringify(Object.keys(data).sort()) !== JSON.stringify(SECRET_KEYS))
+      problems.push(`keys ${Object.keys(data).sort()}`);
+    if (!TOKEN_ID.test(data['token-id'] ?? '')) problems.push('token-id format');
+    if (!TOKEN_SECRET.test(data['token-secret'] ?? '')) problems.push('token-secret format');
+    if (name !== `bootstrap-token-${data['token-id']}`) problems.push(`name ${name} does not match token-id`);
+    if (!RFC3339.test(data.expiration ?? '') || Number.isNaN(Date.parse(data.expiration ?? '')))
+      problems.push('expiration not RFC 3339');
+    if (data['usage-bootstrap-authentication'] !== 'true' || data['usage-bootstrap-signing'] !== 'true')
+      problems.push('usages');
+    const groups = (data['auth-extra-groups'] ?? '').split(',');
+    if (groups.some((g) => !/^system:bootstrappers:[a-z0-9:-]{0,255}[a-z0-9]$/.test(g)))
+      problems.push('auth-extra-groups');
+    if (problems.length > 0) return this.violation(res, `bootstrap token Secret: ${problems.join(', ')}`);
+    if (this.secretClashes > 0) {
+      this.secretClashes--;
+      return this.status(res, 409, 'AlreadyExists', `secrets "${name}" already exists`);
+    }
+    if (this.secrets.has(name))
+      return this.status(res, 409, 'AlreadyExists', `secrets "${name}" already exists`);
+    const stored = {
+      ...s,
+      metadata: { ...s.metadata, namespace: 'kube-system', uid: `uid-${this.secrets.size}` },
+      data: s.data,
+    };
+    this.secrets.set(name, stored);
+    return this.ok(res, 201, stored);
+  }
+
+  /** Only the master secret Secret (keys `mastersecret` and `salt`, base64 `data`). */
+  private createOpaqueSecret(res: ServerResponse, contentType: string | undefined, s: Obj): boolean {
+    const problems: string[] = [];
+    if (contentType !== 'application/json') problems.push(`content type ${contentType}`);
+    if (s?.apiVersion !== 'v1' || s?.kind !== 'Secret') problems.push('not a v1 Secret');
+    const name = s?.metadata?.name;
+    if (name !== MASTER_SECRET_NAME) problems.push(`name ${name}`);
+    if (s?.metadata?.namespace !== 'kube-system') problems.push('namespace');
+    const keys = Object.keys(s?.data ?? {}).sort();
+    if (keys.join(',') !== 'mastersecret,salt') problems.push(`keys ${keys}`);
+    if (problems.length > 0) return this.violation(res, `Opaque Secret: ${problems.join(', ')}`);
+    if (this.secrets.has(name))
+      return this.status(res, 409, 'AlreadyExists', `secrets "${name}" already exists`);
+    const stored = { ...s, metadata: { ...s.metadata, uid: `uid-${this.secrets.size}` } };
+    this.secrets.set(name, stored);
+    return this.ok(res, 201, { ...stored, data: {} });
+  }
+
+  private checkJoiningNode(j: Obj, name: string | undefined): string[] {
+    const problems: string[] = [];
+    if (j?.apiVersion !== 'update.edgeless.systems/v1alpha1' || j?.kind !== 'JoiningNode')
+      problems.push('not a v1alpha1 JoiningNode');
+    if (typeof j?.metadata?.name !== 'string' || (name !== undefined && j.metadata.name !== name))
+      problems.push('metadata.name');
+    const spec = j?.spec ?? {};
+    const keys = Object.keys(spec).sort().join(',');
+    if (keys !== 'componentsreference,deadline,iscontrolplane,name') problems.push(`spec keys ${keys}`);
+    if (typeof spec.name !== 'string' || spec.name === '') problems.push('spec.name');
+    if (typeof spec.componentsreference !== 'string' || spec.componentsreference === '')
+      problems.push('spec.componentsreference');
+    if (typeof spec.iscontrolplane !== 'boolean') problems.push('spec.iscontrolplane');
+    if (!RFC3339.test(spec.deadline ?? '')) problems.push('spec.deadline not RFC 3339');
+    return problems;
+  }
+
+  private createJoiningNode(res: ServerResponse, contentType: string | undefined, j: Obj): boolean {
+    const problems = this.checkJoiningNode(j, undefined);
+    if (contentType !== 'application/json') problems.push(`content type ${contentType}`);
+    if (problems.length > 0) return this.violation(res, `JoiningNode create: ${problems.join(', ')}`);
+    const name = j.metadata.name as string;
+    if (this.joiningNodes.has(name))
+      return this.status(
+        res,
+        409,
+        'AlreadyExists',
+        `joiningnodes.update.edgeless.systems "${name}" already exists`,
+      );
+    this.joiningNodes.set(name, j);
+    return this.ok(res, 201, j);
+  }
+
+  private createDiskBinding(res: ServerResponse, contentType: string | undefined, d: Obj): boolean {
+    const problems: string[] = [];
+    if (contentType !== 'application/json') problems.push(`content type ${contentType}`);
+    if (d?.apiVersion !== 'confboot.dev/v1alpha1' || d?.kind !== 'DiskBinding')
+      problems.push('not a confboot.dev/v1alpha1 DiskBinding');
+    const spec = d?.spec ?? {};
+    const keys = Object.keys(spec).sort().join(',');
+    if (keys !== 'diskUUID,nodeName,owner') problems.push(`spec keys ${keys}`);
+    if (!/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/.test(spec.diskUUID ?? ''))
+      problems.push('spec.diskUUID is not a lower-case UUID');
+    if (d?.metadata?.name !== `disk-${spec.diskUUID}`) problems.push('metadata.name is not disk-<diskUUID>');
+    for (const k of ['nodeName', 'owner'])
+      if (typeof spec[k] !== 'string' || spec[k] === '') problems.push(`spec.${k}`);
+    if (problems.length > 0) return this.violation(res, `DiskBinding create: ${problems.join(', ')}`);
+    const name = d.metadata.name as string;
+    if (this.diskBindings.has(name))
+      return this.status(res, 409, 'AlreadyExists', `diskbindings.confboot.dev "${name}" already exists`);
+    this.diskBindings.set(name, d);
+    return this.ok(res, 201, d);
+  }
+
+  private applyJoiningNode(
+    res: ServerResponse,
+    name: string,
+    contentType: string | undefined,
+    q: URLSearchParams,
+    j: Obj,
+  ): boolean {
+    const problems = this.checkJoiningNode(j, name);
+    if (contentType !== 'application/apply-patch+yaml')
+      problems.push(`content type ${contentType}, want application/apply-patch+yaml`);
+    if (!q.get('fieldManager')) problems.push('server-side apply without fieldManager');
+    if (problems.length > 0) return this.violation(res, `JoiningNode apply: ${problems.join(', ')}`);
+    const existed = this.joiningNodes.has(name);
+    this.joiningNodes.set(name, {
+      ...j,
+      metadata: { ...j.metadata, managedFields: [{ manager: q.get('fieldManager'), operation: 'Apply' }] },
+    });
+    return this.ok(res, existed ? 200 : 201, this.joiningNodes.get(name));
+  }
+}

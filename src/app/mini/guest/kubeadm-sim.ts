@@ -1,0 +1,98 @@
+/**
+ * A SIMULATED `kubeadm` for mini's VMs (no kubeadm binary and no Kubernetes exist in the node
+ * image). The production bootstrapper runs it like the real one (`kubeadm init|join --config F`,
+ * `--kubeadm /usr/bin/kubeadm`). It prints "SIMULATED" on every run and:
+ * - `init`: reads the InitConfiguration/ClusterConfiguration the bootstrapper rendered and
+ *   generates the cluster CA and the other control-plane key material for real
+ *   (SimulatedClusterInitializer), writing /etc/kubernetes/pki and /etc/kubernetes/admin.conf, so
+ *   the join service signs kubelet certificates with a real CA;
+ * - `join`: checks what the JoinConfiguration carries — a bootstrap token of kubeadm's format, a
+ *   `sha256:` discovery hash, the API server endpoint, and a kubelet certificate that matches its
+ *   key and names this node — and starts nothing.
+ * Importing this module runs it: it is an entry point only.
+ */
+import { createPublicKey, X509Certificate } from 'node:crypto';
+import { readFile } from 'node:fs/promises';
+import { parseAllDocuments } from 'yaml';
+import { silentLogger } from '../../../adapters/log/pino-logger.js';
+import {
+  SimulatedClusterInitializer,
+  SimulatedControlPlane,
+} from '../../../adapters/simulated/simulated-kubernetes.js';
+import { SystemClock } from '../../../adapters/system/system-clock.js';
+import { ADMIN_CONF_PATH, PKI_DIR } from '../../defaults.js';
+
+// biome-ignore lint/suspicious/noExplicitAny: kubeadm configuration documents of arbitrary shape
+type Doc = Record<string, any>;
+
+async function documents(argv: string[]): Promise<Doc[]> {
+  const i = argv.indexOf('--config');
+  const file = i >= 0 ? argv[i + 1] : undefined;
+  if (file === undefined) throw new Error('kubeadm (simulated): --config F is required');
+  return parseAllDocuments(await readFile(file, 'utf8')).map((d) => d.toJS() as Doc);
+}
+
+async function init(docs: Doc[]): Promise<void> {
+  const initCfg = docs.find((d) => d.kind === 'InitConfiguration') ?? {};
+  const clusterCfg = docs.find((d) => d.kind === 'ClusterConfiguration') ?? {};
+  const nodeName = String(initCfg.nodeRegistration?.name ?? '');
+  if (nodeName === '') throw new Error('kubeadm init (simulated): nodeRegistration.name is missing');
+  const initializer = new SimulatedClusterInitializer(new SimulatedControlPlane(new SystemClock()), {
+    pkiDir: PKI_DIR,
+    adminConfPath: ADMIN_CONF_PATH,
+    logger: silentLogger,
+  });
+  await initializer.initCluster({
+    kubernetesVersion: String(clusterCfg.kubernetesVersion ?? ''),
+    clusterName: String(clusterCfg.clusterName ?? 'kubernetes'),
+    conformanceMode: false,
+    components: [],
+    apiserverCertSans: [],
+    serviceCidr: String(clusterCfg.networking?.serviceSubnet ?? ''),
+    nodeName,
+    nodeIp: String(initCfg.localAPIEndpoint?.advertiseAddress ?? ''),
+  });
+  process.stdout.write(
+    `kubeadm init (SIMULATED): wrote ${PKI_DIR} (real cluster CA) and ${ADMIN_CONF_PATH} for ${nodeName}; no Kubernetes is started\n`,
+  );
+}
+
+async function join(docs: Doc[]): Promise<void> {
+  const cfg = docs.find((d) => d.kind === 'JoinConfiguration');
+  if (cfg === undefined) throw new Error('kubeadm join (simulated): no JoinConfiguration');
+  const bt = cfg.discovery?.bootstrapToken ?? {};
+  const problems: string[] = [];
+  if (!/^[a-z0-9]{6}\.[a-z0-9]{16}$/.test(String(bt.token ?? ''))) problems.push('bootstrap token format');
+  if (!/^sha256:[0-9a-f]{64}$/.test(String(bt.caCertHashes?.[0] ?? '')))
+    problems.push('discovery CA hash format');
+  if (!/:\d+$/.test(String(bt.apiServerEndpoint ?? ''))) problems.push('API server endpoint');
+  const nodeName = String(cfg.nodeRegistration?.name ?? '');
+  const args: Array<{ name: string; value: string }> = cfg.nodeRegistration?.kubeletExtraArgs ?? [];
+  const arg = (n: string) => args.find((a) => a.name === n)?.value;
+  const certPath = arg('tls-cert-file');
+  const keyPath = arg('tls-private-key-file');
+  if (certPath === undefined || keyPath === undefined) problems.push('kubelet certificate paths');
+  else {
+    const cert = new X509Certificate(await readFile(certPath));
+    if (!cert.publicKey.equals(createPublicKey(await readFile(keyPath))))
+      problems.push('kubelet key does not match its certificate');
+    if (!cert.subject.includes(`CN=system:node:${nodeName}`))
+      problems.push('kubelet certificate names another node');
+  }
+  if (problems.length > 0) throw new Error(`kubeadm join (simulated): ${problems.join(', ')}`);
+  process.stdout.write(
+    `kubeadm join (SIMULATED): configuration for ${nodeName} checks out (token, CA hash ${String(bt.caCertHashes[0]).slice(0, 19)}…, kubelet certificate); no kubelet is started\n`,
+  );
+}
+
+async function main(argv: string[]): Promise<void> {
+  const [sub, ...rest] = argv;
+  if (sub === 'init') return init(await documents(rest));
+  if (sub === 'join') return join(await documents(rest));
+  throw new Error(`kubeadm (simulated): unsupported subcommand ${JSON.stringify(sub)}`);
+}
+
+main(process.argv.slice(2)).catch((err: unknown) => {
+  process.stderr.write(`${err instanceof Error ? err.message : String(err)}\n`);
+  process.exitCode = 1;
+});
