@@ -11,7 +11,6 @@ import { KdsCertFetcher } from '../../adapters/attestation/snp/kds-fetcher.js';
 import { type TdxCollateralSource, tdxCollateralGetter } from '../../adapters/attestation/snp-tdx-config.js';
 import type { TdxValidatorConfig } from '../../adapters/attestation/tdx/validators.js';
 import type { QemuAkRegistry } from '../../adapters/attestation/variants/qemu-vtpm.js';
-import { FileQemuAkRegistry } from '../../adapters/cloud/qemu/ak-registry.js';
 import type { AmiTpmSupport } from '../../ports/ami-tpm-support.js';
 import type { Clock } from '../../ports/clock.js';
 import { ConfbootError, wrapError } from '../../ports/errors.js';
@@ -134,9 +133,12 @@ export async function azureAkRootLookups(settings: VariantLookupSettings): Promi
 }
 
 /** qemu-vtpm: the registered attestation keys from `--qemu-ak-registry` (absent: none required). */
-export function qemuAkLookups(settings: VariantLookupSettings): VariantLookups {
+export async function qemuAkLookups(settings: VariantLookupSettings): Promise<VariantLookups> {
   const path = settings.qemuAkRegistryPath;
-  return path === undefined ? {} : { qemuAkTrust: new FileQemuAkRegistry(path) };
+  if (path === undefined) return {};
+  // Loaded only when asked for, so no other cloud's node or join service loads the qemu adapters.
+  const { FileQemuAkRegistry } = await import('../../adapters/cloud/qemu/ak-registry.js');
+  return { qemuAkTrust: new FileQemuAkRegistry(path) };
 }
 
 /** A lookup a variant's validator needs but `deps` lacks: `failed-precondition` naming it. */

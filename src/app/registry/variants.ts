@@ -388,7 +388,7 @@ export const VARIANTS: Record<string, VariantEntry> = {
     clouds: ['qemu'],
     checks: (deps) => (deps.qemuAkTrust ? qemuVtpmChecksWith({ akTrust: deps.qemuAkTrust }) : qemuVtpmChecks),
     eventLog: false,
-    lookups: async (settings) => qemuAkLookups(settings),
+    lookups: qemuAkLookups,
   }),
   'qemu-tdx': tdxVariant(
     'qemu-tdx',

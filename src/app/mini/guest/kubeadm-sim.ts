@@ -11,10 +11,10 @@
  *   key and names this node — and starts nothing.
  * Importing this module runs it: it is an entry point only.
  */
-import { createPublicKey, X509Certificate } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import { parseAllDocuments } from 'yaml';
 import { silentLogger } from '../../../adapters/log/pino-logger.js';
+import { kubeletCertificateProblems } from '../../../adapters/simulated/kubelet-certificate-check.js';
 import {
   SimulatedClusterInitializer,
   SimulatedControlPlane,
@@ -72,13 +72,8 @@ async function join(docs: Doc[]): Promise<void> {
   const certPath = arg('tls-cert-file');
   const keyPath = arg('tls-private-key-file');
   if (certPath === undefined || keyPath === undefined) problems.push('kubelet certificate paths');
-  else {
-    const cert = new X509Certificate(await readFile(certPath));
-    if (!cert.publicKey.equals(createPublicKey(await readFile(keyPath))))
-      problems.push('kubelet key does not match its certificate');
-    if (!cert.subject.includes(`CN=system:node:${nodeName}`))
-      problems.push('kubelet certificate names another node');
-  }
+  else
+    problems.push(...kubeletCertificateProblems(await readFile(certPath), await readFile(keyPath), nodeName));
   if (problems.length > 0) throw new Error(`kubeadm join (simulated): ${problems.join(', ')}`);
   process.stdout.write(
     `kubeadm join (SIMULATED): configuration for ${nodeName} checks out (token, CA hash ${String(bt.caCertHashes[0]).slice(0, 19)}…, kubelet certificate); no kubelet is started\n`,
