@@ -58,6 +58,11 @@ describe.skipIf(missing.length > 0)(
           expect(n.disk?.mapping, summary).toBe('/dev/mapper/state');
           expect(n.disk?.cipher, summary).toBe('aes-xts-plain64');
           expect(n.metadataSelf, summary).toMatchObject({ Name: n.name, VPCIP: n.ip });
+          // Every VM quoted through the kernel's resource manager, and the firmware event log in its
+          // document replays to the quoted PCRs and is the log /init reported at boot.
+          expect(n.tcti, summary).toBe('device:/dev/tpmrm0');
+          expect(n.eventLogReplays, summary).toBe(true);
+          expect(n.eventLogMatchesBootReport, summary).toBe(true);
         }
         const good = result.nodes.filter((n) => n.boot === 'good');
         const bad = result.nodes.filter((n) => n.boot === 'tampered');
@@ -102,7 +107,7 @@ describe.skipIf(missing.length > 0)(
         expect(result.ok, summary).toBe(true);
         // Progress per VM went through the stages in order.
         const cp = lines.filter((l) => l.startsWith('control-plane-0')).map((l) => l.split(/\s+/)[1]);
-        expect(cp.slice(0, 4)).toEqual(['booting', 'measured', 'bootstrapping', 'initialized']);
+        expect(cp.slice(0, 5)).toEqual(['booting', 'measured', 'attesting', 'bootstrapping', 'initialized']);
         // Nothing left: no namespace of this run, no qemu/swtpm/dnsmasq child of this process.
         expect((await listMiniNamespaces()).map((n) => n.name)).not.toContain(result.netns);
         const children = spawnSync('pgrep', ['-P', String(process.pid)])

@@ -28,7 +28,12 @@ import { mkdir, mkdtemp, readdir, readFile, rm, truncate, writeFile } from 'node
 import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
-import { parseEventLog, type TcgEventLog } from '../../adapters/attestation/eventlog/tcg-log.js';
+import {
+  parseEventLog,
+  replayEventLog,
+  type TcgEventLog,
+} from '../../adapters/attestation/eventlog/tcg-log.js';
+import { decodeVtpmDocument } from '../../adapters/attestation/shared/vtpm-document.js';
 import { hashInitSecret } from '../../adapters/crypto/bcrypt-secret-hash.js';
 import { HkdfKms } from '../../adapters/kms/hkdf-kms.js';
 import { expectedPcr15 } from '../../adapters/tpm/pcr15-marker.js';
@@ -96,6 +101,7 @@ export interface PcrMismatch {
 export type MiniStage =
   | 'booting'
   | 'measured'
+  | 'attesting'
   | 'bootstrapping'
   | 'initialized'
   | 'joined'
@@ -120,6 +126,12 @@ export interface MiniNodeResult {
   bootstrapper?: string;
   /** What the metadata server told the VM about itself. */
   metadataSelf?: unknown;
+  /** TCTI of the quote the VM made for the host before its bootstrapper started. */
+  tcti?: string;
+  /** That quote's event log (the firmware's) replays to its quoted SHA-256 PCRs. */
+  eventLogReplays?: boolean;
+  /** That event log equals the one /init sent before any node software ran. */
+  eventLogMatchesBootReport?: boolean;
   /** The disk-mapper's result (LUKS2 formatted and mapped with dm-crypt in the VM). */
   disk?: { uuid: string; cipher: string; mapping: string; formatted: boolean };
   /** The state disk as the VM saw it after the bootstrapper. */
@@ -182,6 +194,28 @@ async function kvmWorks(image: NodeImage, dir: string, signal?: AbortSignal): Pr
   } finally {
     await vm.stop();
   }
+}
+
+/**
+ * Records what the VM's own evidence shows: the TCTI its quote went through, whether the firmware
+ * event log in the document replays to the quoted SHA-256 PCRs, and whether it is the log /init
+ * reported before any node software ran.
+ */
+function checkEvidence(
+  result: MiniNodeResult,
+  document: Uint8Array,
+  tcti: string,
+  measured: Record<string, unknown>,
+): void {
+  const doc = decodeVtpmDocument(document);
+  result.tcti = tcti;
+  result.eventLogMatchesBootReport = Buffer.from(doc.attestation.eventLog).equals(
+    Buffer.from(String(measured.eventLog), 'base64'),
+  );
+  const quoted = doc.attestation.quotes.find((q) => q.pcrHashAlg === 11)?.pcrs ?? new Map();
+  const replayed = replayEventLog(parseEventLog(doc.attestation.eventLog)).get(11) ?? new Map();
+  result.eventLogReplays =
+    replayed.size > 0 && [...replayed].every(([p, v]) => quoted.has(p) && hex(quoted.get(p)) === hex(v));
 }
 
 function decodeLog(b64: unknown): TcgEventLog {
@@ -454,6 +488,7 @@ export async function miniUp(options: MiniUpOptions): Promise<MiniResult> {
           {
             step: 'bootstrap',
             role: n.role,
+            evidenceNonce: randomBytes(32).toString('hex'),
             metadataUrl,
             stateDisk: '/dev/vda',
             ...(n.role === 'control-plane' ? { attestationConfig, akRegistry } : {}),
@@ -479,6 +514,15 @@ export async function miniUp(options: MiniUpOptions): Promise<MiniResult> {
       const measured = await waitReport(vm, (r) => r.type === 'measured');
       if (measured.type === 'error') throw new Error(`in the VM: ${String(measured.message)}`);
       say(n.name, 'measured', `(event log ${decodeLog(measured.eventLog).events.length} events)`);
+      const evidence = await waitReport(vm, (r) => r.type === 'attestation');
+      if (evidence.type === 'error') throw new Error(`in the VM: ${String(evidence.message)}`);
+      const res0 = results.get(n.name) as MiniNodeResult;
+      checkEvidence(res0, Buffer.from(String(evidence.document), 'base64'), String(evidence.tcti), measured);
+      say(
+        n.name,
+        'attesting',
+        `(quote through ${res0.tcti}; event log ${res0.eventLogReplays ? 'replays to' : 'does NOT replay to'} the quoted PCRs)`,
+      );
       await waitReport(vm, (r) => r.type === 'started-program' && r.source === 'bootstrapper');
       const error = vmError(vm);
       if (error) throw new Error(`in the VM: ${String(error.message)}`);

@@ -176,6 +176,7 @@ async function runServices(config: BootstrapConfig, api: FakeKubeApi, ip: string
 }
 
 async function bootstrap(config: BootstrapConfig): Promise<void> {
+  if (config.evidenceNonce !== undefined) await attest({ step: 'attest', nonce: config.evidenceNonce });
   const ip = readFileSync('/run/ip', 'utf8').trim();
   let api: FakeKubeApi | undefined;
   if (config.role === 'control-plane') {

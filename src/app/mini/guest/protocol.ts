@@ -51,6 +51,12 @@ export interface BootstrapConfig extends CommonConfig {
   attestationConfig?: unknown;
   /** Control plane: the join service's `--qemu-ak-registry` content (hostname → identity). */
   akRegistry?: Record<string, { attestationKeyPublic: string }>;
+  /**
+   * Hex nonce: before the bootstrapper starts, the agent reports one qemu-vtpm document bound to it,
+   * quoted through device:/dev/tpmrm0 and carrying the firmware event log, so the host can replay
+   * that log against the quoted PCRs (the production qemu-vtpm issuer carries no event log).
+   */
+  evidenceNonce?: string;
   /** Seconds between PCR 15 reports while the bootstrapper runs (default 10). */
   pcr15EverySeconds?: number;
 }
