@@ -12,23 +12,17 @@
 import { createPublicKey, type KeyObject } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import { parseCertificates } from '../../adapters/attestation/shared/x509-chain.js';
-import { awsNitroTpmChecks } from '../../adapters/attestation/variants/aws-nitro-tpm.js';
 import { Ec2AmiTpmSupport } from '../../adapters/attestation/variants/ec2-ami-tpm-support.js';
-import {
-  createValidator,
-  isVtpmVariant,
-  VTPM_VARIANTS,
-  type VtpmVariant,
-} from '../../adapters/attestation/variants/factory.js';
 import { ComputeShieldedIdentity } from '../../adapters/attestation/variants/gce-shielded-identity.js';
-import { gceSevCvmCheck } from '../../adapters/attestation/variants/gcp-sev-es.js';
 import { verifyRawAttestation } from '../../adapters/attestation/vtpm/raw-attestation.js';
-import { VtpmValidator, type VtpmVariantChecks } from '../../adapters/attestation/vtpm/validator.js';
-import { sameKey } from '../../adapters/attestation/vtpm/verify-attestation.js';
+import { SystemClock } from '../../adapters/system/system-clock.js';
 import { formatMismatch, MeasurementsPolicy, parseAttestationConfig } from '../../domain/measurements.js';
+import type { Clock } from '../../ports/clock.js';
 import { isAttestationError, messageOf } from '../../ports/errors.js';
 import type { MeasurementPolicy } from '../../ports/measurement-policy.js';
 import type { AttestationCheck, MeasurementMismatch } from '../../ports/types.js';
+import type { Validator } from '../../ports/validator.js';
+import { variantEntry, variantsOfKind } from '../registry/index.js';
 import { type CommandSpec, parseCommand, runCommand, UsageError } from './args.js';
 
 /** Flags of `confboot attestation verify`. */
@@ -43,7 +37,10 @@ export const attestationVerifyCommand: CommandSpec = {
       type: 'string',
       valueName: 'V',
       default: 'qemu-vtpm',
-      description: `variant of a json document: ${VTPM_VARIANTS.join(', ')}`,
+      // Read when --help is printed, so every vTPM variant of the registry is listed.
+      get description() {
+        return `variant of a json document: ${variantsOfKind('vtpm').join(', ')}`;
+      },
     },
     nonce: {
       type: 'string',
@@ -173,40 +170,35 @@ function noteNoConfig(checks: AttestationCheck[], policyGiven: boolean): Attesta
   );
 }
 
-/** Builds the json-format validator for `variant`, honouring --trusted-ak and --ak-roots. */
+/**
+ * Builds the json-format validator of vTPM variant `variant` through its registry entry, honouring
+ * --trusted-ak and --ak-roots. The cloud lookups (GCE, EC2) load their SDKs on first use only.
+ */
 function jsonValidator(
-  variant: VtpmVariant,
+  variant: string,
   policy: MeasurementPolicy,
   trustedAk: KeyObject | undefined,
   roots: Awaited<ReturnType<typeof parseCertificates>>,
   at: Date,
-) {
-  if (trustedAk) {
-    const cvm: Record<VtpmVariant, VtpmVariantChecks['validateCvm']> = {
-      'qemu-vtpm': async (_d, _s, rec) => rec.pass('cvm', 'qemu-vtpm has no CVM checks'),
-      'azure-trustedlaunch': async (_d, _s, rec) => rec.pass('cvm', 'azure-trustedlaunch has no CVM checks'),
-      'gcp-sev-es': gceSevCvmCheck,
-      'aws-nitro-tpm': awsNitroTpmChecks(new Ec2AmiTpmSupport()).validateCvm,
-    };
-    const checks: VtpmVariantChecks = {
-      async checkAk(_doc, ak, _extraData, rec) {
-        if (!sameKey(ak, trustedAk))
-          throw rec.fail('ak-trust', 'untrusted attestation public key: it differs from --trusted-ak');
-        rec.pass('ak-trust', 'attestation key equals --trusted-ak');
-      },
-      validateCvm: cvm[variant],
-    };
-    return new VtpmValidator(variant, checks, policy);
-  }
-  if (variant === 'azure-trustedlaunch' && roots.length === 0)
-    throw new UsageError('azure-trustedlaunch needs --ak-roots (or --trusted-ak)');
-  return createValidator(variant, {
-    policy,
+): Validator {
+  const factory = variantEntry(variant).vtpm;
+  if (factory === undefined) throw new UsageError(`--variant ${variant} is not a vTPM variant`);
+  const system = new SystemClock();
+  const clock: Clock = { now: () => at, sleep: (ms, signal) => system.sleep(ms, signal) };
+  const deps = {
+    clock,
     amiTpmSupport: new Ec2AmiTpmSupport(),
     gceShieldedIdentity: new ComputeShieldedIdentity(),
-    azureAkRoots: roots.map((r) => r.toString('pem')),
-    clock: { now: () => at },
-  });
+    ...(roots.length > 0 ? { azureAkRoots: roots.map((r) => r.toString('pem')) } : {}),
+  };
+  try {
+    return factory.validator(policy, deps, trustedAk && { key: trustedAk, name: '--trusted-ak' });
+  } catch (err) {
+    if (isAttestationError(err)) throw err;
+    throw new UsageError(
+      `cannot build the ${variant} validator: ${messageOf(err)}${roots.length === 0 && !trustedAk ? ' (--ak-roots or --trusted-ak give AK trust)' : ''}`,
+    );
+  }
 }
 
 /** Verifies as the flags say; returns the report (never throws for a rejection). */
@@ -216,9 +208,10 @@ export async function verifyFromFlags(
   const format = String(values.format);
   if (format !== 'json' && format !== 'pb') throw new UsageError('--format must be json or pb');
   const variant = String(values.variant);
-  if (format === 'json' && !isVtpmVariant(variant))
+  const vtpmVariants = variantsOfKind('vtpm');
+  if (format === 'json' && !vtpmVariants.includes(variant as (typeof vtpmVariants)[number]))
     throw new UsageError(
-      `--variant must be one of ${VTPM_VARIANTS.join(', ')} (SEV-SNP and TDX have their own verbs)`,
+      `--variant must be one of ${vtpmVariants.join(', ')} (SEV-SNP and TDX have their own verbs)`,
     );
   const nonce = parseHex(String(values.nonce ?? ''), '--nonce');
   const at = parseAt(values.at as string | undefined);
@@ -247,7 +240,7 @@ export async function verifyFromFlags(
         mismatches: mismatchRows(res.warnings),
       };
     }
-    const validator = jsonValidator(variant as VtpmVariant, policy ?? NO_MEASUREMENTS, trustedAk, roots, at);
+    const validator = jsonValidator(variant, policy ?? NO_MEASUREMENTS, trustedAk, roots, at);
     const res = await validator.validate(document, nonce);
     return {
       verdict: 'accepted',

@@ -22,6 +22,7 @@ export {
   type IssuerContext,
   VARIANTS,
   type VariantEntry,
+  type VtpmValidatorFactory,
   type VtpmVariantSpec,
   vtpmVariant,
 } from './variants.js';

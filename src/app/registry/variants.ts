@@ -9,7 +9,7 @@
  * Issuers import their adapters lazily (a node loads only its own variant's issuer); validators are
  * built synchronously, as a reloaded attestation config must yield a validator at once.
  */
-import { createPublicKey } from 'node:crypto';
+import { createPublicKey, type KeyObject } from 'node:crypto';
 import { ConfiguredSigningKeyCache } from '../../adapters/attestation/snp/configured-signing-key-cache.js';
 import {
   SnpValidator,
@@ -19,15 +19,23 @@ import {
 import { parseSnpConfig, parseTdxConfig } from '../../adapters/attestation/snp-tdx-config.js';
 import { AzureTdxValidator, QemuTdxValidator } from '../../adapters/attestation/tdx/validators.js';
 import { awsNitroTpmChecks } from '../../adapters/attestation/variants/aws-nitro-tpm.js';
-import { azureTrustedLaunchChecks } from '../../adapters/attestation/variants/azure-trustedlaunch.js';
-import { gcpSevEsChecks } from '../../adapters/attestation/variants/gcp-sev-es.js';
+import {
+  azureTrustedLaunchChecks,
+  azureTrustedLaunchCvmCheck,
+} from '../../adapters/attestation/variants/azure-trustedlaunch.js';
+import { gceSevCvmCheck, gcpSevEsChecks } from '../../adapters/attestation/variants/gcp-sev-es.js';
 import { qemuVtpmChecks, qemuVtpmChecksWith } from '../../adapters/attestation/variants/qemu-vtpm.js';
 import { createVtpmQuoteVerifier } from '../../adapters/attestation/vtpm/cvm-quote.js';
 import { type InstanceInfoProvider, LINUX_EVENT_LOG_PATH } from '../../adapters/attestation/vtpm/issuer.js';
-import { VtpmValidator, type VtpmVariantChecks } from '../../adapters/attestation/vtpm/validator.js';
+import {
+  pinnedAkChecks,
+  VtpmValidator,
+  type VtpmVariantChecks,
+} from '../../adapters/attestation/vtpm/validator.js';
 import { MeasurementsPolicy, type ParsedAttestationConfig } from '../../domain/measurements.js';
 import type { Clock } from '../../ports/clock.js';
 import type { Issuer } from '../../ports/issuer.js';
+import type { MeasurementPolicy } from '../../ports/measurement-policy.js';
 import type { Tpm } from '../../ports/tpm.js';
 import type { CallOptions } from '../../ports/types.js';
 import type { Validator } from '../../ports/validator.js';
@@ -94,6 +102,23 @@ export interface VariantEntry<C = unknown> {
   lookups(settings: VariantLookupSettings, clock: Clock): Promise<VariantLookups>;
   /** What its manifests add; default nothing (measurements only). */
   readonly deploy?: VariantDeploy;
+  /** vTPM variants only: validators an offline verifier builds (`confboot attestation verify`). */
+  readonly vtpm?: VtpmValidatorFactory;
+}
+
+/** How an offline verifier builds a vTPM variant's validator, with or without an attestation config. */
+export interface VtpmValidatorFactory {
+  /**
+   * Builds the validator with `policy` as the expected measurements. With `trustedAk` the AK must
+   * equal that key (named `trustedAkName` in the checks) instead of passing the variant's AK trust;
+   * the variant's CVM checks still run.
+   * @throws ConfbootError `failed-precondition` (or Error) when a lookup the variant needs is missing
+   */
+  validator(
+    policy: MeasurementPolicy,
+    deps: ValidatorDeps,
+    trustedAk?: { key: KeyObject; name: string },
+  ): Validator;
 }
 
 /** An Issuer or Validator under another variant name and OID (for variants the adapters do not name). */
@@ -112,6 +137,11 @@ export interface VtpmVariantSpec {
   clouds: readonly string[];
   /** The variant's AK trust and CVM checks from the lookups in `deps`. */
   checks(deps: ValidatorDeps): VtpmVariantChecks;
+  /**
+   * The CVM checks alone, for a verifier that trusts the AK by other means; default those of
+   * `checks(deps)` (give this when `checks` needs a lookup the CVM step does not).
+   */
+  cvm?(deps: ValidatorDeps): VtpmVariantChecks['validateCvm'];
   /** Reads the instance info the quote carries (none: the document has none). */
   instanceInfo?(node: IssuerContext): Promise<(options?: CallOptions) => Promise<Uint8Array>>;
   /** What its manifests add; default nothing. */
@@ -132,6 +162,19 @@ export function vtpmVariant(name: string, spec: VtpmVariantSpec): VariantEntry<P
   if (oid === undefined) throw new Error(`vTPM variant ${name}: no OID`);
   // A variant the adapters do not know quotes and verifies as qemu-vtpm does, under its own name.
   const adapterName = (known ? name : 'qemu-vtpm') as Exclude<Variant, 'dummy' | 'qemu-tdx'>;
+  const vtpm: VtpmValidatorFactory = {
+    validator: (policy, deps, trustedAk) => {
+      const checks = trustedAk
+        ? pinnedAkChecks(
+            trustedAk.key,
+            spec.cvm ? spec.cvm(deps) : spec.checks(deps).validateCvm,
+            trustedAk.name,
+          )
+        : spec.checks(deps);
+      const options = deps.logger ? { logger: deps.logger } : {};
+      return renamed(new VtpmValidator(adapterName, checks, policy, options), name, oid);
+    },
+  };
   return {
     oid,
     kind: 'vtpm',
@@ -149,19 +192,10 @@ export function vtpmVariant(name: string, spec: VtpmVariantSpec): VariantEntry<P
       return renamed(issuer, name, oid);
     },
     parseConfig: (config) => config,
-    validator: (config, deps) =>
-      renamed(
-        new VtpmValidator(
-          adapterName,
-          spec.checks(deps),
-          new MeasurementsPolicy(config.measurements),
-          deps.logger ? { logger: deps.logger } : {},
-        ),
-        name,
-        oid,
-      ),
+    validator: (config, deps) => vtpm.validator(new MeasurementsPolicy(config.measurements), deps),
     lookups: spec.lookups ?? (async () => ({})),
     ...(spec.deploy ? { deploy: spec.deploy } : {}),
+    vtpm,
   };
 }
 
@@ -292,6 +326,7 @@ export const VARIANTS: Record<string, VariantEntry> = {
       if (deps.gceShieldedIdentity === undefined) throw missingLookup('GCE shielded identity lookup');
       return gcpSevEsChecks(deps.gceShieldedIdentity);
     },
+    cvm: () => gceSevCvmCheck,
     instanceInfo: gceInstance,
     lookups: gceLookups,
   }),
@@ -315,6 +350,7 @@ export const VARIANTS: Record<string, VariantEntry> = {
   'azure-trustedlaunch': vtpmVariant('azure-trustedlaunch', {
     clouds: ['azure'],
     checks: (deps) => azureTrustedLaunchChecks({ akRoots: deps.azureAkRoots ?? [], clock: deps.clock }),
+    cvm: () => azureTrustedLaunchCvmCheck,
     instanceInfo: async (node) => {
       const { azureTrustedLaunchInfo } = await import(
         '../../adapters/attestation/azure/trusted-launch-info.js'

@@ -4,7 +4,8 @@
  * and a template vTPM variant are registered here through the registry's run-time hook — exactly
  * the line and the entry a contributor would add to src/app/registry/{clouds,variants}.ts — and
  * then every consumer is driven through its own public entry point: `join-service --help` and its
- * flag check, `bootstrapper --help` and `--check-wiring`, `confboot init --help`, the node config,
+ * flag check, `bootstrapper --help` and `--check-wiring`, `confboot init --help`, `confboot
+ * attestation verify --help` and its offline check, the node config,
  * the node container (the Issuer quotes on a REAL swtpm and the variant's validator accepts the
  * document), the join service's metadata (through the template's FAKE Example Cloud on loopback),
  * its validator builder and lookups, and the manifest generator. Nothing else is edited.
@@ -19,6 +20,7 @@ import { SystemClock } from '../../../src/adapters/system/system-clock.js';
 import { buildValidator } from '../../../src/app/attestation/validators.js';
 import { runBootstrapper } from '../../../src/app/bootstrapper/program.js';
 import { renderHelp } from '../../../src/app/cli/args.js';
+import { attestationVerifyCommand, verifyFromFlags } from '../../../src/app/cli/attestation-verify.js';
 import { initCommand } from '../../../src/app/cli/init.js';
 import { parseJoinServiceFlags } from '../../../src/app/cli/join-service.js';
 import { runManifests } from '../../../src/app/cli/manifests.js';
@@ -166,6 +168,7 @@ describe('a template cloud (one folder + one registry line) appears everywhere',
 
 describe('a template vTPM variant (one entry) appears everywhere', () => {
   const swtpm = useSwtpm();
+  const tmp = useTmpDirs('confboot-template-variant-');
 
   it('in join-service --help and its --attestation-variant check', () => {
     const { out, text } = capture();
@@ -180,6 +183,12 @@ describe('a template vTPM variant (one entry) appears everywhere', () => {
     await runBootstrapper(['--help'], 'qemu', { out });
     expect(helpLine(text(), 'attestation-variant')).toContain(VARIANT);
     expect(helpLine(renderHelp(initCommand), 'variant')).toContain(VARIANT);
+  });
+
+  it('in confboot attestation verify --help', () => {
+    expect(helpLine(renderHelp(attestationVerifyCommand), 'variant')).toContain(VARIANT);
+    // A cloud is not a variant: the template cloud does not appear there.
+    expect(helpLine(renderHelp(attestationVerifyCommand), 'variant')).not.toMatch(/\bexample\b(?!-)/);
   });
 
   it('a qemu node issues it on a REAL swtpm and its validator (join service builder) accepts the document', {
@@ -213,6 +222,26 @@ describe('a template vTPM variant (one entry) appears everywhere', () => {
     await expect(validator.validate(document, new Uint8Array(32).fill(1))).rejects.toThrow();
     // The app-level builder knows it too.
     expect(buildValidator(VARIANT, config, { clock }).oid).toBe(OID);
+
+    // And so does the offline verifier, `confboot attestation verify --variant example-vtpm`.
+    const dir = tmp();
+    await writeFile(join(dir, 'doc.json'), document);
+    await writeFile(join(dir, 'config.json'), config);
+    const flags = {
+      document: join(dir, 'doc.json'),
+      format: 'json',
+      variant: VARIANT,
+      nonce: Buffer.from(nonce).toString('hex'),
+      config: join(dir, 'config.json'),
+    };
+    const report = await verifyFromFlags(flags);
+    expect([report.verdict, report.variant, report.userData]).toEqual([
+      'accepted',
+      VARIANT,
+      Buffer.from(userData).toString('hex'),
+    ]);
+    const other = await verifyFromFlags({ ...flags, nonce: '01'.repeat(32) });
+    expect(other.verdict).toBe('rejected');
   });
 
   it('in the manifest generator', () => {

@@ -66,6 +66,11 @@ function checkRoots(data: Uint8Array | string, what: string): CheckedRoot[] {
   }
 }
 
+/** The CVM step of azure-trustedlaunch: there is none (the AK certificate is the whole trust). */
+export const azureTrustedLaunchCvmCheck: VtpmVariantChecks['validateCvm'] = async (_doc, _state, rec) => {
+  rec.pass('cvm', 'azure-trustedlaunch has no CVM checks');
+};
+
 /**
  * Variant checks of azure-trustedlaunch.
  * @throws AttestationError (`ak-certificate`) when a configured root cannot be parsed
@@ -110,8 +115,6 @@ export function azureTrustedLaunchChecks(config: AzureTrustedLaunchConfig): Vtpm
       }
       rec.pass('ak-trust', 'attestation key equals the AK certificate key');
     },
-    async validateCvm(_doc, _state, rec) {
-      rec.pass('cvm', 'azure-trustedlaunch has no CVM checks');
-    },
+    validateCvm: azureTrustedLaunchCvmCheck,
   };
 }

@@ -5,7 +5,7 @@
  * the measurements through the MeasurementPolicy port. Variants (src/adapters/attestation/variants)
  * supply only the two variant-specific steps. Immutable once built; safe for concurrent use.
  */
-import { createHash } from 'node:crypto';
+import { createHash, type KeyObject } from 'node:crypto';
 import { AttestationError, wrapError } from '../../../ports/errors.js';
 import type { Logger } from '../../../ports/logger.js';
 import type { MeasurementPolicy } from '../../../ports/measurement-policy.js';
@@ -17,6 +17,7 @@ import type { TpmtPublic } from '../shared/tpm2.js';
 import { decodeVtpmDocument, type VtpmDocument } from '../shared/vtpm-document.js';
 import {
   parseAttestationKey,
+  sameKey,
   type VerifiedAttestation,
   verifyAttestationQuotes,
 } from './verify-attestation.js';
@@ -44,6 +45,26 @@ export interface VtpmVariantChecks {
     rec: CheckRecorder,
     options?: CallOptions,
   ): Promise<void>;
+}
+
+/**
+ * AK trust by equality with one key the verifier was given (an offline check's pinned AK) in place of
+ * a variant's own AK trust; `validateCvm` is the variant's CVM step, which still runs. `keyName`
+ * names the key in the `ak-trust` check.
+ */
+export function pinnedAkChecks(
+  key: KeyObject,
+  validateCvm: VtpmVariantChecks['validateCvm'],
+  keyName: string,
+): VtpmVariantChecks {
+  return {
+    async checkAk(_doc, ak, _extraData, rec) {
+      if (!sameKey(ak, key))
+        throw rec.fail('ak-trust', `untrusted attestation public key: it differs from ${keyName}`);
+      rec.pass('ak-trust', `attestation key equals ${keyName}`);
+    },
+    validateCvm,
+  };
 }
 
 /** Renders one mismatch as "PCR4: expected <hex>, got <hex>". */
