@@ -1,7 +1,7 @@
 /**
- * Module-loading isolation, proven from the modules a real node process loads: each per-cloud
- * entrypoint (built JavaScript in dist/; for OpenStack, which is one line in the provider table and
- * has no entrypoint of its own, `confboot bootstrapper --csp openstack`) runs
+ * Module-loading isolation, proven from the modules a real node process loads: for every cloud of
+ * the cloud registry, its entrypoint (built JavaScript in dist/; for a cloud without one, such as
+ * OpenStack, which is one line in the registry, `confboot bootstrapper --csp <cloud>`) runs
  * `--check-wiring --preload-sdk` under a resolve hook
  * that records every resolved module URL (test/support/record-loads.mjs). `--preload-sdk` forces
  * the node's own cloud SDK to load, so "no other SDK" is checked against a process that really
@@ -11,24 +11,36 @@ import { execFile } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { cloudEntry, cloudNames } from '../../../src/app/registry/index.js';
 import { useTmpDirs } from '../../support/tmp.js';
 
 const ROOT = resolve(import.meta.dirname, '../../..');
 const DIST_ENTRYPOINTS = join(ROOT, 'dist/src/app/entrypoints');
 const DIST_CLI = join(ROOT, 'dist/src/app/cli/main.js');
+const DIST_MODULES = join(ROOT, 'dist/src/app/modules');
 const RECORDER = join(ROOT, 'test/support/record-loads.mjs');
 const tmp = useTmpDirs('confboot-isolation-');
 
-/** Package scopes of the cloud SDKs. */
-const SDK_SCOPES = { gcp: '@google-cloud', azure: '@azure', aws: '@aws-sdk' } as const;
-type Cloud = keyof typeof SDK_SCOPES | 'qemu' | 'openstack';
+/** Package scopes of the cloud SDKs (a cloud not named here loads none). */
+const SDK_SCOPES: Record<string, string> = { gcp: '@google-cloud', azure: '@azure', aws: '@aws-sdk' };
+
+/** Every cloud of the registry, with the SDK scopes its node loads. */
+const CLOUDS = cloudNames().map((cloud) => [cloud, SDK_SCOPES[cloud] ? [SDK_SCOPES[cloud]] : []] as const);
+
+/**
+ * The module file a node of `cloud` imports: its own (src/app/modules/<cloud>.ts) if it has one,
+ * else the shared one of metadata-only providers.
+ */
+function moduleFileOf(cloud: string): string {
+  return existsSync(join(DIST_MODULES, `${cloud}.js`)) ? cloud : 'vtpm-cloud';
+}
 
 /** Runs one entrypoint and returns the resolved module URLs. */
-function loadedModules(cloud: Cloud): Promise<{ code: number | null; stdout: string; urls: string[] }> {
+function loadedModules(cloud: string): Promise<{ code: number | null; stdout: string; urls: string[] }> {
   const [entry, ...command] =
-    cloud === 'openstack'
-      ? [DIST_CLI, 'bootstrapper', '--csp', cloud]
-      : [join(DIST_ENTRYPOINTS, `${cloud}.js`)];
+    cloudEntry(cloud).entrypoint === true
+      ? [join(DIST_ENTRYPOINTS, `${cloud}.js`)]
+      : [DIST_CLI, 'bootstrapper', '--csp', cloud];
   if (entry === undefined || !existsSync(entry))
     throw new Error(`${entry} is missing: run npm run build first`);
   const record = join(tmp(), 'loads.txt');
@@ -66,13 +78,12 @@ function sdkScopes(urls: string[]): string[] {
 }
 
 describe('a node for one cloud never loads another cloud SDK', () => {
-  it.each([
-    ['qemu', []],
-    ['gcp', ['@google-cloud']],
-    ['azure', ['@azure']],
-    ['aws', ['@aws-sdk']],
-    ['openstack', []],
-  ] as const)(
+  it('covers every cloud with an SDK, and at least one cloud without an entrypoint', () => {
+    for (const cloud of Object.keys(SDK_SCOPES)) expect(cloudNames()).toContain(cloud);
+    expect(cloudNames().some((c) => cloudEntry(c).entrypoint !== true)).toBe(true);
+  });
+
+  it.each(CLOUDS)(
     'the %s entrypoint loads exactly these SDKs: %j',
     async (cloud, expected) => {
       const { code, stdout, urls } = await loadedModules(cloud);
@@ -84,18 +95,18 @@ describe('a node for one cloud never loads another cloud SDK', () => {
       // Only its own cloud module file was imported (a metadata-only provider has none: it uses
       // the shared vtpm-cloud module), and only its own provider adapter folder.
       const modulesDir = `file://${DIST_ENTRYPOINTS.replace('entrypoints', 'modules')}`;
-      const moduleFiles = urls.filter((u) =>
-        /\/dist\/src\/app\/modules\/(gcp|azure|aws|qemu|vtpm-cloud)\.js$/.test(u),
-      );
-      expect(new Set(moduleFiles)).toEqual(
-        new Set([`${modulesDir}/${cloud === 'openstack' ? 'vtpm-cloud' : cloud}.js`]),
-      );
+      const moduleNames = new Set([...cloudNames().map(moduleFileOf), 'vtpm-cloud']);
+      const moduleFiles = urls.filter((u) => {
+        const m = /\/dist\/src\/app\/modules\/([a-z0-9-]+)\.js$/.exec(u);
+        return m !== null && moduleNames.has(m[1] as string);
+      });
+      expect(new Set(moduleFiles)).toEqual(new Set([`${modulesDir}/${moduleFileOf(cloud)}.js`]));
       const adapterFolders = new Set(
         urls.flatMap((u) => /\/dist\/src\/adapters\/cloud\/([a-z]+)\//.exec(u)?.[1] ?? []),
       );
-      for (const other of ['gcp', 'azure', 'aws', 'qemu', 'openstack'].filter((c) => c !== cloud))
+      for (const other of cloudNames().filter((c) => c !== cloud))
         expect(adapterFolders.has(other), `${cloud} loaded the ${other} adapter`).toBe(false);
-      if (cloud === 'openstack') expect(adapterFolders.has('openstack')).toBe(true);
+      if (moduleFileOf(cloud) === 'vtpm-cloud') expect(adapterFolders.has(cloud)).toBe(true);
     },
     60_000,
   );
