@@ -28,7 +28,7 @@ import {
   normalizeNodeName,
 } from '../ports/kubernetes-node.js';
 import type { Logger } from '../ports/logger.js';
-import { peerHost } from '../ports/peer-address.js';
+import { callerIp, canonicalIp } from '../ports/peer-address.js';
 import type { PeerIdentity, PeerInstance } from '../ports/peer-identity.js';
 import type {
   ControlPlaneFile,
@@ -131,63 +131,6 @@ export function checkKubeletCsr(info: CsrInfo): string {
   } catch (err) {
     throw bad(messageOf(err));
   }
-}
-
-/**
- * The IP address of a caller address `ip:port` (`[v6]:port` or `v6:port`, as Node reports remote
- * addresses); an IPv4-mapped IPv6 address gives the IPv4 address. Undefined if it holds no IP.
- */
-export function callerIp(peer: string): string | undefined {
-  return canonicalIp(peerHost(peer));
-}
-
-/**
- * The canonical text of an IP address, for comparing addresses written differently: IPv4 dotted
- * quad (also for IPv4-mapped IPv6), IPv6 as eight lower-case hex groups. Undefined if not an IP.
- */
-export function canonicalIp(ip: string): string | undefined {
-  const v4 = parseIpv4(ip);
-  if (v4 !== undefined) return v4.join('.');
-  const v6 = parseIpv6(ip);
-  if (v6 === undefined) return undefined;
-  const mapped = v6.slice(0, 5).every((g) => g === 0) && v6[5] === 0xffff;
-  if (mapped) {
-    const [hi, lo] = [v6[6] as number, v6[7] as number];
-    return [hi >> 8, hi & 0xff, lo >> 8, lo & 0xff].join('.');
-  }
-  return v6.map((g) => g.toString(16)).join(':');
-}
-
-function parseIpv4(s: string): number[] | undefined {
-  const parts = s.split('.');
-  if (parts.length !== 4) return undefined;
-  const bytes = parts.map((p) => (/^(0|[1-9]\d{0,2})$/.test(p) ? Number(p) : 256));
-  return bytes.every((b) => b <= 255) ? bytes : undefined;
-}
-
-function parseIpv6(s: string): number[] | undefined {
-  const halves = s.toLowerCase().split('::');
-  if (halves.length > 2) return undefined;
-  const groups = (h: string): number[] | undefined => {
-    if (h === '') return [];
-    const out: number[] = [];
-    const parts = h.split(':');
-    for (const [i, p] of parts.entries()) {
-      if (i === parts.length - 1 && p.includes('.')) {
-        const v4 = parseIpv4(p);
-        if (v4 === undefined) return undefined;
-        out.push(((v4[0] as number) << 8) | (v4[1] as number), ((v4[2] as number) << 8) | (v4[3] as number));
-      } else if (/^[0-9a-f]{1,4}$/.test(p)) out.push(Number.parseInt(p, 16));
-      else return undefined;
-    }
-    return out;
-  };
-  const head = groups(halves[0] as string);
-  const tail = halves.length === 2 ? groups(halves[1] as string) : [];
-  if (head === undefined || tail === undefined) return undefined;
-  if (halves.length === 1) return head.length === 8 ? head : undefined;
-  const fill = 8 - head.length - tail.length;
-  return fill >= 1 ? [...head, ...new Array<number>(fill).fill(0), ...tail] : undefined;
 }
 
 /**

@@ -5,11 +5,11 @@
  * costs one cloud call, and is fetched again on a miss so a node that was just created is found;
  * concurrent fetches share one call. A metadata failure becomes `unavailable` (the node retries).
  */
-import { isIP } from 'node:net';
 import type { Clock } from '../../ports/clock.js';
 import { ConfbootError, messageOf } from '../../ports/errors.js';
 import type { Logger } from '../../ports/logger.js';
 import type { MetadataAPI } from '../../ports/metadata-api.js';
+import { canonicalIp } from '../../ports/peer-address.js';
 import type { PeerIdentity, PeerInstance } from '../../ports/peer-identity.js';
 import type { InstanceMetadata } from '../../ports/types.js';
 
@@ -33,24 +33,6 @@ export interface MetadataPeerIdentityOptions {
   /** Bound on one metadata list call (default {@link DEFAULT_PEER_IDENTITY_TIMEOUT_MS}). */
   timeoutInMs?: number;
   logger?: Logger;
-}
-
-/**
- * The canonical text of an IP address for comparisons: IPv4 dotted quad (also for IPv4-mapped IPv6
- * such as `::ffff:10.0.0.5`), IPv6 in its shortest lower-case form; undefined if not an IP.
- */
-export function canonicalIp(ip: string): string | undefined {
-  const family = isIP(ip);
-  if (family === 4) return ip;
-  if (family !== 6 || ip.includes('%')) return undefined;
-  const host = new URL(`http://[${ip}]/`).hostname.slice(1, -1);
-  const mapped = /^::ffff:([0-9a-f]{1,4}):([0-9a-f]{1,4})$/.exec(host);
-  if (mapped) {
-    const hi = Number.parseInt(mapped[1] as string, 16);
-    const lo = Number.parseInt(mapped[2] as string, 16);
-    return `${hi >> 8}.${hi & 0xff}.${lo >> 8}.${lo & 0xff}`;
-  }
-  return host;
 }
 
 interface Snapshot {
