@@ -9,7 +9,7 @@
 import { createHash, randomBytes, verify } from 'node:crypto';
 import { parseTpmtPublic } from '../src/adapters/attestation/shared/tpm2.js';
 import { decodeVtpmDocument } from '../src/adapters/attestation/shared/vtpm-document.js';
-import { createValidator } from '../src/adapters/attestation/variants/factory.js';
+import { createValidator } from '../src/app/attestation/validators.js';
 import type { MeasurementPolicy } from '../src/ports/measurement-policy.js';
 import type { MeasurementMismatch } from '../src/ports/types.js';
 import { SHA256, SoftTpm, SoftVtpmIssuer } from '../test/support/soft-tpm.js';

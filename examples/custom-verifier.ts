@@ -18,10 +18,10 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { realpathSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import { createValidator } from '../src/adapters/attestation/variants/factory.js';
 import { createQemuVtpmIssuer } from '../src/adapters/attestation/vtpm/issuer.js';
 import { startSwtpm } from '../src/adapters/tpm/swtpm.js';
 import { Tpm2ToolsTpm } from '../src/adapters/tpm/tpm2-tools-tpm.js';
+import { createValidator } from '../src/app/attestation/validators.js';
 import { formatMismatch } from '../src/domain/measurements.js';
 import { isAttestationError, messageOf } from '../src/ports/errors.js';
 import type { MeasurementPolicy } from '../src/ports/measurement-policy.js';

@@ -28,7 +28,6 @@ export {
   IntelPcsCollateralSource,
   type IntelPcsOptions,
 } from './adapters/attestation/tdx/pcs-client.js';
-export { createValidator, type ValidatorConfig } from './adapters/attestation/variants/factory.js';
 export { createQemuVtpmIssuer, VtpmIssuer } from './adapters/attestation/vtpm/issuer.js';
 export { GrpcInitClient } from './adapters/grpc/init-client.js';
 export { createInitServer, type InitServiceHandler } from './adapters/grpc/init-server.js';
@@ -42,7 +41,12 @@ export { CryptoRandom } from './adapters/system/crypto-random.js';
 export { SystemClock } from './adapters/system/system-clock.js';
 export { Pcr15Marker } from './adapters/tpm/pcr15-marker.js';
 export { Tpm2ToolsTpm } from './adapters/tpm/tpm2-tools-tpm.js';
-export { buildValidator, type ValidatorDeps } from './app/attestation/validators.js';
+export {
+  buildValidator,
+  createValidator,
+  type ValidatorConfig,
+  type ValidatorDeps,
+} from './app/attestation/validators.js';
 export {
   type BootstrapperNode,
   type BootstrapperNodeDeps,

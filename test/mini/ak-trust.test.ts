@@ -12,10 +12,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { decodeVtpmDocument } from '../../src/adapters/attestation/shared/vtpm-document.js';
-import { createValidator } from '../../src/adapters/attestation/variants/factory.js';
 import { createQemuVtpmIssuer } from '../../src/adapters/attestation/vtpm/issuer.js';
 import { startSwtpm } from '../../src/adapters/tpm/swtpm.js';
 import { Tpm2ToolsTpm } from '../../src/adapters/tpm/tpm2-tools-tpm.js';
+import { createValidator } from '../../src/app/attestation/validators.js';
 import { provisionTpm, registeredAkOf } from '../../src/app/mini/provision.js';
 import { MeasurementsPolicy } from '../../src/domain/measurements.js';
 

@@ -13,7 +13,6 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseEventLog, replayEventLog } from '../../src/adapters/attestation/eventlog/tcg-log.js';
 import { decodeVtpmDocument } from '../../src/adapters/attestation/shared/vtpm-document.js';
-import { createValidator } from '../../src/adapters/attestation/variants/factory.js';
 import {
   createPrivateNetwork,
   listMiniNamespaces,
@@ -21,6 +20,7 @@ import {
   sweepStaleNetworks,
 } from '../../src/adapters/vm/private-network.js';
 import { OVMF_CODE, QemuVm } from '../../src/adapters/vm/qemu-vm.js';
+import { createValidator } from '../../src/app/attestation/validators.js';
 import { bundleEntry } from '../../src/app/mini/bundle.js';
 import { GUEST_CONFIG_FW_CFG, REPORT_PREFIX } from '../../src/app/mini/guest/protocol.js';
 import { buildNodeImage, defaultCacheDir, type NodeImage } from '../../src/app/mini/image.js';

@@ -7,12 +7,22 @@
  * verifier, an AMD certificate cache over AMD KDS and, for gcp-sev-snp, the AK from GCE's shielded
  * instance identity.
  *
+ * {@link createValidator} builds a vTPM variant's validator over any MeasurementPolicy (the library's
+ * entry for verifiers with their own policy), through the same registry entry.
+ *
  * `dummy` is refused: it exists in test code only. Every failure is an `invalid-argument` (or, for a
  * missing cloud lookup, `failed-precondition`) error naming the variant, so an updatable validator
  * keeps its last good one and a starting service fails closed.
  */
+import type { QemuAkRegistry } from '../../adapters/attestation/variants/qemu-vtpm.js';
+import { SystemClock } from '../../adapters/system/system-clock.js';
 import { type ParsedAttestationConfig, parseAttestationConfig } from '../../domain/measurements.js';
-import { wrapError } from '../../ports/errors.js';
+import type { AmiTpmSupport } from '../../ports/ami-tpm-support.js';
+import type { Clock } from '../../ports/clock.js';
+import { ConfbootError, wrapError } from '../../ports/errors.js';
+import type { GceShieldedIdentity } from '../../ports/gce-shielded-identity.js';
+import type { Logger } from '../../ports/logger.js';
+import type { MeasurementPolicy } from '../../ports/measurement-policy.js';
 import type { Validator } from '../../ports/validator.js';
 import type { Variant } from '../../ports/variant.js';
 import { variantEntry, variantNames, variantsOfKind } from '../registry/index.js';
@@ -70,4 +80,45 @@ export function buildValidator(
     // A missing lookup or an unusable trust anchor: the config parsed, the service cannot use it.
     throw wrapError(`building the ${variant} validator`, err, 'failed-precondition');
   }
+}
+
+/** What {@link createValidator} needs; each variant uses its part. */
+export interface ValidatorConfig {
+  /** Expected measurements (e.g. a MeasurementsPolicy from the attestation config, or your own). */
+  policy: MeasurementPolicy;
+  /** Logs tolerated warnOnly mismatches. */
+  logger?: Logger;
+  /** qemu-vtpm: accept only the attester's registered AK (off: the AK is trusted as carried). */
+  qemuAkTrust?: QemuAkRegistry;
+  /** aws-nitro-tpm: EC2 lookup of the AMI's TpmSupport. */
+  amiTpmSupport?: AmiTpmSupport;
+  /** gcp-sev-es: GCE shielded instance identity lookup. */
+  gceShieldedIdentity?: GceShieldedIdentity;
+  /** azure-trustedlaunch: trusted AK roots (PEM or DER). */
+  azureAkRoots?: Array<Uint8Array | string>;
+  /** azure-trustedlaunch: time for certificate validity (default the system clock). */
+  clock?: Pick<Clock, 'now'>;
+}
+
+/**
+ * Creates the validator of vTPM variant `variant` with `config.policy` as its expected measurements,
+ * built by the variant's registry entry.
+ * @throws ConfbootError `invalid-argument` for `dummy`, an unknown or a non-vTPM variant (SEV-SNP and
+ *   TDX: {@link buildValidator}); `failed-precondition` or Error when the variant's lookup or roots
+ *   are missing
+ */
+export function createValidator(variant: Variant, config: ValidatorConfig): Validator {
+  const factory = variantEntry(variant).vtpm;
+  if (factory === undefined)
+    throw new ConfbootError(
+      'invalid-argument',
+      `creating validator: ${variant} is not a vTPM variant (build it with buildValidator from its attestation config)`,
+    );
+  const system = new SystemClock();
+  const given = config.clock;
+  const clock: Clock = given
+    ? { now: () => given.now(), sleep: (ms, signal) => system.sleep(ms, signal) }
+    : system;
+  const { policy, clock: _clock, ...lookups } = config;
+  return factory.validator(policy, { ...lookups, clock });
 }

@@ -13,7 +13,6 @@ import { randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { PassThrough } from 'node:stream';
-import { createValidator } from '../../../src/adapters/attestation/variants/factory.js';
 import { createQemuVtpmIssuer } from '../../../src/adapters/attestation/vtpm/issuer.js';
 import { QemuMetadataAPI } from '../../../src/adapters/cloud/qemu/metadata-api.js';
 import {
@@ -49,6 +48,7 @@ import { SystemClock } from '../../../src/adapters/system/system-clock.js';
 import { Pcr15Marker } from '../../../src/adapters/tpm/pcr15-marker.js';
 import { type SwtpmInstance, startSwtpm } from '../../../src/adapters/tpm/swtpm.js';
 import { Tpm2ToolsTpm } from '../../../src/adapters/tpm/tpm2-tools-tpm.js';
+import { createValidator } from '../../../src/app/attestation/validators.js';
 import { type BootstrapperNode, startBootstrapperNode } from '../../../src/app/bootstrapper/node.js';
 import {
   expectedAttestationConfig,

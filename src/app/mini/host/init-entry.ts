@@ -7,9 +7,9 @@
  * Kubernetes API server on the control plane. Reads its input as JSON on stdin (it holds the
  * secrets), prints the outcome as JSON on stdout (no secrets). Importing this module runs it.
  */
-import { createValidator } from '../../../adapters/attestation/variants/factory.js';
 import { MASTER_SECRET_NAME } from '../../../adapters/simulated/simulated-kube-api.js';
 import { MeasurementsPolicy, parseAttestationConfig } from '../../../domain/measurements.js';
+import { createValidator } from '../../attestation/validators.js';
 import { initCluster } from '../../cli/init.js';
 import { registeredAkOf } from '../provision.js';
 

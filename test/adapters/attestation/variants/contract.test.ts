@@ -37,12 +37,12 @@ import {
 } from '../../../../src/adapters/attestation/eventlog/tcg-log.js';
 import { parseTpmtPublic } from '../../../../src/adapters/attestation/shared/tpm2.js';
 import type { VtpmDocument } from '../../../../src/adapters/attestation/shared/vtpm-document.js';
-import { createValidator } from '../../../../src/adapters/attestation/variants/factory.js';
 import { VtpmIssuer } from '../../../../src/adapters/attestation/vtpm/issuer.js';
 import { awsInstanceIdentity } from '../../../../src/adapters/cloud/aws/instance-identity.js';
 import { gceInstanceInfo } from '../../../../src/adapters/cloud/gcp/instance-info.js';
 import { type SwtpmInstance, startSwtpm } from '../../../../src/adapters/tpm/swtpm.js';
 import { Tpm2ToolsTpm } from '../../../../src/adapters/tpm/tpm2-tools-tpm.js';
+import { createValidator } from '../../../../src/app/attestation/validators.js';
 import { MeasurementsPolicy } from '../../../../src/domain/measurements.js';
 import type { AmiTpmSupport } from '../../../../src/ports/ami-tpm-support.js';
 import { ConfbootError } from '../../../../src/ports/errors.js';

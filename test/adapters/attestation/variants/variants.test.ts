@@ -19,8 +19,8 @@ import {
   verifyCertificateChain,
 } from '../../../../src/adapters/attestation/shared/x509-chain.js';
 import { Ec2AmiTpmSupport } from '../../../../src/adapters/attestation/variants/ec2-ami-tpm-support.js';
-import { createValidator } from '../../../../src/adapters/attestation/variants/factory.js';
 import { ComputeShieldedIdentity } from '../../../../src/adapters/attestation/variants/gce-shielded-identity.js';
+import { createValidator } from '../../../../src/app/attestation/validators.js';
 import { MeasurementsPolicy } from '../../../../src/domain/measurements.js';
 import { AttestationError, isConfbootError } from '../../../../src/ports/errors.js';
 import type { Variant } from '../../../../src/ports/variant.js';

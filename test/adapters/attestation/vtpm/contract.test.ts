@@ -5,10 +5,10 @@
  * the AK, and the user data.
  */
 import { createHash } from 'node:crypto';
-import { createValidator } from '../../../../src/adapters/attestation/variants/factory.js';
 import { createQemuVtpmIssuer } from '../../../../src/adapters/attestation/vtpm/issuer.js';
 import { startSwtpm } from '../../../../src/adapters/tpm/swtpm.js';
 import { Tpm2ToolsTpm } from '../../../../src/adapters/tpm/tpm2-tools-tpm.js';
+import { createValidator } from '../../../../src/app/attestation/validators.js';
 import { MeasurementsPolicy } from '../../../../src/domain/measurements.js';
 import type { Validator } from '../../../../src/ports/validator.js';
 import { type AttestationSeed, describeAttestationContract } from '../../../contract/attestation.js';

@@ -12,9 +12,9 @@ import {
   decodeVtpmDocument,
   encodeVtpmDocument,
 } from '../../../../src/adapters/attestation/shared/vtpm-document.js';
-import { createValidator } from '../../../../src/adapters/attestation/variants/factory.js';
 import { createQemuVtpmIssuer } from '../../../../src/adapters/attestation/vtpm/issuer.js';
 import { Tpm2ToolsTpm } from '../../../../src/adapters/tpm/tpm2-tools-tpm.js';
+import { createValidator } from '../../../../src/app/attestation/validators.js';
 import { MeasurementsPolicy } from '../../../../src/domain/measurements.js';
 import type { Measurements } from '../../../../src/ports/types.js';
 import type { Validator } from '../../../../src/ports/validator.js';
