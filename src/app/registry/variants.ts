@@ -102,16 +102,16 @@ export interface VariantEntry<C = unknown> {
   lookups(settings: VariantLookupSettings, clock: Clock): Promise<VariantLookups>;
   /** What its manifests add; default nothing (measurements only). */
   readonly deploy?: VariantDeploy;
-  /** vTPM variants only: validators an offline verifier builds (`confboot attestation verify`). */
+  /** vTPM variants only: validators over any measurement policy (createValidator, `attestation verify`). */
   readonly vtpm?: VtpmValidatorFactory;
 }
 
-/** How an offline verifier builds a vTPM variant's validator, with or without an attestation config. */
+/** How a vTPM variant's validator is built over any measurement policy, with or without a config. */
 export interface VtpmValidatorFactory {
   /**
    * Builds the validator with `policy` as the expected measurements. With `trustedAk` the AK must
-   * equal that key (named `trustedAkName` in the checks) instead of passing the variant's AK trust;
-   * the variant's CVM checks still run.
+   * equal `trustedAk.key` (called `trustedAk.name` in the checks) instead of passing the variant's
+   * AK trust; the variant's CVM checks still run.
    * @throws ConfbootError `failed-precondition` (or Error) when a lookup the variant needs is missing
    */
   validator(
