@@ -145,4 +145,10 @@ export interface AttestationCheck {
 export interface CallOptions {
   signal?: AbortSignal;
   timeoutInMs?: number;
+  /**
+   * The IP address of the remote end of the connection this call serves, when there is one: the
+   * attested TLS server passes the caller's source address to `Validator.validate`, so a validator
+   * can look up what is registered for the calling machine.
+   */
+  peerAddress?: string;
 }

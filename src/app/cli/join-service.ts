@@ -186,7 +186,7 @@ export const joinServiceCommand: CommandSpec = {
       type: 'string',
       valueName: 'F',
       description:
-        'qemu-vtpm: JSON file {"<name>": {"attestationKeyPublic": "<base64 TPMT_PUBLIC>"}} (the metadata server\'s --identities file), re-read per join; only these AKs are accepted',
+        'qemu-vtpm: JSON file {"<name>": {"ip": "<address>", "attestationKeyPublic": "<base64 TPMT_PUBLIC>"}} (the metadata server\'s --identities file), re-read per join; a caller is accepted only with the AK registered for its source address',
     },
     'amd-kds-url': {
       type: 'string',

@@ -436,13 +436,16 @@ export async function miniUp(options: MiniUpOptions): Promise<MiniResult> {
     };
     await writeFile(join(workDir, 'attestationConfig.json'), JSON.stringify(attestationConfig, null, 2));
 
-    // Provision every TPM (EK + certificate, AK) and register the AKs before any VM boots.
+    // Provision every TPM (EK + certificate, AK) and register the AKs before any VM boots, each
+    // with the VM's reserved address: the join service accepts an AK only from its VM's address.
     progress(`provisioning ${names.length} TPMs (EK certificate from swtpm_localca, AK persisted)`);
-    const identities: Record<string, { attestationKeyPublic: string; ekCertificate: string }> = {};
+    const identities: Record<string, { ip: string; attestationKeyPublic: string; ekCertificate: string }> =
+      {};
     await Promise.all(
       names.map(async (n) => {
         const p = await provisionTpm(join(workDir, n.name, 'tpm'));
         identities[n.name] = {
+          ip: (slots.get(n.name) as NetworkSlot).ip,
           attestationKeyPublic: Buffer.from(p.akPub).toString('base64'),
           ekCertificate: Buffer.from(p.ekCertificate).toString('base64'),
         };
@@ -450,7 +453,10 @@ export async function miniUp(options: MiniUpOptions): Promise<MiniResult> {
     );
     await writeFile(identitiesFile, JSON.stringify(identities));
     const akRegistry = Object.fromEntries(
-      Object.entries(identities).map(([n, i]) => [n, { attestationKeyPublic: i.attestationKeyPublic }]),
+      Object.entries(identities).map(([n, i]) => [
+        n,
+        { ip: i.ip, attestationKeyPublic: i.attestationKeyPublic },
+      ]),
     );
 
     const results = new Map<string, MiniNodeResult>();

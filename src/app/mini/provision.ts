@@ -52,8 +52,5 @@ export async function provisionTpm(stateDir: string): Promise<ProvisionedTpm> {
 
 /** The registry of one attester: the AK the host registered for it. */
 export function registeredAkOf(name: string, akPub: Uint8Array | undefined): QemuAkRegistry {
-  return {
-    registeredAk: async () => akPub,
-    describe: () => name,
-  };
+  return { registeredAk: async () => ({ attester: name, akPub }) };
 }

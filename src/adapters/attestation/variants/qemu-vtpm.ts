@@ -6,21 +6,28 @@
  * That default lets any swtpm mint a valid document. With {@link QemuVtpmOptions.akTrust} (on in
  * `confboot mini`, where the host provisions every VM's TPM and registers its AK before boot, the
  * way GCE publishes a shielded VM's identity) the document's AK must be the one registered for the
- * attester, compared as the exact TPMT_PUBLIC bytes; any other AK fails the `ak-trust` check.
+ * attester — the machine calling, as the registry finds it (e.g. by the connection's source
+ * address) — compared as the exact TPMT_PUBLIC bytes; any other AK fails the `ak-trust` check.
  */
 import type { CallOptions } from '../../../ports/types.js';
 import type { VtpmVariantChecks } from '../vtpm/validator.js';
 
+/** The AK registered for the attester of one validation. */
+export interface RegisteredAk {
+  /** Who the attester is, for messages (e.g. `worker-1 (10.42.0.12)`). */
+  attester: string;
+  /** Its AK public area (TPMT_PUBLIC); undefined when none is registered (the document is refused). */
+  akPub: Uint8Array | undefined;
+}
+
 /** Where registered AKs come from. */
 export interface QemuAkRegistry {
   /**
-   * The AK public area (TPMT_PUBLIC) registered for the attester of this validation, or undefined
-   * when the attester has none registered (then the document is refused). A list when the attester
-   * is only known to be one of several registered machines: the document's AK must be one of them.
+   * The AK registered for the attester of this validation. A registry that serves many machines
+   * tells them apart by `options.peerAddress` (the caller's address, given by the attested TLS
+   * server) and registers nothing for a call without one.
    */
-  registeredAk(options?: CallOptions): Promise<Uint8Array | readonly Uint8Array[] | undefined>;
-  /** Who the attester is, for messages (e.g. `worker-1 (10.42.0.12)`). */
-  describe(): string;
+  registeredAk(options?: CallOptions): Promise<RegisteredAk>;
 }
 
 /** Options of {@link qemuVtpmChecksWith}. */
@@ -41,17 +48,14 @@ export function qemuVtpmChecksWith(options: QemuVtpmOptions): VtpmVariantChecks 
         rec.pass('ak-trust', 'qemu-vtpm trusts the attestation key as carried in the document');
         return;
       }
-      const found = await registry.registeredAk(callOptions);
-      const registered = found === undefined ? [] : found instanceof Uint8Array ? [found] : found;
-      if (registered.length === 0)
-        throw rec.fail('ak-trust', `no attestation key is registered for ${registry.describe()}`);
-      const carried = Buffer.from(doc.attestation.akPub);
-      if (!registered.some((ak) => carried.equals(Buffer.from(ak))))
+      const { attester, akPub } = await registry.registeredAk(callOptions);
+      if (akPub === undefined) throw rec.fail('ak-trust', `no attestation key is registered for ${attester}`);
+      if (!Buffer.from(doc.attestation.akPub).equals(Buffer.from(akPub)))
         throw rec.fail(
           'ak-trust',
-          `the document's attestation key is not the one registered for ${registry.describe()}`,
+          `the document's attestation key is not the one registered for ${attester}`,
         );
-      rec.pass('ak-trust', `attestation key is the one registered for ${registry.describe()}`);
+      rec.pass('ak-trust', `attestation key is the one registered for ${attester}`);
     },
     async validateCvm(_doc, _state, rec) {
       rec.pass('cvm', 'qemu-vtpm has no CVM checks');

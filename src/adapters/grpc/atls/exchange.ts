@@ -15,7 +15,7 @@ import {
   messageOf,
 } from '../../../ports/errors.js';
 import type { Issuer } from '../../../ports/issuer.js';
-import type { AttestationCheck, MeasurementMismatch } from '../../../ports/types.js';
+import type { AttestationCheck, CallOptions, MeasurementMismatch } from '../../../ports/types.js';
 import type { Validator } from '../../../ports/validator.js';
 import { type Variant, variantFromOid } from '../../../ports/variant.js';
 import { type AtlsDeadlines, type PhaseTimer, resolveDeadlines, type Slots } from './admission.js';
@@ -117,7 +117,7 @@ export async function verifyPeerAttestation(
   nonce: Uint8Array,
   validators: readonly Validator[],
   clock: Clock,
-  callOptions: { signal?: AbortSignal; timeoutInMs?: number },
+  callOptions: CallOptions,
 ): Promise<PeerAttestation> {
   const checks: AttestationCheck[] = [];
   const fail = (
@@ -287,9 +287,11 @@ export async function exchangeAttestations(
       // Verification is CPU work: it runs under a slot, taken only now that the frame is here.
       const release = await options.verificationSlots?.acquire(signal);
       try {
+        // The validator learns who is calling (e.g. to look up the caller's registered key).
         result = await verifyPeerAttestation(first, socket, peerNonce, validators, options.clock, {
           signal,
           timeoutInMs,
+          ...(socket.remoteAddress !== undefined ? { peerAddress: socket.remoteAddress } : {}),
         });
       } finally {
         release?.();

@@ -49,8 +49,11 @@ export interface BootstrapConfig extends CommonConfig {
   stateDisk: string;
   /** Control plane: the join service's `--attestation-config` content. */
   attestationConfig?: unknown;
-  /** Control plane: the join service's `--qemu-ak-registry` content (hostname → identity). */
-  akRegistry?: Record<string, { attestationKeyPublic: string }>;
+  /**
+   * Control plane: the join service's `--qemu-ak-registry` content (hostname → the VM's reserved
+   * address and registered AK).
+   */
+  akRegistry?: Record<string, { ip: string; attestationKeyPublic: string }>;
   /**
    * Hex nonce: before the bootstrapper starts, the agent reports one qemu-vtpm document bound to it,
    * quoted through device:/dev/tpmrm0 and carrying the firmware event log, so the host can replay
