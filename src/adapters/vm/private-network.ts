@@ -83,6 +83,7 @@ export async function sweepStaleNetworks(): Promise<string[]> {
 /** A created network. */
 export class PrivateNetwork {
   private dnsmasq: ChildProcess | undefined;
+  private readonly inside: ChildProcess[] = [];
   private readonly slots: NetworkSlot[] = [];
 
   constructor(
@@ -158,7 +159,17 @@ export class PrivateNetwork {
       env: env ?? process.env,
     });
     child.on('error', () => {});
+    this.inside.push(child);
     return child;
+  }
+
+  /**
+   * Leaves the namespace, dnsmasq and every process spawned inside running without this process
+   * waiting for them (it may exit); `confboot mini down` or the next run's sweep removes them.
+   */
+  release(): void {
+    this.dnsmasq?.unref();
+    for (const c of this.inside) c.unref();
   }
 
   /** Stops dnsmasq and everything else in the namespace, then deletes it. */

@@ -248,6 +248,20 @@ export class QemuVm {
     }
   }
 
+  /**
+   * Leaves QEMU and swtpm running without this process waiting for them (it may exit); they are
+   * ended later by removing the VM's network namespace (swtpm ends with QEMU's connection).
+   */
+  release(): void {
+    this.qemu?.unref();
+    this.swtpm?.unref();
+  }
+
+  /** Whether QEMU is still running. */
+  get running(): boolean {
+    return this.qemu !== undefined && this.qemu.exitCode === null && this.qemu.signalCode === null;
+  }
+
   /** Stops QEMU (SIGTERM, then SIGKILL after 3 s) and swtpm. */
   async stop(): Promise<void> {
     const kill = async (child: ChildProcess | undefined) => {

@@ -24,7 +24,7 @@ export const miniUpCommand: CommandSpec = {
     keep: {
       type: 'boolean',
       description:
-        'leave the namespace, dnsmasq, metadata server and work directory; remove with `confboot mini down`',
+        'leave the control-plane VM (join and key service), namespace, dnsmasq, metadata server and work directory running and exit; remove with `confboot mini down`',
     },
     'cache-dir': {
       type: 'string',
@@ -47,7 +47,8 @@ export const miniUpCommand: CommandSpec = {
 
 export const miniDownCommand: CommandSpec = {
   name: 'mini down',
-  summary: 'Remove every mini network namespace with the VMs, dnsmasq and metadata server in it.',
+  summary:
+    'Remove every mini network namespace with the VMs, dnsmasq and metadata server in it, and prune a kept work directory to its logs.',
   options: {},
 };
 

@@ -238,6 +238,17 @@ async function pruneWorkDir(dir: string): Promise<void> {
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
+/** Where a `--keep` run notes its work directory per namespace, for `mini down` (root's tmpfs). */
+const KEPT_DIR = '/run/confboot-mini';
+
+/** Prunes the work directory a `--keep` run noted for `netns` (secrets, disks, TPM state) and forgets it. */
+async function forgetKept(netns: string): Promise<void> {
+  const note = join(KEPT_DIR, netns);
+  if (!existsSync(note)) return;
+  await pruneWorkDir((await readFile(note, 'utf8')).trim());
+  await rm(note, { force: true });
+}
+
 /** A join-service (or other pino) line forwarded by the control-plane VM, parsed. */
 function pinoLine(r: Record<string, unknown>, source: string): Record<string, unknown> | undefined {
   if (r.type !== 'log' || r.source !== source || typeof r.line !== 'string') return undefined;
@@ -294,6 +305,7 @@ export async function miniUp(options: MiniUpOptions): Promise<MiniResult> {
   if (process.getuid?.() !== 0)
     throw new Error('mini needs root (network namespaces, tap devices, dm-crypt in VMs)');
   const swept = await sweepStaleNetworks();
+  for (const n of swept) await forgetKept(n);
   if (swept.length > 0)
     progress(`removed ${swept.length} namespace(s) left by an earlier run: ${swept.join(', ')}`);
   const workDir = options.workDir ?? (await mkdtemp(join(tmpdir(), 'confboot-mini-')));
@@ -690,8 +702,9 @@ export async function miniUp(options: MiniUpOptions): Promise<MiniResult> {
     // Give the control plane a moment to report the simulated API server's final state.
     await sleep(3000);
 
-    // Stop every VM, then check each disk image on the host.
-    await Promise.all(vms.map((v) => v.stop()));
+    // Stop every VM (with --keep all but the control plane, which keeps serving joins), then
+    // check each disk image on the host (cryptsetup reads the running VM's image header too).
+    await Promise.all(vms.filter((v) => !(options.keep && v === cpVm)).map((v) => v.stop()));
     const kms = secrets ? new HkdfKms(secrets.masterSecret, secrets.masterSalt) : undefined;
     const wantPcr15 = secrets ? hex(expectedPcr15(secrets.clusterId)) : undefined;
     for (const n of names) {
@@ -798,14 +811,28 @@ export async function miniUp(options: MiniUpOptions): Promise<MiniResult> {
       await Promise.all(vms.map((v) => v.stop()));
       await net?.destroy();
       await pruneWorkDir(workDir);
+    } else {
+      // Kept until `confboot mini down`: this process must not wait for them to exit.
+      for (const v of vms) v.release();
+      net?.release();
+      if (net) {
+        await mkdir(KEPT_DIR, { recursive: true });
+        await writeFile(join(KEPT_DIR, net.netns), workDir);
+      }
     }
   }
 }
 
-/** `confboot mini down`: removes every mini namespace (with its VMs and dnsmasq). */
+/**
+ * `confboot mini down`: removes every mini namespace with everything in it (QEMU, dnsmasq, the
+ * metadata server; each swtpm ends with its QEMU) and prunes a kept run's work directory to its logs.
+ */
 export async function miniDown(): Promise<string[]> {
   const { listMiniNamespaces, removeNamespace } = await import('../../adapters/vm/private-network.js');
   const names = (await listMiniNamespaces()).map((n) => n.name);
-  for (const n of names) await removeNamespace(n);
+  for (const n of names) {
+    await removeNamespace(n);
+    await forgetKept(n);
+  }
   return names;
 }
