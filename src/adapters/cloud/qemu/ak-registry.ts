@@ -10,9 +10,9 @@
  * reservation on a bridge only its VMs are on, the same trust the metadata server places in it.
  */
 import { readFile } from 'node:fs/promises';
+import { canonicalIp } from '../../../ports/peer-address.js';
 import type { CallOptions } from '../../../ports/types.js';
 import type { QemuAkRegistry, RegisteredAk } from '../../attestation/variants/qemu-vtpm.js';
-import { canonicalIp } from '../../identity/metadata-peer-identity.js';
 
 /** {@link QemuAkRegistry} over an identities file, keyed by the caller's address. */
 export class FileQemuAkRegistry implements QemuAkRegistry {
