@@ -78,46 +78,37 @@ function transpile() {
  */
 async function bundle() {
   const started = Date.now();
+  // Options both builds share. ESM builds first: @peculiar/x509's CommonJS build, loaded through a
+  // dynamic import, would come back without its named exports.
+  const shared = {
+    outdir: join(outDir, 'bundle'),
+    bundle: true,
+    format: 'esm',
+    platform: 'node',
+    target: 'node20',
+    mainFields: ['module', 'main'],
+    minifyWhitespace: true,
+    minifySyntax: true,
+    legalComments: 'none',
+    logLevel: 'warning',
+    banner: {
+      js: "import { createRequire as __confbootCreateRequire } from 'node:module'; const require = __confbootCreateRequire(import.meta.url);",
+    },
+  };
   await build({
+    ...shared,
     entryPoints: {
       'join-service-process': join(root, 'bench', 'join-service-process.ts'),
       'cli-join-service': join(root, 'src', 'app', 'cli', 'join-service.ts'),
     },
-    outdir: join(outDir, 'bundle'),
     outExtension: { '.js': '.mjs' },
-    bundle: true,
     splitting: true,
-    format: 'esm',
-    platform: 'node',
-    target: 'node20',
-    // ESM builds first: @peculiar/x509's CommonJS build, loaded through a dynamic import, would
-    // come back without its named exports.
-    mainFields: ['module', 'main'],
-    minifyWhitespace: true,
-    minifySyntax: true,
-    legalComments: 'none',
-    logLevel: 'warning',
-    banner: {
-      js: "import { createRequire as __confbootCreateRequire } from 'node:module'; const require = __confbootCreateRequire(import.meta.url);",
-    },
   });
   // The CA worker thread's entry (src/adapters/pki/ca-worker.ts), where the bundled
   // WorkerCertificateAuthority looks for it: ./ca-worker.js next to the chunk that holds it.
   await build({
+    ...shared,
     entryPoints: { 'ca-worker': join(root, 'src', 'adapters', 'pki', 'ca-worker.ts') },
-    outdir: join(outDir, 'bundle'),
-    bundle: true,
-    format: 'esm',
-    platform: 'node',
-    target: 'node20',
-    mainFields: ['module', 'main'],
-    minifyWhitespace: true,
-    minifySyntax: true,
-    legalComments: 'none',
-    logLevel: 'warning',
-    banner: {
-      js: "import { createRequire as __confbootCreateRequire } from 'node:module'; const require = __confbootCreateRequire(import.meta.url);",
-    },
   });
   process.stdout.write(
     `bench: bundled the join service entry points (esbuild) in ${Date.now() - started} ms\n`,

@@ -5,22 +5,13 @@
  * codecs and certificate parsing live in src/adapters; app only wires them. Type-only imports are
  * allowed: naming a type is not code that runs.
  */
-import { readdirSync, readFileSync, statSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { join, relative, resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { filesUnder } from './imports.js';
 
 const root = resolve(import.meta.dirname, '../..');
 const app = join(root, 'src/app');
-
-function filesUnder(dir: string): string[] {
-  const out: string[] = [];
-  for (const name of readdirSync(dir)) {
-    const p = join(dir, name);
-    if (statSync(p).isDirectory()) out.push(...filesUnder(p));
-    else if (p.endsWith('.ts') && !p.endsWith('.d.ts')) out.push(p);
-  }
-  return out;
-}
 
 /** Modules whose value import means socket-serving code. */
 const SERVER_MODULES = [

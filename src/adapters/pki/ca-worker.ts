@@ -8,7 +8,7 @@
  * share one parse and one signature check, as they do on the event loop.
  */
 import { parentPort, workerData } from 'node:worker_threads';
-import { isConfbootError } from '../../ports/errors.js';
+import { isConfbootError, messageOf } from '../../ports/errors.js';
 import { FileCertificateAuthority } from './file-certificate-authority.js';
 
 /** A request from the parent thread. */
@@ -57,7 +57,7 @@ function serve(pkiDir: string): void {
           id: req.id,
           ok: false,
           code: isConfbootError(err) ? err.code : 'internal',
-          message: err instanceof Error ? err.message : String(err),
+          message: messageOf(err),
         } satisfies CaWorkerResponse),
     );
   });

@@ -27,6 +27,7 @@ import { createQemuVtpmIssuer, LINUX_EVENT_LOG_PATH } from '../../../adapters/at
 import { runCryptsetup } from '../../../adapters/disk/cryptsetup-runner.js';
 import { FakeKubeApi, MASTER_SECRET_NAME } from '../../../adapters/simulated/simulated-kube-api.js';
 import { DEVICE_TCTI, Tpm2ToolsTpm } from '../../../adapters/tpm/tpm2-tools-tpm.js';
+import { messageOf } from '../../../ports/errors.js';
 import { JOIN_SERVICE_PORT } from '../../defaults.js';
 import { mapStateDisk } from './disk-mapper.js';
 import {
@@ -232,7 +233,7 @@ async function main(): Promise<void> {
 
 main().catch((err: unknown) => {
   try {
-    report({ type: 'error', message: err instanceof Error ? err.message : String(err) });
+    report({ type: 'error', message: messageOf(err) });
   } catch {}
   console.error('confboot-mini agent:', err);
   process.exitCode = 1;

@@ -20,6 +20,7 @@ import {
   SimulatedControlPlane,
 } from '../../../adapters/simulated/simulated-kubernetes.js';
 import { SystemClock } from '../../../adapters/system/system-clock.js';
+import { messageOf } from '../../../ports/errors.js';
 import { ADMIN_CONF_PATH, PKI_DIR } from '../../defaults.js';
 
 // biome-ignore lint/suspicious/noExplicitAny: kubeadm configuration documents of arbitrary shape
@@ -88,6 +89,6 @@ async function main(argv: string[]): Promise<void> {
 }
 
 main(process.argv.slice(2)).catch((err: unknown) => {
-  process.stderr.write(`${err instanceof Error ? err.message : String(err)}\n`);
+  process.stderr.write(`${messageOf(err)}\n`);
   process.exitCode = 1;
 });
