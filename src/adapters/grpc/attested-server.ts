@@ -29,6 +29,12 @@ export interface AttestedGrpcServerOptions extends AtlsListenerOptions {
   maxConnections?: number;
 }
 
+/** Resolves when `socket` has closed. */
+function socketClosed(socket: TLSSocket): Promise<void> {
+  if (socket.destroyed) return Promise.resolve();
+  return new Promise((resolve) => socket.once('close', () => resolve()));
+}
+
 /** Default grace period for {@link AttestedGrpcServer.shutdown}. */
 export const DEFAULT_SHUTDOWN_GRACE_MS = 5_000;
 
@@ -95,17 +101,18 @@ export class AttestedGrpcServer {
   async shutdown(graceMs = DEFAULT_SHUTDOWN_GRACE_MS): Promise<void> {
     // Stop accepting now; the listener's close completes once every socket is gone.
     const listenerClosed = this.listener.close();
-    await new Promise<void>((resolve) => {
-      const timer = setTimeout(() => {
-        this.grpc.forceShutdown();
-        resolve();
-      }, graceMs);
+    let timer: NodeJS.Timeout | undefined;
+    const graceOver = new Promise<void>((resolve) => {
+      timer = setTimeout(resolve, graceMs);
       timer.unref();
-      this.grpc.tryShutdown(() => {
-        clearTimeout(timer);
-        resolve();
-      });
     });
+    const drained = new Promise<void>((resolve) => this.grpc.tryShutdown(() => resolve()));
+    // On Node 24 grpc-js reports an injected session closed while its last call's response and
+    // trailers are still being written; the call is done only when its socket has closed.
+    const socketsClosed = drained.then(() => Promise.all([...this.sockets].map(socketClosed)));
+    await Promise.race([socketsClosed, graceOver]);
+    clearTimeout(timer);
+    this.grpc.forceShutdown();
     this.injector.destroy();
     for (const s of this.sockets) s.destroy();
     this.sockets.clear();
