@@ -11,6 +11,7 @@ export * from './clock.js';
 export * from './cluster-facts.js';
 export * from './cluster-initializer.js';
 export * from './cluster-joiner.js';
+export * from './component-installer.js';
 export * from './confidential-guest-device.js';
 export * from './csr-factory.js';
 export * from './deny-list.js';

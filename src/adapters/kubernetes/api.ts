@@ -5,6 +5,7 @@
  * confboot's DiskBinding records (which node a state disk belongs to).
  * Errors say which object failed; an unreachable or failing API server is `unavailable`.
  */
+
 import { createHash, randomInt, X509Certificate } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import {
@@ -24,6 +25,7 @@ import { ConfbootError, isConfbootError } from '../../ports/errors.js';
 import { normalizeNodeName } from '../../ports/kubernetes-node.js';
 import type { Logger } from '../../ports/logger.js';
 import type { Component } from '../../ports/types.js';
+import { parseComponentList } from '../components/component-list.js';
 
 /** Namespace of bootstrap tokens and the components ConfigMap (upstream `ConstellationNamespace`). */
 export const KUBE_SYSTEM = 'kube-system';
@@ -329,31 +331,7 @@ export class KubeClusterFacts implements ClusterFacts {
     const raw = cm.data?.components;
     if (raw === undefined)
       throw new ConfbootError('failed-precondition', `${operation}: no "components" key`);
-    let list: unknown;
-    try {
-      list = JSON.parse(raw);
-    } catch (err) {
-      throw new ConfbootError('internal', `${operation}: not JSON: ${(err as Error).message}`, {
-        cause: err,
-      });
-    }
-    if (!Array.isArray(list)) throw new ConfbootError('internal', `${operation}: not a JSON list`);
-    return list.map((c: unknown, i): Component => {
-      const o = (typeof c === 'object' && c !== null ? c : undefined) as Record<string, unknown> | undefined;
-      const str = (k: string) => {
-        const v = o?.[k] ?? '';
-        if (typeof v !== 'string')
-          throw new ConfbootError('internal', `${operation}: component ${i}: "${k}" is not a string`);
-        return v;
-      };
-      const extract = o?.extract ?? false;
-      if (o === undefined || typeof extract !== 'boolean')
-        throw new ConfbootError(
-          'internal',
-          `${operation}: component ${i} is not {url, hash, install_path, extract}`,
-        );
-      return { url: str('url'), hash: str('hash'), installPath: str('install_path'), extract };
-    });
+    return parseComponentList(raw, operation, 'internal');
   }
 
   /**

@@ -10,9 +10,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { ClusterInitializer, InitClusterArgs } from '../../ports/cluster-initializer.js';
 import type { ClusterJoiner, JoinClusterArgs } from '../../ports/cluster-joiner.js';
+import type { ComponentInstaller } from '../../ports/component-installer.js';
 import { ConfbootError } from '../../ports/errors.js';
 import type { Logger } from '../../ports/logger.js';
-import type { CallOptions } from '../../ports/types.js';
+import type { CallOptions, Component } from '../../ports/types.js';
 import {
   type KubeadmInitRenderOptions,
   type KubeadmRenderOptions,
@@ -44,6 +45,26 @@ export interface KubeadmRunOptions {
   extraArgs?: string[];
   /** Where to log progress (never the token). */
   logger?: Logger;
+  /**
+   * Installs the components the cluster vouches for, hash-checked, before kubeadm runs. Without
+   * one, a non-empty component list is refused: nothing unchecked may run.
+   */
+  componentInstaller?: ComponentInstaller;
+}
+
+/** Installs `components` through the configured installer before kubeadm runs (see the option). */
+async function installComponents(
+  components: readonly Component[],
+  run: KubeadmRunOptions,
+  call: CallOptions | undefined,
+): Promise<void> {
+  if (components.length === 0) return;
+  if (run.componentInstaller === undefined)
+    throw new ConfbootError(
+      'failed-precondition',
+      `installing ${components.length} Kubernetes components: no component installer configured`,
+    );
+  await run.componentInstaller.install(components, call?.signal ? { signal: call.signal } : {});
 }
 
 /** kubeadm failed: `output` is its combined stdout and stderr, with the bootstrap token redacted. */
@@ -183,6 +204,7 @@ export class KubeadmJoiner implements ClusterJoiner {
    */
   async joinCluster(args: JoinClusterArgs, options?: CallOptions): Promise<void> {
     const config = renderJoinConfiguration(args, this.options);
+    await installComponents(args.components, this.options, options);
     await runKubeadm('join', config, [args.token], this.options, options);
   }
 }
@@ -200,6 +222,7 @@ export class KubeadmInitializer implements ClusterInitializer {
   /** Initialises the cluster; errors as {@link KubeadmJoiner.joinCluster}. Resolves to the admin kubeconfig. */
   async initCluster(args: InitClusterArgs, options?: CallOptions): Promise<Uint8Array> {
     const config = renderInitConfiguration(args, this.options);
+    await installComponents(args.components, this.options, options);
     await runKubeadm('init', config, [], this.options, options);
     const path = this.options.adminConfPath ?? DEFAULT_ADMIN_CONF_PATH;
     try {

@@ -7,10 +7,12 @@
  */
 import { randomBytes } from 'node:crypto';
 import { readFile, writeFile } from 'node:fs/promises';
+import { parseComponentList } from '../../adapters/components/component-list.js';
 import { GrpcInitClient } from '../../adapters/grpc/init-client.js';
 import { clusterKmsUri, NO_STORE_URI } from '../../adapters/kms/cluster-kms-factory.js';
 import { SystemClock } from '../../adapters/system/system-clock.js';
 import { isAttestationError, messageOf } from '../../ports/errors.js';
+import type { Component } from '../../ports/types.js';
 import type { Validator } from '../../ports/validator.js';
 import { buildValidator } from '../attestation/validators.js';
 import { isVariant, variantNames } from '../registry/index.js';
@@ -53,6 +55,12 @@ export const initCommand: CommandSpec = {
       valueName: 'F',
       description: 'JSON {"key","salt"} (base64); created with fresh random values if missing',
       default: 'constellation-mastersecret.json',
+    },
+    components: {
+      type: 'string',
+      valueName: 'F',
+      description:
+        'JSON list of Kubernetes components [{"url","hash":"sha256:…","install_path","extract"}]: the node downloads each and refuses any whose hash differs before kubeadm runs (default: none)',
     },
     'measurement-salt-file': {
       type: 'string',
@@ -112,6 +120,8 @@ export interface InitClusterOptions {
   kubernetesVersion: string;
   apiserverCertSans: string[];
   serviceCidr: string;
+  /** Components the node installs, hash-checked, before `kubeadm init`; default none. */
+  components?: Component[];
   timeoutInMs: number;
   /** Progress lines (never secrets). */
   progress: (line: string) => void;
@@ -135,7 +145,7 @@ export async function initCluster(o: InitClusterOptions): Promise<InitClusterOut
         measurementSalt: o.measurementSalt,
         kubernetesVersion: o.kubernetesVersion,
         conformanceMode: false,
-        kubernetesComponents: [],
+        kubernetesComponents: o.components ?? [],
         initSecret: o.initSecret,
         clusterName: o.clusterName,
         apiserverCertSans: o.apiserverCertSans,
@@ -239,6 +249,15 @@ export async function run(argv: string[]): Promise<number> {
     if (measurementSalt.length !== 32)
       throw new UsageError('--measurement-salt-file must hold exactly 32 bytes');
     const initSecret = new Uint8Array(await readFile(String(v['init-secret-file'])));
+    let components: Component[] = [];
+    if (v.components !== undefined) {
+      const file = String(v.components);
+      try {
+        components = parseComponentList(await readFile(file, 'utf8'), `--components ${file}`);
+      } catch (err) {
+        throw new UsageError(messageOf(err));
+      }
+    }
 
     const outcome = await initCluster({
       endpoint: String(v.endpoint),
@@ -251,6 +270,7 @@ export async function run(argv: string[]): Promise<number> {
       kubernetesVersion: String(v['kubernetes-version']),
       apiserverCertSans: (v['apiserver-cert-san'] as string[] | undefined) ?? [],
       serviceCidr: String(v['service-cidr']),
+      components,
       timeoutInMs: timeoutSeconds * 1000,
       progress,
     });

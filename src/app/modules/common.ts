@@ -6,7 +6,9 @@
  * table: one `bind` per token, singleton scope said explicitly, domain classes built without
  * decorators through `toResolvedValue(factory, [TOKENS])`.
  */
+
 import { ContainerModule } from 'inversify';
+import { HttpComponentInstaller } from '../../adapters/components/http-component-installer.js';
 import { BcryptSecretHash } from '../../adapters/crypto/bcrypt-secret-hash.js';
 import { CryptsetupDisk } from '../../adapters/disk/cryptsetup-disk.js';
 import { GrpcJoinTicketClient } from '../../adapters/grpc/join-client.js';
@@ -158,6 +160,7 @@ export function commonModule(config: NodeConfig): ContainerModule {
           new KubeadmJoiner({
             ...(c.kubeadmPath === undefined ? {} : { kubeadmPath: c.kubeadmPath }),
             logger,
+            componentInstaller: new HttpComponentInstaller({ logger }),
           }),
         [NodeConfig, Logger],
       )
@@ -168,6 +171,7 @@ export function commonModule(config: NodeConfig): ContainerModule {
           new KubeadmInitializer({
             ...(c.kubeadmPath === undefined ? {} : { kubeadmPath: c.kubeadmPath }),
             logger,
+            componentInstaller: new HttpComponentInstaller({ logger }),
           }),
         [NodeConfig, Logger],
       )
