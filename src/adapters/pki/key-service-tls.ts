@@ -131,6 +131,17 @@ export async function createKeyServiceTls(options: KeyServiceTlsOptions): Promis
 
 /** The two TLS Secrets for `namespace` as multi-document YAML (holds private keys: apply, do not commit). */
 export function renderKeyServiceTlsSecrets(tls: KeyServiceTls, namespace: string): string {
+  return keyServiceTlsSecrets(tls, namespace)
+    .map(([comment, object]) => {
+      const doc = new Document(object);
+      doc.commentBefore = comment;
+      return doc.toString({ lineWidth: 0 });
+    })
+    .join('---\n');
+}
+
+/** The two Secrets of {@link renderKeyServiceTlsSecrets} as objects, each with its comment. */
+export function keyServiceTlsSecrets(tls: KeyServiceTls, namespace: string): Array<[string, V1Secret]> {
   const secret = (name: string, pair: PemPair): V1Secret => ({
     apiVersion: 'v1',
     kind: 'Secret',
@@ -152,11 +163,5 @@ export function renderKeyServiceTlsSecrets(tls: KeyServiceTls, namespace: string
       secret(JOIN_SERVICE_CLIENT_TLS_SECRET, tls.client),
     ],
   ];
-  return docs
-    .map(([comment, object]) => {
-      const doc = new Document(object);
-      doc.commentBefore = comment;
-      return doc.toString({ lineWidth: 0 });
-    })
-    .join('---\n');
+  return docs;
 }

@@ -8,6 +8,11 @@ export type { CommandEntry, CommandModule };
 
 export const COMMANDS: CommandEntry[] = [
   {
+    name: 'apply',
+    summary: 'Bring a cluster up through its Kubernetes API after init (idempotent server-side apply)',
+    load: () => import('./apply.js'),
+  },
+  {
     name: 'attestation',
     summary: 'Verify attestation evidence offline (vTPM, SEV-SNP, TDX)',
     load: () => import('./attestation.js'),

@@ -1,0 +1,145 @@
+/**
+ * What a cluster needs in its Kubernetes API after `confboot init` (app layer): the objects
+ * `confboot apply` creates through the admin kubeconfig. They are the join-service and key-service
+ * workloads of `confboot manifests` (the same generator), with their placeholders replaced by the
+ * cluster's own values, plus what the join service reads at run time: the master-secret Secret, the
+ * attestation config and measurement salt, the CustomResourceDefinitions (NodeVersion, JoiningNode,
+ * DiskBinding), the components ConfigMap and the NodeVersion naming it, and the key-service TLS
+ * Secrets.
+ */
+import type {
+  KubernetesObject,
+  V1ConfigMap,
+  V1CustomResourceDefinition,
+  V1Secret,
+} from '@kubernetes/client-node';
+import { NODE_VERSION_NAME, UPDATE_GROUP, UPDATE_VERSION } from '../../adapters/kubernetes/api.js';
+import { type KeyServiceTls, keyServiceTlsSecrets } from '../../adapters/pki/key-service-tls.js';
+import type { Component } from '../../ports/types.js';
+import { NAMESPACE, type RenderOptions, renderObjects } from '../deploy/manifests.js';
+
+/** Name of the master-secret Secret the key service mounts (upstream's). */
+export const MASTER_SECRET_NAME = 'constellation-mastersecret';
+/** Name of the components ConfigMap the NodeVersion references. */
+export const COMPONENTS_CONFIGMAP_NAME = 'k8s-components';
+
+/**
+ * How an object may be changed by a later run. `apply`: server-side apply, the cluster converges
+ * to the rendered object. `create-only`: created when missing, never replaced (keys and certificates
+ * made once: a second run must not rotate them behind the cluster's back); `must-match` also
+ * refuses when the existing object's data differs (the master secret: replacing it would lock every
+ * state disk).
+ */
+export type ApplyMode = 'apply' | 'create-only' | 'must-match';
+
+/** One object to bring up. */
+export interface BringupObject {
+  object: KubernetesObject;
+  mode: ApplyMode;
+  /** True for objects whose content is secret: never printed, not even in a dry run. */
+  secret?: boolean;
+}
+
+/** The cluster's own values. */
+export interface BringupInput extends RenderOptions {
+  masterSecret: Uint8Array;
+  masterSalt: Uint8Array;
+  measurementSalt: Uint8Array;
+  /** The attestation config the operator gave to `init` (JSON text). */
+  attestationConfig: string;
+  /** The components the cluster vouches for (possibly none). */
+  components: readonly Component[];
+  kubernetesVersion: string;
+  /** Key-service TLS material, used only when its Secrets do not exist yet. */
+  tlsMaterial?: KeyServiceTls;
+}
+
+const labels = { 'app.kubernetes.io/part-of': 'confboot' };
+
+/** A cluster-scoped CRD of upstream's update group whose spec is kept as given. */
+function updateCrd(kind: string, plural: string): V1CustomResourceDefinition {
+  return {
+    apiVersion: 'apiextensions.k8s.io/v1',
+    kind: 'CustomResourceDefinition',
+    metadata: { name: `${plural}.${UPDATE_GROUP}`, labels },
+    spec: {
+      group: UPDATE_GROUP,
+      scope: 'Cluster',
+      names: { kind, plural, singular: kind.toLowerCase(), listKind: `${kind}List` },
+      versions: [
+        {
+          name: UPDATE_VERSION,
+          served: true,
+          storage: true,
+          schema: {
+            openAPIV3Schema: {
+              type: 'object',
+              properties: {
+                spec: { type: 'object', x_kubernetes_preserve_unknown_fields: true },
+                status: { type: 'object', x_kubernetes_preserve_unknown_fields: true },
+              },
+            },
+          },
+        },
+      ],
+    },
+  };
+}
+
+/** Every object, in the order they are applied (definitions before their instances). */
+export function bringupObjects(input: BringupInput): BringupObject[] {
+  const b64 = (b: Uint8Array) => Buffer.from(b).toString('base64');
+  const rendered = renderObjects(input).map((r) => r.object);
+  const crds = rendered.filter((o) => o.kind === 'CustomResourceDefinition');
+  const rest = rendered.filter((o) => o.kind !== 'CustomResourceDefinition');
+  for (const o of rest) {
+    if (o.kind !== 'ConfigMap' || o.metadata?.name !== 'join-config') continue;
+    const cm = o as V1ConfigMap;
+    cm.data = { ...cm.data, attestationConfig: input.attestationConfig };
+    cm.binaryData = { ...cm.binaryData, measurementSalt: b64(input.measurementSalt) };
+  }
+  const masterSecret: V1Secret = {
+    apiVersion: 'v1',
+    kind: 'Secret',
+    metadata: { name: MASTER_SECRET_NAME, namespace: NAMESPACE, labels },
+    type: 'Opaque',
+    data: { mastersecret: b64(input.masterSecret), salt: b64(input.masterSalt) },
+  };
+  const components: V1ConfigMap = {
+    apiVersion: 'v1',
+    kind: 'ConfigMap',
+    metadata: { name: COMPONENTS_CONFIGMAP_NAME, namespace: NAMESPACE, labels },
+    data: {
+      components: JSON.stringify(
+        input.components.map((c) => ({
+          url: c.url,
+          hash: c.hash,
+          install_path: c.installPath,
+          extract: c.extract,
+        })),
+      ),
+    },
+  };
+  const nodeVersion: KubernetesObject & { spec: Record<string, unknown> } = {
+    apiVersion: `${UPDATE_GROUP}/${UPDATE_VERSION}`,
+    kind: 'NodeVersion',
+    metadata: { name: NODE_VERSION_NAME, labels },
+    spec: {
+      kubernetesClusterVersion: input.kubernetesVersion,
+      kubernetesComponentsReference: COMPONENTS_CONFIGMAP_NAME,
+    },
+  };
+  const tls = input.tlsMaterial
+    ? keyServiceTlsSecrets(input.tlsMaterial, NAMESPACE).map(([, s]) => s)
+    : [];
+  return [
+    ...[updateCrd('NodeVersion', 'nodeversions'), updateCrd('JoiningNode', 'joiningnodes'), ...crds].map(
+      (object) => ({ object, mode: 'apply' as const }),
+    ),
+    { object: masterSecret, mode: 'must-match', secret: true },
+    ...tls.map((object) => ({ object, mode: 'create-only' as const, secret: true })),
+    { object: components, mode: 'apply' },
+    { object: nodeVersion, mode: 'apply' },
+    ...rest.map((object) => ({ object, mode: 'apply' as const })),
+  ];
+}

@@ -1,0 +1,162 @@
+/**
+ * `confboot apply`: brings a freshly initialised cluster up through its Kubernetes API (the admin
+ * kubeconfig `confboot init` wrote): the master-secret Secret and measurement salt, the join config,
+ * the CRDs, the components ConfigMap and NodeVersion, the key-service TLS Secrets and the join-service
+ * and key-service workloads (src/app/bringup). Idempotent: a second run changes nothing and says so.
+ */
+import { readFile } from 'node:fs/promises';
+import { parseComponentList } from '../../adapters/components/component-list.js';
+import { loadKubeConfig } from '../../adapters/kubernetes/api.js';
+import { createKeyServiceTls, keyServiceDnsNames } from '../../adapters/pki/key-service-tls.js';
+import { messageOf } from '../../ports/errors.js';
+import type { Component } from '../../ports/types.js';
+import type { Variant } from '../../ports/variant.js';
+import { applyObjects } from '../bringup/apply.js';
+import { bringupObjects } from '../bringup/objects.js';
+import { DEFAULT_IMAGE, deployVariants, NAMESPACE } from '../deploy/manifests.js';
+import type { JoinServiceCsp } from '../join-service/production.js';
+import { cloudNames, isCloud } from '../registry/index.js';
+import { type CommandSpec, parseCommand, runCommand, UsageError } from './args.js';
+
+export const applyCommand: CommandSpec = {
+  name: 'apply',
+  summary:
+    'Bring a cluster up through its Kubernetes API after init: secrets, join config, CRDs, components, NodeVersion, join and key service (idempotent; server-side apply).',
+  options: {
+    kubeconfig: {
+      type: 'string',
+      valueName: 'F',
+      description: 'admin kubeconfig from confboot init',
+      default: 'constellation-admin.conf',
+    },
+    cloud: {
+      type: 'string',
+      valueName: 'C',
+      required: true,
+      get description() {
+        return `cloud provider: ${cloudNames().join(', ')}`;
+      },
+    },
+    variant: {
+      type: 'string',
+      valueName: 'V',
+      description: "attestation variant of the cluster's nodes (default: the cloud's first)",
+    },
+    'attestation-config': {
+      type: 'string',
+      valueName: 'F',
+      required: true,
+      description: 'the attestation config given to confboot init',
+    },
+    'master-secret-file': {
+      type: 'string',
+      valueName: 'F',
+      default: 'constellation-mastersecret.json',
+      description: 'JSON {"key","salt"} (base64) from confboot init',
+    },
+    'measurement-salt-file': {
+      type: 'string',
+      valueName: 'F',
+      default: 'measurement-salt.bin',
+      description: '32-byte measurement salt from confboot init',
+    },
+    components: {
+      type: 'string',
+      valueName: 'F',
+      description: 'JSON list of Kubernetes components (as for confboot init); default none',
+    },
+    'kubernetes-version': {
+      type: 'string',
+      valueName: 'V',
+      default: 'v1.31.1',
+      description: 'Kubernetes version recorded in the NodeVersion',
+    },
+    image: { type: 'string', valueName: 'IMG', default: DEFAULT_IMAGE, description: 'container image' },
+    'dry-run': { type: 'boolean', description: 'server-side dry run: validate every object, store nothing' },
+    'ready-timeout-seconds': {
+      type: 'string',
+      valueName: 'S',
+      default: '300',
+      description: 'bound on waiting for the workloads to be ready',
+    },
+  },
+  epilog: 'Exit codes: 0 applied (or nothing to change), 1 an object failed (named), 2 usage or input error.',
+};
+
+/** Runs `confboot apply`. */
+export async function run(argv: string[]): Promise<number> {
+  return runCommand(async () => {
+    const v = parseCommand(argv, applyCommand);
+    if (v === undefined) return 0;
+    const progress = (line: string) => process.stderr.write(`apply: ${line}\n`);
+    const cloud = String(v.cloud);
+    if (!isCloud(cloud))
+      throw new UsageError(`unknown cloud "${cloud}" (want one of ${cloudNames().join(', ')})`);
+    const variants = deployVariants(cloud as JoinServiceCsp);
+    const variant = (v.variant as string | undefined) ?? variants[0];
+    if (variant === undefined || !variants.includes(variant as Variant))
+      throw new UsageError(`cloud ${cloud} has no variant "${variant}" (want one of ${variants.join(', ')})`);
+    const timeoutSeconds = Number(v['ready-timeout-seconds']);
+    if (!Number.isFinite(timeoutSeconds) || timeoutSeconds <= 0)
+      throw new UsageError('--ready-timeout-seconds must be > 0');
+    const input = async (flag: string) => {
+      try {
+        return await readFile(String(v[flag]));
+      } catch (err) {
+        throw new UsageError(`reading --${flag}: ${messageOf(err)}`);
+      }
+    };
+    const attestationConfig = (await input('attestation-config')).toString('utf8');
+    try {
+      JSON.parse(attestationConfig);
+    } catch (err) {
+      throw new UsageError(`--attestation-config is not JSON: ${messageOf(err)}`);
+    }
+    let master: { key?: unknown; salt?: unknown };
+    try {
+      master = JSON.parse((await input('master-secret-file')).toString('utf8'));
+    } catch (err) {
+      if (err instanceof UsageError) throw err;
+      throw new UsageError('--master-secret-file is not JSON {"key","salt"}');
+    }
+    if (typeof master.key !== 'string' || typeof master.salt !== 'string')
+      throw new UsageError('--master-secret-file must hold base64 "key" and "salt"');
+    const measurementSalt = new Uint8Array(await input('measurement-salt-file'));
+    if (measurementSalt.length !== 32)
+      throw new UsageError('--measurement-salt-file must hold exactly 32 bytes');
+    let components: Component[] = [];
+    if (v.components !== undefined) {
+      try {
+        components = parseComponentList(
+          (await input('components')).toString('utf8'),
+          `--components ${String(v.components)}`,
+        );
+      } catch (err) {
+        throw new UsageError(messageOf(err));
+      }
+    }
+    const kc = loadKubeConfig(String(v.kubeconfig));
+    const objects = bringupObjects({
+      cloud: cloud as JoinServiceCsp,
+      variant: variant as Variant,
+      image: String(v.image),
+      masterSecret: Buffer.from(master.key, 'base64'),
+      masterSalt: Buffer.from(master.salt, 'base64'),
+      measurementSalt,
+      attestationConfig,
+      components,
+      kubernetesVersion: String(v['kubernetes-version']),
+      // Used only when the Secrets are missing: a re-run keeps the cluster's certificates.
+      tlsMaterial: await createKeyServiceTls({ serverNames: keyServiceDnsNames(NAMESPACE) }),
+    });
+    progress(
+      `Applying ${objects.length} objects for ${cloud}/${variant} to ${kc.getCurrentCluster()?.server}${v['dry-run'] ? ' (dry run)' : ''}`,
+    );
+    await applyObjects(kc, objects, {
+      dryRun: v['dry-run'] === true,
+      progress,
+      readyTimeoutInMs: timeoutSeconds * 1000,
+    });
+    return 0;
+  });
+}

@@ -1,0 +1,163 @@
+/**
+ * `confboot apply` (bring-up after init) against a FAKE Kubernetes API server that speaks the real
+ * REST paths with server-side apply (test/support/ssa-api-server.ts), through the real
+ * @kubernetes/client-node: what is created, that a second run changes nothing, the dry run, the
+ * master secret that must never be replaced, a workload that never gets ready, and that nothing
+ * secret reaches the output.
+ */
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import { loadKubeConfig } from '../../src/adapters/kubernetes/api.js';
+import { applyObjects } from '../../src/app/bringup/apply.js';
+import { type BringupInput, bringupObjects, MASTER_SECRET_NAME } from '../../src/app/bringup/objects.js';
+import { run } from '../../src/app/cli/apply.js';
+import { SsaApiServer } from '../support/ssa-api-server.js';
+
+const cleanups: Array<() => unknown> = [];
+afterEach(async () => {
+  for (const c of cleanups.splice(0).reverse()) await c();
+  vi.restoreAllMocks();
+});
+
+async function cluster() {
+  const api = new SsaApiServer();
+  const url = await api.start();
+  cleanups.push(() => api.stop());
+  const dir = mkdtempSync(join(tmpdir(), 'confboot-apply-'));
+  cleanups.push(() => rmSync(dir, { recursive: true, force: true }));
+  const kubeconfig = join(dir, 'admin.conf');
+  writeFileSync(kubeconfig, api.kubeconfig(url));
+  return { api, dir, kubeconfig, kc: loadKubeConfig(kubeconfig) };
+}
+
+const MASTER = randomBytes(32);
+const input = (o: Partial<BringupInput> = {}): BringupInput => ({
+  cloud: 'qemu',
+  variant: 'qemu-vtpm',
+  masterSecret: MASTER,
+  masterSalt: Buffer.alloc(32, 2),
+  measurementSalt: Buffer.alloc(32, 3),
+  attestationConfig: '{"measurements": {"4": {"expected": "aa", "warnOnly": false}}}\n',
+  components: [
+    {
+      url: 'https://example.invalid/kubelet',
+      hash: `sha256:${'ab'.repeat(32)}`,
+      installPath: '/usr/bin/kubelet',
+      extract: false,
+    },
+  ],
+  kubernetesVersion: 'v1.31.1',
+  ...o,
+});
+
+describe('bring-up through the Kubernetes API (FAKE API server, real client-node, server-side apply)', () => {
+  it('creates everything the join service reads, then a second run changes nothing and says so', async () => {
+    const { api, kc } = await cluster();
+    const lines: string[] = [];
+    const first = await applyObjects(kc, bringupObjects(input()), {
+      progress: (l) => lines.push(l),
+      pollIntervalInMs: 1,
+    });
+    expect(first.every((o) => o.action === 'created')).toBe(true);
+    const kinds = new Set(first.map((o) => o.kind));
+    for (const k of [
+      'CustomResourceDefinition',
+      'Secret',
+      'ConfigMap',
+      'NodeVersion',
+      'DaemonSet',
+      'Deployment',
+    ])
+      expect(kinds).toContain(k);
+    const names = first.map((o) => `${o.kind}/${o.name}`);
+    expect(names).toContain('CustomResourceDefinition/nodeversions.update.edgeless.systems');
+    expect(names).toContain('CustomResourceDefinition/joiningnodes.update.edgeless.systems');
+    expect(names).toContain(`Secret/${MASTER_SECRET_NAME}`);
+    // What the join service and key service read, with the cluster's own values.
+    const secret = api.objects.get(`/api/v1/namespaces/kube-system/secrets/${MASTER_SECRET_NAME}`);
+    expect(Buffer.from(secret?.data.mastersecret, 'base64')).toEqual(MASTER);
+    const joinConfig = api.objects.get('/api/v1/namespaces/kube-system/configmaps/join-config');
+    expect(joinConfig?.data.attestationConfig).toBe(input().attestationConfig);
+    expect(joinConfig?.binaryData.measurementSalt).toBe(Buffer.alloc(32, 3).toString('base64'));
+    const nv = api.objects.get('/apis/update.edgeless.systems/v1alpha1/nodeversions/constellation-version');
+    const components = api.objects.get(
+      `/api/v1/namespaces/kube-system/configmaps/${nv?.spec.kubernetesComponentsReference}`,
+    );
+    expect(JSON.parse(components?.data.components)[0].install_path).toBe('/usr/bin/kubelet');
+    expect(lines.some((l) => /DaemonSet kube-system\/join-service ready/.test(l))).toBe(true);
+    // Every write is server-side apply with confboot's field manager, or a create.
+    for (const r of api.requests.filter((q) => q.method === 'PATCH')) {
+      expect(r.contentType).toBe('application/apply-patch+yaml');
+      expect(r.query.fieldManager).toBe('confboot');
+    }
+
+    const before = new Map(api.objects);
+    const again: string[] = [];
+    const second = await applyObjects(kc, bringupObjects(input()), {
+      progress: (l) => again.push(l),
+      pollIntervalInMs: 1,
+    });
+    expect(second.filter((o) => o.action !== 'unchanged' && o.action !== 'kept')).toEqual([]);
+    expect(again).toContain('Nothing changed: the cluster already has every object');
+    expect(new Map(api.objects)).toEqual(before);
+  });
+
+  it('a dry run validates every object on the server and stores nothing', async () => {
+    const { api, kc } = await cluster();
+    const out = await applyObjects(kc, bringupObjects(input()).slice(0, 3), { dryRun: true });
+    expect(out).toHaveLength(3);
+    expect(api.objects.size).toBe(0);
+    expect(api.requests.filter((r) => r.method !== 'GET').every((r) => r.query.dryRun === 'All')).toBe(true);
+  });
+
+  it('refuses to replace a master secret that differs, naming the object', async () => {
+    const { kc } = await cluster();
+    await applyObjects(kc, bringupObjects(input()), { pollIntervalInMs: 1 });
+    await expect(
+      applyObjects(kc, bringupObjects(input({ masterSecret: randomBytes(32) })), { pollIntervalInMs: 1 }),
+    ).rejects.toThrow(`applying Secret kube-system/${MASTER_SECRET_NAME}: it exists with other content`);
+  });
+
+  it('names the workload that does not become ready within the bound', async () => {
+    const { api, kc } = await cluster();
+    api.workloadsReady = false;
+    await expect(
+      applyObjects(kc, bringupObjects(input()), { readyTimeoutInMs: 20, pollIntervalInMs: 5 }),
+    ).rejects.toThrow(/waiting for DaemonSet kube-system\/join-service to be ready: not ready within 20 ms/);
+  });
+
+  it('the CLI applies, prints no secret, and a re-run reports nothing changed', async () => {
+    const { dir, kubeconfig } = await cluster();
+    const master = { key: randomBytes(32).toString('base64'), salt: randomBytes(32).toString('base64') };
+    writeFileSync(join(dir, 'master.json'), JSON.stringify(master));
+    writeFileSync(join(dir, 'salt.bin'), randomBytes(32));
+    writeFileSync(join(dir, 'att.json'), input().attestationConfig);
+    const out: string[] = [];
+    vi.spyOn(process.stderr, 'write').mockImplementation((c: string | Uint8Array) => {
+      out.push(String(c));
+      return true;
+    });
+    const argv = [
+      '--kubeconfig',
+      kubeconfig,
+      '--cloud',
+      'qemu',
+      '--attestation-config',
+      join(dir, 'att.json'),
+      '--master-secret-file',
+      join(dir, 'master.json'),
+      '--measurement-salt-file',
+      join(dir, 'salt.bin'),
+    ];
+    expect(await run(argv)).toBe(0);
+    expect(await run(argv)).toBe(0);
+    const text = out.join('');
+    expect(text).toContain('Nothing changed');
+    expect(text).not.toContain(master.key);
+    expect(text).not.toContain(Buffer.from(master.key, 'base64').toString('hex'));
+    expect(await run(['--cloud', 'nowhere', '--attestation-config', 'x'])).toBe(2);
+  });
+});
