@@ -90,7 +90,9 @@ describe('NitroTPM NSM exchange on a REAL swtpm (no Nitro system here: the vendo
       .attestationDocument({ nonce: new Uint8Array(32), publicKey: new Uint8Array(294) })
       .catch((e: unknown) => e);
     expect(isConfbootError(err) && err.code).toBe('unavailable');
-    expect(String((err as Error).message)).toMatch(/vendor command answered TPM_RC 0x143 \(TPM_RC_COMMAND_CODE/);
+    expect(String((err as Error).message)).toMatch(
+      /vendor command answered TPM_RC 0x143 \(TPM_RC_COMMAND_CODE/,
+    );
     const { stdout } = await run('tpm2_getcap', ['handles-nv-index'], {
       env: { ...process.env, TPM2TOOLS_TCTI: s.tcti },
       timeout: 10_000,
