@@ -143,6 +143,11 @@ describeVectors('NitroTPM attestation document (real EC2 document of 2026-02-03)
     expect(accepted).toEqual([]);
   });
 
+  it('refuses every truncation of the document with nitrotpm-format (no other kind of error)', () => {
+    for (let n = 0; n < document.length; n++)
+      expect(verdict(document.subarray(0, n))).toBe('nitrotpm-format');
+  });
+
   it('is refused with a tampered signature (every byte position)', () => {
     const sig = Buffer.from(parts()[3]);
     const offset = document.lastIndexOf(sig);

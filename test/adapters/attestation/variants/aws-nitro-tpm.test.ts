@@ -10,9 +10,11 @@
  */
 import { createHash, randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { parseTpmtPublic } from '../../../../src/adapters/attestation/shared/tpm2.js';
 import {
   createAwsNitroTpmIssuer,
   NITROTPM_DOCUMENT_FIELD,
+  publicKeyIsAk,
 } from '../../../../src/adapters/attestation/variants/aws-nitro-tpm.js';
 import { VtpmIssuer } from '../../../../src/adapters/attestation/vtpm/issuer.js';
 import { type SwtpmInstance, startSwtpm } from '../../../../src/adapters/tpm/swtpm.js';
@@ -236,3 +238,33 @@ async function captureInfo(issuer: VtpmIssuer, extraData: Uint8Array): Promise<U
     .instanceInfo;
   return provider(extraData);
 }
+
+describe('public_key against the AK', () => {
+  const ecc = SoftTpm.create({ key: 'ecc' });
+  const rsa = SoftTpm.create({ key: 'rsa' });
+  const eccAk = parseTpmtPublic(ecc.akPublic);
+  const rsaAk = parseTpmtPublic(rsa.akPublic);
+  /** The uncompressed SEC1 point of an EC SubjectPublicKeyInfo (its last 65 bytes for P-256). */
+  const point = (spki: Buffer) => spki.subarray(spki.length - 65);
+
+  it.each([
+    ['the SubjectPublicKeyInfo of an RSA AK', () => publicKeyIsAk(rsa.akPublicKeySpki(), rsaAk), true],
+    ['the SubjectPublicKeyInfo of an ECC AK', () => publicKeyIsAk(ecc.akPublicKeySpki(), eccAk), true],
+    [
+      'the uncompressed point of an ECC AK (as vaportpm binds it)',
+      () => publicKeyIsAk(point(ecc.akPublicKeySpki()), eccAk),
+      true,
+    ],
+    ['another RSA key', () => publicKeyIsAk(SoftTpm.create().akPublicKeySpki(), rsaAk), false],
+    [
+      'another ECC point',
+      () => publicKeyIsAk(point(SoftTpm.create({ key: 'ecc' }).akPublicKeySpki()), eccAk),
+      false,
+    ],
+    ['an ECC point for an RSA AK', () => publicKeyIsAk(point(ecc.akPublicKeySpki()), rsaAk), false],
+    ['a truncated point', () => publicKeyIsAk(point(ecc.akPublicKeySpki()).subarray(0, 64), eccAk), false],
+    ['garbage', () => publicKeyIsAk(Uint8Array.of(1, 2, 3), rsaAk), false],
+  ] as const)('%s: %s', (_name, check, expected) => {
+    expect(check()).toBe(expected);
+  });
+});
