@@ -18,7 +18,7 @@
 import { createPublicKey, type KeyObject } from 'node:crypto';
 import type { AmiTpmSupport } from '../../../ports/ami-tpm-support.js';
 import type { Clock } from '../../../ports/clock.js';
-import { isConfbootError, messageOf } from '../../../ports/errors.js';
+import { ConfbootError, isConfbootError, messageOf } from '../../../ports/errors.js';
 import type { NitroTpmAttestor } from '../../../ports/nitrotpm-attestor.js';
 import type { Tpm } from '../../../ports/tpm.js';
 import type { CallOptions } from '../../../ports/types.js';
@@ -226,14 +226,14 @@ export function createAwsNitroTpmIssuer(options: AwsNitroTpmIssuerOptions): Vtpm
     tpm,
     sha384Quoter: tpm,
     instanceInfo: async (extraData, callOptions) => {
-      const identity = JSON.parse(
-        Buffer.from(await instanceIdentity(callOptions)).toString('utf8'),
-      ) as Record<string, unknown>;
+      const identity: unknown = JSON.parse(Buffer.from(await instanceIdentity(callOptions)).toString('utf8'));
+      if (typeof identity !== 'object' || identity === null || Array.isArray(identity))
+        throw new ConfbootError('unavailable', 'the IMDS instance identity document is not a JSON object');
       const ak = parseTpmtPublic(await tpm.attestationKeyPublic(callOptions));
       const publicKey = ak.publicKey.export({ type: 'spki', format: 'der' });
       const document = await nitroTpm.attestationDocument({ nonce: extraData, publicKey }, callOptions);
-      identity[NITROTPM_DOCUMENT_FIELD] = Buffer.from(document).toString('base64');
-      return new TextEncoder().encode(JSON.stringify(identity));
+      const info = { ...identity, [NITROTPM_DOCUMENT_FIELD]: Buffer.from(document).toString('base64') };
+      return new TextEncoder().encode(JSON.stringify(info));
     },
   });
 }
