@@ -29,6 +29,7 @@ export * from './log-collector.js';
 export * from './logger.js';
 export * from './measurement-policy.js';
 export * from './metadata-api.js';
+export * from './nitrotpm-attestor.js';
 export * from './node-marker.js';
 export * from './node-state-store.js';
 export * from './peer-address.js';

@@ -30,7 +30,7 @@ describe('confboot --help', () => {
     },
   );
 
-  it.each(['verify', 'verify-snp', 'verify-tdx'])(
+  it.each(['verify', 'verify-snp', 'verify-tdx', 'verify-nitrotpm'])(
     'attestation %s --help prints usage and exits 0',
     async (verb) => {
       const out = captureStdout();

@@ -84,7 +84,8 @@ describe('documents of the wrong variant', () => {
       extraValidators: [
         validatorBuilder(
           'aws-nitro-tpm',
-          { amiTpmSupport: ec2 },
+          // The soft TPM has no AWS-signed NitroTPM document: its AK passes by the documented opt-in.
+          { amiTpmSupport: ec2, nitroTpmTrust: { trustCarriedAk: true } },
           clock,
           silentLogger,
         )(new TextEncoder().encode(JSON.stringify(expectedAttestationConfig()))),
@@ -107,7 +108,7 @@ describe('documents of the wrong variant', () => {
     expect(ec2.calls).toBe(1);
   });
 
-  it('a qemu-vtpm document (real swtpm quote) under the aws-nitro-tpm OID is refused by the aws-nitro-tpm validator: cvm', async () => {
+  it('a qemu-vtpm document (real swtpm quote) under the aws-nitro-tpm OID is refused by the aws-nitro-tpm validator: ak-trust', async () => {
     const relabelled = {
       variant: 'aws-nitro-tpm' as const,
       oid: VARIANT_OIDS['aws-nitro-tpm'],
@@ -116,7 +117,7 @@ describe('documents of the wrong variant', () => {
     const calls = ec2.calls;
     const b = snapshot(mixed);
     const out = await attempt(mixed.endpoint, relabelled);
-    await expectRefused(mixed, b, out, { code: status.UNAVAILABLE, check: 'cvm' });
+    await expectRefused(mixed, b, out, { code: status.UNAVAILABLE, check: 'ak-trust' });
     expect(out.refusal?.message).toContain('InstanceInfo is missing');
     expect(ec2.calls).toBe(calls);
   });

@@ -13,6 +13,8 @@ import { parseTpmsAttest } from '../attestation/shared/tpm2.js';
 export const TPM_ALG_SHA1 = 0x0004;
 /** TPM_ALG_SHA256. */
 export const TPM_ALG_SHA256 = 0x000b;
+/** TPM_ALG_SHA384. */
+export const TPM_ALG_SHA384 = 0x000c;
 
 /** One TPMS_PCR_SELECTION: a hash bank and the PCR indices selected in it. */
 export interface PcrSelection {

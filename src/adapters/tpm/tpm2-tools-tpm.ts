@@ -20,7 +20,13 @@ import { ConfbootError, type ConfbootErrorCode, wrapError } from '../../ports/er
 import type { Tpm, TpmQuote } from '../../ports/tpm.js';
 import type { CallOptions } from '../../ports/types.js';
 import { ensureTemplateAk, readTpmtPublic, type TemplateAkHierarchy } from './nv-template-ak.js';
-import { matchesRsaAkTemplate, parseQuoteInfo, TPM_ALG_SHA1, TPM_ALG_SHA256 } from './tpm-structures.js';
+import {
+  matchesRsaAkTemplate,
+  parseQuoteInfo,
+  TPM_ALG_SHA1,
+  TPM_ALG_SHA256,
+  TPM_ALG_SHA384,
+} from './tpm-structures.js';
 
 /** go-tpm-tools' persistent handle for the RSA attestation key. */
 export const DEFAULT_AK_HANDLE = 0x81008f01;
@@ -33,10 +39,11 @@ const AK_ATTRIBUTES = 'fixedtpm|fixedparent|sensitivedataorigin|userwithauth|nod
 const SHA256_SIZE = 32;
 
 /** A PCR bank {@link Tpm2ToolsTpm.quoteBank} can quote. */
-export type PcrBank = 'sha1' | 'sha256';
-const BANKS: Record<PcrBank, { alg: number; size: number }> = {
-  sha1: { alg: TPM_ALG_SHA1, size: 20 },
-  sha256: { alg: TPM_ALG_SHA256, size: SHA256_SIZE },
+export type PcrBank = 'sha1' | 'sha256' | 'sha384';
+const BANKS: Record<PcrBank, { alg: number; size: number; name: string }> = {
+  sha1: { alg: TPM_ALG_SHA1, size: 20, name: 'SHA-1' },
+  sha256: { alg: TPM_ALG_SHA256, size: SHA256_SIZE, name: 'SHA-256' },
+  sha384: { alg: TPM_ALG_SHA384, size: 48, name: 'SHA-384' },
 };
 /** The pcrDigest's hash follows the AK's signing scheme; its size tells which one it is. */
 const DIGEST_HASH_BY_SIZE: Record<number, string> = { 20: 'sha1', 32: 'sha256', 48: 'sha384', 64: 'sha512' };
@@ -210,8 +217,8 @@ export class Tpm2ToolsTpm implements Tpm {
     pcrs: number[] = [...ALL_PCRS],
     options?: CallOptions,
   ): Promise<TpmQuote> {
-    const { alg, size } = BANKS[bank];
-    const what = `quoting ${bank === 'sha1' ? 'SHA-1' : 'SHA-256'} PCRs ${describePcrs(pcrs)}`;
+    const { alg, size, name } = BANKS[bank];
+    const what = `quoting ${name} PCRs ${describePcrs(pcrs)}`;
     const selection = normalizePcrs(pcrs, what);
     if (selection.length === 0) throw new ConfbootError('invalid-argument', `${what}: no PCRs selected`);
     return this.operation(what, options, async (ctx) => {
@@ -309,6 +316,65 @@ export class Tpm2ToolsTpm implements Tpm {
         throw err;
       }
       return new Uint8Array(await readFile(file));
+    });
+  }
+
+  /**
+   * A vendor command that works on an NV index (AWS NitroTPM's NSM request): defines a free owner
+   * index of `size` bytes (authread|authwrite, empty auth) in 0x01000100–0x010001ff, writes
+   * `request` to it, sends `command(index)` raw (tpm2_send), reads the index back whole and always
+   * undefines it, all in this TCTI's queue.
+   * @throws ConfbootError `unavailable` when the TPM refuses a step (the response code is named)
+   */
+  async vendorNvExchange(
+    request: Uint8Array,
+    command: (nvIndex: number) => Uint8Array,
+    size: number,
+    options?: CallOptions,
+  ): Promise<Uint8Array> {
+    return this.operation('exchanging a vendor command through a TPM NV index', options, async (ctx) => {
+      const used = new Set(
+        [...(await ctx.run('tpm2_getcap', ['handles-nv-index'])).matchAll(/0x[0-9a-f]+/gi)].map((m) =>
+          Number.parseInt(m[0], 16),
+        ),
+      );
+      let index = 0x01000100;
+      while (used.has(index) && index < 0x010001ff) index++;
+      if (used.has(index))
+        throw new ConfbootError('unavailable', 'no free NV index in 0x01000100–0x010001ff');
+      const handle = `0x${index.toString(16).padStart(8, '0')}`;
+      const refused = (err: unknown) =>
+        err instanceof Tpm2ToolError && err.exitCode !== undefined && err.code === 'internal'
+          ? new Tpm2ToolError('unavailable', err.tool, err.exitCode, err.stderr, err.message, err)
+          : err;
+      try {
+        await ctx.run('tpm2_nvdefine', [handle, '-C', 'o', '-s', String(size), '-a', 'authread|authwrite']);
+      } catch (err) {
+        throw refused(err);
+      }
+      try {
+        const req = join(ctx.dir, 'request.bin');
+        const cmd = join(ctx.dir, 'command.bin');
+        const res = join(ctx.dir, 'response.bin');
+        const out = join(ctx.dir, 'nv.bin');
+        await writeFile(req, request, { mode: 0o600 });
+        await writeFile(cmd, command(index), { mode: 0o600 });
+        await ctx.run('tpm2_nvwrite', [handle, '-C', handle, '-i', req]);
+        await ctx.run('tpm2_send', ['-o', res, cmd]);
+        const response = await readFile(res);
+        const rc = response.length >= 10 ? response.readUInt32BE(6) : -1;
+        if (rc !== 0)
+          throw new ConfbootError(
+            'unavailable',
+            `vendor command answered ${rc < 0 ? `${response.length} bytes` : `TPM_RC 0x${rc.toString(16)}`}${rc === 0x143 ? ' (TPM_RC_COMMAND_CODE: this TPM does not know it)' : ''}`,
+          );
+        await ctx.run('tpm2_nvread', [handle, '-C', handle, '-s', String(size), '-o', out]);
+        return new Uint8Array(await readFile(out));
+      } catch (err) {
+        throw refused(err);
+      } finally {
+        await ctx.run('tpm2_nvundefine', [handle, '-C', 'o']).catch(() => undefined);
+      }
     });
   }
 

@@ -25,6 +25,8 @@ export interface ValidatorDeps {
   logger?: Logger;
   /** aws-nitro-tpm: EC2 lookup of the AMI's TpmSupport. */
   amiTpmSupport?: AmiTpmSupport;
+  /** aws-nitro-tpm: trust in AWS's NitroTPM document; default AWS's Nitro root, no carried AKs. */
+  nitroTpmTrust?: NitroTpmTrust;
   /** gcp-sev-es and gcp-sev-snp: GCE shielded instance identity (the AK). */
   gceShieldedIdentity?: GceShieldedIdentity;
   /** azure-trustedlaunch: trusted AK roots (PEM or DER). */
@@ -42,10 +44,22 @@ export interface ValidatorDeps {
   getTdxCollateral?: TdxValidatorConfig['getCollateral'];
 }
 
+/** How aws-nitro-tpm trusts attestation keys (AwsNitroTpmOptions without the clock). */
+export interface NitroTpmTrust {
+  /** Accepted Nitro roots by SHA-256 of their DER; default AWS's published root. */
+  rootSha256?: readonly string[];
+  /**
+   * Opt-in to upstream's behaviour: a document without a NitroTPM attestation document passes with
+   * its AK trusted as carried (any TPM, a software one too). Off by default.
+   */
+  trustCarriedAk?: boolean;
+}
+
 /** The cloud lookups and caches some variants need (built once per service by a variant's entry). */
 export type VariantLookups = Pick<
   ValidatorDeps,
   | 'amiTpmSupport'
+  | 'nitroTpmTrust'
   | 'gceShieldedIdentity'
   | 'azureAkRoots'
   | 'qemuAkTrust'
@@ -111,10 +125,13 @@ export async function gceLookups(): Promise<VariantLookups> {
   return { gceShieldedIdentity: new ComputeShieldedIdentity() };
 }
 
-/** The EC2 lookup of an AMI's TpmSupport (loads the EC2 SDK on first use only). */
-export async function ec2Lookups(): Promise<VariantLookups> {
+/**
+ * The EC2 lookup of an AMI's TpmSupport, cached per image on `clock` (loads the EC2 SDK on first use
+ * only).
+ */
+export async function ec2Lookups(_settings: VariantLookupSettings, clock: Clock): Promise<VariantLookups> {
   const { Ec2AmiTpmSupport } = await import('../../adapters/attestation/variants/ec2-ami-tpm-support.js');
-  return { amiTpmSupport: new Ec2AmiTpmSupport() };
+  return { amiTpmSupport: new Ec2AmiTpmSupport({ clock }) };
 }
 
 /** The trusted Azure AK roots from `--azure-ak-roots` (required: none are built in). */

@@ -26,7 +26,7 @@ import type { MeasurementPolicy } from '../../ports/measurement-policy.js';
 import type { Validator } from '../../ports/validator.js';
 import type { Variant } from '../../ports/variant.js';
 import { variantEntry, variantNames, variantsOfKind } from '../registry/index.js';
-import type { ValidatorDeps } from './validator-deps.js';
+import type { NitroTpmTrust, ValidatorDeps } from './validator-deps.js';
 
 export {
   type AmdCertCacheSettings,
@@ -92,11 +92,13 @@ export interface ValidatorConfig {
   qemuAkTrust?: QemuAkRegistry;
   /** aws-nitro-tpm: EC2 lookup of the AMI's TpmSupport. */
   amiTpmSupport?: AmiTpmSupport;
+  /** aws-nitro-tpm: trust in AWS's NitroTPM document (default AWS's Nitro root, no carried AKs). */
+  nitroTpmTrust?: NitroTpmTrust;
   /** gcp-sev-es: GCE shielded instance identity lookup. */
   gceShieldedIdentity?: GceShieldedIdentity;
   /** azure-trustedlaunch: trusted AK roots (PEM or DER). */
   azureAkRoots?: Array<Uint8Array | string>;
-  /** azure-trustedlaunch: time for certificate validity (default the system clock). */
+  /** azure-trustedlaunch and aws-nitro-tpm: time for certificate validity (default the system clock). */
   clock?: Pick<Clock, 'now'>;
 }
 

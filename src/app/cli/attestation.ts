@@ -18,6 +18,10 @@ const LAZY_VERBS: Record<string, { summary: string; load: () => Promise<CommandM
     summary: 'verify an Intel TDX quote, its PCK chain and collateral',
     load: () => import('./attestation-verify-tdx.js'),
   },
+  'verify-nitrotpm': {
+    summary: 'verify an AWS NitroTPM attestation document and its chain to the AWS Nitro root',
+    load: () => import('./attestation-verify-nitrotpm.js'),
+  },
 };
 
 /** Each verb's module is imported only when that verb runs. */

@@ -77,6 +77,7 @@ export function validatorBuilder(
       clock,
       logger,
       ...(lookups.amiTpmSupport ? { amiTpmSupport: lookups.amiTpmSupport } : {}),
+      ...(lookups.nitroTpmTrust ? { nitroTpmTrust: lookups.nitroTpmTrust } : {}),
       ...(lookups.gceShieldedIdentity ? { gceShieldedIdentity: lookups.gceShieldedIdentity } : {}),
       ...(lookups.azureAkRoots ? { azureAkRoots: lookups.azureAkRoots } : {}),
       ...(lookups.qemuAkTrust ? { qemuAkTrust: lookups.qemuAkTrust } : {}),

@@ -144,6 +144,8 @@ export interface VtpmVariantSpec {
   cvm?(deps: ValidatorDeps): VtpmVariantChecks['validateCvm'];
   /** Reads the instance info the quote carries (none: the document has none). */
   instanceInfo?(node: IssuerContext): Promise<(options?: CallOptions) => Promise<Uint8Array>>;
+  /** Builds the node's Issuer itself instead of the generic vTPM issuer over `instanceInfo`. */
+  issuer?(node: IssuerContext): Promise<Issuer>;
   /** What its manifests add; default nothing. */
   deploy?: VariantDeploy;
   /** Whether the quote carries the kernel's event log; default true. */
@@ -180,6 +182,7 @@ export function vtpmVariant(name: string, spec: VtpmVariantSpec): VariantEntry<P
     kind: 'vtpm',
     clouds: Object.freeze([...spec.clouds]),
     issuer: async (node) => {
+      if (spec.issuer) return renamed(await spec.issuer(node), name, oid);
       const { VtpmIssuer } = await import('../../adapters/attestation/vtpm/issuer.js');
       const read = spec.instanceInfo ? await spec.instanceInfo(node) : undefined;
       const instanceInfo: InstanceInfoProvider | undefined = read && ((_extra, options) => read(options));
@@ -309,6 +312,23 @@ async function azureNv(node: IssuerContext) {
   return tpm2NvReader({ tcti: node.config.tcti });
 }
 
+/** The aws-nitro-tpm issuer: IMDS identity, AWS's NitroTPM document, SHA-256 and SHA-384 quotes. */
+async function awsNitroTpmIssuer(node: IssuerContext): Promise<Issuer> {
+  const { awsInstanceIdentity, DEFAULT_AWS_IMDS_URL } = await import('../../adapters/cloud/aws/index.js');
+  const { createAwsNitroTpmIssuer } = await import('../../adapters/attestation/variants/aws-nitro-tpm.js');
+  const { NitroTpmNsmAttestor } = await import('../../adapters/tpm/nitrotpm-nsm.js');
+  const tpm = node.tpm as Tpm & { quoteBank?: unknown };
+  if (typeof tpm.quoteBank !== 'function')
+    throw new Error('aws-nitro-tpm needs a TPM adapter that quotes the SHA-384 bank (quoteBank)');
+  const base = node.config.metadata.baseUrl ?? DEFAULT_AWS_IMDS_URL;
+  return createAwsNitroTpmIssuer({
+    tpm: tpm as Parameters<typeof createAwsNitroTpmIssuer>[0]['tpm'],
+    instanceIdentity: (options) => awsInstanceIdentity(base, options),
+    nitroTpm: new NitroTpmNsmAttestor({ tcti: node.config.tcti }),
+    eventLogPath: LINUX_EVENT_LOG_PATH,
+  });
+}
+
 /** An SEV-SNP guest device through configfs-tsm. */
 async function tsm(kind: 'sev-snp' | 'tdx') {
   const { ConfigfsTsmDevice } = await import('../../adapters/attestation/snp/configfs-tsm.js');
@@ -403,13 +423,9 @@ export const VARIANTS: Record<string, VariantEntry> = {
     clouds: ['aws'],
     checks: (deps) => {
       if (deps.amiTpmSupport === undefined) throw missingLookup('EC2 AMI lookup');
-      return awsNitroTpmChecks(deps.amiTpmSupport);
+      return awsNitroTpmChecks(deps.amiTpmSupport, { clock: deps.clock, ...deps.nitroTpmTrust });
     },
-    instanceInfo: async (node) => {
-      const { awsInstanceIdentity, DEFAULT_AWS_IMDS_URL } = await import('../../adapters/cloud/aws/index.js');
-      const base = node.config.metadata.baseUrl ?? DEFAULT_AWS_IMDS_URL;
-      return (options) => awsInstanceIdentity(base, options);
-    },
+    issuer: awsNitroTpmIssuer,
     lookups: ec2Lookups,
   }),
   'aws-sev-snp': snpVariant('aws-sev-snp', ['aws'], async (node) => {

@@ -26,7 +26,7 @@ import { encodeVtpmDocument } from '../shared/vtpm-document.js';
 export type VtpmVariant = Exclude<Variant, 'dummy' | 'qemu-tdx'>;
 
 /** go-tpm-tools `HashAlgo` values used in `pcrs.hash`. */
-export const HASH_ALGO = { SHA1: 4, SHA256: 11 } as const;
+export const HASH_ALGO = { SHA1: 4, SHA256: 11, SHA384: 12 } as const;
 
 /** Where Linux exposes the firmware's TCG event log. */
 export const LINUX_EVENT_LOG_PATH = '/sys/kernel/security/tpm0/binary_bios_measurements';
@@ -60,21 +60,24 @@ export interface VtpmIssuerOptions {
    * orders banks. Default: SHA-256 only (validators compare the SHA-256 quote alone).
    */
   sha1Quoter?: Sha1Quoter;
+  /**
+   * When set, the document also carries a quote of the SHA-384 bank, after the SHA-256 one as
+   * go-tpm-tools orders banks (aws-nitro-tpm: the bank AWS's NitroTPM document signs).
+   */
+  sha384Quoter?: BankQuoter<'sha384'>;
 }
 
 /** The vTPM issuer options a variant's issuer passes through (TPM, event log, PCRs, SHA-1 bank). */
 export type VtpmIssuerBaseOptions = Omit<VtpmIssuerOptions, 'variant' | 'instanceInfo'>;
 
-/** A TPM that can quote the SHA-1 bank too (e.g. the tpm2-tools adapter's `quoteBank`). */
-export interface Sha1Quoter {
-  /** Quotes SHA-1 PCRs `pcrs` with `qualifyingData`, signed by the same AK as the SHA-256 quote. */
-  quoteBank(
-    bank: 'sha1',
-    qualifyingData: Uint8Array,
-    pcrs?: number[],
-    options?: CallOptions,
-  ): Promise<TpmQuote>;
+/** A TPM that can quote bank `B` too (e.g. the tpm2-tools adapter's `quoteBank`). */
+export interface BankQuoter<B extends string> {
+  /** Quotes bank `bank`'s PCRs `pcrs` with `qualifyingData`, signed by the same AK as the SHA-256 quote. */
+  quoteBank(bank: B, qualifyingData: Uint8Array, pcrs?: number[], options?: CallOptions): Promise<TpmQuote>;
 }
+
+/** A TPM that can quote the SHA-1 bank too. */
+export type Sha1Quoter = BankQuoter<'sha1'>;
 
 /** One quote as go-tpm-tools' `tpm.Quote`. */
 export interface GoTpmQuote {
@@ -138,6 +141,7 @@ export class VtpmIssuer implements Issuer {
   private readonly eventLogPath: string | undefined;
   private readonly pcrs: number[] | undefined;
   private readonly sha1Quoter: Sha1Quoter | undefined;
+  private readonly sha384Quoter: BankQuoter<'sha384'> | undefined;
 
   constructor(options: VtpmIssuerOptions) {
     const name: string = options.variant;
@@ -150,6 +154,7 @@ export class VtpmIssuer implements Issuer {
     this.eventLogPath = options.eventLogPath;
     this.pcrs = options.pcrs;
     this.sha1Quoter = options.sha1Quoter;
+    this.sha384Quoter = options.sha384Quoter;
   }
 
   async issue(userData: Uint8Array, nonce: Uint8Array, options?: CallOptions): Promise<Uint8Array> {
@@ -165,6 +170,10 @@ export class VtpmIssuer implements Issuer {
       }
       const q = await this.tpm.quote(tpmNonce, this.pcrs, options);
       quotes.push({ quote: q.quote, rawSig: q.rawSig, hash: HASH_ALGO.SHA256, pcrs: q.pcrs });
+      if (this.sha384Quoter) {
+        const q3 = await this.sha384Quoter.quoteBank('sha384', tpmNonce, this.pcrs, options);
+        quotes.push({ quote: q3.quote, rawSig: q3.rawSig, hash: HASH_ALGO.SHA384, pcrs: q3.pcrs });
+      }
       const eventLog = this.eventLogPath ? await readEventLog(this.eventLogPath) : undefined;
       return encodeAttestationDocument({
         akPub,

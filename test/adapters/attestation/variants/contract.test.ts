@@ -3,7 +3,9 @@
  * issuer is the production one — the vTPM issuer with its cloud module's instance-info reader — on
  * a REAL swtpm, and each validator is the one createValidator builds:
  *  - aws-nitro-tpm: the instance identity document read through a FAKE IMDSv2 (loopback HTTP:
- *    session token, then the document); the AMI lookup is a FAKE EC2 (in-process AmiTpmSupport);
+ *    session token, then the document); AWS's NitroTPM document from a FAKE Nitro system and PKI
+ *    (test/support/fake-nitro-pki.ts, its root pinned), over the swtpm's SHA-384 PCRs; the AMI
+ *    lookup is a FAKE EC2 (in-process AmiTpmSupport);
  *  - gcp-sev-es: the REAL event log of a GCE COS-85 AMD SEV VM (../shared/testvectors) measured
  *    into the swtpm event by event with tpm2_pcrextend, so the quote's PCRs replay from it and the
  *    CVM check reads AMD_SEV from it; instance info through a FAKE GCE metadata server; the
@@ -37,6 +39,7 @@ import {
 } from '../../../../src/adapters/attestation/eventlog/tcg-log.js';
 import { parseTpmtPublic } from '../../../../src/adapters/attestation/shared/tpm2.js';
 import type { VtpmDocument } from '../../../../src/adapters/attestation/shared/vtpm-document.js';
+import { createAwsNitroTpmIssuer } from '../../../../src/adapters/attestation/variants/aws-nitro-tpm.js';
 import { VtpmIssuer } from '../../../../src/adapters/attestation/vtpm/issuer.js';
 import { awsInstanceIdentity } from '../../../../src/adapters/cloud/aws/instance-identity.js';
 import { gceInstanceInfo } from '../../../../src/adapters/cloud/gcp/instance-info.js';
@@ -55,6 +58,11 @@ import {
 } from '../../../contract/attestation.js';
 import type { ContractSubject } from '../../../contract/harness.js';
 import { writeNvIndex } from '../../../support/azure-hcl.js';
+import {
+  createFakeNitroPki,
+  type FakeNitroPki,
+  FakeNitroTpmAttestor,
+} from '../../../support/fake-nitro-pki.js';
 import { SHA256, SoftTpm } from '../../../support/soft-tpm.js';
 import { editVtpmDocument, vtpmQuoteTampers } from '../vtpm/tampers.js';
 
@@ -128,6 +136,7 @@ let swtpm: SwtpmInstance;
 let tpm: Tpm2ToolsTpm;
 let akPem = '';
 let policy: MeasurementsPolicy;
+let nitroPki: FakeNitroPki;
 
 /** Extends every measured event of `log` into the swtpm's SHA-256 bank, in order. */
 async function measureEventLog(tcti: string, log: Uint8Array): Promise<void> {
@@ -144,6 +153,7 @@ beforeAll(async () => {
   baseUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
   swtpm = await startSwtpm();
   tpm = new Tpm2ToolsTpm({ tcti: swtpm.tcti });
+  nitroPki = await createFakeNitroPki();
   akPem = parseTpmtPublic(await tpm.attestationKeyPublic())
     .publicKey.export({ type: 'spki', format: 'pem' })
     .toString();
@@ -202,14 +212,24 @@ function fakeEc2(images: Record<string, string | undefined>): AmiTpmSupport {
   };
 }
 
+/** The validator's trust in the FAKE Nitro PKI, at a time its certificates are valid. */
+const nitroTrust = () => ({
+  nitroTpmTrust: { rootSha256: [nitroPki.rootSha256] },
+  clock: { now: () => nitroPki.validAt },
+});
+
 const awsPair = (): AttestationPair => ({
-  issuer: new VtpmIssuer({
-    variant: 'aws-nitro-tpm',
+  issuer: createAwsNitroTpmIssuer({
     tpm,
-    instanceInfo: (_extraData, options) => awsInstanceIdentity(baseUrl, options),
+    instanceIdentity: (options) => awsInstanceIdentity(baseUrl, options),
+    nitroTpm: new FakeNitroTpmAttestor(
+      nitroPki,
+      async (options) => (await tpm.quoteBank('sha384', randomBytes(32), undefined, options)).pcrs,
+    ),
   }),
   validator: createValidator('aws-nitro-tpm', {
     policy,
+    ...nitroTrust(),
     amiTpmSupport: fakeEc2({ [AWS_IDENTITY.imageId]: 'v2.0', 'ami-0123456789abcdef1': 'v2.0' }),
   }),
 });
@@ -221,7 +241,11 @@ describeAttestationContract(
     seed: {
       // Another AMI that also supports NitroTPM: only the TPM nonce tells the copies apart.
       tamper: (doc) => tampers(doc, ['ami-0123456789abcdef0', 'ami-0123456789abcdef1']),
-      foreignValidator: createValidator('aws-nitro-tpm', { policy, amiTpmSupport: fakeEc2({}) }),
+      foreignValidator: createValidator('aws-nitro-tpm', {
+        policy,
+        ...nitroTrust(),
+        amiTpmSupport: fakeEc2({}),
+      }),
     },
     cleanup: noCleanup,
     supports,
@@ -392,10 +416,11 @@ async function checksOf(pair: AttestationPair): Promise<Map<string, string>> {
 
 // The contract asks only that every check passes; these make sure the variant checks really ran.
 describe('what the cloud vTPM validators checked', () => {
-  it('aws-nitro-tpm asked the FAKE EC2 about the AMI from the IMDS document', async () => {
-    expect((await checksOf(awsPair())).get('cvm')).toMatch(
-      /^ok: AMI ami-0123456789abcdef0 in eu-central-1 has TpmSupport v2.0/,
-    );
+  it('aws-nitro-tpm verified the FAKE Nitro document, its AK and SHA-384 PCRs, and asked the FAKE EC2 about the AMI', async () => {
+    const checks = await checksOf(awsPair());
+    expect(checks.get('ak-trust')).toMatch(/^ok: attestation key is the public_key AWS signed/);
+    expect(checks.get('nitrotpm-pcrs')).toMatch(/^ok: 24 quoted SHA-384 PCRs equal/);
+    expect(checks.get('cvm')).toMatch(/^ok: AMI ami-0123456789abcdef0 in eu-central-1 has TpmSupport v2.0/);
   });
   it('gcp-sev-es replayed the REAL event log to the quoted PCRs and read AMD_SEV from it', async () => {
     const checks = await checksOf(gcpPair());

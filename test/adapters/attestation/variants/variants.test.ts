@@ -65,7 +65,7 @@ describe('createValidator', () => {
   });
 });
 
-describe('aws-nitro-tpm (fake EC2 through the real @aws-sdk/client-ec2)', () => {
+describe('aws-nitro-tpm EC2 AMI check (fake EC2 through the real @aws-sdk/client-ec2; the AK is trusted as carried by the trustCarriedAk opt-in, AWS documents are tested in aws-nitro-tpm.test.ts)', () => {
   let server: Server;
   const images: Record<string, string | null> = {
     'ami-0123456789abcdef0': 'v2.0',
@@ -96,6 +96,7 @@ describe('aws-nitro-tpm (fake EC2 through the real @aws-sdk/client-ec2)', () => 
   const validator = () =>
     createValidator('aws-nitro-tpm', {
       policy,
+      nitroTpmTrust: { trustCarriedAk: true },
       amiTpmSupport: new Ec2AmiTpmSupport({
         endpoint: `http://127.0.0.1:${portOf(server)}`,
         credentials: { accessKeyId: 'AKIDFAKE', secretAccessKey: 'fake' },
@@ -130,6 +131,7 @@ describe('aws-nitro-tpm (fake EC2 through the real @aws-sdk/client-ec2)', () => 
   it('reports an unreachable EC2 as unavailable, not as a verdict', async () => {
     const v = createValidator('aws-nitro-tpm', {
       policy,
+      nitroTpmTrust: { trustCarriedAk: true },
       amiTpmSupport: new Ec2AmiTpmSupport({
         endpoint: 'http://127.0.0.1:1',
         credentials: { accessKeyId: 'AKIDFAKE', secretAccessKey: 'fake' },
