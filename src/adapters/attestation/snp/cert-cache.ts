@@ -7,7 +7,9 @@
  * Two kinds of fetches, because their keys come from different places:
  *  - chains and CRLs: a handful of keys (product × signer kind) fixed by the policy; fetched one at
  *    a time, at least `minIntervalInMs` apart (AMD KDS allows about one request per 10 s). A failure
- *    is not cached; the next caller asks again, behind the same spacing.
+ *    is not cached; the next caller asks again, behind the same spacing. At most `maxChainWaiters`
+ *    callers wait for a chain not fetched yet (each holds a verification slot); one more is refused
+ *    at once (recoverable). CRLs are asked for only for reports that passed their own checks.
  *  - VCEKs of reports that do not carry their signing certificate: the chip ID and TCB are chosen by
  *    whoever sent the report, before its signature can be checked. These lookups have their own
  *    small budget (BoundedLookups: `vcekBurst` at once, one more every `minIntervalInMs`); a miss
@@ -21,7 +23,7 @@ import type { AmdCertFetcher, AmdProductLine, AmdTcbSpl } from '../../../ports/a
 import type { Clock } from '../../../ports/clock.js';
 import { ConfbootError, wrapError } from '../../../ports/errors.js';
 import type { CallOptions } from '../../../ports/types.js';
-import { BoundedLookups, untilAborted } from '../shared/bounded-lookups.js';
+import { BoundedLookups, LOOKUP_BUDGET_EXHAUSTED, untilAborted } from '../shared/bounded-lookups.js';
 import { parseCrl } from '../shared/crl.js';
 
 /** Options of {@link AmdCertCache}. */
@@ -35,6 +37,11 @@ export interface AmdCertCacheOptions {
   maxVceks?: number;
   /** VCEK fetches that may start back to back (and run at once). Default 2. */
   vcekBurst?: number;
+  /**
+   * Callers that may wait at once for a chain that is not cached yet; one more is refused at once
+   * (recoverable). Each waiter is a verification holding a slot, so this stays small. Default 2.
+   */
+  maxChainWaiters?: number;
   /** How long a chip ID and TCB whose VCEK fetch failed is refused without a request. Default 60 s. */
   vcekNegativeTtlInMs?: number;
   /** Deadline of one fetch, whoever waits for it. Default 10 000 ms. */
@@ -70,6 +77,11 @@ export class AmdCertCache {
   private gate: Promise<void> = Promise.resolve();
   private nextFetchAt = Number.NEGATIVE_INFINITY;
   private chainFetches = 0;
+  private readonly maxChainWaiters: number;
+  /** Callers waiting per chain whose fetch has not succeeded yet. */
+  private readonly chainWaiters = new Map<string, number>();
+  /** Chains fetched (served without waiting). */
+  private readonly chainsDone = new Set<string>();
 
   constructor(
     private readonly fetcher: AmdCertFetcher,
@@ -79,6 +91,7 @@ export class AmdCertCache {
     this.minIntervalInMs = options.minIntervalInMs ?? 10_000;
     this.maxCrlAgeInMs = options.maxCrlAgeInMs ?? 24 * 3600_000;
     this.fetchTimeoutInMs = options.fetchTimeoutInMs ?? 10_000;
+    this.maxChainWaiters = options.maxChainWaiters ?? 2;
     this.vceks = new BoundedLookups({
       clock,
       what: 'AMD KDS fetches of VCEKs the reports did not carry',
@@ -179,14 +192,42 @@ export class AmdCertCache {
 
   private once<T>(key: string, fetch: () => Promise<T>, what: string, options?: CallOptions): Promise<T> {
     const hit = this.entries.get(key);
-    if (hit !== undefined) return detach(hit as Promise<T>, options);
-    const p = this.throttled(fetch).catch((err: unknown) => {
-      this.entries.delete(key);
-      throw wrapError(what, err, 'unavailable');
-    });
-    p.catch(() => {});
-    this.entries.set(key, p);
-    return detach(p, options);
+    if (hit !== undefined && this.chainsDone.has(key)) return hit as Promise<T>;
+    // Not fetched yet: every waiter is a verification holding its slot, so only a few may wait.
+    const waiting = this.chainWaiters.get(key) ?? 0;
+    if (waiting >= this.maxChainWaiters)
+      return Promise.reject(
+        new ConfbootError(
+          'resource-exhausted',
+          `${what}: ${waiting} verifications already wait for it from AMD KDS; retry later`,
+          { recoverable: true, reason: LOOKUP_BUDGET_EXHAUSTED },
+        ),
+      );
+    let p = hit as Promise<T> | undefined;
+    if (p === undefined) {
+      const started = this.throttled(fetch).then(
+        (value) => {
+          this.chainsDone.add(key);
+          return value;
+        },
+        (err: unknown) => {
+          this.entries.delete(key);
+          throw wrapError(what, err, 'unavailable');
+        },
+      );
+      started.catch(() => {});
+      this.entries.set(key, started);
+      p = started;
+    }
+    this.chainWaiters.set(key, waiting + 1);
+    const leave = () => {
+      const n = (this.chainWaiters.get(key) ?? 1) - 1;
+      if (n > 0) this.chainWaiters.set(key, n);
+      else this.chainWaiters.delete(key);
+    };
+    const mine = detach(p, options);
+    mine.then(leave, leave);
+    return mine;
   }
 
   /** Runs chain and CRL fetches one at a time, at least minIntervalInMs apart. */

@@ -192,6 +192,24 @@ describe('AmdCertCache (fake fetcher, fake clock)', () => {
     expect(f.calls).toEqual(['chain milan vlek', 'chain milan vcek']);
   });
 
+  it('lets only a few callers wait for a chain not fetched yet; once fetched, everyone is served', async () => {
+    const f = new FakeFetcher();
+    f.hold = true;
+    const cache = new AmdCertCache(f, new FakeClock(), { maxChainWaiters: 2 });
+    const waiting = [cache.getChain('milan', 'vcek'), cache.getChain('milan', 'vcek')];
+    const third = await cache.getChain('milan', 'vcek').catch((e: unknown) => e);
+    expect(isConfbootError(third) && [third.code, third.recoverable]).toEqual(['resource-exhausted', true]);
+    expect(String((third as Error).message)).toMatch(
+      /2 verifications already wait for it from AMD KDS; retry later/,
+    );
+    await flush();
+    f.release();
+    await Promise.all(waiting);
+    const many = await Promise.all(Array.from({ length: 5 }, () => cache.getChain('milan', 'vcek')));
+    expect(many.every((c) => c.ask[0] === 2)).toBe(true);
+    expect(f.calls).toEqual(['chain milan vcek']);
+  });
+
   it('evicts the oldest VCEK beyond maxVceks', async () => {
     const f = new FakeFetcher();
     const cache = new AmdCertCache(f, new FakeClock(), { maxVceks: 2, vcekBurst: 10 });
