@@ -11,6 +11,7 @@ import { KdsCertFetcher } from '../../adapters/attestation/snp/kds-fetcher.js';
 import { type TdxCollateralSource, tdxCollateralGetter } from '../../adapters/attestation/snp-tdx-config.js';
 import type { TdxValidatorConfig } from '../../adapters/attestation/tdx/validators.js';
 import type { QemuAkRegistry } from '../../adapters/attestation/variants/qemu-vtpm.js';
+import { SystemClock } from '../../adapters/system/system-clock.js';
 import type { AmiTpmSupport } from '../../ports/ami-tpm-support.js';
 import type { Clock } from '../../ports/clock.js';
 import { ConfbootError, wrapError } from '../../ports/errors.js';
@@ -117,12 +118,18 @@ export function tdxLookups(settings: VariantLookupSettings, clock: Clock): Varia
   return source === undefined ? {} : { getTdxCollateral: tdxCollateralGetter(source, clock) };
 }
 
-/** GCE's shielded instance identity lookup (loads the Compute SDK on first use only). */
-export async function gceLookups(): Promise<VariantLookups> {
-  const { ComputeShieldedIdentity } = await import(
+/**
+ * GCE's shielded instance identity lookup (loads the Compute SDK on first use only), cached and
+ * inside a small budget: the instance it is asked about comes from a document not verified yet.
+ */
+export async function gceLookups(
+  _settings?: VariantLookupSettings,
+  clock: Clock = new SystemClock(),
+): Promise<VariantLookups> {
+  const { BoundedShieldedIdentity, ComputeShieldedIdentity } = await import(
     '../../adapters/attestation/variants/gce-shielded-identity.js'
   );
-  return { gceShieldedIdentity: new ComputeShieldedIdentity() };
+  return { gceShieldedIdentity: new BoundedShieldedIdentity(new ComputeShieldedIdentity(), { clock }) };
 }
 
 /**

@@ -22,6 +22,7 @@ import {
   FRAME_ATTESTATION,
   FRAME_HEADER_BYTES,
 } from '../../../src/adapters/grpc/atls/protocol.js';
+import { isConfbootError } from '../../../src/ports/errors.js';
 import { DummyIssuer, DummyValidator } from '../../support/dummy-attestation.js';
 import { rawTlsClient } from '../../support/raw-atls-client.js';
 import { clock } from './helpers.js';
@@ -70,6 +71,22 @@ describe('ConnectionCaps', () => {
 });
 
 describe('Slots', () => {
+  it('with a waiting cap, refuses one more waiter at once (recoverable) instead of queueing it', async () => {
+    const slots = new Slots(1, 1, 'quotes');
+    const signal = new AbortController().signal;
+    const held = await slots.acquire(signal);
+    const waiting = slots.acquire(signal);
+    const refused = await slots.acquire(signal).catch((e: unknown) => e);
+    expect(isConfbootError(refused) && [refused.code, refused.recoverable, refused.message]).toEqual([
+      'resource-exhausted',
+      true,
+      'all 1 quotes are in use and 1 are waiting; retry later',
+    ]);
+    held();
+    (await waiting)();
+    expect([slots.inUse, slots.waiting]).toEqual([0, 0]);
+  });
+
   it('grants in FIFO order and lets an aborted waiter leave', async () => {
     const slots = new Slots(1);
     const order: string[] = [];

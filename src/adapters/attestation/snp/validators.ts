@@ -9,12 +9,13 @@
  */
 import { createHash, type KeyObject } from 'node:crypto';
 import type { Clock } from '../../../ports/clock.js';
-import { AttestationError, messageOf } from '../../../ports/errors.js';
+import { AttestationError, isConfbootError, messageOf, wrapError } from '../../../ports/errors.js';
 import type { MeasurementPolicy } from '../../../ports/measurement-policy.js';
 import type { AttestationCheck, CallOptions } from '../../../ports/types.js';
 import type { ValidationResult, Validator } from '../../../ports/validator.js';
 import { VARIANT_OIDS } from '../../../ports/variant.js';
 import { checkHclRuntimeData } from '../azure/hcl-runtime-data.js';
+import { LOOKUP_BUDGET_EXHAUSTED } from '../shared/bounded-lookups.js';
 import { commonName, loadCertificate, loadCertificates } from '../shared/certs.js';
 import { throwIfFailed, verifyVtpmHalf } from '../shared/cvm-checks.js';
 import { goBytes, parseVtpmDocument, type VerifyVtpmQuote } from '../shared/cvm-document.js';
@@ -156,6 +157,19 @@ export class SnpValidator implements Validator {
     let signer: Uint8Array = goBytes(info.ReportSigner, 'ReportSigner');
     const chain: SnpChain = {};
     const signerKind = parsed.signerInfo.signingKey === 'vlek' ? 'vlek' : 'vcek';
+    const allowed = this.config.policy.allowedChipIds;
+    if (
+      signer.length === 0 &&
+      allowed !== undefined &&
+      !allowed.some((id) => id.length === parsed.chipId.length && Buffer.from(id).equals(parsed.chipId))
+    )
+      // The chip ID and TCB are the sender's claim until the signature is checked: a chip the
+      // policy does not allow costs no request at AMD (VCEK fetches have their own small budget).
+      fail(
+        'chip-id-allowed',
+        `${op}: chip_id ${Buffer.from(parsed.chipId).toString('hex').slice(0, 16)}… is not in the allowlist (the document carries no VCEK; none fetched)`,
+        checks,
+      );
     try {
       for (const cert of loadCertificates(goBytes(info.CertChain, 'CertChain'), 'CertChain').slice(0, 2))
         if (commonName(cert.subject).startsWith('SEV-')) chain.ask = cert;
@@ -167,6 +181,8 @@ export class SnpValidator implements Validator {
       if (chain.ask === undefined && this.config.certCache !== undefined)
         chain.ask = (await this.config.certCache.getChain(product, signerKind, options)).ask;
     } catch (err) {
+      // A used-up fetch budget is no verdict on the attester: it stays a recoverable error.
+      if (isConfbootError(err) && err.reason === LOOKUP_BUDGET_EXHAUSTED) throw wrapError(op, err);
       fail('certificates', `${op}: ${messageOf(err)}`, checks, err);
     }
 
@@ -184,7 +200,8 @@ export class SnpValidator implements Validator {
       this.config.clock.now(),
     );
     checks.push(...v.checks);
-    if (this.config.policy.checkRevocation === true)
+    // AMD's CRL only for a report whose own checks passed: a forged one costs no request.
+    if (this.config.policy.checkRevocation === true && v.accepted)
       checks.push(await this.revocationCheck(signer, chain, signerKind, options));
 
     if (this.variant === 'azure-sev-snp') {

@@ -22,6 +22,7 @@ import type { Clock } from '../../../ports/clock.js';
 import { ConfbootError, isConfbootError, messageOf } from '../../../ports/errors.js';
 import type { CallOptions } from '../../../ports/types.js';
 import { expectOk, type HttpResponse, httpRequest } from '../../cloud/shared/http.js';
+import { untilAborted } from '../shared/bounded-lookups.js';
 import { loadCertificates } from '../shared/certs.js';
 import { parseCrl } from '../shared/crl.js';
 import { parseSignedJson, type QeIdentity, type TdxCollateral, type TdxTcbInfo } from './collateral.js';
@@ -193,7 +194,15 @@ export class IntelPcsCollateralSource {
       pending = started.finally(() => this.inflight.delete(key));
       this.inflight.set(key, pending);
     }
-    return untilAborted(pending, options?.signal);
+    const signal = options?.signal;
+    return untilAborted(
+      pending,
+      signal,
+      () =>
+        new ConfbootError('unavailable', 'getting TDX collateral from Intel PCS: aborted by caller', {
+          cause: signal?.reason,
+        }),
+    );
   }
 
   private store(key: string, doc: SignedDoc): void {
@@ -334,19 +343,4 @@ function jsonDate(value: unknown, field: string): Date {
   const d = typeof value === 'string' ? new Date(value) : new Date(Number.NaN);
   if (Number.isNaN(d.getTime())) throw new Error(`${field} ${JSON.stringify(value)} is not a date`);
   return d;
-}
-
-/** `p`, or a rejection as soon as `signal` aborts (the work behind `p` is not cancelled). */
-function untilAborted<T>(p: Promise<T>, signal: AbortSignal | undefined): Promise<T> {
-  if (signal === undefined) return p;
-  const aborted = () =>
-    new ConfbootError('unavailable', 'getting TDX collateral from Intel PCS: aborted by caller', {
-      cause: signal.reason,
-    });
-  if (signal.aborted) return Promise.reject(aborted());
-  return new Promise<T>((resolve, reject) => {
-    const onAbort = () => reject(aborted());
-    signal.addEventListener('abort', onAbort, { once: true });
-    p.then(resolve, reject).finally(() => signal.removeEventListener('abort', onAbort));
-  });
 }

@@ -5,10 +5,12 @@
  * loaded on first use.
  */
 import type * as Compute from '@google-cloud/compute';
+import type { Clock } from '../../../ports/clock.js';
 import { ConfbootError, wrapError } from '../../../ports/errors.js';
 import type { GceShieldedIdentity } from '../../../ports/gce-shielded-identity.js';
 import type { CallOptions } from '../../../ports/types.js';
 import { fetchCapableAuthClient, type GcpAuthClient } from '../../cloud/gcp/metadata-api.js';
+import { BoundedLookups } from '../shared/bounded-lookups.js';
 
 /** Options of {@link ComputeShieldedIdentity}. */
 export interface ComputeShieldedIdentityOptions {
@@ -73,5 +75,62 @@ export class ComputeShieldedIdentity implements GceShieldedIdentity {
   /** Closes the SDK client. */
   async close(): Promise<void> {
     if (this.client) await (await this.client).close();
+  }
+}
+
+/** Options of {@link BoundedShieldedIdentity}. */
+export interface BoundedShieldedIdentityOptions {
+  clock: Clock;
+  /** Lookups that may start back to back (and run at once). Default 8. */
+  burst?: number;
+  /** One more lookup may start every this many ms. Default 200 (5 a second). */
+  refillEveryInMs?: number;
+  /** How long an instance's signing key is served from the cache. Default 5 min. */
+  ttlInMs?: number;
+  /** How long an instance whose lookup failed is refused without a request. Default 60 s. */
+  negativeTtlInMs?: number;
+  /** Instances kept. Default 4096. */
+  maxEntries?: number;
+}
+
+/**
+ * The Compute API lookup for gcp-sev-es inside a small budget: the instance is named by the
+ * document, whose AK is not trusted yet, so answers and failures are cached per instance, lookups
+ * for one instance are shared (a caller's signal stops only its own wait), and a miss beyond the
+ * budget is refused at once with a recoverable `resource-exhausted` error (BoundedLookups).
+ */
+export class BoundedShieldedIdentity implements GceShieldedIdentity {
+  private readonly lookups: BoundedLookups<string>;
+
+  constructor(
+    private readonly inner: GceShieldedIdentity,
+    options: BoundedShieldedIdentityOptions,
+  ) {
+    this.lookups = new BoundedLookups({
+      clock: options.clock,
+      what: 'Compute API lookups of shielded instance identities',
+      burst: options.burst ?? 8,
+      refillEveryInMs: options.refillEveryInMs ?? 200,
+      ttlInMs: options.ttlInMs ?? 5 * 60_000,
+      negativeTtlInMs: options.negativeTtlInMs ?? 60_000,
+      maxEntries: options.maxEntries ?? 4096,
+    });
+  }
+
+  /** Lookups started (cache misses within the budget). */
+  get started(): number {
+    return this.lookups.started;
+  }
+
+  /** {@inheritDoc GceShieldedIdentity.signingKeyPem} */
+  signingKeyPem(project: string, zone: string, instance: string, options?: CallOptions): Promise<string> {
+    const where = `${project}/${zone}/${instance}`;
+    const { signal: _caller, ...rest } = options ?? {};
+    return this.lookups.get(
+      where,
+      `getting shielded instance identity of ${where}`,
+      () => this.inner.signingKeyPem(project, zone, instance, rest),
+      options?.signal,
+    );
   }
 }

@@ -1,7 +1,8 @@
 /**
  * gcp-sev-es: the attestation key must equal the instance's shielded-identity
  * signing key, looked up through the GCE API with the zone, project and instance name from
- * InstanceInfo; the CVM check reads the GCE platform state from the replay-verified event log:
+ * InstanceInfo, only after the quote verified with the document's AK (the lookup itself is cached
+ * and budgeted by BoundedShieldedIdentity); the CVM check reads the GCE platform state from the replay-verified event log:
  * firmware version ≥ 1 and confidential technology AMD_SEV.
  */
 import { createPublicKey } from 'node:crypto';
@@ -60,6 +61,9 @@ export const gceSevCvmCheck: VtpmVariantChecks['validateCvm'] = async (_doc, sta
 /** Variant checks of gcp-sev-es, trusting the AK the GCE API names. */
 export function gcpSevEsChecks(gce: GceShieldedIdentity): VtpmVariantChecks {
   return {
+    // The Compute API lookup is for an instance the document names: only a document whose quote
+    // verifies with its own AK for this session's nonce gets that far.
+    verifyQuoteFirst: true,
     async checkAk(doc, ak, _extraData, rec, options) {
       const info = parseGceInstanceInfo(doc.instanceInfo);
       if (typeof info === 'string') throw rec.fail('ak-trust', info);

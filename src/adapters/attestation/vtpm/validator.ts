@@ -36,6 +36,12 @@ export interface VtpmVariantChecks {
     options?: CallOptions,
   ): Promise<void>;
   /**
+   * Verify the quotes (signature by the document's AK, nonce, PCR digest) before `checkAk`. For a
+   * variant whose AK trust costs a network lookup for something the document names: a document
+   * that is not even self-consistent and fresh for this session then costs no request.
+   */
+  verifyQuoteFirst?: boolean;
+  /**
    * Variant checks on the verified machine state (upstream's validateCVM). Records a `cvm` check;
    * throws `rec.fail('cvm', …)` on failure.
    */
@@ -141,13 +147,16 @@ export class VtpmValidator implements Validator {
       rec.pass('document-format', `${this.variant} attestation document`);
       const extraData = createHash('sha256').update(doc.userData).update(nonce).digest();
       const ak = parseAttestationKey(doc.attestation.akPub, rec);
-      await this.variantChecks.checkAk(doc, ak, extraData, rec, options);
-      throwIfAborted(options);
       const tpmNonce = createHash('sha256')
         .update(doc.instanceInfo ?? new Uint8Array())
         .update(extraData)
         .digest();
-      const state = verifyAttestationQuotes(doc.attestation, ak, tpmNonce, rec);
+      const quoted = this.variantChecks.verifyQuoteFirst
+        ? verifyAttestationQuotes(doc.attestation, ak, tpmNonce, rec)
+        : undefined;
+      await this.variantChecks.checkAk(doc, ak, extraData, rec, options);
+      throwIfAborted(options);
+      const state = quoted ?? verifyAttestationQuotes(doc.attestation, ak, tpmNonce, rec);
       await this.variantChecks.validateCvm(doc, state, rec, options);
       const warnings = compareMeasurements(this.policy, state.quote.pcrs, rec);
       for (const w of warnings) {

@@ -140,15 +140,25 @@ export class PhaseTimer {
 /** A slot holder's release function (idempotent). */
 export type Release = () => void;
 
-/** A FIFO semaphore for CPU work; waiters leave when their signal aborts. */
+/**
+ * A FIFO semaphore for CPU (or TPM) work; waiters leave when their signal aborts. With `maxWaiting`,
+ * an acquire that would wait behind that many others is refused at once (`resource-exhausted`,
+ * recoverable) instead of queueing.
+ */
 export class Slots {
   private active = 0;
   private readonly waiters: Array<{ grant: (r: Release) => void }> = [];
 
-  /** `max` = 0: no limit. */
-  constructor(readonly max: number) {
+  /** `max` = 0: no limit. `maxWaiting` (default unbounded): most acquires waiting at once. */
+  constructor(
+    readonly max: number,
+    readonly maxWaiting = Number.POSITIVE_INFINITY,
+    private readonly what = 'slots',
+  ) {
     if (!Number.isInteger(max) || max < 0)
       throw new Error(`concurrent verifications must be an integer ≥ 0, got ${max}`);
+    if (maxWaiting !== Number.POSITIVE_INFINITY && (!Number.isInteger(maxWaiting) || maxWaiting < 0))
+      throw new Error(`waiting ${what} must be an integer ≥ 0, got ${maxWaiting}`);
   }
 
   /** Slots in use. */
@@ -168,6 +178,14 @@ export class Slots {
       this.active++;
       return Promise.resolve(this.releaser());
     }
+    if (this.waiters.length >= this.maxWaiting)
+      return Promise.reject(
+        new ConfbootError(
+          'resource-exhausted',
+          `all ${this.max} ${this.what} are in use and ${this.waiters.length} are waiting; retry later`,
+          { recoverable: true },
+        ),
+      );
     return new Promise((resolve, reject) => {
       const waiter = {
         grant: (r: Release) => {

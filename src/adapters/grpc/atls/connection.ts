@@ -182,6 +182,13 @@ export async function attestSocket(
     raw.destroy();
   };
   controller.signal.addEventListener('abort', onAbort, { once: true });
+  // A peer that goes away abandons everything done for it: a queued or running quote, a
+  // verification waiting on the network, a slot waited for. Errors the exchange already saw for
+  // the close (a frame read cut short) keep their own, more precise message.
+  const peerClosed = new AdmissionDrop('peer-closed', 'connection closed by the peer before it was attested');
+  const onPeerClose = () => controller.abort(peerClosed);
+  raw.once('close', onPeerClose);
+  const keepReading = () => {};
   const swallow = () => {};
   raw.on('error', swallow);
   try {
@@ -203,6 +210,11 @@ export async function attestSocket(
       phase.clear();
     }
     tlsSocket.on('error', swallow);
+    // Keep reading (without consuming: the frames stay buffered for the exchange) so that the
+    // peer's close is seen while we verify or quote, when nothing else reads the socket.
+    tlsSocket.on('readable', keepReading);
+    tlsSocket.once('end', onPeerClose);
+    tlsSocket.once('close', onPeerClose);
     if (tlsSocket.getProtocol() !== 'TLSv1.3')
       throw protocolError(
         'frame-format',
@@ -223,7 +235,9 @@ export async function attestSocket(
     // grpc-js's HTTP/2 session sees the close and handles it.
     return { socket: tlsSocket, peer: { address, attestation } };
   } catch (err) {
-    const reason = controller.signal.aborted ? controller.signal.reason : err;
+    const aborted =
+      controller.signal.aborted && !(controller.signal.reason === peerClosed && err !== peerClosed);
+    const reason = aborted ? controller.signal.reason : err;
     if (tlsSocket) closeSoon(tlsSocket);
     else raw.destroy();
     throw reason;
@@ -231,5 +245,9 @@ export async function attestSocket(
     clearTimeout(timer);
     phase.clear();
     controller.signal.removeEventListener('abort', onAbort);
+    raw.off('close', onPeerClose);
+    tlsSocket?.off('readable', keepReading);
+    tlsSocket?.off('end', onPeerClose);
+    tlsSocket?.off('close', onPeerClose);
   }
 }

@@ -61,6 +61,13 @@ export interface AtlsOptions {
   /** Server side: the peer's attestation is verified under one of these slots (CPU work). */
   verificationSlots?: Slots;
   /**
+   * Server side: our own attestation (a TPM quote) for an inbound peer is issued under one of these
+   * slots, taken after the peer's ATTESTATION frame has arrived. A {@link Slots} with a waiting cap
+   * refuses beyond it (deny verdict, check `issuer`, recoverable), so inbound peers can keep only a
+   * few quotes running or queued and the node's own outbound quotes are never stuck behind them.
+   */
+  issuanceSlots?: Slots;
+  /**
    * Server side: capacity for attested connections. A slot is taken after the peer's ATTESTATION
    * frame has arrived and before it is verified, and is held until the TLS socket closes, so a
    * connection that could not be kept open is never verified (a burst waits here, in FIFO order,
@@ -190,6 +197,19 @@ function checkOf(err: unknown): string {
   return 'internal';
 }
 
+/** `p`, or a rejection with the signal's reason as soon as `signal` aborts (`p` runs on). */
+function untilAborted<T>(p: Promise<T>, signal: AbortSignal): Promise<T> {
+  if (signal.aborted) {
+    p.catch(() => {});
+    return Promise.reject(signal.reason);
+  }
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = () => reject(signal.reason);
+    signal.addEventListener('abort', onAbort, { once: true });
+    p.then(resolve, reject).finally(() => signal.removeEventListener('abort', onAbort));
+  });
+}
+
 /**
  * Runs the attestation exchange on `socket` (TLS 1.3 established) as `role`. Resolves with the
  * peer's validated attestation (undefined without validators); rejects with an AttestationError
@@ -223,7 +243,8 @@ export async function exchangeAttestations(
   let peerRefused = false;
   let issuerError: unknown;
 
-  const sent = (async () => {
+  /** Quotes (under an issuance slot on the server) and writes our ATTESTATION frame. */
+  const attest = async (): Promise<void> => {
     const issuer = options.issuer;
     if (issuer === undefined) {
       write(encodeAttestationFrame('', new Uint8Array(0)));
@@ -231,8 +252,18 @@ export async function exchangeAttestations(
     }
     let document: Uint8Array;
     try {
-      document = await issuer.issue(identity.spkiHash, ownNonce, { signal, timeoutInMs });
+      const release = role === 'server' ? await options.issuanceSlots?.acquire(signal) : undefined;
+      const issuing = issuer.issue(identity.spkiHash, ownNonce, { signal, timeoutInMs });
+      // The slot covers the issuer's work itself: it is given back when the issuer settles (an
+      // aborted quote still queued on the TPM is dropped there at once), while this exchange
+      // stops waiting as soon as the connection is abandoned.
+      void issuing.then(
+        () => release?.(),
+        () => release?.(),
+      );
+      document = await untilAborted(issuing, signal);
     } catch (err) {
+      if (signal.aborted) throw signal.reason;
       const message = messageOf(err);
       issuerError = new ConfbootError(
         isConfbootError(err) ? err.code : 'internal',
@@ -244,9 +275,18 @@ export async function exchangeAttestations(
       throw issuerError;
     }
     write(encodeAttestationFrame(issuer.oid, document));
-  })();
-  const issueFailed = sent.then(() => new Promise<never>(() => {}));
-  issueFailed.catch(() => {});
+  };
+  // The client attests right away (its own join; no round trip wasted), and so does a server
+  // without an issuer ("none" costs nothing, and tells a joining node at once that a join service
+  // answers). A server with an issuer attests only after the peer's ATTESTATION frame has arrived
+  // (and, with validators, passed): a peer that has not spoken, or that fails, costs no quote.
+  let sent: Promise<void> | undefined;
+  let issueFailed: Promise<never> = new Promise<never>(() => {});
+  if (role === 'client' || options.issuer === undefined) {
+    sent = attest();
+    issueFailed = sent.then(() => new Promise<never>(() => {}));
+    issueFailed.catch(() => {});
+  }
 
   try {
     let firstRead: ReturnType<FrameReader['next']>;
@@ -284,19 +324,25 @@ export async function exchangeAttestations(
       else socket.once('close', releaseConnection);
     }
     if (validators.length > 0) {
-      // Verification is CPU work: it runs under a slot, taken only now that the frame is here.
+      // Verification is CPU work: it runs under a slot, taken only now that the frame is here, and
+      // given back as soon as the connection is abandoned (a validator waiting on the network, e.g.
+      // for a certificate, must not keep the slot for a peer that has gone).
       const release = await options.verificationSlots?.acquire(signal);
       try {
         // The validator learns who is calling (e.g. to look up the caller's registered key).
-        result = await verifyPeerAttestation(first, socket, peerNonce, validators, options.clock, {
+        result = await untilAborted(
+          verifyPeerAttestation(first, socket, peerNonce, validators, options.clock, {
+            signal,
+            timeoutInMs,
+            ...(socket.remoteAddress !== undefined ? { peerAddress: socket.remoteAddress } : {}),
+          }),
           signal,
-          timeoutInMs,
-          ...(socket.remoteAddress !== undefined ? { peerAddress: socket.remoteAddress } : {}),
-        });
+        );
       } finally {
         release?.();
       }
     }
+    sent ??= attest();
     await sent;
     write(encodeVerdictFrame(true));
     if (deadlines !== undefined) phase?.arm('verdict-timeout', deadlines.verdictMs, 'VERDICT from the peer');

@@ -50,6 +50,16 @@ export interface AtlsListenerOptions extends AtlsOptions {
    * {@link DEFAULT_MAX_CONCURRENT_VERIFICATIONS}; 0 = no limit). Waiting for the peer holds none.
    */
   maxConcurrentVerifications?: number;
+  /**
+   * Our own attestations (TPM quotes) issued at once for inbound peers, each only after the peer's
+   * ATTESTATION frame arrived (default {@link DEFAULT_MAX_CONCURRENT_ISSUANCE}).
+   */
+  maxConcurrentIssuance?: number;
+  /**
+   * Inbound peers waiting for one of those quotes (default {@link DEFAULT_MAX_QUEUED_ISSUANCE}); one
+   * more is refused at once (check `issuer`, recoverable) instead of queueing on the TPM.
+   */
+  maxQueuedIssuance?: number;
   /** At most one drop summary line per this interval (default 10 s). */
   dropLogIntervalMs?: number;
   /**
@@ -58,6 +68,11 @@ export interface AtlsListenerOptions extends AtlsOptions {
    */
   preparedTls?: number;
 }
+
+/** Default quotes issued at once for inbound peers: one, so the node's own quotes wait for at most one. */
+export const DEFAULT_MAX_CONCURRENT_ISSUANCE = 1;
+/** Default inbound peers waiting for a quote. */
+export const DEFAULT_MAX_QUEUED_ISSUANCE = 2;
 
 /** Prepared server TLS older than this (clock time) is discarded unused. */
 export const PREPARED_TLS_MAX_AGE_MS = 5 * 60_000;
@@ -123,6 +138,7 @@ export class AttestedTlsListener {
   /** Sockets the listener closed itself (evicted, or at close): their failure is not a new drop. */
   private readonly closedByUs = new WeakSet<Socket>();
   private readonly slots: Slots;
+  private readonly issuance: Slots;
   private readonly clientHelloMs: number;
   private readonly summary: DropSummary;
   private readonly ready: PreparedServerTls[] = [];
@@ -143,6 +159,14 @@ export class AttestedTlsListener {
       options.maxPendingHandshakes ?? DEFAULT_MAX_UNATTESTED,
     );
     this.slots = new Slots(options.maxConcurrentVerifications ?? DEFAULT_MAX_CONCURRENT_VERIFICATIONS);
+    const maxIssuance = options.maxConcurrentIssuance ?? DEFAULT_MAX_CONCURRENT_ISSUANCE;
+    if (!Number.isInteger(maxIssuance) || maxIssuance < 1)
+      throw new Error(`concurrent issuance must be an integer ≥ 1, got ${maxIssuance}`);
+    this.issuance = new Slots(
+      maxIssuance,
+      options.maxQueuedIssuance ?? DEFAULT_MAX_QUEUED_ISSUANCE,
+      'attestations for inbound peers',
+    );
     this.clientHelloMs = resolveDeadlines(options.deadlines).clientHelloMs;
     this.summary = new DropSummary({
       logger: options.logger,
@@ -172,6 +196,11 @@ export class AttestedTlsListener {
   /** Verifications waiting for a slot now. */
   get verificationsWaiting(): number {
     return this.slots.waiting;
+  }
+
+  /** Own attestations being issued for inbound peers now. */
+  get issuing(): number {
+    return this.issuance.inUse;
   }
 
   /** Server TLS setups prepared and not yet used. */
@@ -305,7 +334,12 @@ export class AttestedTlsListener {
   }
 
   private handshake(raw: Socket, address: string, release: () => void): void {
-    attestSocket(raw, 'server', { ...this.options, verificationSlots: this.slots }, this.takePrepared()).then(
+    attestSocket(
+      raw,
+      'server',
+      { ...this.options, verificationSlots: this.slots, issuanceSlots: this.issuance },
+      this.takePrepared(),
+    ).then(
       ({ socket, peer }) => {
         release();
         if (!this.server.listening) {

@@ -1,6 +1,6 @@
 /**
- * AmdCertCache (single flight, ≥10 s between fetches, failures not cached) with a FAKE fetcher and
- * fake time, and KdsCertFetcher against a local HTTP server that serves the real KDS answers from
+ * AmdCertCache (single flight independent of any caller, chains and CRLs ≥10 s apart, a small budget
+ * and a negative cache for VCEK fetches) with a FAKE fetcher and fake time, and KdsCertFetcher against a local HTTP server that serves the real KDS answers from
  * the test vectors on AMD's paths (no network).
  */
 import { createServer, type Server } from 'node:http';
@@ -9,25 +9,40 @@ import { AmdCertCache } from '../../../../src/adapters/attestation/snp/cert-cach
 import { KdsCertFetcher } from '../../../../src/adapters/attestation/snp/kds-fetcher.js';
 import type { AmdCertFetcher, AmdProductLine, AmdTcbSpl } from '../../../../src/ports/amd-cert-fetcher.js';
 import { isConfbootError } from '../../../../src/ports/errors.js';
+import type { CallOptions } from '../../../../src/ports/types.js';
 import { FakeClock } from '../../../fakes/fake-clock.js';
 import { describeVectors, vec } from './vectors.js';
 
 class FakeFetcher implements AmdCertFetcher {
   calls: string[] = [];
+  /** The options each fetch got. */
+  options: (CallOptions | undefined)[] = [];
   failNext = 0;
   private gates: (() => void)[] = [];
   hold = false;
 
-  async fetchVcek(product: AmdProductLine, chipId: Uint8Array, tcb: AmdTcbSpl): Promise<Uint8Array> {
+  async fetchVcek(
+    product: AmdProductLine,
+    chipId: Uint8Array,
+    tcb: AmdTcbSpl,
+    options?: CallOptions,
+  ): Promise<Uint8Array> {
     this.calls.push(`vcek ${product} ${chipId[0]} ${tcb.ucode}`);
+    this.options.push(options);
     await this.maybeHold();
     if (this.failNext-- > 0) throw new Error('KDS said 429');
     return Uint8Array.of(1, chipId[0] as number, tcb.ucode);
   }
 
-  async fetchCertChain(product: AmdProductLine, signer: 'vcek' | 'vlek'): Promise<Uint8Array[]> {
+  async fetchCertChain(
+    product: AmdProductLine,
+    signer: 'vcek' | 'vlek',
+    options?: CallOptions,
+  ): Promise<Uint8Array[]> {
     this.calls.push(`chain ${product} ${signer}`);
+    this.options.push(options);
     await this.maybeHold();
+    if (this.failNext-- > 0) throw new Error('KDS said 503');
     return [Uint8Array.of(2), Uint8Array.of(3)];
   }
 
@@ -60,38 +75,144 @@ describe('AmdCertCache (fake fetcher, fake clock)', () => {
     expect(cache.fetches).toBe(1);
   });
 
-  it('spaces fetches of different certificates at least 10 s apart', async () => {
+  it('spaces chain fetches at least 10 s apart', async () => {
     const f = new FakeFetcher();
     const clock = new FakeClock();
     const cache = new AmdCertCache(f, clock);
     const chain = await cache.getChain('milan', 'vlek');
     expect(chain).toEqual({ ask: Uint8Array.of(2), ark: Uint8Array.of(3) });
-    const vcek = cache.getVcek('milan', Uint8Array.of(1), TCB);
+    const second = cache.getChain('milan', 'vcek');
     await flush();
     expect(f.calls).toEqual(['chain milan vlek']);
     expect(clock.sleeps).toEqual([10_000]);
     await clock.advance(9_999);
     expect(f.calls).toHaveLength(1);
     await clock.advance(1);
-    await vcek;
-    expect(f.calls).toEqual(['chain milan vlek', 'vcek milan 1 200']);
+    await second;
+    expect(f.calls).toEqual(['chain milan vlek', 'chain milan vcek']);
   });
 
-  it('does not cache failures, and names the operation', async () => {
+  it('does not cache a failed chain fetch, and names the operation', async () => {
+    const f = new FakeFetcher();
+    f.failNext = 1;
+    const cache = new AmdCertCache(f, new FakeClock(), { minIntervalInMs: 0 });
+    const err = await cache.getChain('genoa', 'vcek').catch((e: unknown) => e);
+    expect(isConfbootError(err) && err.code).toBe('unavailable');
+    expect(String((err as Error).message)).toBe('fetching the genoa ASK chain: KDS said 503');
+    expect((await cache.getChain('genoa', 'vcek')).ask).toEqual(Uint8Array.of(2));
+    expect(f.calls).toHaveLength(2);
+  });
+
+  it('refuses a chip ID and TCB whose VCEK fetch failed, without a request, until the negative entry expires', async () => {
     const f = new FakeFetcher();
     f.failNext = 1;
     const clock = new FakeClock();
-    const cache = new AmdCertCache(f, clock, { minIntervalInMs: 0 });
+    const cache = new AmdCertCache(f, clock, { vcekBurst: 5, vcekNegativeTtlInMs: 60_000 });
     const err = await cache.getVcek('genoa', Uint8Array.of(5), TCB).catch((e: unknown) => e);
-    expect(isConfbootError(err) && err.code).toBe('unavailable');
-    expect(String((err as Error).message)).toBe('fetching the genoa VCEK: KDS said 429');
-    expect(await cache.getVcek('genoa', Uint8Array.of(5), TCB)).toEqual(Uint8Array.of(1, 5, 200));
+    expect(String((err as Error).message)).toContain('fetching the genoa VCEK: KDS said 429');
+    await clock.advance(59_999);
+    const again = await cache.getVcek('genoa', Uint8Array.of(5), TCB).catch((e: unknown) => e);
+    expect(isConfbootError(again) && again.recoverable).toBe(true);
+    expect(String((again as Error).message)).toMatch(
+      /KDS said 429 \(failed 60 s ago; not asked again for 1 s\)/,
+    );
+    expect(f.calls).toHaveLength(1);
+    // Another TCB of the same chip is another key.
+    await cache.getVcek('genoa', Uint8Array.of(5), { ...TCB, ucode: 201 });
     expect(f.calls).toHaveLength(2);
+    await clock.advance(1);
+    expect(await cache.getVcek('genoa', Uint8Array.of(5), TCB)).toEqual(Uint8Array.of(1, 5, 200));
+    expect(f.calls).toHaveLength(3);
+  });
+
+  it('refuses VCEK misses beyond its budget at once (recoverable), never queued; the budget refills with time', async () => {
+    const f = new FakeFetcher();
+    f.hold = true;
+    const clock = new FakeClock();
+    const cache = new AmdCertCache(f, clock, { vcekBurst: 2 });
+    const first = cache.getVcek('milan', Uint8Array.of(1), TCB);
+    const second = cache.getVcek('milan', Uint8Array.of(2), TCB);
+    const third = await cache.getVcek('milan', Uint8Array.of(3), TCB).catch((e: unknown) => e);
+    expect(isConfbootError(third) && [third.code, third.recoverable]).toEqual(['resource-exhausted', true]);
+    expect(String((third as Error).message)).toMatch(/are running, the most allowed at once; retry later/);
+    // A cached or running key still answers: only misses spend the budget.
+    const sharing = cache.getVcek('milan', Uint8Array.of(1), TCB);
+    await flush();
+    expect(f.calls).toEqual(['vcek milan 1 200', 'vcek milan 2 200']);
+    f.release();
+    await Promise.all([first, second, sharing]);
+    // Both tokens are spent: the next miss is refused until a token comes back (one per 10 s).
+    const fourth = await cache.getVcek('milan', Uint8Array.of(4), TCB).catch((e: unknown) => e);
+    expect(String((fourth as Error).message)).toMatch(/budget of 2 .* per 20 s is used up/);
+    expect(clock.pending).toBe(0);
+    await clock.advance(10_000);
+    f.hold = false;
+    expect(await cache.getVcek('milan', Uint8Array.of(4), TCB)).toEqual(Uint8Array.of(1, 4, 200));
+    expect(cache.vcekRefusals).toBe(2);
+    expect(f.calls).toHaveLength(3);
+  });
+
+  it('shares one VCEK fetch that no caller can abort: an aborting caller only stops its own wait', async () => {
+    const f = new FakeFetcher();
+    f.hold = true;
+    const cache = new AmdCertCache(f, new FakeClock());
+    const quitter = new AbortController();
+    const abandoned = cache.getVcek('milan', Uint8Array.of(7), TCB, { signal: quitter.signal });
+    const honest = cache.getVcek('milan', Uint8Array.of(7), TCB, { signal: new AbortController().signal });
+    await flush();
+    expect(f.options).toEqual([{ timeoutInMs: 10_000 }]);
+    quitter.abort(new Error('peer closed'));
+    const quit = await abandoned.catch((e: unknown) => e);
+    expect(String((quit as Error).message)).toMatch(/the caller stopped waiting/);
+    let honestDone = false;
+    void honest.then(() => {
+      honestDone = true;
+    });
+    await flush();
+    expect(honestDone).toBe(false);
+    f.release();
+    expect(await honest).toEqual(Uint8Array.of(1, 7, 200));
+    expect(f.calls).toEqual(['vcek milan 7 200']);
+  });
+
+  it('a caller waiting behind the chain gate stops waiting when its signal aborts; the fetch still serves the others', async () => {
+    const f = new FakeFetcher();
+    const clock = new FakeClock();
+    const cache = new AmdCertCache(f, clock);
+    await cache.getChain('milan', 'vlek');
+    const quitter = new AbortController();
+    const waiting = cache.getChain('milan', 'vcek', { signal: quitter.signal });
+    const other = cache.getChain('milan', 'vcek');
+    await flush();
+    quitter.abort(new Error('peer closed'));
+    expect(String(((await waiting.catch((e: unknown) => e)) as Error).message)).toMatch(/stopped waiting/);
+    expect(f.calls).toEqual(['chain milan vlek']);
+    await clock.advance(10_000);
+    expect((await other).ask).toEqual(Uint8Array.of(2));
+    expect(f.calls).toEqual(['chain milan vlek', 'chain milan vcek']);
+  });
+
+  it('lets only a few callers wait for a chain not fetched yet; once fetched, everyone is served', async () => {
+    const f = new FakeFetcher();
+    f.hold = true;
+    const cache = new AmdCertCache(f, new FakeClock(), { maxChainWaiters: 2 });
+    const waiting = [cache.getChain('milan', 'vcek'), cache.getChain('milan', 'vcek')];
+    const third = await cache.getChain('milan', 'vcek').catch((e: unknown) => e);
+    expect(isConfbootError(third) && [third.code, third.recoverable]).toEqual(['resource-exhausted', true]);
+    expect(String((third as Error).message)).toMatch(
+      /2 verifications already wait for it from AMD KDS; retry later/,
+    );
+    await flush();
+    f.release();
+    await Promise.all(waiting);
+    const many = await Promise.all(Array.from({ length: 5 }, () => cache.getChain('milan', 'vcek')));
+    expect(many.every((c) => c.ask[0] === 2)).toBe(true);
+    expect(f.calls).toEqual(['chain milan vcek']);
   });
 
   it('evicts the oldest VCEK beyond maxVceks', async () => {
     const f = new FakeFetcher();
-    const cache = new AmdCertCache(f, new FakeClock(), { minIntervalInMs: 0, maxVceks: 2 });
+    const cache = new AmdCertCache(f, new FakeClock(), { maxVceks: 2, vcekBurst: 10 });
     for (const id of [1, 2, 3]) await cache.getVcek('milan', Uint8Array.of(id), TCB);
     await cache.getVcek('milan', Uint8Array.of(3), TCB);
     expect(f.calls).toHaveLength(3);

@@ -146,6 +146,7 @@ describe('aws-nitro-tpm EC2 AMI check (fake EC2 through the real @aws-sdk/client
 
 describe('gcp-sev-es (fake Compute Engine through the real @google-cloud/compute)', () => {
   let server: Server;
+  let requests = 0;
   const keys = new Map<string, string>();
   const log = readFileSync(resolve(vectors, 'go-tpm-tools/eventlogs/cos-85-amd-sev.bin'));
   const replayed = replayEventLog(parseEventLog(log)).get(SHA256) as Map<number, Uint8Array>;
@@ -164,6 +165,7 @@ describe('gcp-sev-es (fake Compute Engine through the real @google-cloud/compute
       akPem,
     );
     server = await listen((req, _body, res) => {
+      requests++;
       const path = (req.url ?? '').split('?')[0] ?? '';
       res.setHeader('content-type', 'application/json');
       if (req.headers.authorization !== 'Bearer fake-token' || !keys.has(path)) {
@@ -213,6 +215,19 @@ describe('gcp-sev-es (fake Compute Engine through the real @google-cloud/compute
       'ak-trust',
       expect.stringMatching(/untrusted attestation public key/),
     ]);
+  });
+  it('a document whose quote does not verify for this session costs no Compute API request', async () => {
+    const ghost = Buffer.from(
+      JSON.stringify({ zone: 'us-central1-a', project_id: 'proj-1', instance_name: 'ghost-2' }),
+    );
+    const stale = await new SoftVtpmIssuer(gceTpm, 'gcp-sev-es', {
+      instanceInfo: ghost,
+      eventLog: log,
+    }).issue(userData, Buffer.alloc(32, 0x77));
+    const before = requests;
+    const err = await rejection(validator().validate(stale, nonce));
+    expect(err.check).not.toBe('ak-trust');
+    expect(requests).toBe(before);
   });
   it('refuses an unknown instance', async () => {
     const none = Buffer.from(
