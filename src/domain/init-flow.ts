@@ -7,7 +7,7 @@
  */
 import type { ClusterInitializer } from '../ports/cluster-initializer.js';
 import type { EncryptedDisk } from '../ports/encrypted-disk.js';
-import { ConfbootError, messageOf, wrapError } from '../ports/errors.js';
+import { ConfbootError, isConfbootError, messageOf, wrapError } from '../ports/errors.js';
 import type { KmsFactory } from '../ports/kms-factory.js';
 import type { LogCollector } from '../ports/log-collector.js';
 import type { Logger } from '../ports/logger.js';
@@ -27,11 +27,21 @@ import type { NodeLockLike } from './node-lock.js';
 import { markStateDiskForReset } from './state-disk.js';
 
 /** Cluster name used when the request leaves it empty (upstream default). */
+
+/** The Kubernetes API server's port behind the load balancer (kubeadm's default bind port). */
+const KUBE_API_PORT = 6443;
+
+/** The host part of `host:port` or `[v6]:port`. */
+function hostOf(endpoint: string): string {
+  const host = endpoint.slice(0, endpoint.lastIndexOf(':'));
+  return host.startsWith('[') ? host.slice(1, -1) : host;
+}
+
 export const DEFAULT_CLUSTER_NAME = 'constellation';
 
 /** The ports the init flow uses (only the slices it needs). */
 export interface InitFlowDeps {
-  metadata: Pick<MetadataAPI, 'initSecretHash' | 'self'>;
+  metadata: Pick<MetadataAPI, 'initSecretHash' | 'self' | 'getLoadBalancerEndpoint'>;
   secretHash: SecretHash;
   kmsFactory: KmsFactory;
   lock: NodeLockLike;
@@ -131,6 +141,21 @@ export class InitFlow {
     }
     if (self.name === '')
       throw new ConfbootError('unavailable', 'init: metadata has no name for this node yet');
+    // Every control plane and worker reaches the API server through the load balancer; kubeadm
+    // refuses control-plane joins unless the cluster was initialised with that stable endpoint. A
+    // cloud without one (failed-precondition) gets a single-control-plane cluster, said in the log.
+    let controlPlaneEndpoint: string | undefined;
+    try {
+      const lb = await metadata.getLoadBalancerEndpoint();
+      if (lb.host !== '')
+        controlPlaneEndpoint = `${lb.host.includes(':') ? `[${lb.host}]` : lb.host}:${KUBE_API_PORT}`;
+    } catch (err) {
+      if (!isConfbootError(err) || err.code !== 'failed-precondition')
+        throw wrapError('init: getting the load balancer endpoint', err);
+      logger.warn('No load balancer endpoint: further control planes cannot join this cluster', {
+        error: messageOf(err),
+      });
+    }
 
     const kms = await kmsFactory
       .fromUri(request.kmsUri, request.storageUri)
@@ -187,10 +212,19 @@ export class InitFlow {
           clusterName: request.clusterName === '' ? DEFAULT_CLUSTER_NAME : request.clusterName,
           conformanceMode: request.conformanceMode,
           components: request.kubernetesComponents,
-          apiserverCertSans: request.apiserverCertSans,
+          // The API server certificate must name this node's own address and the load balancer's.
+          apiserverCertSans: [
+            ...new Set([
+              ...request.apiserverCertSans,
+              ...(self.vpcIp === '' ? [] : [self.vpcIp]),
+              ...(controlPlaneEndpoint === undefined ? [] : [hostOf(controlPlaneEndpoint)]),
+            ]),
+          ],
           serviceCidr: request.serviceCidr,
           nodeName: self.name,
           nodeIp: self.vpcIp,
+          ...(controlPlaneEndpoint === undefined ? {} : { controlPlaneEndpoint }),
+          ...(self.providerId === '' ? {} : { providerId: self.providerId }),
         },
         this.#options.initClusterTimeoutMs === undefined
           ? undefined

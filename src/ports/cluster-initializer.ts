@@ -10,6 +10,10 @@ export interface InitClusterArgs {
   serviceCidr: string;
   nodeName: string;
   nodeIp: string;
+  /** Shared `host:port` of every control plane's API server (the load balancer), when the cloud has one. */
+  controlPlaneEndpoint?: string;
+  /** The cloud's provider ID of this node (kubelet `--provider-id`), when it has one. */
+  providerId?: string;
 }
 
 /** Initialises a new cluster on this node (kubeadm init). */

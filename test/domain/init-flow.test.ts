@@ -363,14 +363,37 @@ describe('InitFlow', () => {
           clusterName: 'demo',
           conformanceMode: false,
           components: request().kubernetesComponents,
-          apiserverCertSans: ['203.0.113.7'],
+          apiserverCertSans: ['203.0.113.7', '192.0.2.5', '198.51.100.1'],
           serviceCidr: '10.96.0.0/12',
           nodeName: 'control-plane-0',
           nodeIp: '192.0.2.5',
+          controlPlaneEndpoint: '198.51.100.1:6443',
+          providerId: 'qemu:///hostname/node-1',
         },
         options: { timeoutInMs: 600_000 },
       },
     ]);
+  });
+
+  it('on a cloud without a load balancer: no controlPlaneEndpoint, a warning, and the init goes on', async () => {
+    const s = setup();
+    s.metadata.lbErr = new ConfbootError('failed-precondition', 'no load balancer');
+    s.metadata.selfValue = { ...s.metadata.selfValue, providerId: '' };
+    await s.flow().init(request());
+    const args = s.initializer.calls[0]?.args;
+    expect(args?.controlPlaneEndpoint).toBeUndefined();
+    expect(args?.providerId).toBeUndefined();
+    expect(args?.apiserverCertSans).toEqual(['203.0.113.7', '192.0.2.5']);
+    expect(
+      s.logger.events.some((e) => e.level === 'warn' && /further control planes cannot join/.test(e.msg)),
+    ).toBe(true);
+  });
+
+  it('metadata that cannot answer for the load balancer stops the init before the lock', async () => {
+    const s = setup();
+    s.metadata.lbErr = new ConfbootError('unavailable', 'metadata server down');
+    await expect(s.flow().init(request())).rejects.toThrow('init: getting the load balancer endpoint');
+    expect(s.initializer.calls).toEqual([]);
   });
 
   it('uses cluster name "constellation" when the request has none', async () => {

@@ -112,7 +112,12 @@ export function renderInitConfiguration(
   const init = {
     apiVersion: KUBEADM_API_VERSION,
     kind: 'InitConfiguration',
-    nodeRegistration: nodeRegistration(args.nodeName, args.nodeIp, [], options),
+    nodeRegistration: nodeRegistration(
+      args.nodeName,
+      args.nodeIp,
+      args.providerId ? [{ name: 'provider-id', value: args.providerId }] : [],
+      options,
+    ),
     ...(args.nodeIp === ''
       ? {}
       : { localAPIEndpoint: { advertiseAddress: args.nodeIp, bindPort: KUBERNETES_API_PORT } }),
@@ -123,7 +128,9 @@ export function renderInitConfiguration(
     kind: 'ClusterConfiguration',
     ...(args.clusterName === '' ? {} : { clusterName: args.clusterName }),
     ...(args.kubernetesVersion === '' ? {} : { kubernetesVersion: args.kubernetesVersion }),
-    ...(options.controlPlaneEndpoint ? { controlPlaneEndpoint: options.controlPlaneEndpoint } : {}),
+    ...((args.controlPlaneEndpoint ?? options.controlPlaneEndpoint)
+      ? { controlPlaneEndpoint: args.controlPlaneEndpoint ?? options.controlPlaneEndpoint }
+      : {}),
     ...(args.serviceCidr === '' ? {} : { networking: { serviceSubnet: args.serviceCidr } }),
     ...(sans.length === 0 ? {} : { apiServer: { certSANs: sans } }),
     ...(options.certificatesDir ? { certificatesDir: options.certificatesDir } : {}),
