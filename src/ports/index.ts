@@ -33,6 +33,7 @@ export * from './node-state-store.js';
 export * from './peer-address.js';
 export * from './peer-identity.js';
 export * from './random.js';
+export * from './receipt-signer.js';
 export * from './secret-hash.js';
 export * from './tpm.js';
 export * from './types.js';

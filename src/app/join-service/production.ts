@@ -35,6 +35,7 @@ import { cloudMetadataApi, isVariant, variantEntry, variantNames } from '../regi
 import { checkEnforcesMeasurements } from './policy.js';
 import {
   type JoinServiceLimits,
+  type JoinServiceOptions,
   type ListenAddress,
   type RunningJoinService,
   startJoinService,
@@ -129,6 +130,8 @@ export interface ProductionJoinServiceConfig {
   /** Mutual TLS to the key service; absent: plain gRPC. */
   keyServiceTls?: GrpcKmsClientTls;
   denyListPath?: string;
+  /** Signs join receipts and publishes its JWKS (ReceiptKey.load); absent: no receipts. */
+  receiptKey?: JoinServiceOptions['receiptKey'];
   listen: ListenAddress;
   httpListen: ListenAddress;
   grpcHealthListen?: ListenAddress;
@@ -336,6 +339,7 @@ export async function startProductionJoinService(
     httpListen: config.httpListen,
     ...(config.grpcHealthListen ? { grpcHealthListen: config.grpcHealthListen } : {}),
     ...(config.denyListPath !== undefined ? { denyListPath: config.denyListPath } : {}),
+    ...(config.receiptKey !== undefined ? { receiptKey: config.receiptKey } : {}),
     ...(config.limits ? { limits: config.limits } : {}),
     ...(config.signal ? { signal: config.signal } : {}),
     metrics,

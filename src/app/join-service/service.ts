@@ -23,6 +23,7 @@ import {
 import { ConcurrencyLimiter, TokenBucketRateLimiter } from '../../adapters/ops/limits.js';
 import { JoinServiceMetrics, type JoinServiceMetricsOptions } from '../../adapters/ops/metrics.js';
 import { TimedValidator } from '../../adapters/ops/timed-validator.js';
+import type { JsonWebKeySet } from '../../adapters/receipts/receipt-key.js';
 import { InMemoryDiskBindings } from '../../adapters/simulated/in-memory-disk-bindings.js';
 import { SystemClock } from '../../adapters/system/system-clock.js';
 import { TicketIssuer } from '../../domain/ticket-issuer.js';
@@ -36,7 +37,9 @@ import { isAttestationError, isConfbootError, messageOf } from '../../ports/erro
 import type { KMS } from '../../ports/kms.js';
 import type { Logger } from '../../ports/logger.js';
 import type { PeerIdentity } from '../../ports/peer-identity.js';
+import type { ReceiptSigner } from '../../ports/receipt-signer.js';
 import type { Validator } from '../../ports/validator.js';
+import { VERSION } from '../../version.js';
 import { JOIN_SERVICE_HTTP_PORT, JOIN_SERVICE_MEMORY_BUDGET_MIB, JOIN_SERVICE_PORT } from '../defaults.js';
 import { AUDIT_EVENT, emitAudit, GuardedJoinHandler } from './guarded-handler.js';
 import { ByteBudget, deriveMemoryBounds } from './memory.js';
@@ -115,6 +118,11 @@ export interface JoinServiceOptions {
   clock?: Clock;
   /** Default pino JSON on stderr. */
   logger?: Logger;
+  /**
+   * The receipt key (ReceiptKey.load): every issued ticket carries a receipt it signs, and the
+   * operations HTTP port serves its JWKS at /.well-known/jwks.json. Without it tickets carry none.
+   */
+  receiptKey?: ReceiptSigner & { jwks(): JsonWebKeySet };
   /** Deny-list file, watched for changes. Without it nothing is denied. */
   denyListPath?: string;
   /** Attested gRPC; default 0.0.0.0:30090. */
@@ -253,6 +261,9 @@ export async function startJoinService(options: JoinServiceOptions): Promise<Run
       requestBytes: new ByteBudget(memory.requestBytesInFlight),
       metrics,
       audit: logger,
+      ...(options.receiptKey !== undefined
+        ? { receipts: { signer: options.receiptKey, clock, build: `confboot ${VERSION} join-service` } }
+        : {}),
     });
 
     const validators = options.validators.map(
@@ -364,6 +375,7 @@ export async function startJoinService(options: JoinServiceOptions): Promise<Run
       metrics,
       readiness,
       logger,
+      ...(options.receiptKey !== undefined ? { jwks: () => options.receiptKey!.jwks() } : {}),
     });
     // Closed last, so probes see "not ready" while requests drain.
     cleanups.unshift(() => http.close());
@@ -379,6 +391,7 @@ export async function startJoinService(options: JoinServiceOptions): Promise<Run
       variants: options.validators.map((v) => v.variant),
       memory,
       denyList: options.denyListPath ?? null,
+      receiptKeyId: options.receiptKey?.keyId ?? null,
     });
 
     let closing: Promise<void> | undefined;

@@ -132,7 +132,9 @@ export async function rejectionOf(p: Promise<unknown>): Promise<Error> {
 
 /** Options of {@link startHarness}. */
 export interface HarnessOptions
-  extends Partial<Pick<JoinServiceOptions, 'denyListPath' | 'limits' | 'grpcHealthListen' | 'validators'>> {
+  extends Partial<
+    Pick<JoinServiceOptions, 'denyListPath' | 'limits' | 'grpcHealthListen' | 'validators' | 'receiptKey'>
+  > {
   clock?: Clock;
   /** Point the service at a key service that is not running. */
   kmsDown?: boolean;
@@ -222,6 +224,7 @@ export async function startHarness(dir: string, options: HarnessOptions = {}): P
       ...(options.limits ? { limits: options.limits } : {}),
       ...(options.grpcHealthListen ? { grpcHealthListen: options.grpcHealthListen } : {}),
       ...(options.signal ? { signal: options.signal } : {}),
+      ...(options.receiptKey ? { receiptKey: options.receiptKey } : {}),
     });
   } catch (err) {
     for (const s of stops.reverse()) await s();

@@ -86,6 +86,10 @@ export interface PeerAttestation {
   checks: AttestationCheck[];
   /** warnOnly measurement mismatches reported by the validator. */
   warnings: MeasurementMismatch[];
+  /** The attestation document as received (the evidence the verdict was made on). */
+  document: Uint8Array;
+  /** The 32-byte TLS-exporter nonce the document had to bind on this connection. */
+  nonce: Uint8Array;
 }
 
 /** A connection that passed attested TLS. */
@@ -175,6 +179,8 @@ export async function verifyPeerAttestation(
     userData: result.userData,
     checks,
     warnings: result.warnings,
+    document: frame.document,
+    nonce,
   };
 }
 
