@@ -127,6 +127,24 @@ export const joinServiceCommand: CommandSpec = {
       valueName: 'F',
       description: 'JWKS of retired receipt keys, still published next to --receipt-key during a rotation',
     },
+    'state-dir': {
+      type: 'string',
+      valueName: 'DIR',
+      description:
+        'directory of the evidence record (evidence.jsonl): the evidence behind each decision, replayed by `confboot measurements dry-run` and against every loaded attestation config. Without it nothing is recorded',
+    },
+    'evidence-retention': {
+      type: 'string',
+      valueName: 'N',
+      default: '1000',
+      description: 'nodes whose latest evidence is kept (plus 100 handshake refusals by address)',
+    },
+    'evidence-max-age-days': {
+      type: 'string',
+      valueName: 'D',
+      default: '90',
+      description: 'evidence older than this is dropped',
+    },
     'deny-list': {
       type: 'string',
       valueName: 'F',
@@ -374,6 +392,10 @@ export interface JoinServiceFlags {
   /** `--receipt-key` and `--receipt-retired-jwks`. */
   receiptKeyPath: string | undefined;
   receiptRetiredJwksPath: string | undefined;
+  /** `--state-dir`, `--evidence-retention`, `--evidence-max-age-days`. */
+  stateDir: string | undefined;
+  evidenceMaxRecords: number;
+  evidenceMaxAgeMs: number;
   listen: ListenAddress;
   httpListen: ListenAddress;
   grpcHealthListen: ListenAddress | undefined;
@@ -457,6 +479,10 @@ export function parseJoinServiceFlags(
     denyListPath: str('deny-list'),
     receiptKeyPath: str('receipt-key'),
     receiptRetiredJwksPath: str('receipt-retired-jwks'),
+    stateDir: str('state-dir'),
+    evidenceMaxRecords: parsePositive('evidence-retention', str('evidence-retention') as string),
+    evidenceMaxAgeMs:
+      parsePositive('evidence-max-age-days', str('evidence-max-age-days') as string) * 24 * 3600 * 1000,
     listen: parseHostPort('listen', str('listen') as string),
     httpListen: parseHostPort('http-listen', str('http-listen') as string),
     grpcHealthListen: grpcHealth === undefined ? undefined : parseHostPort('grpc-health-listen', grpcHealth),
@@ -559,6 +585,12 @@ export async function runJoinService(argv: string[], options: JoinServiceRunOpti
       maxConcurrentVerifications: flags.maxConcurrentVerifications,
     },
     ...(flags.denyListPath !== undefined ? { denyListPath: flags.denyListPath } : {}),
+    ...(flags.stateDir !== undefined
+      ? {
+          stateDir: flags.stateDir,
+          evidenceRetention: { maxRecords: flags.evidenceMaxRecords, maxAgeMs: flags.evidenceMaxAgeMs },
+        }
+      : {}),
     ...(flags.receiptKeyPath !== undefined
       ? {
           receiptKey: await ReceiptKey.load(flags.receiptKeyPath, {

@@ -20,6 +20,7 @@ import { buildReceiptClaims } from '../../domain/receipts.js';
 import { checkRequestSizes, type TicketContext } from '../../domain/ticket-issuer.js';
 import type { Clock } from '../../ports/clock.js';
 import { ConfbootError, isAttestationError, isConfbootError } from '../../ports/errors.js';
+import type { EvidenceStore } from '../../ports/evidence-store.js';
 import type { Logger } from '../../ports/logger.js';
 import { peerHost } from '../../ports/peer-address.js';
 import type { ReceiptSigner } from '../../ports/receipt-signer.js';
@@ -93,6 +94,9 @@ export interface CallerAttestation {
   nonce: Uint8Array;
   /** The measurement set that matched, when the validator names one. */
   measurementSet?: string;
+  /** The attestation document as received and its variant OID (kept for dry runs). */
+  document?: Uint8Array;
+  oid?: string;
 }
 
 /** How the handler signs receipts of issued tickets. */
@@ -115,6 +119,8 @@ export interface GuardedJoinHandlerDeps {
   audit: Logger;
   /** Signs a receipt for every issued ticket; without it tickets carry none. */
   receipts?: ReceiptIssuing;
+  /** Keeps the evidence behind every ticket the issuer decided on (issued or refused). */
+  evidence?: { store: EvidenceStore; clock: Clock };
 }
 
 /** A refusal decided by the handler itself: the cause's kind, with its audit and metric reason. */
@@ -177,6 +183,33 @@ export class GuardedJoinHandler {
         await this.deps.issuer.issueRejoinTicket(request, { peer: ctx.peer }),
       ),
     );
+  }
+
+  /** Records the evidence a decision of the issuer was made on (nothing without a store or document). */
+  private async recordEvidence(
+    rpc: JoinRpc,
+    ctx: CallerContext,
+    event: Partial<JoinAuditEvent>,
+    outcome: 'issued' | 'refused',
+    reason: string,
+  ): Promise<void> {
+    const evidence = this.deps.evidence;
+    const a = ctx.attestation;
+    if (evidence === undefined || a?.document === undefined || event.diskUuid === undefined) return;
+    await evidence.store.record({
+      key: `disk/${event.diskUuid.toLowerCase()}`,
+      ...(event.nodeName !== undefined ? { nodeName: event.nodeName } : {}),
+      peer: ctx.peer,
+      variant: ctx.variant,
+      oid: a.oid ?? '',
+      document: a.document,
+      nonce: a.nonce,
+      userData: a.userData,
+      rpc,
+      outcome,
+      reason,
+      at: evidence.clock.now().toISOString(),
+    });
   }
 
   /**
@@ -295,9 +328,11 @@ export class GuardedJoinHandler {
     try {
       const result = await body();
       finish('issued');
+      await this.recordEvidence(rpc, ctx, event, 'issued', 'ok');
       return result;
     } catch (err) {
       finish('refused', err);
+      await this.recordEvidence(rpc, ctx, event, 'refused', auditReasonOf(err).reason);
       throw err;
     } finally {
       metrics.inFlight.dec();

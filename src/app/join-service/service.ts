@@ -7,6 +7,7 @@
  */
 import { FileDenyList } from '../../adapters/fs/file-deny-list.js';
 import type { AtlsDeadlines } from '../../adapters/grpc/atls/admission.js';
+import type { RefusedEvidence } from '../../adapters/grpc/atls/exchange.js';
 import { createJoinServer } from '../../adapters/grpc/join-server.js';
 import { createPinoLogger } from '../../adapters/log/pino-logger.js';
 import {
@@ -34,6 +35,7 @@ import type { ClusterFacts } from '../../ports/cluster-facts.js';
 import { type DenyList, EMPTY_DENY_LIST } from '../../ports/deny-list.js';
 import type { DiskBindings } from '../../ports/disk-bindings.js';
 import { isAttestationError, isConfbootError, messageOf } from '../../ports/errors.js';
+import type { EvidenceStore } from '../../ports/evidence-store.js';
 import type { KMS } from '../../ports/kms.js';
 import type { Logger } from '../../ports/logger.js';
 import type { PeerIdentity } from '../../ports/peer-identity.js';
@@ -123,6 +125,11 @@ export interface JoinServiceOptions {
    * operations HTTP port serves its JWKS at /.well-known/jwks.json. Without it tickets carry none.
    */
   receiptKey?: ReceiptSigner & { jwks(): JsonWebKeySet };
+  /**
+   * Keeps the evidence behind every decision (issued and refused tickets, documents refused during
+   * the handshake) for dry runs of new attestation configs. Without it nothing is recorded.
+   */
+  evidence?: EvidenceStore;
   /** Deny-list file, watched for changes. Without it nothing is denied. */
   denyListPath?: string;
   /** Attested gRPC; default 0.0.0.0:30090. */
@@ -261,6 +268,7 @@ export async function startJoinService(options: JoinServiceOptions): Promise<Run
       requestBytes: new ByteBudget(memory.requestBytesInFlight),
       metrics,
       audit: logger,
+      ...(options.evidence !== undefined ? { evidence: { store: options.evidence, clock } } : {}),
       ...(options.receiptKey !== undefined
         ? { receipts: { signer: options.receiptKey, clock, build: `confboot ${VERSION} join-service` } }
         : {}),
@@ -291,6 +299,9 @@ export async function startJoinService(options: JoinServiceOptions): Promise<Run
           ? { maxConcurrentVerifications: limits.maxConcurrentVerifications }
           : {}),
         ...(limits.dropLogIntervalMs !== undefined ? { dropLogIntervalMs: limits.dropLogIntervalMs } : {}),
+        ...(options.evidence !== undefined
+          ? { onEvidenceRefused: recordRefusedEvidence(options.evidence, options.validators, clock) }
+          : {}),
       },
       maxMessageBytes: memory.maxMessageBytes,
       maxStreamsPerConnection: memory.maxStreamsPerConnection,
@@ -432,6 +443,29 @@ export async function startJoinService(options: JoinServiceOptions): Promise<Run
     await runCleanups();
     throw err;
   }
+}
+
+/** Records evidence refused during the handshake under the caller's address. */
+function recordRefusedEvidence(
+  store: EvidenceStore,
+  validators: readonly Validator[],
+  clock: Clock,
+): (e: RefusedEvidence) => void {
+  return (e) => {
+    const address = e.peerAddress ?? 'unknown';
+    void store.record({
+      key: `address/${address}`,
+      peer: address,
+      variant: validators.find((v) => v.oid === e.oid)?.variant ?? 'unknown',
+      oid: e.oid,
+      document: e.document,
+      nonce: e.nonce,
+      rpc: 'attested-tls',
+      outcome: 'refused',
+      reason: isAttestationError(e.error) ? e.error.check : 'attestation',
+      at: clock.now().toISOString(),
+    });
+  };
 }
 
 async function inFlightNow(metrics: JoinServiceMetrics): Promise<number> {
