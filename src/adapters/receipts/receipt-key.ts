@@ -5,7 +5,7 @@
  * Secret), so receipts verify against one JWKS whichever replica signed them and across restarts.
  * The key ID is the key's RFC 7638 JWK thumbprint, so it follows from the key alone.
  */
-import { createPrivateKey, createPublicKey, generateKeyPairSync, type KeyObject } from 'node:crypto';
+import { createPrivateKey, createPublicKey, generateKeyPairSync, type KeyObject, randomBytes } from 'node:crypto';
 import { link, readFile, unlink, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { calculateJwkThumbprint, exportJWK, type JWK, SignJWT } from 'jose';
@@ -92,7 +92,7 @@ export class ReceiptKey implements ReceiptSigner {
       if (!isMissing(err)) throw err;
     }
     const { privateKey } = generateKeyPairSync('ec', { namedCurve: 'P-256' });
-    const tmp = join(dirname(path), `.receipt-key-${process.pid}-${Date.now()}.tmp`);
+    const tmp = join(dirname(path), `.receipt-key-${randomBytes(8).toString('hex')}.tmp`);
     await writeFile(tmp, privateKey.export({ type: 'pkcs8', format: 'pem' }), { mode: 0o600, flag: 'wx' });
     try {
       await link(tmp, path);

@@ -83,6 +83,20 @@ describe('join receipts from the join service (soft TPM nodes, simulated Kuberne
     expect(refused?.receipt).toBeUndefined();
   });
 
+  it('a receipt that cannot be signed fails the call: nothing is handed out without its receipt', async () => {
+    const receiptKey = await ReceiptKey.loadOrGenerate(join(tmp(), 'receipt-key.pem'));
+    const broken = {
+      keyId: receiptKey.keyId,
+      jwks: () => receiptKey.jwks(),
+      sign: () => Promise.reject(new Error('HSM unplugged')),
+    };
+    const h = await startHarness(tmp(), { receiptKey: broken });
+    cleanups.push(() => h.stop());
+    await rejectionOf(h.client().issueJoinTicket(h.endpoint, await h.joinRequest('worker-1')));
+    await waitFor(() => h.logs.audits().length === 1, 'the audit event');
+    expect(h.logs.audits()[0]).toMatchObject({ outcome: 'refused', reason: 'receipt' });
+  });
+
   it('a service without a receipt key issues tickets without receipts and serves no JWKS', async () => {
     const h = await startHarness(tmp());
     cleanups.push(() => h.stop());
