@@ -5,7 +5,13 @@
  * Secret), so receipts verify against one JWKS whichever replica signed them and across restarts.
  * The key ID is the key's RFC 7638 JWK thumbprint, so it follows from the key alone.
  */
-import { createPrivateKey, createPublicKey, generateKeyPairSync, type KeyObject, randomBytes } from 'node:crypto';
+import {
+  createPrivateKey,
+  createPublicKey,
+  generateKeyPairSync,
+  type KeyObject,
+  randomBytes,
+} from 'node:crypto';
 import { link, readFile, unlink, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { calculateJwkThumbprint, exportJWK, type JWK, SignJWT } from 'jose';

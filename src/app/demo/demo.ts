@@ -416,7 +416,7 @@ export async function runDemo(options: DemoOptions): Promise<DemoResult> {
       `Join service listening on ${first.ip}:${joinService.grpcPort} (health on 127.0.0.1:${joinService.httpPort})`,
     );
     say(
-      `Receipts signed with key ${receiptKey.keyId}; JWKS at http://127.0.0.1:${joinService.httpPort}/.well-known/jwks.json and in ${jwksPath}`,
+      `Receipts signed with key ${receiptKey.keyId}; JWKS at http://127.0.0.1:${joinService.httpPort}/.well-known/jwks.json, in ${jwksPath} (kept with --keep) and in the --json result`,
     );
 
     // 3. The joining nodes, all at once.
