@@ -11,5 +11,6 @@ export * from './join-flow.js';
 export * from './key-derivation.js';
 export * from './measurements.js';
 export * from './node-lock.js';
+export * from './receipts.js';
 export * from './state-disk.js';
 export * from './ticket-issuer.js';

@@ -46,6 +46,8 @@ export interface JoinPaths {
   kubeletCertPath: string;
   /** Kubelet client key (PEM). */
   kubeletKeyPath: string;
+  /** The join service's signed receipt of this join (a JWT), on the state disk. */
+  receiptPath: string;
 }
 
 /** Per-call deadlines in milliseconds. */
@@ -63,6 +65,7 @@ export const DEFAULT_JOIN_PATHS: Readonly<JoinPaths> = Object.freeze({
   pkiDir: '/etc/kubernetes/pki',
   kubeletCertPath: '/run/state/kubelet/pki/kubelet-client-crt.pem',
   kubeletKeyPath: '/run/state/kubelet/pki/kubelet-client-key.pem',
+  receiptPath: '/run/state/constellation/join-receipt.jwt',
 });
 
 /** Upstream's timeouts. */
@@ -485,6 +488,18 @@ export class JoinFlow {
     await step('writing node state', () =>
       nodeState.write({ role: self.role, measurementSalt: ticket.measurementSalt }),
     );
+    if (ticket.receipt !== undefined) {
+      // The receipt is evidence for others, not something this node needs to run: failing to keep
+      // it is logged, and the join goes on.
+      try {
+        await files.writeExclusive(this.#paths.receiptPath, new TextEncoder().encode(`${ticket.receipt}\n`));
+      } catch (err) {
+        logger.warn('Failed to write the join receipt', {
+          path: this.#paths.receiptPath,
+          error: messageOf(err),
+        });
+      }
+    }
     await step('joining Kubernetes cluster', () =>
       this.#joinCluster({
         apiServerEndpoint: ticket.apiServerEndpoint,

@@ -69,6 +69,13 @@ export interface IssueJoinTicketResponse {
   authorizedCaPublicKey: Buffer;
   /** host_certificate is the SSH host certificate in authorized_keys format. */
   hostCertificate: Buffer;
+  /**
+   * receipt is confboot's own: the signed join receipt, a JWT (ES256) in the EAT Attestation
+   * Result (EAR) format naming the node, its variant, measurement set and appraisal. Empty when the
+   * service signs no receipts. Field numbers of confboot's own fields start at 1000 so that they
+   * never meet a number upstream assigns.
+   */
+  receipt: string;
 }
 
 /** control_plane_cert_or_key is one file under /etc/kubernetes/pki. */
@@ -91,6 +98,8 @@ export interface IssueRejoinTicketResponse {
   stateDiskKey: Buffer;
   /** measurement_secret is 32 bytes. */
   measurementSecret: Buffer;
+  /** receipt is confboot's own: the signed receipt of this rejoin (see IssueJoinTicketResponse). */
+  receipt: string;
 }
 
 function createBaseIssueJoinTicketRequest(): IssueJoinTicketRequest {
@@ -266,6 +275,7 @@ function createBaseIssueJoinTicketResponse(): IssueJoinTicketResponse {
     kubernetesComponents: [],
     authorizedCaPublicKey: Buffer.alloc(0),
     hostCertificate: Buffer.alloc(0),
+    receipt: "",
   };
 }
 
@@ -306,6 +316,9 @@ export const IssueJoinTicketResponse: MessageFns<IssueJoinTicketResponse> = {
     }
     if (message.hostCertificate.length !== 0) {
       writer.uint32(98).bytes(message.hostCertificate);
+    }
+    if (message.receipt !== "") {
+      writer.uint32(8002).string(message.receipt);
     }
     return writer;
   },
@@ -419,6 +432,14 @@ export const IssueJoinTicketResponse: MessageFns<IssueJoinTicketResponse> = {
             message.hostCertificate = Buffer.from(reader.bytes());
             continue;
           }
+          case 1000: {
+            if (tag !== 8002) {
+              break;
+            }
+
+            message.receipt = reader.string();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -489,6 +510,7 @@ export const IssueJoinTicketResponse: MessageFns<IssueJoinTicketResponse> = {
         : isSet(object.host_certificate)
         ? Buffer.from(bytesFromBase64(object.host_certificate))
         : Buffer.alloc(0),
+      receipt: isSet(object.receipt) ? globalThis.String(object.receipt) : "",
     };
   },
 
@@ -530,6 +552,9 @@ export const IssueJoinTicketResponse: MessageFns<IssueJoinTicketResponse> = {
     if (message.hostCertificate.length !== 0) {
       obj.hostCertificate = base64FromBytes(message.hostCertificate);
     }
+    if (message.receipt !== "") {
+      obj.receipt = message.receipt;
+    }
     return obj;
   },
 
@@ -550,6 +575,7 @@ export const IssueJoinTicketResponse: MessageFns<IssueJoinTicketResponse> = {
     message.kubernetesComponents = object.kubernetesComponents?.map((e) => Component.fromPartial(e)) || [];
     message.authorizedCaPublicKey = object.authorizedCaPublicKey ?? Buffer.alloc(0);
     message.hostCertificate = object.hostCertificate ?? Buffer.alloc(0);
+    message.receipt = object.receipt ?? "";
     return message;
   },
 };
@@ -713,7 +739,7 @@ export const IssueRejoinTicketRequest: MessageFns<IssueRejoinTicketRequest> = {
 };
 
 function createBaseIssueRejoinTicketResponse(): IssueRejoinTicketResponse {
-  return { stateDiskKey: Buffer.alloc(0), measurementSecret: Buffer.alloc(0) };
+  return { stateDiskKey: Buffer.alloc(0), measurementSecret: Buffer.alloc(0), receipt: "" };
 }
 
 export const IssueRejoinTicketResponse: MessageFns<IssueRejoinTicketResponse> = {
@@ -723,6 +749,9 @@ export const IssueRejoinTicketResponse: MessageFns<IssueRejoinTicketResponse> = 
     }
     if (message.measurementSecret.length !== 0) {
       writer.uint32(18).bytes(message.measurementSecret);
+    }
+    if (message.receipt !== "") {
+      writer.uint32(8002).string(message.receipt);
     }
     return writer;
   },
@@ -756,6 +785,14 @@ export const IssueRejoinTicketResponse: MessageFns<IssueRejoinTicketResponse> = 
             message.measurementSecret = Buffer.from(reader.bytes());
             continue;
           }
+          case 1000: {
+            if (tag !== 8002) {
+              break;
+            }
+
+            message.receipt = reader.string();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -780,6 +817,7 @@ export const IssueRejoinTicketResponse: MessageFns<IssueRejoinTicketResponse> = 
         : isSet(object.measurement_secret)
         ? Buffer.from(bytesFromBase64(object.measurement_secret))
         : Buffer.alloc(0),
+      receipt: isSet(object.receipt) ? globalThis.String(object.receipt) : "",
     };
   },
 
@@ -791,6 +829,9 @@ export const IssueRejoinTicketResponse: MessageFns<IssueRejoinTicketResponse> = 
     if (message.measurementSecret.length !== 0) {
       obj.measurementSecret = base64FromBytes(message.measurementSecret);
     }
+    if (message.receipt !== "") {
+      obj.receipt = message.receipt;
+    }
     return obj;
   },
 
@@ -801,6 +842,7 @@ export const IssueRejoinTicketResponse: MessageFns<IssueRejoinTicketResponse> = 
     const message = createBaseIssueRejoinTicketResponse();
     message.stateDiskKey = object.stateDiskKey ?? Buffer.alloc(0);
     message.measurementSecret = object.measurementSecret ?? Buffer.alloc(0);
+    message.receipt = object.receipt ?? "";
     return message;
   },
 };

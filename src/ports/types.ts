@@ -80,6 +80,12 @@ export interface JoinTicket {
   kubernetesComponents: Component[];
   authorizedCaPublicKey: Uint8Array;
   hostCertificate: Uint8Array;
+  /**
+   * The join service's signed receipt of this join: a compact JWT (ES256) in the EAT Attestation
+   * Result format (docs/attestation-config.md, "Join receipts"). Not a secret. Absent when the
+   * service signs no receipts.
+   */
+  receipt?: string;
 }
 
 /** Request for a rejoin ticket (proto `IssueRejoinTicketRequest`). */
@@ -91,6 +97,8 @@ export interface RejoinTicketRequest {
 export interface RejoinTicket {
   stateDiskKey: Uint8Array;
   measurementSecret: Uint8Array;
+  /** The join service's signed receipt of this rejoin (see {@link JoinTicket.receipt}). */
+  receipt?: string;
 }
 
 /** The init request as the domain sees it (proto `InitRequest`). */

@@ -5,9 +5,12 @@
  */
 import { execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { existsSync } from 'node:fs';
-import { describe, expect, it } from 'vitest';
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, expect, it, vi } from 'vitest';
 import { demoSucceeded, renderSummary } from '../../src/app/cli/demo.js';
+import { run as receiptCli } from '../../src/app/cli/receipt.js';
 import { type DemoNodeResult, type DemoResult, runDemo } from '../../src/app/demo/demo.js';
 
 /** Processes whose command line mentions `dir` (the demo's swtpm state dirs live under it). */
@@ -38,6 +41,7 @@ describe('confboot demo result', () => {
     workDir: undefined,
     logFile: undefined,
     simulated: ['kubeadm'],
+    jwks: { keys: [] },
     nodes,
   });
 
@@ -87,5 +91,43 @@ describe('confboot demo (kubeadm and the Kubernetes API simulated)', () => {
     expect(dir).not.toBe('');
     expect(existsSync(dir)).toBe(false);
     expect(processesUnder(dir)).toBe('');
+
+    // Each joined worker's receipt, as `demo --json` prints it, verifies with `confboot receipt
+    // verify` and the demo's JWKS, and is refused after a change.
+    const json = JSON.parse(JSON.stringify(result)) as DemoResult;
+    const workers = json.nodes.filter((n) => n.role === 'Worker' && n.joined);
+    expect(workers.map((n) => [n.name, n.receiptVerified])).toEqual([
+      ['worker-1', true],
+      ['worker-2', true],
+    ]);
+    expect(json.nodes.find((n) => !n.joined)?.receipt).toBeUndefined();
+    const out = mkdtempSync(join(tmpdir(), 'confboot-demo-receipts-'));
+    const quiet = [
+      vi.spyOn(process.stdout, 'write').mockImplementation(() => true),
+      vi.spyOn(process.stderr, 'write').mockImplementation(() => true),
+    ];
+    try {
+      writeFileSync(join(out, 'jwks.json'), JSON.stringify(json.jwks));
+      for (const n of workers) {
+        const receipt = n.receipt as string;
+        writeFileSync(join(out, 'r.jwt'), receipt);
+        expect(
+          await receiptCli(['verify', '--jwks', join(out, 'jwks.json'), join(out, 'r.jwt')]),
+          n.name,
+        ).toBe(0);
+        const i = receipt.indexOf('.') + 5;
+        writeFileSync(
+          join(out, 'r.jwt'),
+          receipt.slice(0, i) + (receipt[i] === 'x' ? 'y' : 'x') + receipt.slice(i + 1),
+        );
+        expect(
+          await receiptCli(['verify', '--jwks', join(out, 'jwks.json'), join(out, 'r.jwt')]),
+          n.name,
+        ).toBe(1);
+      }
+    } finally {
+      for (const q of quiet) q.mockRestore();
+      rmSync(out, { recursive: true, force: true });
+    }
   }, 120_000);
 });

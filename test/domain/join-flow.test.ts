@@ -4,6 +4,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import {
+  DEFAULT_JOIN_PATHS,
   DISK_READ_ATTEMPTS,
   JoinFlow,
   type JoinFlowOptions,
@@ -617,6 +618,24 @@ describe('JoinFlow', () => {
     expect(s.joinClient.calls).toHaveLength(2);
     expect(s.lock.calls).toHaveLength(1);
     expect(s.logger.text()).toContain(`${field} is empty`);
+  });
+
+  it('writes the join receipt to the state disk after the node state, and joins even when that write fails', async () => {
+    const s = setup('Worker');
+    s.joinClient.ticketValue = validTicket({ receipt: 'eyJhbGciOiJFUzI1NiJ9.e30.c2ln' });
+    const { outcome } = await runToEnd(s, s.flow({ paths: { receiptPath: '/state/receipt.jwt' } }));
+    expect(outcome?.outcome).toBe('joined');
+    expect([...s.files.written.keys()]).toEqual([...workerFiles, '/state/receipt.jwt']);
+    expect(Buffer.from(s.files.written.get('/state/receipt.jwt') ?? []).toString()).toBe(
+      'eyJhbGciOiJFUzI1NiJ9.e30.c2ln\n',
+    );
+
+    const f = setup('Worker');
+    f.joinClient.ticketValue = validTicket({ receipt: 'x.y.z' });
+    f.files.errFor.set(DEFAULT_JOIN_PATHS.receiptPath, new Error('disk full'));
+    const failed = await runToEnd(f, f.flow());
+    expect(failed.outcome?.outcome).toBe('joined');
+    expect(f.logger.text()).toContain('Failed to write the join receipt');
   });
 
   it('writes the node state with the role and the ticket’s measurement salt', async () => {

@@ -64,7 +64,11 @@ export interface JoinServerOptions {
   /** Admission of unattested connections: phase deadlines, per-source cap, verification slots. */
   admission?: Pick<
     AtlsListenerOptions,
-    'deadlines' | 'maxPendingPerSource' | 'maxConcurrentVerifications' | 'dropLogIntervalMs'
+    | 'deadlines'
+    | 'maxPendingPerSource'
+    | 'maxConcurrentVerifications'
+    | 'dropLogIntervalMs'
+    | 'onEvidenceRefused'
   >;
   /** gRPC receive limit per message, bytes (grpc-js refuses larger ones before decoding). Default 4 MiB. */
   maxMessageBytes?: number;

@@ -82,6 +82,7 @@ export function joinTicketToProto(t: JoinTicket): IssueJoinTicketResponse {
     kubernetesComponents: t.kubernetesComponents.map(componentToProto),
     authorizedCaPublicKey: toBuffer(t.authorizedCaPublicKey),
     hostCertificate: toBuffer(t.hostCertificate),
+    receipt: t.receipt ?? '',
   };
 }
 
@@ -100,6 +101,7 @@ export function joinTicketFromProto(p: IssueJoinTicketResponse): JoinTicket {
     kubernetesComponents: p.kubernetesComponents.map(componentFromProto),
     authorizedCaPublicKey: toBytes(p.authorizedCaPublicKey),
     hostCertificate: toBytes(p.hostCertificate),
+    ...(p.receipt !== '' ? { receipt: p.receipt } : {}),
   };
 }
 
@@ -115,12 +117,20 @@ export function rejoinRequestFromProto(p: IssueRejoinTicketRequest): RejoinTicke
 
 /** Domain rejoin ticket → proto. */
 export function rejoinTicketToProto(t: RejoinTicket): IssueRejoinTicketResponse {
-  return { stateDiskKey: toBuffer(t.stateDiskKey), measurementSecret: toBuffer(t.measurementSecret) };
+  return {
+    stateDiskKey: toBuffer(t.stateDiskKey),
+    measurementSecret: toBuffer(t.measurementSecret),
+    receipt: t.receipt ?? '',
+  };
 }
 
 /** Proto rejoin ticket → domain. */
 export function rejoinTicketFromProto(p: IssueRejoinTicketResponse): RejoinTicket {
-  return { stateDiskKey: toBytes(p.stateDiskKey), measurementSecret: toBytes(p.measurementSecret) };
+  return {
+    stateDiskKey: toBytes(p.stateDiskKey),
+    measurementSecret: toBytes(p.measurementSecret),
+    ...(p.receipt !== '' ? { receipt: p.receipt } : {}),
+  };
 }
 
 /** Domain init request → proto. */

@@ -1,8 +1,9 @@
 /**
  * Join service: the operations HTTP endpoint (node:http, plain HTTP, GET only) that Kubernetes
  * probes and Prometheus use. `/healthz` says the process is alive, `/readyz` whether it can issue
- * tickets (validator loaded, gRPC listening, dependencies configured, not shutting down) and
- * `/metrics` renders the private registry. Anything else is 404; other methods are 405.
+ * tickets (validator loaded, gRPC listening, dependencies configured, not shutting down),
+ * `/metrics` renders the private registry and, when receipts are signed, `/.well-known/jwks.json`
+ * publishes the receipt key's public half (a JWKS). Anything else is 404; other methods are 405.
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { messageOf } from '../../ports/errors.js';
@@ -21,7 +22,12 @@ export interface OperationsHttpServerOptions {
   /** The current readiness checks; ready when all pass. */
   readiness: () => ReadinessChecks;
   logger: Logger;
+  /** The JWKS of the receipt key, served at {@link JWKS_PATH}; without it that path is 404. */
+  jwks?: () => object;
 }
+
+/** Where the receipt key's JWKS is served. */
+export const JWKS_PATH = '/.well-known/jwks.json';
 
 /** A running operations HTTP server. */
 export interface OperationsHttpServer {
@@ -38,7 +44,11 @@ function send(res: ServerResponse, code: number, contentType: string, body: stri
 
 async function handle(options: OperationsHttpServerOptions, req: IncomingMessage, res: ServerResponse) {
   const path = (req.url ?? '/').split('?')[0];
-  const known = path === '/healthz' || path === '/readyz' || path === '/metrics';
+  const known =
+    path === '/healthz' ||
+    path === '/readyz' ||
+    path === '/metrics' ||
+    (path === JWKS_PATH && options.jwks !== undefined);
   if (!known) {
     send(res, 404, 'text/plain; charset=utf-8', 'not found\n');
     return;
@@ -56,6 +66,10 @@ async function handle(options: OperationsHttpServerOptions, req: IncomingMessage
     const checks = options.readiness();
     const ready = Object.values(checks).every(Boolean);
     send(res, ready ? 200 : 503, 'application/json', `${JSON.stringify({ ready, checks })}\n`);
+    return;
+  }
+  if (path === JWKS_PATH && options.jwks !== undefined) {
+    send(res, 200, 'application/jwk-set+json', `${JSON.stringify(options.jwks())}\n`);
     return;
   }
   const text = await options.metrics.render();

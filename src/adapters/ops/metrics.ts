@@ -34,6 +34,10 @@ export class JoinServiceMetrics {
   readonly denyListEntries: Gauge<'kind'>;
   /** Reloads of watched configuration files by file and result. */
   readonly configReloads: Counter<'config' | 'result'>;
+  /** Dry runs of a loaded attestation config against the recorded evidence, by result. */
+  readonly configDryRuns: Counter<'result'>;
+  /** Joined nodes the current attestation config would refuse on their recorded evidence. */
+  readonly configDryRunRefusedJoined: Gauge;
   /** Unattested connections dropped by attested TLS admission, by reason (cap, deadline, peer closed). */
   readonly atlsDrops: Counter<'reason'>;
   /** Unattested connections held now, and their source addresses. */
@@ -77,6 +81,17 @@ export class JoinServiceMetrics {
       name: 'confboot_join_config_reloads_total',
       help: 'Reloads of watched configuration files (attestation config, deny list) by result',
       labelNames: ['config', 'result'],
+      registers,
+    });
+    this.configDryRuns = new Counter({
+      name: 'confboot_join_config_dry_runs_total',
+      help: 'Dry runs of a loaded attestation config against recorded evidence, by result (ok, would-refuse-joined, error)',
+      labelNames: ['result'],
+      registers,
+    });
+    this.configDryRunRefusedJoined = new Gauge({
+      name: 'confboot_join_config_dry_run_refused_joined_nodes',
+      help: 'Joined nodes the loaded attestation config would refuse on their recorded evidence (last dry run)',
       registers,
     });
     this.atlsDrops = new Counter({

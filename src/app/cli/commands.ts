@@ -42,6 +42,11 @@ export const COMMANDS: CommandEntry[] = [
     summary: "Expected measurements from a reference node's event log (from-event-log, diff)",
     load: () => import('./measurements.js'),
   },
+  {
+    name: 'receipt',
+    summary: "Verify a join service's signed join receipt (EAR JWT) against its JWKS",
+    load: () => import('./receipt.js'),
+  },
   { name: 'key-service', summary: 'Serve HKDF data keys over gRPC', load: () => import('./key-service.js') },
   {
     name: 'manifests',

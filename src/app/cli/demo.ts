@@ -47,8 +47,9 @@ export function renderSummary(r: DemoResult): string {
     n.joined ? 'yes' : 'REFUSED',
     `${n.disk} ${n.diskVerified ? 'ok' : 'FAILED'}`,
     `${n.pcr15.slice(0, 16)}… ${n.pcr15Verified ? 'ok' : 'FAILED'}`,
+    n.receiptVerified === undefined ? '-' : n.receiptVerified ? 'ok' : 'FAILED',
   ]);
-  const head = ['node', 'role', 'boot', 'joined', 'disk opens with', 'PCR 15'];
+  const head = ['node', 'role', 'boot', 'joined', 'disk opens with', 'PCR 15', 'receipt'];
   const widths = head.map((h, i) => Math.max(h.length, ...rows.map((row) => (row[i] ?? '').length)));
   const line = (cells: string[]) => cells.map((c, i) => c.padEnd(widths[i] ?? 0)).join('  ');
   const out = [
@@ -66,6 +67,7 @@ export function renderSummary(r: DemoResult): string {
     '',
     'disk opens with: issued-key = only the key the key service derives for the disk UUID (the initial passphrase is gone), as a joined node needs; initial-passphrase = still only the initial passphrase, as a refused node needs. ok/FAILED says whether that matches the outcome.',
     "PCR 15: read from the node's TPM; equals SHA256(0…0 ‖ SHA256(cluster ID)) on joined nodes and zero on refused ones.",
+    "receipt: the join service's signed EAR receipt the node wrote to its state directory verifies against the receipt key's JWKS and names the node (`confboot receipt verify`; --json prints both).",
     `Simulated: ${r.simulated.join('; ')}.`,
   );
   if (r.workDir) out.push(`Kept ${r.workDir}`);
@@ -74,7 +76,10 @@ export function renderSummary(r: DemoResult): string {
 
 /** True when the result proves every claim of the demo. */
 export function demoSucceeded(r: DemoResult): boolean {
-  return r.nodes.every((n) => n.joined === (n.boot === 'good') && n.diskVerified && n.pcr15Verified);
+  return r.nodes.every(
+    (n) =>
+      n.joined === (n.boot === 'good') && n.diskVerified && n.pcr15Verified && (n.receiptVerified ?? true),
+  );
 }
 
 export async function run(argv: string[]): Promise<number> {

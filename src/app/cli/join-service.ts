@@ -21,6 +21,7 @@ import {
 } from '../../adapters/grpc/atls/admission.js';
 import type { GrpcKmsClientTls } from '../../adapters/kms/grpc-kms-client.js';
 import { createPinoLogger } from '../../adapters/log/pino-logger.js';
+import { ReceiptKey } from '../../adapters/receipts/receipt-key.js';
 import { messageOf } from '../../ports/errors.js';
 import type { Logger } from '../../ports/logger.js';
 import { PRODUCTION_VARIANTS, type Variant } from '../../ports/variant.js';
@@ -113,6 +114,36 @@ export const joinServiceCommand: CommandSpec = {
       valueName: 'F',
       secret: 'file',
       description: 'PEM private key of --key-service-cert',
+    },
+    'receipt-key': {
+      type: 'string',
+      valueName: 'F',
+      secret: 'file',
+      description:
+        'PKCS#8 PEM ECDSA P-256 key that signs join receipts (the same Secret on every replica); its JWKS is served at /.well-known/jwks.json. Without it tickets carry no receipt',
+    },
+    'receipt-retired-jwks': {
+      type: 'string',
+      valueName: 'F',
+      description: 'JWKS of retired receipt keys, still published next to --receipt-key during a rotation',
+    },
+    'state-dir': {
+      type: 'string',
+      valueName: 'DIR',
+      description:
+        'directory of the evidence record (evidence.jsonl): the evidence behind each decision, replayed by `confboot measurements dry-run` and against every loaded attestation config. Without it nothing is recorded',
+    },
+    'evidence-retention': {
+      type: 'string',
+      valueName: 'N',
+      default: '1000',
+      description: 'nodes whose latest evidence is kept (plus 100 handshake refusals by address)',
+    },
+    'evidence-max-age-days': {
+      type: 'string',
+      valueName: 'D',
+      default: '90',
+      description: 'evidence older than this is dropped',
     },
     'deny-list': {
       type: 'string',
@@ -358,6 +389,13 @@ export interface JoinServiceFlags {
   /** `--key-service-ca/-cert/-key`: all three or none. */
   keyServiceTlsPaths: { ca: string; cert: string; key: string } | undefined;
   denyListPath: string | undefined;
+  /** `--receipt-key` and `--receipt-retired-jwks`. */
+  receiptKeyPath: string | undefined;
+  receiptRetiredJwksPath: string | undefined;
+  /** `--state-dir`, `--evidence-retention`, `--evidence-max-age-days`. */
+  stateDir: string | undefined;
+  evidenceMaxRecords: number;
+  evidenceMaxAgeMs: number;
   listen: ListenAddress;
   httpListen: ListenAddress;
   grpcHealthListen: ListenAddress | undefined;
@@ -439,6 +477,12 @@ export function parseJoinServiceFlags(
             key: str('key-service-key') as string,
           },
     denyListPath: str('deny-list'),
+    receiptKeyPath: str('receipt-key'),
+    receiptRetiredJwksPath: str('receipt-retired-jwks'),
+    stateDir: str('state-dir'),
+    evidenceMaxRecords: parsePositive('evidence-retention', str('evidence-retention') as string),
+    evidenceMaxAgeMs:
+      parsePositive('evidence-max-age-days', str('evidence-max-age-days') as string) * 24 * 3600 * 1000,
     listen: parseHostPort('listen', str('listen') as string),
     httpListen: parseHostPort('http-listen', str('http-listen') as string),
     grpcHealthListen: grpcHealth === undefined ? undefined : parseHostPort('grpc-health-listen', grpcHealth),
@@ -541,6 +585,21 @@ export async function runJoinService(argv: string[], options: JoinServiceRunOpti
       maxConcurrentVerifications: flags.maxConcurrentVerifications,
     },
     ...(flags.denyListPath !== undefined ? { denyListPath: flags.denyListPath } : {}),
+    ...(flags.stateDir !== undefined
+      ? {
+          stateDir: flags.stateDir,
+          evidenceRetention: { maxRecords: flags.evidenceMaxRecords, maxAgeMs: flags.evidenceMaxAgeMs },
+        }
+      : {}),
+    ...(flags.receiptKeyPath !== undefined
+      ? {
+          receiptKey: await ReceiptKey.load(flags.receiptKeyPath, {
+            ...(flags.receiptRetiredJwksPath !== undefined
+              ? { retiredJwksPath: flags.receiptRetiredJwksPath }
+              : {}),
+          }),
+        }
+      : {}),
     ...(flags.grpcHealthListen !== undefined ? { grpcHealthListen: flags.grpcHealthListen } : {}),
     ...(flags.kubeconfigPath !== undefined ? { kubeconfigPath: flags.kubeconfigPath } : {}),
     ...(flags.apiServerEndpoint !== undefined ? { apiServerEndpoint: flags.apiServerEndpoint } : {}),

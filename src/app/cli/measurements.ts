@@ -3,6 +3,8 @@
  *   from-event-log  replays a TCG event log and prints an attestation-config `measurements` block.
  *   diff            compares an attestation config with a replayed event log, per PCR, listing the
  *                   events that extended every PCR that differs.
+ *   dry-run         replays the join service's recorded evidence against a new attestation config
+ *                   (measurements-dry-run.ts).
  * Both use the replay of src/adapters/attestation/eventlog/measurements.ts (also exported by the
  * library for image builders). Exit 0 ok, 1 an enforced measurement differs (diff), 2 usage or input
  * error.
@@ -283,6 +285,10 @@ const VERBS: Record<string, Verb> = {
   diff: {
     summary: 'compare an attestation config with a replayed event log, per PCR',
     run: (argv) => runCommand(() => diff(argv)),
+  },
+  'dry-run': {
+    summary: "replay the join service's recorded evidence against a new attestation config",
+    run: async (argv) => runCommand(async () => (await import('./measurements-dry-run.js')).runDryRun(argv)),
   },
 };
 

@@ -33,6 +33,8 @@ import { startKeyServiceServer } from '../../adapters/kms/key-service-server.js'
 import { createPinoLogger } from '../../adapters/log/pino-logger.js';
 import type { RingLogCollector } from '../../adapters/log/ring-log-collector.js';
 import { FileCertificateAuthority } from '../../adapters/pki/file-certificate-authority.js';
+import { type JsonWebKeySet, ReceiptKey } from '../../adapters/receipts/receipt-key.js';
+import { verifyReceipt } from '../../adapters/receipts/verify-receipt.js';
 import {
   InMemoryBootstrapTokens,
   InMemoryClusterFacts,
@@ -111,6 +113,14 @@ export interface DemoNodeResult {
   pcr15: string;
   /** PCR 15 equals SHA256(0³² ‖ SHA256(clusterId)) for joined nodes and is zero for refused ones. */
   pcr15Verified: boolean;
+  /**
+   * The join service's signed receipt (JWT) as the join flow wrote it to the node's state disk
+   * directory; verify it with `confboot receipt verify --jwks` and the result's `jwks`. Joined
+   * workers only (the first control plane was initialised, not joined).
+   */
+  receipt?: string;
+  /** The receipt verifies against the result's `jwks` and names this node (joined workers only). */
+  receiptVerified?: boolean;
 }
 
 /** The demo's result (`--json`). */
@@ -120,6 +130,8 @@ export interface DemoResult {
   workDir: string | undefined;
   logFile: string | undefined;
   simulated: string[];
+  /** The JWKS of the join service's receipt key (also served on its HTTP port while it runs). */
+  jwks: JsonWebKeySet;
   nodes: DemoNodeResult[];
 }
 
@@ -287,6 +299,7 @@ export async function runDemo(options: DemoOptions): Promise<DemoResult> {
         pkiDir,
         kubeletCertPath: join(node.dir, 'kubelet', 'kubelet-client-crt.pem'),
         kubeletKeyPath: join(node.dir, 'kubelet', 'kubelet-client-key.pem'),
+        receiptPath: receiptPathOf(node),
       };
       // The node is wired by the same container modules as the qemu entrypoint (common + qemu);
       // only what the demo simulates or speeds up is rebound.
@@ -375,7 +388,11 @@ export async function runDemo(options: DemoOptions): Promise<DemoResult> {
     const firstDone = await first.bootstrapper?.done;
     say(`${first.name}: ${firstDone?.outcome}; cluster ID ${hex(clusterId)}`);
 
-    // 2. The join service on the control plane, using the key service and the cluster CA.
+    // 2. The join service on the control plane, using the key service and the cluster CA. The demo
+    // creates its receipt key; a real deployment mounts one from a Secret (ReceiptKey.load).
+    const receiptKey = await ReceiptKey.loadOrGenerate(join(workDir, 'receipt-key.pem'));
+    const jwksPath = join(workDir, 'jwks.json');
+    await writeFile(jwksPath, `${JSON.stringify(receiptKey.jwks(), null, 2)}\n`);
     const kmsClient = new GrpcKmsClient({ endpoint: `127.0.0.1:${keyService.port}` });
     const joinService = await startJoinService({
       validators: [newValidator()],
@@ -391,11 +408,15 @@ export async function runDemo(options: DemoOptions): Promise<DemoResult> {
       logger: logger.child({ component: 'join-service' }),
       listen: { host: first.ip, port: joinPort },
       httpListen: { host: '127.0.0.1', port: 0 },
+      receiptKey,
       onClose: [() => kmsClient.close()],
     });
     cleanups.push(() => joinService.close());
     say(
       `Join service listening on ${first.ip}:${joinService.grpcPort} (health on 127.0.0.1:${joinService.httpPort})`,
+    );
+    say(
+      `Receipts signed with key ${receiptKey.keyId}; JWKS at http://127.0.0.1:${joinService.httpPort}/.well-known/jwks.json, in ${jwksPath} (kept with --keep) and in the --json result`,
     );
 
     // 3. The joining nodes, all at once.
@@ -463,6 +484,9 @@ export async function runDemo(options: DemoOptions): Promise<DemoResult> {
           ? 'initial-passphrase'
           : 'neither';
       const pcr15 = (await node.tpm.readPcrs([15])).get(15) ?? new Uint8Array(32);
+      const receipt = isFirst ? undefined : await readReceipt(node);
+      const receiptVerified =
+        isFirst || !joined ? undefined : await receiptNames(receipt, receiptKey.jwks(), node.name);
       const expected = joined ? expectedPcr15(clusterId) : new Uint8Array(32);
       results.push({
         name: node.name,
@@ -478,6 +502,8 @@ export async function runDemo(options: DemoOptions): Promise<DemoResult> {
         diskVerified: diskState === (joined ? 'issued-key' : 'initial-passphrase'),
         pcr15: hex(pcr15),
         pcr15Verified: Buffer.from(pcr15).equals(Buffer.from(expected)),
+        ...(receipt !== undefined ? { receipt } : {}),
+        ...(receiptVerified !== undefined ? { receiptVerified } : {}),
       });
     }
     return {
@@ -486,12 +512,41 @@ export async function runDemo(options: DemoOptions): Promise<DemoResult> {
       workDir: options.keep ? workDir : undefined,
       logFile: options.keep ? logFile : undefined,
       simulated: SIMULATED,
+      jwks: receiptKey.jwks(),
       nodes: results,
     };
   } finally {
     options.progress(`[${elapsed()}] Stopping every process and server`);
     for (const c of cleanups.reverse()) await c().catch(() => undefined);
     if (!options.keep) await rm(workDir, { recursive: true, force: true });
+  }
+}
+
+/** Where a demo node's join flow writes its receipt (the node's state directory). */
+function receiptPathOf(node: Pick<DemoNode, 'dir'>): string {
+  return join(node.dir, 'state', 'join-receipt.jwt');
+}
+
+/** The receipt a node's join flow wrote, or undefined when it wrote none. */
+async function readReceipt(node: Pick<DemoNode, 'dir'>): Promise<string | undefined> {
+  try {
+    return (await readFile(receiptPathOf(node), 'utf8')).trim();
+  } catch {
+    return undefined;
+  }
+}
+
+/** Whether `receipt` verifies against `jwks` and is about node `name`. */
+async function receiptNames(
+  receipt: string | undefined,
+  jwks: JsonWebKeySet,
+  name: string,
+): Promise<boolean> {
+  if (receipt === undefined) return false;
+  try {
+    return (await verifyReceipt(receipt, jwks)).claims['confboot.receipt'].node === name;
+  } catch {
+    return false;
   }
 }
 

@@ -16,11 +16,22 @@ import {
   type TokenBucketRateLimiter,
 } from '../../adapters/ops/limits.js';
 import type { JoinOutcome, JoinRpc, JoinServiceMetrics } from '../../adapters/ops/metrics.js';
+import { buildReceiptClaims } from '../../domain/receipts.js';
 import { checkRequestSizes, type TicketContext } from '../../domain/ticket-issuer.js';
+import type { Clock } from '../../ports/clock.js';
 import { ConfbootError, isAttestationError, isConfbootError } from '../../ports/errors.js';
+import type { EvidenceStore } from '../../ports/evidence-store.js';
 import type { Logger } from '../../ports/logger.js';
 import { peerHost } from '../../ports/peer-address.js';
-import type { JoinTicket, JoinTicketRequest, RejoinTicket, RejoinTicketRequest } from '../../ports/types.js';
+import type { ReceiptSigner } from '../../ports/receipt-signer.js';
+import type {
+  AttestationCheck,
+  JoinTicket,
+  JoinTicketRequest,
+  MeasurementMismatch,
+  RejoinTicket,
+  RejoinTicketRequest,
+} from '../../ports/types.js';
 import type { ByteBudget } from './memory.js';
 
 /** The message of every audit event. */
@@ -48,6 +59,8 @@ export interface JoinAuditEvent {
   reason: string;
   /** Human-readable detail of a refusal; confboot error messages carry no secrets by contract. */
   detail?: string;
+  /** The signed receipt of an issued ticket (a JWT; not a secret). */
+  receipt?: string;
   durationMs: number;
 }
 
@@ -67,6 +80,31 @@ export interface CallerContext {
   variant: string;
   /** Aborts when the call is cancelled (caller gone or service shutting down). */
   signal?: AbortSignal;
+  /** What attested TLS verified on the caller's connection (the receipt is made from it). */
+  attestation?: CallerAttestation;
+}
+
+/** The verified evidence of a caller's connection. */
+export interface CallerAttestation {
+  checks: readonly AttestationCheck[];
+  warnings: readonly MeasurementMismatch[];
+  /** SHA-256 of the caller's TLS SPKI, as attested. */
+  userData: Uint8Array;
+  /** The TLS-exporter nonce the document bound. */
+  nonce: Uint8Array;
+  /** The measurement set that matched, when the validator names one. */
+  measurementSet?: string;
+  /** The attestation document as received and its variant OID (kept for dry runs). */
+  document?: Uint8Array;
+  oid?: string;
+}
+
+/** How the handler signs receipts of issued tickets. */
+export interface ReceiptIssuing {
+  signer: ReceiptSigner;
+  clock: Clock;
+  /** `ear.verifier-id.build`, e.g. `confboot 0.1.0 join-service`. */
+  build: string;
 }
 
 /** Dependencies of {@link GuardedJoinHandler}. */
@@ -79,6 +117,10 @@ export interface GuardedJoinHandlerDeps {
   metrics: JoinServiceMetrics;
   /** Receives the audit events. */
   audit: Logger;
+  /** Signs a receipt for every issued ticket; without it tickets carry none. */
+  receipts?: ReceiptIssuing;
+  /** Keeps the evidence behind every ticket the issuer decided on (issued or refused). */
+  evidence?: { store: EvidenceStore; clock: Clock };
 }
 
 /** A refusal decided by the handler itself: the cause's kind, with its audit and metric reason. */
@@ -110,14 +152,19 @@ export class GuardedJoinHandler {
       diskUuid: request.diskUuid,
       isControlPlane: request.isControlPlane,
     };
-    return this.guard('IssueJoinTicket', ctx, event, request, () =>
-      this.deps.issuer.issueJoinTicket(request, {
-        peer: ctx.peer,
-        ...(ctx.signal ? { signal: ctx.signal } : {}),
-        onNodeName: (nodeName) => {
-          event.nodeName = nodeName;
-        },
-      }),
+    return this.guard('IssueJoinTicket', ctx, event, request, async () =>
+      this.withReceipt(
+        'IssueJoinTicket',
+        ctx,
+        event,
+        await this.deps.issuer.issueJoinTicket(request, {
+          peer: ctx.peer,
+          ...(ctx.signal ? { signal: ctx.signal } : {}),
+          onNodeName: (nodeName) => {
+            event.nodeName = nodeName;
+          },
+        }),
+      ),
     );
   }
 
@@ -128,9 +175,83 @@ export class GuardedJoinHandler {
    */
   issueRejoinTicket(request: RejoinTicketRequest, ctx: CallerContext): Promise<RejoinTicket> {
     const event: Partial<JoinAuditEvent> = { diskUuid: request.diskUuid };
-    return this.guard('IssueRejoinTicket', ctx, event, request, () =>
-      this.deps.issuer.issueRejoinTicket(request, { peer: ctx.peer }),
+    return this.guard('IssueRejoinTicket', ctx, event, request, async () =>
+      this.withReceipt(
+        'IssueRejoinTicket',
+        ctx,
+        event,
+        await this.deps.issuer.issueRejoinTicket(request, { peer: ctx.peer }),
+      ),
     );
+  }
+
+  /** Records the evidence a decision of the issuer was made on (nothing without a store or document). */
+  private async recordEvidence(
+    rpc: JoinRpc,
+    ctx: CallerContext,
+    event: Partial<JoinAuditEvent>,
+    outcome: 'issued' | 'refused',
+    reason: string,
+  ): Promise<void> {
+    const evidence = this.deps.evidence;
+    const a = ctx.attestation;
+    if (evidence === undefined || a?.document === undefined || event.diskUuid === undefined) return;
+    await evidence.store.record({
+      key: `disk/${event.diskUuid.toLowerCase()}`,
+      ...(event.nodeName !== undefined ? { nodeName: event.nodeName } : {}),
+      peer: ctx.peer,
+      variant: ctx.variant,
+      oid: a.oid ?? '',
+      document: a.document,
+      nonce: a.nonce,
+      userData: a.userData,
+      rpc,
+      outcome,
+      reason,
+      at: evidence.clock.now().toISOString(),
+    });
+  }
+
+  /**
+   * Signs the receipt of an issued ticket and attaches it to the ticket and the audit event. A
+   * receipt that cannot be signed fails the call (nothing is handed out without its receipt).
+   */
+  private async withReceipt<T extends JoinTicket | RejoinTicket>(
+    rpc: JoinRpc,
+    ctx: CallerContext,
+    event: Partial<JoinAuditEvent>,
+    ticket: T,
+  ): Promise<T> {
+    const receipts = this.deps.receipts;
+    if (receipts === undefined || ctx.attestation === undefined) return ticket;
+    const a = ctx.attestation;
+    const claims = buildReceiptClaims(
+      {
+        rpc,
+        ...(event.nodeName !== undefined ? { nodeName: event.nodeName } : {}),
+        diskUuid: event.diskUuid ?? '',
+        ...(event.isControlPlane !== undefined ? { isControlPlane: event.isControlPlane } : {}),
+        peer: ctx.peer,
+        variant: ctx.variant,
+        ...(a.measurementSet !== undefined ? { measurementSet: a.measurementSet } : {}),
+        checks: a.checks,
+        warnings: a.warnings,
+        nonce: a.nonce,
+        userData: a.userData,
+      },
+      { issuedAt: receipts.clock.now(), build: receipts.build },
+    );
+    let receipt: string;
+    try {
+      receipt = await receipts.signer.sign(claims);
+    } catch (err) {
+      throw new ConfbootError('internal', 'signing the join receipt failed', {
+        cause: err,
+        reason: 'receipt',
+      });
+    }
+    event.receipt = receipt;
+    return { ...ticket, receipt };
   }
 
   private async guard<T>(
@@ -207,9 +328,11 @@ export class GuardedJoinHandler {
     try {
       const result = await body();
       finish('issued');
+      await this.recordEvidence(rpc, ctx, event, 'issued', 'ok');
       return result;
     } catch (err) {
       finish('refused', err);
+      await this.recordEvidence(rpc, ctx, event, 'refused', auditReasonOf(err).reason);
       throw err;
     } finally {
       metrics.inFlight.dec();

@@ -29,12 +29,15 @@ import type { VariantLookupSettings, VariantLookups } from '../attestation/valid
 export type { VariantLookupSettings, VariantLookups } from '../attestation/validator-deps.js';
 
 import { JoinServiceMetrics } from '../../adapters/ops/metrics.js';
+import { JsonlEvidenceStore } from '../../adapters/state/jsonl-evidence-store.js';
 import { buildValidator, createAmdCertCache } from '../attestation/validators.js';
 import { ADMIN_CONF_PATH, KUBERNETES_PORT, PKI_DIR } from '../defaults.js';
 import { cloudMetadataApi, isVariant, variantEntry, variantNames } from '../registry/index.js';
+import { withDryRunOnLoad } from './dry-run.js';
 import { checkEnforcesMeasurements } from './policy.js';
 import {
   type JoinServiceLimits,
+  type JoinServiceOptions,
   type ListenAddress,
   type RunningJoinService,
   startJoinService,
@@ -130,6 +133,15 @@ export interface ProductionJoinServiceConfig {
   /** Mutual TLS to the key service; absent: plain gRPC. */
   keyServiceTls?: GrpcKmsClientTls;
   denyListPath?: string;
+  /**
+   * State directory of the evidence record (JSON lines, survives restarts) that dry runs replay;
+   * absent: no evidence is recorded and loaded configs are not dry-run.
+   */
+  stateDir?: string;
+  /** Bounds of the evidence record (records kept, retention). */
+  evidenceRetention?: { maxRecords?: number; maxAgeMs?: number };
+  /** Signs join receipts and publishes its JWKS (ReceiptKey.load); absent: no receipts. */
+  receiptKey?: JoinServiceOptions['receiptKey'];
   listen: ListenAddress;
   httpListen: ListenAddress;
   grpcHealthListen?: ListenAddress;
@@ -304,9 +316,14 @@ export async function startProductionJoinService(
     config.apiServerEndpoint ?? (await apiServerEndpointFromMetadata(metadata, config.signal));
 
   const metrics = new JoinServiceMetrics();
+  const evidence =
+    config.stateDir === undefined
+      ? undefined
+      : await JsonlEvidenceStore.open({ dir: config.stateDir, clock, logger, ...config.evidenceRetention });
   const validator = await UpdatableValidator.start({
     path: config.attestationConfigPath,
-    build,
+    // Each loaded config is dry-run against the recorded evidence (logged, counted in /metrics).
+    build: evidence === undefined ? build : withDryRunOnLoad(build, { store: evidence, metrics, logger }),
     logger,
     onReload: (o) => metrics.configReloads.inc({ config: 'attestation', result: o.ok ? 'ok' : 'error' }),
   });
@@ -337,6 +354,8 @@ export async function startProductionJoinService(
     httpListen: config.httpListen,
     ...(config.grpcHealthListen ? { grpcHealthListen: config.grpcHealthListen } : {}),
     ...(config.denyListPath !== undefined ? { denyListPath: config.denyListPath } : {}),
+    ...(config.receiptKey !== undefined ? { receiptKey: config.receiptKey } : {}),
+    ...(evidence !== undefined ? { evidence } : {}),
     ...(config.limits ? { limits: config.limits } : {}),
     ...(config.signal ? { signal: config.signal } : {}),
     metrics,

@@ -7,6 +7,7 @@
  */
 import { FileDenyList } from '../../adapters/fs/file-deny-list.js';
 import type { AtlsDeadlines } from '../../adapters/grpc/atls/admission.js';
+import type { RefusedEvidence } from '../../adapters/grpc/atls/exchange.js';
 import { createJoinServer } from '../../adapters/grpc/join-server.js';
 import { createPinoLogger } from '../../adapters/log/pino-logger.js';
 import {
@@ -23,6 +24,7 @@ import {
 import { ConcurrencyLimiter, TokenBucketRateLimiter } from '../../adapters/ops/limits.js';
 import { JoinServiceMetrics, type JoinServiceMetricsOptions } from '../../adapters/ops/metrics.js';
 import { TimedValidator } from '../../adapters/ops/timed-validator.js';
+import type { JsonWebKeySet } from '../../adapters/receipts/receipt-key.js';
 import { InMemoryDiskBindings } from '../../adapters/simulated/in-memory-disk-bindings.js';
 import { SystemClock } from '../../adapters/system/system-clock.js';
 import { TicketIssuer } from '../../domain/ticket-issuer.js';
@@ -33,10 +35,13 @@ import type { ClusterFacts } from '../../ports/cluster-facts.js';
 import { type DenyList, EMPTY_DENY_LIST } from '../../ports/deny-list.js';
 import type { DiskBindings } from '../../ports/disk-bindings.js';
 import { isAttestationError, isConfbootError, messageOf } from '../../ports/errors.js';
+import type { EvidenceStore } from '../../ports/evidence-store.js';
 import type { KMS } from '../../ports/kms.js';
 import type { Logger } from '../../ports/logger.js';
 import type { PeerIdentity } from '../../ports/peer-identity.js';
+import type { ReceiptSigner } from '../../ports/receipt-signer.js';
 import type { Validator } from '../../ports/validator.js';
+import { VERSION } from '../../version.js';
 import { JOIN_SERVICE_HTTP_PORT, JOIN_SERVICE_MEMORY_BUDGET_MIB, JOIN_SERVICE_PORT } from '../defaults.js';
 import { AUDIT_EVENT, emitAudit, GuardedJoinHandler } from './guarded-handler.js';
 import { ByteBudget, deriveMemoryBounds } from './memory.js';
@@ -115,6 +120,16 @@ export interface JoinServiceOptions {
   clock?: Clock;
   /** Default pino JSON on stderr. */
   logger?: Logger;
+  /**
+   * The receipt key (ReceiptKey.load): every issued ticket carries a receipt it signs, and the
+   * operations HTTP port serves its JWKS at /.well-known/jwks.json. Without it tickets carry none.
+   */
+  receiptKey?: ReceiptSigner & { jwks(): JsonWebKeySet };
+  /**
+   * Keeps the evidence behind every decision (issued and refused tickets, documents refused during
+   * the handshake) for dry runs of new attestation configs. Without it nothing is recorded.
+   */
+  evidence?: EvidenceStore;
   /** Deny-list file, watched for changes. Without it nothing is denied. */
   denyListPath?: string;
   /** Attested gRPC; default 0.0.0.0:30090. */
@@ -253,6 +268,10 @@ export async function startJoinService(options: JoinServiceOptions): Promise<Run
       requestBytes: new ByteBudget(memory.requestBytesInFlight),
       metrics,
       audit: logger,
+      ...(options.evidence !== undefined ? { evidence: { store: options.evidence, clock } } : {}),
+      ...(options.receiptKey !== undefined
+        ? { receipts: { signer: options.receiptKey, clock, build: `confboot ${VERSION} join-service` } }
+        : {}),
     });
 
     const validators = options.validators.map(
@@ -280,6 +299,9 @@ export async function startJoinService(options: JoinServiceOptions): Promise<Run
           ? { maxConcurrentVerifications: limits.maxConcurrentVerifications }
           : {}),
         ...(limits.dropLogIntervalMs !== undefined ? { dropLogIntervalMs: limits.dropLogIntervalMs } : {}),
+        ...(options.evidence !== undefined
+          ? { onEvidenceRefused: recordRefusedEvidence(options.evidence, options.validators, clock) }
+          : {}),
       },
       maxMessageBytes: memory.maxMessageBytes,
       maxStreamsPerConnection: memory.maxStreamsPerConnection,
@@ -364,6 +386,7 @@ export async function startJoinService(options: JoinServiceOptions): Promise<Run
       metrics,
       readiness,
       logger,
+      ...(options.receiptKey !== undefined ? { jwks: () => options.receiptKey!.jwks() } : {}),
     });
     // Closed last, so probes see "not ready" while requests drain.
     cleanups.unshift(() => http.close());
@@ -379,6 +402,7 @@ export async function startJoinService(options: JoinServiceOptions): Promise<Run
       variants: options.validators.map((v) => v.variant),
       memory,
       denyList: options.denyListPath ?? null,
+      receiptKeyId: options.receiptKey?.keyId ?? null,
     });
 
     let closing: Promise<void> | undefined;
@@ -419,6 +443,29 @@ export async function startJoinService(options: JoinServiceOptions): Promise<Run
     await runCleanups();
     throw err;
   }
+}
+
+/** Records evidence refused during the handshake under the caller's address. */
+function recordRefusedEvidence(
+  store: EvidenceStore,
+  validators: readonly Validator[],
+  clock: Clock,
+): (e: RefusedEvidence) => void {
+  return (e) => {
+    const address = e.peerAddress ?? 'unknown';
+    void store.record({
+      key: `address/${address}`,
+      peer: address,
+      variant: validators.find((v) => v.oid === e.oid)?.variant ?? 'unknown',
+      oid: e.oid,
+      document: e.document,
+      nonce: e.nonce,
+      rpc: 'attested-tls',
+      outcome: 'refused',
+      reason: isAttestationError(e.error) ? e.error.check : 'attestation',
+      at: clock.now().toISOString(),
+    });
+  };
 }
 
 async function inFlightNow(metrics: JoinServiceMetrics): Promise<number> {

@@ -110,9 +110,36 @@ describe('confboot join-service flags', () => {
     ['a bad rate limit', [...manifestArgs().slice(1), '--rate-limit=fast'], /--rate-limit: want N\/s/],
     ['a bad concurrency cap', [...manifestArgs().slice(1), '--max-concurrent=-1'], /--max-concurrent/],
     ['a bad log level', [...manifestArgs().slice(1), '--log-level=loud'], /--log-level/],
+    [
+      'a bad evidence retention',
+      [...manifestArgs().slice(1), '--evidence-retention=0'],
+      /--evidence-retention: want a whole number ≥ 1/,
+    ],
   ])('refuses %s with a usage error', (_name, argv, message) => {
     expect(() => parseJoinServiceFlags(argv)).toThrow(UsageError);
     expect(() => parseJoinServiceFlags(argv)).toThrow(message);
+  });
+
+  it('parses the receipt key and evidence record flags', () => {
+    const argv = [
+      ...manifestArgs().slice(1),
+      '--receipt-key=/var/run/secrets/receipt/key.pem',
+      '--receipt-retired-jwks=/var/config/retired.json',
+      '--state-dir=/var/lib/confboot/join-service',
+      '--evidence-retention=50',
+      '--evidence-max-age-days=2',
+    ];
+    expect(parseJoinServiceFlags(argv)).toMatchObject({
+      receiptKeyPath: '/var/run/secrets/receipt/key.pem',
+      receiptRetiredJwksPath: '/var/config/retired.json',
+      stateDir: '/var/lib/confboot/join-service',
+      evidenceMaxRecords: 50,
+      evidenceMaxAgeMs: 2 * 24 * 3600 * 1000,
+    });
+    expect(parseJoinServiceFlags(manifestArgs().slice(1))).toMatchObject({
+      receiptKeyPath: undefined,
+      stateDir: undefined,
+    });
   });
 
   it('parses listen addresses and rate limits', () => {

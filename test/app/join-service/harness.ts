@@ -132,7 +132,12 @@ export async function rejectionOf(p: Promise<unknown>): Promise<Error> {
 
 /** Options of {@link startHarness}. */
 export interface HarnessOptions
-  extends Partial<Pick<JoinServiceOptions, 'denyListPath' | 'limits' | 'grpcHealthListen' | 'validators'>> {
+  extends Partial<
+    Pick<
+      JoinServiceOptions,
+      'denyListPath' | 'limits' | 'grpcHealthListen' | 'validators' | 'receiptKey' | 'evidence' | 'metrics'
+    >
+  > {
   clock?: Clock;
   /** Point the service at a key service that is not running. */
   kmsDown?: boolean;
@@ -217,11 +222,13 @@ export async function startHarness(dir: string, options: HarnessOptions = {}): P
       logger,
       listen: { host: '127.0.0.1', port: 0 },
       httpListen: { host: '127.0.0.1', port: 0 },
-      metrics: { processMetrics: false },
+      metrics: options.metrics ?? { processMetrics: false },
       ...(options.denyListPath !== undefined ? { denyListPath: options.denyListPath } : {}),
       ...(options.limits ? { limits: options.limits } : {}),
       ...(options.grpcHealthListen ? { grpcHealthListen: options.grpcHealthListen } : {}),
       ...(options.signal ? { signal: options.signal } : {}),
+      ...(options.receiptKey ? { receiptKey: options.receiptKey } : {}),
+      ...(options.evidence ? { evidence: options.evidence } : {}),
     });
   } catch (err) {
     for (const s of stops.reverse()) await s();

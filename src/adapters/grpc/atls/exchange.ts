@@ -81,6 +81,23 @@ export interface AtlsOptions {
    * stalled endpoint from a busy service that is still verifying it.
    */
   onPeerAnswered?: () => void;
+  /**
+   * Called with the evidence of every attestation frame this end's validators refused (the join
+   * service keeps it for dry runs of new policies). Not called for frames refused before a
+   * validator ran on them, such as an unknown variant OID.
+   */
+  onEvidenceRefused?: (evidence: RefusedEvidence) => void;
+}
+
+/** An attestation document a validator refused, with what it was checked against. */
+export interface RefusedEvidence {
+  /** The peer's address (`ip`), when known. */
+  peerAddress: string | undefined;
+  oid: string;
+  document: Uint8Array;
+  /** The TLS-exporter nonce the document had to bind. */
+  nonce: Uint8Array;
+  error: Error;
 }
 
 /** The peer's validated attestation. */
@@ -93,6 +110,10 @@ export interface PeerAttestation {
   checks: AttestationCheck[];
   /** warnOnly measurement mismatches reported by the validator. */
   warnings: MeasurementMismatch[];
+  /** The attestation document as received (the evidence the verdict was made on). */
+  document: Uint8Array;
+  /** The 32-byte TLS-exporter nonce the document had to bind on this connection. */
+  nonce: Uint8Array;
 }
 
 /** A connection that passed attested TLS. */
@@ -182,6 +203,8 @@ export async function verifyPeerAttestation(
     userData: result.userData,
     checks,
     warnings: result.warnings,
+    document: frame.document,
+    nonce,
   };
 }
 
@@ -338,6 +361,20 @@ export async function exchangeAttestations(
           }),
           signal,
         );
+      } catch (err) {
+        if (
+          options.onEvidenceRefused !== undefined &&
+          isAttestationError(err) &&
+          validators.some((v) => v.oid === first.oid)
+        )
+          options.onEvidenceRefused({
+            peerAddress: socket.remoteAddress,
+            oid: first.oid,
+            document: first.document,
+            nonce: peerNonce,
+            error: err,
+          });
+        throw err;
       } finally {
         release?.();
       }

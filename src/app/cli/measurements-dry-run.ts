@@ -1,0 +1,102 @@
+/**
+ * `confboot measurements dry-run`: replays the join service's recorded evidence (evidence.jsonl
+ * under its --state-dir) against a new attestation config and prints, per node, whether the new
+ * config would accept it and why (src/app/join-service/dry-run.ts). Exit 0 no joined node would be
+ * refused, 1 one would, 2 usage or input error.
+ */
+import { readFile, stat } from 'node:fs/promises';
+import { silentLogger } from '../../adapters/log/pino-logger.js';
+import { JsonlEvidenceStore, parseEvidenceFile } from '../../adapters/state/jsonl-evidence-store.js';
+import { SystemClock } from '../../adapters/system/system-clock.js';
+import { messageOf } from '../../ports/errors.js';
+import type { Validator } from '../../ports/validator.js';
+import type { Variant } from '../../ports/variant.js';
+import { dryRun, renderDryRun } from '../join-service/dry-run.js';
+import { validatorBuilder, variantLookups } from '../join-service/production.js';
+import { isVariant } from '../registry/index.js';
+import { type CommandSpec, parseCommand, UsageError } from './args.js';
+
+/** The default evidence source: the --state-dir docs/attestation-config.md suggests for the join service. */
+export const DEFAULT_EVIDENCE_SOURCE = '/var/lib/confboot/join-service';
+
+/** Flags of `confboot measurements dry-run`. */
+export const dryRunCommand: CommandSpec = {
+  name: 'measurements dry-run',
+  summary:
+    "Replay every node's recorded evidence against a new attestation config and print, per node, accepted or refused and why.",
+  options: {
+    config: {
+      type: 'string',
+      valueName: 'NEW.json',
+      required: true,
+      description: 'the new attestation config',
+    },
+    evidence: {
+      type: 'string',
+      valueName: 'SOURCE',
+      default: DEFAULT_EVIDENCE_SOURCE,
+      description: "the join service's --state-dir, or its evidence.jsonl file",
+    },
+    'qemu-ak-registry': {
+      type: 'string',
+      valueName: 'F',
+      description: 'qemu-vtpm: registered attestation keys, as the join service uses them',
+    },
+    'amd-kds-url': { type: 'string', valueName: 'URL', description: 'SEV-SNP: AMD KDS or a mirror' },
+    json: { type: 'boolean', description: 'print the report as JSON' },
+  },
+  epilog: [
+    'The evidence is what the join service verified (document and the TLS-exporter nonce it bound); each',
+    "record is validated again with a validator built from NEW for the record's variant. A joined node is",
+    'one whose latest ticket was issued.',
+    'Exit codes: 0 no joined node would be refused, 1 a joined node would be refused, 2 usage or input error.',
+  ].join('\n'),
+};
+
+async function readEvidence(source: string) {
+  let path = source;
+  try {
+    if ((await stat(source)).isDirectory()) path = JsonlEvidenceStore.pathIn(source);
+    return parseEvidenceFile(await readFile(path, 'utf8'));
+  } catch (err) {
+    throw new UsageError(`reading evidence ${path}: ${messageOf(err)}`);
+  }
+}
+
+/** Runs the verb; resolves to the exit code (usage errors throw UsageError). */
+export async function runDryRun(argv: string[]): Promise<number> {
+  const v = parseCommand(argv, dryRunCommand);
+  if (v === undefined) return 0;
+  const configPath = v.config as string;
+  let config: Uint8Array;
+  try {
+    config = await readFile(configPath);
+  } catch (err) {
+    throw new UsageError(`reading ${configPath}: ${messageOf(err)}`);
+  }
+  const records = await readEvidence(v.evidence as string);
+  const clock = new SystemClock();
+  const validators = new Map<string, Validator | undefined>();
+  for (const variant of new Set(records.map((r) => r.variant))) {
+    if (!isVariant(variant)) {
+      validators.set(variant, undefined);
+      continue;
+    }
+    const lookups = await variantLookups(
+      variant as Variant,
+      {
+        qemuAkRegistryPath: v['qemu-ak-registry'] as string | undefined,
+        amdKdsUrl: v['amd-kds-url'] as string | undefined,
+      },
+      clock,
+    );
+    try {
+      validators.set(variant, validatorBuilder(variant as Variant, lookups, clock, silentLogger)(config));
+    } catch (err) {
+      throw new UsageError(`${configPath}: ${messageOf(err)}`);
+    }
+  }
+  const report = await dryRun(records, (variant) => validators.get(variant));
+  process.stdout.write(v.json ? `${JSON.stringify(report, null, 2)}\n` : renderDryRun(report));
+  return report.wouldRefuseJoined.length === 0 ? 0 : 1;
+}
