@@ -129,9 +129,7 @@ export function bringupObjects(input: BringupInput): BringupObject[] {
       kubernetesComponentsReference: COMPONENTS_CONFIGMAP_NAME,
     },
   };
-  const tls = input.tlsMaterial
-    ? keyServiceTlsSecrets(input.tlsMaterial, NAMESPACE).map(([, s]) => s)
-    : [];
+  const tls = input.tlsMaterial ? keyServiceTlsSecrets(input.tlsMaterial, NAMESPACE).map(([, s]) => s) : [];
   return [
     ...[updateCrd('NodeVersion', 'nodeversions'), updateCrd('JoiningNode', 'joiningnodes'), ...crds].map(
       (object) => ({ object, mode: 'apply' as const }),

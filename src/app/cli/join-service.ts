@@ -24,7 +24,7 @@ import { createPinoLogger } from '../../adapters/log/pino-logger.js';
 import { ReceiptKey } from '../../adapters/receipts/receipt-key.js';
 import { messageOf } from '../../ports/errors.js';
 import type { Logger } from '../../ports/logger.js';
-import { PRODUCTION_VARIANTS, type Variant } from '../../ports/variant.js';
+import type { Variant } from '../../ports/variant.js';
 import {
   ADMIN_CONF_PATH,
   JOIN_SERVICE_HTTP_PORT,
