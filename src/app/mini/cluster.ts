@@ -603,7 +603,11 @@ export async function miniUp(options: MiniUpOptions): Promise<MiniResult> {
         const r = results.get(cp.name) as MiniNodeResult;
         if (!init?.ok) {
           r.refusedBy = 'init';
-          throw new Error(`confboot init failed: ${init?.error ?? 'no outcome'}`);
+          throw new Error(
+            init?.clusterId === undefined
+              ? `confboot init failed: ${init?.error ?? 'no outcome'}`
+              : `init ran, but the master secret is not the operator's: ${init.error ?? 'no outcome'}`,
+          );
         }
         progress(
           `operator         init done: cluster ID ${init.clusterId?.slice(0, 16)}…; master-secret Secret created over TLS (API server certificate verified against the cluster CA from init) and read back equal`,
