@@ -54,6 +54,9 @@ describe.skipIf(missing.length > 0)(
         expect(result.init?.ok, summary).toBe(true);
         expect(result.init?.attestationChecks, summary).toContain('ok ak-trust');
         expect(result.init?.clusterId, summary).toMatch(/^[0-9a-f]{64}$/);
+        // The master-secret Secret went over TLS verified against the cluster CA from init, with the
+        // random admin token from init's kubeconfig, was created by this run and reads back equal.
+        expect(result.init?.masterSecretStored, summary).toBe(true);
         for (const n of result.nodes) {
           expect(n.disk?.mapping, summary).toBe('/dev/mapper/state');
           expect(n.disk?.cipher, summary).toBe('aes-xts-plain64');

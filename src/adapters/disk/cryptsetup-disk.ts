@@ -10,8 +10,9 @@
  * - `open()` copies the header and keyslot areas (`luksHeaderBackup`) into a fresh private directory
  *   (mode 0700, file mode 0600) and validates THAT copy ({@link validateLuks2Metadata});
  * - every later call that reads the header, keyslots or segments passes `--header <copy>`
- *   (`luksDump`, `luksUUID`, `open --test-passphrase`, `luksChangeKey`, `token import`), so whatever the
- *   host writes to the device afterwards is never read;
+ *   (`luksDump`, `luksUUID`, `open --test-passphrase`, `luksChangeKey`, `token import`, and the
+ *   dm-crypt mapping `open` of {@link CryptsetupDisk.map}), so whatever the host writes to the device
+ *   afterwards is never read;
  * - a change (new passphrase, token) is made on a scratch copy of the copy, the scratch copy is
  *   validated, written back over the device's header (`luksHeaderRestore`) and only then becomes the
  *   session's copy. If any step fails, the device and the session's copy are left as they were. The
@@ -178,6 +179,27 @@ export class CryptsetupDisk implements EncryptedDisk {
       return true;
     } catch (err) {
       if (err instanceof CryptsetupCommandError && err.exitCode === 2) return false;
+      throw wrapError(op, err);
+    }
+  }
+
+  /**
+   * Maps the open disk with dm-crypt as `/dev/mapper/<name>` (`cryptsetup open --type luks2 --header
+   * <validated copy>`), unlocking a keyslot of the validated copy with the passphrase in `keyFile`
+   * (default the initial passphrase file): the volume key and the data segment come from the copy,
+   * never from what the device holds now. The mapping outlives the session.
+   */
+  async map(name: string, keyFile: string = this.initialPassphrasePath): Promise<void> {
+    const op = `mapping state disk ${this.devicePath} as ${name}`;
+    if (!/^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$/.test(name))
+      throw new ConfbootError('invalid-argument', `${op}: not a device-mapper name`);
+    const copy = this.requireOpen(op);
+    try {
+      await runCryptsetup(
+        ['open', '--type', 'luks2', '--header', copy.path, '--key-file', keyFile, this.devicePath, name],
+        this.runner,
+      );
+    } catch (err) {
       throw wrapError(op, err);
     }
   }

@@ -1,13 +1,20 @@
 /**
- * A SIMULATED Kubernetes API server (node:http, plain HTTP) for tests and for `confboot mini`'s
- * control-plane VM, where no real API server can run. It serves only what the join service uses —
- * bootstrap-token Secrets, ConfigMaps, NodeVersion, JoiningNode and DiskBinding resources — plus
- * the Opaque `constellation-mastersecret` Secret the operator creates after init, and checks every
- * request strictly (method, path, query, content type, bearer token, body fields). Anything
- * unexpected is answered with an error Status and recorded in `violations`, which callers assert to
- * be empty.
+ * A SIMULATED Kubernetes API server for tests and for `confboot mini`'s control-plane VM, where no
+ * real API server can run. It serves only what the join service uses — bootstrap-token Secrets,
+ * ConfigMaps, NodeVersion, JoiningNode and DiskBinding resources — plus the Opaque
+ * `constellation-mastersecret` Secret the operator creates after init (create once, then read), and
+ * checks every request strictly (method, path, query, content type, bearer token, body fields).
+ * Anything unexpected is answered with an error Status and recorded in `violations`, which callers
+ * assert to be empty.
+ *
+ * The bearer token is random per instance unless one is given (mini gives the token the simulated
+ * `kubeadm init` wrote into admin.conf). With `tls` it serves HTTPS (node:https) with the given
+ * serving certificate, as a real API server does; without it plain HTTP (unit tests on loopback).
+ * Request bodies are capped at 1 MiB.
  */
+import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { createServer as createHttpsServer } from 'node:https';
 import type { AddressInfo } from 'node:net';
 import { parse as parseYaml } from 'yaml';
 
@@ -40,6 +47,20 @@ export const MASTER_SECRET_NAME = 'constellation-mastersecret';
 const CR_PREFIX = '/apis/update.edgeless.systems/v1alpha1';
 const DISK_PREFIX = '/apis/confboot.dev/v1alpha1/diskbindings';
 
+/** Largest request body accepted (the join service's objects are a few KiB). */
+const MAX_BODY_BYTES = 1024 * 1024;
+
+/** Options of {@link FakeKubeApi}. */
+export interface FakeKubeApiOptions {
+  /** The bearer token every request must carry (at least 16 characters); default 32 random bytes. */
+  bearerToken?: string;
+  /**
+   * Serve HTTPS with this serving certificate and key (PEM); `caPem` is the CA that signed it, put
+   * into {@link FakeKubeApi.kubeconfig}. Default plain HTTP.
+   */
+  tls?: { certPem: string; keyPem: string; caPem: string };
+}
+
 /** The fake API server. Start with {@link FakeKubeApi.start}. */
 export class FakeKubeApi {
   /** Every request, in order. */
@@ -63,18 +84,43 @@ export class FakeKubeApi {
   secretClashes = 0;
   private server: Server | undefined;
   port = 0;
+  /** The bearer token every request must carry. */
+  readonly bearerToken: string;
+  private readonly tokenDigest: Buffer;
+  private readonly tls: FakeKubeApiOptions['tls'];
 
-  constructor(readonly bearerToken = 'fake-admin-token') {}
+  constructor(options: FakeKubeApiOptions = {}) {
+    this.bearerToken = options.bearerToken ?? randomBytes(32).toString('base64url');
+    if (this.bearerToken.length < 16 || !/^[\x21-\x7e]+$/.test(this.bearerToken))
+      throw new Error('the simulated API server needs a bearer token of at least 16 printable characters');
+    this.tokenDigest = sha256(`Bearer ${this.bearerToken}`);
+    this.tls = options.tls;
+  }
 
   /** Listens on `host` (default 127.0.0.1) and `port` (default a free one). */
   async start(host = '127.0.0.1', port = 0): Promise<this> {
-    this.server = createServer((req, res) => {
+    const onRequest = (req: IncomingMessage, res: ServerResponse) => {
       const chunks: Buffer[] = [];
-      req.on('data', (c: Buffer) => chunks.push(c));
-      req.on('end', () => {
-        this.handle(req, res, Buffer.concat(chunks).toString('utf8'));
+      let size = 0;
+      req.on('data', (c: Buffer) => {
+        size += c.length;
+        if (size > MAX_BODY_BYTES) {
+          if (!res.headersSent) {
+            res.writeHead(413, { 'content-type': 'application/json', connection: 'close' });
+            res.end();
+          }
+          req.destroy();
+          return;
+        }
+        chunks.push(c);
       });
-    });
+      req.on('end', () => {
+        if (size <= MAX_BODY_BYTES) this.handle(req, res, Buffer.concat(chunks).toString('utf8'));
+      });
+    };
+    this.server = this.tls
+      ? createHttpsServer({ cert: this.tls.certPem, key: this.tls.keyPem, minVersion: 'TLSv1.2' }, onRequest)
+      : createServer(onRequest);
     await new Promise<void>((ok, fail) => {
       this.server?.once('error', fail);
       this.server?.listen(port, host, ok);
@@ -93,16 +139,19 @@ export class FakeKubeApi {
   }
 
   /**
-   * A kubeconfig pointing at this server (plain HTTP, so TLS verification is off for this fake
-   * only); `server` defaults to http://127.0.0.1:<port>.
+   * A kubeconfig pointing at this server; `server` defaults to http(s)://127.0.0.1:<port>. With TLS
+   * it carries the CA (`certificate-authority-data`); over plain HTTP TLS verification is off.
    */
-  kubeconfig(server = `http://127.0.0.1:${this.port}`): string {
+  kubeconfig(server = `${this.tls ? 'https' : 'http'}://127.0.0.1:${this.port}`): string {
+    const trust = this.tls
+      ? `certificate-authority-data: ${Buffer.from(this.tls.caPem).toString('base64')}`
+      : 'insecure-skip-tls-verify: true';
     return [
       'apiVersion: v1',
       'kind: Config',
       'clusters:',
       '- name: fake',
-      `  cluster: {server: "${server}", insecure-skip-tls-verify: true}`,
+      `  cluster: {server: "${server}", ${trust}}`,
       'contexts:',
       '- name: fake',
       '  context: {cluster: fake, user: admin}',
@@ -170,7 +219,7 @@ export class FakeKubeApi {
       body,
     };
     this.requests.push(seen);
-    if (req.headers.authorization !== `Bearer ${this.bearerToken}`) {
+    if (!timingSafeEqual(sha256(req.headers.authorization ?? ''), this.tokenDigest)) {
       this.violations.push(`${method} ${url.pathname}: missing or wrong bearer token`);
       return this.status(res, 401, 'Unauthorized', 'Unauthorized');
     }
@@ -198,6 +247,8 @@ export class FakeKubeApi {
     const joiningNode = new RegExp(`^${CR_PREFIX}/joiningnodes/([^/]+)$`).exec(p)?.[1];
     if (method === 'POST' && p === '/api/v1/namespaces/kube-system/secrets')
       return this.createSecret(res, contentType, body as Obj);
+    if (method === 'GET' && p === `/api/v1/namespaces/kube-system/secrets/${MASTER_SECRET_NAME}`)
+      return this.get(res, this.secrets, MASTER_SECRET_NAME, 'secrets');
     if (method === 'GET' && configMap) return this.get(res, this.configMaps, configMap, 'configmaps');
     if (method === 'GET' && nodeVersion)
       return this.get(res, this.nodeVersions, nodeVersion, 'nodeversions.update.edgeless.systems');
@@ -259,7 +310,10 @@ export class FakeKubeApi {
     return this.ok(res, 201, stored);
   }
 
-  /** Only the master secret Secret (keys `mastersecret` and `salt`, base64 `data`). */
+  /**
+   * Only the master secret Secret (keys `mastersecret` and `salt`, base64 `data`). The first
+   * creation wins; a later one is answered 409 AlreadyExists and changes nothing.
+   */
   private createOpaqueSecret(res: ServerResponse, contentType: string | undefined, s: Obj): boolean {
     const problems: string[] = [];
     if (contentType !== 'application/json') problems.push(`content type ${contentType}`);
@@ -350,4 +404,8 @@ export class FakeKubeApi {
     });
     return this.ok(res, existed ? 200 : 201, this.joiningNodes.get(name));
   }
+}
+
+function sha256(text: string): Buffer {
+  return createHash('sha256').update(text).digest();
 }

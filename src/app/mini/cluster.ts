@@ -8,7 +8,9 @@
  * - the host runs `confboot init`'s code path inside the namespace against the control-plane VM:
  *   it verifies that VM's quote (expected measurements computed from the image and a reference
  *   boot, and the AK the host registered for the VM) before sending the master secret, then
- *   creates the master-secret Secret through the SIMULATED Kubernetes API server;
+ *   creates the master-secret Secret through the SIMULATED Kubernetes API server with the admin
+ *   kubeconfig init returned (HTTPS verified against its cluster CA, its random admin token), and
+ *   refuses unless its own creation won and reads back equal;
  * - the control-plane VM then runs the production `confboot key-service` and
  *   `confboot join-service` (qemu-vtpm, the same expected measurements, `--qemu-ak-registry`);
  *   workers find it through the metadata server and join on <control-plane IP>:30090; a tampered
@@ -54,7 +56,6 @@ import {
   GUEST_CONFIG_FW_CFG,
   INITIAL_PASSPHRASE_FW_CFG,
   REPORT_PREFIX,
-  SIMULATED_API_PORT,
 } from './guest/protocol.js';
 import type { InitEntryInput } from './host/init-entry.js';
 import { buildNodeImage, defaultCacheDir, type NodeImage } from './image.js';
@@ -70,8 +71,6 @@ export const NODE_CMDLINE = 'console=ttyS0 quiet panic=-1 no_timer_check';
 export const TAMPERED_CMDLINE = `${NODE_CMDLINE} confboot.debug-shell=1`;
 const METADATA_PORT = 8080;
 const require = createRequire(import.meta.url);
-/** The simulated API server's bearer token (it is no secret: the API server is simulated). */
-const SIMULATED_API_TOKEN = 'fake-admin-token';
 
 /** Options of {@link miniUp}. */
 export interface MiniUpOptions {
@@ -154,7 +153,15 @@ export interface MiniResult {
     referenceSource: string;
   };
   /** The operator's init against the control plane (host side of the bridge). */
-  init?: { ok: boolean; clusterId?: string; attestationChecks?: string[]; attempts?: number; error?: string };
+  init?: {
+    ok: boolean;
+    clusterId?: string;
+    attestationChecks?: string[];
+    attempts?: number;
+    /** The master-secret Secret was created by this run (not found existing) and read back equal. */
+    masterSecretStored?: boolean;
+    error?: string;
+  };
   /** What the simulated API server held at the end (reported by the control-plane VM). */
   apiServer?: { violations: string[]; joiningNodes: string[]; diskBindings: unknown[]; tokens: number };
   nodes: MiniNodeResult[];
@@ -589,7 +596,6 @@ export async function miniUp(options: MiniUpOptions): Promise<MiniResult> {
             masterSalt: masterSalt.toString('base64'),
             measurementSalt: randomBytes(32).toString('base64'),
             initSecret: initSecret.toString('base64'),
-            apiServer: { url: `http://${cpIp}:${SIMULATED_API_PORT}`, token: SIMULATED_API_TOKEN },
             timeoutMs: remaining(),
           },
           join(workDir, 'init.log'),
@@ -597,10 +603,14 @@ export async function miniUp(options: MiniUpOptions): Promise<MiniResult> {
         const r = results.get(cp.name) as MiniNodeResult;
         if (!init?.ok) {
           r.refusedBy = 'init';
-          throw new Error(`confboot init failed: ${init?.error ?? 'no outcome'}`);
+          throw new Error(
+            init?.clusterId === undefined
+              ? `confboot init failed: ${init?.error ?? 'no outcome'}`
+              : `init ran, but the master secret is not the operator's: ${init.error ?? 'no outcome'}`,
+          );
         }
         progress(
-          `operator         init done: cluster ID ${init.clusterId?.slice(0, 16)}…; master secret Secret created in the simulated API server`,
+          `operator         init done: cluster ID ${init.clusterId?.slice(0, 16)}…; master-secret Secret created over TLS (API server certificate verified against the cluster CA from init) and read back equal`,
         );
         r.accepted = true;
         r.reason =
@@ -802,7 +812,7 @@ export async function miniUp(options: MiniUpOptions): Promise<MiniResult> {
       durationMs: Date.now() - started,
       simulated: [
         'kubeadm (init generates the cluster CA and admin.conf for real; join checks its configuration; no Kubernetes runs)',
-        'Kubernetes API server (a strict in-memory REST server on the control plane, port 6443, plain HTTP)',
+        'Kubernetes API server (a strict in-memory REST server on the control plane, port 6443, HTTPS with a serving certificate from the cluster CA, random admin token from the simulated kubeadm init)',
       ],
       ok,
     };

@@ -10,31 +10,38 @@
  * --attestation-variant qemu-vtpm` (the CLI bundled in /opt/confboot/cli, kubeadm SIMULATED by
  * /usr/bin/kubeadm) and forwards its log lines; reports PCR 15 while it runs and, once it exits,
  * the state disk as the node sees it (mapping, keyslots, whether the initial passphrase still
- * opens it) and PCR 15. A control plane first starts the SIMULATED Kubernetes API server on :6443
- * and, after init, plays the kubelet: once the operator has created the master-secret Secret it
- * writes it to files in /run and starts the production `confboot key-service` and
- * `confboot join-service` (the join service on :30090, where workers find it), forwarding their
+ * opens it) and PCR 15. On a control plane, once the simulated `kubeadm init` has written the API
+ * server's serving certificate (signed by the cluster CA) and the random admin token in admin.conf,
+ * the agent starts the SIMULATED Kubernetes API server on :6443 (HTTPS, that token); after init it
+ * plays the kubelet: once the operator has created the master-secret Secret it writes it to files
+ * in /run and starts the production `confboot key-service` and `confboot join-service` (the join
+ * service on :30090, where workers find it, with admin.conf as its kubeconfig), forwarding their
  * log lines, until the host powers the VM off.
  *
  * Step `attest`: one qemu-vtpm attestation document through the kernel's resource manager (TCTI
  * `device:/dev/tpmrm0`), carrying the firmware event log from securityfs, bound to the host's nonce.
+ *
+ * Quotes for the host: only the one evidence document per boot, for the nonce in the pre-boot
+ * config, with fixed user data, and only before the bootstrapper starts (evidence.ts).
  */
 import { spawn } from 'node:child_process';
 import { appendFileSync, readFileSync } from 'node:fs';
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { createInterface } from 'node:readline';
 import { createQemuVtpmIssuer, LINUX_EVENT_LOG_PATH } from '../../../adapters/attestation/vtpm/issuer.js';
+import { DEFAULT_INITIAL_PASSPHRASE_PATH } from '../../../adapters/disk/cryptsetup-disk.js';
 import { runCryptsetup } from '../../../adapters/disk/cryptsetup-runner.js';
+import { loadApiServerCredentials } from '../../../adapters/simulated/apiserver-credentials.js';
 import { FakeKubeApi, MASTER_SECRET_NAME } from '../../../adapters/simulated/simulated-kube-api.js';
 import { DEVICE_TCTI, Tpm2ToolsTpm } from '../../../adapters/tpm/tpm2-tools-tpm.js';
 import { messageOf } from '../../../ports/errors.js';
-import { JOIN_SERVICE_PORT } from '../../defaults.js';
-import { mapStateDisk } from './disk-mapper.js';
+import { ADMIN_CONF_PATH, JOIN_SERVICE_PORT, PKI_DIR } from '../../defaults.js';
+import { mapStateDisk, stateDisk } from './disk-mapper.js';
+import { EvidenceGate } from './evidence.js';
 import {
-  type AttestConfig,
   type BootstrapConfig,
   GUEST_CONFIG_PATH,
-  type GuestConfig,
+  parseGuestConfig,
   REPORT_PORT,
   REPORT_PREFIX,
   SIMULATED_API_PORT,
@@ -49,11 +56,11 @@ function report(value: Record<string, unknown>): void {
   appendFileSync(REPORT_PORT, `${REPORT_PREFIX}${JSON.stringify(value)}\n`);
 }
 
-async function attest(config: AttestConfig): Promise<void> {
+/** The one evidence document of this boot, for the committed nonce (the gate refuses anything else). */
+async function attest(gate: EvidenceGate, nonceHex: string): Promise<void> {
   const tpm = new Tpm2ToolsTpm({ tcti: DEVICE_TCTI, timeoutInMs: 120_000 });
   const issuer = createQemuVtpmIssuer(tpm, { eventLogPath: LINUX_EVENT_LOG_PATH });
-  const userData = Buffer.from(config.userData ?? '00'.repeat(32), 'hex');
-  const document = await issuer.issue(userData, Buffer.from(config.nonce, 'hex'));
+  const document = await gate.issue(issuer, Buffer.from(nonceHex, 'hex'));
   report({ type: 'attestation', tcti: tpm.tcti, document: Buffer.from(document).toString('base64') });
 }
 
@@ -84,19 +91,23 @@ async function reportPcr15(when: string): Promise<void> {
   }
 }
 
-/** The state disk as the node sees it after the bootstrapper. */
+/**
+ * The state disk as the node sees it after the bootstrapper: the mapping (dm status), and through
+ * the production adapter's validated header copy the keyslots and whether the initial passphrase
+ * still opens it.
+ */
 async function reportDiskState(device: string): Promise<void> {
   const status = (await runCryptsetup(['status', 'state'], { timeoutInMs: 60_000 })).stdout;
-  const dump = (await runCryptsetup(['luksDump', device], { timeoutInMs: 60_000 })).stdout;
-  const keyslots = [...dump.matchAll(/^\s+(\d+): luks2$/gm)].map((m) => Number(m[1]));
-  let initialOpens = false;
+  const disk = stateDisk(device);
+  const release = await disk.open();
+  let keyslots: number[];
+  let initialOpens: boolean;
   try {
-    await runCryptsetup(
-      ['open', '--test-passphrase', '--key-file', '/run/cryptsetup-keys.d/state.key', device],
-      { timeoutInMs: 300_000 },
-    );
-    initialOpens = true;
-  } catch {}
+    keyslots = (await disk.validateHeader()).keyslots;
+    initialOpens = await disk.testPassphrase(await readFile(DEFAULT_INITIAL_PASSPHRASE_PATH));
+  } finally {
+    await release();
+  }
   report({
     type: 'disk-state',
     active: /is active/.test(status),
@@ -146,7 +157,7 @@ async function runServices(config: BootstrapConfig, api: FakeKubeApi, ip: string
     `--qemu-ak-registry=${RUN_DIR}/ak-registry.json`,
     `--measurement-salt-file=${RUN_DIR}/measurementSalt`,
     `--key-service-endpoint=${KEY_SERVICE_LISTEN}`,
-    `--kubeconfig=${RUN_DIR}/kubeconfig`,
+    `--kubeconfig=${ADMIN_CONF_PATH}`,
     `--api-server-endpoint=${ip}:${SIMULATED_API_PORT}`,
     `--metadata-url=${config.metadataUrl}`,
     `--listen=0.0.0.0:${JOIN_SERVICE_PORT}`,
@@ -176,17 +187,36 @@ async function runServices(config: BootstrapConfig, api: FakeKubeApi, ip: string
   throw new Error(`a control-plane service exited (key service ${k}, join service ${j})`);
 }
 
-async function bootstrap(config: BootstrapConfig): Promise<void> {
-  if (config.evidenceNonce !== undefined) await attest({ step: 'attest', nonce: config.evidenceNonce });
-  const ip = readFileSync('/run/ip', 'utf8').trim();
-  let api: FakeKubeApi | undefined;
-  if (config.role === 'control-plane') {
-    api = await new FakeKubeApi().start('0.0.0.0', SIMULATED_API_PORT);
-    api.seedComponents('k8s-components-1', []);
-    await mkdir(RUN_DIR, { recursive: true, mode: 0o700 });
-    await writeFile(`${RUN_DIR}/kubeconfig`, api.kubeconfig(), { mode: 0o600 });
-    report({ type: 'api-server', simulated: true, listen: `0.0.0.0:${SIMULATED_API_PORT}` });
+/**
+ * Starts the SIMULATED API server (HTTPS on :6443) once the simulated `kubeadm init` has written
+ * its credentials; undefined when `done()` turns true (the bootstrapper exited) before they appear.
+ */
+async function startApiServer(done: () => boolean): Promise<FakeKubeApi | undefined> {
+  const deadline = Date.now() + 15 * 60_000;
+  for (;;) {
+    const finished = done();
+    const credentials = await loadApiServerCredentials(PKI_DIR, ADMIN_CONF_PATH);
+    if (credentials !== undefined) {
+      const api = await new FakeKubeApi({ bearerToken: credentials.token, tls: credentials }).start(
+        '0.0.0.0',
+        SIMULATED_API_PORT,
+      );
+      api.seedComponents('k8s-components-1', []);
+      report({ type: 'api-server', simulated: true, listen: `0.0.0.0:${SIMULATED_API_PORT}`, tls: true });
+      return api;
+    }
+    if (finished) return undefined;
+    if (Date.now() > deadline)
+      throw new Error('the simulated kubeadm init wrote no API server credentials in 15 minutes');
+    await sleep(250);
   }
+}
+
+async function bootstrap(config: BootstrapConfig, gate: EvidenceGate | undefined): Promise<void> {
+  if (gate !== undefined && config.evidenceNonce !== undefined) await attest(gate, config.evidenceNonce);
+  // No quote for the host once the bootstrapper runs.
+  gate?.close();
+  const ip = readFileSync('/run/ip', 'utf8').trim();
   await reportPcr15('before');
   const boot = program('bootstrapper', [
     'bootstrapper',
@@ -198,6 +228,8 @@ async function bootstrap(config: BootstrapConfig): Promise<void> {
     '--kubeadm=/usr/bin/kubeadm',
   ]);
   let running = true;
+  const apiStarting = config.role === 'control-plane' ? startApiServer(() => !running) : undefined;
+  apiStarting?.catch(() => {});
   const heartbeat = (async () => {
     while (running) {
       await sleep((config.pcr15EverySeconds ?? 10) * 1000);
@@ -211,13 +243,19 @@ async function bootstrap(config: BootstrapConfig): Promise<void> {
   await reportDiskState(config.stateDisk);
   await reportPcr15('after');
   if (code !== 0) throw new Error(`confboot bootstrapper exited with ${code}`);
-  if (api !== undefined) await runServices(config, api, ip);
+  if (apiStarting !== undefined) {
+    const api = await apiStarting;
+    if (api === undefined) throw new Error('the simulated kubeadm init wrote no API server credentials');
+    await runServices(config, api, ip);
+  }
 }
 
 async function main(): Promise<void> {
   const started = Date.now();
-  const config = JSON.parse(readFileSync(GUEST_CONFIG_PATH, 'utf8')) as GuestConfig;
+  const config = parseGuestConfig(readFileSync(GUEST_CONFIG_PATH, 'utf8'));
   report({ type: 'started', step: config.step });
+  const committed = config.step === 'attest' ? config.nonce : config.evidenceNonce;
+  const gate = committed === undefined ? undefined : new EvidenceGate(committed);
   if (config.stateDisk !== undefined) {
     report({ type: 'disk', ...(await mapStateDisk(config.stateDisk)) });
   }
@@ -225,9 +263,10 @@ async function main(): Promise<void> {
     const res = await fetch(new URL('/self', config.metadataUrl), { signal: AbortSignal.timeout(60_000) });
     report({ type: 'metadata', status: res.status, self: await res.json() });
   }
-  if (config.step === 'attest') await attest(config);
-  else if (config.step === 'bootstrap') await bootstrap(config);
-  else throw new Error(`unknown step ${String((config as { step: unknown }).step)}`);
+  if (config.step === 'attest') {
+    await attest(gate as EvidenceGate, config.nonce);
+    gate?.close();
+  } else await bootstrap(config, gate);
   report({ type: 'done', ms: Date.now() - started });
 }
 

@@ -1,8 +1,11 @@
 /**
  * The disk-mapper step of a mini node (upstream's disk-mapper, in small): on first boot the virtio
  * state disk is formatted as LUKS2 with a 32-byte initial passphrase (random, from the host through
- * fw_cfg when it gave one; kept only in /run, a tmpfs); on every boot the header is validated against the LUKS2 header policy before the disk is
- * mapped with dm-crypt (`cryptsetup open`, no udev: DM_DISABLE_UDEV=1, lock directory in /run).
+ * fw_cfg when it gave one; kept only in /run, a tmpfs); on every boot the production disk adapter
+ * (CryptsetupDisk) copies the header into a private directory in /run, validates the copy against
+ * the LUKS2 header policy and maps the disk with dm-crypt through that copy (`cryptsetup open
+ * --header <validated copy>`), so a header the host writes after the check is never used (no udev:
+ * DM_DISABLE_UDEV=1, lock directory in /run).
  * PBKDF2 with few iterations: the initial passphrase is random, and Argon2id's memory cost would
  * dominate a TCG boot; the bootstrapper's issued key replaces it later.
  */
@@ -22,21 +25,49 @@ export interface DiskMapperResult {
   cipher: string;
 }
 
-async function isLuks(device: string): Promise<boolean> {
+/** Where things are; the defaults are the VM's (tests give their own). */
+export interface DiskMapperOptions {
+  /** The dm-crypt mapping's name (default `state`). */
+  name?: string;
+  /** The initial passphrase file (default /run/cryptsetup-keys.d/state.key). */
+  keyFile?: string;
+  /** Where the validated header copies go (default /run, a tmpfs). */
+  headerCopyDir?: string;
+  /** The cryptsetup binary (default `cryptsetup`). */
+  binary?: string;
+}
+
+async function isLuks(device: string, binary: { binary?: string }): Promise<boolean> {
   try {
-    await runCryptsetup(['isLuks', '--type', 'luks2', device], { timeoutInMs: 60_000 });
+    await runCryptsetup(['isLuks', '--type', 'luks2', device], { ...binary, timeoutInMs: 60_000 });
     return true;
   } catch {
     return false;
   }
 }
 
+/** The production disk adapter for `device`: header copies in /run (tmpfs), the initial passphrase file. */
+export function stateDisk(device: string, options: DiskMapperOptions = {}): CryptsetupDisk {
+  return new CryptsetupDisk({
+    devicePath: device,
+    initialPassphrasePath: options.keyFile ?? DEFAULT_INITIAL_PASSPHRASE_PATH,
+    headerCopyDir: options.headerCopyDir ?? '/run',
+    timeoutInMs: 300_000,
+    ...(options.binary === undefined ? {} : { binary: options.binary }),
+  });
+}
+
 /** Formats (first boot), validates and maps `device` as `/dev/mapper/<name>`. */
-export async function mapStateDisk(device: string, name = 'state'): Promise<DiskMapperResult> {
+export async function mapStateDisk(
+  device: string,
+  options: DiskMapperOptions = {},
+): Promise<DiskMapperResult> {
   process.env.DM_DISABLE_UDEV = '1';
-  const keyFile = DEFAULT_INITIAL_PASSPHRASE_PATH;
+  const name = options.name ?? 'state';
+  const keyFile = options.keyFile ?? DEFAULT_INITIAL_PASSPHRASE_PATH;
+  const binary = options.binary === undefined ? {} : { binary: options.binary };
   let formatted = false;
-  if (!(await isLuks(device))) {
+  if (!(await isLuks(device, binary))) {
     await mkdir('/run/cryptsetup-keys.d', { recursive: true, mode: 0o700 });
     // The host's (fw_cfg) when it gave one, so it can check afterwards that it no longer opens the disk.
     const initial = existsSync(INITIAL_PASSPHRASE_GUEST_PATH)
@@ -57,22 +88,21 @@ export async function mapStateDisk(device: string, name = 'state'): Promise<Disk
         keyFile,
         device,
       ],
-      { timeoutInMs: 300_000 },
+      { ...binary, timeoutInMs: 300_000 },
     );
     formatted = true;
   }
-  const disk = new CryptsetupDisk({
-    devicePath: device,
-    initialPassphrasePath: keyFile,
-    timeoutInMs: 300_000,
-  });
-  await disk.validateHeader();
-  await runCryptsetup(['open', '--type', 'luks2', '--key-file', keyFile, device, name], {
-    timeoutInMs: 300_000,
-  });
-  const { stdout } = await runCryptsetup(['status', name], { timeoutInMs: 60_000 });
+  const disk = stateDisk(device, options);
+  const release = await disk.open();
+  let uuid: string;
+  try {
+    await disk.map(name, keyFile);
+    uuid = await disk.uuid();
+  } finally {
+    await release();
+  }
+  const { stdout } = await runCryptsetup(['status', name], { ...binary, timeoutInMs: 60_000 });
   const cipher = /cipher:\s+(\S+)/.exec(stdout)?.[1] ?? 'unknown';
   if (!/is active/.test(stdout)) throw new Error(`dm-crypt mapping ${name} is not active: ${stdout.trim()}`);
-  const { stdout: uuid } = await runCryptsetup(['luksUUID', device], { timeoutInMs: 60_000 });
-  return { device, mapping: `/dev/mapper/${name}`, formatted, uuid: uuid.trim(), cipher };
+  return { device, mapping: `/dev/mapper/${name}`, formatted, uuid, cipher };
 }

@@ -5,7 +5,10 @@
  * - `init`: reads the InitConfiguration/ClusterConfiguration the bootstrapper rendered and
  *   generates the cluster CA and the other control-plane key material for real
  *   (SimulatedClusterInitializer), writing /etc/kubernetes/pki and /etc/kubernetes/admin.conf, so
- *   the join service signs kubelet certificates with a real CA;
+ *   the join service signs kubelet certificates with a real CA; then, as kubeadm does for the API
+ *   server, a serving certificate for the node's address signed by that CA (pki/apiserver.crt) and
+ *   a random admin bearer token in admin.conf (adapters/simulated/apiserver-credentials.ts), which the simulated API server
+ *   on this VM serves with;
  * - `join`: checks what the JoinConfiguration carries — a bootstrap token of kubeadm's format, a
  *   `sha256:` discovery hash, the API server endpoint, and a kubelet certificate that matches its
  *   key and names this node — and starts nothing.
@@ -14,6 +17,7 @@
 import { readFile } from 'node:fs/promises';
 import { parseAllDocuments } from 'yaml';
 import { silentLogger } from '../../../adapters/log/pino-logger.js';
+import { issueApiServerCredentials } from '../../../adapters/simulated/apiserver-credentials.js';
 import { kubeletCertificateProblems } from '../../../adapters/simulated/kubelet-certificate-check.js';
 import {
   SimulatedClusterInitializer,
@@ -43,6 +47,7 @@ async function init(docs: Doc[]): Promise<void> {
     adminConfPath: ADMIN_CONF_PATH,
     logger: silentLogger,
   });
+  const nodeIp = String(initCfg.localAPIEndpoint?.advertiseAddress ?? '');
   await initializer.initCluster({
     kubernetesVersion: String(clusterCfg.kubernetesVersion ?? ''),
     clusterName: String(clusterCfg.clusterName ?? 'kubernetes'),
@@ -51,10 +56,11 @@ async function init(docs: Doc[]): Promise<void> {
     apiserverCertSans: [],
     serviceCidr: String(clusterCfg.networking?.serviceSubnet ?? ''),
     nodeName,
-    nodeIp: String(initCfg.localAPIEndpoint?.advertiseAddress ?? ''),
+    nodeIp,
   });
+  await issueApiServerCredentials({ pkiDir: PKI_DIR, adminConfPath: ADMIN_CONF_PATH, addresses: [nodeIp] });
   process.stdout.write(
-    `kubeadm init (SIMULATED): wrote ${PKI_DIR} (real cluster CA) and ${ADMIN_CONF_PATH} for ${nodeName}; no Kubernetes is started\n`,
+    `kubeadm init (SIMULATED): wrote ${PKI_DIR} (real cluster CA, API server certificate) and ${ADMIN_CONF_PATH} (random admin token) for ${nodeName}; no Kubernetes is started\n`,
   );
 }
 

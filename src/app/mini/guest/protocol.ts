@@ -32,13 +32,14 @@ interface CommonConfig {
   stateDisk?: string;
 }
 
-/** Step `attest`: issue one qemu-vtpm document for the host. */
+/**
+ * Step `attest`: issue one qemu-vtpm document for the host, for this nonce (32 bytes, hex) and the
+ * fixed evidence user data (evidence.ts); the host cannot choose the user data.
+ */
 export interface AttestConfig extends CommonConfig {
   step: 'attest';
-  /** Hex nonce the attestation binds (with userData). */
+  /** Hex nonce (32 bytes) the attestation binds. */
   nonce: string;
-  /** Hex userData, default 32 zero bytes. */
-  userData?: string;
 }
 
 /** Step `bootstrap`: run `confboot bootstrapper`; a control plane then runs join and key service. */
@@ -55,11 +56,45 @@ export interface BootstrapConfig extends CommonConfig {
    */
   akRegistry?: Record<string, { ip: string; attestationKeyPublic: string }>;
   /**
-   * Hex nonce: before the bootstrapper starts, the agent reports one qemu-vtpm document bound to it,
-   * quoted through device:/dev/tpmrm0 and carrying the firmware event log, so the host can replay
-   * that log against the quoted PCRs (the production qemu-vtpm issuer carries no event log).
+   * Hex nonce (32 bytes): before the bootstrapper starts, the agent reports one qemu-vtpm document
+   * bound to it and to the fixed evidence user data, quoted through device:/dev/tpmrm0 and carrying
+   * the firmware event log, so the host can replay that log against the quoted PCRs (the production
+   * qemu-vtpm issuer carries no event log). No other quote is made for the host.
    */
   evidenceNonce?: string;
   /** Seconds between PCR 15 reports while the bootstrapper runs (default 10). */
   pcr15EverySeconds?: number;
+}
+
+const KEYS: Record<GuestConfig['step'], string[]> = {
+  attest: ['step', 'nonce', 'metadataUrl', 'stateDisk'],
+  bootstrap: [
+    'step',
+    'role',
+    'metadataUrl',
+    'stateDisk',
+    'attestationConfig',
+    'akRegistry',
+    'evidenceNonce',
+    'pcr15EverySeconds',
+  ],
+};
+
+/** Parses the host's config strictly: a known step, only that step's fields, nonces as 32-byte hex. */
+export function parseGuestConfig(text: string): GuestConfig {
+  const c = JSON.parse(text) as Record<string, unknown>;
+  if (c === null || typeof c !== 'object' || Array.isArray(c)) throw new Error('the config is not an object');
+  const step = c.step;
+  if (step !== 'attest' && step !== 'bootstrap') throw new Error(`unknown step ${JSON.stringify(step)}`);
+  const unknown = Object.keys(c).filter((k) => !KEYS[step].includes(k));
+  if (unknown.length > 0) throw new Error(`the ${step} config has unknown fields: ${unknown.join(', ')}`);
+  const nonce = step === 'attest' ? c.nonce : c.evidenceNonce;
+  if (
+    (step === 'attest' || nonce !== undefined) &&
+    !(typeof nonce === 'string' && /^[0-9a-f]{64}$/.test(nonce))
+  )
+    throw new Error('the evidence nonce must be 32 bytes as lower-case hex');
+  if (step === 'bootstrap' && c.role !== 'control-plane' && c.role !== 'worker')
+    throw new Error(`unknown role ${JSON.stringify(c.role)}`);
+  return c as unknown as GuestConfig;
 }

@@ -4,10 +4,17 @@
  * control-plane VM's init server. It verifies the VM's real qemu-vtpm quote with the expected
  * measurements and the AK the host registered for that VM before anything secret is sent, then,
  * like the operator's CLI does after init, creates the master-secret Secret through the (SIMULATED)
- * Kubernetes API server on the control plane. Reads its input as JSON on stdin (it holds the
- * secrets), prints the outcome as JSON on stdout (no secrets). Importing this module runs it.
+ * Kubernetes API server on the control plane, reached with the admin kubeconfig init returned (its
+ * address, cluster CA and admin token): over HTTPS verified against that CA, and checked to be this
+ * operator's (adapters/kubernetes/master-secret-upload.ts). Reads its input as JSON on stdin (it holds the secrets),
+ * prints the outcome as JSON on stdout (no secrets). Importing this module runs it.
  */
-import { MASTER_SECRET_NAME } from '../../../adapters/simulated/simulated-kube-api.js';
+
+import {
+  apiAccessFromKubeconfig,
+  MasterSecretUploadError,
+  uploadMasterSecret,
+} from '../../../adapters/kubernetes/master-secret-upload.js';
 import { MeasurementsPolicy, parseAttestationConfig } from '../../../domain/measurements.js';
 import { createValidator } from '../../attestation/validators.js';
 import { initCluster } from '../../cli/init.js';
@@ -23,8 +30,6 @@ export interface InitEntryInput {
   masterSalt: string;
   measurementSalt: string;
   initSecret: string;
-  /** The simulated API server's URL and bearer token. */
-  apiServer: { url: string; token: string };
   timeoutMs: number;
 }
 
@@ -76,26 +81,31 @@ async function main(): Promise<void> {
       process.stdout.write(`${JSON.stringify({ ...outcome, attempts })}\n`);
       return;
     }
-    const res = await fetch(`${input.apiServer.url}/api/v1/namespaces/kube-system/secrets`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json', authorization: `Bearer ${input.apiServer.token}` },
-      body: JSON.stringify({
-        apiVersion: 'v1',
-        kind: 'Secret',
-        type: 'Opaque',
-        metadata: { name: MASTER_SECRET_NAME, namespace: 'kube-system' },
-        data: { mastersecret: input.masterSecret, salt: input.masterSalt },
-      }),
-      signal: AbortSignal.timeout(60_000),
-    });
+    let masterSecretStored: true | { check: string; error: string };
+    try {
+      await uploadMasterSecret(
+        apiAccessFromKubeconfig(outcome.kubeconfig),
+        { masterSecret: b64(input.masterSecret), salt: b64(input.masterSalt) },
+        { deadline },
+      );
+      masterSecretStored = true;
+    } catch (err) {
+      masterSecretStored = {
+        check: err instanceof MasterSecretUploadError ? err.check : 'internal',
+        error: (err as Error).message,
+      };
+    }
     process.stdout.write(
       `${JSON.stringify({
-        ok: true,
+        ok: masterSecretStored === true,
         attempts,
         clusterId: Buffer.from(outcome.clusterId).toString('hex'),
         attestationChecks: outcome.attestationChecks,
         kubeconfigBytes: outcome.kubeconfig.length,
-        masterSecretSecret: res.status,
+        masterSecretStored: masterSecretStored === true,
+        ...(masterSecretStored === true
+          ? {}
+          : { error: `master-secret Secret (${masterSecretStored.check}): ${masterSecretStored.error}` }),
       })}\n`,
     );
     return;

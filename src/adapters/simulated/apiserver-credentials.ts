@@ -1,0 +1,164 @@
+/**
+ * The SIMULATED API server's credentials in a mini control-plane VM, made by the simulated
+ * `kubeadm init` like kubeadm makes a real API server's: a serving certificate
+ * (`<pki>/apiserver.crt`, `apiserver.key`) signed by the cluster CA that init just created, for the
+ * node's address, and an admin credential in admin.conf — here a random bearer token (32 bytes
+ * from the VM's CSPRNG) as `users[].user.token`.
+ *
+ * Nothing outside the control-plane VM learns the token except through admin.conf: the
+ * bootstrapper returns admin.conf to the operator inside the init response, over the attested TLS
+ * connection whose server the operator verified, and the API server speaks only TLS with a
+ * certificate the operator checks against the CA from that same admin.conf. No other VM on the
+ * bridge sees the token or can stand in for the API server.
+ */
+import { randomBytes, webcrypto, X509Certificate } from 'node:crypto';
+import { readFile, rename, rm, writeFile } from 'node:fs/promises';
+import { isIP } from 'node:net';
+import { join } from 'node:path';
+import { parse as parseYaml, stringify as stringifyYaml } from 'yaml';
+import { loadX509 } from '../pki/x509-loader.js';
+
+/** The serving certificate and key kubeadm writes into the PKI directory. */
+export const APISERVER_CERT = 'apiserver.crt';
+export const APISERVER_KEY = 'apiserver.key';
+
+/** What the simulated API server needs to serve: TLS material and the admin token. */
+export interface ApiServerCredentials {
+  certPem: string;
+  keyPem: string;
+  caPem: string;
+  token: string;
+}
+
+const EC_GEN = { name: 'ECDSA', namedCurve: 'P-256' } as const;
+const SIG_EC = { name: 'ECDSA', hash: 'SHA-256' } as const;
+
+function pemBody(pem: string, label: string): Buffer {
+  const m = new RegExp(`-----BEGIN ${label}-----([A-Za-z0-9+/=\\s]+)-----END ${label}-----`).exec(pem);
+  if (!m?.[1]) throw new Error(`no ${label} PEM block`);
+  return Buffer.from(m[1].replace(/\s+/g, ''), 'base64');
+}
+
+function pkcs8Pem(der: ArrayBuffer): string {
+  const b64 = Buffer.from(der)
+    .toString('base64')
+    .replace(/(.{64})/g, '$1\n')
+    .trim();
+  return `-----BEGIN PRIVATE KEY-----\n${b64}\n-----END PRIVATE KEY-----\n`;
+}
+
+/** Writes `data` to `path` through a fresh temporary file and a rename (mode 0600). */
+async function replaceFile(path: string, data: string): Promise<void> {
+  const tmp = `${path}.${randomBytes(6).toString('hex')}.tmp`;
+  try {
+    await writeFile(tmp, data, { mode: 0o600, flag: 'wx' });
+    await rename(tmp, path);
+  } catch (err) {
+    await rm(tmp, { force: true });
+    throw err;
+  }
+}
+
+/**
+ * Issues the API server's serving certificate from the cluster CA in `pkiDir` (SANs: each of
+ * `addresses`, 127.0.0.1 and the in-cluster DNS names) and writes a fresh random admin token into
+ * `adminConfPath`'s users. Refuses to overwrite an existing serving key.
+ */
+export async function issueApiServerCredentials(options: {
+  pkiDir: string;
+  adminConfPath: string;
+  addresses: string[];
+  now?: Date;
+}): Promise<void> {
+  const { pkiDir, adminConfPath } = options;
+  const now = options.now ?? new Date();
+  const caPem = await readFile(join(pkiDir, 'ca.crt'), 'utf8');
+  const caKeyPem = await readFile(join(pkiDir, 'ca.key'), 'utf8');
+  const x509 = await loadX509();
+  const ca = new x509.X509Certificate(caPem);
+  const caKey = await webcrypto.subtle.importKey('pkcs8', pemBody(caKeyPem, 'PRIVATE KEY'), EC_GEN, false, [
+    'sign',
+  ]);
+  const keys = (await webcrypto.subtle.generateKey(EC_GEN, true, [
+    'sign',
+    'verify',
+  ])) as webcrypto.CryptoKeyPair;
+  const ips = [...new Set([...options.addresses.filter((a) => isIP(a) !== 0), '127.0.0.1'])];
+  const cert = await x509.X509CertificateGenerator.create({
+    serialNumber: `01${randomBytes(15).toString('hex')}`,
+    subject: 'CN=kube-apiserver',
+    issuer: ca.subject,
+    notBefore: new Date(now.getTime() - 60_000),
+    notAfter: new Date(now.getTime() + 365 * 24 * 3600_000),
+    publicKey: keys.publicKey,
+    signingKey: caKey,
+    signingAlgorithm: SIG_EC,
+    extensions: [
+      new x509.BasicConstraintsExtension(false, undefined, true),
+      new x509.KeyUsagesExtension(x509.KeyUsageFlags.digitalSignature, true),
+      new x509.ExtendedKeyUsageExtension([x509.ExtendedKeyUsage.serverAuth]),
+      new x509.SubjectAlternativeNameExtension([
+        ...ips.map((value) => ({ type: 'ip' as const, value })),
+        ...['kubernetes', 'kubernetes.default', 'kubernetes.default.svc'].map((value) => ({
+          type: 'dns' as const,
+          value,
+        })),
+      ]),
+      await x509.AuthorityKeyIdentifierExtension.create(ca),
+    ],
+  });
+  await writeFile(
+    join(pkiDir, APISERVER_KEY),
+    pkcs8Pem(await webcrypto.subtle.exportKey('pkcs8', keys.privateKey)),
+    { mode: 0o600, flag: 'wx' },
+  );
+  await writeFile(join(pkiDir, APISERVER_CERT), cert.toString('pem'), { mode: 0o644, flag: 'wx' });
+
+  const config = parseYaml(await readFile(adminConfPath, 'utf8')) as {
+    users?: Array<{ name: string; user: Record<string, unknown> }>;
+  };
+  if (!Array.isArray(config.users) || config.users.length !== 1)
+    throw new Error(`${adminConfPath} does not hold exactly one user`);
+  const token = randomBytes(32).toString('base64url');
+  config.users = config.users.map((u) => ({ ...u, user: { token } }));
+  await replaceFile(adminConfPath, stringifyYaml(config));
+}
+
+/**
+ * The credentials once {@link issueApiServerCredentials} has run (undefined before: a file is
+ * missing or admin.conf carries no token yet). The serving certificate must chain to the CA in
+ * `<pkiDir>/ca.crt`, and admin.conf must carry that CA.
+ */
+export async function loadApiServerCredentials(
+  pkiDir: string,
+  adminConfPath: string,
+): Promise<ApiServerCredentials | undefined> {
+  let certPem: string;
+  let keyPem: string;
+  let caPem: string;
+  let adminConf: string;
+  try {
+    [certPem, keyPem, caPem, adminConf] = await Promise.all([
+      readFile(join(pkiDir, APISERVER_CERT), 'utf8'),
+      readFile(join(pkiDir, APISERVER_KEY), 'utf8'),
+      readFile(join(pkiDir, 'ca.crt'), 'utf8'),
+      readFile(adminConfPath, 'utf8'),
+    ]);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+    throw err;
+  }
+  const config = parseYaml(adminConf) as {
+    users?: Array<{ user?: { token?: unknown } }>;
+    clusters?: Array<{ cluster?: Record<string, unknown> }>;
+  };
+  const token = config.users?.[0]?.user?.token;
+  if (typeof token !== 'string' || token === '') return undefined;
+  const caData = config.clusters?.[0]?.cluster?.['certificate-authority-data'];
+  const ca = new X509Certificate(caPem);
+  if (typeof caData !== 'string' || !new X509Certificate(Buffer.from(caData, 'base64')).raw.equals(ca.raw))
+    throw new Error(`${adminConfPath} does not carry the cluster CA of ${pkiDir}`);
+  if (!new X509Certificate(certPem).verify(ca.publicKey))
+    throw new Error(`${APISERVER_CERT} is not signed by the cluster CA`);
+  return { certPem, keyPem, caPem, token };
+}
