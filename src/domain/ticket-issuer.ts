@@ -24,7 +24,7 @@ import type { KMS } from '../ports/kms.js';
 import {
   foldNodeName,
   KUBELET_CSR_CN_PREFIX,
-  KUBELET_CSR_ORGANIZATION,
+  kubeletSubjectProblem,
   normalizeNodeName,
 } from '../ports/kubernetes-node.js';
 import type { Logger } from '../ports/logger.js';
@@ -112,22 +112,20 @@ export function checkDiskUuid(uuid: string): void {
 }
 
 /**
- * Upstream's kubelet CSR checks on an inspected CSR: valid signature,
- * organization exactly `system:nodes`, common name `system:node:<name>`, no DNS names. Returns the
- * normalised node name; throws `invalid-argument` saying what to fix.
+ * Upstream's kubelet CSR checks on an inspected CSR, made strict: valid signature, a subject of
+ * exactly two single-valued RDNs `O=system:nodes` then `CN=system:node:<name>` (nothing else, so no
+ * reader can find another name in it), no DNS names. Returns the normalised node name; throws
+ * `invalid-argument` saying what to fix.
  */
 export function checkKubeletCsr(info: CsrInfo): string {
   const bad = (why: string) => new ConfbootError('invalid-argument', `kubelet CSR: ${why}`);
   if (!info.signatureValid) throw bad('signature does not verify');
-  if (info.organizations.length !== 1 || info.organizations[0] !== KUBELET_CSR_ORGANIZATION) {
-    throw bad(`organization must be exactly [${JSON.stringify(KUBELET_CSR_ORGANIZATION)}]`);
-  }
-  if (!info.commonName.startsWith(KUBELET_CSR_CN_PREFIX)) {
-    throw bad(`common name must start with ${JSON.stringify(KUBELET_CSR_CN_PREFIX)}`);
-  }
+  const problem = kubeletSubjectProblem(info.subject);
+  if (problem !== undefined) throw bad(problem);
   if (info.dnsNames.length > 0) throw bad('DNS names are not allowed (IP addresses only)');
+  const commonName = info.subject[1]?.[0]?.value ?? '';
   try {
-    return normalizeNodeName(info.commonName.slice(KUBELET_CSR_CN_PREFIX.length));
+    return normalizeNodeName(commonName.slice(KUBELET_CSR_CN_PREFIX.length));
   } catch (err) {
     throw bad(messageOf(err));
   }
@@ -135,15 +133,21 @@ export function checkKubeletCsr(info: CsrInfo): string {
 
 /**
  * Throws `invalid-argument` naming every CSR IP address that is not one of `allowed` (`whose`
- * describes the allowed set in the message).
+ * describes the allowed set in the message). Returns the requested addresses, canonical and without
+ * repeats: what the kubelet certificate may name.
  */
-function checkIps(op: string, requested: readonly string[], allowed: readonly string[], whose: string): void {
+function checkIps(
+  op: string,
+  requested: readonly string[],
+  allowed: readonly string[],
+  whose: string,
+): string[] {
   const ok = new Set(allowed.map((a) => canonicalIp(a)).filter((a) => a !== undefined));
   const extra = requested.filter((r) => {
     const c = canonicalIp(r);
     return c === undefined || !ok.has(c);
   });
-  if (extra.length === 0) return;
+  if (extra.length === 0) return [...new Set(requested.map((r) => canonicalIp(r) as string))];
   throw new ConfbootError(
     'invalid-argument',
     `${op}: checking CSR: kubelet CSR: IP addresses ${extra.join(', ')} are not addresses of ${whose} (allowed: ${allowed.length > 0 ? allowed.join(', ') : 'none'})`,
@@ -253,7 +257,7 @@ export class TicketIssuer {
     }
     ctx.onNodeName?.(nodeName);
     this.#checkDenyList(op, { nodeName, diskUuid: req.diskUuid });
-    const owner = await this.#checkCaller(op, ctx, req, nodeName, csr);
+    const { owner, ipAddresses } = await this.#checkCaller(op, ctx, req, nodeName, csr);
     await this.#bindDisk(op, { diskUuid: req.diskUuid.toLowerCase(), nodeName, owner });
 
     const step = async <T>(name: string, fn: () => Promise<T>): Promise<T> => {
@@ -287,7 +291,10 @@ export class TicketIssuer {
       step('reading Kubernetes components', () => facts.components()),
     ]);
     const [kubeletCert, controlPlaneFiles] = await Promise.all([
-      step('signing kubelet certificate', () => ca.signKubeletCsr(req.certificateRequest)),
+      // The certificate names what was checked (node name, addresses), nothing else of the CSR.
+      step('signing kubelet certificate', () =>
+        ca.signKubeletCsr(req.certificateRequest, { nodeName, ipAddresses }),
+      ),
       req.isControlPlane
         ? step('loading control-plane files', () => ca.controlPlaneFiles())
         : Promise.resolve<ControlPlaneFile[]>([]),
@@ -391,7 +398,8 @@ export class TicketIssuer {
   /**
    * Binds the request to its caller (before any key-service call): the caller's instance (with a
    * PeerIdentity) or address (without) decides which node name, IP addresses and role it may ask for.
-   * Returns the caller's owner string for the disk binding.
+   * Returns the caller's owner string for the disk binding and the checked IP addresses the kubelet
+   * certificate may name.
    */
   async #checkCaller(
     op: string,
@@ -399,12 +407,17 @@ export class TicketIssuer {
     req: JoinTicketRequest,
     nodeName: string,
     csr: CsrInfo,
-  ): Promise<string> {
+  ): Promise<{ owner: string; ipAddresses: string[] }> {
     const caller = await this.#resolveCaller(op, ctx);
     const { ip, instance } = caller;
     if (instance === undefined) {
-      checkIps(op, csr.ipAddresses, ip === undefined ? [] : [ip], `the caller's address ${ip ?? ctx.peer}`);
-      return TicketIssuer.#ownerOf(caller, ctx.peer);
+      const ipAddresses = checkIps(
+        op,
+        csr.ipAddresses,
+        ip === undefined ? [] : [ip],
+        `the caller's address ${ip ?? ctx.peer}`,
+      );
+      return { owner: TicketIssuer.#ownerOf(caller, ctx.peer), ipAddresses };
     }
     const denied = (why: string) =>
       new ConfbootError('permission-denied', `${op}: ${why}`, { recoverable: false });
@@ -414,7 +427,7 @@ export class TicketIssuer {
         `kubelet CSR is for node ${JSON.stringify(nodeName)}, but caller ${ip} is node ${JSON.stringify(resolvedName)}`,
       );
     }
-    checkIps(op, csr.ipAddresses, instance.ips, `node ${JSON.stringify(resolvedName)}`);
+    const ipAddresses = checkIps(op, csr.ipAddresses, instance.ips, `node ${JSON.stringify(resolvedName)}`);
     if (req.isControlPlane !== (instance.role === 'ControlPlane')) {
       throw denied(
         req.isControlPlane
@@ -422,7 +435,7 @@ export class TicketIssuer {
           : `node ${JSON.stringify(resolvedName)} is a control plane and may not join as a worker`,
       );
     }
-    return TicketIssuer.#ownerOf(caller, ctx.peer);
+    return { owner: TicketIssuer.#ownerOf(caller, ctx.peer), ipAddresses };
   }
 
   /**

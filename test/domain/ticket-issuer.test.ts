@@ -222,6 +222,64 @@ describe('TicketIssuer.issueJoinTicket', () => {
       wantMessage: 'organization',
       wantKms: false,
     },
+    'two common names (Go reads the last, other readers the first)': {
+      arrange: (s) => {
+        s.ca.csrInfo = {
+          ...s.ca.csrInfo,
+          subject: [
+            [{ type: 'O', value: 'system:nodes' }],
+            [{ type: 'CN', value: 'system:node:node-1' }],
+            [{ type: 'CN', value: 'system:node:control-plane-0' }],
+          ],
+        };
+      },
+      wantCode: 'invalid-argument',
+      wantMessage: 'exactly one common name, has 2',
+      wantKms: false,
+    },
+    'a multi-valued RDN': {
+      arrange: (s) => {
+        s.ca.csrInfo = {
+          ...s.ca.csrInfo,
+          subject: [
+            [{ type: 'O', value: 'system:nodes' }],
+            [
+              { type: 'CN', value: 'system:node:node-1' },
+              { type: 'CN', value: 'system:node:control-plane-0' },
+            ],
+          ],
+        };
+      },
+      wantCode: 'invalid-argument',
+      wantMessage: 'subject RDN 2 holds 2 attributes',
+      wantKms: false,
+    },
+    'an extra OU attribute': {
+      arrange: (s) => {
+        s.ca.csrInfo = {
+          ...s.ca.csrInfo,
+          subject: [
+            [{ type: 'O', value: 'system:nodes' }],
+            [{ type: 'OU', value: 'admins' }],
+            [{ type: 'CN', value: 'system:node:node-1' }],
+          ],
+        };
+      },
+      wantCode: 'invalid-argument',
+      wantMessage: 'may hold only O and CN, also has OU',
+      wantKms: false,
+    },
+    'CN before O': {
+      arrange: (s) => {
+        s.ca.csrInfo = {
+          ...s.ca.csrInfo,
+          subject: [[{ type: 'CN', value: 'system:node:node-1' }], [{ type: 'O', value: 'system:nodes' }]],
+        };
+      },
+      wantCode: 'invalid-argument',
+      wantMessage: 'must be O=system:nodes followed by CN=system:node:<name>',
+      wantKms: false,
+    },
     'DNS names in the CSR': {
       arrange: (s) => {
         s.ca.csrInfo = { ...s.ca.csrInfo, dnsNames: ['kubernetes.default'] };
@@ -488,6 +546,13 @@ describe('TicketIssuer: the kubelet CSR is bound to the caller', () => {
       s.ca.csrInfo = { ...s.ca.csrInfo, ipAddresses: [] };
       await s.issuer().issueJoinTicket(req(), { peer: PEER });
       expect(s.ca.calls).toContain('signKubeletCsr');
+    });
+
+    it('signs for the checked name and canonical addresses only, never what the CSR spelled', async () => {
+      const s = setup();
+      s.ca.csrInfo = { ...s.ca.csrInfo, commonName: 'system:node:Node_1', ipAddresses: ['::ffff:192.0.2.5'] };
+      await s.issuer().issueJoinTicket(req(), { peer: PEER });
+      expect(s.ca.signedFor).toEqual([{ nodeName: 'node-1', ipAddresses: ['192.0.2.5'] }]);
     });
 
     it("refuses IP addresses other than the caller's with invalid-argument naming them", async () => {
