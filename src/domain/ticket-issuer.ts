@@ -8,7 +8,9 @@
  * without one, the CSR's IP addresses must be the caller's own. It also binds each state disk to the
  * node that first asked for its key (DiskBindings port): another node asking with that disk UUID,
  * by join or rejoin, gets nothing, and nothing is issued when the record cannot be consulted. A
- * node or disk on the deny list (DenyList port) is refused as soon as the request names it.
+ * node or disk on the deny list (DenyList port) is refused as soon as the request names it; a
+ * rejoin, which names only its disk, also by the caller's instance name and the name the disk was
+ * bound under.
  * Errors carry precise kinds (the gRPC
  * edge maps them to InvalidArgument, PermissionDenied, Unavailable, FailedPrecondition, …) and never
  * contain secrets.
@@ -180,8 +182,9 @@ export interface TicketIssuerDeps {
   identity?: PeerIdentity;
   /**
    * Node identities never to issue a ticket to, checked once the request named the node (join: the
-   * kubelet CSR's node name and the disk UUID; rejoin: the disk UUID), before anything else is
-   * asked. Default: nobody is denied.
+   * kubelet CSR's node name and the disk UUID; rejoin: the disk UUID, the caller's resolved instance
+   * name, and the node name the disk was bound under), before any key is asked for. Default: nobody
+   * is denied.
    */
   denyList?: DenyList;
 }
@@ -375,16 +378,17 @@ export class TicketIssuer {
 
   /**
    * Binds the state disk to the caller, or refuses when it is bound to someone else
-   * ({@link DiskBoundError}). Fails closed: when the record cannot be consulted nothing is issued.
+   * ({@link DiskBoundError}); resolves with the binding in force (the caller's). Fails closed: when
+   * the record cannot be consulted nothing is issued.
    */
-  async #bindDisk(op: string, binding: DiskBinding): Promise<void> {
+  async #bindDisk(op: string, binding: DiskBinding): Promise<DiskBinding> {
     let inForce: DiskBinding;
     try {
       inForce = await this.#deps.diskBindings.bind(binding);
     } catch (err) {
       throw dependencyError(`${op}: recording which node disk ${binding.diskUuid} belongs to`, err);
     }
-    if (inForce.owner === binding.owner) return;
+    if (inForce.owner === binding.owner) return inForce;
     this.#deps.logger.warn('Refused a state disk bound to another node', {
       diskUuid: binding.diskUuid,
       boundTo: inForce.nodeName,
@@ -460,11 +464,15 @@ export class TicketIssuer {
     }
     this.#checkDenyList(op, { diskUuid: req.diskUuid });
     const caller = await this.#resolveCaller(op, ctx);
-    await this.#bindDisk(op, {
+    // A rejoin names no node itself: the deny list is asked for the caller's resolved instance
+    // name, and for the name the disk was bound under when it joined.
+    if (caller.name !== undefined) this.#checkDenyList(op, { nodeName: caller.name });
+    const bound = await this.#bindDisk(op, {
       diskUuid: req.diskUuid.toLowerCase(),
       nodeName: caller.name ?? caller.ip ?? ctx.peer,
       owner: TicketIssuer.#ownerOf(caller, ctx.peer),
     });
+    this.#checkDenyList(op, { nodeName: bound.nodeName });
     const [measurementSecret, stateDiskKey] = await Promise.all([
       kms.getDataKey(MEASUREMENT_SECRET_KEY_ID, MEASUREMENT_SECRET_LENGTH).catch((err: unknown) => {
         throw dependencyError(`${op}: getting measurement secret`, err);

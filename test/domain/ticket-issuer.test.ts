@@ -888,6 +888,39 @@ describe('TicketIssuer: the deny list (DenyList port), asked once the request na
     expect(s.kms.calls).toEqual([]);
   });
 
+  it("refuses a rejoin by the caller's resolved instance name before the disk binding is asked", async () => {
+    const s = withDenyList(['node-1']);
+    const err = await s
+      .issuer()
+      .issueRejoinTicket({ diskUuid: UUID }, { peer: PEER })
+      .then(
+        () => undefined,
+        (e: unknown) => e as ConfbootError,
+      );
+    expect(err).toMatchObject({ code: 'permission-denied', reason: DENY_LIST_REASON });
+    expect(err?.message).toBe(
+      `issuing rejoin ticket for ${PEER}: node "node-1" is on the join service's deny list`,
+    );
+    expect(s.diskBindings.calls).toEqual([]);
+    expect(s.kms.calls).toEqual([]);
+  });
+
+  it('without a PeerIdentity, refuses a rejoin by the node name the disk was bound under when it joined', async () => {
+    const s = setup();
+    await new TicketIssuer(s).issueJoinTicket(req(), { peer: PEER });
+    const kmsCalls = s.kms.calls.length;
+    const denyList = new StubDenyList(['node-1'], []);
+    const err = await new TicketIssuer({ ...s, denyList })
+      .issueRejoinTicket({ diskUuid: UUID }, { peer: PEER })
+      .then(
+        () => undefined,
+        (e: unknown) => e as ConfbootError,
+      );
+    expect(err).toMatchObject({ code: 'permission-denied', reason: DENY_LIST_REASON });
+    expect(err?.message).toContain('node "node-1" is on the join service\'s deny list');
+    expect(s.kms.calls.length).toBe(kmsCalls);
+  });
+
   it('issues to a node that is not on the list, and names it for the audit', async () => {
     const s = withDenyList(['node-2'], ['00000000-0000-4000-8000-000000000000']);
     expect(await s.join()).toBeUndefined();
