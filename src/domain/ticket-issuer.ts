@@ -207,6 +207,13 @@ export interface TicketContext {
 
 const KNOWN_ROLES: ReadonlySet<string> = new Set(['ControlPlane', 'Worker']);
 
+/** Who a disk binding names as its owner, and the by-name owner a binding made before IDs may name. */
+interface Owner {
+  owner: string;
+  /** `instance/<name>` when `owner` is an instance ID: bindings recorded by name still match. */
+  legacyOwner?: string;
+}
+
 /** Issues join and rejoin tickets. */
 export class TicketIssuer {
   readonly #deps: TicketIssuerDeps;
@@ -260,8 +267,8 @@ export class TicketIssuer {
     }
     ctx.onNodeName?.(nodeName);
     this.#checkDenyList(op, { nodeName, diskUuid: req.diskUuid });
-    const { owner, ipAddresses } = await this.#checkCaller(op, ctx, req, nodeName, csr);
-    await this.#bindDisk(op, { diskUuid: req.diskUuid.toLowerCase(), nodeName, owner });
+    const { ipAddresses, ...owner } = await this.#checkCaller(op, ctx, req, nodeName, csr);
+    await this.#bindDisk(op, { diskUuid: req.diskUuid.toLowerCase(), nodeName, ...owner });
 
     const step = async <T>(name: string, fn: () => Promise<T>): Promise<T> => {
       if (ctx.signal?.aborted)
@@ -371,9 +378,27 @@ export class TicketIssuer {
     return { ip, instance, name };
   }
 
-  /** The owner string a disk binding records for a resolved caller. */
-  static #ownerOf(caller: { ip: string | undefined; name?: string }, peer: string): string {
-    return caller.name !== undefined ? `instance/${caller.name}` : `address/${caller.ip ?? peer}`;
+  /**
+   * The owner string a disk binding records for a resolved caller: the cloud's immutable instance
+   * ID where it has one (`instance-id/<id>`), else the folded instance name (`instance/<name>`),
+   * else the address (`address/<ip>`, without a PeerIdentity).
+   */
+  static #ownerOf(
+    caller: { ip: string | undefined; instance?: PeerInstance; name?: string },
+    peer: string,
+  ): Owner {
+    const byName = caller.name !== undefined ? `instance/${caller.name}` : `address/${caller.ip ?? peer}`;
+    const id = caller.instance?.instanceId;
+    if (id !== undefined && id !== '') return { owner: `instance-id/${id}`, legacyOwner: byName };
+    return { owner: byName };
+  }
+
+  /**
+   * Whether the binding in force belongs to the caller: the same owner, or a binding recorded by
+   * name before instance IDs were recorded (`instance/<name>`) for the caller's folded name.
+   */
+  static #ownedBy(inForce: DiskBinding, binding: DiskBinding & Owner): boolean {
+    return inForce.owner === binding.owner || inForce.owner === binding.legacyOwner;
   }
 
   /**
@@ -381,14 +406,15 @@ export class TicketIssuer {
    * ({@link DiskBoundError}); resolves with the binding in force (the caller's). Fails closed: when
    * the record cannot be consulted nothing is issued.
    */
-  async #bindDisk(op: string, binding: DiskBinding): Promise<DiskBinding> {
+  async #bindDisk(op: string, request: DiskBinding & Owner): Promise<DiskBinding> {
+    const { legacyOwner: _, ...binding } = request;
     let inForce: DiskBinding;
     try {
       inForce = await this.#deps.diskBindings.bind(binding);
     } catch (err) {
       throw dependencyError(`${op}: recording which node disk ${binding.diskUuid} belongs to`, err);
     }
-    if (inForce.owner === binding.owner) return inForce;
+    if (TicketIssuer.#ownedBy(inForce, request)) return inForce;
     this.#deps.logger.warn('Refused a state disk bound to another node', {
       diskUuid: binding.diskUuid,
       boundTo: inForce.nodeName,
@@ -411,7 +437,7 @@ export class TicketIssuer {
     req: JoinTicketRequest,
     nodeName: string,
     csr: CsrInfo,
-  ): Promise<{ owner: string; ipAddresses: string[] }> {
+  ): Promise<Owner & { ipAddresses: string[] }> {
     const caller = await this.#resolveCaller(op, ctx);
     const { ip, instance } = caller;
     if (instance === undefined) {
@@ -421,7 +447,7 @@ export class TicketIssuer {
         ip === undefined ? [] : [ip],
         `the caller's address ${ip ?? ctx.peer}`,
       );
-      return { owner: TicketIssuer.#ownerOf(caller, ctx.peer), ipAddresses };
+      return { ...TicketIssuer.#ownerOf(caller, ctx.peer), ipAddresses };
     }
     const denied = (why: string) =>
       new ConfbootError('permission-denied', `${op}: ${why}`, { recoverable: false });
@@ -439,7 +465,7 @@ export class TicketIssuer {
           : `node ${JSON.stringify(resolvedName)} is a control plane and may not join as a worker`,
       );
     }
-    return { owner: TicketIssuer.#ownerOf(caller, ctx.peer), ipAddresses };
+    return { ...TicketIssuer.#ownerOf(caller, ctx.peer), ipAddresses };
   }
 
   /**
@@ -470,7 +496,7 @@ export class TicketIssuer {
     const bound = await this.#bindDisk(op, {
       diskUuid: req.diskUuid.toLowerCase(),
       nodeName: caller.name ?? caller.ip ?? ctx.peer,
-      owner: TicketIssuer.#ownerOf(caller, ctx.peer),
+      ...TicketIssuer.#ownerOf(caller, ctx.peer),
     });
     this.#checkDenyList(op, { nodeName: bound.nodeName });
     const [measurementSecret, stateDiskKey] = await Promise.all([

@@ -770,6 +770,36 @@ describe('TicketIssuer: state disks are bound to the node that first asked for t
     expect(isDiskBoundError(err)).toBe(true);
   });
 
+  it("records the cloud's immutable instance ID: two instances whose names fold alike do not share a disk", async () => {
+    // Node_1 and node-1 fold to the same node name; the cloud tells them apart by instance ID.
+    const first = { ...NODE_1, name: 'Node_1', instanceId: '1234567890123' };
+    const second = { ...NODE_1, ips: ['192.0.2.6'], instanceId: '9876543210987' };
+    const s = withIdentity({ '192.0.2.5': first, '192.0.2.6': second });
+    await s.issuer().issueRejoinTicket({ diskUuid: UUID }, { peer: PEER });
+    expect(s.diskBindings.records.get(UUID)).toEqual({
+      diskUuid: UUID,
+      nodeName: 'node-1',
+      owner: 'instance-id/1234567890123',
+    });
+    const kmsBefore = s.kms.calls.length;
+    const err = await s
+      .issuer()
+      .issueRejoinTicket({ diskUuid: UUID }, { peer: PEER_2 })
+      .catch((e: unknown) => e);
+    expect(isDiskBoundError(err)).toBe(true);
+    expect(s.kms.calls.length).toBe(kmsBefore);
+    // The instance the disk is bound to still gets it.
+    await s.issuer().issueRejoinTicket({ diskUuid: UUID }, { peer: PEER });
+  });
+
+  it('a binding recorded by name before IDs were recorded still matches the instance of that name', async () => {
+    const s = withIdentity({ '192.0.2.5': { ...NODE_1, instanceId: 'i-0abc' } });
+    s.diskBindings.records.set(UUID, { diskUuid: UUID, nodeName: 'node-1', owner: 'instance/node-1' });
+    const ticket = await s.issuer().issueRejoinTicket({ diskUuid: UUID }, { peer: PEER });
+    expect(ticket.stateDiskKey.length).toBeGreaterThan(0);
+    expect(s.diskBindings.records.get(UUID)?.owner).toBe('instance/node-1');
+  });
+
   it('fails closed when the record cannot be read: unavailable, nothing issued (join and rejoin)', async () => {
     const s = withIdentity({ '192.0.2.5': NODE_1 });
     s.diskBindings.err = new ConfbootError('unavailable', 'Kubernetes API unreachable');

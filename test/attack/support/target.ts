@@ -205,7 +205,12 @@ export async function startTarget(options: TargetOptions = {}): Promise<Target> 
 
     const metadata = new FakeMetadataAPI({
       self: { name: CONTROL_PLANE_0.name, role: CONTROL_PLANE_0.role, vpcIp: CONTROL_PLANE_0.ip },
-      peers: (options.instances ?? [DEFAULT_NODE]).map((i) => ({ name: i.name, role: i.role, vpcIp: i.ip })),
+      peers: (options.instances ?? [DEFAULT_NODE]).map((i) => ({
+        name: i.name,
+        role: i.role,
+        vpcIp: i.ip,
+        ...(i.instanceId !== undefined ? { instanceId: i.instanceId } : {}),
+      })),
       foreign: [],
       uid: 'attack',
     });
