@@ -118,13 +118,24 @@ export function discoveryHashFromKubeconfig(kubeconfig: string, source = 'kubeco
   if (typeof caData !== 'string' || caData === '')
     throw fail(`cluster "${clusterName}" has no certificate-authority-data`);
   const pem = Buffer.from(caData, 'base64').toString('utf8');
+  return discoveryHashFromCaCert(pem, `${source}, certificate-authority-data of cluster "${clusterName}"`);
+}
+
+/**
+ * The kubeadm discovery pin of the first certificate in a PEM text (the cluster CA, e.g.
+ * `/etc/kubernetes/pki/ca.crt`): `sha256:` + hex SHA-256 of its SubjectPublicKeyInfo.
+ * @throws ConfbootError `failed-precondition` when it holds no parsable PEM certificate.
+ */
+export function discoveryHashFromCaCert(pem: string, source = 'CA certificate'): string {
+  const fail = (why: string, cause?: unknown) =>
+    new ConfbootError('failed-precondition', `computing discovery CA hash from ${source}: ${why}`, { cause });
   const first = /-----BEGIN CERTIFICATE-----[\s\S]+?-----END CERTIFICATE-----/.exec(pem)?.[0];
-  if (!first) throw fail(`certificate-authority-data of cluster "${clusterName}" holds no PEM certificate`);
+  if (!first) throw fail('holds no PEM certificate');
   let cert: X509Certificate;
   try {
     cert = new X509Certificate(first);
   } catch (err) {
-    throw fail(`parsing the CA certificate of cluster "${clusterName}": ${(err as Error).message}`, err);
+    throw fail(`parsing the CA certificate: ${(err as Error).message}`, err);
   }
   const spki = cert.publicKey.export({ type: 'spki', format: 'der' });
   return `sha256:${createHash('sha256').update(spki).digest('hex')}`;
@@ -189,7 +200,15 @@ export interface KubeBootstrapTokensOptions {
   kubeConfig: KubeConfig;
   /** Source of "now" for token expiration. */
   clock: Clock;
-  /** admin.conf with the cluster CA; default `/etc/kubernetes/admin.conf`. */
+  /**
+   * The cluster CA certificate the discovery hash pins (kubeadm's `pki/ca.crt`). Preferred: it is
+   * public, unlike admin.conf (a cluster-admin credential).
+   */
+  caCertPath?: string;
+  /**
+   * admin.conf with the cluster CA, read only when {@link caCertPath} is not given; default
+   * `/etc/kubernetes/admin.conf`.
+   */
   adminConfPath?: string;
   /** Per-request timeout; default 10 s. */
   requestTimeoutInMs?: number;
@@ -254,12 +273,16 @@ export class KubeBootstrapTokens implements BootstrapTokens {
     }
   }
 
-  /** The last admin.conf content read and its discovery hash. */
+  /** The last CA certificate or admin.conf content read and its discovery hash. */
   private lastDiscoveryHash: { text: string; hash: string } | undefined;
 
-  /** The discovery pin of the cluster CA in admin.conf's current context. */
+  /**
+   * The discovery pin of the cluster CA: of the CA certificate file when configured, else of the CA
+   * in admin.conf's current context.
+   */
   async discoveryCaCertHash(): Promise<string> {
-    const path = this.options.adminConfPath ?? '/etc/kubernetes/admin.conf';
+    const caCert = this.options.caCertPath;
+    const path = caCert ?? this.options.adminConfPath ?? '/etc/kubernetes/admin.conf';
     let text: string;
     try {
       text = await readFile(path, 'utf8');
@@ -270,9 +293,15 @@ export class KubeBootstrapTokens implements BootstrapTokens {
         { cause: err },
       );
     }
-    // admin.conf rarely changes: the hash of the last content read is reused while it is the same.
+    // The file rarely changes: the hash of the last content read is reused while it is the same.
     if (this.lastDiscoveryHash?.text !== text)
-      this.lastDiscoveryHash = { text, hash: discoveryHashFromKubeconfig(text, path) };
+      this.lastDiscoveryHash = {
+        text,
+        hash:
+          caCert !== undefined
+            ? discoveryHashFromCaCert(text, path)
+            : discoveryHashFromKubeconfig(text, path),
+      };
     return this.lastDiscoveryHash.hash;
   }
 }

@@ -25,7 +25,6 @@ import { messageOf } from '../../ports/errors.js';
 import type { Logger } from '../../ports/logger.js';
 import { PRODUCTION_VARIANTS, type Variant } from '../../ports/variant.js';
 import {
-  ADMIN_CONF_PATH,
   JOIN_SERVICE_HTTP_PORT,
   JOIN_SERVICE_MEMORY_BUDGET_MIB,
   JOIN_SERVICE_MEMORY_HEADROOM_MIB,
@@ -146,8 +145,8 @@ export const joinServiceCommand: CommandSpec = {
     'admin-conf': {
       type: 'string',
       valueName: 'F',
-      default: ADMIN_CONF_PATH,
-      description: 'admin.conf with the cluster CA (discovery hash)',
+      description:
+        'read the discovery CA hash from this admin.conf instead of <pki-dir>/ca.crt (older deployments; admin.conf is a cluster-admin credential)',
     },
     'pki-dir': {
       type: 'string',
@@ -362,7 +361,8 @@ export interface JoinServiceFlags {
   httpListen: ListenAddress;
   grpcHealthListen: ListenAddress | undefined;
   kubeconfigPath: string | undefined;
-  adminConfPath: string;
+  /** `--admin-conf`: only when given (default: the hash of `<pki-dir>/ca.crt`). */
+  adminConfPath: string | undefined;
   pkiDir: string;
   apiServerEndpoint: string | undefined;
   metadataUrl: string | undefined;
@@ -443,7 +443,7 @@ export function parseJoinServiceFlags(
     httpListen: parseHostPort('http-listen', str('http-listen') as string),
     grpcHealthListen: grpcHealth === undefined ? undefined : parseHostPort('grpc-health-listen', grpcHealth),
     kubeconfigPath: str('kubeconfig'),
-    adminConfPath: str('admin-conf') as string,
+    adminConfPath: str('admin-conf'),
     pkiDir: str('pki-dir') as string,
     apiServerEndpoint,
     metadataUrl: str('metadata-url'),
@@ -525,7 +525,7 @@ export async function runJoinService(argv: string[], options: JoinServiceRunOpti
     keyServiceEndpoint: flags.keyServiceEndpoint,
     listen: flags.listen,
     httpListen: flags.httpListen,
-    adminConfPath: flags.adminConfPath,
+    ...(flags.adminConfPath !== undefined ? { adminConfPath: flags.adminConfPath } : {}),
     pkiDir: flags.pkiDir,
     logger,
     signal: options.signal,

@@ -9,6 +9,7 @@
  */
 
 import { readFile } from 'node:fs/promises';
+import { join } from 'node:path';
 import type { TdxCollateralSource } from '../../adapters/attestation/snp-tdx-config.js';
 import { UpdatableValidator } from '../../adapters/attestation/updatable/updatable-validator.js';
 import { MetadataPeerIdentity } from '../../adapters/identity/metadata-peer-identity.js';
@@ -30,7 +31,7 @@ export type { VariantLookupSettings, VariantLookups } from '../attestation/valid
 
 import { JoinServiceMetrics } from '../../adapters/ops/metrics.js';
 import { buildValidator, createAmdCertCache } from '../attestation/validators.js';
-import { ADMIN_CONF_PATH, KUBERNETES_PORT, PKI_DIR } from '../defaults.js';
+import { KUBERNETES_PORT, PKI_DIR } from '../defaults.js';
 import { cloudMetadataApi, isVariant, variantEntry, variantNames } from '../registry/index.js';
 import { checkEnforcesMeasurements } from './policy.js';
 import {
@@ -134,7 +135,10 @@ export interface ProductionJoinServiceConfig {
   grpcHealthListen?: ListenAddress;
   /** kubeconfig file; default the in-cluster service account. */
   kubeconfigPath?: string;
-  /** admin.conf for the discovery CA hash; default `/etc/kubernetes/admin.conf`. */
+  /**
+   * admin.conf to compute the discovery CA hash from, for deployments that mount it; default: the
+   * CA certificate `<pkiDir>/ca.crt` (the service then needs no cluster-admin credential).
+   */
   adminConfPath?: string;
   /** Cluster pki directory; default `/etc/kubernetes/pki`. */
   pkiDir?: string;
@@ -216,7 +220,10 @@ export interface LazyKubernetes {
  * client right after; a request arriving meanwhile waits for it.
  */
 export function lazyKubernetes(
-  options: { kubeconfigPath?: string | undefined; adminConfPath: string },
+  options: { kubeconfigPath?: string | undefined } & (
+    | { caCertPath: string; adminConfPath?: undefined }
+    | { adminConfPath: string; caCertPath?: undefined }
+  ),
   clock: Clock,
   logger: Logger,
 ): LazyKubernetes {
@@ -231,7 +238,9 @@ export function lazyKubernetes(
         tokens: new k8s.KubeBootstrapTokens({
           kubeConfig,
           clock,
-          adminConfPath: options.adminConfPath,
+          ...(options.caCertPath !== undefined
+            ? { caCertPath: options.caCertPath }
+            : { adminConfPath: options.adminConfPath }),
           logger,
         }),
         facts: new k8s.KubeClusterFacts({ kubeConfig, clock, logger }),
@@ -314,7 +323,9 @@ export async function startProductionJoinService(
     ...(config.keyServiceTls ? { tls: config.keyServiceTls } : {}),
   });
   const kube = lazyKubernetes(
-    { kubeconfigPath: config.kubeconfigPath, adminConfPath: config.adminConfPath ?? ADMIN_CONF_PATH },
+    config.adminConfPath !== undefined
+      ? { kubeconfigPath: config.kubeconfigPath, adminConfPath: config.adminConfPath }
+      : { kubeconfigPath: config.kubeconfigPath, caCertPath: join(config.pkiDir ?? PKI_DIR, 'ca.crt') },
     clock,
     logger,
   );

@@ -12,6 +12,7 @@ import * as x509 from '@peculiar/x509';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { stringify } from 'yaml';
 import {
+  discoveryHashFromCaCert,
   discoveryHashFromKubeconfig,
   generateBootstrapToken,
   KubeBootstrapTokens,
@@ -276,6 +277,26 @@ describe('discovery CA hash from admin.conf', () => {
       adminConfPath: path,
     });
     expect(await tokens.discoveryCaCertHash()).toBe(`sha256:${ecSpkiHash}`);
+  });
+
+  it('pins the CA certificate file (pki/ca.crt) when given one, without reading admin.conf', async () => {
+    const dir = tmp();
+    const caCertPath = join(dir, 'ca.crt');
+    writeFileSync(caCertPath, ecCaPem);
+    // A kubeconfig for the API client whose CA is NOT the one pinned: the hash comes from ca.crt.
+    const kubeconfig = join(dir, 'kubeconfig');
+    writeFileSync(kubeconfig, adminConf({ current: 'other' }));
+    const tokens = new KubeBootstrapTokens({
+      kubeConfig: loadKubeConfig(kubeconfig),
+      clock: new FakeClock(start),
+      caCertPath,
+      adminConfPath: join(dir, 'no-such-admin.conf'),
+    });
+    expect(await tokens.discoveryCaCertHash()).toBe(`sha256:${ecSpkiHash}`);
+    expect(discoveryHashFromCaCert(rsaCaPem + ecCaPem)).toBe(`sha256:${rsaSpkiHash}`);
+    expect(() => discoveryHashFromCaCert('no certificate', 'ca.crt')).toThrow(
+      'computing discovery CA hash from ca.crt: holds no PEM certificate',
+    );
   });
 
   it('follows the current context (RSA key)', () => {

@@ -16,6 +16,7 @@ import { parseDenyList } from '../../../src/adapters/fs/file-deny-list.js';
 import { GrpcJoinTicketClient } from '../../../src/adapters/grpc/join-client.js';
 import { HkdfKms } from '../../../src/adapters/kms/hkdf-kms.js';
 import { startKeyServiceServer } from '../../../src/adapters/kms/key-service-server.js';
+import { discoveryHashFromCaCert } from '../../../src/adapters/kubernetes/api.js';
 import { silentLogger } from '../../../src/adapters/log/pino-logger.js';
 import { X509CsrFactory } from '../../../src/adapters/pki/x509-csr-factory.js';
 import {
@@ -357,7 +358,8 @@ describe('confboot join-service (production wiring; simulated Kubernetes API ser
           `--deny-list=${join(dir, 'denylist', 'denylist.json')}`,
           `--kubeconfig=${join(dir, 'kubeconfig')}`,
         ],
-        ...[`--admin-conf=${join(dir, 'admin.conf')}`, `--pki-dir=${join(dir, 'pki')}`],
+        // No --admin-conf (as deployed): the discovery hash is read from <pki-dir>/ca.crt.
+        `--pki-dir=${join(dir, 'pki')}`,
         ...['--api-server-endpoint=10.0.0.1:6443', '--listen=127.0.0.1:0', '--http-listen=127.0.0.1:0'],
         `--metadata-url=http://127.0.0.1:${metadataServer.port}`,
       ],
@@ -394,6 +396,9 @@ describe('confboot join-service (production wiring; simulated Kubernetes API ser
     };
     const ticket = await node.issueJoinTicket(`127.0.0.1:${grpcPort}`, request, { timeoutInMs: 10_000 });
     expect(Buffer.from(ticket.measurementSalt).equals(salt)).toBe(true);
+    expect(ticket.discoveryTokenCaCertHash).toBe(
+      discoveryHashFromCaCert(readFileSync(join(dir, 'pki', 'ca.crt'), 'utf8')),
+    );
     expect(ticket.kubernetesComponents).toEqual([
       { url: 'https://example.com/kubelet', hash: 'sha256:aa', installPath: '/k', extract: false },
     ]);
