@@ -2,7 +2,8 @@
  * The join service's view of the Kubernetes API (docs/upstream.md, "Join service") on
  * @kubernetes/client-node 1.3: bootstrap tokens as kubeadm stores them, the discovery CA hash from
  * admin.conf, the components list behind the NodeVersion resource, JoiningNode records, and
- * confboot's DiskBinding records (which node a state disk belongs to).
+ * confboot's DiskBinding records (which node a state disk belongs to); and, for `confboot init`'s
+ * first control plane, the removal of kubeadm's auto-approval of bootstrap-token node certificates.
  * Errors say which object failed; an unreachable or failing API server is `unavailable`.
  */
 import { createHash, randomInt, X509Certificate } from 'node:crypto';
@@ -13,6 +14,7 @@ import {
   CustomObjectsApi,
   KubeConfig,
   PatchStrategy,
+  RbacAuthorizationV1Api,
   setHeaderOptions,
 } from '@kubernetes/client-node';
 import { parse as parseYaml } from 'yaml';
@@ -193,6 +195,41 @@ async function call<T>(operation: string, timeoutMs: number, fn: () => Promise<T
   } finally {
     clearTimeout(timer);
   }
+}
+
+/**
+ * kubeadm's ClusterRoleBinding that lets the CSR approver auto-approve node client certificates
+ * requested with a bootstrap token of `system:bootstrappers:kubeadm:default-node-token` (kubeadm's
+ * `bootstrap-token` phase creates it). confboot signs kubelet certificates itself after its own
+ * name checks, so this binding would only be a way around them.
+ */
+export const NODE_AUTOAPPROVE_BOOTSTRAP_BINDING = 'kubeadm:node-autoapprove-bootstrap';
+
+/**
+ * Deletes {@link NODE_AUTOAPPROVE_BOOTSTRAP_BINDING}; resolves `absent` when it does not exist
+ * (already removed: idempotent). The rest of kubeadm's bootstrap-token setup (cluster-info, posting
+ * CSRs, certificate rotation of existing nodes) stays. Rejects like every call here (`unavailable`
+ * for an unreachable API server).
+ */
+export async function removeBootstrapTokenAutoApproval(
+  kubeConfig: KubeConfig,
+  options: { requestTimeoutInMs?: number; logger?: Logger } = {},
+): Promise<'removed' | 'absent'> {
+  const rbac = kubeConfig.makeApiClient(RbacAuthorizationV1Api);
+  const operation = `deleting ClusterRoleBinding ${NODE_AUTOAPPROVE_BOOTSTRAP_BINDING}`;
+  try {
+    await call(operation, options.requestTimeoutInMs ?? DEFAULT_KUBE_REQUEST_TIMEOUT_MS, () =>
+      rbac.deleteClusterRoleBinding({ name: NODE_AUTOAPPROVE_BOOTSTRAP_BINDING }),
+    );
+  } catch (err) {
+    if (err instanceof ConfbootError && err.cause instanceof ApiException && err.cause.code === 404)
+      return 'absent';
+    throw err;
+  }
+  options.logger?.info("Removed kubeadm's auto-approval of bootstrap-token node certificates", {
+    clusterRoleBinding: NODE_AUTOAPPROVE_BOOTSTRAP_BINDING,
+  });
+  return 'removed';
 }
 
 /** Options of {@link KubeBootstrapTokens}. */

@@ -19,6 +19,8 @@ import {
   KubeClusterFacts,
   KubeDiskBindings,
   loadKubeConfig,
+  NODE_AUTOAPPROVE_BOOTSTRAP_BINDING,
+  removeBootstrapTokenAutoApproval,
 } from '../../../src/adapters/kubernetes/api.js';
 import { ConfbootError } from '../../../src/ports/errors.js';
 import { normalizeNodeName } from '../../../src/ports/kubernetes-node.js';
@@ -341,6 +343,33 @@ describe('discovery CA hash from admin.conf', () => {
     const err = await rejectionOf(tokens.discoveryCaCertHash());
     expect(err.code).toBe('failed-precondition');
     expect(err.message).toBe(`computing discovery CA hash: reading ${missing}: ENOENT`);
+  });
+});
+
+describe("removeBootstrapTokenAutoApproval against a simulated Kubernetes API (kubeadm's node auto-approval)", () => {
+  it('deletes kubeadm:node-autoapprove-bootstrap, and answers absent once it is gone', async () => {
+    const { api, kubeconfigPath } = await startApi();
+    api.clusterRoleBindings.set(NODE_AUTOAPPROVE_BOOTSTRAP_BINDING, {
+      roleRef: { name: 'system:certificates.k8s.io:certificatesigningrequests:nodeclient' },
+      subjects: [{ kind: 'Group', name: 'system:bootstrappers:kubeadm:default-node-token' }],
+    });
+    api.clusterRoleBindings.set('kubeadm:kubelet-bootstrap', {
+      roleRef: { name: 'system:node-bootstrapper' },
+    });
+    const kc = loadKubeConfig(kubeconfigPath);
+    expect(await removeBootstrapTokenAutoApproval(kc)).toBe('removed');
+    // Only the auto-approval goes: bootstrap tokens may still post CSRs (kubeadm join needs that).
+    expect([...api.clusterRoleBindings.keys()]).toEqual(['kubeadm:kubelet-bootstrap']);
+    expect(await removeBootstrapTokenAutoApproval(kc)).toBe('absent');
+    expect(api.violations).toEqual([]);
+  });
+
+  it('rejects when the API server fails (unavailable), so init does not report success', async () => {
+    const { api, kubeconfigPath } = await startApi();
+    api.failNext.push({ status: 503 });
+    const err = await rejectionOf(removeBootstrapTokenAutoApproval(loadKubeConfig(kubeconfigPath)));
+    expect(err.code).toBe('unavailable');
+    expect(err.message).toContain('deleting ClusterRoleBinding kubeadm:node-autoapprove-bootstrap');
   });
 });
 
