@@ -21,6 +21,7 @@ import { keyServiceCommand } from '../../src/app/cli/key-service.js';
 import { runManifests } from '../../src/app/cli/manifests.js';
 import * as d from '../../src/app/defaults.js';
 import {
+  AK_REGISTRY_PATH,
   DEFAULT_IMAGE,
   deployTargets,
   JOIN_SERVICE_MEMORY_MIB,
@@ -212,15 +213,35 @@ describe.each(targets)('manifests for $cloud / $variant', (target) => {
       ...CONTROL_PLANE_FILE_NAMES.map((f) => `${d.PKI_DIR}/${f}`),
     ];
     if (jargs['azure-ak-roots'] !== undefined) files.push(jargs['azure-ak-roots']);
+    if (jargs['qemu-ak-registry'] !== undefined) files.push(jargs['qemu-ak-registry']);
     for (const p of files) expect(covered(p), p).toBe(true);
     // Files under the projected config volume are keys of the join config.
     const cfg = find('ConfigMap', 'join-config');
     for (const p of files.filter(
-      (f) => f.startsWith(`${d.SERVICE_BASE_PATH}/`) && !f.includes('/denylist/'),
+      (f) =>
+        f.startsWith(`${d.SERVICE_BASE_PATH}/`) && !f.includes('/denylist/') && !f.includes('/ak-registry/'),
     )) {
       const key = p.slice(d.SERVICE_BASE_PATH.length + 1);
       expect({ ...cfg.data, ...cfg.binaryData }, p).toHaveProperty([key]);
     }
+  });
+
+  it('never trusts an attestation key as carried: qemu-vtpm checks the registered AKs (empty: nobody yet)', () => {
+    expect(jargs['trust-ak-as-carried']).toBeUndefined();
+    expect(parseJoinServiceFlags(jc.args.slice(1))?.trustAkAsCarried).toBe(false);
+    if (target.variant !== 'qemu-vtpm') {
+      expect(jargs['qemu-ak-registry']).toBeUndefined();
+      return;
+    }
+    expect(jargs['qemu-ak-registry']).toBe(AK_REGISTRY_PATH);
+    const registry = find('ConfigMap', 'join-ak-registry');
+    expect(JSON.parse(registry.data['ak-registry.json'])).toEqual({});
+    // The deepest mount holding the file (it sits inside the config mount).
+    const mount = jc.volumeMounts
+      .filter((m: Obj) => AK_REGISTRY_PATH.startsWith(`${m.mountPath}/`))
+      .sort((a: Obj, b: Obj) => b.mountPath.length - a.mountPath.length)[0];
+    const volume = ds.spec.template.spec.volumes.find((v: Obj) => v.name === mount?.name);
+    expect(volume?.configMap?.name).toBe('join-ak-registry');
   });
 
   it('mounts only the pki files it reads, never admin.conf or /etc/kubernetes, readable by the user it runs as', () => {

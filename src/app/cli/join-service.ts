@@ -187,6 +187,11 @@ export const joinServiceCommand: CommandSpec = {
       description:
         'qemu-vtpm: JSON file {"<name>": {"ip": "<address>", "attestationKeyPublic": "<base64 TPMT_PUBLIC>"}} (the metadata server\'s --identities file), re-read per join; a caller is accepted only with the AK registered for its source address',
     },
+    'trust-ak-as-carried': {
+      type: 'boolean',
+      description:
+        'qemu-vtpm without --qemu-ak-registry: trust whatever attestation key a document carries (refused otherwise; a software TPM extended to the expected values then passes; logged at error level)',
+    },
     'amd-kds-url': {
       type: 'string',
       valueName: 'URL',
@@ -382,6 +387,8 @@ export interface JoinServiceFlags {
   shutdownGraceMs: number;
   /** `--allow-unenforced-measurements`. */
   allowUnenforcedMeasurements: boolean;
+  /** `--trust-ak-as-carried`. */
+  trustAkAsCarried: boolean;
   /** Attested TLS phase deadlines (ms) and the ATTESTATION frame's bytes-per-second floor. */
   atlsDeadlines: AtlsDeadlines;
   maxUnattestedPerSource: number;
@@ -459,6 +466,7 @@ export function parseJoinServiceFlags(
     memoryBudgetMib: parseMemoryBudget(str('memory-budget-mib') as string),
     shutdownGraceMs: parseCount('shutdown-grace', str('shutdown-grace') as string),
     allowUnenforcedMeasurements: v['allow-unenforced-measurements'] === true,
+    trustAkAsCarried: v['trust-ak-as-carried'] === true,
     atlsDeadlines: {
       clientHelloMs: parsePositive('client-hello-timeout', str('client-hello-timeout') as string),
       tlsHandshakeMs: parsePositive('tls-handshake-timeout', str('tls-handshake-timeout') as string),
@@ -530,6 +538,7 @@ export async function runJoinService(argv: string[], options: JoinServiceRunOpti
     logger,
     signal: options.signal,
     allowUnenforcedMeasurements: flags.allowUnenforcedMeasurements,
+    trustAkAsCarried: flags.trustAkAsCarried,
     limits: {
       ratePerSecond: flags.ratePerSecond,
       maxConcurrent: flags.maxConcurrent,

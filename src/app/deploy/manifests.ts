@@ -91,6 +91,14 @@ export const KEY_SERVICE_CLIENT_TLS_DIR = '/etc/confboot/key-service-client';
 const IMAGE_UID = 65532;
 /** Secret files readable by owner and group (the pod's fsGroup) only. */
 const SECRET_FILE_MODE = 0o440;
+/** Where the join service reads qemu-vtpm's registered attestation keys (ConfigMap join-ak-registry). */
+export const AK_REGISTRY_PATH = `${SERVICE_BASE_PATH}/ak-registry/ak-registry.json`;
+/**
+ * Variants whose documents carry an attestation key nothing vouches for: the join service gets the
+ * registry of the keys the operator registered (`--qemu-ak-registry`) instead of trusting the AK as
+ * carried.
+ */
+const AK_REGISTRY_VARIANTS: ReadonlySet<Variant> = new Set<Variant>(['qemu-vtpm']);
 /** Where the join service's init container sees the host's kubeadm pki directory. */
 const HOST_PKI_MOUNT = '/host-pki';
 
@@ -334,6 +342,14 @@ export function renderObjects(options: RenderOptions): RenderedObject[] {
     // 32 random bytes chosen at `confboot init`; zero placeholder here.
     binaryData: { measurementSalt: Buffer.alloc(32).toString('base64') },
   };
+  const akRegistry: V1ConfigMap | undefined = AK_REGISTRY_VARIANTS.has(variant)
+    ? {
+        apiVersion: 'v1',
+        kind: 'ConfigMap',
+        metadata: meta('join-ak-registry'),
+        data: { 'ak-registry.json': '{}\n' },
+      }
+    : undefined;
   const denyList: V1ConfigMap = {
     apiVersion: 'v1',
     kind: 'ConfigMap',
@@ -351,6 +367,7 @@ export function renderObjects(options: RenderOptions): RenderedObject[] {
       `--attestation-config=${ATTESTATION_CONFIG_PATH}`,
       `--measurement-salt-file=${MEASUREMENT_SALT_PATH}`,
       `--deny-list=${DENY_LIST_PATH}`,
+      ...(akRegistry ? [`--qemu-ak-registry=${AK_REGISTRY_PATH}`] : []),
       `--key-service-endpoint=${KEY_SERVICE_ENDPOINT}`,
       `--listen=0.0.0.0:${JOIN_SERVICE_PORT}`,
       `--http-listen=0.0.0.0:${JOIN_SERVICE_HTTP_PORT}`,
@@ -395,6 +412,15 @@ export function renderObjects(options: RenderOptions): RenderedObject[] {
         mountPath: DENY_LIST_PATH.slice(0, DENY_LIST_PATH.lastIndexOf('/')),
         readOnly: true,
       },
+      ...(akRegistry
+        ? [
+            {
+              name: 'ak-registry',
+              mountPath: AK_REGISTRY_PATH.slice(0, AK_REGISTRY_PATH.lastIndexOf('/')),
+              readOnly: true,
+            },
+          ]
+        : []),
       // The pki files the init container copied; the discovery CA hash is read from ca.crt.
       { name: 'pki', mountPath: PKI_DIR, readOnly: true },
       ...(mtls
@@ -445,6 +471,7 @@ export function renderObjects(options: RenderOptions): RenderedObject[] {
           volumes: [
             { name: 'config', projected: { sources: [{ configMap: { name: 'join-config' } }] } },
             { name: 'denylist', configMap: { name: 'join-denylist' } },
+            ...(akRegistry ? [{ name: 'ak-registry', configMap: { name: 'join-ak-registry' } }] : []),
             { name: 'host-pki', hostPath: { path: PKI_DIR, type: 'Directory' } },
             // Memory-backed: the CA keys never reach a disk of the pod.
             { name: 'pki', emptyDir: { medium: 'Memory', sizeLimit: '1Mi' } },
@@ -616,6 +643,15 @@ export function renderObjects(options: RenderOptions): RenderedObject[] {
       object: joinConfig,
     },
     { comment: ' Node identities and disk UUIDs to refuse (hot-reloaded).', object: denyList },
+    ...(akRegistry
+      ? [
+          {
+            comment:
+              ' The attestation keys of the cluster\'s VMs (read on every join): {"<name>": {"ip": "<address>",\n "attestationKeyPublic": "<base64 TPMT_PUBLIC>"}}. Empty: every node is refused until its AK is\n registered; the join service never trusts an AK only because the document carries it.',
+            object: akRegistry,
+          },
+        ]
+      : []),
     {
       comment:
         ' Which node each state disk belongs to (docs/identity.md): one DiskBinding disk-<uuid> per disk,\n written by the join service. Without it every join fails closed (UNAVAILABLE).',

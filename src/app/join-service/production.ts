@@ -152,8 +152,13 @@ export interface ProductionJoinServiceConfig {
   cloudAuthTokenFile?: string;
   /** azure-trustedlaunch: PEM file with the trusted AK roots. */
   azureAkRootsPath?: string;
-  /** qemu-vtpm: registered attestation keys (`--qemu-ak-registry`); absent: the AK as carried. */
+  /**
+   * qemu-vtpm: registered attestation keys (`--qemu-ak-registry`); absent: the service refuses to
+   * start unless {@link trustAkAsCarried}.
+   */
   qemuAkRegistryPath?: string;
+  /** qemu-vtpm without a registry: trust the AK as carried (logged at error level). Default false. */
+  trustAkAsCarried?: boolean;
   /** SEV-SNP: AMD KDS or a mirror for VCEK/ASK fetches; default `https://kdsintf.amd.com`. */
   amdKdsUrl?: string;
   /** TDX: directory with Intel PCS collateral; absent: quote, QE report and PCK chain only. */
@@ -284,6 +289,10 @@ export async function startProductionJoinService(
     logger.warn(
       'SECURITY: --allow-unenforced-measurements is set: an attestation config whose measurements are all warnOnly will be accepted',
     );
+  if (config.variant === 'qemu-vtpm' && config.trustAkAsCarried === true && config.qemuAkRegistryPath === undefined)
+    logger.error(
+      'SECURITY: --trust-ak-as-carried is set: any attestation key a qemu-vtpm document carries is trusted, so a software TPM extended to the expected values passes attestation',
+    );
   const build = validatorBuilder(
     config.variant,
     await variantLookups(
@@ -291,6 +300,7 @@ export async function startProductionJoinService(
       {
         azureAkRootsPath: config.azureAkRootsPath,
         qemuAkRegistryPath: config.qemuAkRegistryPath,
+        trustAkAsCarried: config.trustAkAsCarried === true,
         amdKdsUrl: config.amdKdsUrl,
         tdxCollateralDir: config.tdxCollateralDir,
         tdxCollateral: config.tdxCollateral,
