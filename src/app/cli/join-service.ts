@@ -23,7 +23,7 @@ import type { GrpcKmsClientTls } from '../../adapters/kms/grpc-kms-client.js';
 import { createPinoLogger } from '../../adapters/log/pino-logger.js';
 import { messageOf } from '../../ports/errors.js';
 import type { Logger } from '../../ports/logger.js';
-import { PRODUCTION_VARIANTS, type Variant } from '../../ports/variant.js';
+import type { Variant } from '../../ports/variant.js';
 import {
   JOIN_SERVICE_HTTP_PORT,
   JOIN_SERVICE_MEMORY_BUDGET_MIB,

@@ -289,7 +289,11 @@ export async function startProductionJoinService(
     logger.warn(
       'SECURITY: --allow-unenforced-measurements is set: an attestation config whose measurements are all warnOnly will be accepted',
     );
-  if (config.variant === 'qemu-vtpm' && config.trustAkAsCarried === true && config.qemuAkRegistryPath === undefined)
+  if (
+    config.variant === 'qemu-vtpm' &&
+    config.trustAkAsCarried === true &&
+    config.qemuAkRegistryPath === undefined
+  )
     logger.error(
       'SECURITY: --trust-ak-as-carried is set: any attestation key a qemu-vtpm document carries is trusted, so a software TPM extended to the expected values passes attestation',
     );
