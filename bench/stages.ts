@@ -47,6 +47,7 @@ export async function benchStages(cluster: BenchCluster, iterations = 100): Prom
   if (key === undefined) throw new Error('no attestation key');
   const issuer = nodeIssuer(key, cluster.pcrs);
   const request = await joinRequest('bench-stages');
+  const benchIdentity = { nodeName: 'bench-stages', ipAddresses: ['127.0.0.1'] };
   const userData = new Uint8Array(32).fill(1);
   const nonce = new Uint8Array(32).fill(2);
   const document = await issuer.issue(userData, nonce);
@@ -88,7 +89,7 @@ export async function benchStages(cluster: BenchCluster, iterations = 100): Prom
       'CA signKubeletCsr (CSR already inspected; CA cached, re-checked with stat; sign)',
       'service, per ticket',
       1,
-      () => ca.signKubeletCsr(request.certificateRequest),
+      () => ca.signKubeletCsr(request.certificateRequest, benchIdentity),
     );
     await add('  import the CA key (only when ca.crt/ca.key change)', 'service, per ticket', 0, () =>
       importCaKey(caKeyPem),

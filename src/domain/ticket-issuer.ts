@@ -8,7 +8,9 @@
  * without one, the CSR's IP addresses must be the caller's own. It also binds each state disk to the
  * node that first asked for its key (DiskBindings port): another node asking with that disk UUID,
  * by join or rejoin, gets nothing, and nothing is issued when the record cannot be consulted. A
- * node or disk on the deny list (DenyList port) is refused as soon as the request names it.
+ * node or disk on the deny list (DenyList port) is refused as soon as the request names it; a
+ * rejoin, which names only its disk, also by the caller's instance name and the name the disk was
+ * bound under.
  * Errors carry precise kinds (the gRPC
  * edge maps them to InvalidArgument, PermissionDenied, Unavailable, FailedPrecondition, …) and never
  * contain secrets.
@@ -24,7 +26,7 @@ import type { KMS } from '../ports/kms.js';
 import {
   foldNodeName,
   KUBELET_CSR_CN_PREFIX,
-  KUBELET_CSR_ORGANIZATION,
+  kubeletSubjectProblem,
   normalizeNodeName,
 } from '../ports/kubernetes-node.js';
 import type { Logger } from '../ports/logger.js';
@@ -112,22 +114,20 @@ export function checkDiskUuid(uuid: string): void {
 }
 
 /**
- * Upstream's kubelet CSR checks on an inspected CSR: valid signature,
- * organization exactly `system:nodes`, common name `system:node:<name>`, no DNS names. Returns the
- * normalised node name; throws `invalid-argument` saying what to fix.
+ * Upstream's kubelet CSR checks on an inspected CSR, made strict: valid signature, a subject of
+ * exactly two single-valued RDNs `O=system:nodes` then `CN=system:node:<name>` (nothing else, so no
+ * reader can find another name in it), no DNS names. Returns the normalised node name; throws
+ * `invalid-argument` saying what to fix.
  */
 export function checkKubeletCsr(info: CsrInfo): string {
   const bad = (why: string) => new ConfbootError('invalid-argument', `kubelet CSR: ${why}`);
   if (!info.signatureValid) throw bad('signature does not verify');
-  if (info.organizations.length !== 1 || info.organizations[0] !== KUBELET_CSR_ORGANIZATION) {
-    throw bad(`organization must be exactly [${JSON.stringify(KUBELET_CSR_ORGANIZATION)}]`);
-  }
-  if (!info.commonName.startsWith(KUBELET_CSR_CN_PREFIX)) {
-    throw bad(`common name must start with ${JSON.stringify(KUBELET_CSR_CN_PREFIX)}`);
-  }
+  const problem = kubeletSubjectProblem(info.subject);
+  if (problem !== undefined) throw bad(problem);
   if (info.dnsNames.length > 0) throw bad('DNS names are not allowed (IP addresses only)');
+  const commonName = info.subject[1]?.[0]?.value ?? '';
   try {
-    return normalizeNodeName(info.commonName.slice(KUBELET_CSR_CN_PREFIX.length));
+    return normalizeNodeName(commonName.slice(KUBELET_CSR_CN_PREFIX.length));
   } catch (err) {
     throw bad(messageOf(err));
   }
@@ -135,15 +135,21 @@ export function checkKubeletCsr(info: CsrInfo): string {
 
 /**
  * Throws `invalid-argument` naming every CSR IP address that is not one of `allowed` (`whose`
- * describes the allowed set in the message).
+ * describes the allowed set in the message). Returns the requested addresses, canonical and without
+ * repeats: what the kubelet certificate may name.
  */
-function checkIps(op: string, requested: readonly string[], allowed: readonly string[], whose: string): void {
+function checkIps(
+  op: string,
+  requested: readonly string[],
+  allowed: readonly string[],
+  whose: string,
+): string[] {
   const ok = new Set(allowed.map((a) => canonicalIp(a)).filter((a) => a !== undefined));
   const extra = requested.filter((r) => {
     const c = canonicalIp(r);
     return c === undefined || !ok.has(c);
   });
-  if (extra.length === 0) return;
+  if (extra.length === 0) return [...new Set(requested.map((r) => canonicalIp(r) as string))];
   throw new ConfbootError(
     'invalid-argument',
     `${op}: checking CSR: kubelet CSR: IP addresses ${extra.join(', ')} are not addresses of ${whose} (allowed: ${allowed.length > 0 ? allowed.join(', ') : 'none'})`,
@@ -176,8 +182,9 @@ export interface TicketIssuerDeps {
   identity?: PeerIdentity;
   /**
    * Node identities never to issue a ticket to, checked once the request named the node (join: the
-   * kubelet CSR's node name and the disk UUID; rejoin: the disk UUID), before anything else is
-   * asked. Default: nobody is denied.
+   * kubelet CSR's node name and the disk UUID; rejoin: the disk UUID, the caller's resolved instance
+   * name, and the node name the disk was bound under), before any key is asked for. Default: nobody
+   * is denied.
    */
   denyList?: DenyList;
 }
@@ -199,6 +206,13 @@ export interface TicketContext {
 }
 
 const KNOWN_ROLES: ReadonlySet<string> = new Set(['ControlPlane', 'Worker']);
+
+/** Who a disk binding names as its owner, and the by-name owner a binding made before IDs may name. */
+interface Owner {
+  owner: string;
+  /** `instance/<name>` when `owner` is an instance ID: bindings recorded by name still match. */
+  legacyOwner?: string;
+}
 
 /** Issues join and rejoin tickets. */
 export class TicketIssuer {
@@ -253,8 +267,8 @@ export class TicketIssuer {
     }
     ctx.onNodeName?.(nodeName);
     this.#checkDenyList(op, { nodeName, diskUuid: req.diskUuid });
-    const owner = await this.#checkCaller(op, ctx, req, nodeName, csr);
-    await this.#bindDisk(op, { diskUuid: req.diskUuid.toLowerCase(), nodeName, owner });
+    const { ipAddresses, ...owner } = await this.#checkCaller(op, ctx, req, nodeName, csr);
+    await this.#bindDisk(op, { diskUuid: req.diskUuid.toLowerCase(), nodeName, ...owner });
 
     const step = async <T>(name: string, fn: () => Promise<T>): Promise<T> => {
       if (ctx.signal?.aborted)
@@ -287,7 +301,10 @@ export class TicketIssuer {
       step('reading Kubernetes components', () => facts.components()),
     ]);
     const [kubeletCert, controlPlaneFiles] = await Promise.all([
-      step('signing kubelet certificate', () => ca.signKubeletCsr(req.certificateRequest)),
+      // The certificate names what was checked (node name, addresses), nothing else of the CSR.
+      step('signing kubelet certificate', () =>
+        ca.signKubeletCsr(req.certificateRequest, { nodeName, ipAddresses }),
+      ),
       req.isControlPlane
         ? step('loading control-plane files', () => ca.controlPlaneFiles())
         : Promise.resolve<ControlPlaneFile[]>([]),
@@ -361,23 +378,43 @@ export class TicketIssuer {
     return { ip, instance, name };
   }
 
-  /** The owner string a disk binding records for a resolved caller. */
-  static #ownerOf(caller: { ip: string | undefined; name?: string }, peer: string): string {
-    return caller.name !== undefined ? `instance/${caller.name}` : `address/${caller.ip ?? peer}`;
+  /**
+   * The owner string a disk binding records for a resolved caller: the cloud's immutable instance
+   * ID where it has one (`instance-id/<id>`), else the folded instance name (`instance/<name>`),
+   * else the address (`address/<ip>`, without a PeerIdentity).
+   */
+  static #ownerOf(
+    caller: { ip: string | undefined; instance?: PeerInstance; name?: string },
+    peer: string,
+  ): Owner {
+    const byName = caller.name !== undefined ? `instance/${caller.name}` : `address/${caller.ip ?? peer}`;
+    const id = caller.instance?.instanceId;
+    if (id !== undefined && id !== '') return { owner: `instance-id/${id}`, legacyOwner: byName };
+    return { owner: byName };
+  }
+
+  /**
+   * Whether the binding in force belongs to the caller: the same owner, or a binding recorded by
+   * name before instance IDs were recorded (`instance/<name>`) for the caller's folded name.
+   */
+  static #ownedBy(inForce: DiskBinding, binding: DiskBinding & Owner): boolean {
+    return inForce.owner === binding.owner || inForce.owner === binding.legacyOwner;
   }
 
   /**
    * Binds the state disk to the caller, or refuses when it is bound to someone else
-   * ({@link DiskBoundError}). Fails closed: when the record cannot be consulted nothing is issued.
+   * ({@link DiskBoundError}); resolves with the binding in force (the caller's). Fails closed: when
+   * the record cannot be consulted nothing is issued.
    */
-  async #bindDisk(op: string, binding: DiskBinding): Promise<void> {
+  async #bindDisk(op: string, request: DiskBinding & Owner): Promise<DiskBinding> {
+    const { legacyOwner: _, ...binding } = request;
     let inForce: DiskBinding;
     try {
       inForce = await this.#deps.diskBindings.bind(binding);
     } catch (err) {
       throw dependencyError(`${op}: recording which node disk ${binding.diskUuid} belongs to`, err);
     }
-    if (inForce.owner === binding.owner) return;
+    if (TicketIssuer.#ownedBy(inForce, request)) return inForce;
     this.#deps.logger.warn('Refused a state disk bound to another node', {
       diskUuid: binding.diskUuid,
       boundTo: inForce.nodeName,
@@ -391,7 +428,8 @@ export class TicketIssuer {
   /**
    * Binds the request to its caller (before any key-service call): the caller's instance (with a
    * PeerIdentity) or address (without) decides which node name, IP addresses and role it may ask for.
-   * Returns the caller's owner string for the disk binding.
+   * Returns the caller's owner string for the disk binding and the checked IP addresses the kubelet
+   * certificate may name.
    */
   async #checkCaller(
     op: string,
@@ -399,12 +437,17 @@ export class TicketIssuer {
     req: JoinTicketRequest,
     nodeName: string,
     csr: CsrInfo,
-  ): Promise<string> {
+  ): Promise<Owner & { ipAddresses: string[] }> {
     const caller = await this.#resolveCaller(op, ctx);
     const { ip, instance } = caller;
     if (instance === undefined) {
-      checkIps(op, csr.ipAddresses, ip === undefined ? [] : [ip], `the caller's address ${ip ?? ctx.peer}`);
-      return TicketIssuer.#ownerOf(caller, ctx.peer);
+      const ipAddresses = checkIps(
+        op,
+        csr.ipAddresses,
+        ip === undefined ? [] : [ip],
+        `the caller's address ${ip ?? ctx.peer}`,
+      );
+      return { ...TicketIssuer.#ownerOf(caller, ctx.peer), ipAddresses };
     }
     const denied = (why: string) =>
       new ConfbootError('permission-denied', `${op}: ${why}`, { recoverable: false });
@@ -414,7 +457,7 @@ export class TicketIssuer {
         `kubelet CSR is for node ${JSON.stringify(nodeName)}, but caller ${ip} is node ${JSON.stringify(resolvedName)}`,
       );
     }
-    checkIps(op, csr.ipAddresses, instance.ips, `node ${JSON.stringify(resolvedName)}`);
+    const ipAddresses = checkIps(op, csr.ipAddresses, instance.ips, `node ${JSON.stringify(resolvedName)}`);
     if (req.isControlPlane !== (instance.role === 'ControlPlane')) {
       throw denied(
         req.isControlPlane
@@ -422,7 +465,7 @@ export class TicketIssuer {
           : `node ${JSON.stringify(resolvedName)} is a control plane and may not join as a worker`,
       );
     }
-    return TicketIssuer.#ownerOf(caller, ctx.peer);
+    return { ...TicketIssuer.#ownerOf(caller, ctx.peer), ipAddresses };
   }
 
   /**
@@ -447,11 +490,15 @@ export class TicketIssuer {
     }
     this.#checkDenyList(op, { diskUuid: req.diskUuid });
     const caller = await this.#resolveCaller(op, ctx);
-    await this.#bindDisk(op, {
+    // A rejoin names no node itself: the deny list is asked for the caller's resolved instance
+    // name, and for the name the disk was bound under when it joined.
+    if (caller.name !== undefined) this.#checkDenyList(op, { nodeName: caller.name });
+    const bound = await this.#bindDisk(op, {
       diskUuid: req.diskUuid.toLowerCase(),
       nodeName: caller.name ?? caller.ip ?? ctx.peer,
-      owner: TicketIssuer.#ownerOf(caller, ctx.peer),
+      ...TicketIssuer.#ownerOf(caller, ctx.peer),
     });
+    this.#checkDenyList(op, { nodeName: bound.nodeName });
     const [measurementSecret, stateDiskKey] = await Promise.all([
       kms.getDataKey(MEASUREMENT_SECRET_KEY_ID, MEASUREMENT_SECRET_LENGTH).catch((err: unknown) => {
         throw dependencyError(`${op}: getting measurement secret`, err);

@@ -8,8 +8,11 @@ export interface DiskBinding {
   /** The node's name (normalised like a kubelet CSR's node name). */
   nodeName: string;
   /**
-   * Who the node is, as the join service authenticated it: `instance/<name>` when the cloud's
-   * metadata names the caller's instance, `address/<ip>` without a PeerIdentity.
+   * Who the node is, as the join service authenticated it: `instance-id/<id>` when the cloud's
+   * metadata gives the caller's instance an immutable ID (GCP, AWS, Azure, OpenStack),
+   * `instance/<name>` (the folded name) when it names the instance but has no ID (QEMU),
+   * `address/<ip>` without a PeerIdentity. A binding recorded as `instance/<name>` before IDs were
+   * recorded still matches a caller with that folded name.
    */
   owner: string;
 }

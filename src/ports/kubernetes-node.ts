@@ -48,3 +48,53 @@ export function normalizeNodeName(name: string): string {
   }
   return normalized;
 }
+
+/** One attribute of a distinguished name: its type (`CN`, `O`, another short name or a dotted OID) and value. */
+export interface NameAttribute {
+  type: string;
+  value: string;
+}
+
+/** A distinguished name as its RDNs in order, each with its attributes (one for a single-valued RDN). */
+export type NameRdns = readonly (readonly NameAttribute[])[];
+
+const ATTRIBUTE_TYPES: Readonly<Record<string, 'O' | 'CN'>> = {
+  O: 'O',
+  '2.5.4.10': 'O',
+  CN: 'CN',
+  '2.5.4.3': 'CN',
+};
+
+function renderName(subject: NameRdns): string {
+  return subject.map((rdn) => rdn.map((a) => `${a.type}=${a.value}`).join('+')).join(', ') || '(empty)';
+}
+
+/**
+ * Why `subject` is not exactly a kubelet's subject, or undefined when it is: two single-valued RDNs,
+ * `O=system:nodes` then `CN=system:node:<name>`, nothing else. Any other shape is refused because
+ * readers disagree on it: Go's pkix.Name (the Kubernetes API server) keeps the LAST common name and
+ * every organization, other parsers the first, so a second CN, a multi-valued RDN or an extra
+ * attribute could make the name that is checked differ from the name that authenticates.
+ */
+export function kubeletSubjectProblem(subject: NameRdns): string | undefined {
+  const multi = subject.findIndex((rdn) => rdn.length !== 1);
+  if (multi >= 0) {
+    const rdn = subject[multi] ?? [];
+    return `subject RDN ${multi + 1} holds ${rdn.length} attributes (${renderName([rdn])}); each RDN must hold exactly one`;
+  }
+  const attrs = subject.map((rdn) => rdn[0] as NameAttribute);
+  const others = attrs.filter((a) => ATTRIBUTE_TYPES[a.type] === undefined).map((a) => a.type);
+  if (others.length > 0) return `subject may hold only O and CN, also has ${others.join(', ')}`;
+  const orgs = attrs.filter((a) => ATTRIBUTE_TYPES[a.type] === 'O').map((a) => a.value);
+  if (orgs.length !== 1 || orgs[0] !== KUBELET_CSR_ORGANIZATION)
+    return `organization must be exactly [${JSON.stringify(KUBELET_CSR_ORGANIZATION)}], is ${JSON.stringify(orgs)}`;
+  const cns = attrs.filter((a) => ATTRIBUTE_TYPES[a.type] === 'CN').map((a) => a.value);
+  if (cns.length !== 1)
+    return `subject must have exactly one common name, has ${cns.length}: ${JSON.stringify(cns)}`;
+  if (ATTRIBUTE_TYPES[attrs[0]?.type ?? ''] !== 'O')
+    return `subject must be O=${KUBELET_CSR_ORGANIZATION} followed by CN=${KUBELET_CSR_CN_PREFIX}<name>, is ${renderName(subject)}`;
+  const cn = cns[0] as string;
+  if (!cn.startsWith(KUBELET_CSR_CN_PREFIX))
+    return `common name must start with ${JSON.stringify(KUBELET_CSR_CN_PREFIX)}, is ${JSON.stringify(cn)}`;
+  return undefined;
+}

@@ -59,6 +59,23 @@ export function canonicalIp(ip: string): string | undefined {
   return v6.map((g) => g.toString(16)).join(':');
 }
 
+/** Bits of an IPv6 address that per-source limits group by: a host is commonly given a whole /64. */
+export const IPV6_SOURCE_PREFIX_BITS = 64;
+
+/**
+ * The key per-source limits (unattested connection caps, rate limits) count an address under: an
+ * IPv4 address (also IPv4-mapped IPv6) as itself, an IPv6 address as its /64 prefix
+ * (`2001:db8:0:1::/64`), because one host commonly holds a whole /64 and could otherwise open each
+ * connection from a new "source"; anything that is not an IP (e.g. a Unix socket path) unchanged.
+ */
+export function sourceKey(address: string): string {
+  const ip = canonicalIp(address);
+  if (ip === undefined) return address;
+  if (!ip.includes(':')) return ip;
+  const groups = ip.split(':').slice(0, IPV6_SOURCE_PREFIX_BITS / 16);
+  return `${groups.join(':')}::/${IPV6_SOURCE_PREFIX_BITS}`;
+}
+
 function parseIpv4(s: string): number[] | undefined {
   const parts = s.split('.');
   if (parts.length !== 4) return undefined;

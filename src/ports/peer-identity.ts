@@ -8,6 +8,12 @@ export interface PeerInstance {
   ips: string[];
   /** The instance's role; `Unknown` while the cloud has not assigned one. */
   role: Role;
+  /**
+   * The cloud's immutable instance ID (InstanceMetadata.instanceId), where the cloud has one: the
+   * join service binds state disks to it rather than to the name, which another instance may
+   * share once folded.
+   */
+  instanceId?: string;
 }
 
 /**

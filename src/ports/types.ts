@@ -12,6 +12,11 @@ export interface InstanceMetadata {
   name: string;
   /** Cloud-specific ID, e.g. `gce://project/zone/name`. */
   providerId: string;
+  /**
+   * The cloud's immutable instance ID, never reused for another instance: GCP's numeric instance
+   * id, AWS's `i-…`, Azure's vmId, OpenStack's server UUID. Absent where the cloud has none (QEMU).
+   */
+  instanceId?: string;
   role: Role;
   /** Private IP in the cluster network; empty if unknown. */
   vpcIp: string;

@@ -288,6 +288,7 @@ describe('CONFBOOT_LOG_LEVEL=debug confboot join-service … (a real process, bu
       ...['--csp=qemu', '--attestation-variant=qemu-vtpm', `--attestation-config=${join(dir, 'missing')}`],
       ...[`--measurement-salt-file=${join(dir, 'salt')}`, '--key-service-endpoint=127.0.0.1:9000'],
       ...['--api-server-endpoint=10.0.0.1:6443', '--listen=127.0.0.1:0', '--http-listen=127.0.0.1:0'],
+      '--trust-ak-as-carried',
     ];
     const childEnv = Object.fromEntries(
       Object.entries(process.env).filter(([k]) => !k.startsWith('CONFBOOT_')),

@@ -28,6 +28,19 @@ import { startTargetWithNode, type Target } from './support/target.js';
 /** Worker A is the default node (worker-0 on 127.0.0.1); worker B its neighbour. */
 const WORKER_A = DEFAULT_NODE;
 const WORKER_B: Instance = { name: 'worker-b', ip: '127.0.0.13', role: 'Worker' };
+/** Two instances whose names fold alike (`Worker_C`, `worker-c`), told apart by their instance IDs. */
+const WORKER_C: Instance = {
+  name: 'Worker_C',
+  ip: '127.0.0.14',
+  role: 'Worker',
+  instanceId: '3141592653589',
+};
+const WORKER_C_TWIN: Instance = {
+  name: 'worker-c',
+  ip: '127.0.0.15',
+  role: 'Worker',
+  instanceId: '2718281828459',
+};
 const DISK_A = randomUUID();
 const DISK_B = randomUUID();
 
@@ -40,7 +53,7 @@ beforeAll(async () => {
   const kc = new KubeConfig();
   kc.loadFromString(kube.kubeconfig());
   ({ target, node } = await startTargetWithNode({
-    instances: [WORKER_A, WORKER_B],
+    instances: [WORKER_A, WORKER_B, WORKER_C, WORKER_C_TWIN],
     diskBindings: new KubeDiskBindings({ kubeConfig: kc, requestTimeoutInMs: 5_000 }),
   }));
 });
@@ -54,6 +67,30 @@ afterAll(async () => {
 const bound = { code: status.PERMISSION_DENIED, reason: 'disk-bound' } as const;
 
 describe("an attested worker asking with another node's disk UUID (real swtpm, Kubernetes-recorded bindings)", () => {
+  it("two instances whose names fold alike do not share a disk: the binding records the cloud's instance ID", async () => {
+    const disk = randomUUID();
+    const s = snapshot(target);
+    const out = await attempt(target.endpoint, node.issuer, {
+      from: WORKER_C,
+      request: await joinRequest('worker-c', [WORKER_C.ip], disk),
+    });
+    await expectIssued(target, s, out);
+    expect(kube.diskBindings.get(`disk-${disk}`)?.spec).toEqual({
+      diskUUID: disk,
+      nodeName: 'worker-c',
+      owner: 'instance-id/3141592653589',
+    });
+    const r = snapshot(target);
+    const twin = await attempt(target.endpoint, node.issuer, { from: WORKER_C_TWIN, rejoinDiskUuid: disk });
+    await expectRefused(target, r, twin, { ...bound, rpc: 'IssueRejoinTicket' });
+    const j = snapshot(target);
+    const twinJoin = await attempt(target.endpoint, node.issuer, {
+      from: WORKER_C_TWIN,
+      request: await joinRequest('worker-c', [WORKER_C_TWIN.ip], disk),
+    });
+    await expectRefused(target, j, twinJoin, bound);
+  });
+
   it('control: worker B joins with its disk and the binding is recorded in the Kubernetes API', async () => {
     const s = snapshot(target);
     const out = await attempt(target.endpoint, node.issuer, {

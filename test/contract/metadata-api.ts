@@ -18,6 +18,8 @@ export interface SeedInstance {
   role: Role;
   /** Always a 127.0.0.0/8 address, so a provider that identifies nodes by source address can bind it. */
   vpcIp: string;
+  /** The cloud's immutable instance ID, for fakes of clouds that have one (the suite does not read it back). */
+  instanceId?: string;
 }
 
 /** The state of the world behind the subject. */

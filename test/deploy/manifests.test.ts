@@ -21,16 +21,19 @@ import { keyServiceCommand } from '../../src/app/cli/key-service.js';
 import { runManifests } from '../../src/app/cli/manifests.js';
 import * as d from '../../src/app/defaults.js';
 import {
+  AK_REGISTRY_PATH,
   DEFAULT_IMAGE,
   deployTargets,
   JOIN_SERVICE_MEMORY_MIB,
   KEY_SERVICE_CLIENT_TLS_DIR,
   KEY_SERVICE_TLS_DIR,
   manifestFileName,
+  pkiCopyScript,
   renderManifests,
 } from '../../src/app/deploy/manifests.js';
 import { cloudNames, cloudVariants } from '../../src/app/registry/index.js';
 import { parseAttestationConfig } from '../../src/domain/measurements.js';
+import { CONTROL_PLANE_FILE_NAMES } from '../../src/ports/kubernetes-node.js';
 import type { Variant } from '../../src/ports/variant.js';
 import { validateObject } from './k8s-schema.js';
 
@@ -203,17 +206,73 @@ describe.each(targets)('manifests for $cloud / $variant', (target) => {
     expect(jargs['attestation-config']).toBe(d.ATTESTATION_CONFIG_PATH);
     expect(jargs['measurement-salt-file']).toBe(d.MEASUREMENT_SALT_PATH);
     expect(jargs['deny-list']).toBe(d.DENY_LIST_PATH);
-    const files = [d.ATTESTATION_CONFIG_PATH, d.MEASUREMENT_SALT_PATH, d.DENY_LIST_PATH, d.ADMIN_CONF_PATH];
+    const files = [
+      d.ATTESTATION_CONFIG_PATH,
+      d.MEASUREMENT_SALT_PATH,
+      d.DENY_LIST_PATH,
+      ...CONTROL_PLANE_FILE_NAMES.map((f) => `${d.PKI_DIR}/${f}`),
+    ];
     if (jargs['azure-ak-roots'] !== undefined) files.push(jargs['azure-ak-roots']);
+    if (jargs['qemu-ak-registry'] !== undefined) files.push(jargs['qemu-ak-registry']);
     for (const p of files) expect(covered(p), p).toBe(true);
     // Files under the projected config volume are keys of the join config.
     const cfg = find('ConfigMap', 'join-config');
     for (const p of files.filter(
-      (f) => f.startsWith(`${d.SERVICE_BASE_PATH}/`) && !f.includes('/denylist/'),
+      (f) =>
+        f.startsWith(`${d.SERVICE_BASE_PATH}/`) && !f.includes('/denylist/') && !f.includes('/ak-registry/'),
     )) {
       const key = p.slice(d.SERVICE_BASE_PATH.length + 1);
       expect({ ...cfg.data, ...cfg.binaryData }, p).toHaveProperty([key]);
     }
+  });
+
+  it('never trusts an attestation key as carried: qemu-vtpm checks the registered AKs (empty: nobody yet)', () => {
+    expect(jargs['trust-ak-as-carried']).toBeUndefined();
+    expect(parseJoinServiceFlags(jc.args.slice(1))?.trustAkAsCarried).toBe(false);
+    if (target.variant !== 'qemu-vtpm') {
+      expect(jargs['qemu-ak-registry']).toBeUndefined();
+      return;
+    }
+    expect(jargs['qemu-ak-registry']).toBe(AK_REGISTRY_PATH);
+    const registry = find('ConfigMap', 'join-ak-registry');
+    expect(JSON.parse(registry.data['ak-registry.json'])).toEqual({});
+    // The deepest mount holding the file (it sits inside the config mount).
+    const mount = jc.volumeMounts
+      .filter((m: Obj) => AK_REGISTRY_PATH.startsWith(`${m.mountPath}/`))
+      .sort((a: Obj, b: Obj) => b.mountPath.length - a.mountPath.length)[0];
+    const volume = ds.spec.template.spec.volumes.find((v: Obj) => v.name === mount?.name);
+    expect(volume?.configMap?.name).toBe('join-ak-registry');
+  });
+
+  it('mounts only the pki files it reads, never admin.conf or /etc/kubernetes, readable by the user it runs as', () => {
+    const pod = ds.spec.template.spec;
+    // No --admin-conf: the discovery hash comes from <pki-dir>/ca.crt.
+    expect(jargs['admin-conf']).toBeUndefined();
+    expect(parseJoinServiceFlags(jc.args.slice(1))?.adminConfPath).toBeUndefined();
+    // The service itself mounts no host path at all; the pki volume is memory-backed.
+    const volume = (name: string) => pod.volumes.find((v: Obj) => v.name === name);
+    for (const m of jc.volumeMounts) expect(volume(m.name).hostPath, m.name).toBeUndefined();
+    const pkiMount = jc.volumeMounts.find((m: Obj) => m.mountPath === d.PKI_DIR);
+    expect(pkiMount.readOnly).toBe(true);
+    expect(volume(pkiMount.name).emptyDir).toEqual({ medium: 'Memory', sizeLimit: '1Mi' });
+    expect(jc.securityContext).toMatchObject({ runAsNonRoot: true, runAsUser: 65532, runAsGroup: 65532 });
+    // The one host path is kubeadm's pki directory, read-only, in the init container only.
+    const hostPaths = pod.volumes.filter((v: Obj) => v.hostPath).map((v: Obj) => v.hostPath.path);
+    expect(hostPaths).toEqual([d.PKI_DIR]);
+    expect(JSON.stringify(ds)).not.toContain('admin.conf');
+    const [init, ...more] = pod.initContainers;
+    expect(more).toEqual([]);
+    expect(init.volumeMounts).toEqual([
+      { name: 'host-pki', mountPath: '/host-pki', readOnly: true },
+      { name: pkiMount.name, mountPath: d.PKI_DIR },
+    ]);
+    expect(init.securityContext).toMatchObject({
+      runAsUser: 0,
+      allowPrivilegeEscalation: false,
+      readOnlyRootFilesystem: true,
+      capabilities: { drop: ['ALL'], add: ['CHOWN', 'FOWNER'] },
+    });
+    expect(init.command).toEqual(['sh', '-c', pkiCopyScript()]);
   });
 
   it('ships an attestation config that enforces every measurement it lists, and the other ConfigMaps', () => {
@@ -383,3 +442,60 @@ describe('confboot manifests', () => {
     await expect(runManifests([])).rejects.toThrow(/missing --cloud/);
   });
 });
+
+describe("the join service's pki copy (the init container's script, run for real with sh and install)", () => {
+  const root = process.getuid?.() === 0;
+  it.skipIf(!root)(
+    'copies exactly the eight pki files from root-only host files, owned by 65532 with mode 0400, and 65532 can read them',
+    async () => {
+      const { chmodSync, mkdirSync, statSync, writeFileSync } = await import('node:fs');
+      const { execFileSync } = await import('node:child_process');
+      const base = mkdtempSync(join(tmpdir(), 'confboot-pki-copy-'));
+      // The service's user must reach the copies (as it reaches the pod's volume mount).
+      chmodSync(base, 0o755);
+      try {
+        const host = join(base, 'host-pki');
+        const pod = join(base, 'pod-pki');
+        mkdirSync(join(host, 'etcd'), { recursive: true });
+        // What kubeadm leaves: root-owned, keys 0600; plus files the service must not get.
+        for (const f of [...CONTROL_PLANE_FILE_NAMES, 'apiserver.key', 'etcd/server.key']) {
+          writeFileSync(join(host, f), `content of ${f}\n`);
+          chmodSync(join(host, f), 0o600);
+        }
+        writeFileSync(join(base, 'admin.conf'), 'cluster-admin\n');
+        execFileSync('sh', ['-c', pkiCopyScript(host, pod)], { stdio: 'pipe' });
+        const copied = listAll(pod);
+        expect(copied).toEqual([...CONTROL_PLANE_FILE_NAMES].sort());
+        for (const f of copied) {
+          const st = statSync(join(pod, f));
+          expect([st.uid, st.gid, st.mode & 0o777], f).toEqual([65532, 65532, 0o400]);
+        }
+        // Read back as the service's user, in a child process that runs as 65532.
+        const read = execFileSync(
+          process.execPath,
+          [
+            '-e',
+            `const fs=require('node:fs');process.stdout.write(fs.readFileSync(${JSON.stringify(join(pod, 'ca.key'))},'utf8'));fs.readFileSync(${JSON.stringify(join(pod, 'etcd/ca.key'))})`,
+          ],
+          { uid: 65532, gid: 65532, encoding: 'utf8' },
+        );
+        expect(read).toBe('content of ca.key\n');
+        // A missing file fails the copy (the pod does not start half-provisioned).
+        rmSync(join(host, 'sa.pub'));
+        expect(() =>
+          execFileSync('sh', ['-c', pkiCopyScript(host, join(base, 'again'))], { stdio: 'pipe' }),
+        ).toThrow();
+      } finally {
+        rmSync(base, { recursive: true, force: true });
+      }
+    },
+  );
+});
+
+/** Files (not directories) under `base`, relative, sorted. */
+function listAll(base: string): string[] {
+  return readdirSync(base, { recursive: true, withFileTypes: true })
+    .filter((e) => e.isFile())
+    .map((e) => relative(base, join(e.parentPath, e.name)))
+    .sort();
+}

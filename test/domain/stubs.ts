@@ -5,7 +5,11 @@
  */
 
 import type { BootstrapTokens } from '../../src/ports/bootstrap-tokens.js';
-import type { CertificateAuthority, CsrInfo } from '../../src/ports/certificate-authority.js';
+import type {
+  CertificateAuthority,
+  CsrInfo,
+  KubeletIdentity,
+} from '../../src/ports/certificate-authority.js';
 import type { ClusterFacts } from '../../src/ports/cluster-facts.js';
 import type { ClusterInitializer, InitClusterArgs } from '../../src/ports/cluster-initializer.js';
 import type { ClusterJoiner, JoinClusterArgs } from '../../src/ports/cluster-joiner.js';
@@ -391,7 +395,11 @@ export class StubLogCollector implements LogCollector {
 
 /** A CA whose inspectCsr answer and failures the test sets. */
 export class StubCa implements CertificateAuthority {
-  csrInfo: CsrInfo = {
+  /**
+   * The inspectCsr answer. Without `subject`, the subject is derived the usual way: one RDN per
+   * organization, then the common name.
+   */
+  csrInfo: Omit<CsrInfo, 'subject'> & { subject?: CsrInfo['subject'] } = {
     commonName: 'system:node:node-1',
     organizations: ['system:nodes'],
     ipAddresses: ['192.0.2.5'],
@@ -407,10 +415,18 @@ export class StubCa implements CertificateAuthority {
 
   inspectCsr(_csrDer: Uint8Array): Promise<CsrInfo> {
     this.calls.push('inspectCsr');
-    return answer([], this.inspectCsrErr, this.csrInfo);
+    const info = this.csrInfo;
+    const subject = info.subject ?? [
+      ...info.organizations.map((value) => [{ type: 'O', value }]),
+      [{ type: 'CN', value: info.commonName }],
+    ];
+    return answer([], this.inspectCsrErr, { ...info, subject });
   }
-  signKubeletCsr(_csrDer: Uint8Array): Promise<Uint8Array> {
+  /** The identities signKubeletCsr was asked to issue, in order. */
+  signedFor: KubeletIdentity[] = [];
+  signKubeletCsr(_csrDer: Uint8Array, identity: KubeletIdentity): Promise<Uint8Array> {
     this.calls.push('signKubeletCsr');
+    this.signedFor.push(identity);
     return answer([], this.signKubeletCsrErr, this.cert);
   }
   controlPlaneFiles(): Promise<ControlPlaneFile[]> {

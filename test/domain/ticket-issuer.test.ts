@@ -222,6 +222,64 @@ describe('TicketIssuer.issueJoinTicket', () => {
       wantMessage: 'organization',
       wantKms: false,
     },
+    'two common names (Go reads the last, other readers the first)': {
+      arrange: (s) => {
+        s.ca.csrInfo = {
+          ...s.ca.csrInfo,
+          subject: [
+            [{ type: 'O', value: 'system:nodes' }],
+            [{ type: 'CN', value: 'system:node:node-1' }],
+            [{ type: 'CN', value: 'system:node:control-plane-0' }],
+          ],
+        };
+      },
+      wantCode: 'invalid-argument',
+      wantMessage: 'exactly one common name, has 2',
+      wantKms: false,
+    },
+    'a multi-valued RDN': {
+      arrange: (s) => {
+        s.ca.csrInfo = {
+          ...s.ca.csrInfo,
+          subject: [
+            [{ type: 'O', value: 'system:nodes' }],
+            [
+              { type: 'CN', value: 'system:node:node-1' },
+              { type: 'CN', value: 'system:node:control-plane-0' },
+            ],
+          ],
+        };
+      },
+      wantCode: 'invalid-argument',
+      wantMessage: 'subject RDN 2 holds 2 attributes',
+      wantKms: false,
+    },
+    'an extra OU attribute': {
+      arrange: (s) => {
+        s.ca.csrInfo = {
+          ...s.ca.csrInfo,
+          subject: [
+            [{ type: 'O', value: 'system:nodes' }],
+            [{ type: 'OU', value: 'admins' }],
+            [{ type: 'CN', value: 'system:node:node-1' }],
+          ],
+        };
+      },
+      wantCode: 'invalid-argument',
+      wantMessage: 'may hold only O and CN, also has OU',
+      wantKms: false,
+    },
+    'CN before O': {
+      arrange: (s) => {
+        s.ca.csrInfo = {
+          ...s.ca.csrInfo,
+          subject: [[{ type: 'CN', value: 'system:node:node-1' }], [{ type: 'O', value: 'system:nodes' }]],
+        };
+      },
+      wantCode: 'invalid-argument',
+      wantMessage: 'must be O=system:nodes followed by CN=system:node:<name>',
+      wantKms: false,
+    },
     'DNS names in the CSR': {
       arrange: (s) => {
         s.ca.csrInfo = { ...s.ca.csrInfo, dnsNames: ['kubernetes.default'] };
@@ -490,6 +548,13 @@ describe('TicketIssuer: the kubelet CSR is bound to the caller', () => {
       expect(s.ca.calls).toContain('signKubeletCsr');
     });
 
+    it('signs for the checked name and canonical addresses only, never what the CSR spelled', async () => {
+      const s = setup();
+      s.ca.csrInfo = { ...s.ca.csrInfo, commonName: 'system:node:Node_1', ipAddresses: ['::ffff:192.0.2.5'] };
+      await s.issuer().issueJoinTicket(req(), { peer: PEER });
+      expect(s.ca.signedFor).toEqual([{ nodeName: 'node-1', ipAddresses: ['192.0.2.5'] }]);
+    });
+
     it("refuses IP addresses other than the caller's with invalid-argument naming them", async () => {
       const s = setup();
       s.ca.csrInfo = { ...s.ca.csrInfo, ipAddresses: ['192.0.2.5', '8.8.8.8', '10.96.0.1'] };
@@ -705,6 +770,36 @@ describe('TicketIssuer: state disks are bound to the node that first asked for t
     expect(isDiskBoundError(err)).toBe(true);
   });
 
+  it("records the cloud's immutable instance ID: two instances whose names fold alike do not share a disk", async () => {
+    // Node_1 and node-1 fold to the same node name; the cloud tells them apart by instance ID.
+    const first = { ...NODE_1, name: 'Node_1', instanceId: '1234567890123' };
+    const second = { ...NODE_1, ips: ['192.0.2.6'], instanceId: '9876543210987' };
+    const s = withIdentity({ '192.0.2.5': first, '192.0.2.6': second });
+    await s.issuer().issueRejoinTicket({ diskUuid: UUID }, { peer: PEER });
+    expect(s.diskBindings.records.get(UUID)).toEqual({
+      diskUuid: UUID,
+      nodeName: 'node-1',
+      owner: 'instance-id/1234567890123',
+    });
+    const kmsBefore = s.kms.calls.length;
+    const err = await s
+      .issuer()
+      .issueRejoinTicket({ diskUuid: UUID }, { peer: PEER_2 })
+      .catch((e: unknown) => e);
+    expect(isDiskBoundError(err)).toBe(true);
+    expect(s.kms.calls.length).toBe(kmsBefore);
+    // The instance the disk is bound to still gets it.
+    await s.issuer().issueRejoinTicket({ diskUuid: UUID }, { peer: PEER });
+  });
+
+  it('a binding recorded by name before IDs were recorded still matches the instance of that name', async () => {
+    const s = withIdentity({ '192.0.2.5': { ...NODE_1, instanceId: 'i-0abc' } });
+    s.diskBindings.records.set(UUID, { diskUuid: UUID, nodeName: 'node-1', owner: 'instance/node-1' });
+    const ticket = await s.issuer().issueRejoinTicket({ diskUuid: UUID }, { peer: PEER });
+    expect(ticket.stateDiskKey.length).toBeGreaterThan(0);
+    expect(s.diskBindings.records.get(UUID)?.owner).toBe('instance/node-1');
+  });
+
   it('fails closed when the record cannot be read: unavailable, nothing issued (join and rejoin)', async () => {
     const s = withIdentity({ '192.0.2.5': NODE_1 });
     s.diskBindings.err = new ConfbootError('unavailable', 'Kubernetes API unreachable');
@@ -821,6 +916,39 @@ describe('TicketIssuer: the deny list (DenyList port), asked once the request na
     expect(s.identity.asked).toEqual([]);
     expect(s.diskBindings.calls).toEqual([]);
     expect(s.kms.calls).toEqual([]);
+  });
+
+  it("refuses a rejoin by the caller's resolved instance name before the disk binding is asked", async () => {
+    const s = withDenyList(['node-1']);
+    const err = await s
+      .issuer()
+      .issueRejoinTicket({ diskUuid: UUID }, { peer: PEER })
+      .then(
+        () => undefined,
+        (e: unknown) => e as ConfbootError,
+      );
+    expect(err).toMatchObject({ code: 'permission-denied', reason: DENY_LIST_REASON });
+    expect(err?.message).toBe(
+      `issuing rejoin ticket for ${PEER}: node "node-1" is on the join service's deny list`,
+    );
+    expect(s.diskBindings.calls).toEqual([]);
+    expect(s.kms.calls).toEqual([]);
+  });
+
+  it('without a PeerIdentity, refuses a rejoin by the node name the disk was bound under when it joined', async () => {
+    const s = setup();
+    await new TicketIssuer(s).issueJoinTicket(req(), { peer: PEER });
+    const kmsCalls = s.kms.calls.length;
+    const denyList = new StubDenyList(['node-1'], []);
+    const err = await new TicketIssuer({ ...s, denyList })
+      .issueRejoinTicket({ diskUuid: UUID }, { peer: PEER })
+      .then(
+        () => undefined,
+        (e: unknown) => e as ConfbootError,
+      );
+    expect(err).toMatchObject({ code: 'permission-denied', reason: DENY_LIST_REASON });
+    expect(err?.message).toContain('node "node-1" is on the join service\'s deny list');
+    expect(s.kms.calls.length).toBe(kmsCalls);
   });
 
   it('issues to a node that is not on the list, and names it for the audit', async () => {

@@ -73,8 +73,15 @@ export class FakeMetadataAPI implements MetadataAPI {
     name: string;
     role: InstanceMetadata['role'];
     vpcIp: string;
+    instanceId?: string;
   }): InstanceMetadata {
-    return { name: i.name, role: i.role, vpcIp: i.vpcIp, providerId: `fake:///${i.name}` };
+    return {
+      name: i.name,
+      role: i.role,
+      vpcIp: i.vpcIp,
+      providerId: `fake:///${i.name}`,
+      ...(i.instanceId !== undefined ? { instanceId: i.instanceId } : {}),
+    };
   }
 
   self(options?: CallOptions): Promise<InstanceMetadata> {

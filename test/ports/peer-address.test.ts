@@ -5,7 +5,32 @@
  * of their tests; the metadata peer identity's IPv6 row now expects the eight-group spelling.
  */
 import { describe, expect, it } from 'vitest';
-import { callerIp, canonicalIp } from '../../src/ports/peer-address.js';
+import { callerIp, canonicalIp, sourceKey } from '../../src/ports/peer-address.js';
+
+describe('sourceKey: what per-source limits count an address under', () => {
+  it.each([
+    ['10.0.0.3', '10.0.0.3'],
+    ['::ffff:10.0.0.3', '10.0.0.3'],
+    ['2001:db8:0:1::5', '2001:db8:0:1::/64'],
+    ['2001:db8:0:1:ffff:ffff:ffff:ffff', '2001:db8:0:1::/64'],
+    ['2001:DB8:0:1:0:0:0:abcd', '2001:db8:0:1::/64'],
+    ['2001:db8:0:2::5', '2001:db8:0:2::/64'],
+    ['::1', '0:0:0:0::/64'],
+    ['unix-socket', 'unix-socket'],
+  ])('sourceKey(%j) = %j', (address, want) => {
+    expect(sourceKey(address)).toBe(want);
+  });
+
+  it('one /64 is one source, neighbouring /64s are not, and IPv4 addresses stay apart', () => {
+    const many = Array.from(
+      { length: 1000 },
+      (_, i) => `2001:db8:0:7:${i.toString(16)}::${(i * 7).toString(16)}`,
+    );
+    expect(new Set(many.map(sourceKey)).size).toBe(1);
+    expect(sourceKey('2001:db8:0:7::1')).not.toBe(sourceKey('2001:db8:0:8::1'));
+    expect(sourceKey('10.0.0.1')).not.toBe(sourceKey('10.0.0.2'));
+  });
+});
 
 describe('callerIp and canonicalIp', () => {
   it.each([

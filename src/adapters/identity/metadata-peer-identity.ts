@@ -85,7 +85,12 @@ export class MetadataPeerIdentity implements PeerIdentity {
       found = this.#match(snapshot, ip);
     }
     if (found === undefined) return undefined;
-    return { name: found.name, ips: [found.vpcIp], role: found.role };
+    return {
+      name: found.name,
+      ips: [found.vpcIp],
+      role: found.role,
+      ...(found.instanceId ? { instanceId: found.instanceId } : {}),
+    };
   }
 
   #match(snapshot: Snapshot, ip: string): InstanceMetadata | undefined {

@@ -2,7 +2,8 @@
  * The join service's view of the Kubernetes API (docs/upstream.md, "Join service") on
  * @kubernetes/client-node 1.3: bootstrap tokens as kubeadm stores them, the discovery CA hash from
  * admin.conf, the components list behind the NodeVersion resource, JoiningNode records, and
- * confboot's DiskBinding records (which node a state disk belongs to).
+ * confboot's DiskBinding records (which node a state disk belongs to); and, for `confboot init`'s
+ * first control plane, the removal of kubeadm's auto-approval of bootstrap-token node certificates.
  * Errors say which object failed; an unreachable or failing API server is `unavailable`.
  */
 
@@ -14,6 +15,7 @@ import {
   CustomObjectsApi,
   KubeConfig,
   PatchStrategy,
+  RbacAuthorizationV1Api,
   setHeaderOptions,
 } from '@kubernetes/client-node';
 import { parse as parseYaml } from 'yaml';
@@ -120,13 +122,24 @@ export function discoveryHashFromKubeconfig(kubeconfig: string, source = 'kubeco
   if (typeof caData !== 'string' || caData === '')
     throw fail(`cluster "${clusterName}" has no certificate-authority-data`);
   const pem = Buffer.from(caData, 'base64').toString('utf8');
+  return discoveryHashFromCaCert(pem, `${source}, certificate-authority-data of cluster "${clusterName}"`);
+}
+
+/**
+ * The kubeadm discovery pin of the first certificate in a PEM text (the cluster CA, e.g.
+ * `/etc/kubernetes/pki/ca.crt`): `sha256:` + hex SHA-256 of its SubjectPublicKeyInfo.
+ * @throws ConfbootError `failed-precondition` when it holds no parsable PEM certificate.
+ */
+export function discoveryHashFromCaCert(pem: string, source = 'CA certificate'): string {
+  const fail = (why: string, cause?: unknown) =>
+    new ConfbootError('failed-precondition', `computing discovery CA hash from ${source}: ${why}`, { cause });
   const first = /-----BEGIN CERTIFICATE-----[\s\S]+?-----END CERTIFICATE-----/.exec(pem)?.[0];
-  if (!first) throw fail(`certificate-authority-data of cluster "${clusterName}" holds no PEM certificate`);
+  if (!first) throw fail('holds no PEM certificate');
   let cert: X509Certificate;
   try {
     cert = new X509Certificate(first);
   } catch (err) {
-    throw fail(`parsing the CA certificate of cluster "${clusterName}": ${(err as Error).message}`, err);
+    throw fail(`parsing the CA certificate: ${(err as Error).message}`, err);
   }
   const spki = cert.publicKey.export({ type: 'spki', format: 'der' });
   return `sha256:${createHash('sha256').update(spki).digest('hex')}`;
@@ -186,12 +199,55 @@ async function call<T>(operation: string, timeoutMs: number, fn: () => Promise<T
   }
 }
 
+/**
+ * kubeadm's ClusterRoleBinding that lets the CSR approver auto-approve node client certificates
+ * requested with a bootstrap token of `system:bootstrappers:kubeadm:default-node-token` (kubeadm's
+ * `bootstrap-token` phase creates it). confboot signs kubelet certificates itself after its own
+ * name checks, so this binding would only be a way around them.
+ */
+export const NODE_AUTOAPPROVE_BOOTSTRAP_BINDING = 'kubeadm:node-autoapprove-bootstrap';
+
+/**
+ * Deletes {@link NODE_AUTOAPPROVE_BOOTSTRAP_BINDING}; resolves `absent` when it does not exist
+ * (already removed: idempotent). The rest of kubeadm's bootstrap-token setup (cluster-info, posting
+ * CSRs, certificate rotation of existing nodes) stays. Rejects like every call here (`unavailable`
+ * for an unreachable API server).
+ */
+export async function removeBootstrapTokenAutoApproval(
+  kubeConfig: KubeConfig,
+  options: { requestTimeoutInMs?: number; logger?: Logger } = {},
+): Promise<'removed' | 'absent'> {
+  const rbac = kubeConfig.makeApiClient(RbacAuthorizationV1Api);
+  const operation = `deleting ClusterRoleBinding ${NODE_AUTOAPPROVE_BOOTSTRAP_BINDING}`;
+  try {
+    await call(operation, options.requestTimeoutInMs ?? DEFAULT_KUBE_REQUEST_TIMEOUT_MS, () =>
+      rbac.deleteClusterRoleBinding({ name: NODE_AUTOAPPROVE_BOOTSTRAP_BINDING }),
+    );
+  } catch (err) {
+    if (err instanceof ConfbootError && err.cause instanceof ApiException && err.cause.code === 404)
+      return 'absent';
+    throw err;
+  }
+  options.logger?.info("Removed kubeadm's auto-approval of bootstrap-token node certificates", {
+    clusterRoleBinding: NODE_AUTOAPPROVE_BOOTSTRAP_BINDING,
+  });
+  return 'removed';
+}
+
 /** Options of {@link KubeBootstrapTokens}. */
 export interface KubeBootstrapTokensOptions {
   kubeConfig: KubeConfig;
   /** Source of "now" for token expiration. */
   clock: Clock;
-  /** admin.conf with the cluster CA; default `/etc/kubernetes/admin.conf`. */
+  /**
+   * The cluster CA certificate the discovery hash pins (kubeadm's `pki/ca.crt`). Preferred: it is
+   * public, unlike admin.conf (a cluster-admin credential).
+   */
+  caCertPath?: string;
+  /**
+   * admin.conf with the cluster CA, read only when {@link caCertPath} is not given; default
+   * `/etc/kubernetes/admin.conf`.
+   */
   adminConfPath?: string;
   /** Per-request timeout; default 10 s. */
   requestTimeoutInMs?: number;
@@ -256,12 +312,16 @@ export class KubeBootstrapTokens implements BootstrapTokens {
     }
   }
 
-  /** The last admin.conf content read and its discovery hash. */
+  /** The last CA certificate or admin.conf content read and its discovery hash. */
   private lastDiscoveryHash: { text: string; hash: string } | undefined;
 
-  /** The discovery pin of the cluster CA in admin.conf's current context. */
+  /**
+   * The discovery pin of the cluster CA: of the CA certificate file when configured, else of the CA
+   * in admin.conf's current context.
+   */
   async discoveryCaCertHash(): Promise<string> {
-    const path = this.options.adminConfPath ?? '/etc/kubernetes/admin.conf';
+    const caCert = this.options.caCertPath;
+    const path = caCert ?? this.options.adminConfPath ?? '/etc/kubernetes/admin.conf';
     let text: string;
     try {
       text = await readFile(path, 'utf8');
@@ -272,9 +332,15 @@ export class KubeBootstrapTokens implements BootstrapTokens {
         { cause: err },
       );
     }
-    // admin.conf rarely changes: the hash of the last content read is reused while it is the same.
+    // The file rarely changes: the hash of the last content read is reused while it is the same.
     if (this.lastDiscoveryHash?.text !== text)
-      this.lastDiscoveryHash = { text, hash: discoveryHashFromKubeconfig(text, path) };
+      this.lastDiscoveryHash = {
+        text,
+        hash:
+          caCert !== undefined
+            ? discoveryHashFromCaCert(text, path)
+            : discoveryHashFromKubeconfig(text, path),
+      };
     return this.lastDiscoveryHash.hash;
   }
 }

@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import type { ClusterInitializer, InitClusterArgs } from '../../ports/cluster-initializer.js';
 import type { ClusterJoiner, JoinClusterArgs } from '../../ports/cluster-joiner.js';
 import type { ComponentInstaller } from '../../ports/component-installer.js';
-import { ConfbootError } from '../../ports/errors.js';
+import { ConfbootError, isConfbootError } from '../../ports/errors.js';
 import type { Logger } from '../../ports/logger.js';
 import type { CallOptions, Component } from '../../ports/types.js';
 import {
@@ -213,9 +213,28 @@ export class KubeadmJoiner implements ClusterJoiner {
 export interface KubeadmInitializerOptions extends KubeadmRunOptions, KubeadmInitRenderOptions {
   /** Admin kubeconfig kubeadm writes; default `/etc/kubernetes/admin.conf`. */
   adminConfPath?: string;
+  /**
+   * Removes kubeadm's auto-approval of bootstrap-token node client certificates once `kubeadm
+   * init` succeeded, given the admin kubeconfig path; default: deletes the ClusterRoleBinding
+   * `kubeadm:node-autoapprove-bootstrap` through the Kubernetes API with that kubeconfig.
+   */
+  removeNodeAutoApproval?: (adminConfPath: string) => Promise<void>;
 }
 
-/** {@link ClusterInitializer} that runs `kubeadm init --config F` and returns admin.conf. */
+/** Deletes kubeadm's node auto-approval binding with the admin kubeconfig at `path`. */
+async function removeNodeAutoApprovalWith(path: string, logger: Logger | undefined): Promise<void> {
+  // Loaded here: @kubernetes/client-node is slow to import and only init needs it on a node.
+  const api = await import('./api.js');
+  await api.removeBootstrapTokenAutoApproval(api.loadKubeConfig(path), logger ? { logger } : {});
+}
+
+/**
+ * {@link ClusterInitializer} that runs `kubeadm init --config F`, removes kubeadm's auto-approval of
+ * bootstrap-token node client certificates (confboot signs kubelet certificates itself, after its own
+ * checks; every join ticket's bootstrap token is in the group that binding serves), and returns
+ * admin.conf. Not skipped through `--skip-phases=bootstrap-token`: that phase has no sub-phases and
+ * also creates the cluster-info ConfigMap and the RBAC rules that `kubeadm join` needs.
+ */
 export class KubeadmInitializer implements ClusterInitializer {
   constructor(private readonly options: KubeadmInitializerOptions = {}) {}
 
@@ -225,8 +244,9 @@ export class KubeadmInitializer implements ClusterInitializer {
     await installComponents(args.components, this.options, options);
     await runKubeadm('init', config, [], this.options, options);
     const path = this.options.adminConfPath ?? DEFAULT_ADMIN_CONF_PATH;
+    let kubeconfig: Uint8Array;
     try {
-      return new Uint8Array(await readFile(path));
+      kubeconfig = new Uint8Array(await readFile(path));
     } catch (err) {
       throw new ConfbootError(
         'internal',
@@ -236,5 +256,20 @@ export class KubeadmInitializer implements ClusterInitializer {
         },
       );
     }
+    const remove =
+      this.options.removeNodeAutoApproval ??
+      ((p: string) => removeNodeAutoApprovalWith(p, this.options.logger));
+    try {
+      await remove(path);
+    } catch (err) {
+      // Fails closed: a cluster whose bootstrap tokens may still get node certificates approved is
+      // not handed to the operator as initialised.
+      throw new ConfbootError(
+        isConfbootError(err) ? err.code : 'unavailable',
+        `removing kubeadm's auto-approval of bootstrap-token node certificates after kubeadm init: ${(err as Error).message}`,
+        { cause: err },
+      );
+    }
+    return kubeconfig;
   }
 }

@@ -9,6 +9,7 @@
  */
 import type { Clock } from '../../ports/clock.js';
 import { ConfbootError } from '../../ports/errors.js';
+import { sourceKey } from '../../ports/peer-address.js';
 
 /** Options of {@link TokenBucketRateLimiter}. */
 export interface RateLimitOptions {
@@ -26,7 +27,10 @@ interface Bucket {
   updatedMs: number;
 }
 
-/** A token bucket per source key (the caller's IP). */
+/**
+ * A token bucket per source: the caller's IPv4 address or IPv6 /64 ({@link sourceKey}), so one host
+ * holding a /64 has one bucket, not one per address.
+ */
 export class TokenBucketRateLimiter {
   private readonly buckets = new Map<string, Bucket>();
   private readonly rate: number;
@@ -49,9 +53,10 @@ export class TokenBucketRateLimiter {
     return this.rate > 0;
   }
 
-  /** Takes one token for `source`; returns false when its bucket is empty. */
-  tryTake(source: string): boolean {
+  /** Takes one token for `address`'s source; returns false when its bucket is empty. */
+  tryTake(address: string): boolean {
     if (!this.enabled) return true;
+    const source = sourceKey(address);
     const now = this.options.clock.now().getTime();
     let b = this.buckets.get(source);
     if (b === undefined) {
@@ -69,9 +74,9 @@ export class TokenBucketRateLimiter {
     return true;
   }
 
-  /** Seconds until `source` has a token again (0 if it has one now). */
-  retryAfterSeconds(source: string): number {
-    const b = this.buckets.get(source);
+  /** Seconds until `address`'s source has a token again (0 if it has one now). */
+  retryAfterSeconds(address: string): number {
+    const b = this.buckets.get(sourceKey(address));
     if (!this.enabled || b === undefined || b.tokens >= 1) return 0;
     return (1 - b.tokens) / this.rate;
   }

@@ -2,19 +2,20 @@
  * Worker thread entry of {@link WorkerCertificateAuthority} (adapter layer, src/adapters/pki): runs
  * one {@link FileCertificateAuthority} over the pki directory given in `workerData` and answers
  * `inspect` and `sign` requests from the parent thread. A request carries the CSR bytes (a copy:
- * structured clone) and, for `sign`, the parent's time; the answer is the result or the error's code
+ * structured clone) and, for `sign`, the checked identity and the parent's time; the answer is the result or the error's code
  * and message. The CA memoises a CSR's parse per byte array object, so equal CSR bytes are mapped to
  * one array here (a small content-keyed LRU): the deny-list check's inspection and the signature
  * share one parse and one signature check, as they do on the event loop.
  */
 import { parentPort, workerData } from 'node:worker_threads';
+import type { KubeletIdentity } from '../../ports/certificate-authority.js';
 import { isConfbootError, messageOf } from '../../ports/errors.js';
 import { FileCertificateAuthority } from './file-certificate-authority.js';
 
 /** A request from the parent thread. */
 export type CaWorkerRequest =
   | { id: number; op: 'inspect'; der: Uint8Array }
-  | { id: number; op: 'sign'; der: Uint8Array; nowMs: number };
+  | { id: number; op: 'sign'; der: Uint8Array; identity: KubeletIdentity; nowMs: number };
 
 /** The answer to one request. */
 export type CaWorkerResponse =
@@ -49,7 +50,8 @@ function serve(pkiDir: string): void {
   };
   port.on('message', (req: CaWorkerRequest) => {
     const der = canonicalOf(req.der);
-    const work = req.op === 'inspect' ? ca.inspectCsr(der) : ca.signKubeletCsrAt(der, new Date(req.nowMs));
+    const work =
+      req.op === 'inspect' ? ca.inspectCsr(der) : ca.signKubeletCsrAt(der, req.identity, new Date(req.nowMs));
     work.then(
       (value) => port.postMessage({ id: req.id, ok: true, value } satisfies CaWorkerResponse),
       (err: unknown) =>

@@ -1,6 +1,9 @@
 /**
  * Cluster CA for the join service (docs/upstream.md): signs the joining node's kubelet CSR with
- * upstream's checks and certificate profile, and hands control-plane nodes the eight CA files.
+ * upstream's checks and certificate profile, and hands control-plane nodes the eight CA files. The
+ * certificate's subject and SANs are built from the identity the caller checked (node name, IP
+ * addresses), never copied from the CSR, and a CSR whose subject is not exactly the kubelet subject
+ * of that name is refused (docs/identity.md).
  * Parsing and signing use @peculiar/x509 over Node's WebCrypto; SEC1 and PKCS#1 keys are converted
  * to PKCS#8 with node:crypto's KeyObject first.
  *
@@ -25,15 +28,18 @@ import {
 } from 'node:crypto';
 import { statSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
+import { isIP } from 'node:net';
 import { join } from 'node:path';
 import type * as X509 from '@peculiar/x509';
-import type { CertificateAuthority, CsrInfo } from '../../ports/certificate-authority.js';
+import type { CertificateAuthority, CsrInfo, KubeletIdentity } from '../../ports/certificate-authority.js';
 import type { Clock } from '../../ports/clock.js';
 import { ConfbootError, wrapError } from '../../ports/errors.js';
 import {
   CONTROL_PLANE_FILE_NAMES,
   KUBELET_CSR_CN_PREFIX,
   KUBELET_CSR_ORGANIZATION,
+  kubeletSubjectProblem,
+  type NameRdns,
 } from '../../ports/kubernetes-node.js';
 import type { ControlPlaneFile } from '../../ports/types.js';
 
@@ -183,6 +189,13 @@ function sanNames(csr: X509.Pkcs10CertificateRequest): { ips: string[]; dns: str
     sanMemo.set(csr, names);
   }
   return { ips: [...names.ips], dns: [...names.dns] };
+}
+
+/** The subject's RDNs in order with every attribute (type as @peculiar/x509 names it: `CN`, `O`, … or an OID). */
+function subjectRdns(csr: X509.Pkcs10CertificateRequest): NameRdns {
+  return csr.subjectName
+    .toJSON()
+    .map((rdn) => Object.entries(rdn).flatMap(([type, values]) => values.map((value) => ({ type, value }))));
 }
 
 /** Node's digest name of a WebCrypto hash (`SHA-256` → `sha256`), for the SHA-1/SHA-2 family only. */
@@ -339,6 +352,7 @@ export class FileCertificateAuthority implements CertificateAuthority {
       );
     }
     return {
+      subject: subjectRdns(csr),
       commonName: csr.subjectName.getField(OID_CN)[0] ?? '',
       organizations: csr.subjectName.getField(OID_O),
       ipAddresses: names.ips,
@@ -348,47 +362,36 @@ export class FileCertificateAuthority implements CertificateAuthority {
   }
 
   /**
-   * Signs a kubelet CSR: signature must verify, exactly one organization `system:nodes`, common name
-   * `system:node:…`. The certificate copies the CSR's subject and IP SANs (DNS names are dropped), is
-   * valid from now-2h to now+365d and is for client and server auth.
+   * Signs a kubelet CSR's public key for `identity`: the CSR's signature must verify and its subject
+   * must be exactly `O=system:nodes, CN=system:node:<identity.nodeName>` (two single-valued RDNs).
+   * The certificate's subject and IP SANs are built from `identity`, never copied from the CSR; it
+   * is valid from now-2h to now+365d and is for client and server auth.
    */
-  async signKubeletCsr(csrDer: Uint8Array): Promise<Uint8Array> {
-    return this.signKubeletCsrAt(csrDer, this.clock.now());
+  async signKubeletCsr(csrDer: Uint8Array, identity: KubeletIdentity): Promise<Uint8Array> {
+    return this.signKubeletCsrAt(csrDer, identity, this.clock.now());
   }
 
   /**
    * {@link signKubeletCsr} with the validity counted from `now` instead of the clock's time (a
    * worker thread signs with the time of the thread that asked).
    */
-  async signKubeletCsrAt(csrDer: Uint8Array, now: Date): Promise<Uint8Array> {
+  async signKubeletCsrAt(csrDer: Uint8Array, identity: KubeletIdentity, now: Date): Promise<Uint8Array> {
     await useX509();
     const op = 'signing kubelet certificate';
+    const refuse = (why: string) =>
+      new ConfbootError('invalid-argument', `${op}: certificate request ${why}`);
     const { csr, signatureValid } = await this.parsed(csrDer);
-    if (!signatureValid)
-      throw new ConfbootError('invalid-argument', `${op}: certificate request signature is invalid`);
-    const orgs = csr.subjectName.getField(OID_O);
-    if (orgs.length !== 1 || orgs[0] !== KUBELET_CSR_ORGANIZATION) {
-      throw new ConfbootError(
-        'invalid-argument',
-        `${op}: certificate request must have exactly one organization "${KUBELET_CSR_ORGANIZATION}", has ${JSON.stringify(orgs)}`,
-      );
-    }
-    const cn = csr.subjectName.getField(OID_CN)[0] ?? '';
-    if (!cn.startsWith(KUBELET_CSR_CN_PREFIX)) {
-      throw new ConfbootError(
-        'invalid-argument',
-        `${op}: certificate request common name must start with "${KUBELET_CSR_CN_PREFIX}", is ${JSON.stringify(cn)}`,
-      );
-    }
-    let ips: string[];
-    try {
-      ips = sanNames(csr).ips;
-    } catch (err) {
-      throw new ConfbootError(
-        'invalid-argument',
-        `${op}: certificate request SANs cannot be parsed: ${(err as Error).message}`,
-      );
-    }
+    if (!signatureValid) throw refuse('signature is invalid');
+    const problem = kubeletSubjectProblem(subjectRdns(csr));
+    if (problem !== undefined) throw refuse(problem);
+    const cn = `${KUBELET_CSR_CN_PREFIX}${identity.nodeName}`;
+    const requested = csr.subjectName.getField(OID_CN)[0];
+    if (identity.nodeName === '' || requested !== cn)
+      throw refuse(`names ${JSON.stringify(requested)}, not the checked ${JSON.stringify(cn)}`);
+    const ips = [...identity.ipAddresses];
+    const notIp = ips.find((ip) => isIP(ip) === 0);
+    if (notIp !== undefined)
+      throw new ConfbootError('invalid-argument', `${op}: ${JSON.stringify(notIp)} is not an IP address`);
 
     let ca: LoadedCa;
     try {
@@ -408,7 +411,8 @@ export class FileCertificateAuthority implements CertificateAuthority {
     try {
       const cert = await x509.X509CertificateGenerator.create({
         serialNumber: randomSerial(),
-        subject: csr.subjectName,
+        // Built from the checked values: never the CSR's own encoding of its subject.
+        subject: [{ [OID_O]: [KUBELET_CSR_ORGANIZATION] }, { [OID_CN]: [cn] }],
         issuer: ca.issuer,
         notBefore: new Date(nowMs - 2 * HOUR_MS),
         notAfter: new Date(nowMs + 365 * 24 * HOUR_MS),

@@ -13,7 +13,7 @@
 import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { Worker } from 'node:worker_threads';
-import type { CertificateAuthority, CsrInfo } from '../../ports/certificate-authority.js';
+import type { CertificateAuthority, CsrInfo, KubeletIdentity } from '../../ports/certificate-authority.js';
 import type { Clock } from '../../ports/clock.js';
 import { ConfbootError, type ConfbootErrorCode } from '../../ports/errors.js';
 import type { ControlPlaneFile } from '../../ports/types.js';
@@ -123,10 +123,16 @@ export class WorkerCertificateAuthority implements CertificateAuthority {
   }
 
   /** Signs a kubelet CSR on a worker, valid from this thread's clock time. */
-  async signKubeletCsr(csrDer: Uint8Array): Promise<Uint8Array> {
-    if (!this.onWorkers) return this.local.signKubeletCsr(csrDer);
+  async signKubeletCsr(csrDer: Uint8Array, identity: KubeletIdentity): Promise<Uint8Array> {
+    if (!this.onWorkers) return this.local.signKubeletCsr(csrDer, identity);
     const nowMs = this.clock.now().getTime();
-    return (await this.threadFor(csrDer).call({ op: 'sign', der: csrDer, nowMs })) as Uint8Array;
+    const plain = { nodeName: identity.nodeName, ipAddresses: [...identity.ipAddresses] };
+    return (await this.threadFor(csrDer).call({
+      op: 'sign',
+      der: csrDer,
+      identity: plain,
+      nowMs,
+    })) as Uint8Array;
   }
 
   /** The eight control-plane files, read on this thread. */

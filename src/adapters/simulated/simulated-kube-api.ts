@@ -2,10 +2,11 @@
  * A SIMULATED Kubernetes API server for tests and for `confboot mini`'s control-plane VM, where no
  * real API server can run. It serves only what the join service uses — bootstrap-token Secrets,
  * ConfigMaps, NodeVersion, JoiningNode and DiskBinding resources — plus the Opaque
- * `constellation-mastersecret` Secret the operator creates after init (create once, then read), and
- * checks every request strictly (method, path, query, content type, bearer token, body fields).
- * Anything unexpected is answered with an error Status and recorded in `violations`, which callers
- * assert to be empty.
+ * `constellation-mastersecret` Secret the operator creates after init (create once, then read) and
+ * the deletion of ClusterRoleBindings (init removes kubeadm's node auto-approval), and checks every
+ * request strictly (method, path, query, content type, bearer token, body fields). Anything
+ * unexpected is answered with an error Status and recorded in `violations`, which callers assert to
+ * be empty.
  *
  * The bearer token is random per instance unless one is given (mini gives the token the simulated
  * `kubeadm init` wrote into admin.conf). With `tls` it serves HTTPS (node:https) with the given
@@ -76,6 +77,8 @@ export class FakeKubeApi {
   readonly joiningNodes = new Map<string, Obj>();
   /** Cluster-scoped DiskBindings (confboot.dev/v1alpha1) by name. */
   readonly diskBindings = new Map<string, Obj>();
+  /** ClusterRoleBindings by name (seeded by tests; the API only deletes them). */
+  readonly clusterRoleBindings = new Map<string, Obj>();
   /** Scripted failures: the next request with a matching method (any method when unset) gets `status`. */
   readonly failNext: Array<{ status: number; method?: string }> = [];
   /** The next this-many requests get no answer at all (a hung API server). */
@@ -260,6 +263,18 @@ export class FakeKubeApi {
       return this.get(res, this.diskBindings, diskBinding, 'diskbindings.confboot.dev');
     if (method === 'PATCH' && joiningNode)
       return this.applyJoiningNode(res, joiningNode, contentType, url.searchParams, body as Obj);
+    const binding = /^\/apis\/rbac\.authorization\.k8s\.io\/v1\/clusterrolebindings\/([^/]+)$/.exec(p)?.[1];
+    if (method === 'DELETE' && binding) {
+      const name = decodeURIComponent(binding);
+      if (!this.clusterRoleBindings.delete(name))
+        return this.status(
+          res,
+          404,
+          'NotFound',
+          `clusterrolebindings.rbac.authorization.k8s.io "${name}" not found`,
+        );
+      return this.ok(res, 200, { kind: 'Status', apiVersion: 'v1', metadata: {}, status: 'Success' });
+    }
     return this.violation(res, `unexpected request ${method} ${p}`);
   }
 

@@ -74,6 +74,11 @@ export interface VariantLookupSettings {
   azureAkRootsPath?: string | undefined;
   /** qemu-vtpm: JSON file of registered attestation keys (the QEMU metadata server's identities file). */
   qemuAkRegistryPath?: string | undefined;
+  /**
+   * qemu-vtpm without {@link qemuAkRegistryPath}: accept whatever attestation key the document
+   * carries (explicit opt-in; without it such a join service refuses to start).
+   */
+  trustAkAsCarried?: boolean | undefined;
   /** SEV-SNP: AMD KDS or a mirror; default `https://kdsintf.amd.com`. */
   amdKdsUrl?: string | undefined;
   /** TDX: directory with Intel PCS collateral (TCB info, QE identity, CRLs and their chains). */
@@ -156,10 +161,21 @@ export async function azureAkRootLookups(settings: VariantLookupSettings): Promi
   }
 }
 
-/** qemu-vtpm: the registered attestation keys from `--qemu-ak-registry` (absent: none required). */
+/** Why qemu-vtpm without registered attestation keys is refused, naming the opt-in. */
+export const QEMU_AK_AS_CARRIED_REFUSAL =
+  'qemu-vtpm needs the registered attestation keys (--qemu-ak-registry F): without them any attestation key the document carries is trusted, so a software TPM extended to the expected values passes; to accept that anyway, pass --trust-ak-as-carried';
+
+/**
+ * qemu-vtpm: the registered attestation keys from `--qemu-ak-registry`. Without a registry it
+ * rejects with `invalid-argument` ({@link QEMU_AK_AS_CARRIED_REFUSAL}) unless
+ * `trustAkAsCarried` is set; then the AK is trusted as carried.
+ */
 export async function qemuAkLookups(settings: VariantLookupSettings): Promise<VariantLookups> {
   const path = settings.qemuAkRegistryPath;
-  if (path === undefined) return {};
+  if (path === undefined) {
+    if (settings.trustAkAsCarried === true) return {};
+    throw new ConfbootError('invalid-argument', QEMU_AK_AS_CARRIED_REFUSAL);
+  }
   // Loaded only when asked for, so no other cloud's node or join service loads the qemu adapters.
   const { FileQemuAkRegistry } = await import('../../adapters/cloud/qemu/ak-registry.js');
   return { qemuAkTrust: new FileQemuAkRegistry(path) };

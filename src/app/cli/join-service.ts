@@ -26,7 +26,6 @@ import { messageOf } from '../../ports/errors.js';
 import type { Logger } from '../../ports/logger.js';
 import type { Variant } from '../../ports/variant.js';
 import {
-  ADMIN_CONF_PATH,
   JOIN_SERVICE_HTTP_PORT,
   JOIN_SERVICE_MEMORY_BUDGET_MIB,
   JOIN_SERVICE_MEMORY_HEADROOM_MIB,
@@ -177,8 +176,8 @@ export const joinServiceCommand: CommandSpec = {
     'admin-conf': {
       type: 'string',
       valueName: 'F',
-      default: ADMIN_CONF_PATH,
-      description: 'admin.conf with the cluster CA (discovery hash)',
+      description:
+        'read the discovery CA hash from this admin.conf instead of <pki-dir>/ca.crt (older deployments; admin.conf is a cluster-admin credential)',
     },
     'pki-dir': {
       type: 'string',
@@ -218,6 +217,11 @@ export const joinServiceCommand: CommandSpec = {
       valueName: 'F',
       description:
         'qemu-vtpm: JSON file {"<name>": {"ip": "<address>", "attestationKeyPublic": "<base64 TPMT_PUBLIC>"}} (the metadata server\'s --identities file), re-read per join; a caller is accepted only with the AK registered for its source address',
+    },
+    'trust-ak-as-carried': {
+      type: 'boolean',
+      description:
+        'qemu-vtpm without --qemu-ak-registry: trust whatever attestation key a document carries (refused otherwise; a software TPM extended to the expected values then passes; logged at error level)',
     },
     'amd-kds-url': {
       type: 'string',
@@ -400,7 +404,8 @@ export interface JoinServiceFlags {
   httpListen: ListenAddress;
   grpcHealthListen: ListenAddress | undefined;
   kubeconfigPath: string | undefined;
-  adminConfPath: string;
+  /** `--admin-conf`: only when given (default: the hash of `<pki-dir>/ca.crt`). */
+  adminConfPath: string | undefined;
   pkiDir: string;
   apiServerEndpoint: string | undefined;
   metadataUrl: string | undefined;
@@ -420,6 +425,8 @@ export interface JoinServiceFlags {
   shutdownGraceMs: number;
   /** `--allow-unenforced-measurements`. */
   allowUnenforcedMeasurements: boolean;
+  /** `--trust-ak-as-carried`. */
+  trustAkAsCarried: boolean;
   /** Attested TLS phase deadlines (ms) and the ATTESTATION frame's bytes-per-second floor. */
   atlsDeadlines: AtlsDeadlines;
   maxUnattestedPerSource: number;
@@ -487,7 +494,7 @@ export function parseJoinServiceFlags(
     httpListen: parseHostPort('http-listen', str('http-listen') as string),
     grpcHealthListen: grpcHealth === undefined ? undefined : parseHostPort('grpc-health-listen', grpcHealth),
     kubeconfigPath: str('kubeconfig'),
-    adminConfPath: str('admin-conf') as string,
+    adminConfPath: str('admin-conf'),
     pkiDir: str('pki-dir') as string,
     apiServerEndpoint,
     metadataUrl: str('metadata-url'),
@@ -503,6 +510,7 @@ export function parseJoinServiceFlags(
     memoryBudgetMib: parseMemoryBudget(str('memory-budget-mib') as string),
     shutdownGraceMs: parseCount('shutdown-grace', str('shutdown-grace') as string),
     allowUnenforcedMeasurements: v['allow-unenforced-measurements'] === true,
+    trustAkAsCarried: v['trust-ak-as-carried'] === true,
     atlsDeadlines: {
       clientHelloMs: parsePositive('client-hello-timeout', str('client-hello-timeout') as string),
       tlsHandshakeMs: parsePositive('tls-handshake-timeout', str('tls-handshake-timeout') as string),
@@ -569,11 +577,12 @@ export async function runJoinService(argv: string[], options: JoinServiceRunOpti
     keyServiceEndpoint: flags.keyServiceEndpoint,
     listen: flags.listen,
     httpListen: flags.httpListen,
-    adminConfPath: flags.adminConfPath,
+    ...(flags.adminConfPath !== undefined ? { adminConfPath: flags.adminConfPath } : {}),
     pkiDir: flags.pkiDir,
     logger,
     signal: options.signal,
     allowUnenforcedMeasurements: flags.allowUnenforcedMeasurements,
+    trustAkAsCarried: flags.trustAkAsCarried,
     limits: {
       ratePerSecond: flags.ratePerSecond,
       maxConcurrent: flags.maxConcurrent,

@@ -44,10 +44,10 @@ import {
   JOIN_SERVICE_CLIENT_TLS_SECRET,
   KEY_SERVICE_TLS_SECRET,
 } from '../../adapters/pki/key-service-tls.js';
+import { CONTROL_PLANE_FILE_NAMES } from '../../ports/kubernetes-node.js';
 import type { Variant } from '../../ports/variant.js';
 import { VERSION } from '../../version.js';
 import {
-  ADMIN_CONF_PATH,
   ATTESTATION_CONFIG_PATH,
   DENY_LIST_PATH,
   JOIN_SERVICE_HTTP_PORT,
@@ -57,6 +57,7 @@ import {
   KEY_SERVICE_PORT,
   MASTER_SECRET_PATH,
   MEASUREMENT_SALT_PATH,
+  PKI_DIR,
   SALT_PATH,
   SERVICE_BASE_PATH,
 } from '../defaults.js';
@@ -90,6 +91,32 @@ export const KEY_SERVICE_CLIENT_TLS_DIR = '/etc/confboot/key-service-client';
 const IMAGE_UID = 65532;
 /** Secret files readable by owner and group (the pod's fsGroup) only. */
 const SECRET_FILE_MODE = 0o440;
+/** Where the join service reads qemu-vtpm's registered attestation keys (ConfigMap join-ak-registry). */
+export const AK_REGISTRY_PATH = `${SERVICE_BASE_PATH}/ak-registry/ak-registry.json`;
+/**
+ * Variants whose documents carry an attestation key nothing vouches for: the join service gets the
+ * registry of the keys the operator registered (`--qemu-ak-registry`) instead of trusting the AK as
+ * carried.
+ */
+const AK_REGISTRY_VARIANTS: ReadonlySet<Variant> = new Set<Variant>(['qemu-vtpm']);
+/** Where the join service's init container sees the host's kubeadm pki directory. */
+const HOST_PKI_MOUNT = '/host-pki';
+
+/**
+ * The join service's init container script: copies exactly the pki files the join service reads (the eight
+ * control-plane files; ca.crt and ca.key among them) from the host into the memory-backed volume,
+ * owned by the service's user and readable by it only. Nothing else of /etc/kubernetes (no
+ * admin.conf, no API server or etcd keys) reaches the pod.
+ */
+export function pkiCopyScript(from = HOST_PKI_MOUNT, to = PKI_DIR): string {
+  const files = CONTROL_PLANE_FILE_NAMES.map((f) => `'${f}'`).join(' ');
+  return [
+    'set -eu',
+    `for f in ${files}; do`,
+    `  install -D -o ${IMAGE_UID} -g ${IMAGE_UID} -m 0400 "${from}/$f" "${to}/$f"`,
+    'done',
+  ].join('\n');
+}
 
 /** One cloud and variant the manifests are rendered for. */
 export interface DeployTarget {
@@ -315,6 +342,14 @@ export function renderObjects(options: RenderOptions): RenderedObject[] {
     // 32 random bytes chosen at `confboot init`; zero placeholder here.
     binaryData: { measurementSalt: Buffer.alloc(32).toString('base64') },
   };
+  const akRegistry: V1ConfigMap | undefined = AK_REGISTRY_VARIANTS.has(variant)
+    ? {
+        apiVersion: 'v1',
+        kind: 'ConfigMap',
+        metadata: meta('join-ak-registry'),
+        data: { 'ak-registry.json': '{}\n' },
+      }
+    : undefined;
   const denyList: V1ConfigMap = {
     apiVersion: 'v1',
     kind: 'ConfigMap',
@@ -332,6 +367,7 @@ export function renderObjects(options: RenderOptions): RenderedObject[] {
       `--attestation-config=${ATTESTATION_CONFIG_PATH}`,
       `--measurement-salt-file=${MEASUREMENT_SALT_PATH}`,
       `--deny-list=${DENY_LIST_PATH}`,
+      ...(akRegistry ? [`--qemu-ak-registry=${AK_REGISTRY_PATH}`] : []),
       `--key-service-endpoint=${KEY_SERVICE_ENDPOINT}`,
       `--listen=0.0.0.0:${JOIN_SERVICE_PORT}`,
       `--http-listen=0.0.0.0:${JOIN_SERVICE_HTTP_PORT}`,
@@ -368,7 +404,7 @@ export function renderObjects(options: RenderOptions): RenderedObject[] {
       failureThreshold: 2,
     },
     resources: resources('100m', JOIN_SERVICE_MEMORY_MIB),
-    securityContext: hardened,
+    securityContext: { ...hardened, runAsNonRoot: true, runAsUser: IMAGE_UID, runAsGroup: IMAGE_UID },
     volumeMounts: [
       { name: 'config', mountPath: SERVICE_BASE_PATH, readOnly: true },
       {
@@ -376,14 +412,44 @@ export function renderObjects(options: RenderOptions): RenderedObject[] {
         mountPath: DENY_LIST_PATH.slice(0, DENY_LIST_PATH.lastIndexOf('/')),
         readOnly: true,
       },
-      {
-        name: 'kubernetes',
-        mountPath: ADMIN_CONF_PATH.slice(0, ADMIN_CONF_PATH.lastIndexOf('/')),
-        readOnly: true,
-      },
+      ...(akRegistry
+        ? [
+            {
+              name: 'ak-registry',
+              mountPath: AK_REGISTRY_PATH.slice(0, AK_REGISTRY_PATH.lastIndexOf('/')),
+              readOnly: true,
+            },
+          ]
+        : []),
+      // The pki files the init container copied; the discovery CA hash is read from ca.crt.
+      { name: 'pki', mountPath: PKI_DIR, readOnly: true },
       ...(mtls
         ? [{ name: 'key-service-client', mountPath: KEY_SERVICE_CLIENT_TLS_DIR, readOnly: true }]
         : []),
+    ],
+  };
+  // kubeadm's pki files are root-only (0600) on the host, and fsGroup/defaultMode apply to volumes
+  // Kubernetes writes (Secret, ConfigMap, emptyDir), never to hostPath files. Rather than running the
+  // service as root or loosening the host's modes, a root init container copies exactly the files
+  // the service reads into a memory-backed emptyDir owned by the service's user (0400). It needs
+  // only CHOWN (give the copies to 65532) and FOWNER (set the mode of a file it no longer owns).
+  // The copies are taken at pod start: after a CA rotation, restart the DaemonSet.
+  const pkiCopyContainer: V1Container = {
+    name: 'copy-pki',
+    image,
+    command: ['sh', '-c', pkiCopyScript()],
+    resources: { requests: { cpu: '10m', memory: '16Mi' }, limits: { memory: '16Mi' } },
+    securityContext: {
+      readOnlyRootFilesystem: true,
+      allowPrivilegeEscalation: false,
+      runAsNonRoot: false,
+      runAsUser: 0,
+      runAsGroup: 0,
+      capabilities: { drop: ['ALL'], add: ['CHOWN', 'FOWNER'] },
+    },
+    volumeMounts: [
+      { name: 'host-pki', mountPath: HOST_PKI_MOUNT, readOnly: true },
+      { name: 'pki', mountPath: PKI_DIR },
     ],
   };
   const joinDaemonSet: V1DaemonSet = {
@@ -400,11 +466,15 @@ export function renderObjects(options: RenderOptions): RenderedObject[] {
           priorityClassName: 'system-cluster-critical',
           ...controlPlaneOnly,
           securityContext: { fsGroup: IMAGE_UID },
+          initContainers: [pkiCopyContainer],
           containers: [joinContainer],
           volumes: [
             { name: 'config', projected: { sources: [{ configMap: { name: 'join-config' } }] } },
             { name: 'denylist', configMap: { name: 'join-denylist' } },
-            { name: 'kubernetes', hostPath: { path: '/etc/kubernetes', type: 'Directory' } },
+            ...(akRegistry ? [{ name: 'ak-registry', configMap: { name: 'join-ak-registry' } }] : []),
+            { name: 'host-pki', hostPath: { path: PKI_DIR, type: 'Directory' } },
+            // Memory-backed: the CA keys never reach a disk of the pod.
+            { name: 'pki', emptyDir: { medium: 'Memory', sizeLimit: '1Mi' } },
             ...(mtls
               ? [
                   {
@@ -573,6 +643,15 @@ export function renderObjects(options: RenderOptions): RenderedObject[] {
       object: joinConfig,
     },
     { comment: ' Node identities and disk UUIDs to refuse (hot-reloaded).', object: denyList },
+    ...(akRegistry
+      ? [
+          {
+            comment:
+              ' The attestation keys of the cluster\'s VMs (read on every join): {"<name>": {"ip": "<address>",\n "attestationKeyPublic": "<base64 TPMT_PUBLIC>"}}. Empty: every node is refused until its AK is\n registered; the join service never trusts an AK only because the document carries it.',
+            object: akRegistry,
+          },
+        ]
+      : []),
     {
       comment:
         ' Which node each state disk belongs to (docs/identity.md): one DiskBinding disk-<uuid> per disk,\n written by the join service. Without it every join fails closed (UNAVAILABLE).',

@@ -9,6 +9,7 @@
  */
 
 import { readFile } from 'node:fs/promises';
+import { join } from 'node:path';
 import type { TdxCollateralSource } from '../../adapters/attestation/snp-tdx-config.js';
 import { UpdatableValidator } from '../../adapters/attestation/updatable/updatable-validator.js';
 import { MetadataPeerIdentity } from '../../adapters/identity/metadata-peer-identity.js';
@@ -31,7 +32,7 @@ export type { VariantLookupSettings, VariantLookups } from '../attestation/valid
 import { JoinServiceMetrics } from '../../adapters/ops/metrics.js';
 import { JsonlEvidenceStore } from '../../adapters/state/jsonl-evidence-store.js';
 import { buildValidator, createAmdCertCache } from '../attestation/validators.js';
-import { ADMIN_CONF_PATH, KUBERNETES_PORT, PKI_DIR } from '../defaults.js';
+import { KUBERNETES_PORT, PKI_DIR } from '../defaults.js';
 import { cloudMetadataApi, isVariant, variantEntry, variantNames } from '../registry/index.js';
 import { withDryRunOnLoad } from './dry-run.js';
 import { checkEnforcesMeasurements } from './policy.js';
@@ -147,7 +148,10 @@ export interface ProductionJoinServiceConfig {
   grpcHealthListen?: ListenAddress;
   /** kubeconfig file; default the in-cluster service account. */
   kubeconfigPath?: string;
-  /** admin.conf for the discovery CA hash; default `/etc/kubernetes/admin.conf`. */
+  /**
+   * admin.conf to compute the discovery CA hash from, for deployments that mount it; default: the
+   * CA certificate `<pkiDir>/ca.crt` (the service then needs no cluster-admin credential).
+   */
   adminConfPath?: string;
   /** Cluster pki directory; default `/etc/kubernetes/pki`. */
   pkiDir?: string;
@@ -161,8 +165,13 @@ export interface ProductionJoinServiceConfig {
   cloudAuthTokenFile?: string;
   /** azure-trustedlaunch: PEM file with the trusted AK roots. */
   azureAkRootsPath?: string;
-  /** qemu-vtpm: registered attestation keys (`--qemu-ak-registry`); absent: the AK as carried. */
+  /**
+   * qemu-vtpm: registered attestation keys (`--qemu-ak-registry`); absent: the service refuses to
+   * start unless {@link trustAkAsCarried}.
+   */
   qemuAkRegistryPath?: string;
+  /** qemu-vtpm without a registry: trust the AK as carried (logged at error level). Default false. */
+  trustAkAsCarried?: boolean;
   /** SEV-SNP: AMD KDS or a mirror for VCEK/ASK fetches; default `https://kdsintf.amd.com`. */
   amdKdsUrl?: string;
   /** TDX: directory with Intel PCS collateral; absent: quote, QE report and PCK chain only. */
@@ -229,7 +238,10 @@ export interface LazyKubernetes {
  * client right after; a request arriving meanwhile waits for it.
  */
 export function lazyKubernetes(
-  options: { kubeconfigPath?: string | undefined; adminConfPath: string },
+  options: { kubeconfigPath?: string | undefined } & (
+    | { caCertPath: string; adminConfPath?: undefined }
+    | { adminConfPath: string; caCertPath?: undefined }
+  ),
   clock: Clock,
   logger: Logger,
 ): LazyKubernetes {
@@ -244,7 +256,9 @@ export function lazyKubernetes(
         tokens: new k8s.KubeBootstrapTokens({
           kubeConfig,
           clock,
-          adminConfPath: options.adminConfPath,
+          ...(options.caCertPath !== undefined
+            ? { caCertPath: options.caCertPath }
+            : { adminConfPath: options.adminConfPath }),
           logger,
         }),
         facts: new k8s.KubeClusterFacts({ kubeConfig, clock, logger }),
@@ -288,6 +302,14 @@ export async function startProductionJoinService(
     logger.warn(
       'SECURITY: --allow-unenforced-measurements is set: an attestation config whose measurements are all warnOnly will be accepted',
     );
+  if (
+    config.variant === 'qemu-vtpm' &&
+    config.trustAkAsCarried === true &&
+    config.qemuAkRegistryPath === undefined
+  )
+    logger.error(
+      'SECURITY: --trust-ak-as-carried is set: any attestation key a qemu-vtpm document carries is trusted, so a software TPM extended to the expected values passes attestation',
+    );
   const build = validatorBuilder(
     config.variant,
     await variantLookups(
@@ -295,6 +317,7 @@ export async function startProductionJoinService(
       {
         azureAkRootsPath: config.azureAkRootsPath,
         qemuAkRegistryPath: config.qemuAkRegistryPath,
+        trustAkAsCarried: config.trustAkAsCarried === true,
         amdKdsUrl: config.amdKdsUrl,
         tdxCollateralDir: config.tdxCollateralDir,
         tdxCollateral: config.tdxCollateral,
@@ -332,7 +355,9 @@ export async function startProductionJoinService(
     ...(config.keyServiceTls ? { tls: config.keyServiceTls } : {}),
   });
   const kube = lazyKubernetes(
-    { kubeconfigPath: config.kubeconfigPath, adminConfPath: config.adminConfPath ?? ADMIN_CONF_PATH },
+    config.adminConfPath !== undefined
+      ? { kubeconfigPath: config.kubeconfigPath, adminConfPath: config.adminConfPath }
+      : { kubeconfigPath: config.kubeconfigPath, caCertPath: join(config.pkiDir ?? PKI_DIR, 'ca.crt') },
     clock,
     logger,
   );

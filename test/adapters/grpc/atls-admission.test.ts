@@ -58,6 +58,35 @@ describe('ConnectionCaps', () => {
     expect(caps.admit('new', sock())).toEqual({ admitted: false, reason: 'global-cap' });
   });
 
+  it('counts IPv6 sources per /64: one host cycling through its /64 meets the per-source cap', () => {
+    const caps = new ConnectionCaps(2, 100);
+    const a1 = sock();
+    expect(caps.admit('2001:db8:0:1::1', a1).admitted).toBe(true);
+    expect(caps.admit('2001:db8:0:1:ffff::2', sock()).admitted).toBe(true);
+    expect(caps.admit('2001:db8:0:1:1234:5678:9abc:def0', sock())).toEqual({
+      admitted: false,
+      reason: 'source-cap',
+    });
+    // Another /64 and an IPv4 source have caps of their own.
+    expect(caps.admit('2001:db8:0:2::1', sock()).admitted).toBe(true);
+    expect(caps.admit('::ffff:10.0.0.1', sock()).admitted).toBe(true);
+    expect(caps.admit('10.0.0.1', sock()).admitted).toBe(true);
+    expect(caps.admit('10.0.0.1', sock())).toEqual({ admitted: false, reason: 'source-cap' });
+    expect([caps.size, caps.sources]).toEqual([5, 3]);
+    // A release by the connection's own address frees its /64's place.
+    caps.release('2001:db8:0:1::1', a1);
+    expect(caps.admit('2001:db8:0:1::99', sock()).admitted).toBe(true);
+  });
+
+  it('at the global cap, a /64 with many addresses is the heaviest source and is evicted first', () => {
+    const caps = new ConnectionCaps(10, 3);
+    const first = sock();
+    caps.admit('2001:db8:0:1::1', first);
+    caps.admit('2001:db8:0:1::2', sock());
+    caps.admit('2001:db8:0:1::3', sock());
+    expect(caps.admit('2001:db8:0:9::1', sock())).toEqual({ admitted: true, evicted: first });
+  });
+
   it('release forgets a connection once (idempotent)', () => {
     const caps = new ConnectionCaps(1, 1);
     const s = sock();

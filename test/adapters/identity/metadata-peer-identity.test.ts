@@ -49,6 +49,17 @@ describe('MetadataPeerIdentity over FakeMetadataAPI', () => {
     });
   });
 
+  it("passes on the cloud's immutable instance ID where the cloud has one", async () => {
+    const { identity } = subject([{ ...W1, instanceId: '4512345678901234567' }, W2]);
+    expect(await identity.resolve('127.0.0.10')).toEqual({
+      name: 'worker-1',
+      ips: ['127.0.0.10'],
+      role: 'Worker',
+      instanceId: '4512345678901234567',
+    });
+    expect((await identity.resolve('127.0.0.11'))?.instanceId).toBeUndefined();
+  });
+
   it('matches an IPv4-mapped IPv6 caller; a non-IP is unknown without asking metadata', async () => {
     const { identity, metadata } = subject();
     expect((await identity.resolve('::ffff:127.0.0.10'))?.name).toBe('worker-1');

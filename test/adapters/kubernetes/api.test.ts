@@ -12,12 +12,15 @@ import * as x509 from '@peculiar/x509';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { stringify } from 'yaml';
 import {
+  discoveryHashFromCaCert,
   discoveryHashFromKubeconfig,
   generateBootstrapToken,
   KubeBootstrapTokens,
   KubeClusterFacts,
   KubeDiskBindings,
   loadKubeConfig,
+  NODE_AUTOAPPROVE_BOOTSTRAP_BINDING,
+  removeBootstrapTokenAutoApproval,
 } from '../../../src/adapters/kubernetes/api.js';
 import { ConfbootError } from '../../../src/ports/errors.js';
 import { normalizeNodeName } from '../../../src/ports/kubernetes-node.js';
@@ -278,6 +281,26 @@ describe('discovery CA hash from admin.conf', () => {
     expect(await tokens.discoveryCaCertHash()).toBe(`sha256:${ecSpkiHash}`);
   });
 
+  it('pins the CA certificate file (pki/ca.crt) when given one, without reading admin.conf', async () => {
+    const dir = tmp();
+    const caCertPath = join(dir, 'ca.crt');
+    writeFileSync(caCertPath, ecCaPem);
+    // A kubeconfig for the API client whose CA is NOT the one pinned: the hash comes from ca.crt.
+    const kubeconfig = join(dir, 'kubeconfig');
+    writeFileSync(kubeconfig, adminConf({ current: 'other' }));
+    const tokens = new KubeBootstrapTokens({
+      kubeConfig: loadKubeConfig(kubeconfig),
+      clock: new FakeClock(start),
+      caCertPath,
+      adminConfPath: join(dir, 'no-such-admin.conf'),
+    });
+    expect(await tokens.discoveryCaCertHash()).toBe(`sha256:${ecSpkiHash}`);
+    expect(discoveryHashFromCaCert(rsaCaPem + ecCaPem)).toBe(`sha256:${rsaSpkiHash}`);
+    expect(() => discoveryHashFromCaCert('no certificate', 'ca.crt')).toThrow(
+      'computing discovery CA hash from ca.crt: holds no PEM certificate',
+    );
+  });
+
   it('follows the current context (RSA key)', () => {
     expect(discoveryHashFromKubeconfig(adminConf({ current: 'other' }))).toBe(`sha256:${rsaSpkiHash}`);
   });
@@ -320,6 +343,33 @@ describe('discovery CA hash from admin.conf', () => {
     const err = await rejectionOf(tokens.discoveryCaCertHash());
     expect(err.code).toBe('failed-precondition');
     expect(err.message).toBe(`computing discovery CA hash: reading ${missing}: ENOENT`);
+  });
+});
+
+describe("removeBootstrapTokenAutoApproval against a simulated Kubernetes API (kubeadm's node auto-approval)", () => {
+  it('deletes kubeadm:node-autoapprove-bootstrap, and answers absent once it is gone', async () => {
+    const { api, kubeconfigPath } = await startApi();
+    api.clusterRoleBindings.set(NODE_AUTOAPPROVE_BOOTSTRAP_BINDING, {
+      roleRef: { name: 'system:certificates.k8s.io:certificatesigningrequests:nodeclient' },
+      subjects: [{ kind: 'Group', name: 'system:bootstrappers:kubeadm:default-node-token' }],
+    });
+    api.clusterRoleBindings.set('kubeadm:kubelet-bootstrap', {
+      roleRef: { name: 'system:node-bootstrapper' },
+    });
+    const kc = loadKubeConfig(kubeconfigPath);
+    expect(await removeBootstrapTokenAutoApproval(kc)).toBe('removed');
+    // Only the auto-approval goes: bootstrap tokens may still post CSRs (kubeadm join needs that).
+    expect([...api.clusterRoleBindings.keys()]).toEqual(['kubeadm:kubelet-bootstrap']);
+    expect(await removeBootstrapTokenAutoApproval(kc)).toBe('absent');
+    expect(api.violations).toEqual([]);
+  });
+
+  it('rejects when the API server fails (unavailable), so init does not report success', async () => {
+    const { api, kubeconfigPath } = await startApi();
+    api.failNext.push({ status: 503 });
+    const err = await rejectionOf(removeBootstrapTokenAutoApproval(loadKubeConfig(kubeconfigPath)));
+    expect(err.code).toBe('unavailable');
+    expect(err.message).toContain('deleting ClusterRoleBinding kubeadm:node-autoapprove-bootstrap');
   });
 });
 

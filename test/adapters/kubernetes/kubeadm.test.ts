@@ -2,6 +2,8 @@
  * KubeadmJoiner and KubeadmInitializer against a SIMULATED kubeadm (test/fixtures/fake-kubeadm):
  * the fake validates the v1beta4 configuration strictly and records it, so these tests check what
  * confboot renders, how it hands the file over, and how it treats failures, timeouts and aborts.
+ * After init, kubeadm's node auto-approval binding is removed through the API: here a SIMULATED
+ * Kubernetes API server (FakeKubeApi) with the real client.
  */
 
 import { spawnSync } from 'node:child_process';
@@ -10,6 +12,11 @@ import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { parse, stringify } from 'yaml';
+import {
+  loadKubeConfig,
+  NODE_AUTOAPPROVE_BOOTSTRAP_BINDING,
+  removeBootstrapTokenAutoApproval,
+} from '../../../src/adapters/kubernetes/api.js';
 import {
   isKubeadmError,
   KubeadmInitializer,
@@ -23,6 +30,7 @@ import {
 import type { InitClusterArgs } from '../../../src/ports/cluster-initializer.js';
 import type { ConfbootError } from '../../../src/ports/errors.js';
 import { validJoinArgs } from '../../contract/cluster-joiner.js';
+import { FakeKubeApi } from './fake-kube-api.js';
 import { FAKE_KUBEADM, FAKE_KUBEADM_DIR, FakeKubeadmWorld } from './fake-kubeadm.js';
 
 const worlds: FakeKubeadmWorld[] = [];
@@ -34,6 +42,29 @@ function world(): FakeKubeadmWorld {
   worlds.push(w);
   return w;
 }
+
+/**
+ * A simulated API server holding kubeadm's bindings, and the remover init uses with it (the fake
+ * kubeadm's admin.conf names an API server that does not exist here). Records the order of events.
+ */
+async function kubeApiAfterInit(w: FakeKubeadmWorld) {
+  const api = await new FakeKubeApi().start();
+  const events: string[] = [];
+  apis.push(api);
+  api.clusterRoleBindings.set(NODE_AUTOAPPROVE_BOOTSTRAP_BINDING, {});
+  api.clusterRoleBindings.set('kubeadm:kubelet-bootstrap', {});
+  const kubeconfig = join(w.dir, 'fake-api.kubeconfig');
+  writeFileSync(kubeconfig, api.kubeconfig());
+  const removeNodeAutoApproval = async (adminConfPath: string) => {
+    events.push(`remove with ${adminConfPath} after ${w.invocations().length} kubeadm run(s)`);
+    await removeBootstrapTokenAutoApproval(loadKubeConfig(kubeconfig));
+  };
+  return { api, events, removeNodeAutoApproval };
+}
+const apis: FakeKubeApi[] = [];
+afterEach(async () => {
+  for (const a of apis.splice(0)) await a.close();
+});
 async function rejectionOf(p: Promise<unknown>): Promise<Error> {
   const err = await p.then(
     () => undefined,
@@ -242,13 +273,20 @@ describe('the simulated kubeadm refuses what real kubeadm refuses', () => {
 describe('KubeadmInitializer with a simulated kubeadm', () => {
   it('renders InitConfiguration and ClusterConfiguration and returns the admin kubeconfig', async () => {
     const w = world();
+    const { api, events, removeNodeAutoApproval } = await kubeApiAfterInit(w);
     const init = new KubeadmInitializer({
       kubeadmPath: FAKE_KUBEADM,
       env: w.env,
       adminConfPath: w.adminConfPath,
       encryptionAlgorithm: 'ECDSA-P256',
+      removeNodeAutoApproval,
     });
     const kubeconfig = await init.initCluster(initArgs());
+    // After kubeadm init, with its admin.conf: bootstrap tokens no longer get node certificates
+    // approved; the rest of kubeadm's bootstrap-token setup stays.
+    expect(events).toEqual([`remove with ${w.adminConfPath} after 1 kubeadm run(s)`]);
+    expect([...api.clusterRoleBindings.keys()]).toEqual(['kubeadm:kubelet-bootstrap']);
+    expect(api.violations).toEqual([]);
     const [inv] = w.invocations();
     expect(inv?.outcome).toBe('ok');
     expect(inv?.configMode).toBe('600');
@@ -281,7 +319,9 @@ describe('KubeadmInitializer with a simulated kubeadm', () => {
   it('passes control-plane endpoint, certificates directory and key algorithm; kubeadm writes the pki there', async () => {
     const w = world();
     const pki = join(w.dir, 'pki');
+    const { removeNodeAutoApproval } = await kubeApiAfterInit(w);
     const init = new KubeadmInitializer({
+      removeNodeAutoApproval,
       kubeadmPath: FAKE_KUBEADM,
       env: w.env,
       adminConfPath: w.adminConfPath,
@@ -307,6 +347,25 @@ describe('KubeadmInitializer with a simulated kubeadm', () => {
     ])
       expect(existsSync(join(pki, name)), name).toBe(true);
     expect(readFileSync(join(pki, 'ca.key'), 'utf8')).toMatch(/^-----BEGIN EC PRIVATE KEY-----/);
+  });
+
+  it('fails the init when the auto-approval cannot be removed (API server failing), naming the step', async () => {
+    const w = world();
+    const { api, removeNodeAutoApproval } = await kubeApiAfterInit(w);
+    api.failNext.push({ status: 503 });
+    const init = new KubeadmInitializer({
+      kubeadmPath: FAKE_KUBEADM,
+      env: w.env,
+      adminConfPath: w.adminConfPath,
+      encryptionAlgorithm: 'ECDSA-P256',
+      removeNodeAutoApproval,
+    });
+    const err = (await rejectionOf(init.initCluster(initArgs()))) as ConfbootError;
+    expect(err.code).toBe('unavailable');
+    expect(err.message).toMatch(
+      /^removing kubeadm's auto-approval of bootstrap-token node certificates after kubeadm init: deleting ClusterRoleBinding kubeadm:node-autoapprove-bootstrap/,
+    );
+    expect(api.clusterRoleBindings.has(NODE_AUTOAPPROVE_BOOTSTRAP_BINDING)).toBe(true);
   });
 
   it('rejects with kubeadm’s output when the configuration is invalid', async () => {

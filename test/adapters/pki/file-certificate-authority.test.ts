@@ -115,6 +115,8 @@ async function makeCsr(name: x509.JsonName | string, sans: x509.JsonGeneralNames
 }
 
 const kubeletName: x509.JsonName = [{ O: ['system:nodes'] }, { CN: ['system:node:worker-1'] }];
+/** The checked identity of worker-1 (its address 10.0.0.3), as the ticket issuer passes it. */
+const worker1 = { nodeName: 'worker-1', ipAddresses: ['10.0.0.3'] };
 
 function ca(dir: string): FileCertificateAuthority {
   return new FileCertificateAuthority({ clock: new FakeClock(NOW), pkiDir: dir });
@@ -137,7 +139,10 @@ describe('FileCertificateAuthority.signKubeletCsr', () => {
   ] as const)('%s', async (_name, kind) => {
     const testCa = await makeCa(kind);
     const pem = new TextDecoder().decode(
-      await ca(testCa.dir).signKubeletCsr(await makeCsr(kubeletName, [{ type: 'ip', value: '10.0.0.3' }])),
+      await ca(testCa.dir).signKubeletCsr(
+        await makeCsr(kubeletName, [{ type: 'ip', value: '10.0.0.3' }]),
+        worker1,
+      ),
     );
     expect(pem).toMatch(/^-----BEGIN CERTIFICATE-----\n[\s\S]+\n-----END CERTIFICATE-----\n$/);
     const cert = new X509Certificate(pem);
@@ -151,14 +156,17 @@ describe('FileCertificateAuthority.signKubeletCsr', () => {
     expect(sigAlg.hash.name).toBe(kind === 'pkcs8' ? 'SHA-384' : 'SHA-256');
   });
 
-  it("issues upstream's profile: subject, issuer, validity, usages, IP SANs only (checked with node:crypto)", async () => {
+  it("issues upstream's profile: subject, issuer, validity, usages, the checked IP SANs only (checked with node:crypto)", async () => {
     const testCa = await makeCa('ec');
     const csr = await makeCsr(kubeletName, [
       { type: 'ip', value: '10.0.0.3' },
       { type: 'dns', value: 'evil.example' },
       { type: 'ip', value: '192.168.178.1' },
     ]);
-    const pem = await ca(testCa.dir).signKubeletCsr(csr);
+    const pem = await ca(testCa.dir).signKubeletCsr(csr, {
+      nodeName: 'worker-1',
+      ipAddresses: ['10.0.0.3', '192.168.178.1'],
+    });
     const cert = new X509Certificate(Buffer.from(pem));
     expect(cert.subject).toBe('O=system:nodes\nCN=system:node:worker-1');
     expect(cert.issuer).toBe('CN=kubernetes');
@@ -192,7 +200,9 @@ describe('FileCertificateAuthority.signKubeletCsr', () => {
     const csr = await makeCsr(kubeletName);
     const serials = new Set<string>();
     for (let i = 0; i < 5; i++)
-      serials.add(new X509Certificate(Buffer.from(await authority.signKubeletCsr(csr))).serialNumber);
+      serials.add(
+        new X509Certificate(Buffer.from(await authority.signKubeletCsr(csr, worker1))).serialNumber,
+      );
     expect(serials.size).toBe(5);
   });
 
@@ -239,7 +249,7 @@ describe('FileCertificateAuthority.signKubeletCsr', () => {
   ])('%s', async (_name, breakCa, message) => {
     const testCa = await makeCa('ec');
     await breakCa(testCa.dir);
-    const err = await errorOf(ca(testCa.dir).signKubeletCsr(await makeCsr(kubeletName)));
+    const err = await errorOf(ca(testCa.dir).signKubeletCsr(await makeCsr(kubeletName), worker1));
     expect(err.message).toMatch(/^signing kubelet certificate: loading the cluster CA from /);
     expect(err.message).toMatch(message);
     expect(err.code).toBe('internal');
@@ -258,23 +268,53 @@ describe('FileCertificateAuthority.signKubeletCsr', () => {
       /common name must start with "system:node:", is "worker-1"/,
     ],
     [
-      'incorrect organization format',
+      'two organizations in one RDN',
       () => makeCsr([{ O: ['system:nodes', 'system:masters'] }, { CN: ['system:node:worker-1'] }]),
-      /exactly one organization "system:nodes", has \["system:nodes","system:masters"\]/,
+      /subject RDN 1 holds 2 attributes \(O=system:nodes\+O=system:masters\)/,
+    ],
+    [
+      'two organizations',
+      () => makeCsr([{ O: ['system:nodes'] }, { O: ['system:masters'] }, { CN: ['system:node:worker-1'] }]),
+      /organization must be exactly \["system:nodes"\], is \["system:nodes","system:masters"\]/,
+    ],
+    [
+      'a second common name (Go keeps the last one)',
+      () =>
+        makeCsr([
+          { O: ['system:nodes'] },
+          { CN: ['system:node:worker-1'] },
+          { CN: ['system:node:control-plane-0'] },
+        ]),
+      /exactly one common name, has 2/,
+    ],
+    [
+      'an extra attribute',
+      () => makeCsr([{ O: ['system:nodes'] }, { OU: ['x'] }, { CN: ['system:node:worker-1'] }]),
+      /may hold only O and CN, also has OU/,
+    ],
+    [
+      'CN before O',
+      () => makeCsr([{ CN: ['system:node:worker-1'] }, { O: ['system:nodes'] }]),
+      /must be O=system:nodes followed by CN=system:node:<name>/,
+    ],
+    [
+      'a CSR for another node than the checked one',
+      () => makeCsr([{ O: ['system:nodes'] }, { CN: ['system:node:worker-2'] }]),
+      /names "system:node:worker-2", not the checked "system:node:worker-1"/,
     ],
     [
       'wrong organization',
       () => makeCsr([{ O: ['system:masters'] }, { CN: ['system:node:worker-1'] }]),
-      /has \["system:masters"\]/,
+      /is \["system:masters"\]/,
     ],
     [
       'no organization',
       () => makeCsr([{ CN: ['system:node:worker-1'] }]),
-      /exactly one organization "system:nodes", has \[\]/,
+      /organization must be exactly \["system:nodes"\], is \[\]/,
     ],
   ])('%s', async (_name, csr, message) => {
     const testCa = await makeCa('ec');
-    const err = await errorOf(ca(testCa.dir).signKubeletCsr(await csr()));
+    const err = await errorOf(ca(testCa.dir).signKubeletCsr(await csr(), worker1));
     expect(err.code).toBe('invalid-argument');
     expect(err.message).toMatch(message);
   });
@@ -287,7 +327,7 @@ describe('FileCertificateAuthority.signKubeletCsr', () => {
     tampered[tampered.length - 1] = (tampered[tampered.length - 1] as number) ^ 0x01;
     const authority = ca(testCa.dir);
     expect((await authority.inspectCsr(tampered)).signatureValid).toBe(false);
-    const err = await errorOf(authority.signKubeletCsr(tampered));
+    const err = await errorOf(authority.signKubeletCsr(tampered, worker1));
     expect(err.code).toBe('invalid-argument');
     expect(err.message).toBe('signing kubelet certificate: certificate request signature is invalid');
   });
@@ -297,7 +337,9 @@ describe('FileCertificateAuthority.signKubeletCsr', () => {
     const csr = Buffer.from(await makeCsr(kubeletName));
     const at = csr.indexOf('worker-1');
     csr.write('worker-2', at, 'latin1');
-    expect(isConfbootError(await errorOf(ca(testCa.dir).signKubeletCsr(new Uint8Array(csr))))).toBe(true);
+    expect(isConfbootError(await errorOf(ca(testCa.dir).signKubeletCsr(new Uint8Array(csr), worker1)))).toBe(
+      true,
+    );
     expect((await ca(testCa.dir).inspectCsr(new Uint8Array(csr))).commonName).toBe('system:node:worker-2');
     expect((await ca(testCa.dir).inspectCsr(new Uint8Array(csr))).signatureValid).toBe(false);
   });
@@ -310,6 +352,7 @@ describe('FileCertificateAuthority.inspectCsr', () => {
       { type: 'dns', value: 'worker-1.example' },
     ]);
     expect(await ca(tmp()).inspectCsr(csr)).toEqual({
+      subject: [[{ type: 'O', value: 'system:nodes' }], [{ type: 'CN', value: 'system:node:worker-1' }]],
       commonName: 'system:node:worker-1',
       organizations: ['system:nodes'],
       ipAddresses: ['10.0.0.3'],
@@ -390,7 +433,11 @@ describe('X509CsrFactory', () => {
   it('round trip: the CA signs what the factory makes, and the certificate matches the key', async () => {
     const testCa = await makeCa('rsa');
     const { csrDer, keyPem } = await new X509CsrFactory().create('worker-4', ['10.0.0.4']);
-    const cert = new X509Certificate(Buffer.from(await ca(testCa.dir).signKubeletCsr(csrDer)));
+    const cert = new X509Certificate(
+      Buffer.from(
+        await ca(testCa.dir).signKubeletCsr(csrDer, { nodeName: 'worker-4', ipAddresses: ['10.0.0.4'] }),
+      ),
+    );
     expect(cert.subject).toBe('O=system:nodes\nCN=system:node:worker-4');
     expect(cert.subjectAltName).toBe('IP Address:10.0.0.4');
     expect(cert.checkPrivateKey((await import('node:crypto')).createPrivateKey(Buffer.from(keyPem)))).toBe(
@@ -404,7 +451,7 @@ describe('FileCertificateAuthority caches', () => {
   const { copyFile, rename, rm, stat, utimes } = fsp;
 
   async function issuedBy(authority: FileCertificateAuthority, testCa: TestCa): Promise<boolean> {
-    const pem = await authority.signKubeletCsr(await makeCsr(kubeletName));
+    const pem = await authority.signKubeletCsr(await makeCsr(kubeletName), worker1);
     return new X509Certificate(Buffer.from(pem)).verify(testCa.publicKey);
   }
 
@@ -439,7 +486,9 @@ describe('FileCertificateAuthority caches', () => {
     const authority = ca(a.dir);
     const keyPem = await fsp.readFile(join(a.dir, 'ca.key'));
     await rm(join(a.dir, 'ca.key'));
-    expect((await errorOf(authority.signKubeletCsr(await makeCsr(kubeletName)))).code).toBe('internal');
+    expect((await errorOf(authority.signKubeletCsr(await makeCsr(kubeletName), worker1))).code).toBe(
+      'internal',
+    );
     await fsp.writeFile(join(a.dir, 'ca.key'), keyPem);
     expect(await issuedBy(authority, a)).toBe(true);
   });
@@ -454,7 +503,7 @@ describe('FileCertificateAuthority caches', () => {
       const first = await authority.inspectCsr(csr);
       first.ipAddresses.push('10.9.9.9');
       expect((await authority.inspectCsr(csr)).ipAddresses).toEqual(['10.0.0.3']);
-      await authority.signKubeletCsr(csr);
+      await authority.signKubeletCsr(csr, worker1);
       expect(verify).toHaveBeenCalledTimes(1);
       // Another array with the same bytes is parsed on its own.
       await authority.inspectCsr(new Uint8Array(csr));
@@ -474,7 +523,7 @@ describe('FileCertificateAuthority caches', () => {
     const info = await authority.inspectCsr(array);
     expect(info.commonName).toBe('system:node:worker-2');
     expect(info.signatureValid).toBe(false);
-    const err = await errorOf(authority.signKubeletCsr(array));
+    const err = await errorOf(authority.signKubeletCsr(array, worker1));
     expect(err.message).toBe('signing kubelet certificate: certificate request signature is invalid');
   });
 });
@@ -537,15 +586,15 @@ describe('WorkerCertificateAuthority (the same CA on a worker thread, built entr
     try {
       const csr = await makeCsr(kubeletName, [{ type: 'ip', value: '10.0.0.3' }]);
       expect(await authority.inspectCsr(csr)).toEqual(await ca(testCa.dir).inspectCsr(csr));
-      const cert = new X509Certificate(Buffer.from(await authority.signKubeletCsr(csr)));
+      const cert = new X509Certificate(Buffer.from(await authority.signKubeletCsr(csr, worker1)));
       expect(cert.verify(testCa.publicKey)).toBe(true);
       expect(cert.subject).toBe('O=system:nodes\nCN=system:node:worker-1');
       expect(cert.subjectAltName).toBe('IP Address:10.0.0.3');
       // Validity from the fake clock of this thread, not the worker's system time.
       expect(new Date(cert.validFrom).getTime()).toBe(NOW - 2 * HOUR);
-      const bad = await errorOf(authority.signKubeletCsr(await makeCsr('CN=system:node:worker-1')));
+      const bad = await errorOf(authority.signKubeletCsr(await makeCsr('CN=system:node:worker-1'), worker1));
       expect(isConfbootError(bad) && bad.code).toBe('invalid-argument');
-      expect(bad.message).toMatch(/organization "system:nodes"/);
+      expect(bad.message).toMatch(/organization must be exactly \["system:nodes"\]/);
       const garbage = await errorOf(authority.inspectCsr(new Uint8Array([1, 2, 3])));
       expect(isConfbootError(garbage) && garbage.code).toBe('invalid-argument');
       // Control-plane files are read on this thread, with the same result as the file CA.
@@ -566,7 +615,9 @@ describe('WorkerCertificateAuthority (the same CA on a worker thread, built entr
     });
     expect(authority.onWorkers).toBe(false);
     expect(new WorkerCertificateAuthority({ clock: new FakeClock(NOW), workerUrl }).onWorkers).toBe(true);
-    const cert = new X509Certificate(Buffer.from(await authority.signKubeletCsr(await makeCsr(kubeletName))));
+    const cert = new X509Certificate(
+      Buffer.from(await authority.signKubeletCsr(await makeCsr(kubeletName), worker1)),
+    );
     expect(cert.verify(testCa.publicKey)).toBe(true);
     await authority.close();
   });
@@ -578,7 +629,7 @@ describe('WorkerCertificateAuthority (the same CA on a worker thread, built entr
       pkiDir: testCa.dir,
       workerUrl,
     });
-    const pending = errorOf(authority.signKubeletCsr(await makeCsr(kubeletName)));
+    const pending = errorOf(authority.signKubeletCsr(await makeCsr(kubeletName), worker1));
     await authority.close();
     const err = await pending;
     expect(isConfbootError(err) && err.code).toBe('internal');

@@ -47,7 +47,10 @@ async function kubeletFiles(c: Awaited<ReturnType<typeof cluster>>, name: string
   const ca = new FileCertificateAuthority({ clock: c.clock, pkiDir: c.pkiDir });
   const certPath = join(c.dir, `${name}.crt`);
   const keyPath = join(c.dir, `${name}.key`);
-  await writeFile(certPath, await ca.signKubeletCsr(csr.csrDer));
+  await writeFile(
+    certPath,
+    await ca.signKubeletCsr(csr.csrDer, { nodeName: name, ipAddresses: ['127.0.0.10'] }),
+  );
   await writeFile(keyPath, csr.keyPem);
   return { certPath, keyPath };
 }

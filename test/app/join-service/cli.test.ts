@@ -16,6 +16,7 @@ import { parseDenyList } from '../../../src/adapters/fs/file-deny-list.js';
 import { GrpcJoinTicketClient } from '../../../src/adapters/grpc/join-client.js';
 import { HkdfKms } from '../../../src/adapters/kms/hkdf-kms.js';
 import { startKeyServiceServer } from '../../../src/adapters/kms/key-service-server.js';
+import { discoveryHashFromCaCert } from '../../../src/adapters/kubernetes/api.js';
 import { silentLogger } from '../../../src/adapters/log/pino-logger.js';
 import { X509CsrFactory } from '../../../src/adapters/pki/x509-csr-factory.js';
 import {
@@ -148,6 +149,23 @@ describe('confboot join-service flags', () => {
     expect([parseRateLimit('10/s'), parseRateLimit('2.5'), parseRateLimit('0')]).toEqual([10, 2.5, 0]);
   });
 
+  it('qemu-vtpm without --qemu-ak-registry refuses to start (exit 1) naming the opt-in --trust-ak-as-carried', async () => {
+    const stderr = vi.spyOn(process.stderr, 'write').mockImplementation(() => true);
+    const dir = tmp();
+    writeFileSync(join(dir, 'salt'), randomBytes(32));
+    writeFileSync(join(dir, 'att'), JSON.stringify({ measurements: { 4: '00'.repeat(32) } }));
+    const code = await run([
+      ...['--csp=qemu', '--attestation-variant=qemu-vtpm', `--attestation-config=${join(dir, 'att')}`],
+      ...[`--measurement-salt-file=${join(dir, 'salt')}`, '--key-service-endpoint=127.0.0.1:9000'],
+      ...['--api-server-endpoint=10.0.0.1:6443', '--listen=127.0.0.1:0', '--http-listen=127.0.0.1:0'],
+    ]);
+    expect(code).toBe(1);
+    const text = stderr.mock.calls.map((c) => String(c[0])).join('');
+    expect(text).toContain('qemu-vtpm needs the registered attestation keys (--qemu-ak-registry F)');
+    expect(text).toContain('pass --trust-ak-as-carried');
+    expect(parseJoinServiceFlags(manifestArgs().slice(1))?.trustAkAsCarried).toBe(false);
+  });
+
   it('exits 2 on bad flags and 1 when the attestation config is missing', async () => {
     const stderr = vi.spyOn(process.stderr, 'write').mockImplementation(() => true);
     expect(await run(['--csp', 'qemu'])).toBe(2);
@@ -158,7 +176,7 @@ describe('confboot join-service flags', () => {
       ...['--csp=qemu', '--attestation-variant=qemu-vtpm', `--attestation-config=${join(dir, 'missing')}`],
       ...[`--measurement-salt-file=${join(dir, 'salt')}`, '--key-service-endpoint=127.0.0.1:9000'],
       ...[`--kubeconfig=${join(dir, 'kubeconfig')}`, '--api-server-endpoint=10.0.0.1:6443'],
-      ...['--listen=127.0.0.1:0', '--http-listen=127.0.0.1:0'],
+      ...['--listen=127.0.0.1:0', '--http-listen=127.0.0.1:0', '--trust-ak-as-carried'],
     ]);
     expect(code).toBe(1);
     expect(stderr.mock.calls.map((c) => String(c[0])).join('')).toMatch(/loading attestation config/);
@@ -169,7 +187,7 @@ describe('confboot join-service flags', () => {
       ...['--csp=qemu', '--attestation-variant=qemu-vtpm', `--attestation-config=${join(dir, 'att')}`],
       ...[`--measurement-salt-file=${join(dir, 'salt')}`, '--key-service-endpoint=127.0.0.1:9000'],
       ...[`--kubeconfig=${join(dir, 'missing-kubeconfig')}`, '--api-server-endpoint=10.0.0.1:6443'],
-      ...['--listen=127.0.0.1:0', '--http-listen=127.0.0.1:0'],
+      ...['--listen=127.0.0.1:0', '--http-listen=127.0.0.1:0', '--trust-ak-as-carried'],
     ]);
     expect(code2).toBe(1);
     expect(stderr.mock.calls.map((c) => String(c[0])).join('')).toMatch(
@@ -384,9 +402,12 @@ describe('confboot join-service (production wiring; simulated Kubernetes API ser
           `--deny-list=${join(dir, 'denylist', 'denylist.json')}`,
           `--kubeconfig=${join(dir, 'kubeconfig')}`,
         ],
-        ...[`--admin-conf=${join(dir, 'admin.conf')}`, `--pki-dir=${join(dir, 'pki')}`],
+        // No --admin-conf (as deployed): the discovery hash is read from <pki-dir>/ca.crt.
+        `--pki-dir=${join(dir, 'pki')}`,
         ...['--api-server-endpoint=10.0.0.1:6443', '--listen=127.0.0.1:0', '--http-listen=127.0.0.1:0'],
         `--metadata-url=http://127.0.0.1:${metadataServer.port}`,
+        // The soft-TPM node's AK is not registered anywhere: trusted as carried, by explicit opt-in.
+        '--trust-ak-as-carried',
       ],
       { signal: stop.signal, logger, onListening: (p) => listening(p) },
     );
@@ -421,6 +442,9 @@ describe('confboot join-service (production wiring; simulated Kubernetes API ser
     };
     const ticket = await node.issueJoinTicket(`127.0.0.1:${grpcPort}`, request, { timeoutInMs: 10_000 });
     expect(Buffer.from(ticket.measurementSalt).equals(salt)).toBe(true);
+    expect(ticket.discoveryTokenCaCertHash).toBe(
+      discoveryHashFromCaCert(readFileSync(join(dir, 'pki', 'ca.crt'), 'utf8')),
+    );
     expect(ticket.kubernetesComponents).toEqual([
       { url: 'https://example.com/kubelet', hash: 'sha256:aa', installPath: '/k', extract: false },
     ]);
@@ -428,6 +452,8 @@ describe('confboot join-service (production wiring; simulated Kubernetes API ser
     expect(api.secrets.has(`bootstrap-token-${tokenId}`)).toBe(true);
     expect(api.joiningNodes.has('worker-1')).toBe(true);
     expect(api.violations).toEqual([]);
+    // The opt-in is loud: an error-level SECURITY line at start.
+    expect(logs.lines.some((l) => l.includes('SECURITY: --trust-ak-as-carried is set'))).toBe(true);
 
     const revokedCsr = await new X509CsrFactory().create('revoked-1', []);
     await expect(

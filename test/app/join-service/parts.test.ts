@@ -66,6 +66,17 @@ describe('per-source token bucket', () => {
     expect(rl.trackedSources).toBe(1);
   });
 
+  it('gives one IPv6 /64 one bucket: a host cannot rotate through its addresses', () => {
+    const clock = new FakeClock();
+    const rl = new TokenBucketRateLimiter({ ratePerSecond: 1, burst: 2, clock });
+    expect(rl.tryTake('2001:db8:0:1::1')).toBe(true);
+    expect(rl.tryTake('2001:db8:0:1::2')).toBe(true);
+    expect(rl.tryTake('2001:db8:0:1:aaaa::3')).toBe(false);
+    expect(rl.retryAfterSeconds('2001:db8:0:1::4')).toBeCloseTo(1);
+    expect(rl.tryTake('2001:db8:0:2::1')).toBe(true);
+    expect(rl.trackedSources).toBe(2);
+  });
+
   it('keys sources by IP, IPv4 and IPv6', () => {
     expect(peerHost('10.0.0.3:40000')).toBe('10.0.0.3');
     expect(peerHost('[fd00::3]:40000')).toBe('fd00::3');

@@ -114,6 +114,8 @@ export interface Instance {
   name: string;
   ip: string;
   role: 'ControlPlane' | 'Worker';
+  /** The cloud's immutable instance ID, for clouds that have one (absent: like QEMU). */
+  instanceId?: string;
 }
 
 /** The first control plane (where the simulated cluster was initialised). */

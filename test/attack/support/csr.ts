@@ -1,5 +1,5 @@
 /**
- * Hand-made kubelet CSRs for the attack suite: any subject (common name, organizations) and any
+ * Hand-made kubelet CSRs for the attack suite: any subject (common name, organizations, or RDN by RDN) and any
  * SANs (IP and DNS), signed by a fresh P-256 key, optionally with a broken signature. The
  * production CSR factory only makes well-formed kubelet CSRs, so attackers build their own here.
  * Test code only.
@@ -16,6 +16,12 @@ export interface CsrSpec {
   commonName: string;
   /** Organizations (default `["system:nodes"]`). */
   organizations?: string[];
+  /**
+   * The whole subject, RDN by RDN (each record one RDN: attribute type → values); replaces
+   * `organizations` and `commonName` when given, for subjects with several CNs, multi-valued RDNs,
+   * extra attributes or another order.
+   */
+  subject?: x509.JsonName;
   ips?: string[];
   dns?: string[];
   /** Flip a bit of the signature. */
@@ -31,7 +37,7 @@ export async function craftCsr(spec: CsrSpec): Promise<Uint8Array> {
     ...(spec.dns ?? []).map((value) => ({ type: 'dns' as const, value })),
   ];
   const csr = await x509.Pkcs10CertificateRequestGenerator.create({
-    name: [
+    name: spec.subject ?? [
       ...(spec.organizations ?? ['system:nodes']).map((o) => ({ '2.5.4.10': [o] })),
       { '2.5.4.3': [spec.commonName] },
     ],

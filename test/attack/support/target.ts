@@ -34,7 +34,11 @@ import {
   startJoinService,
 } from '../../../src/app/join-service/service.js';
 import type { BootstrapTokens } from '../../../src/ports/bootstrap-tokens.js';
-import type { CertificateAuthority, CsrInfo } from '../../../src/ports/certificate-authority.js';
+import type {
+  CertificateAuthority,
+  CsrInfo,
+  KubeletIdentity,
+} from '../../../src/ports/certificate-authority.js';
 import type { DiskBindings } from '../../../src/ports/disk-bindings.js';
 import type { KMS } from '../../../src/ports/kms.js';
 import type { ControlPlaneFile } from '../../../src/ports/types.js';
@@ -73,13 +77,16 @@ export class CountingTokens implements BootstrapTokens {
 export class CountingCa implements CertificateAuthority {
   /** signKubeletCsr calls that returned a certificate. */
   signed = 0;
+  /** The certificates signed, PEM, in order. */
+  readonly certificates: Uint8Array[] = [];
   constructor(private readonly inner: CertificateAuthority) {}
   inspectCsr(csrDer: Uint8Array): Promise<CsrInfo> {
     return this.inner.inspectCsr(csrDer);
   }
-  async signKubeletCsr(csrDer: Uint8Array): Promise<Uint8Array> {
-    const cert = await this.inner.signKubeletCsr(csrDer);
+  async signKubeletCsr(csrDer: Uint8Array, identity: KubeletIdentity): Promise<Uint8Array> {
+    const cert = await this.inner.signKubeletCsr(csrDer, identity);
     this.signed++;
+    this.certificates.push(cert);
     return cert;
   }
   controlPlaneFiles(): Promise<ControlPlaneFile[]> {
@@ -198,7 +205,12 @@ export async function startTarget(options: TargetOptions = {}): Promise<Target> 
 
     const metadata = new FakeMetadataAPI({
       self: { name: CONTROL_PLANE_0.name, role: CONTROL_PLANE_0.role, vpcIp: CONTROL_PLANE_0.ip },
-      peers: (options.instances ?? [DEFAULT_NODE]).map((i) => ({ name: i.name, role: i.role, vpcIp: i.ip })),
+      peers: (options.instances ?? [DEFAULT_NODE]).map((i) => ({
+        name: i.name,
+        role: i.role,
+        vpcIp: i.ip,
+        ...(i.instanceId !== undefined ? { instanceId: i.instanceId } : {}),
+      })),
       foreign: [],
       uid: 'attack',
     });

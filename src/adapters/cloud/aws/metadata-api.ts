@@ -179,6 +179,7 @@ export class AwsMetadataAPI implements MetadataAPI {
       return {
         name: id.instanceId,
         providerId: `aws:///${id.availabilityZone}/${id.instanceId}`,
+        instanceId: id.instanceId,
         role: parseRole(tagValue(tags, this.keys.role)),
         vpcIp: id.privateIp,
       };
@@ -215,6 +216,7 @@ export class AwsMetadataAPI implements MetadataAPI {
           out.push({
             name: inst.InstanceId ?? '',
             providerId: `aws:///${inst.Placement?.AvailabilityZone ?? ''}/${inst.InstanceId ?? ''}`,
+            ...(inst.InstanceId ? { instanceId: inst.InstanceId } : {}),
             role: parseRole(role),
             vpcIp: inst.PrivateIpAddress ?? '',
           });

@@ -190,6 +190,7 @@ export class AzureMetadataAPI implements MetadataAPI {
       return {
         name: vm.osProfile?.computerName ?? doc.computerName,
         providerId: `azure://${doc.resourceId}`,
+        ...(vm.vmId ? { instanceId: vm.vmId } : {}),
         // upstream dereferenced a missing role tag; a missing tag is simply Unknown here
         role: parseRole(vm.tags?.[this.keys.role]),
         vpcIp: primaryPrivateIp(nics),
@@ -226,6 +227,7 @@ export class AzureMetadataAPI implements MetadataAPI {
             (vm): InstanceMetadata => ({
               name: vm.osProfile?.computerName ?? '',
               providerId: `azure://${vm.id ?? ''}`,
+              ...(vm.vmId ? { instanceId: vm.vmId } : {}),
               role: parseRole(vm.tags?.[this.keys.role]),
               vpcIp: primaryPrivateIp(nicsByVm.get((vm.id ?? '').toLowerCase()) ?? []),
             }),

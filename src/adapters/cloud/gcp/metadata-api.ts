@@ -230,6 +230,8 @@ export class GcpMetadataAPI implements MetadataAPI {
       role: parseRole(inst.labels?.[this.keys.role]),
       vpcIp: nic0?.networkIP ?? '',
     };
+    // The numeric instance id (uint64, a decimal string in the API) is never reused; names are.
+    if (inst.id !== null && inst.id !== undefined && String(inst.id) !== '') out.instanceId = String(inst.id);
     if (aliases.length > 0) out.aliasIpRanges = aliases;
     return out;
   }

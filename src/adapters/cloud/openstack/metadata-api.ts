@@ -142,6 +142,7 @@ export class OpenStackMetadataAPI implements MetadataAPI {
     return {
       name: s.name,
       providerId: `openstack:///${s.id}`,
+      instanceId: s.id,
       role: parseRole(s.metadata[this.keys.role]),
       vpcIp: fixedIpv4(s),
     };

@@ -17,6 +17,7 @@ import type { Socket } from 'node:net';
 import { availableParallelism } from 'node:os';
 import { ConfbootError, type ConfbootErrorCode } from '../../../ports/errors.js';
 import type { Logger } from '../../../ports/logger.js';
+import { sourceKey } from '../../../ports/peer-address.js';
 
 /** Why the listener dropped a connection before it was attested (a metrics label value). */
 export type DropReason =
@@ -220,7 +221,10 @@ export type Admission =
   | { admitted: true; evicted?: Socket }
   | { admitted: false; reason: 'source-cap' | 'global-cap' };
 
-/** Unattested connections per source address and in total. */
+/**
+ * Unattested connections per source and in total. A source is an IPv4 address or an IPv6 /64
+ * ({@link sourceKey}): the addresses of one host's /64 share one per-source cap.
+ */
 export class ConnectionCaps {
   private readonly bySource = new Map<string, Set<Socket>>();
   private total = 0;
@@ -240,17 +244,18 @@ export class ConnectionCaps {
     return this.total;
   }
 
-  /** Source addresses holding unattested connections now. */
+  /** Sources (IPv4 addresses, IPv6 /64s) holding unattested connections now. */
   get sources(): number {
     return this.bySource.size;
   }
 
   /**
-   * Admits `socket` from `source`, or refuses it. At the global cap, the oldest connection of the
+   * Admits `socket` from `address` (counted under its {@link sourceKey}), or refuses it. At the global cap, the oldest connection of the
    * source holding the most is evicted (returned; the caller closes it) when that source holds more
    * than `source` would after admission; otherwise the new connection is refused.
    */
-  admit(source: string, socket: Socket): Admission {
+  admit(address: string, socket: Socket): Admission {
+    const source = sourceKey(address);
     const own = this.bySource.get(source);
     const ownCount = own?.size ?? 0;
     if (ownCount >= this.maxPerSource) return { admitted: false, reason: 'source-cap' };
@@ -262,7 +267,7 @@ export class ConnectionCaps {
       if (heaviest === undefined || heaviest[1].size <= ownCount + 1)
         return { admitted: false, reason: 'global-cap' };
       evicted = heaviest[1].values().next().value as Socket;
-      this.release(heaviest[0], evicted);
+      this.forget(heaviest[0], evicted);
     }
     let set = own;
     if (set === undefined) {
@@ -274,8 +279,12 @@ export class ConnectionCaps {
     return evicted === undefined ? { admitted: true } : { admitted: true, evicted };
   }
 
-  /** Forgets `socket` (attested, dropped or closed); idempotent. */
-  release(source: string, socket: Socket): void {
+  /** Forgets `socket` (attested, dropped or closed) admitted from `address`; idempotent. */
+  release(address: string, socket: Socket): void {
+    this.forget(sourceKey(address), socket);
+  }
+
+  private forget(source: string, socket: Socket): void {
     const set = this.bySource.get(source);
     if (set === undefined || !set.delete(socket)) return;
     this.total--;

@@ -91,6 +91,7 @@ describe('AwsMetadataAPI', () => {
     expect(await adapter(f).self()).toEqual({
       name: 'i-0cp',
       providerId: 'aws:///eu-central-1b/i-0cp',
+      instanceId: 'i-0cp',
       role: 'ControlPlane',
       vpcIp: '10.0.1.1',
     });
@@ -99,8 +100,10 @@ describe('AwsMetadataAPI', () => {
 
   it('lists running instances only, across DescribeInstances pages', async () => {
     const f = await world();
-    const ids = (await adapter(f).list()).map((i) => i.name).sort();
+    const listed = await adapter(f).list();
+    const ids = listed.map((i) => i.name).sort();
     expect(ids).toEqual(['i-0cp', 'i-1', 'i-3', 'i-5']);
+    expect(listed.map((i) => i.instanceId).sort()).toEqual(ids);
     expect(f.actions().filter((a) => a === 'DescribeInstances').length).toBeGreaterThanOrEqual(4);
   });
 

@@ -9,7 +9,7 @@ import {
   parseScaleSetVmId,
 } from '../../../../src/adapters/cloud/azure/index.js';
 import { describeMetadataApiContract, type SeedInstance } from '../../../contract/metadata-api.js';
-import { type FakeAzure, type FakeAzureVm, startFakeAzure } from './fake-azure-server.js';
+import { type FakeAzure, type FakeAzureVm, fakeAzureVmUuid, startFakeAzure } from './fake-azure-server.js';
 
 function adapter(fake: FakeAzure, extra: Partial<AzureMetadataAPIOptions> = {}): AzureMetadataAPI {
   return new AzureMetadataAPI({
@@ -102,6 +102,7 @@ describe('AzureMetadataAPI', () => {
     expect(await adapter(f).self()).toEqual({
       name: 'cp000000',
       providerId: `azure:///subscriptions/${f.state.subscriptionId}/resourceGroups/confboot-rg/providers/Microsoft.Compute/virtualMachineScaleSets/c1-cp/virtualMachines/0`,
+      instanceId: fakeAzureVmUuid({ scaleSet: 'c1-cp', instanceId: '0' }),
       role: 'ControlPlane',
       vpcIp: '10.9.0.4',
     });
@@ -116,6 +117,9 @@ describe('AzureMetadataAPI', () => {
   it('lists VMs across nextLink pages of every tagged scale set', async () => {
     const f = await world();
     const listed = await adapter(f).list();
+    // Every VM with its immutable vmId, as ARM reports it.
+    expect(new Set(listed.map((i) => i.instanceId)).size).toBe(listed.length);
+    for (const i of listed) expect(i.instanceId).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-/);
     expect(listed.map((i) => [i.name, i.vpcIp]).sort()).toEqual([
       ['cp000000', '10.9.0.4'],
       ['wk000000', '10.9.1.4'],

@@ -42,6 +42,12 @@ export interface FakeAzure {
   armPaths(): string[];
 }
 
+/** The VM's immutable vmId (a UUID) the fake reports: one per scale set and instance. */
+export function fakeAzureVmUuid(vm: { scaleSet: string; instanceId: string }): string {
+  const hex = Buffer.from(`${vm.scaleSet}/${vm.instanceId}`).toString('hex').padEnd(32, '0').slice(0, 32);
+  return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`;
+}
+
 export function vmId(s: FakeAzureState, vm: { scaleSet: string; instanceId: string }): string {
   return `/subscriptions/${s.subscriptionId}/resourceGroups/${s.resourceGroup}/providers/Microsoft.Compute/virtualMachineScaleSets/${vm.scaleSet}/virtualMachines/${vm.instanceId}`;
 }
@@ -52,7 +58,7 @@ function vmJson(s: FakeAzureState, vm: FakeAzureVm) {
     name: `${vm.scaleSet}_${vm.instanceId}`,
     instanceId: vm.instanceId,
     ...(vm.tags ? { tags: vm.tags } : {}),
-    properties: { osProfile: { computerName: vm.computerName } },
+    properties: { vmId: fakeAzureVmUuid(vm), osProfile: { computerName: vm.computerName } },
   };
 }
 

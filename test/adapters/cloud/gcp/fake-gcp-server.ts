@@ -23,6 +23,15 @@ export interface FakeGcpInstance {
   subnetwork?: string;
   aliasIpRanges?: string[];
   metadata?: Record<string, string>;
+  /** The numeric instance id (default: derived from the name and zone). */
+  id?: string;
+}
+
+/** A numeric GCP instance id for a name and zone: equal inputs, equal ids. */
+export function fakeGcpInstanceId(i: Pick<FakeGcpInstance, 'name' | 'zone'>): string {
+  let h = 7n;
+  for (const c of `${i.zone}/${i.name}`) h = (h * 131n + BigInt(c.charCodeAt(0))) % 18446744073709551557n;
+  return h.toString();
 }
 
 export interface FakeGcpForwardingRule {
@@ -62,6 +71,7 @@ export function emptyGcpState(): FakeGcpState {
 
 function instanceJson(s: FakeGcpState, i: FakeGcpInstance) {
   return {
+    id: i.id ?? fakeGcpInstanceId(i),
     name: i.name,
     zone: `https://www.googleapis.com/compute/v1/projects/${s.project}/zones/${i.zone}`,
     labels: i.labels,

@@ -11,7 +11,7 @@ import {
 } from '../../../../src/adapters/cloud/gcp/index.js';
 import { isConfbootError } from '../../../../src/ports/errors.js';
 import { describeMetadataApiContract, type SeedInstance } from '../../../contract/metadata-api.js';
-import { type FakeGcp, GCP_FAKE_TOKEN, startFakeGcp } from './fake-gcp-server.js';
+import { type FakeGcp, fakeGcpInstanceId, GCP_FAKE_TOKEN, startFakeGcp } from './fake-gcp-server.js';
 
 function adapter(fake: FakeGcp, extra: Partial<GcpMetadataAPIOptions> = {}): GcpMetadataAPI {
   const authClient = new OAuth2Client();
@@ -117,6 +117,7 @@ describe('GcpMetadataAPI', () => {
     expect(self).toEqual({
       name: 'cp-0',
       providerId: 'gce://confboot-test/us-central1-a/cp-0',
+      instanceId: fakeGcpInstanceId({ name: 'cp-0', zone: 'us-central1-a' }),
       role: 'ControlPlane',
       vpcIp: '10.0.0.2',
       secondaryIpRange: '10.20.0.0/16',
@@ -126,8 +127,11 @@ describe('GcpMetadataAPI', () => {
 
   it('lists across paginated answers in every zone of its region only', async () => {
     const f = await world();
-    const names = (await adapter(f).list()).map((i) => i.name).sort();
+    const listed = await adapter(f).list();
+    const names = listed.map((i) => i.name).sort();
     expect(names).toEqual(['cp-0', 'w-0', 'w-1', 'w-2']);
+    // The immutable numeric instance id of each, as the Compute API reports it.
+    for (const i of listed) expect(i.instanceId).toMatch(/^[0-9]+$/);
     expect(
       f.apiPaths().some((p) => p.includes('/zones/us-central1-b/instances?') && p.includes('pageToken=2')),
     ).toBe(true);

@@ -92,6 +92,7 @@ describe('OpenStackMetadataAPI', () => {
     expect(await adapter(f).self()).toEqual({
       name: 'cp-0',
       providerId: 'openstack:///cp',
+      instanceId: 'cp',
       role: 'ControlPlane',
       vpcIp: '10.0.0.5',
     });
