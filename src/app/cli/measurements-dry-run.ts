@@ -42,6 +42,11 @@ export const dryRunCommand: CommandSpec = {
       valueName: 'F',
       description: 'qemu-vtpm: registered attestation keys, as the join service uses them',
     },
+    'trust-ak-as-carried': {
+      type: 'boolean',
+      description:
+        'qemu-vtpm without --qemu-ak-registry: trust the attestation key each record carries, as a join service started with this flag does',
+    },
     'amd-kds-url': { type: 'string', valueName: 'URL', description: 'SEV-SNP: AMD KDS or a mirror' },
     json: { type: 'boolean', description: 'print the report as JSON' },
   },
@@ -86,6 +91,7 @@ export async function runDryRun(argv: string[]): Promise<number> {
       variant as Variant,
       {
         qemuAkRegistryPath: v['qemu-ak-registry'] as string | undefined,
+        trustAkAsCarried: v['trust-ak-as-carried'] === true,
         amdKdsUrl: v['amd-kds-url'] as string | undefined,
       },
       clock,

@@ -99,10 +99,14 @@ describe('dry run against recorded swtpm evidence (simulated Kubernetes)', () =>
     ]);
 
     // The current config against the record: nobody joined would be refused (exit 0).
-    expect(await runDryRun(['--config', configPath, '--evidence', stateDir, '--json'])).toBe(0);
+    expect(
+      await runDryRun(['--config', configPath, '--evidence', stateDir, '--json', '--trust-ak-as-carried']),
+    ).toBe(0);
     stdio.clearStdout();
     // The new config: the joined good node would be refused, the tampered one accepted (exit 1).
-    expect(await runDryRun(['--config', newConfigPath, '--evidence', stateDir, '--json'])).toBe(1);
+    expect(
+      await runDryRun(['--config', newConfigPath, '--evidence', stateDir, '--json', '--trust-ak-as-carried']),
+    ).toBe(1);
     const predicted = JSON.parse(stdio.stdout()) as DryRunReport;
     const verdict = (key: string) => predicted.nodes.find((n) => n.key === key);
     expect(verdict(goodKey)).toMatchObject({ joined: true, predicted: 'refused' });
@@ -110,9 +114,15 @@ describe('dry run against recorded swtpm evidence (simulated Kubernetes)', () =>
     expect(verdict('address/127.0.0.1')).toMatchObject({ joined: false, predicted: 'accepted' });
     expect(predicted.wouldRefuseJoined).toEqual([goodKey]);
     stdio.clearStdout();
-    expect(await runDryRun(['--config', newConfigPath, '--evidence', join(stateDir, 'evidence.jsonl')])).toBe(
-      1,
-    );
+    expect(
+      await runDryRun([
+        '--config',
+        newConfigPath,
+        '--evidence',
+        join(stateDir, 'evidence.jsonl'),
+        '--trust-ak-as-carried',
+      ]),
+    ).toBe(1);
     expect(stdio.stdout()).toMatch(/worker-good .*new config: REFUSED measurements/);
 
     // The service loads the new config: the same check runs, is counted, and names the good node.
