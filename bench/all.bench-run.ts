@@ -10,6 +10,9 @@
  * (10000; the scaling row P2L), CONFBOOT_BENCH_P2_NOCAP=1 (also
  * run P2 with the concurrency cap off), CONFBOOT_BENCH_CPU_PROF=<dir> (CPU profiles of the children),
  * CONFBOOT_BENCH_KEEP_LOGS=1 (keep the children's logs and print where).
+ * Set by scripts/bench.mjs for CONFBOOT_BENCH_COMPARE_NODE: CONFBOOT_BENCH_COMPARE_OUT (the
+ * comparison run writes its results there, nothing else) and CONFBOOT_BENCH_COMPARE_RESULTS (the
+ * main run reads them into `compare`, rendered as the before/after section).
  */
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -54,6 +57,9 @@ describe.runIf(only?.includes('RENDER'))('BENCHMARKS.md from bench/results.json'
 describe.sequential('confboot benchmarks (issue 7)', () => {
   const started = Date.now();
   const results: BenchResults = { machine: machineInfo(), parameters };
+  const compareOut = process.env.CONFBOOT_BENCH_COMPARE_OUT;
+  const compareIn = process.env.CONFBOOT_BENCH_COMPARE_RESULTS;
+  if (compareIn) results.compare = JSON.parse(readFileSync(compareIn, 'utf8')) as BenchResults;
   let cluster: BenchCluster;
   let logDir: string;
 
@@ -66,13 +72,16 @@ describe.sequential('confboot benchmarks (issue 7)', () => {
     finishMachineInfo(results.machine, started);
     const json = `${JSON.stringify(results, null, 2)}\n`;
     const benchDir = import.meta.dirname;
-    if (only === undefined) {
+    if (compareOut !== undefined) {
+      writeFileSync(compareOut, json);
+    } else if (only === undefined) {
       writeFileSync(join(benchDir, 'results.json'), json);
       writeFileSync(join(benchDir, '..', 'BENCHMARKS.md'), renderMarkdown(results));
     } else {
       writeFileSync(join(benchDir, 'results.partial.json'), json);
     }
-    if (!only?.includes('RENDER')) process.stdout.write(`\n${renderMarkdown(results)}\n`);
+    if (!only?.includes('RENDER') && compareOut === undefined)
+      process.stdout.write(`\n${renderMarkdown(results)}\n`);
     await cluster?.close();
     if (logDir && process.env.CONFBOOT_BENCH_KEEP_LOGS === '1')
       process.stdout.write(`bench: service logs kept in ${logDir}\n`);

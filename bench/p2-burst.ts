@@ -64,7 +64,7 @@ export interface P2Result {
   nodesCores: number;
 }
 
-function metricValue(text: string, name: string, labels = ''): number {
+export function metricValue(text: string, name: string, labels = ''): number {
   const line = text.split('\n').find((l) => l.startsWith(`${name}${labels}`) || l.startsWith(`${name} `));
   return line ? Number(line.slice(line.lastIndexOf(' ') + 1)) : Number.NaN;
 }
@@ -82,7 +82,7 @@ function shortReason(err: unknown): string {
 }
 
 /** The service's /metrics text, or '' when it does not answer within 30 s (a swamped service). */
-async function metricsText(httpPort: number | undefined): Promise<string> {
+export async function metricsText(httpPort: number | undefined): Promise<string> {
   try {
     return await fetch(`http://127.0.0.1:${httpPort}/metrics`, { signal: AbortSignal.timeout(30_000) }).then(
       (r) => r.text(),
