@@ -7,7 +7,9 @@
  * Knobs (defaults): CONFBOOT_BENCH_NODES (1000), CONFBOOT_BENCH_CONCURRENCY (8),
  * CONFBOOT_BENCH_P1_ROUNDS (3), CONFBOOT_BENCH_P1_ROUND_MS (3000), CONFBOOT_BENCH_P3_NODES (100),
  * CONFBOOT_BENCH_P3_HEADSTART_MS (15000), CONFBOOT_BENCH_P4_RUNS (7), CONFBOOT_BENCH_P2_LARGE_NODES
- * (10000; the scaling row P2L), CONFBOOT_BENCH_P2_NOCAP=1 (also
+ * (10000; the scaling row P2L), CONFBOOT_BENCH_P2_GENERATORS (1) and CONFBOOT_BENCH_P2L_GENERATORS (2):
+ * load-generator processes P2's and P2L's nodes are split over (1 = the benchmark process),
+ * CONFBOOT_BENCH_P2_NOCAP=1 (also
  * run P2 with the concurrency cap off), CONFBOOT_BENCH_CPU_PROF=<dir> (CPU profiles of the children),
  * CONFBOOT_BENCH_KEEP_LOGS=1 (keep the children's logs and print where).
  * Set by scripts/bench.mjs for CONFBOOT_BENCH_COMPARE_NODE: CONFBOOT_BENCH_COMPARE_OUT (the
@@ -42,6 +44,8 @@ const parameters = {
   p3HeadStartMs: envInt('CONFBOOT_BENCH_P3_HEADSTART_MS', 15_000),
   p4Runs: envInt('CONFBOOT_BENCH_P4_RUNS', 7),
   p2LargeNodes: envInt('CONFBOOT_BENCH_P2_LARGE_NODES', 10_000),
+  p2Generators: envInt('CONFBOOT_BENCH_P2_GENERATORS', 1),
+  p2LargeGenerators: envInt('CONFBOOT_BENCH_P2L_GENERATORS', 2),
 };
 
 // Re-render BENCHMARKS.md from the last full run's results (after editing bench/analysis.md). Its own
@@ -119,13 +123,17 @@ describe.sequential('confboot benchmarks (issue 7)', () => {
   });
 
   runIf('P2')('P2: burst of N nodes against one join-service process', async () => {
-    results.p2 = await benchP2(cluster, logDir, parameters.nodes);
+    results.p2 = await benchP2(cluster, logDir, parameters.nodes, {
+      label: 'default',
+      generators: parameters.p2Generators,
+    });
     expect(results.p2.successes + results.p2.failures).toBe(parameters.nodes);
     // What-if (opt-in, it doubles P2's time): the same burst with the service's concurrency cap off.
     if (process.env.CONFBOOT_BENCH_P2_NOCAP === '1')
       results.p2NoCap = await benchP2(cluster, logDir, parameters.nodes, {
         maxConcurrent: 0,
         label: 'nocap',
+        generators: parameters.p2Generators,
       });
   });
 
@@ -140,7 +148,10 @@ describe.sequential('confboot benchmarks (issue 7)', () => {
   runIf('P2L')(
     'P2 at scale: burst of 10,000 nodes against one join-service process',
     async () => {
-      results.p2Large = await benchP2(cluster, logDir, parameters.p2LargeNodes, { label: 'large' });
+      results.p2Large = await benchP2(cluster, logDir, parameters.p2LargeNodes, {
+        label: 'large',
+        generators: parameters.p2LargeGenerators,
+      });
       expect(results.p2Large.successes + results.p2Large.failures).toBe(parameters.p2LargeNodes);
     },
     1_800_000,

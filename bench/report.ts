@@ -124,7 +124,7 @@ function p2Row(name: string, p2: P2Result, judged: boolean, base?: P2Result): st
           : '**missed**'
       : `not judged (target is for 1000 nodes; ${ok ? 'within' : 'outside'} it at ${p2.nodes})`;
   const cpu = Number.isFinite(p2.serviceCpuMsPerJoin)
-    ? `; service CPU **${fmt(p2.serviceCpuMsPerJoin)} ms per join** (${fmt(p2.serviceCores)} cores busy; nodes ${fmt(p2.nodesCores)} cores)`
+    ? `; service CPU **${fmt(p2.serviceCpuMsPerJoin)} ms per join** (${fmt(p2.serviceCores)} cores busy; nodes ${fmt(p2.nodesCores)} cores in ${p2.generators ?? 1} load-generator process${(p2.generators ?? 1) > 1 ? 'es' : ''})`
     : '';
   return `| ${name} | ${what} | ${p2.successes} joined, **${p2.failures} failed**, ${p2.attempts - p2.nodes} retries; wall **${fmt(p2.wallSeconds, 1)} s**; time to ticket p50 ${fmt(p2.p50Seconds)} s, p99 **${fmt(p2.p99Seconds)} s**; peak RSS **${fmt(p2.peakRssMB, 0)} MB**${cpu} | ${target} | ${v} |`;
 }

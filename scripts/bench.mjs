@@ -64,6 +64,12 @@ function transpile() {
     join(root, 'bench', 'join-service-process.ts'),
     join(root, 'bench', 'service-wiring.ts'),
     join(root, 'bench', 'cli-process.ts'),
+    // P2's load-generator child processes (bench/p2-generator.ts) and what they import.
+    join(root, 'bench', 'p2-generator.ts'),
+    join(root, 'bench', 'p2-nodes.ts'),
+    join(root, 'bench', 'fixture.ts'),
+    join(root, 'bench', 'child.ts'),
+    join(root, 'test', 'support', 'soft-tpm.ts'),
   ];
   for (const file of files) {
     const result = ts.transpileModule(readFileSync(file, 'utf8'), { compilerOptions, fileName: file });
