@@ -27,7 +27,9 @@ describe('HandshakeSizing', () => {
   it('allows deadline × safety ÷ cost handshakes, starting from the assumed cost', () => {
     const s = new HandshakeSizing({ tlsHandshakeMs: 5_000, maxInProgress: 2_048, initialCostMs: 4 });
     expect(s.costMs).toBe(4);
-    expect(s.cap).toBe(625); // 5,000 × 0.5 ÷ 4
+    expect(s.cap).toBe(1_250); // 5,000 × 1 ÷ 4
+    const half = new HandshakeSizing({ tlsHandshakeMs: 5_000, maxInProgress: 2_048, safety: 0.5 });
+    expect(half.cap).toBe(625);
   });
 
   it('moves the cost toward each window’s busy time per finished handshake', () => {
@@ -41,8 +43,8 @@ describe('HandshakeSizing', () => {
     expect(s.costMs).toBe(7);
     for (let i = 0; i < 60; i++) s.record(100, 10);
     expect(s.costMs).toBeCloseTo(10, 6);
-    expect(s.cap).toBe(250);
-    for (let i = 0; i < 60; i++) s.record(20, 10); // 2 ms each
+    expect(s.cap).toBe(500);
+    for (let i = 0; i < 60; i++) s.record(40, 10); // 4 ms each
     expect(s.cap).toBe(1_250);
   });
 
@@ -91,7 +93,7 @@ describe('HandshakeCostSampler (fake timers, fake busy time)', () => {
     busy += 200; // 10 ms per handshake
     vi.advanceTimersByTime(250);
     expect(sizing.costMs).toBe(10);
-    expect(sizing.cap).toBe(250);
+    expect(sizing.cap).toBe(500);
     // A window with busy time but no finished handshake leaves the measurement alone.
     busy += 200;
     vi.advanceTimersByTime(250);
@@ -118,7 +120,7 @@ describe('the listener with sized handshakes (real loopback TLS)', () => {
   }
 
   it('closes a ClientHello that arrives while the sized number of handshakes is in progress', async () => {
-    // Assumed cost 10 s a handshake against the 5 s deadline: the floor, one handshake at a time.
+    // Assumed cost 10 s a handshake against the 5 s deadline (0 fit): the floor, one at a time.
     const { listener, port, dropped } = await listenerWith({ floor: 1, initialCostMs: 10_000 });
     expect(listener.handshakes.cap).toBe(1);
     const first = await rawTlsClient(port); // stays in its attestation exchange

@@ -40,8 +40,12 @@ export type HandshakeSizingTunables = Pick<
   'floor' | 'safety' | 'initialCostMs' | 'weight'
 >;
 
-/** Default share of the handshake deadline that admitted handshakes may fill. */
-export const DEFAULT_SIZING_SAFETY = 0.5;
+/**
+ * Default share of the handshake deadline that admitted handshakes may fill. The measured cost is
+ * a whole connection's loop time (TLS, attestation exchange, verification, the call), of which the
+ * TLS handshake the deadline covers is a part, so the whole deadline already leaves a margin.
+ */
+export const DEFAULT_SIZING_SAFETY = 1;
 /** Default lowest sized cap: twice the default per-source cap, so a few honest sources always fit. */
 export const DEFAULT_SIZING_FLOOR = 64;
 
