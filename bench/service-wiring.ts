@@ -38,13 +38,13 @@ export function benchCaWorkers(): number {
 }
 
 /**
- * Handshake sizing (CONFBOOT_BENCH_SIZED_HANDSHAKES; default 1, as the production listener; 0 = only
- * the fixed caps, the what-if of before).
+ * Handshake sizing (CONFBOOT_BENCH_SIZED_HANDSHAKES=1; default 0, as the production listener: only
+ * the fixed caps).
  */
 export function benchSizedHandshakes(): boolean {
   const raw = process.env.CONFBOOT_BENCH_SIZED_HANDSHAKES;
-  if (raw === undefined || raw === '' || raw === '1') return true;
-  if (raw === '0') return false;
+  if (raw === undefined || raw === '' || raw === '0') return false;
+  if (raw === '1') return true;
   throw new Error(`CONFBOOT_BENCH_SIZED_HANDSHAKES must be 0 or 1, got "${raw}"`);
 }
 

@@ -84,8 +84,8 @@ export interface JoinServiceLimits {
   /** Deadlines of the attested TLS phases that wait for the peer (adapter defaults: a few seconds). */
   atlsDeadlines?: Partial<AtlsDeadlines>;
   /**
-   * Size the handshakes in progress from their measured cost (adapter default true); false = only
-   * the fixed caps (src/adapters/grpc/atls/admission-sizing.ts).
+   * Size the handshakes in progress from their measured cost (src/adapters/grpc/atls/admission-sizing.ts);
+   * adapter default false: only the fixed caps.
    */
   sizedHandshakes?: boolean;
   /** At most one drop summary log line per this interval (adapter default 10 s). */

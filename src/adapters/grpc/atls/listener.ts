@@ -70,7 +70,7 @@ export interface AtlsListenerOptions extends AtlsOptions {
   preparedTls?: number;
   /**
    * Size the connections in their handshake at once from the measured handshake cost
-   * (admission-sizing.ts; default true, or the sizing's tunables); false = only the fixed caps.
+   * (admission-sizing.ts; true or the sizing's tunables); default false: only the fixed caps.
    */
   sizedHandshakes?: boolean | HandshakeSizingTunables;
 }
@@ -179,7 +179,7 @@ export class AttestedTlsListener {
     );
     const deadlines = resolveDeadlines(options.deadlines);
     this.clientHelloMs = deadlines.clientHelloMs;
-    const sized = options.sizedHandshakes ?? true;
+    const sized = options.sizedHandshakes ?? false;
     if (sized !== false) {
       this.sizing = new HandshakeSizing({
         ...(sized === true ? {} : sized),
