@@ -7,9 +7,14 @@
  * Knobs (defaults): CONFBOOT_BENCH_NODES (1000), CONFBOOT_BENCH_CONCURRENCY (8),
  * CONFBOOT_BENCH_P1_ROUNDS (3), CONFBOOT_BENCH_P1_ROUND_MS (3000), CONFBOOT_BENCH_P3_NODES (100),
  * CONFBOOT_BENCH_P3_HEADSTART_MS (15000), CONFBOOT_BENCH_P4_RUNS (7), CONFBOOT_BENCH_P2_LARGE_NODES
- * (10000; the scaling row P2L), CONFBOOT_BENCH_P2_NOCAP=1 (also
+ * (10000; the scaling row P2L), CONFBOOT_BENCH_P2_GENERATORS (1) and CONFBOOT_BENCH_P2L_GENERATORS (2):
+ * load-generator processes P2's and P2L's nodes are split over (1 = the benchmark process),
+ * CONFBOOT_BENCH_P2_NOCAP=1 (also
  * run P2 with the concurrency cap off), CONFBOOT_BENCH_CPU_PROF=<dir> (CPU profiles of the children),
  * CONFBOOT_BENCH_KEEP_LOGS=1 (keep the children's logs and print where).
+ * Set by scripts/bench.mjs for CONFBOOT_BENCH_COMPARE_NODE: CONFBOOT_BENCH_COMPARE_OUT (the
+ * comparison run writes its results there, nothing else) and CONFBOOT_BENCH_COMPARE_RESULTS (the
+ * main run reads them into `compare`, rendered as the before/after section).
  */
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -39,6 +44,8 @@ const parameters = {
   p3HeadStartMs: envInt('CONFBOOT_BENCH_P3_HEADSTART_MS', 15_000),
   p4Runs: envInt('CONFBOOT_BENCH_P4_RUNS', 7),
   p2LargeNodes: envInt('CONFBOOT_BENCH_P2_LARGE_NODES', 10_000),
+  p2Generators: envInt('CONFBOOT_BENCH_P2_GENERATORS', 1),
+  p2LargeGenerators: envInt('CONFBOOT_BENCH_P2L_GENERATORS', 2),
 };
 
 // Re-render BENCHMARKS.md from the last full run's results (after editing bench/analysis.md). Its own
@@ -54,6 +61,9 @@ describe.runIf(only?.includes('RENDER'))('BENCHMARKS.md from bench/results.json'
 describe.sequential('confboot benchmarks (issue 7)', () => {
   const started = Date.now();
   const results: BenchResults = { machine: machineInfo(), parameters };
+  const compareOut = process.env.CONFBOOT_BENCH_COMPARE_OUT;
+  const compareIn = process.env.CONFBOOT_BENCH_COMPARE_RESULTS;
+  if (compareIn) results.compare = JSON.parse(readFileSync(compareIn, 'utf8')) as BenchResults;
   let cluster: BenchCluster;
   let logDir: string;
 
@@ -66,13 +76,16 @@ describe.sequential('confboot benchmarks (issue 7)', () => {
     finishMachineInfo(results.machine, started);
     const json = `${JSON.stringify(results, null, 2)}\n`;
     const benchDir = import.meta.dirname;
-    if (only === undefined) {
+    if (compareOut !== undefined) {
+      writeFileSync(compareOut, json);
+    } else if (only === undefined) {
       writeFileSync(join(benchDir, 'results.json'), json);
       writeFileSync(join(benchDir, '..', 'BENCHMARKS.md'), renderMarkdown(results));
     } else {
       writeFileSync(join(benchDir, 'results.partial.json'), json);
     }
-    if (!only?.includes('RENDER')) process.stdout.write(`\n${renderMarkdown(results)}\n`);
+    if (!only?.includes('RENDER') && compareOut === undefined)
+      process.stdout.write(`\n${renderMarkdown(results)}\n`);
     await cluster?.close();
     if (logDir && process.env.CONFBOOT_BENCH_KEEP_LOGS === '1')
       process.stdout.write(`bench: service logs kept in ${logDir}\n`);
@@ -110,13 +123,17 @@ describe.sequential('confboot benchmarks (issue 7)', () => {
   });
 
   runIf('P2')('P2: burst of N nodes against one join-service process', async () => {
-    results.p2 = await benchP2(cluster, logDir, parameters.nodes);
+    results.p2 = await benchP2(cluster, logDir, parameters.nodes, {
+      label: 'default',
+      generators: parameters.p2Generators,
+    });
     expect(results.p2.successes + results.p2.failures).toBe(parameters.nodes);
     // What-if (opt-in, it doubles P2's time): the same burst with the service's concurrency cap off.
     if (process.env.CONFBOOT_BENCH_P2_NOCAP === '1')
       results.p2NoCap = await benchP2(cluster, logDir, parameters.nodes, {
         maxConcurrent: 0,
         label: 'nocap',
+        generators: parameters.p2Generators,
       });
   });
 
@@ -131,7 +148,10 @@ describe.sequential('confboot benchmarks (issue 7)', () => {
   runIf('P2L')(
     'P2 at scale: burst of 10,000 nodes against one join-service process',
     async () => {
-      results.p2Large = await benchP2(cluster, logDir, parameters.p2LargeNodes, { label: 'large' });
+      results.p2Large = await benchP2(cluster, logDir, parameters.p2LargeNodes, {
+        label: 'large',
+        generators: parameters.p2LargeGenerators,
+      });
       expect(results.p2Large.successes + results.p2Large.failures).toBe(parameters.p2LargeNodes);
     },
     1_800_000,

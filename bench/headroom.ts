@@ -11,7 +11,7 @@ import { performance } from 'node:perf_hooks';
 import type { JoinTicketRequest } from '../src/ports/types.js';
 import { spawnJoinService } from './child.js';
 import { akPool, type BenchCluster, joinClient, joinRequest, nodeIssuer } from './fixture.js';
-import { serviceCpuSeconds } from './p2-burst.js';
+import { metricsText, metricValue } from './p2-burst.js';
 
 /** Result of {@link benchHeadroom}. */
 export interface HeadroomResult {
@@ -27,7 +27,44 @@ export interface HeadroomResult {
   oneCoreJoinPerSecond: number;
   /** This process's (the generator's) CPU ÷ wall time. */
   generatorCores: number;
+  /**
+   * The service's stage histograms over the timed loop (its /metrics, wall time per operation):
+   * attestation validation inside attested TLS, and ticket handling once attested (CSR inspection,
+   * signature, key service calls, ticket).
+   */
+  validationMeanMs: number;
+  requestMeanMs: number;
+  /**
+   * A short pass with one client after the timed loop: nothing waits for the CPU inside the service,
+   * so its histograms' wall times approach each stage's own cost (the ticket handling still waits
+   * for the key service and the CA worker thread).
+   */
+  sequential: { joins: number; serviceCpuMsPerJoin: number; validationMeanMs: number; requestMeanMs: number };
 }
+
+const VALIDATION = ['confboot_attestation_validation_seconds', '{variant="qemu-vtpm",outcome="ok"}'] as const;
+const REQUEST = [
+  'confboot_join_request_duration_seconds',
+  '{rpc="IssueJoinTicket",outcome="issued"}',
+] as const;
+
+/** CPU seconds and the sum and count of both stage histograms, from the service's /metrics. */
+async function snapshot(httpPort: number | undefined) {
+  const text = await metricsText(httpPort);
+  const hist = ([name, labels]: readonly [string, string]) => ({
+    sum: metricValue(text, `${name}_sum`, labels),
+    count: metricValue(text, `${name}_count`, labels),
+  });
+  return {
+    cpu: metricValue(text, 'process_cpu_seconds_total'),
+    validation: hist(VALIDATION),
+    request: hist(REQUEST),
+  };
+}
+
+type Hist = { sum: number; count: number };
+const meanMs = (after: Hist, before: Hist) =>
+  ((after.sum - before.sum) * 1000) / Math.max(1, after.count - before.count);
 
 /** Runs the closed loop for `ms` at `concurrency` against a service child process. */
 export async function benchHeadroom(
@@ -46,11 +83,11 @@ export async function benchHeadroom(
   try {
     const { grpcPort, httpPort } = await service.listening;
     const endpoint = `127.0.0.1:${grpcPort}`;
-    const loop = async (until: number) => {
+    const loop = async (until: number, workers = clients.length) => {
       let joins = 0;
       let failures = 0;
       await Promise.all(
-        clients.map(async (client, w) => {
+        clients.slice(0, workers).map(async (client, w) => {
           while (performance.now() < until) {
             try {
               await client.issueJoinTicket(endpoint, requests[w] as JoinTicketRequest);
@@ -65,13 +102,16 @@ export async function benchHeadroom(
     };
     // Warm-up (module loading, JIT, identities), not counted.
     await loop(performance.now() + Math.min(1_000, ms));
-    const cpuBefore = await serviceCpuSeconds(httpPort);
+    const before = await snapshot(httpPort);
     const genBefore = process.cpuUsage();
     const started = performance.now();
     const { joins, failures } = await loop(started + ms);
     const seconds = (performance.now() - started) / 1000;
     const gen = process.cpuUsage(genBefore);
-    const cpu = (await serviceCpuSeconds(httpPort)) - cpuBefore;
+    const after = await snapshot(httpPort);
+    const cpu = after.cpu - before.cpu;
+    const seq = await loop(performance.now() + Math.max(1_000, ms / 4), 1);
+    const last = await snapshot(httpPort);
     const serviceCpuMsPerJoin = (cpu * 1000) / Math.max(1, joins);
     return {
       concurrency,
@@ -83,6 +123,14 @@ export async function benchHeadroom(
       serviceCpuMsPerJoin,
       oneCoreJoinPerSecond: 1000 / serviceCpuMsPerJoin,
       generatorCores: (gen.user + gen.system) / 1e6 / seconds,
+      validationMeanMs: meanMs(after.validation, before.validation),
+      requestMeanMs: meanMs(after.request, before.request),
+      sequential: {
+        joins: seq.joins,
+        serviceCpuMsPerJoin: ((last.cpu - after.cpu) * 1000) / Math.max(1, seq.joins),
+        validationMeanMs: meanMs(last.validation, after.validation),
+        requestMeanMs: meanMs(last.request, after.request),
+      },
     };
   } finally {
     await service.stop();

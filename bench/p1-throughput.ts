@@ -55,7 +55,7 @@ async function pkcs8Pem(key: webcrypto.CryptoKey): Promise<string> {
 }
 
 /** A CA and CA-signed server (IP SAN 127.0.0.1) and client certificates, all ECDSA P-256. */
-async function mtlsMaterial(): Promise<{
+export async function mtlsMaterial(): Promise<{
   caPem: string;
   server: [string, string];
   client: [string, string];

@@ -1,26 +1,29 @@
 /**
  * P2 (issue 7): a burst of N simulated nodes against ONE join-service process. The service is the
  * child process of bench/join-service-process.ts (so its peak RSS is its own, read from VmHWM); the
- * nodes live in this process: each has a soft TPM (genuine TPM quote structures, so the service
+ * nodes live in this process or, split evenly, in `generators` load-generator child processes
+ * (bench/p2-generator.ts; one JavaScript thread each, so a burst whose node side needs more than one
+ * core is not limited by the generator), released together. Each node has a soft TPM (genuine TPM quote structures, so the service
  * runs the full qemu-vtpm verification), a kubelet CSR made before the burst (a node makes it on
  * its own CPU), and the real GrpcJoinTicketClient with production bounds (30 s). All N nodes start
  * at once. A refused attempt (the service answers ResourceExhausted beyond its concurrency cap, by
  * design: "nothing queues, the joining node's backoff retries") is retried after the JoinFlow's own
  * backoff (fullJitterDelayMs with DEFAULT_JOIN_BACKOFF, the same CSR); refusals are counted. A node
  * fails when it has no ticket {@link P2_BOUND_MS} after the burst started. Latency is burst start →
- * the node's ticket. The node side (TLS identity, quote signature, handshake) shares this machine's
- * 2 cores with the service.
+ * the node's ticket (each generator from its own start). The node side (TLS identity, quote
+ * signature, handshake) shares this machine's 2 cores with the service.
  */
+import { spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
+import { createInterface } from 'node:readline';
 import { DEFAULT_MAX_CONCURRENT } from '../src/app/join-service/service.js';
-import { fullJitterDelayMs } from '../src/domain/backoff.js';
-import { DEFAULT_JOIN_BACKOFF } from '../src/domain/join-flow.js';
-import type { JoinTicketRequest } from '../src/ports/types.js';
 import { loopbackAddresses } from '../test/attack/support/slowloris.js';
-import { spawnJoinService } from './child.js';
-import { akPool, type BenchCluster, joinClient, joinRequest, nodeIssuer, quantile } from './fixture.js';
+import { buildDir, spawnJoinService } from './child.js';
+import { type BenchCluster, quantile } from './fixture.js';
+import type { GeneratorConfig } from './p2-generator.js';
+import { type NodesOutcome, prepareNodes, runNodes } from './p2-nodes.js';
 
 /**
  * A node without a ticket this long after the burst started has failed: 4× the 15 s target for
@@ -60,29 +63,66 @@ export interface P2Result {
   serviceCpuMsPerJoin: number;
   /** Service CPU across the burst ÷ its wall time (1 = one core busy the whole burst). */
   serviceCores: number;
-  /** This process's CPU (the simulated nodes) across the burst ÷ its wall time. */
+  /** The simulated nodes' CPU (every generator process) across the burst ÷ its wall time. */
   nodesCores: number;
+  /** Load-generator processes the nodes were split over (1 = this process). */
+  generators?: number;
 }
 
-function metricValue(text: string, name: string, labels = ''): number {
+/** A load-generator child process (bench/p2-generator.ts). */
+interface LoadGenerator {
+  /** Resolves once its nodes are prepared. */
+  ready: Promise<void>;
+  /** Starts its burst; resolves with its outcome. */
+  go(): Promise<NodesOutcome>;
+  kill(): void;
+}
+
+/** Spawns a generator with `config`; its lines are bounded by the burst's bound plus 5 minutes. */
+function startGenerator(config: GeneratorConfig): LoadGenerator {
+  const child = spawn(process.execPath, [join(buildDir(), 'bench', 'p2-generator.js')], {
+    stdio: ['pipe', 'pipe', 'inherit'],
+  });
+  const lines = createInterface({ input: child.stdout });
+  const waiting: Array<(msg: Record<string, unknown>) => void> = [];
+  lines.on('line', (line) => {
+    try {
+      const msg = JSON.parse(line) as Record<string, unknown>;
+      waiting.shift()?.(msg);
+    } catch {
+      // Not our line.
+    }
+  });
+  const next = () =>
+    new Promise<Record<string, unknown>>((resolve, reject) => {
+      const timer = setTimeout(() => reject(new Error('p2 generator: no answer')), config.boundMs + 300_000);
+      child.once('exit', (code) => reject(new Error(`p2 generator exited with ${code}`)));
+      waiting.push((msg) => {
+        clearTimeout(timer);
+        resolve(msg);
+      });
+    });
+  const ready = next().then(() => undefined);
+  ready.catch(() => {});
+  child.stdin.write(`${JSON.stringify(config)}\n`);
+  return {
+    ready,
+    async go() {
+      const done = next();
+      child.stdin.write('go\n');
+      return (await done).outcome as NodesOutcome;
+    },
+    kill: () => child.kill(),
+  };
+}
+
+export function metricValue(text: string, name: string, labels = ''): number {
   const line = text.split('\n').find((l) => l.startsWith(`${name}${labels}`) || l.startsWith(`${name} `));
   return line ? Number(line.slice(line.lastIndexOf(' ') + 1)) : Number.NaN;
 }
 
-function shortReason(err: unknown): string {
-  const msg = err instanceof Error ? err.message : String(err);
-  // Group alike reasons: no addresses, ports or timestamps, and grpc-js's per-call deadline
-  // details cut off.
-  return msg
-    .replace(/127\.\d+\.\d+\.\d+:\d+/g, '<endpoint>')
-    .replace(/\(\d{4}-\d\d-\d\dT[^)]*\)/g, '(<time>)')
-    .replace(/(Deadline exceeded after) .*/, '$1 the call timeout')
-    .replace(/\d+(\.\d+)? ?ms/g, 'N ms')
-    .slice(0, 160);
-}
-
 /** The service's /metrics text, or '' when it does not answer within 30 s (a swamped service). */
-async function metricsText(httpPort: number | undefined): Promise<string> {
+export async function metricsText(httpPort: number | undefined): Promise<string> {
   try {
     return await fetch(`http://127.0.0.1:${httpPort}/metrics`, { signal: AbortSignal.timeout(30_000) }).then(
       (r) => r.text(),
@@ -105,22 +145,15 @@ export async function benchP2(
   cluster: BenchCluster,
   logDir: string,
   nodes: number,
-  options: { maxConcurrent?: number; label: string } = { label: 'default' },
+  options: { maxConcurrent?: number; label: string; generators?: number } = { label: 'default' },
 ): Promise<P2Result> {
-  const keys = akPool(16);
-  const prepared: Array<{ request: JoinTicketRequest; client: ReturnType<typeof joinClient> }> = [];
   // Each node connects from its own loopback address, as real nodes have their own IPs: the service's
   // per-source admission cap would otherwise refuse a burst that all comes from 127.0.0.1.
   const addresses = loopbackAddresses(nodes);
-  for (let i = 0; i < nodes; i++) {
-    prepared.push({
-      request: await joinRequest(`bench-p2-${i}`, addresses[i]),
-      client: joinClient(
-        nodeIssuer(keys[i % keys.length] as (typeof keys)[number], cluster.pcrs),
-        addresses[i],
-      ),
-    });
-  }
+  const bound = boundMs(nodes);
+  const generatorCount = Math.max(1, Math.min(options.generators ?? 1, nodes));
+  // One generator: the nodes live in this process. Several: child processes, each with a share.
+  const prepared = generatorCount === 1 ? await prepareNodes(addresses, cluster.pcrs, 'bench-p2') : [];
   const logPath = join(logDir, `p2-${options.label}-join-service.log`);
   const service = spawnJoinService(
     {
@@ -129,44 +162,44 @@ export async function benchP2(
     },
     logPath,
   );
+  const generators: LoadGenerator[] = [];
   try {
     const { grpcPort, httpPort } = await service.listening;
     const endpoint = `127.0.0.1:${grpcPort}`;
+    if (generatorCount > 1) {
+      const share = Math.ceil(nodes / generatorCount);
+      for (let g = 0; g < generatorCount; g++)
+        generators.push(
+          startGenerator({
+            endpoint,
+            addresses: addresses.slice(g * share, (g + 1) * share),
+            pcrs: Object.fromEntries(
+              [...cluster.pcrs].map(([i, v]) => [String(i), Buffer.from(v).toString('hex')]),
+            ),
+            namePrefix: `bench-p2-g${g}`,
+            boundMs: bound,
+          }),
+        );
+      await Promise.all(generators.map((g) => g.ready));
+    }
     // One join before the burst, so the burst does not measure the first call's module loading.
-    const warm = await joinRequest('bench-p2-warmup', addresses[0]);
-    await (
-      prepared[0]?.client ?? joinClient(nodeIssuer(keys[0] as (typeof keys)[number], cluster.pcrs))
-    ).issueJoinTicket(endpoint, warm);
-    const latencies: number[] = [];
-    const attemptFailureReasons: Record<string, number> = {};
-    let attempts = 0;
-    let refusedFirstAttempts = 0;
-    const random = { float: () => Math.random() };
-    const bound = boundMs(nodes);
+    const [warm] = await prepareNodes(addresses.slice(0, 1), cluster.pcrs, 'bench-p2-warmup');
+    await warm?.client.issueJoinTicket(endpoint, warm.request);
     const cpuBefore = await serviceCpuSeconds(httpPort);
-    const nodesCpuBefore = process.cpuUsage();
     const started = performance.now();
-    await Promise.all(
-      prepared.map(async ({ request, client }) => {
-        for (let attempt = 0; ; attempt++) {
-          attempts++;
-          try {
-            await client.issueJoinTicket(endpoint, request);
-            latencies.push((performance.now() - started) / 1000);
-            return;
-          } catch (err) {
-            const r = shortReason(err);
-            attemptFailureReasons[r] = (attemptFailureReasons[r] ?? 0) + 1;
-            if (attempt === 0) refusedFirstAttempts++;
-          }
-          const delay = fullJitterDelayMs(attempt, DEFAULT_JOIN_BACKOFF, random);
-          if (performance.now() + delay - started > bound) return;
-          await new Promise((r) => setTimeout(r, delay));
-        }
-      }),
-    );
+    const outcomes =
+      generatorCount === 1
+        ? [await runNodes(prepared, endpoint, bound)]
+        : await Promise.all(generators.map((g) => g.go()));
+    const latencies = outcomes.flatMap((o) => o.latencies);
+    const attempts = outcomes.reduce((a, o) => a + o.attempts, 0);
+    const refusedFirstAttempts = outcomes.reduce((a, o) => a + o.refusedFirstAttempts, 0);
+    const attemptFailureReasons: Record<string, number> = {};
+    for (const o of outcomes)
+      for (const [r, n] of Object.entries(o.attemptFailureReasons))
+        attemptFailureReasons[r] = (attemptFailureReasons[r] ?? 0) + n;
+    const nodesCpuSeconds = outcomes.reduce((a, o) => a + o.cpuSeconds, 0);
     const wallSeconds = (performance.now() - started) / 1000;
-    const nodesCpu = process.cpuUsage(nodesCpuBefore);
     const cpuAfter = await serviceCpuSeconds(httpPort);
     const peakRss = service.peakRssBytes();
     const metrics = await metricsText(httpPort);
@@ -213,9 +246,11 @@ export async function benchP2(
       auditedIssued: auditedIssued - 1,
       serviceCpuMsPerJoin: ((cpuAfter - cpuBefore) * 1000) / Math.max(1, latencies.length),
       serviceCores: (cpuAfter - cpuBefore) / wallSeconds,
-      nodesCores: (nodesCpu.user + nodesCpu.system) / 1e6 / wallSeconds,
+      nodesCores: nodesCpuSeconds / wallSeconds,
+      generators: generatorCount,
     };
   } finally {
+    for (const g of generators) g.kill();
     await service.stop();
   }
 }

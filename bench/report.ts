@@ -12,7 +12,7 @@ import type { P2Result } from './p2-burst.js';
 import type { P3Result } from './p3-delay.js';
 import type { P4Result } from './p4-startup.js';
 import type { SilentAttackResult } from './silent-attack.js';
-import type { StageCost } from './stages.js';
+import type { FloorPart, StageCost } from './stages.js';
 import type { VtpmValidationBench } from './vtpm-validation.js';
 
 /** Where and when a run happened. */
@@ -21,6 +21,8 @@ export interface MachineInfo {
   cores: number;
   memoryGB: number;
   node: string;
+  /** OpenSSL linked into that Node (process.versions.openssl); absent in runs before it was recorded. */
+  openssl?: string;
   kernel: string;
   /** 1/5/15-minute load averages at the start and the end of the run. */
   loadAverageStart: number[];
@@ -52,6 +54,11 @@ export interface BenchResults {
    * `results.extraRows[key] = { row, details }` with `row` one Markdown table row of five cells.
    */
   extraRows?: Record<string, { row: string; details?: string[] }>;
+  /**
+   * The comparison run on another Node binary in the same session (CONFBOOT_BENCH_COMPARE_NODE,
+   * scripts/bench.mjs): its P4, P1, P1h, P2 and P2L, rendered side by side with this run's.
+   */
+  compare?: BenchResults;
 }
 
 /** Machine information now (load average at start; the end is filled in by {@link finishMachineInfo}). */
@@ -62,6 +69,7 @@ export function machineInfo(): MachineInfo {
     cores: cpu.length,
     memoryGB: Math.round((totalmem() / 2 ** 30) * 10) / 10,
     node: process.version,
+    openssl: process.versions.openssl,
     kernel: release(),
     loadAverageStart: loadavg().map(round2),
     loadAverageEnd: [],
@@ -116,9 +124,163 @@ function p2Row(name: string, p2: P2Result, judged: boolean, base?: P2Result): st
           : '**missed**'
       : `not judged (target is for 1000 nodes; ${ok ? 'within' : 'outside'} it at ${p2.nodes})`;
   const cpu = Number.isFinite(p2.serviceCpuMsPerJoin)
-    ? `; service CPU **${fmt(p2.serviceCpuMsPerJoin)} ms per join** (${fmt(p2.serviceCores)} cores busy; nodes ${fmt(p2.nodesCores)} cores)`
+    ? `; service CPU **${fmt(p2.serviceCpuMsPerJoin)} ms per join** (${fmt(p2.serviceCores)} cores busy; nodes ${fmt(p2.nodesCores)} cores in ${p2.generators ?? 1} load-generator process${(p2.generators ?? 1) > 1 ? 'es' : ''})`
     : '';
   return `| ${name} | ${what} | ${p2.successes} joined, **${p2.failures} failed**, ${p2.attempts - p2.nodes} retries; wall **${fmt(p2.wallSeconds, 1)} s**; time to ticket p50 ${fmt(p2.p50Seconds)} s, p99 **${fmt(p2.p99Seconds)} s**; peak RSS **${fmt(p2.peakRssMB, 0)} MB**${cpu} | ${target} | ${v} |`;
+}
+
+/** The four parts of P8's floor, in order, with their names in the table. */
+const FLOOR_PARTS: ReadonlyArray<[FloorPart, string]> = [
+  ['tls-handshake', 'server-side mutual-TLS 1.3 handshake'],
+  ['validation', 'qemu-vtpm validation'],
+  ['inspect-csr', 'CSR inspection'],
+  ['sign', 'kubelet-certificate signature'],
+];
+
+/** P8 (the service's CPU per join ÷ the floor) from P1h and the stage costs, or undefined without both. */
+export function p8Of(
+  r: BenchResults,
+):
+  | { serviceUs: number; floorUs: number; ratio: number; parts: Array<[FloorPart, string, number]> }
+  | undefined {
+  const h = r.headroom;
+  if (!h || !r.stages) return undefined;
+  const parts: Array<[FloorPart, string, number]> = [];
+  for (const [part, name] of FLOOR_PARTS) {
+    const cpuUs = r.stages.find((st) => st.floor === part)?.cpuUs;
+    if (cpuUs === undefined) return undefined;
+    parts.push([part, name, cpuUs]);
+  }
+  const floorUs = parts.reduce((a, [, , us]) => a + us, 0);
+  const serviceUs = h.serviceCpuMsPerJoin * 1000;
+  return { serviceUs, floorUs, ratio: serviceUs / floorUs, parts };
+}
+
+function p8Rows(r: BenchResults): { row: string; details: string[] } | undefined {
+  const p8 = p8Of(r);
+  const h = r.headroom;
+  if (!p8 || !h) return undefined;
+  const us = (part: FloorPart) => p8.parts.find(([p]) => p === part)?.[2] ?? Number.NaN;
+  const sum = p8.parts.map(([, , cpuUs]) => fmt(cpuUs / 1000, 3)).join(' + ');
+  const row = `| P8 | distance to the floor: the service's CPU per join (P1h, from its /metrics) ÷ the CPU, measured in this run (stage table), of one ${p8.parts.map(([, n]) => n).join(', one ')} | ${fmt(p8.serviceUs / 1000, 3)} ms ÷ (${sum} = ${fmt(p8.floorUs / 1000, 3)} ms) = **${fmt(p8.ratio)}** | ≤ 1.2 | ${verdict(p8.ratio <= 1.2)} |`;
+  // Where the rest goes, from P1h's one-client pass (bench/headroom.ts): the service's stage
+  // histograms (wall time per operation) against the floor of the same stage; what neither
+  // histogram covers (TLS, the attestation exchange, HTTP/2 and gRPC framing, the connection's
+  // set-up and close) is the service's CPU per join minus both, against the handshake.
+  const seq = h.sequential;
+  const details: string[] = [];
+  if (seq) {
+    const validationFloor = us('validation');
+    const ticketFloor = us('inspect-csr') + us('sign');
+    const seqUs = seq.serviceCpuMsPerJoin * 1000;
+    const restUs = seqUs - (seq.validationMeanMs + seq.requestMeanMs) * 1000;
+    const overheads: Array<[string, number, number]> = [
+      ['attestation validation', seq.validationMeanMs * 1000, validationFloor],
+      [
+        'ticket handling once attested (CSR inspection and signature in the CA worker, 2 key service calls, the ticket)',
+        seq.requestMeanMs * 1000,
+        ticketFloor,
+      ],
+      [
+        'the rest (TLS handshake, attestation exchange, HTTP/2 + gRPC, connection set-up and close)',
+        restUs,
+        us('tls-handshake'),
+      ],
+    ];
+    const excess = ([, got, floor]: [string, number, number]) => got - floor;
+    const largest = [...overheads].sort((x, y) => excess(y) - excess(x))[0];
+    details.push(
+      `- P8 by stage, from P1h's one-client pass (${seq.joins} joins; the service's CPU per join there ${fmt(seqUs / 1000, 3)} ms; its stage histograms are wall time, so the ticket handling includes waiting for the key service and the CA worker): ${overheads
+        .map(
+          ([name, got, floor]) =>
+            `${name} ${fmt(got / 1000, 3)} ms vs floor ${fmt(floor / 1000, 3)} ms (${got >= floor ? '+' : ''}${fmt((got - floor) / 1000, 3)} ms)`,
+        )
+        .join('; ')}. Largest remaining overhead: **${largest?.[0] ?? 'n/a'}**.`,
+    );
+  }
+  return { row, details };
+}
+
+/** "Node v… (OpenSSL …)" of a run. */
+function runtimeOf(m: MachineInfo): string {
+  return `Node ${m.node}${m.openssl ? ` (OpenSSL ${m.openssl})` : ''}`;
+}
+
+/**
+ * The before/after section: the comparison run (CONFBOOT_BENCH_COMPARE_NODE) and this run side by
+ * side for P1, P1h, P2, P2L and P4; the ratio is this run ÷ the comparison run.
+ */
+function renderCompare(r: BenchResults): string[] {
+  const c = r.compare;
+  if (!c) return [];
+  const a = runtimeOf(c.machine);
+  const b = runtimeOf(r.machine);
+  const rows: string[] = [];
+  const row = (
+    name: string,
+    figure: string,
+    x: number | undefined,
+    y: number | undefined,
+    digits: number,
+    better: 'higher' | 'lower',
+    note = '',
+  ) => {
+    if (x === undefined || y === undefined) return;
+    rows.push(
+      `| ${name} | ${figure} (${better} is better) | ${fmt(x, digits)} | ${fmt(y, digits)} | **${fmt(y / x)}**${note} |`,
+    );
+  };
+  row('P1', 'join tickets/s', c.p1?.joinPerSecond, r.p1?.joinPerSecond, 1, 'higher');
+  row('P1', 'plain mTLS calls/s', c.p1?.mtlsPerSecond, r.p1?.mtlsPerSecond, 1, 'higher');
+  row('P1', 'ratio (target ≥ 0.8)', c.p1?.ratio, r.p1?.ratio, 2, 'higher');
+  row(
+    'P1h',
+    'joins/s, service in its own process',
+    c.headroom?.joinPerSecond,
+    r.headroom?.joinPerSecond,
+    1,
+    'higher',
+  );
+  row(
+    'P1h',
+    'service CPU per join, ms',
+    c.headroom?.serviceCpuMsPerJoin,
+    r.headroom?.serviceCpuMsPerJoin,
+    2,
+    'lower',
+  );
+  const n20 = c.headroom?.oneCoreJoinPerSecond;
+  const n24 = r.headroom?.oneCoreJoinPerSecond;
+  const target =
+    n20 !== undefined && n24 !== undefined ? ` (target ≥ 1.4: ${verdict(n24 >= 1.4 * n20)})` : '';
+  row('P1h', 'one core carries N joins/s', n20, n24, 0, 'higher', target);
+  for (const [name, x, y] of [
+    ['P2', c.p2, r.p2],
+    ['P2L', c.p2Large, r.p2Large],
+  ] as const) {
+    if (!x || !y) continue;
+    rows.push(
+      `| ${name} | nodes joined / failed / retries | ${x.successes} / ${x.failures} / ${x.attempts - x.nodes} | ${y.successes} / ${y.failures} / ${y.attempts - y.nodes} | |`,
+    );
+    row(name, 'wall, s', x.wallSeconds, y.wallSeconds, 1, 'lower');
+    row(name, 'time to ticket p99, s', x.p99Seconds, y.p99Seconds, 2, 'lower');
+    row(name, 'service peak RSS, MB', x.peakRssMB, y.peakRssMB, 0, 'lower');
+    row(name, 'service CPU per join, ms', x.serviceCpuMsPerJoin, y.serviceCpuMsPerJoin, 2, 'lower');
+  }
+  row('P4', 'join service start-to-listening, ms', c.p4?.serviceMs, r.p4?.serviceMs, 0, 'lower');
+  row('P4', '`node -e 0`, ms', c.p4?.nodeMs, r.p4?.nodeMs, 0, 'lower');
+  row('P4', 'ratio (target ≤ 2.5)', c.p4?.ratio, r.p4?.ratio, 2, 'lower');
+  row('P4', 'production CLI ratio', c.p4?.cliRatio, r.p4?.cliRatio, 2, 'lower');
+  return [
+    `## ${c.machine.node.split('.')[0]?.replace('v', 'Node ')} vs ${r.machine.node.split('.')[0]?.replace('v', 'Node ')} (same session)`,
+    '',
+    `The comparison rows ran first on ${a} (started ${c.machine.date}, load ${c.machine.loadAverageStart.join(' / ')} → ${c.machine.loadAverageEnd.join(' / ')}), then the whole benchmark on ${b}; same machine, same build (\`CONFBOOT_BENCH_COMPARE_NODE\`). The last column is ${b.split(' (')[0]} ÷ ${a.split(' (')[0]}.`,
+    '',
+    `| Row | Figure | ${a} | ${b} | ratio |`,
+    '|---|---|---|---|---|',
+    ...rows,
+    '',
+  ];
 }
 
 /** Renders BENCHMARKS.md. */
@@ -154,6 +316,8 @@ export function renderMarkdown(r: BenchResults): string {
     );
   }
   for (const extra of Object.values(r.extraRows ?? {})) rows.push(extra.row);
+  const p8 = p8Rows(r);
+  if (p8) rows.push(p8.row);
   if (p5)
     rows.push(
       `| P5 | one vTPM validation ÷ raw crypto floor (RSA-2048 verify + hashing) | ${fmt(p5.validationUs, 1)} µs ÷ ${fmt(p5.floorUs, 1)} µs = **${fmt(p5.ratio)}** | ≤ 3 | ${verdict(p5.ratio <= 3)} |`,
@@ -173,6 +337,7 @@ export function renderMarkdown(r: BenchResults): string {
       `- P1 calls measured: ${p1.joinCalls} joins and ${p1.mtlsCalls} mTLS calls in ${p1.rounds} interleaved rounds of ${p1.roundMs / 1000} s per side.`,
     );
   for (const extra of Object.values(r.extraRows ?? {})) details.push(...(extra.details ?? []));
+  if (p8) details.push(...p8.details);
   for (const [name, run] of [
     ['P2', p2],
     ['P2L', r.p2Large],
@@ -195,7 +360,7 @@ export function renderMarkdown(r: BenchResults): string {
 
   const stageRows = (r.stages ?? []).map(
     (st) =>
-      `| ${st.side} | ${st.stage} | ${st.perJoin} | ${fmt(st.us / 1000, 3)} | ${st.busyUs === undefined ? 'n/a' : fmt(st.busyUs / 1000, 3)} |`,
+      `| ${st.side} | ${st.stage}${st.floor ? ' (P8 floor)' : ''} | ${st.perJoin} | ${fmt(st.us / 1000, 3)} | ${st.busyUs === undefined ? 'n/a' : fmt(st.busyUs / 1000, 3)} | ${st.cpuUs === undefined ? 'n/a' : fmt(st.cpuUs / 1000, 3)} |`,
   );
   const analysis = readFileSync(join(import.meta.dirname, 'analysis.md'), 'utf8').trim();
   return [
@@ -207,7 +372,7 @@ export function renderMarkdown(r: BenchResults): string {
     '',
     '## Machine',
     '',
-    `- CPU: ${m.cpuModel}, ${m.cores} cores; ${m.memoryGB} GB RAM; Linux ${m.kernel}; Node ${m.node}`,
+    `- CPU: ${m.cpuModel}, ${m.cores} cores; ${m.memoryGB} GB RAM; Linux ${m.kernel}; ${runtimeOf(m)}`,
     `- Date: ${m.date}; run took ${fmt(m.durationSeconds, 0)} s`,
     `- Load average (1/5/15 min) at start ${m.loadAverageStart.join(' / ')}, at end ${m.loadAverageEnd.join(' / ')} — the machine is shared, so absolute rates are noisy; the ratios compare runs made side by side.`,
     `- Parameters: ${Object.entries(r.parameters)
@@ -222,14 +387,15 @@ export function renderMarkdown(r: BenchResults): string {
     '',
     ...details,
     '',
+    ...renderCompare(r),
     ...(stageRows.length > 0
       ? [
           '## Stage costs (this run)',
           '',
           'One operation after another in the benchmark process, with the adapters the service uses (bench/stages.ts); they explain P1 and P2, they are not targets.',
           '',
-          '| Where | Stage | Times per join | ms per operation | ms event loop busy |',
-          '|---|---|---|---|---|',
+          '| Where | Stage | Times per join | ms per operation | ms event loop busy | ms CPU |',
+          '|---|---|---|---|---|---|',
           ...stageRows,
           '',
         ]

@@ -38,6 +38,17 @@ export function benchCaWorkers(): number {
 }
 
 /**
+ * Handshake sizing (CONFBOOT_BENCH_SIZED_HANDSHAKES=1; default 0, as the production listener: only
+ * the fixed caps).
+ */
+export function benchSizedHandshakes(): boolean {
+  const raw = process.env.CONFBOOT_BENCH_SIZED_HANDSHAKES;
+  if (raw === undefined || raw === '' || raw === '0') return false;
+  if (raw === '1') return true;
+  throw new Error(`CONFBOOT_BENCH_SIZED_HANDSHAKES must be 0 or 1, got "${raw}"`);
+}
+
+/**
  * The CA worker entry: next to the running module when it is JavaScript (transpiled tree, bundle),
  * else (vitest running the TypeScript source, as P1 does) the transpiled tree's copy.
  */
@@ -110,6 +121,7 @@ export async function startBenchJoinService(
     limits: {
       ratePerSecond: config.ratePerSecond,
       ...(config.maxConcurrent !== undefined ? { maxConcurrent: config.maxConcurrent } : {}),
+      sizedHandshakes: benchSizedHandshakes(),
     },
     ...(signal ? { signal } : {}),
     onClose: [

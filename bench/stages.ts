@@ -18,6 +18,7 @@ import { FileCertificateAuthority, importCaKey } from '../src/adapters/pki/file-
 import { SystemClock } from '../src/adapters/system/system-clock.js';
 import { validatorBuilder } from '../src/app/join-service/production.js';
 import { akPool, type BenchCluster, joinRequest, nodeIssuer } from './fixture.js';
+import { benchHandshakeFloor } from './handshake-floor.js';
 
 /** One stage: where it runs, how often per join, and its mean cost. */
 export interface StageCost {
@@ -28,16 +29,28 @@ export interface StageCost {
   us: number;
   /** Event-loop busy time per operation (µs). */
   busyUs?: number;
+  /** CPU per operation (µs): process.cpuUsage, every thread (the thread pool's webcrypto work too). */
+  cpuUs?: number;
+  /** Which part of P8's floor this stage is (one of each per join). */
+  floor?: FloorPart;
 }
 
-async function timeUs(iterations: number, fn: () => unknown): Promise<{ us: number; busyUs: number }> {
+/** The parts of a join's floor (P8): one each per join. */
+export type FloorPart = 'tls-handshake' | 'validation' | 'inspect-csr' | 'sign';
+
+async function timeUs(
+  iterations: number,
+  fn: () => unknown,
+): Promise<{ us: number; busyUs: number; cpuUs: number }> {
   for (let i = 0; i < Math.max(5, iterations / 10); i++) await fn();
   const elu = performance.eventLoopUtilization();
+  const cpu = process.cpuUsage();
   const t = process.hrtime.bigint();
   for (let i = 0; i < iterations; i++) await fn();
   const us = Number(process.hrtime.bigint() - t) / 1000 / iterations;
+  const used = process.cpuUsage(cpu);
   const busy = performance.eventLoopUtilization(elu);
-  return { us, busyUs: (busy.active * 1000) / iterations };
+  return { us, busyUs: (busy.active * 1000) / iterations, cpuUs: (used.user + used.system) / iterations };
 }
 
 /** Times the stages on `cluster`. */
@@ -63,9 +76,26 @@ export async function benchStages(cluster: BenchCluster, iterations = 100): Prom
   const caKeyPem = readFileSync(join(cluster.pkiDir, 'ca.key'), 'utf8');
   try {
     const stages: StageCost[] = [];
-    const add = async (stage: string, side: StageCost['side'], perJoin: number, fn: () => unknown) => {
-      stages.push({ stage, side, perJoin, ...(await timeUs(iterations, fn)) });
+    const add = async (
+      stage: string,
+      side: StageCost['side'],
+      perJoin: number,
+      fn: () => unknown,
+      floor?: FloorPart,
+    ) => {
+      stages.push({ stage, side, perJoin, ...(await timeUs(iterations, fn)), ...(floor ? { floor } : {}) });
     };
+    // P8's TLS floor: a plain mutual-TLS 1.3 handshake, server side, client in another process.
+    const hs = await benchHandshakeFloor();
+    stages.push({
+      stage: `mutual-TLS 1.3 handshake, ECDSA P-256 certificates, ${hs.group} (server side; client in another process, ${hs.concurrency} at a time)`,
+      side: 'service, per connection',
+      perJoin: 1,
+      us: hs.wallUs,
+      busyUs: hs.busyUs,
+      cpuUs: hs.cpuUs,
+      floor: 'tls-handshake',
+    });
     // Since issue 15 both ends keep one identity per process (rotated hourly): 0 per join.
     await add(
       'TLS identity (P-256 key + self-signed certificate, @peculiar/x509): once per process and hour',
@@ -76,20 +106,29 @@ export async function benchStages(cluster: BenchCluster, iterations = 100): Prom
     await add('tls.Server + secure context for it: once per identity', 'service, per connection', 0, () =>
       createTlsServer({ key: identity.keyPem, cert: identity.certPem, minVersion: 'TLSv1.3' }),
     );
-    await add('qemu-vtpm validation (production validator)', 'service, per connection', 1, () =>
-      validator.validate(document, nonce),
+    await add(
+      'qemu-vtpm validation (production validator)',
+      'service, per connection',
+      1,
+      () => validator.validate(document, nonce),
+      'validation',
     );
     // A request's CSR is parsed and verified once (the CA memoises it per request array): a fresh
     // copy per iteration measures that once-per-request cost; the later calls of the same request
     // (deny-list check, ticket issuer, signature) reuse it.
-    await add('CA inspectCsr (parse + verify the CSR, once per request)', 'service, per ticket', 1, () =>
-      ca.inspectCsr(new Uint8Array(request.certificateRequest)),
+    await add(
+      'CA inspectCsr (parse + verify the CSR, once per request)',
+      'service, per ticket',
+      1,
+      () => ca.inspectCsr(new Uint8Array(request.certificateRequest)),
+      'inspect-csr',
     );
     await add(
       'CA signKubeletCsr (CSR already inspected; CA cached, re-checked with stat; sign)',
       'service, per ticket',
       1,
       () => ca.signKubeletCsr(request.certificateRequest, benchIdentity),
+      'sign',
     );
     await add('  import the CA key (only when ca.crt/ca.key change)', 'service, per ticket', 0, () =>
       importCaKey(caKeyPem),

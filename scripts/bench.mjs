@@ -14,10 +14,16 @@
  *      (CONFBOOT_BENCH_UNBUNDLED=1 runs the children from the transpiled tree instead);
  *   3. the benchmarks themselves run under vitest's node runner with bench/vitest.bench.config.ts,
  *      which includes only bench/*.bench-run.ts (so `npm test` never runs them).
+ * With CONFBOOT_BENCH_COMPARE_NODE=<path of another node binary> (e.g. /usr/bin/node), vitest first
+ * runs the comparison rows (P4, P1, P1h, P2, P2L; CONFBOOT_BENCH_COMPARE_ONLY overrides the list)
+ * on that binary — vitest's forks and every child process they spawn use process.execPath, so all of
+ * them run on it — and keeps its numbers in the build directory; the main run (this process's Node)
+ * then reads them (CONFBOOT_BENCH_COMPARE_RESULTS) and BENCHMARKS.md shows both side by side. The
+ * transpiled tree and the bundles are built once, by this process, for both (esbuild target node20).
  * Environment knobs are documented in BENCHMARKS.md (CONFBOOT_BENCH_NODES, …).
  */
-import { spawn } from 'node:child_process';
-import { mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { execFileSync, spawn } from 'node:child_process';
+import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { build } from 'esbuild';
@@ -58,6 +64,12 @@ function transpile() {
     join(root, 'bench', 'join-service-process.ts'),
     join(root, 'bench', 'service-wiring.ts'),
     join(root, 'bench', 'cli-process.ts'),
+    // P2's load-generator child processes (bench/p2-generator.ts) and what they import.
+    join(root, 'bench', 'p2-generator.ts'),
+    join(root, 'bench', 'p2-nodes.ts'),
+    join(root, 'bench', 'fixture.ts'),
+    join(root, 'bench', 'child.ts'),
+    join(root, 'test', 'support', 'soft-tpm.ts'),
   ];
   for (const file of files) {
     const result = ts.transpileModule(readFileSync(file, 'utf8'), { compilerOptions, fileName: file });
@@ -115,17 +127,49 @@ async function bundle() {
   );
 }
 
-function runVitest() {
+/** Runs the benchmarks under vitest with `node` (a node binary) and extra environment; resolves with its exit code. */
+function runVitest(node, env = {}) {
   return new Promise((resolveRun) => {
     const child = spawn(
-      process.execPath,
+      node,
       [join(root, 'node_modules', 'vitest', 'vitest.mjs'), 'run', '--config', 'bench/vitest.bench.config.ts'],
-      { cwd: root, stdio: 'inherit', env: { ...process.env, CONFBOOT_BENCH_BUILD: outDir } },
+      { cwd: root, stdio: 'inherit', env: { ...process.env, CONFBOOT_BENCH_BUILD: outDir, ...env } },
     );
+    child.on('error', () => resolveRun(1));
     child.on('exit', (code, signal) => resolveRun(code ?? (signal ? 1 : 0)));
   });
 }
 
+/** The comparison run's rows (scripts/bench.mjs header); names as CONFBOOT_BENCH_ONLY takes them. */
+const COMPARE_PARTS = 'P4,P1,HEADROOM,P2,P2L';
+
+/**
+ * Runs the comparison rows on `node` (CONFBOOT_BENCH_COMPARE_NODE); returns the environment the
+ * main run needs to read them.
+ */
+async function runCompare(node) {
+  if (!existsSync(node)) throw new Error(`CONFBOOT_BENCH_COMPARE_NODE: no such file: ${node}`);
+  const version = execFileSync(
+    node,
+    ['-p', 'process.version + " (OpenSSL " + process.versions.openssl + ")"'],
+    {
+      encoding: 'utf8',
+    },
+  ).trim();
+  const results = join(outDir, 'compare-results.json');
+  const parts = process.env.CONFBOOT_BENCH_COMPARE_ONLY || COMPARE_PARTS;
+  process.stdout.write(`bench: comparison run of ${parts} on ${node}, Node ${version}\n`);
+  const code = await runVitest(node, { CONFBOOT_BENCH_ONLY: parts, CONFBOOT_BENCH_COMPARE_OUT: results });
+  if (code !== 0 || !existsSync(results))
+    throw new Error(`the comparison run on ${node} failed (exit code ${code}); nothing was written`);
+  process.stdout.write(
+    `bench: comparison run done; main run on ${process.execPath}, Node ${process.version} (OpenSSL ${process.versions.openssl})\n`,
+  );
+  return { CONFBOOT_BENCH_COMPARE_RESULTS: results };
+}
+
 transpile();
 await bundle();
-process.exitCode = await runVitest();
+const compareNode = process.env.CONFBOOT_BENCH_COMPARE_NODE;
+const compareEnv = compareNode ? await runCompare(compareNode) : {};
+process.exitCode = await runVitest(process.execPath, compareEnv);

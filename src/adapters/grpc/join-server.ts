@@ -69,6 +69,7 @@ export interface JoinServerOptions {
     | 'maxConcurrentVerifications'
     | 'dropLogIntervalMs'
     | 'onEvidenceRefused'
+    | 'sizedHandshakes'
   >;
   /** gRPC receive limit per message, bytes (grpc-js refuses larger ones before decoding). Default 4 MiB. */
   maxMessageBytes?: number;

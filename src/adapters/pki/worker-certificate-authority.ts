@@ -31,6 +31,15 @@ export interface WorkerCertificateAuthorityOptions {
   workerUrl?: URL;
 }
 
+/**
+ * `bytes` as an array that owns exactly its bytes. A message to a worker copies a typed array's whole
+ * ArrayBuffer, and a CSR decoded from a gRPC request is a view into the 64 KiB buffer its frame was
+ * read into: sent as it is, every call would copy 64 KiB and hold it in the worker's queue.
+ */
+export function ownBytes(bytes: Uint8Array): Uint8Array {
+  return bytes.byteOffset === 0 && bytes.byteLength === bytes.buffer.byteLength ? bytes : bytes.slice();
+}
+
 /** A request without its id (distributes over the request kinds). */
 type Unnumbered<T> = T extends unknown ? Omit<T, 'id'> : never;
 
@@ -119,7 +128,7 @@ export class WorkerCertificateAuthority implements CertificateAuthority {
   /** Parses a DER CSR and checks its self-signature on a worker. */
   async inspectCsr(csrDer: Uint8Array): Promise<CsrInfo> {
     if (!this.onWorkers) return this.local.inspectCsr(csrDer);
-    return (await this.threadFor(csrDer).call({ op: 'inspect', der: csrDer })) as CsrInfo;
+    return (await this.threadFor(csrDer).call({ op: 'inspect', der: ownBytes(csrDer) })) as CsrInfo;
   }
 
   /** Signs a kubelet CSR on a worker, valid from this thread's clock time. */
@@ -129,7 +138,7 @@ export class WorkerCertificateAuthority implements CertificateAuthority {
     const plain = { nodeName: identity.nodeName, ipAddresses: [...identity.ipAddresses] };
     return (await this.threadFor(csrDer).call({
       op: 'sign',
-      der: csrDer,
+      der: ownBytes(csrDer),
       identity: plain,
       nowMs,
     })) as Uint8Array;

@@ -83,6 +83,11 @@ export interface JoinServiceLimits {
   maxConcurrentVerifications?: number;
   /** Deadlines of the attested TLS phases that wait for the peer (adapter defaults: a few seconds). */
   atlsDeadlines?: Partial<AtlsDeadlines>;
+  /**
+   * Size the handshakes in progress from their measured cost (src/adapters/grpc/atls/admission-sizing.ts);
+   * adapter default false: only the fixed caps.
+   */
+  sizedHandshakes?: boolean;
   /** At most one drop summary log line per this interval (adapter default 10 s). */
   dropLogIntervalMs?: number;
   /**
@@ -302,6 +307,7 @@ export async function startJoinService(options: JoinServiceOptions): Promise<Run
         ...(options.evidence !== undefined
           ? { onEvidenceRefused: recordRefusedEvidence(options.evidence, options.validators, clock) }
           : {}),
+        ...(limits.sizedHandshakes !== undefined ? { sizedHandshakes: limits.sizedHandshakes } : {}),
       },
       maxMessageBytes: memory.maxMessageBytes,
       maxStreamsPerConnection: memory.maxStreamsPerConnection,

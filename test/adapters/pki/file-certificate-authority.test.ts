@@ -11,7 +11,10 @@ import { join } from 'node:path';
 import * as x509 from '@peculiar/x509';
 import { describe, expect, it, vi } from 'vitest';
 import { FileCertificateAuthority } from '../../../src/adapters/pki/file-certificate-authority.js';
-import { WorkerCertificateAuthority } from '../../../src/adapters/pki/worker-certificate-authority.js';
+import {
+  ownBytes,
+  WorkerCertificateAuthority,
+} from '../../../src/adapters/pki/worker-certificate-authority.js';
 import { X509CsrFactory } from '../../../src/adapters/pki/x509-csr-factory.js';
 import { isConfbootError } from '../../../src/ports/errors.js';
 import { CONTROL_PLANE_FILE_NAMES } from '../../../src/ports/kubernetes-node.js';
@@ -636,5 +639,24 @@ describe('WorkerCertificateAuthority (the same CA on a worker thread, built entr
     expect(() => new WorkerCertificateAuthority({ clock: new FakeClock(NOW), workers: 0 })).toThrow(
       /integer ≥ 1/,
     );
+  });
+});
+
+describe('WorkerCertificateAuthority sends a CSR’s own bytes (ownBytes)', () => {
+  it('copies a view into a larger buffer (a CSR decoded from a gRPC frame) to exactly its bytes', () => {
+    const frame = new Uint8Array(64 * 1024).map((_, i) => i % 251);
+    const csr = frame.subarray(1000, 1287);
+    const own = ownBytes(csr);
+    expect(own.buffer.byteLength).toBe(287);
+    expect(own.byteOffset).toBe(0);
+    expect([...own]).toEqual([...csr]);
+    // What a worker message would carry: the clone of `own` is 287 bytes, of `csr` 64 KiB.
+    expect(structuredClone(own).buffer.byteLength).toBe(287);
+    expect(structuredClone(csr).buffer.byteLength).toBe(64 * 1024);
+  });
+
+  it('passes an array that owns its whole buffer as it is', () => {
+    const whole = new Uint8Array([1, 2, 3]);
+    expect(ownBytes(whole)).toBe(whole);
   });
 });

@@ -34,6 +34,7 @@ import {
   resolveDeadlines,
   Slots,
 } from './admission.js';
+import { HandshakeCostSampler, HandshakeSizing, type HandshakeSizingTunables } from './admission-sizing.js';
 import { attestSocket, type PreparedServerTls, prepareServerTls } from './connection.js';
 import type { AtlsOptions, AttestedPeer } from './exchange.js';
 
@@ -67,6 +68,11 @@ export interface AtlsListenerOptions extends AtlsOptions {
    * handshake). Every setup is the process's shared identity and tls.Server.
    */
   preparedTls?: number;
+  /**
+   * Size the connections in their handshake at once from the measured handshake cost
+   * (admission-sizing.ts; true or the sizing's tunables); default false: only the fixed caps.
+   */
+  sizedHandshakes?: boolean | HandshakeSizingTunables;
 }
 
 /** Default quotes issued at once for inbound peers: one, so the node's own quotes wait for at most one. */
@@ -145,6 +151,10 @@ export class AttestedTlsListener {
   private readonly readyTarget: number;
   private filling = false;
   private readonly server: Server;
+  /** Handshake sizing (admission-sizing.ts): connections past their ClientHello and not yet done. */
+  private readonly sizing: HandshakeSizing | undefined;
+  private readonly sampler: HandshakeCostSampler | undefined;
+  private handshaking = 0;
   /** Optional observer of refusals (tests, audit): connections whose attested TLS failed a check. */
   onRefused: RefusedConnectionHandler | undefined;
   /** Optional observer of admission drops (metrics). */
@@ -167,7 +177,17 @@ export class AttestedTlsListener {
       options.maxQueuedIssuance ?? DEFAULT_MAX_QUEUED_ISSUANCE,
       'attestations for inbound peers',
     );
-    this.clientHelloMs = resolveDeadlines(options.deadlines).clientHelloMs;
+    const deadlines = resolveDeadlines(options.deadlines);
+    this.clientHelloMs = deadlines.clientHelloMs;
+    const sized = options.sizedHandshakes ?? false;
+    if (sized !== false) {
+      this.sizing = new HandshakeSizing({
+        ...(sized === true ? {} : sized),
+        tlsHandshakeMs: deadlines.tlsHandshakeMs,
+        maxInProgress: this.caps.maxTotal,
+      });
+      this.sampler = new HandshakeCostSampler(this.sizing);
+    }
     this.summary = new DropSummary({
       logger: options.logger,
       ...(options.dropLogIntervalMs !== undefined ? { intervalMs: options.dropLogIntervalMs } : {}),
@@ -203,6 +223,15 @@ export class AttestedTlsListener {
     return this.issuance.inUse;
   }
 
+  /** Connections in their TLS handshake or attestation exchange now, and the sized cap on them. */
+  get handshakes(): { inProgress: number; cap: number; costMs: number } {
+    return {
+      inProgress: this.handshaking,
+      cap: this.sizing?.cap ?? this.caps.maxTotal,
+      costMs: this.sizing?.costMs ?? Number.NaN,
+    };
+  }
+
   /** Server TLS setups prepared and not yet used. */
   get preparedTls(): number {
     return this.ready.length;
@@ -223,6 +252,7 @@ export class AttestedTlsListener {
         this.server.off('error', onError);
         const addr = this.server.address();
         resolve(addr !== null && typeof addr === 'object' ? addr.port : port);
+        this.sampler?.start();
         this.refill();
       });
     });
@@ -237,6 +267,7 @@ export class AttestedTlsListener {
     this.pending.clear();
     this.caps.clear();
     this.ready.length = 0;
+    this.sampler?.stop();
     this.summary.flush();
     return new Promise((resolve) => {
       if (!this.server.listening) {
@@ -283,6 +314,13 @@ export class AttestedTlsListener {
       () => {
         if (raw.destroyed || !this.pending.has(raw)) {
           release();
+          return;
+        }
+        if (this.sizing !== undefined && this.handshaking >= this.sizing.cap) {
+          // More handshakes than can finish before their deadline: one close, no TLS.
+          release();
+          raw.destroy();
+          this.drop(address, 'global-cap');
           return;
         }
         this.handshake(raw, address, release);
@@ -334,6 +372,11 @@ export class AttestedTlsListener {
   }
 
   private handshake(raw: Socket, address: string, release: () => void): void {
+    this.handshaking++;
+    const done = () => {
+      this.handshaking--;
+      this.sampler?.finished();
+    };
     attestSocket(
       raw,
       'server',
@@ -341,6 +384,7 @@ export class AttestedTlsListener {
       this.takePrepared(),
     ).then(
       ({ socket, peer }) => {
+        done();
         release();
         if (!this.server.listening) {
           socket.destroy();
@@ -349,6 +393,7 @@ export class AttestedTlsListener {
         this.onAttested(socket, peer);
       },
       (err: unknown) => {
+        done();
         release();
         if (this.closedByUs.has(raw)) return;
         if (isAdmissionDrop(err)) {

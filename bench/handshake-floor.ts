@@ -1,0 +1,142 @@
+/**
+ * The TLS part of P8's floor (bench/, outside the product): the server side's CPU for one mutual-TLS
+ * 1.3 handshake with ECDSA P-256 certificates (a CA, a server and a client certificate from P1's
+ * material; the server requires the client's and checks it against the CA), on loopback, with
+ * node:tls's default key-exchange groups, as the attested listener uses them. The server runs in
+ * this process and does nothing else meanwhile; the client runs in its own process (a child on the
+ * same node binary), so this process's CPU (process.cpuUsage: every thread, user + system) over the
+ * timed handshakes is the server side's alone: accept, handshake, the client certificate check and
+ * the close. A warm-up the client runs first is not counted.
+ */
+import { spawn } from 'node:child_process';
+import type { AddressInfo } from 'node:net';
+import { performance } from 'node:perf_hooks';
+import { createInterface } from 'node:readline';
+import { createServer } from 'node:tls';
+import { mtlsMaterial } from './p1-throughput.js';
+
+/** Result of {@link benchHandshakeFloor}. */
+export interface HandshakeFloor {
+  handshakes: number;
+  concurrency: number;
+  /** Server-side CPU per handshake (µs). */
+  cpuUs: number;
+  /** Server event-loop busy time per handshake (µs). */
+  busyUs: number;
+  /** Wall time per handshake at this concurrency (µs). */
+  wallUs: number;
+  /** Key-exchange group of the last handshake (e.g. X25519MLKEM768 with OpenSSL 3.5). */
+  group: string;
+}
+
+/** The client process: warm-up, "warm" and the key-exchange group on stdout, waits for a line on stdin, the timed handshakes, "done". */
+const CLIENT = `
+import { connect } from 'node:tls';
+import { createInterface } from 'node:readline';
+const { port, ca, key, cert, warm, count, concurrency } = JSON.parse(process.env.CONFBOOT_FLOOR);
+let group = 'unknown';
+const once = () => new Promise((resolve, reject) => {
+  const s = connect({ host: '127.0.0.1', port, ca, key, cert, minVersion: 'TLSv1.3', servername: '127.0.0.1' }, () => {
+    group = s.getEphemeralKeyInfo()?.name ?? group;
+    s.destroy();
+    resolve();
+  });
+  s.once('error', reject);
+});
+const run = async (n) => {
+  let left = n;
+  await Promise.all(Array.from({ length: concurrency }, async () => { while (left-- > 0) await once(); }));
+};
+await run(warm);
+process.stdout.write('warm\\n' + group + '\\n');
+await new Promise((r) => createInterface({ input: process.stdin }).once('line', r));
+await run(count);
+process.stdout.write('done\\n');
+`;
+
+/** Times `count` server-side handshakes (client in a child process, `concurrency` at a time). */
+export async function benchHandshakeFloor(count = 400, concurrency = 4): Promise<HandshakeFloor> {
+  const material = await mtlsMaterial();
+  const server = createServer(
+    {
+      ca: material.caPem,
+      cert: material.server[0],
+      key: material.server[1],
+      requestCert: true,
+      rejectUnauthorized: true,
+      minVersion: 'TLSv1.3',
+    },
+    (socket) => {
+      socket.on('error', () => {});
+      socket.end();
+    },
+  );
+  server.on('tlsClientError', () => {});
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  const { port } = server.address() as AddressInfo;
+  const child = spawn(process.execPath, ['--input-type=module', '-e', CLIENT], {
+    stdio: ['pipe', 'pipe', 'inherit'],
+    env: {
+      ...process.env,
+      CONFBOOT_FLOOR: JSON.stringify({
+        port,
+        ca: material.caPem,
+        cert: material.client[0],
+        key: material.client[1],
+        warm: Math.max(20, count / 10),
+        count,
+        concurrency,
+      }),
+    },
+  });
+  const lines = createInterface({ input: child.stdout });
+  const seen: string[] = [];
+  let wake = () => {};
+  lines.on('line', (line) => {
+    seen.push(line);
+    wake();
+  });
+  // Resolves with the line after `want` ('' when none follows yet), bounded by 120 s.
+  const next = (want: string) =>
+    new Promise<string>((resolve, reject) => {
+      const timer = setTimeout(
+        () => reject(new Error(`handshake client: no "${want}" after 120 s`)),
+        120_000,
+      );
+      const check = () => {
+        const i = seen.indexOf(want);
+        if (i < 0 || (want === 'warm' && seen.length < i + 2)) return;
+        clearTimeout(timer);
+        resolve(seen[i + 1] ?? '');
+      };
+      wake = check;
+      check();
+      child.once('exit', (code) => {
+        clearTimeout(timer);
+        reject(new Error(`handshake client exited with ${code} before "${want}"`));
+      });
+    });
+  try {
+    const group = await next('warm');
+    const cpu = process.cpuUsage();
+    const elu = performance.eventLoopUtilization();
+    const started = performance.now();
+    const done = next('done');
+    child.stdin.write('go\n');
+    await done;
+    const wallUs = ((performance.now() - started) * 1000) / count;
+    const used = process.cpuUsage(cpu);
+    const busy = performance.eventLoopUtilization(elu);
+    return {
+      handshakes: count,
+      concurrency,
+      cpuUs: (used.user + used.system) / count,
+      busyUs: (busy.active * 1000) / count,
+      wallUs,
+      group,
+    };
+  } finally {
+    child.kill();
+    await new Promise<void>((r) => server.close(() => r()));
+  }
+}
