@@ -33,7 +33,9 @@ import { rsaTpmtPublic } from '../adapters/attestation/snp/tpmt-fixture.js';
 import { describeVectors, vec } from '../adapters/attestation/snp/vectors.js';
 import { FakeClock } from '../fakes/fake-clock.js';
 
-const LONG = 60_000;
+// Every deadline is far beyond the test's own timeout: on a loaded machine the scenario may take
+// a minute, and a deadline firing would release slots for the wrong reason (asserted below).
+const LONG = 600_000;
 const PCR4 = new Uint8Array(32).fill(4);
 /** Where chip_id sits in an SEV-SNP report. */
 const CHIP_ID_OFFSET = 0x1a0;
