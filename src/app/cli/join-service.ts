@@ -313,10 +313,14 @@ export const joinServiceCommand: CommandSpec = {
       default: String(DEFAULT_SHUTDOWN_GRACE_MS),
       description: 'how long SIGTERM lets running requests finish, in ms',
     },
-    'allow-unenforced-measurements': {
+    'allow-weak-measurement-policy': {
       type: 'boolean',
       description:
-        'accept an attestation config in which every measurement is warnOnly (refused otherwise, at start and on reload; logged at error level each time it is loaded)',
+        'INSECURE: accept an attestation config that enforces no boot-chain register of the variant at a measured value, or not the node-lock register (PCR 15; RTMR 2 for qemu-tdx) as zero (refused otherwise, at start and on reload; logged at error level each time it is loaded)',
+    },
+    'allow-unenforced-measurements': {
+      type: 'boolean',
+      description: 'older name of --allow-weak-measurement-policy',
     },
     'log-level': {
       type: 'string',
@@ -423,8 +427,8 @@ export interface JoinServiceFlags {
   /** `--memory-budget-mib`. */
   memoryBudgetMib: number;
   shutdownGraceMs: number;
-  /** `--allow-unenforced-measurements`. */
-  allowUnenforcedMeasurements: boolean;
+  /** `--allow-weak-measurement-policy` (or its older name `--allow-unenforced-measurements`). */
+  allowWeakMeasurementPolicy: boolean;
   /** `--trust-ak-as-carried`. */
   trustAkAsCarried: boolean;
   /** Attested TLS phase deadlines (ms) and the ATTESTATION frame's bytes-per-second floor. */
@@ -509,7 +513,8 @@ export function parseJoinServiceFlags(
     maxConcurrent: parseCount('max-concurrent', str('max-concurrent') as string),
     memoryBudgetMib: parseMemoryBudget(str('memory-budget-mib') as string),
     shutdownGraceMs: parseCount('shutdown-grace', str('shutdown-grace') as string),
-    allowUnenforcedMeasurements: v['allow-unenforced-measurements'] === true,
+    allowWeakMeasurementPolicy:
+      v['allow-weak-measurement-policy'] === true || v['allow-unenforced-measurements'] === true,
     trustAkAsCarried: v['trust-ak-as-carried'] === true,
     atlsDeadlines: {
       clientHelloMs: parsePositive('client-hello-timeout', str('client-hello-timeout') as string),
@@ -581,7 +586,7 @@ export async function runJoinService(argv: string[], options: JoinServiceRunOpti
     pkiDir: flags.pkiDir,
     logger,
     signal: options.signal,
-    allowUnenforcedMeasurements: flags.allowUnenforcedMeasurements,
+    allowWeakMeasurementPolicy: flags.allowWeakMeasurementPolicy,
     trustAkAsCarried: flags.trustAkAsCarried,
     limits: {
       ratePerSecond: flags.ratePerSecond,

@@ -31,11 +31,11 @@ export type { VariantLookupSettings, VariantLookups } from '../attestation/valid
 
 import { JoinServiceMetrics } from '../../adapters/ops/metrics.js';
 import { JsonlEvidenceStore } from '../../adapters/state/jsonl-evidence-store.js';
+import { checkMeasurementPolicy, WEAK_POLICY_OPT_IN_WARNING } from '../attestation/policy-guard.js';
 import { buildValidator, createAmdCertCache } from '../attestation/validators.js';
 import { KUBERNETES_PORT, PKI_DIR } from '../defaults.js';
 import { cloudMetadataApi, isVariant, variantEntry, variantNames } from '../registry/index.js';
 import { withDryRunOnLoad } from './dry-run.js';
-import { checkEnforcesMeasurements } from './policy.js';
 import {
   type JoinServiceLimits,
   type JoinServiceOptions,
@@ -55,8 +55,9 @@ export const METADATA_SELF_TIMEOUT_MS = 30_000;
  * bytes through the app-level {@link buildValidator}: parse (fail closed), measurements, and for the
  * SEV-SNP/TDX variants their policy and trust anchors. SEV-SNP validators built by the returned
  * function share one AMD certificate cache, so a config reload does not refetch certificates.
- * A config that enforces no measurement (all warnOnly) is refused (`invalid-argument`), at start and
- * on every reload, unless `policy.allowUnenforcedMeasurements` (then it is logged at error level).
+ * A config that enforces no boot-chain register of the variant, or not its node-lock register as zero,
+ * is refused (`invalid-argument`), at start and on every reload, unless `policy.allowWeakMeasurementPolicy`
+ * (then it is logged at error level each time it loads).
  * @throws ConfbootError `invalid-argument` for `dummy` and for variants the registry does not hold
  */
 export function validatorBuilder(
@@ -64,7 +65,7 @@ export function validatorBuilder(
   lookups: VariantLookups,
   clock: Clock,
   logger: Logger,
-  policy: { allowUnenforcedMeasurements?: boolean } = {},
+  policy: { allowWeakMeasurementPolicy?: boolean } = {},
 ): (config: Uint8Array) => Validator {
   if (variant !== 'dummy' && !isVariant(variant))
     throw new ConfbootError(
@@ -76,7 +77,11 @@ export function validatorBuilder(
   const amdCertCache =
     lookups.amdCertCache ?? (entry.kind === 'sev-snp' ? createAmdCertCache(clock) : undefined);
   return (config) => {
-    checkEnforcesMeasurements(config, policy.allowUnenforcedMeasurements === true, logger);
+    const accepted =
+      variant === 'dummy'
+        ? undefined
+        : checkMeasurementPolicy(variant, config, policy.allowWeakMeasurementPolicy === true);
+    if (accepted !== undefined) logger.error(accepted, { variant });
     return buildValidator(variant, config, {
       clock,
       logger,
@@ -179,8 +184,11 @@ export interface ProductionJoinServiceConfig {
   /** TDX: where collateral comes from (a directory or Intel PCS); wins over `tdxCollateralDir`. */
   tdxCollateral?: TdxCollateralSource;
   limits?: JoinServiceLimits;
-  /** Accept an attestation config that enforces no measurement (logged at error level). Default false. */
-  allowUnenforcedMeasurements?: boolean;
+  /**
+   * Accept an attestation config that enforces no boot-chain register, or not the node-lock register
+   * as zero (logged at error level each time it loads). Default false.
+   */
+  allowWeakMeasurementPolicy?: boolean;
   logger: Logger;
   signal?: AbortSignal;
   clock?: Clock;
@@ -298,10 +306,7 @@ export async function startProductionJoinService(
 ): Promise<RunningJoinService> {
   const { logger } = config;
   const clock = config.clock ?? new SystemClock();
-  if (config.allowUnenforcedMeasurements === true)
-    logger.warn(
-      'SECURITY: --allow-unenforced-measurements is set: an attestation config whose measurements are all warnOnly will be accepted',
-    );
+  if (config.allowWeakMeasurementPolicy === true) logger.warn(WEAK_POLICY_OPT_IN_WARNING);
   if (
     config.variant === 'qemu-vtpm' &&
     config.trustAkAsCarried === true &&
@@ -326,7 +331,7 @@ export async function startProductionJoinService(
     ),
     clock,
     logger,
-    { allowUnenforcedMeasurements: config.allowUnenforcedMeasurements === true },
+    { allowWeakMeasurementPolicy: config.allowWeakMeasurementPolicy === true },
   );
   const measurementSalt = await readMeasurementSalt(config.measurementSaltPath);
   // The cloud's metadata binds each caller's address to its instance name, IPs and role, so an
