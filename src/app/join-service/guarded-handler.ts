@@ -61,7 +61,32 @@ export interface JoinAuditEvent {
   detail?: string;
   /** The signed receipt of an issued ticket (a JWT; not a secret). */
   receipt?: string;
+  /**
+   * A measurement refusal's mismatches, expected and actual values in hex (`actual` null when the
+   * document lacks the register). The peer is told the registers only; the values stay here.
+   */
+  mismatches?: AuditMismatch[];
   durationMs: number;
+}
+
+/** One measurement mismatch in an audit event. */
+export interface AuditMismatch {
+  index: number;
+  expected: string;
+  actual: string | null;
+  warnOnly: boolean;
+}
+
+/** The audit form of an attestation refusal's mismatches; undefined when it has none. */
+export function auditMismatches(err: unknown): AuditMismatch[] | undefined {
+  if (!isAttestationError(err) || err.mismatches.length === 0) return undefined;
+  const hex = (b: Uint8Array) => Buffer.from(b).toString('hex');
+  return err.mismatches.map((m) => ({
+    index: m.index,
+    expected: hex(m.expected),
+    actual: m.actual === undefined ? null : hex(m.actual),
+    warnOnly: m.warnOnly,
+  }));
 }
 
 /** The part of the TicketIssuer the handler calls. */

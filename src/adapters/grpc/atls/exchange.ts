@@ -33,6 +33,7 @@ import {
   protocolError,
   type VerdictFrame,
 } from './protocol.js';
+import { peerRefusalReason } from './refusal.js';
 
 /** Which end of the TLS connection we are. */
 export type TlsRole = 'client' | 'server';
@@ -396,8 +397,9 @@ export async function exchangeAttestations(
   } catch (err) {
     phase?.clear();
     if (!peerRefused) {
-      const reason = messageOf(err);
-      write(encodeVerdictFrame(false, err === issuerError ? 'issuer' : checkOf(err), reason));
+      // The peer learns the failed check only; the values stay in this side's error (and logs).
+      const check = err === issuerError ? 'issuer' : checkOf(err);
+      write(encodeVerdictFrame(false, check, peerRefusalReason(err, check)));
     }
     throw err;
   }
