@@ -77,12 +77,7 @@ export function validatorBuilder(
   const amdCertCache =
     lookups.amdCertCache ?? (entry.kind === 'sev-snp' ? createAmdCertCache(clock) : undefined);
   return (config) => {
-    const accepted =
-      variant === 'dummy'
-        ? undefined
-        : checkMeasurementPolicy(variant, config, policy.allowWeakMeasurementPolicy === true);
-    if (accepted !== undefined) logger.error(accepted, { variant });
-    return buildValidator(variant, config, {
+    const validator = buildValidator(variant, config, {
       clock,
       logger,
       ...(lookups.amiTpmSupport ? { amiTpmSupport: lookups.amiTpmSupport } : {}),
@@ -93,6 +88,13 @@ export function validatorBuilder(
       ...(amdCertCache ? { amdCertCache } : {}),
       ...(lookups.getTdxCollateral ? { getTdxCollateral: lookups.getTdxCollateral } : {}),
     });
+    // Checked once the config is known to be well-formed, so a bad one is reported precisely.
+    const accepted =
+      variant === 'dummy'
+        ? undefined
+        : checkMeasurementPolicy(variant, config, policy.allowWeakMeasurementPolicy === true);
+    if (accepted !== undefined) logger.error(accepted, { variant });
+    return validator;
   };
 }
 
