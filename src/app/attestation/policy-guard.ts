@@ -34,17 +34,26 @@ export function checkMeasurementPolicy(
   config: Uint8Array | string,
   allowWeak: boolean,
 ): string | undefined {
-  let measurements: ReturnType<typeof parseAttestationConfig>['measurements'];
+  let sets: ReturnType<typeof parseAttestationConfig>['sets'];
   try {
-    measurements = parseAttestationConfig(
+    sets = parseAttestationConfig(
       typeof config === 'string' ? config : Buffer.from(config).toString('utf8'),
-    ).measurements;
+    ).sets;
   } catch {
     return undefined;
   }
-  const weaknesses = measurementPolicyWeaknesses(measurements, variantEntry(variant).registers);
-  if (weaknesses.length === 0) return undefined;
-  const what = `the ${variant} attestation config proves nothing about the node: ${weaknesses.map((w) => w.message).join('; ')}`;
+  // The rules hold per reference set: any one set that matches admits a node.
+  const registers = variantEntry(variant).registers;
+  const weak = sets
+    .map((set) => ({ set, weaknesses: measurementPolicyWeaknesses(set.measurements, registers) }))
+    .filter((w) => w.weaknesses.length > 0);
+  if (weak.length === 0) return undefined;
+  const what = weak
+    .map(
+      (w) =>
+        `the ${variant} attestation config${w.set.name === undefined ? '' : ` (measurement set ${w.set.name})`} proves nothing about the node: ${w.weaknesses.map((x) => x.message).join('; ')}`,
+    )
+    .join('; ');
   if (!allowWeak)
     throw new ConfbootError(
       'invalid-argument',
@@ -52,4 +61,44 @@ export function checkMeasurementPolicy(
       { reason: 'weak-measurement-policy' },
     );
   return `SECURITY: ${what}; accepted because ${ALLOW_WEAK_POLICY_FLAG} is set`;
+}
+
+/** Default: warn about a measurement set that expires within this many milliseconds (24 hours). */
+export const DEFAULT_SET_EXPIRY_WARNING_MS = 24 * 60 * 60 * 1000;
+
+/**
+ * The warnings about the reference sets of an attestation config at `now`: each set that has expired
+ * (it no longer matches) and each that expires within `warnWithinMs`. Empty for a config without
+ * `expires`, and for one that does not parse.
+ */
+export function measurementSetExpiryWarnings(
+  config: Uint8Array | string,
+  now: Date,
+  warnWithinMs: number = DEFAULT_SET_EXPIRY_WARNING_MS,
+): string[] {
+  let sets: ReturnType<typeof parseAttestationConfig>['sets'];
+  try {
+    sets = parseAttestationConfig(
+      typeof config === 'string' ? config : Buffer.from(config).toString('utf8'),
+    ).sets;
+  } catch {
+    return [];
+  }
+  return sets.flatMap((set) => expiryWarning(set, now, warnWithinMs) ?? []);
+}
+
+/** The warning about one set at `now`, or undefined when it is not about to expire. */
+export function expiryWarning(
+  set: { name: string | undefined; expires: Date | undefined },
+  now: Date,
+  warnWithinMs: number = DEFAULT_SET_EXPIRY_WARNING_MS,
+): string | undefined {
+  if (set.expires === undefined) return undefined;
+  const name = set.name ?? '(unnamed)';
+  const left = set.expires.getTime() - now.getTime();
+  if (left <= 0)
+    return `Measurement set ${name} expired at ${set.expires.toISOString()}: nodes that match only it are refused`;
+  if (left <= warnWithinMs)
+    return `Measurement set ${name} expires at ${set.expires.toISOString()} (in ${Math.ceil(left / 60_000)} min): nodes that match only it will be refused`;
+  return undefined;
 }

@@ -322,6 +322,13 @@ export const joinServiceCommand: CommandSpec = {
       type: 'boolean',
       description: 'older name of --allow-weak-measurement-policy',
     },
+    'measurement-set-expiry-warning': {
+      type: 'string',
+      valueName: 'HOURS',
+      default: '24',
+      description:
+        'log a warning when a measurement set of the attestation config expires within HOURS (at each load, and hourly while nodes match it)',
+    },
     'log-level': {
       type: 'string',
       valueName: 'L',
@@ -431,6 +438,8 @@ export interface JoinServiceFlags {
   allowWeakMeasurementPolicy: boolean;
   /** `--trust-ak-as-carried`. */
   trustAkAsCarried: boolean;
+  /** `--measurement-set-expiry-warning`, in ms. */
+  setExpiryWarningMs: number;
   /** Attested TLS phase deadlines (ms) and the ATTESTATION frame's bytes-per-second floor. */
   atlsDeadlines: AtlsDeadlines;
   maxUnattestedPerSource: number;
@@ -516,6 +525,9 @@ export function parseJoinServiceFlags(
     allowWeakMeasurementPolicy:
       v['allow-weak-measurement-policy'] === true || v['allow-unenforced-measurements'] === true,
     trustAkAsCarried: v['trust-ak-as-carried'] === true,
+    setExpiryWarningMs:
+      parsePositive('measurement-set-expiry-warning', str('measurement-set-expiry-warning') as string) *
+      3_600_000,
     atlsDeadlines: {
       clientHelloMs: parsePositive('client-hello-timeout', str('client-hello-timeout') as string),
       tlsHandshakeMs: parsePositive('tls-handshake-timeout', str('tls-handshake-timeout') as string),
@@ -588,6 +600,7 @@ export async function runJoinService(argv: string[], options: JoinServiceRunOpti
     signal: options.signal,
     allowWeakMeasurementPolicy: flags.allowWeakMeasurementPolicy,
     trustAkAsCarried: flags.trustAkAsCarried,
+    setExpiryWarningMs: flags.setExpiryWarningMs,
     limits: {
       ratePerSecond: flags.ratePerSecond,
       maxConcurrent: flags.maxConcurrent,

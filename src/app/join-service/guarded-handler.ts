@@ -47,6 +47,8 @@ export interface JoinAuditEvent {
   peer: string;
   /** Attested variant, or `unknown` when the connection was refused before attestation passed. */
   variant: string;
+  /** The measurement set the caller's attestation matched, when the attestation config names sets. */
+  measurementSet?: string;
   /** Node name from the kubelet CSR (normalised), when the request has a parsable one. */
   nodeName?: string;
   /** State disk UUID as requested (an identifier, not a secret). */
@@ -298,6 +300,9 @@ export class GuardedJoinHandler {
         rpc,
         peer: ctx.peer,
         variant: ctx.variant,
+        ...(ctx.attestation?.measurementSet === undefined
+          ? {}
+          : { measurementSet: ctx.attestation.measurementSet }),
         ...event,
         outcome,
         ...r,

@@ -16,6 +16,7 @@ import { MetadataPeerIdentity } from '../../adapters/identity/metadata-peer-iden
 import { GrpcKmsClient, type GrpcKmsClientTls } from '../../adapters/kms/grpc-kms-client.js';
 import { WorkerCertificateAuthority } from '../../adapters/pki/worker-certificate-authority.js';
 import { SystemClock } from '../../adapters/system/system-clock.js';
+import { parseAttestationConfig } from '../../domain/measurements.js';
 import type { BootstrapTokens } from '../../ports/bootstrap-tokens.js';
 import type { Clock } from '../../ports/clock.js';
 import type { ClusterFacts } from '../../ports/cluster-facts.js';
@@ -31,7 +32,13 @@ export type { VariantLookupSettings, VariantLookups } from '../attestation/valid
 
 import { JoinServiceMetrics } from '../../adapters/ops/metrics.js';
 import { JsonlEvidenceStore } from '../../adapters/state/jsonl-evidence-store.js';
-import { checkMeasurementPolicy, WEAK_POLICY_OPT_IN_WARNING } from '../attestation/policy-guard.js';
+import {
+  checkMeasurementPolicy,
+  DEFAULT_SET_EXPIRY_WARNING_MS,
+  expiryWarning,
+  measurementSetExpiryWarnings,
+  WEAK_POLICY_OPT_IN_WARNING,
+} from '../attestation/policy-guard.js';
 import { buildValidator, createAmdCertCache } from '../attestation/validators.js';
 import { KUBERNETES_PORT, PKI_DIR } from '../defaults.js';
 import { cloudMetadataApi, isVariant, variantEntry, variantNames } from '../registry/index.js';
@@ -65,7 +72,7 @@ export function validatorBuilder(
   lookups: VariantLookups,
   clock: Clock,
   logger: Logger,
-  policy: { allowWeakMeasurementPolicy?: boolean } = {},
+  policy: { allowWeakMeasurementPolicy?: boolean; setExpiryWarningMs?: number } = {},
 ): (config: Uint8Array) => Validator {
   if (variant !== 'dummy' && !isVariant(variant))
     throw new ConfbootError(
@@ -94,7 +101,49 @@ export function validatorBuilder(
         ? undefined
         : checkMeasurementPolicy(variant, config, policy.allowWeakMeasurementPolicy === true);
     if (accepted !== undefined) logger.error(accepted, { variant });
-    return validator;
+    const warnWithinMs = policy.setExpiryWarningMs ?? DEFAULT_SET_EXPIRY_WARNING_MS;
+    for (const line of measurementSetExpiryWarnings(config, clock.now(), warnWithinMs))
+      logger.warn(line, { variant });
+    return warnOnExpiringSet(validator, config, clock, logger, warnWithinMs);
+  };
+}
+
+/** How often, at most, a match with one soon-expiring measurement set is logged. */
+const EXPIRING_SET_LOG_INTERVAL_MS = 60 * 60 * 1000;
+
+/**
+ * `validator`, logging (at most hourly per set) when a document matches a measurement set that
+ * expires within `warnWithinMs`: nodes still booting that image will soon be refused.
+ */
+function warnOnExpiringSet(
+  validator: Validator,
+  config: Uint8Array,
+  clock: Clock,
+  logger: Logger,
+  warnWithinMs: number,
+): Validator {
+  const sets = parseAttestationConfig(Buffer.from(config).toString('utf8')).sets;
+  if (!sets.some((s) => s.expires !== undefined)) return validator;
+  const lastLogged = new Map<string, number>();
+  return {
+    variant: validator.variant,
+    oid: validator.oid,
+    async validate(document, nonce, options) {
+      const result = await validator.validate(document, nonce, options);
+      const set = sets.find((s) => s.name !== undefined && s.name === result.measurementSet);
+      const now = clock.now();
+      const warning = set && expiryWarning(set, now, warnWithinMs);
+      const last = set?.name === undefined ? undefined : lastLogged.get(set.name);
+      if (
+        warning &&
+        set?.name &&
+        (last === undefined || now.getTime() - last >= EXPIRING_SET_LOG_INTERVAL_MS)
+      ) {
+        lastLogged.set(set.name, now.getTime());
+        logger.warn(warning, { variant: validator.variant, peer: options?.peerAddress });
+      }
+      return result;
+    },
   };
 }
 
@@ -191,6 +240,8 @@ export interface ProductionJoinServiceConfig {
    * as zero (logged at error level each time it loads). Default false.
    */
   allowWeakMeasurementPolicy?: boolean;
+  /** Warn about a measurement set that expires within this many ms; default 24 hours. */
+  setExpiryWarningMs?: number;
   logger: Logger;
   signal?: AbortSignal;
   clock?: Clock;
@@ -333,7 +384,10 @@ export async function startProductionJoinService(
     ),
     clock,
     logger,
-    { allowWeakMeasurementPolicy: config.allowWeakMeasurementPolicy === true },
+    {
+      allowWeakMeasurementPolicy: config.allowWeakMeasurementPolicy === true,
+      ...(config.setExpiryWarningMs === undefined ? {} : { setExpiryWarningMs: config.setExpiryWarningMs }),
+    },
   );
   const measurementSalt = await readMeasurementSalt(config.measurementSaltPath);
   // The cloud's metadata binds each caller's address to its instance name, IPs and role, so an

@@ -229,7 +229,7 @@ export function vtpmVariant(name: string, spec: VtpmVariantSpec): VariantEntry<P
       return renamed(issuer, name, oid);
     },
     parseConfig: (config) => config,
-    validator: (config, deps) => vtpm.validator(new MeasurementsPolicy(config.measurements), deps),
+    validator: (config, deps) => vtpm.validator(new MeasurementsPolicy(config.sets, deps.clock), deps),
     lookups: spec.lookups ?? (async () => ({})),
     registers: spec.registers ?? VTPM_REGISTERS,
     ...(spec.deploy ? { deploy: spec.deploy } : {}),
@@ -287,7 +287,7 @@ function snpVariant(
       }
       return new SnpValidator(name, {
         policy: config.snp.policy,
-        measurements: new MeasurementsPolicy(config.measurements),
+        measurements: new MeasurementsPolicy(config.sets, deps.clock),
         verifyVtpmQuote: vtpmQuote(deps),
         clock: deps.clock,
         certCache: config.snp.signingKey
@@ -320,7 +320,7 @@ function tdxVariant(
       const common = {
         root: config.tdx.root,
         policy: config.tdx.policy,
-        measurements: new MeasurementsPolicy(config.measurements),
+        measurements: new MeasurementsPolicy(config.sets, deps.clock),
         clock: deps.clock,
         ...(deps.getTdxCollateral ? { getCollateral: deps.getTdxCollateral } : {}),
       };

@@ -115,6 +115,8 @@ export interface PeerAttestation {
   document: Uint8Array;
   /** The 32-byte TLS-exporter nonce the document had to bind on this connection. */
   nonce: Uint8Array;
+  /** The measurement set the document matched (see ValidationResult.measurementSet). */
+  measurementSet?: string;
 }
 
 /** A connection that passed attested TLS. */
@@ -206,6 +208,7 @@ export async function verifyPeerAttestation(
     warnings: result.warnings,
     document: frame.document,
     nonce,
+    ...(result.measurementSet === undefined ? {} : { measurementSet: result.measurementSet }),
   };
 }
 
