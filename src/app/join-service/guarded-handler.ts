@@ -59,6 +59,8 @@ export interface JoinAuditEvent {
   code?: string;
   /** Short stable reason: `ok`, `rate-limited`, `overloaded`, `deny-list`, `disk-bound`, the error kind or the failed attestation check. */
   reason: string;
+  /** Stable reason code of an attestation refusal (docs/attestation-config.md), e.g. `measurement-mismatch`. */
+  reasonCode?: string;
   /** Human-readable detail of a refusal; confboot error messages carry no secrets by contract. */
   detail?: string;
   /** The signed receipt of an issued ticket (a JWT; not a secret). */

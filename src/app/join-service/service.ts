@@ -326,6 +326,8 @@ export async function startJoinService(options: JoinServiceOptions): Promise<Run
       const check = isAttestationError(reason) ? reason.check : undefined;
       const code = isConfbootError(reason) ? reason.code : 'permission-denied';
       const mismatches = auditMismatches(reason);
+      if (isAttestationError(reason))
+        metrics.attestationRefusals.inc({ reason_code: reason.reasonCode, check: reason.check });
       metrics.countRequest({
         rpc: 'attested-tls',
         outcome: 'refused',
@@ -340,6 +342,7 @@ export async function startJoinService(options: JoinServiceOptions): Promise<Run
         outcome: 'refused',
         code,
         reason: check ?? code,
+        ...(isAttestationError(reason) ? { reasonCode: reason.reasonCode } : {}),
         detail: reason.message,
         ...(mismatches ? { mismatches } : {}),
         durationMs: 0,
