@@ -189,6 +189,8 @@ describe('confboot join-service (built CLI)', () => {
       ],
       ...[`--measurement-salt-file=${join(dir, 'salt')}`, '--key-service-endpoint=127.0.0.1:9'],
       ...['--api-server-endpoint=10.0.0.1:6443', '--listen=127.0.0.1:0', '--http-listen=127.0.0.1:0'],
+      // Not under test here: qemu-vtpm's AK trust (the registry or this opt-in).
+      '--trust-ak-as-carried',
       ...extra,
     ];
     const env = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('CONFBOOT_')));
