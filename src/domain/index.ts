@@ -9,6 +9,7 @@ export * from './errors.js';
 export * from './init-flow.js';
 export * from './join-flow.js';
 export * from './key-derivation.js';
+export * from './measurement-guard.js';
 export * from './measurements.js';
 export * from './node-lock.js';
 export * from './receipts.js';

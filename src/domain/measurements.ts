@@ -4,8 +4,8 @@
  * MRTD/RTMRs) through the same policy, so a variant cannot apply its own rules. Parsing fails closed:
  * anything that is not a well-formed, non-empty measurements map is an error.
  */
-import { ConfbootError } from '../ports/errors.js';
-import type { MeasurementPolicy } from '../ports/measurement-policy.js';
+import { AttestationError, ConfbootError } from '../ports/errors.js';
+import type { MeasurementPolicy, MeasurementVerdict } from '../ports/measurement-policy.js';
 import type { Measurement, MeasurementMismatch, Measurements } from '../ports/types.js';
 
 /** Length of a SHA-256 PCR value. */
@@ -107,26 +107,134 @@ export function parseMeasurements(json: unknown): Measurements {
   return out;
 }
 
+/**
+ * One reference set: a measurements map, optionally named and bounded in time. A document is
+ * accepted when one set that is valid at the time of validation matches.
+ */
+export interface MeasurementSet {
+  /** The set's name; undefined for the unnamed set of a plain `measurements` config. */
+  name: string | undefined;
+  /** Valid from this instant on (inclusive); undefined: always was. */
+  notBefore: Date | undefined;
+  /** Valid until this instant (exclusive); undefined: never expires. */
+  expires: Date | undefined;
+  measurements: Measurements;
+}
+
 /** A parsed attestation config: the measurements plus the whole object for variant-specific fields. */
 export interface ParsedAttestationConfig {
+  /** The first (or only) set's measurements; every set's values have the same length. */
   measurements: Measurements;
+  /** Every reference set, in the config's order (one unnamed set for a plain `measurements` map). */
+  sets: MeasurementSet[];
   /** The config object; for a bare measurements map this is `{ measurements: <map> }`. */
   raw: Record<string, unknown>;
 }
 
+const SET_KEYS = new Set(['name', 'notBefore', 'expires', 'measurements']);
+const SET_NAME_RE = /^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$/;
+const RFC3339_RE = /^\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}:\d{2}(\.\d+)?([Zz]|[+-]\d{2}:\d{2})$/;
+
+function invalidSet(which: string, message: string): ConfbootError {
+  return new ConfbootError(
+    'invalid-argument',
+    `invalid attestation config: measurementSets ${which}: ${message}`,
+  );
+}
+
+function parseInstant(which: string, field: string, value: unknown): Date | undefined {
+  if (value === undefined) return undefined;
+  const ms = typeof value === 'string' && RFC3339_RE.test(value) ? Date.parse(value) : Number.NaN;
+  if (Number.isNaN(ms))
+    throw invalidSet(which, `${field} must be an RFC 3339 time, e.g. 2026-12-01T00:00:00Z`);
+  return new Date(ms);
+}
+
+/** Parses `measurementSets`: a non-empty list of `{name, notBefore?, expires?, measurements}`. */
+function parseMeasurementSets(value: unknown): MeasurementSet[] {
+  if (!Array.isArray(value) || value.length === 0)
+    throw new ConfbootError(
+      'invalid-argument',
+      'invalid attestation config: measurementSets must be a non-empty list of {"name", "measurements", "notBefore", "expires"}',
+    );
+  const names = new Set<string>();
+  const sets = value.map((entry, i): MeasurementSet => {
+    const which = `[${i}]`;
+    if (!isPlainObject(entry)) throw invalidSet(which, 'expected an object');
+    const unknownKey = Object.keys(entry).find((k) => !SET_KEYS.has(k));
+    if (unknownKey !== undefined) throw invalidSet(which, `unknown field ${JSON.stringify(unknownKey)}`);
+    const name = entry.name;
+    if (typeof name !== 'string' || !SET_NAME_RE.test(name))
+      throw invalidSet(
+        which,
+        'name must be 1-63 letters, digits, ".", "_" or "-", starting with a letter or digit',
+      );
+    if (names.has(name)) throw invalidSet(which, `name ${JSON.stringify(name)} is used twice`);
+    names.add(name);
+    const named = `${which} (${name})`;
+    const notBefore = parseInstant(named, 'notBefore', entry.notBefore);
+    const expires = parseInstant(named, 'expires', entry.expires);
+    if (notBefore !== undefined && expires !== undefined && expires <= notBefore)
+      throw invalidSet(named, 'expires must be after notBefore');
+    let measurements: Measurements;
+    try {
+      measurements = parseMeasurements(entry.measurements);
+    } catch (err) {
+      throw invalidSet(named, (err as Error).message);
+    }
+    return { name, notBefore, expires, measurements };
+  });
+  const length = valueLength(sets[0]!.measurements);
+  const other = sets.find((s) => valueLength(s.measurements) !== length);
+  if (other !== undefined)
+    throw invalidSet(
+      `(${other.name})`,
+      `values have ${valueLength(other.measurements)} bytes, the first set's ${length}`,
+    );
+  return sets;
+}
+
+function valueLength(m: Measurements): number {
+  return m.values().next().value?.expected.length ?? 0;
+}
+
+function unnamed(measurements: Measurements): MeasurementSet[] {
+  return [{ name: undefined, notBefore: undefined, expires: undefined, measurements }];
+}
+
 /**
  * Parses an attestation config (`/var/config/attestationConfig`): an object with a `measurements`
- * field, or a bare measurements map. Accepts a JSON value or JSON text; fails closed like
- * {@link parseMeasurements}.
+ * field (one unnamed set) or a `measurementSets` list (named sets, each with an optional RFC 3339
+ * `notBefore`/`expires`), or a bare measurements map. Accepts a JSON value or JSON text; fails closed
+ * like {@link parseMeasurements}.
  */
 export function parseAttestationConfig(json: unknown): ParsedAttestationConfig {
   const value = parseJsonText(json, 'attestation config');
   if (!isPlainObject(value))
     throw new ConfbootError('invalid-argument', 'invalid attestation config: expected an object');
-  if ('measurements' in value) {
-    return { measurements: parseMeasurements(value.measurements), raw: value };
+  if ('measurementSets' in value) {
+    if ('measurements' in value)
+      throw new ConfbootError(
+        'invalid-argument',
+        'invalid attestation config: give either measurements or measurementSets, not both',
+      );
+    const sets = parseMeasurementSets(value.measurementSets);
+    return { measurements: sets[0]!.measurements, sets, raw: value };
   }
-  return { measurements: parseMeasurements(value), raw: { measurements: value } };
+  if ('measurements' in value) {
+    const measurements = parseMeasurements(value.measurements);
+    return { measurements, sets: unnamed(measurements), raw: value };
+  }
+  const measurements = parseMeasurements(value);
+  return { measurements, sets: unnamed(measurements), raw: { measurements: value } };
+}
+
+/** Whether `set` is valid at `now`: not before its `notBefore`, and before its `expires`. */
+export function isSetValidAt(set: MeasurementSet, now: Date): boolean {
+  return (
+    (set.notBefore === undefined || now.getTime() >= set.notBefore.getTime()) &&
+    (set.expires === undefined || now.getTime() < set.expires.getTime())
+  );
 }
 
 function bytesEqual(a: Uint8Array, b: Uint8Array): boolean {
@@ -172,26 +280,57 @@ export function enforcedMismatches(mismatches: MeasurementMismatch[]): Measureme
 
 /** The measurement policy built from the attestation config and handed to every validator. */
 export class MeasurementsPolicy implements MeasurementPolicy {
-  readonly #measurements: Measurements;
+  readonly #sets: MeasurementSet[];
+  readonly #now: () => Date;
 
-  /** Copies `measurements`; throws `invalid-argument` when it is empty (fail closed). */
-  constructor(measurements: Measurements) {
-    if (measurements.size === 0)
+  /**
+   * Copies `measurements` (one unnamed, always valid set) or `sets` (checked against `clock`, the
+   * system time by default); throws `invalid-argument` when a map is empty (fail closed).
+   */
+  constructor(measurements: Measurements | readonly MeasurementSet[], clock?: { now(): Date }) {
+    const sets = measurements instanceof Map ? unnamed(measurements) : [...measurements];
+    if (sets.length === 0 || sets.some((s) => s.measurements.size === 0))
       throw invalid('no measurements given (an empty policy would accept anything)');
-    this.#measurements = new Map(
-      [...measurements].map(([i, m]) => [i, { expected: m.expected.slice(), warnOnly: m.warnOnly }]),
-    );
+    this.#sets = sets.map((s) => ({ ...s, measurements: copy(s.measurements) }));
+    this.#now = clock ? () => clock.now() : () => new Date();
   }
 
-  /** A copy of the expected measurements. */
+  /** A copy of the expected measurements of the first set. */
   get measurements(): Measurements {
-    return new Map(
-      [...this.#measurements].map(([i, m]) => [i, { expected: m.expected.slice(), warnOnly: m.warnOnly }]),
-    );
+    return copy(this.#sets[0]!.measurements);
   }
 
-  /** See {@link compareMeasurements}. */
+  /**
+   * See {@link MeasurementPolicy.compare}. When no set is valid now there is nothing to compare
+   * with: throws an AttestationError (`measurement-set-expired`), so a caller that reads only the
+   * mismatches still refuses.
+   */
   compare(actual: Map<number, Uint8Array>): MeasurementMismatch[] {
-    return compareMeasurements(this.#measurements, actual);
+    const verdict = this.evaluate(actual);
+    if (!verdict.matched && !this.#sets.some((s) => isSetValidAt(s, this.#now())))
+      throw new AttestationError('measurement-set-expired', 'no measurement set is valid now');
+    return verdict.mismatches;
   }
+
+  /** See {@link MeasurementPolicy.evaluate}: sets valid now, in order; the first that matches wins. */
+  evaluate(actual: Map<number, Uint8Array>): MeasurementVerdict {
+    const now = this.#now();
+    let closest: { mismatches: MeasurementMismatch[]; enforced: number } | undefined;
+    const outsideValidity: string[] = [];
+    for (const set of this.#sets) {
+      const mismatches = compareMeasurements(set.measurements, actual);
+      const enforced = mismatches.filter((m) => !m.warnOnly).length;
+      if (!isSetValidAt(set, now)) {
+        if (enforced === 0) outsideValidity.push(set.name ?? '(unnamed)');
+        continue;
+      }
+      if (enforced === 0) return { matched: true, set: set.name, mismatches, outsideValidity: [] };
+      if (closest === undefined || enforced < closest.enforced) closest = { mismatches, enforced };
+    }
+    return { matched: false, set: undefined, mismatches: closest?.mismatches ?? [], outsideValidity };
+  }
+}
+
+function copy(m: Measurements): Measurements {
+  return new Map([...m].map(([i, e]) => [i, { expected: e.expected.slice(), warnOnly: e.warnOnly }]));
 }

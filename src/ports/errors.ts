@@ -74,6 +74,8 @@ export class AttestationError extends ConfbootError {
   override readonly name = 'AttestationError';
   /** Name of the check that failed, e.g. `quote-signature`. */
   readonly check: string;
+  /** The stable reason code of the refusal, e.g. `measurement-mismatch` ({@link refusalReasonCode}). */
+  readonly reasonCode: string;
   readonly checks: import('./types.js').AttestationCheck[];
   readonly mismatches: import('./types.js').MeasurementMismatch[];
 
@@ -89,6 +91,8 @@ export class AttestationError extends ConfbootError {
     super('permission-denied', message, { cause: details?.cause, recoverable: false });
     this.check = check;
     this.checks = details?.checks ?? [];
+    const failed = this.checks.find((c) => c.name === check && !c.ok);
+    this.reasonCode = refusalReasonCode(check, failed?.detail ?? message);
     this.mismatches = details?.mismatches ?? [];
   }
 }
@@ -108,4 +112,87 @@ export function wrapError(operation: string, cause: unknown, code?: ConfbootErro
     ...(recoverable === undefined ? {} : { recoverable }),
     ...(reason === undefined ? {} : { reason }),
   });
+}
+
+/**
+ * Stable reason codes of attestation refusals, by the check that failed (the table in
+ * docs/attestation-config.md). A code says what the operator has to act on; the check names the
+ * exact step. Checks not listed map to `other`.
+ */
+export const REFUSAL_REASON_CODES: Readonly<Record<string, string>> = Object.freeze({
+  measurements: 'measurement-mismatch',
+  'measurement-set-expired': 'measurement-set-expired',
+  'ak-trust': 'ak-untrusted',
+  'ak-certificate': 'ak-untrusted',
+  'ak-attributes': 'ak-untrusted',
+  'ak-public-format': 'ak-untrusted',
+  'attestation-key': 'ak-untrusted',
+  'gce-ak': 'ak-untrusted',
+  'gce-instance': 'ak-untrusted',
+  'hcl-ak': 'ak-untrusted',
+  'quote-signature': 'signature-invalid',
+  'report-signature': 'signature-invalid',
+  'signer-certificate': 'signature-invalid',
+  'signing-key': 'signature-invalid',
+  'ask-signature': 'signature-invalid',
+  'ark-pinned': 'signature-invalid',
+  certificates: 'signature-invalid',
+  'pck-chain': 'signature-invalid',
+  'qe-identity-signature': 'signature-invalid',
+  'tcb-info-signature': 'signature-invalid',
+  'extra-data': 'nonce-mismatch',
+  'report-data': 'nonce-mismatch',
+  'hcl-runtime-data-hash': 'nonce-mismatch',
+  'user-data': 'nonce-mismatch',
+  'nitrotpm-nonce': 'nonce-mismatch',
+  'nitrotpm-signature': 'signature-invalid',
+  'nitrotpm-certificate': 'signature-invalid',
+  'nitrotpm-format': 'document-invalid',
+  'nitrotpm-pcrs': 'document-invalid',
+  'minimum-tcb': 'tcb-out-of-date',
+  'minimum-launch-tcb': 'tcb-out-of-date',
+  'minimum-committed-tcb': 'tcb-out-of-date',
+  'minimum-launch-mitigations': 'tcb-out-of-date',
+  'minimum-current-mitigations': 'tcb-out-of-date',
+  'committed-tcb': 'tcb-out-of-date',
+  'current-tcb': 'tcb-out-of-date',
+  'reported-tcb': 'tcb-out-of-date',
+  'tee-tcb-svn': 'tcb-out-of-date',
+  'tcb-evaluation-data-number': 'tcb-out-of-date',
+  'tcb-level': 'tcb-out-of-date',
+  'pck-crl': 'tcb-revoked',
+  'root-crl': 'tcb-revoked',
+  'amd-crl': 'tcb-revoked',
+  collateral: 'collateral-unavailable',
+  'id-key-digest': 'policy-mismatch',
+  'chip-id': 'policy-mismatch',
+  'chip-id-allowed': 'policy-mismatch',
+  'product-policy': 'policy-mismatch',
+  product: 'policy-mismatch',
+  'mr-seam': 'policy-mismatch',
+  'tdx-module': 'policy-mismatch',
+  'qe-identity': 'policy-mismatch',
+  cvm: 'policy-mismatch',
+  'guest-policy': 'policy-mismatch',
+  'document-format': 'document-invalid',
+  'quote-format': 'document-invalid',
+  'report-format': 'document-invalid',
+  'pcr-selection': 'document-invalid',
+  'pcr-digest': 'document-invalid',
+  'sha256-quote': 'document-invalid',
+  'event-log': 'document-invalid',
+  'peer-certificate': 'peer-certificate-invalid',
+  'attestation-missing': 'attestation-missing',
+  'unknown-oid': 'variant-not-accepted',
+  'frame-format': 'protocol-error',
+  'frame-size': 'protocol-error',
+});
+
+/**
+ * The stable reason code of a refusal that failed `check` (see {@link REFUSAL_REASON_CODES}).
+ * `tcb-level` refusals whose `detail` names the status `Revoked` are `tcb-revoked`.
+ */
+export function refusalReasonCode(check: string, detail?: string): string {
+  if (check === 'tcb-level' && detail !== undefined && /\bRevoked\b/.test(detail)) return 'tcb-revoked';
+  return REFUSAL_REASON_CODES[check] ?? 'other';
 }

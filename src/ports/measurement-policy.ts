@@ -1,5 +1,23 @@
 import type { MeasurementMismatch } from './types.js';
 
+/** How measured values fare against a policy of one or more reference sets. */
+export interface MeasurementVerdict {
+  /** True when a set that is valid now matches: every enforced value equal. */
+  matched: boolean;
+  /** The name of the matching set; undefined for an unnamed set, or when none matches. */
+  set: string | undefined;
+  /**
+   * With a match: the warnOnly mismatches of the matching set. Without: every mismatch against the
+   * closest set valid now (fewest enforced mismatches, first in order), or none when no set is valid.
+   */
+  mismatches: MeasurementMismatch[];
+  /**
+   * Without a match: the names (`(unnamed)` for the unnamed set) of sets that would match but are
+   * not valid now (expired or not yet valid). Empty otherwise.
+   */
+  outsideValidity: string[];
+}
+
 /**
  * Compares measured values (PCRs, or MRTD/RTMRs) with the expected ones. Built by the domain from
  * the attestation config and handed to validators, so every variant applies the same rules.
@@ -7,9 +25,15 @@ import type { MeasurementMismatch } from './types.js';
 export interface MeasurementPolicy {
   /**
    * Returns every mismatch in ascending index order, warnOnly ones included; missing values count as
-   * mismatches. Extra actual values are ignored.
+   * mismatches. Extra actual values are ignored. With several reference sets: the mismatches of the
+   * set {@link evaluate} would report.
    */
   compare(actual: Map<number, Uint8Array>): MeasurementMismatch[];
+  /**
+   * The full verdict, for policies with named reference sets and validity windows. A policy without
+   * it is one unnamed set that is always valid: matched when `compare` has no enforced mismatch.
+   */
+  evaluate?(actual: Map<number, Uint8Array>): MeasurementVerdict;
 }
 
 /** DI token for {@link MeasurementPolicy}. */

@@ -9,6 +9,11 @@ export interface ValidationResult {
   checks: AttestationCheck[];
   /** warnOnly mismatches (enforced ones make validation fail). */
   warnings: MeasurementMismatch[];
+  /**
+   * The name of the measurement set the document matched (the attestation config's
+   * `measurementSets`); absent for a config with one unnamed `measurements` map.
+   */
+  measurementSet?: string;
 }
 
 /** Verifies attestation documents of one variant. */

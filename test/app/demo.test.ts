@@ -11,6 +11,7 @@ import { join } from 'node:path';
 import { describe, expect, it, vi } from 'vitest';
 import { demoSucceeded, renderSummary } from '../../src/app/cli/demo.js';
 import { run as receiptCli } from '../../src/app/cli/receipt.js';
+import { expectedAttestationConfig } from '../../src/app/demo/boot-measurements.js';
 import { type DemoNodeResult, type DemoResult, runDemo } from '../../src/app/demo/demo.js';
 
 /** Processes whose command line mentions `dir` (the demo's swtpm state dirs live under it). */
@@ -79,10 +80,17 @@ describe('confboot demo (kubeadm and the Kubernetes API simulated)', () => {
       expect(n.diskVerified, n.name).toBe(true);
       expect(n.pcr15, n.name).toBe(n.joined ? pcr15 : '00'.repeat(32));
     }
+    // The operator sees expected vs actual from the join service's audit record; the node itself was
+    // told the failed check and register only, never the expected value.
+    const expected12 = expectedAttestationConfig().measurements['12']?.expected as string;
+    expect(result.nodes[3]?.reason).toContain(`PCR12: expected ${expected12}, got `);
     expect(result.nodes[3]?.reason).toMatch(/PCR12: expected [0-9a-f]{64}, got [0-9a-f]{64}/);
+    expect(result.nodes[3]?.toldNode).toBe('measurements: PCR 12');
+    expect(JSON.stringify(result.nodes[3]?.toldNode)).not.toContain(expected12.slice(0, 8));
     expect(lines.join('\n')).toContain('Simulated: kubeadm');
     const summary = renderSummary(result);
     expect(summary).toContain('worker-3 refused: measurement validation failed');
+    expect(summary).toContain('(the node itself was told only: measurements: PCR 12)');
     expect(summary).toMatch(/^worker-1 .* yes +issued-key ok /m);
     expect(summary).toMatch(/^worker-3 .* REFUSED +initial-passphrase ok /m);
     expect(result.workDir).toBeUndefined();

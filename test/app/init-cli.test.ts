@@ -123,6 +123,45 @@ describe('confboot init (real swtpm quote, stand-in init handler)', () => {
   });
 
   it.each([
+    ['only PCR 15', { 15: { expected: '00'.repeat(32), warnOnly: false } }],
+    [
+      'only registers zero on every machine',
+      Object.fromEntries([8, 11, 13, 15].map((i) => [i, { expected: '00'.repeat(32), warnOnly: false }])),
+    ],
+    [
+      'the image PCRs but no PCR 15',
+      Object.fromEntries(
+        Object.entries(expectedAttestationConfig().measurements).filter(([i]) => i !== '15'),
+      ),
+    ],
+  ])(
+    'a config that enforces %s: exits 2 naming the opt-in, contacts no node, sends nothing',
+    async (_name, measurements) => {
+      const n = await node(GOOD_BOOT);
+      const f = await files();
+      await writeFile(f.config, JSON.stringify({ measurements }));
+      const io = capture();
+      expect(await run(flags(f, n.endpoint))).toBe(2);
+      expect(io.err()).toContain('--allow-weak-measurement-policy');
+      expect(n.requests).toHaveLength(0);
+      expect(io.err()).not.toMatch(/Connecting to/);
+    },
+  );
+
+  it('with --allow-weak-measurement-policy a weak config is used, with a SECURITY line', async () => {
+    const n = await node(GOOD_BOOT);
+    const f = await files();
+    const weak = Object.fromEntries(
+      Object.entries(expectedAttestationConfig().measurements).filter(([i]) => i !== '15'),
+    );
+    await writeFile(f.config, JSON.stringify({ measurements: weak }));
+    const io = capture();
+    expect(await run([...flags(f, n.endpoint), '--allow-weak-measurement-policy'])).toBe(0);
+    expect(io.err()).toMatch(/init: SECURITY: .*node-lock register PCR 15/);
+    expect(n.requests).toHaveLength(1);
+  });
+
+  it.each([
     ['a missing attestation config', ['--attestation-config', '/nonexistent/config.json']],
     ['the dummy variant', ['--variant', 'dummy']],
   ])('exits 2 on %s', async (_name, extra) => {

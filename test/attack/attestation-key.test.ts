@@ -52,8 +52,11 @@ describe('azure-trustedlaunch: the AK must be certified by the configured root',
       target.endpoint,
       new SoftVtpmIssuer(attacker, 'azure-trustedlaunch', { instanceInfo: info }),
     );
-    await expectRefused(target, b, out, { code: status.UNAVAILABLE, check: 'ak-certificate' });
-    expect(out.refusal?.message).toContain('is not signed by a trusted root or given intermediate');
+    const [audit] = await expectRefused(target, b, out, {
+      code: status.UNAVAILABLE,
+      check: 'ak-certificate',
+    });
+    expect(audit?.detail).toContain('is not signed by a trusted root or given intermediate');
   });
 
   it('a victim’s genuine AK certificate presented with the attacker’s own AK is refused: ak-trust (untrusted attestation public key)', async () => {
@@ -63,8 +66,8 @@ describe('azure-trustedlaunch: the AK must be certified by the configured root',
       target.endpoint,
       new SoftVtpmIssuer(attacker, 'azure-trustedlaunch', { instanceInfo: victimInfo }),
     );
-    await expectRefused(target, b, out, { code: status.UNAVAILABLE, check: 'ak-trust' });
-    expect(out.refusal?.message).toContain(
+    const [audit] = await expectRefused(target, b, out, { code: status.UNAVAILABLE, check: 'ak-trust' });
+    expect(audit?.detail).toContain(
       'untrusted attestation public key: it differs from the AK certificate key',
     );
   });
@@ -77,8 +80,11 @@ describe('azure-trustedlaunch: the AK must be certified by the configured root',
     );
     const b = snapshot(target);
     const out = await attempt(target.endpoint, forger);
-    await expectRefused(target, b, out, { code: status.UNAVAILABLE, check: 'quote-signature' });
-    expect(out.refusal?.message).toContain('signature does not verify with the attestation key');
+    const [audit] = await expectRefused(target, b, out, {
+      code: status.UNAVAILABLE,
+      check: 'quote-signature',
+    });
+    expect(audit?.detail).toContain('signature does not verify with the attestation key');
   });
 });
 
@@ -115,7 +121,7 @@ describe('qemu-vtpm: the AK is trusted as carried, so it must be the key that si
     const tpm = await softTpmNode(undefined, { attributes: 0x00040072 });
     const b = snapshot(target);
     const out = await attempt(target.endpoint, new SoftVtpmIssuer(tpm));
-    await expectRefused(target, b, out, { code: status.UNAVAILABLE, check: 'ak-attributes' });
-    expect(out.refusal?.message).toContain('are not those of a restricted signing key');
+    const [audit] = await expectRefused(target, b, out, { code: status.UNAVAILABLE, check: 'ak-attributes' });
+    expect(audit?.detail).toContain('are not those of a restricted signing key');
   });
 });

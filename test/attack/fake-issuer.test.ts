@@ -41,15 +41,15 @@ describe('fake issuers (upstream malicious-join) against a qemu-vtpm join servic
       code: status.UNAVAILABLE,
       check: 'document-format',
     });
-    expect(out.refusal?.message).toContain('Attestation is missing');
+    expect(audit?.detail).toContain('Attestation is missing');
     expect(audit?.detail).toContain('qemu-vtpm attestation');
   });
 
   it('the dummy variant OID 1.3.9900.1.1 itself is refused: unknown-oid', async () => {
     const b = snapshot(target);
     const out = await attempt(target.endpoint, new DummyIssuer('dummy'), { request: EMPTY_REQUEST });
-    await expectRefused(target, b, out, { code: status.UNAVAILABLE, check: 'unknown-oid' });
-    expect(out.refusal?.message).toContain(
+    const [audit] = await expectRefused(target, b, out, { code: status.UNAVAILABLE, check: 'unknown-oid' });
+    expect(audit?.detail).toContain(
       'attestation variant OID 1.3.9900.1.1 (dummy) is not accepted; accepted: qemu-vtpm (1.3.9900.5.1)',
     );
   });
@@ -98,8 +98,8 @@ describe('documents of the wrong variant', () => {
   it('an aws-nitro-tpm document (genuine TPM quote, good boot) sent to a qemu-vtpm service is refused: unknown-oid', async () => {
     const b = snapshot(target);
     const out = await attempt(target.endpoint, nitro);
-    await expectRefused(target, b, out, { code: status.UNAVAILABLE, check: 'unknown-oid' });
-    expect(out.refusal?.message).toContain('OID 1.3.9900.2.1 (aws-nitro-tpm) is not accepted');
+    const [audit] = await expectRefused(target, b, out, { code: status.UNAVAILABLE, check: 'unknown-oid' });
+    expect(audit?.detail).toContain('OID 1.3.9900.2.1 (aws-nitro-tpm) is not accepted');
   });
 
   it('control (FAKE EC2 lookup): the same aws-nitro-tpm document is accepted by a service that validates aws-nitro-tpm', async () => {
@@ -117,8 +117,8 @@ describe('documents of the wrong variant', () => {
     const calls = ec2.calls;
     const b = snapshot(mixed);
     const out = await attempt(mixed.endpoint, relabelled);
-    await expectRefused(mixed, b, out, { code: status.UNAVAILABLE, check: 'ak-trust' });
-    expect(out.refusal?.message).toContain('InstanceInfo is missing');
+    const [audit] = await expectRefused(mixed, b, out, { code: status.UNAVAILABLE, check: 'ak-trust' });
+    expect(audit?.detail).toContain('InstanceInfo is missing');
     expect(ec2.calls).toBe(calls);
   });
 

@@ -44,8 +44,8 @@ afterAll(async () => {
 async function expectDocumentRefused(document: () => Uint8Array, check: string, message?: RegExp) {
   const s = snapshot(target);
   const out = await attempt(target.endpoint, new FixedDocumentIssuer('qemu-vtpm', document));
-  await expectRefused(target, s, out, { code: status.UNAVAILABLE, check });
-  if (message) expect(out.refusal?.message).toMatch(message);
+  const [audit] = await expectRefused(target, s, out, { code: status.UNAVAILABLE, check });
+  if (message) expect(audit?.detail).toMatch(message);
 }
 
 describe('garbage, truncated and oversized documents (qemu-vtpm join service)', () => {
@@ -89,8 +89,8 @@ describe('garbage, truncated and oversized documents (qemu-vtpm join service)', 
         return { ...d, attestation: { ...d.attestation, quotes: Array.from({ length: 300 }, () => q) } };
       }),
     );
-    await expectRefused(target, s, out, { code: status.UNAVAILABLE, check: 'sha256-quote' });
-    expect(out.refusal?.message).toContain('300 sha256 quotes; want exactly one');
+    const [audit] = await expectRefused(target, s, out, { code: status.UNAVAILABLE, check: 'sha256-quote' });
+    expect(audit?.detail).toContain('300 sha256 quotes; want exactly one');
   });
 
   it('a 10 MB document from an attested TLS client is refused from the frame header: frame-size', async () => {

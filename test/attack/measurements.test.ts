@@ -43,19 +43,25 @@ async function swtpmNode(boot = GOOD_BOOT): Promise<SwtpmNode> {
 }
 
 describe('measurements (real swtpm nodes, enforced demo-image PCRs)', () => {
-  it('an enforced PCR mismatch (kernel command line changed) is refused: measurements, listing expected vs actual', async () => {
+  it('an enforced PCR mismatch (kernel command line changed) is refused: measurements; the attacker learns the register only, the audit has the values', async () => {
     const tampered = await swtpmNode(TAMPERED_BOOT);
     const expected = replayBoot(GOOD_BOOT).get(12);
     const actual = replayBoot(TAMPERED_BOOT).get(12);
     const b = snapshot(target);
     const out = await attempt(target.endpoint, tampered.issuer);
     const [audit] = await expectRefused(target, b, out, { code: status.UNAVAILABLE, check: 'measurements' });
+    // The service's verdict names the failed check and the register, never what to forge.
+    expect(out.refusal?.message).toBe('refused by the peer (check measurements): measurements: PCR 12');
+    expect(out.refusal?.message).not.toContain(hex(expected));
+    expect(out.refusal?.message).not.toMatch(/[0-9a-f]{16}/);
+    // The service's own audit record lists expected vs actual, as text and as fields.
     const line = `PCR12: expected ${hex(expected)}, got ${hex(actual)}`;
-    // The attacker's refusal (the service's verdict) and the service's audit both list it.
-    expect(out.refusal?.message).toContain(line);
     expect(audit?.detail).toContain(line);
+    expect(audit?.mismatches).toEqual([
+      { index: 12, expected: hex(expected), actual: hex(actual), warnOnly: false },
+    ]);
     // Only PCR 12 differs: 4 and 9 (same boot loader and kernel) are not listed.
-    expect(out.refusal?.message).not.toMatch(/PCR(4|9):/);
+    expect(audit?.detail).not.toMatch(/PCR(4|9):/);
   });
 
   it('PCR 15 already set (the node was bootstrapped; the real marker extended it) is refused: measurements', async () => {
@@ -69,8 +75,9 @@ describe('measurements (real swtpm nodes, enforced demo-image PCRs)', () => {
     expect(await marker.isBootstrapped()).toBe(true);
     const b = snapshot(target);
     const out = await attempt(target.endpoint, node.issuer);
-    await expectRefused(target, b, out, { code: status.UNAVAILABLE, check: 'measurements' });
-    expect(out.refusal?.message).toContain(
+    const [audit] = await expectRefused(target, b, out, { code: status.UNAVAILABLE, check: 'measurements' });
+    expect(out.refusal?.message).toBe('refused by the peer (check measurements): measurements: PCR 15');
+    expect(audit?.detail).toContain(
       `PCR15: expected ${'00'.repeat(32)}, got ${hex(expectedPcr15(clusterId))}`,
     );
   });
@@ -88,10 +95,8 @@ describe('measurements (real swtpm nodes, enforced demo-image PCRs)', () => {
 
     const b = snapshot(target);
     const out = await attempt(target.endpoint, sha1Only);
-    await expectRefused(target, b, out, { code: status.UNAVAILABLE, check: 'sha256-quote' });
-    expect(out.refusal?.message).toContain(
-      'no sha256 quote (document has SHA1); SHA-1 quotes are not accepted',
-    );
+    const [audit] = await expectRefused(target, b, out, { code: status.UNAVAILABLE, check: 'sha256-quote' });
+    expect(audit?.detail).toContain('no sha256 quote (document has SHA1); SHA-1 quotes are not accepted');
   });
 
   it('a soft TPM with only a SHA-1 bank (genuine TPM-format quote) is refused: sha256-quote', async () => {

@@ -50,10 +50,8 @@ describe('session binding of attestations (real swtpm quotes, qemu-vtpm join ser
     const recorded = honest.captured[0]?.document as Uint8Array;
     const b = snapshot(target);
     const out = await attempt(target.endpoint, new FixedDocumentIssuer('qemu-vtpm', () => recorded));
-    await expectRefused(target, b, out, { code: status.UNAVAILABLE, check: 'extra-data' });
-    expect(out.refusal?.message).toMatch(
-      /does not match the expected [0-9a-f]{64} \(wrong nonce or user data\)/,
-    );
+    const [audit] = await expectRefused(target, b, out, { code: status.UNAVAILABLE, check: 'extra-data' });
+    expect(audit?.detail).toMatch(/does not match the expected [0-9a-f]{64} \(wrong nonce or user data\)/);
   });
 
   it('an attestation relayed by a man in the middle between the victim node and the service is refused: extra-data', async () => {
@@ -106,8 +104,8 @@ describe('session binding of attestations (real swtpm quotes, qemu-vtpm join ser
     const other = sha256('SubjectPublicKeyInfo of a TLS key the attacker does not hold');
     const b = snapshot(target);
     const out = await attempt(target.endpoint, new ForeignKeyIssuer(node.issuer, other));
-    await expectRefused(target, b, out, { code: status.UNAVAILABLE, check: 'user-data' });
-    expect(out.refusal?.message).toContain(
+    const [audit] = await expectRefused(target, b, out, { code: status.UNAVAILABLE, check: 'user-data' });
+    expect(audit?.detail).toContain(
       "attested user data does not match the SHA-256 of the peer's TLS public key",
     );
   });

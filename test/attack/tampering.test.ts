@@ -30,8 +30,8 @@ async function expectTamperRefused(
 ): Promise<void> {
   const s = snapshot(target);
   const out = await attempt(target.endpoint, new MutatingIssuer(node.issuer, tamper));
-  await expectRefused(target, s, out, { code: status.UNAVAILABLE, check });
-  if (message !== undefined) expect(out.refusal?.message).toMatch(message);
+  const [audit] = await expectRefused(target, s, out, { code: status.UNAVAILABLE, check });
+  if (message !== undefined) expect(audit?.detail).toMatch(message);
 }
 
 describe('tampered documents (real swtpm quotes, qemu-vtpm join service)', () => {

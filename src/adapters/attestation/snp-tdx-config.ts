@@ -50,6 +50,7 @@ export interface TdxAttestationConfig {
 
 const SNP_FIELDS = new Set([
   'measurements',
+  'measurementSets',
   'bootloaderVersion',
   'teeVersion',
   'snpVersion',
@@ -69,6 +70,7 @@ const SNP_FIELDS = new Set([
 ]);
 const TDX_FIELDS = new Set([
   'measurements',
+  'measurementSets',
   'qeSVN',
   'pceSVN',
   'teeTCBSVN',

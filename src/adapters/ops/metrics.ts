@@ -40,6 +40,8 @@ export class JoinServiceMetrics {
   readonly configDryRunRefusedJoined: Gauge;
   /** Unattested connections dropped by attested TLS admission, by reason (cap, deadline, peer closed). */
   readonly atlsDrops: Counter<'reason'>;
+  /** Attestation refusals by stable reason code and failed check (docs/attestation-config.md). */
+  readonly attestationRefusals: Counter<'reason_code' | 'check'>;
   /** Unattested connections held now, and their source addresses. */
   readonly atlsUnattested: Gauge<'kind'>;
   private atlsState: (() => { connections: number; sources: number; verifying: number }) | undefined;
@@ -92,6 +94,12 @@ export class JoinServiceMetrics {
     this.configDryRunRefusedJoined = new Gauge({
       name: 'confboot_join_config_dry_run_refused_joined_nodes',
       help: 'Joined nodes the loaded attestation config would refuse on their recorded evidence (last dry run)',
+      registers,
+    });
+    this.attestationRefusals = new Counter({
+      name: 'confboot_attestation_refusals_total',
+      help: 'Attestations refused, by stable reason code (measurement-mismatch, measurement-set-expired, ak-untrusted, signature-invalid, nonce-mismatch, tcb-out-of-date, tcb-revoked, …) and failed check',
+      labelNames: ['reason_code', 'check'],
       registers,
     });
     this.atlsDrops = new Counter({

@@ -124,7 +124,7 @@ async function loadPolicy(path: string | undefined): Promise<MeasurementPolicy |
   if (path === undefined) return undefined;
   const text = (await readInput(path, 'measurements config')).toString('utf8');
   try {
-    return new MeasurementsPolicy(parseAttestationConfig(text).measurements);
+    return new MeasurementsPolicy(parseAttestationConfig(text).sets);
   } catch (err) {
     throw new UsageError(`--config ${path}: ${messageOf(err)}`);
   }

@@ -61,8 +61,10 @@ export function renderSummary(r: DemoResult): string {
     ...rows.map(line),
     '',
   ];
-  for (const n of r.nodes.filter((x) => !x.joined))
+  for (const n of r.nodes.filter((x) => !x.joined)) {
     out.push(`${n.name} refused: ${n.reason.replaceAll('; ', '\n    ')}`);
+    if (n.toldNode !== undefined) out.push(`    (the node itself was told only: ${n.toldNode})`);
+  }
   out.push(
     '',
     'disk opens with: issued-key = only the key the key service derives for the disk UUID (the initial passphrase is gone), as a joined node needs; initial-passphrase = still only the initial passphrase, as a refused node needs. ok/FAILED says whether that matches the outcome.',

@@ -14,6 +14,7 @@ import { SystemClock } from '../../adapters/system/system-clock.js';
 import { isAttestationError, messageOf } from '../../ports/errors.js';
 import type { Component } from '../../ports/types.js';
 import type { Validator } from '../../ports/validator.js';
+import { checkMeasurementPolicy } from '../attestation/policy-guard.js';
 import { buildValidator } from '../attestation/validators.js';
 import { isVariant, variantNames } from '../registry/index.js';
 import { type CommandSpec, parseCommand, runCommand, UsageError } from './args.js';
@@ -97,6 +98,11 @@ export const initCommand: CommandSpec = {
       valueName: 'F',
       description: 'where to write the admin kubeconfig (must not exist)',
       default: 'constellation-admin.conf',
+    },
+    'allow-weak-measurement-policy': {
+      type: 'boolean',
+      description:
+        'INSECURE: send the master secret even though the attestation config enforces no boot-chain register of the variant at a measured value, or not the node-lock register (PCR 15; RTMR 2 for qemu-tdx) as zero (refused otherwise, exit 2)',
     },
     'timeout-seconds': {
       type: 'string',
@@ -217,6 +223,9 @@ export async function run(argv: string[]): Promise<number> {
     try {
       const config = await readFile(String(v['attestation-config']));
       validator = buildValidator(variant, config, { clock: new SystemClock() });
+      // The master secret goes only to a node whose attestation proves its image.
+      const accepted = checkMeasurementPolicy(variant, config, v['allow-weak-measurement-policy'] === true);
+      if (accepted !== undefined) process.stderr.write(`init: ${accepted}\n`);
     } catch (err) {
       throw new UsageError(`reading --attestation-config: ${(err as Error).message}`);
     }

@@ -313,10 +313,21 @@ export const joinServiceCommand: CommandSpec = {
       default: String(DEFAULT_SHUTDOWN_GRACE_MS),
       description: 'how long SIGTERM lets running requests finish, in ms',
     },
-    'allow-unenforced-measurements': {
+    'allow-weak-measurement-policy': {
       type: 'boolean',
       description:
-        'accept an attestation config in which every measurement is warnOnly (refused otherwise, at start and on reload; logged at error level each time it is loaded)',
+        'INSECURE: accept an attestation config that enforces no boot-chain register of the variant at a measured value, or not the node-lock register (PCR 15; RTMR 2 for qemu-tdx) as zero (refused otherwise, at start and on reload; logged at error level each time it is loaded)',
+    },
+    'allow-unenforced-measurements': {
+      type: 'boolean',
+      description: 'older name of --allow-weak-measurement-policy',
+    },
+    'measurement-set-expiry-warning': {
+      type: 'string',
+      valueName: 'HOURS',
+      default: '24',
+      description:
+        'log a warning when a measurement set of the attestation config expires within HOURS (at each load, and hourly while nodes match it)',
     },
     'log-level': {
       type: 'string',
@@ -423,10 +434,12 @@ export interface JoinServiceFlags {
   /** `--memory-budget-mib`. */
   memoryBudgetMib: number;
   shutdownGraceMs: number;
-  /** `--allow-unenforced-measurements`. */
-  allowUnenforcedMeasurements: boolean;
+  /** `--allow-weak-measurement-policy` (or its older name `--allow-unenforced-measurements`). */
+  allowWeakMeasurementPolicy: boolean;
   /** `--trust-ak-as-carried`. */
   trustAkAsCarried: boolean;
+  /** `--measurement-set-expiry-warning`, in ms. */
+  setExpiryWarningMs: number;
   /** Attested TLS phase deadlines (ms) and the ATTESTATION frame's bytes-per-second floor. */
   atlsDeadlines: AtlsDeadlines;
   maxUnattestedPerSource: number;
@@ -509,8 +522,12 @@ export function parseJoinServiceFlags(
     maxConcurrent: parseCount('max-concurrent', str('max-concurrent') as string),
     memoryBudgetMib: parseMemoryBudget(str('memory-budget-mib') as string),
     shutdownGraceMs: parseCount('shutdown-grace', str('shutdown-grace') as string),
-    allowUnenforcedMeasurements: v['allow-unenforced-measurements'] === true,
+    allowWeakMeasurementPolicy:
+      v['allow-weak-measurement-policy'] === true || v['allow-unenforced-measurements'] === true,
     trustAkAsCarried: v['trust-ak-as-carried'] === true,
+    setExpiryWarningMs:
+      parsePositive('measurement-set-expiry-warning', str('measurement-set-expiry-warning') as string) *
+      3_600_000,
     atlsDeadlines: {
       clientHelloMs: parsePositive('client-hello-timeout', str('client-hello-timeout') as string),
       tlsHandshakeMs: parsePositive('tls-handshake-timeout', str('tls-handshake-timeout') as string),
@@ -581,8 +598,9 @@ export async function runJoinService(argv: string[], options: JoinServiceRunOpti
     pkiDir: flags.pkiDir,
     logger,
     signal: options.signal,
-    allowUnenforcedMeasurements: flags.allowUnenforcedMeasurements,
+    allowWeakMeasurementPolicy: flags.allowWeakMeasurementPolicy,
     trustAkAsCarried: flags.trustAkAsCarried,
+    setExpiryWarningMs: flags.setExpiryWarningMs,
     limits: {
       ratePerSecond: flags.ratePerSecond,
       maxConcurrent: flags.maxConcurrent,

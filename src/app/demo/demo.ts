@@ -60,6 +60,7 @@ import type { Validator } from '../../ports/validator.js';
 import { buildValidator } from '../attestation/validators.js';
 import { type BootstrapperNode, startBootstrapperNode } from '../bootstrapper/node.js';
 import { initCluster } from '../cli/init.js';
+import { AUDIT_MESSAGE } from '../join-service/guarded-handler.js';
 import { startJoinService } from '../join-service/service.js';
 import { bootstrapperDeps, createNodeContainer, LogRing } from '../modules/index.js';
 import { expectedAttestationConfig, GOOD_BOOT, measureBoot, TAMPERED_BOOT } from './boot-measurements.js';
@@ -103,8 +104,16 @@ export interface DemoNodeResult {
   /** Boot as measured: `good` or `tampered`. */
   boot: 'good' | 'tampered';
   joined: boolean;
-  /** How it joined, or why it was refused. */
+  /**
+   * How it joined, or why it was refused: for a refusal the join service's audit record, which
+   * names expected and actual values (`PCR12: expected …, got …`).
+   */
   reason: string;
+  /**
+   * A refused node: the reason the join service's deny verdict gave the node itself, which names
+   * the failed check and registers only (`measurements: PCR 12`), never a value.
+   */
+  toldNode?: string;
   /** Which keys open the state disk. */
   disk: DemoDiskState;
   /** `disk` is what the outcome requires: `issued-key` for a joined node, `initial-passphrase` for a refused one. */
@@ -145,8 +154,32 @@ interface DemoNode {
   tpm: Tpm2ToolsTpm;
   disk: StateDiskImage;
   bootstrapper?: BootstrapperNode;
-  /** The last time the join service refused this node's attestation, its reason. */
+  /** The last time the join service refused this node's attestation, the reason the node was given. */
   refusal?: string;
+  /** The join service's audit detail of its last refusal of this node (values included). */
+  audited?: string;
+}
+
+/**
+ * The join service's logger, tapped: each refusal it audits (outcome `refused`) is handed to
+ * `onRefused` with the caller's address and the audit detail, so the demo shows the operator the
+ * join service's own record of why a node was refused.
+ */
+function auditTap(inner: Logger, onRefused: (peer: string, detail: string) => void): Logger {
+  const tap = (msg: string, fields?: Record<string, unknown>) => {
+    if (msg === AUDIT_MESSAGE && fields?.outcome === 'refused')
+      onRefused(String(fields.peer ?? ''), String(fields.detail ?? ''));
+  };
+  return {
+    debug: (msg, fields) => inner.debug(msg, fields),
+    info: (msg, fields) => inner.info(msg, fields),
+    warn: (msg, fields) => {
+      tap(msg, fields);
+      inner.warn(msg, fields);
+    },
+    error: (msg, fields) => inner.error(msg, fields),
+    child: (fields) => auditTap(inner.child(fields), onRefused),
+  };
 }
 
 const SIMULATED = [
@@ -405,7 +438,11 @@ export async function runDemo(options: DemoOptions): Promise<DemoResult> {
       // Kubelet certificates only for the caller's own name, address and role (docs/identity.md).
       identity: new MetadataPeerIdentity(new QemuMetadataAPI({ baseUrl: metadataUrl }), clock),
       clock,
-      logger: logger.child({ component: 'join-service' }),
+      // What the operator sees about a refused node comes from the join service's audit record.
+      logger: auditTap(logger.child({ component: 'join-service' }), (peer, detail) => {
+        const node = nodes.find((n) => peer === n.ip || peer.startsWith(`${n.ip}:`));
+        if (node !== undefined) node.audited = detail;
+      }),
       listen: { host: first.ip, port: joinPort },
       httpListen: { host: '127.0.0.1', port: 0 },
       receiptKey,
@@ -439,16 +476,17 @@ export async function runDemo(options: DemoOptions): Promise<DemoResult> {
       'waiting for the good nodes to join and the tampered ones to be refused',
       () =>
         good.every((n) => outcomes.has(n.name)) &&
-        tampered.every((n) => outcomes.has(n.name) || n.refusal !== undefined),
+        tampered.every((n) => outcomes.has(n.name) || (n.refusal !== undefined && n.audited !== undefined)),
       timeoutMs,
       options.signal,
     );
     for (const n of tampered) {
       if (!outcomes.has(n.name)) {
-        const refusal = n.refusal ?? 'refused';
-        say(`${n.name}: refused by the join service: ${refusal}`);
+        const audited = shorten(n.audited ?? n.refusal ?? 'refused');
+        say(`${n.name}: refused by the join service (its audit record): ${audited}`);
+        say(`${n.name}: the node itself was told: ${told(n.refusal ?? '')}`);
         await n.bootstrapper?.stop();
-        outcomes.set(n.name, { joined: false, reason: refusal });
+        outcomes.set(n.name, { joined: false, reason: audited });
       }
     }
 
@@ -504,6 +542,7 @@ export async function runDemo(options: DemoOptions): Promise<DemoResult> {
         pcr15Verified: Buffer.from(pcr15).equals(Buffer.from(expected)),
         ...(receipt !== undefined ? { receipt } : {}),
         ...(receiptVerified !== undefined ? { receiptVerified } : {}),
+        ...(!joined && node.refusal !== undefined ? { toldNode: told(node.refusal) } : {}),
       });
     }
     return {
@@ -550,8 +589,14 @@ async function receiptNames(
   }
 }
 
-/** The refusal without the leading transport noise, keeping the PCR mismatch text. */
+/** The audited refusal without the leading variant noise, keeping the PCR mismatch text. */
 function shorten(reason: string): string {
   const i = reason.indexOf('measurement validation failed');
   return i >= 0 ? reason.slice(i) : reason;
+}
+
+/** The reason a deny verdict gave the node: what follows "refused by the peer (check …): ". */
+function told(refusal: string): string {
+  const m = /refused by the peer \(check [^)]*\): (.*)$/s.exec(refusal);
+  return m?.[1] ?? refusal;
 }

@@ -47,6 +47,8 @@ export interface JoinAuditEvent {
   peer: string;
   /** Attested variant, or `unknown` when the connection was refused before attestation passed. */
   variant: string;
+  /** The measurement set the caller's attestation matched, when the attestation config names sets. */
+  measurementSet?: string;
   /** Node name from the kubelet CSR (normalised), when the request has a parsable one. */
   nodeName?: string;
   /** State disk UUID as requested (an identifier, not a secret). */
@@ -57,11 +59,38 @@ export interface JoinAuditEvent {
   code?: string;
   /** Short stable reason: `ok`, `rate-limited`, `overloaded`, `deny-list`, `disk-bound`, the error kind or the failed attestation check. */
   reason: string;
+  /** Stable reason code of an attestation refusal (docs/attestation-config.md), e.g. `measurement-mismatch`. */
+  reasonCode?: string;
   /** Human-readable detail of a refusal; confboot error messages carry no secrets by contract. */
   detail?: string;
   /** The signed receipt of an issued ticket (a JWT; not a secret). */
   receipt?: string;
+  /**
+   * A measurement refusal's mismatches, expected and actual values in hex (`actual` null when the
+   * document lacks the register). The peer is told the registers only; the values stay here.
+   */
+  mismatches?: AuditMismatch[];
   durationMs: number;
+}
+
+/** One measurement mismatch in an audit event. */
+export interface AuditMismatch {
+  index: number;
+  expected: string;
+  actual: string | null;
+  warnOnly: boolean;
+}
+
+/** The audit form of an attestation refusal's mismatches; undefined when it has none. */
+export function auditMismatches(err: unknown): AuditMismatch[] | undefined {
+  if (!isAttestationError(err) || err.mismatches.length === 0) return undefined;
+  const hex = (b: Uint8Array) => Buffer.from(b).toString('hex');
+  return err.mismatches.map((m) => ({
+    index: m.index,
+    expected: hex(m.expected),
+    actual: m.actual === undefined ? null : hex(m.actual),
+    warnOnly: m.warnOnly,
+  }));
 }
 
 /** The part of the TicketIssuer the handler calls. */
@@ -273,6 +302,9 @@ export class GuardedJoinHandler {
         rpc,
         peer: ctx.peer,
         variant: ctx.variant,
+        ...(ctx.attestation?.measurementSet === undefined
+          ? {}
+          : { measurementSet: ctx.attestation.measurementSet }),
         ...event,
         outcome,
         ...r,

@@ -16,6 +16,7 @@ import { MetadataPeerIdentity } from '../../adapters/identity/metadata-peer-iden
 import { GrpcKmsClient, type GrpcKmsClientTls } from '../../adapters/kms/grpc-kms-client.js';
 import { WorkerCertificateAuthority } from '../../adapters/pki/worker-certificate-authority.js';
 import { SystemClock } from '../../adapters/system/system-clock.js';
+import { parseAttestationConfig } from '../../domain/measurements.js';
 import type { BootstrapTokens } from '../../ports/bootstrap-tokens.js';
 import type { Clock } from '../../ports/clock.js';
 import type { ClusterFacts } from '../../ports/cluster-facts.js';
@@ -31,11 +32,17 @@ export type { VariantLookupSettings, VariantLookups } from '../attestation/valid
 
 import { JoinServiceMetrics } from '../../adapters/ops/metrics.js';
 import { JsonlEvidenceStore } from '../../adapters/state/jsonl-evidence-store.js';
+import {
+  checkMeasurementPolicy,
+  DEFAULT_SET_EXPIRY_WARNING_MS,
+  expiryWarning,
+  measurementSetExpiryWarnings,
+  WEAK_POLICY_OPT_IN_WARNING,
+} from '../attestation/policy-guard.js';
 import { buildValidator, createAmdCertCache } from '../attestation/validators.js';
 import { KUBERNETES_PORT, PKI_DIR } from '../defaults.js';
 import { cloudMetadataApi, isVariant, variantEntry, variantNames } from '../registry/index.js';
 import { withDryRunOnLoad } from './dry-run.js';
-import { checkEnforcesMeasurements } from './policy.js';
 import {
   type JoinServiceLimits,
   type JoinServiceOptions,
@@ -55,8 +62,9 @@ export const METADATA_SELF_TIMEOUT_MS = 30_000;
  * bytes through the app-level {@link buildValidator}: parse (fail closed), measurements, and for the
  * SEV-SNP/TDX variants their policy and trust anchors. SEV-SNP validators built by the returned
  * function share one AMD certificate cache, so a config reload does not refetch certificates.
- * A config that enforces no measurement (all warnOnly) is refused (`invalid-argument`), at start and
- * on every reload, unless `policy.allowUnenforcedMeasurements` (then it is logged at error level).
+ * A config that enforces no boot-chain register of the variant, or not its node-lock register as zero,
+ * is refused (`invalid-argument`), at start and on every reload, unless `policy.allowWeakMeasurementPolicy`
+ * (then it is logged at error level each time it loads).
  * @throws ConfbootError `invalid-argument` for `dummy` and for variants the registry does not hold
  */
 export function validatorBuilder(
@@ -64,7 +72,7 @@ export function validatorBuilder(
   lookups: VariantLookups,
   clock: Clock,
   logger: Logger,
-  policy: { allowUnenforcedMeasurements?: boolean } = {},
+  policy: { allowWeakMeasurementPolicy?: boolean; setExpiryWarningMs?: number } = {},
 ): (config: Uint8Array) => Validator {
   if (variant !== 'dummy' && !isVariant(variant))
     throw new ConfbootError(
@@ -76,8 +84,7 @@ export function validatorBuilder(
   const amdCertCache =
     lookups.amdCertCache ?? (entry.kind === 'sev-snp' ? createAmdCertCache(clock) : undefined);
   return (config) => {
-    checkEnforcesMeasurements(config, policy.allowUnenforcedMeasurements === true, logger);
-    return buildValidator(variant, config, {
+    const validator = buildValidator(variant, config, {
       clock,
       logger,
       ...(lookups.amiTpmSupport ? { amiTpmSupport: lookups.amiTpmSupport } : {}),
@@ -88,6 +95,55 @@ export function validatorBuilder(
       ...(amdCertCache ? { amdCertCache } : {}),
       ...(lookups.getTdxCollateral ? { getTdxCollateral: lookups.getTdxCollateral } : {}),
     });
+    // Checked once the config is known to be well-formed, so a bad one is reported precisely.
+    const accepted =
+      variant === 'dummy'
+        ? undefined
+        : checkMeasurementPolicy(variant, config, policy.allowWeakMeasurementPolicy === true);
+    if (accepted !== undefined) logger.error(accepted, { variant });
+    const warnWithinMs = policy.setExpiryWarningMs ?? DEFAULT_SET_EXPIRY_WARNING_MS;
+    for (const line of measurementSetExpiryWarnings(config, clock.now(), warnWithinMs))
+      logger.warn(line, { variant });
+    return warnOnExpiringSet(validator, config, clock, logger, warnWithinMs);
+  };
+}
+
+/** How often, at most, a match with one soon-expiring measurement set is logged. */
+const EXPIRING_SET_LOG_INTERVAL_MS = 60 * 60 * 1000;
+
+/**
+ * `validator`, logging (at most hourly per set) when a document matches a measurement set that
+ * expires within `warnWithinMs`: nodes still booting that image will soon be refused.
+ */
+function warnOnExpiringSet(
+  validator: Validator,
+  config: Uint8Array,
+  clock: Clock,
+  logger: Logger,
+  warnWithinMs: number,
+): Validator {
+  const sets = parseAttestationConfig(Buffer.from(config).toString('utf8')).sets;
+  if (!sets.some((s) => s.expires !== undefined)) return validator;
+  const lastLogged = new Map<string, number>();
+  return {
+    variant: validator.variant,
+    oid: validator.oid,
+    async validate(document, nonce, options) {
+      const result = await validator.validate(document, nonce, options);
+      const set = sets.find((s) => s.name !== undefined && s.name === result.measurementSet);
+      const now = clock.now();
+      const warning = set && expiryWarning(set, now, warnWithinMs);
+      const last = set?.name === undefined ? undefined : lastLogged.get(set.name);
+      if (
+        warning &&
+        set?.name &&
+        (last === undefined || now.getTime() - last >= EXPIRING_SET_LOG_INTERVAL_MS)
+      ) {
+        lastLogged.set(set.name, now.getTime());
+        logger.warn(warning, { variant: validator.variant, peer: options?.peerAddress });
+      }
+      return result;
+    },
   };
 }
 
@@ -179,8 +235,13 @@ export interface ProductionJoinServiceConfig {
   /** TDX: where collateral comes from (a directory or Intel PCS); wins over `tdxCollateralDir`. */
   tdxCollateral?: TdxCollateralSource;
   limits?: JoinServiceLimits;
-  /** Accept an attestation config that enforces no measurement (logged at error level). Default false. */
-  allowUnenforcedMeasurements?: boolean;
+  /**
+   * Accept an attestation config that enforces no boot-chain register, or not the node-lock register
+   * as zero (logged at error level each time it loads). Default false.
+   */
+  allowWeakMeasurementPolicy?: boolean;
+  /** Warn about a measurement set that expires within this many ms; default 24 hours. */
+  setExpiryWarningMs?: number;
   logger: Logger;
   signal?: AbortSignal;
   clock?: Clock;
@@ -298,10 +359,7 @@ export async function startProductionJoinService(
 ): Promise<RunningJoinService> {
   const { logger } = config;
   const clock = config.clock ?? new SystemClock();
-  if (config.allowUnenforcedMeasurements === true)
-    logger.warn(
-      'SECURITY: --allow-unenforced-measurements is set: an attestation config whose measurements are all warnOnly will be accepted',
-    );
+  if (config.allowWeakMeasurementPolicy === true) logger.warn(WEAK_POLICY_OPT_IN_WARNING);
   if (
     config.variant === 'qemu-vtpm' &&
     config.trustAkAsCarried === true &&
@@ -326,7 +384,10 @@ export async function startProductionJoinService(
     ),
     clock,
     logger,
-    { allowUnenforcedMeasurements: config.allowUnenforcedMeasurements === true },
+    {
+      allowWeakMeasurementPolicy: config.allowWeakMeasurementPolicy === true,
+      ...(config.setExpiryWarningMs === undefined ? {} : { setExpiryWarningMs: config.setExpiryWarningMs }),
+    },
   );
   const measurementSalt = await readMeasurementSalt(config.measurementSaltPath);
   // The cloud's metadata binds each caller's address to its instance name, IPs and role, so an

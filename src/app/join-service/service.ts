@@ -43,7 +43,7 @@ import type { ReceiptSigner } from '../../ports/receipt-signer.js';
 import type { Validator } from '../../ports/validator.js';
 import { VERSION } from '../../version.js';
 import { JOIN_SERVICE_HTTP_PORT, JOIN_SERVICE_MEMORY_BUDGET_MIB, JOIN_SERVICE_PORT } from '../defaults.js';
-import { AUDIT_EVENT, emitAudit, GuardedJoinHandler } from './guarded-handler.js';
+import { AUDIT_EVENT, auditMismatches, emitAudit, GuardedJoinHandler } from './guarded-handler.js';
 import { ByteBudget, deriveMemoryBounds } from './memory.js';
 
 /** Default requests per second per caller IP. */
@@ -331,6 +331,9 @@ export async function startJoinService(options: JoinServiceOptions): Promise<Run
     server.tls.onRefused = (address, reason) => {
       const check = isAttestationError(reason) ? reason.check : undefined;
       const code = isConfbootError(reason) ? reason.code : 'permission-denied';
+      const mismatches = auditMismatches(reason);
+      if (isAttestationError(reason))
+        metrics.attestationRefusals.inc({ reason_code: reason.reasonCode, check: reason.check });
       metrics.countRequest({
         rpc: 'attested-tls',
         outcome: 'refused',
@@ -345,7 +348,9 @@ export async function startJoinService(options: JoinServiceOptions): Promise<Run
         outcome: 'refused',
         code,
         reason: check ?? code,
+        ...(isAttestationError(reason) ? { reasonCode: reason.reasonCode } : {}),
         detail: reason.message,
+        ...(mismatches ? { mismatches } : {}),
         durationMs: 0,
       });
     };

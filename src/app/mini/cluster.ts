@@ -447,7 +447,8 @@ export async function miniUp(options: MiniUpOptions): Promise<MiniResult> {
       referenceSource = `reference boot just now, cached in ${refFile}`;
     }
     const computed = await computedPcrs(image.kernel, image.initrd, NODE_CMDLINE, memoryMiB);
-    const expected = new Map<number, Buffer>([...reference, ...computed]);
+    // PCR 15 (the node lock) must still be zero: a node that already joined a cluster is refused.
+    const expected = new Map<number, Buffer>([...reference, ...computed, [15, Buffer.alloc(32)]]);
     const attestationConfig = {
       measurements: Object.fromEntries(
         [...expected].map(([i, v]) => [String(i), { expected: hex(v), warnOnly: false }]),

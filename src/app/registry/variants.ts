@@ -32,6 +32,7 @@ import {
   VtpmValidator,
   type VtpmVariantChecks,
 } from '../../adapters/attestation/vtpm/validator.js';
+import type { MeasurementRegisters } from '../../domain/measurement-guard.js';
 import { MeasurementsPolicy, type ParsedAttestationConfig } from '../../domain/measurements.js';
 import type { Clock } from '../../ports/clock.js';
 import type { Issuer } from '../../ports/issuer.js';
@@ -100,6 +101,11 @@ export interface VariantEntry<C = unknown> {
   validator(config: C, deps: ValidatorDeps): Validator;
   /** Builds the cloud lookups and caches the validator needs, once per service. */
   lookups(settings: VariantLookupSettings, clock: Clock): Promise<VariantLookups>;
+  /**
+   * Its boot-chain registers and its node-lock register: a config must enforce one of the former
+   * at a measured value and the latter as zero (src/domain/measurement-guard.ts).
+   */
+  readonly registers: MeasurementRegisters;
   /** What its manifests add; default nothing (measurements only). */
   readonly deploy?: VariantDeploy;
   /** vTPM variants only: validators over any measurement policy (createValidator, `attestation verify`). */
@@ -152,7 +158,35 @@ export interface VtpmVariantSpec {
   eventLog?: boolean;
   /** Lookups the checks need; default none. */
   lookups?(settings: VariantLookupSettings, clock: Clock): Promise<VariantLookups>;
+  /** Its registers; default {@link VTPM_REGISTERS}. */
+  registers?: MeasurementRegisters;
 }
+
+/**
+ * The registers of a vTPM (PCRs, SHA-256 bank). The boot chain is what the node's image extends
+ * (TCG PC Client firmware profile and the Linux boot path): PCR 4 the boot manager code (boot loader,
+ * or a kernel or UKI started as an EFI application), PCR 8 GRUB's commands, PCR 9 the kernel and
+ * initrd (GRUB, or the kernel's EFI stub), PCR 11 a UKI's sections and PCR 12 the kernel command
+ * line (systemd-stub). Firmware registers (PCRs 0–3, 5–7) are left out: they measure the cloud's or
+ * the hypervisor's firmware, the same on every VM whatever image it boots. PCR 15 is the node lock,
+ * extended with the cluster ID once a node has joined.
+ */
+export const VTPM_REGISTERS: MeasurementRegisters = Object.freeze({
+  bootChain: Object.freeze([4, 8, 9, 11, 12]),
+  nodeLock: 15,
+  naming: 'pcr',
+});
+
+/**
+ * The registers of qemu-tdx (measurement index 0 is MRTD, 1–4 are RTMR0–3, SHA-384): the boot chain
+ * is MRTD (the TD firmware), RTMR0 (its configuration) and RTMR1 (boot loader, kernel, command line);
+ * RTMR2 (index 3) is the node lock, extended with the cluster ID as PCR 15 is on a vTPM.
+ */
+export const QEMU_TDX_REGISTERS: MeasurementRegisters = Object.freeze({
+  bootChain: Object.freeze([0, 1, 2]),
+  nodeLock: 3,
+  naming: 'tdx',
+});
 
 /**
  * The entry of a vTPM variant: a TPM quote, the kernel's event log and the variant's instance info,
@@ -195,8 +229,9 @@ export function vtpmVariant(name: string, spec: VtpmVariantSpec): VariantEntry<P
       return renamed(issuer, name, oid);
     },
     parseConfig: (config) => config,
-    validator: (config, deps) => vtpm.validator(new MeasurementsPolicy(config.measurements), deps),
+    validator: (config, deps) => vtpm.validator(new MeasurementsPolicy(config.sets, deps.clock), deps),
     lookups: spec.lookups ?? (async () => ({})),
+    registers: spec.registers ?? VTPM_REGISTERS,
     ...(spec.deploy ? { deploy: spec.deploy } : {}),
     vtpm,
   };
@@ -252,7 +287,7 @@ function snpVariant(
       }
       return new SnpValidator(name, {
         policy: config.snp.policy,
-        measurements: new MeasurementsPolicy(config.measurements),
+        measurements: new MeasurementsPolicy(config.sets, deps.clock),
         verifyVtpmQuote: vtpmQuote(deps),
         clock: deps.clock,
         certCache: config.snp.signingKey
@@ -262,6 +297,8 @@ function snpVariant(
       });
     },
     lookups: extra.lookups ?? (async (settings, clock) => amdLookups(settings, clock)),
+    // The SNP report binds the vTPM's AK; the image's boot chain is measured into the vTPM's PCRs.
+    registers: VTPM_REGISTERS,
     deploy: SNP_DEPLOY,
   };
 }
@@ -283,7 +320,7 @@ function tdxVariant(
       const common = {
         root: config.tdx.root,
         policy: config.tdx.policy,
-        measurements: new MeasurementsPolicy(config.measurements),
+        measurements: new MeasurementsPolicy(config.sets, deps.clock),
         clock: deps.clock,
         ...(deps.getTdxCollateral ? { getCollateral: deps.getTdxCollateral } : {}),
       };
@@ -292,6 +329,8 @@ function tdxVariant(
         : new QemuTdxValidator(common);
     },
     lookups: async (settings, clock) => tdxLookups(settings, clock),
+    // azure-tdx compares the PCRs of its vTPM; qemu-tdx compares MRTD and the RTMRs.
+    registers: name === 'qemu-tdx' ? QEMU_TDX_REGISTERS : VTPM_REGISTERS,
     deploy: {
       attestationConfig: { ...attestationConfig, intelRootKey: INTEL_ROOT_PLACEHOLDER },
       joinServiceFlags: ['--tdx-collateral=pcs'],

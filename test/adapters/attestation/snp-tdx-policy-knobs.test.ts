@@ -115,7 +115,7 @@ describeVectors('SEV-SNP policy knobs on real reports', () => {
       });
       expect(failedOf(res)).toEqual(['minimum-committed-tcb']);
       expect(detailOf(res, 'minimum-committed-tcb')).toBe(
-        'committed TCB bl=4 tee=0 snp=24 ucode=219 is below the minimum bl=4 tee=0 snp=24 ucode=220',
+        'committed TCB bl=4 tee=0 snp=24 ucode=219 is below the minimum bl=4 tee=0 snp=24 ucode=220 (short: microcode 219 < 220 (by 1))',
       );
     });
 
@@ -123,7 +123,7 @@ describeVectors('SEV-SNP policy knobs on real reports', () => {
       const res = verify(aws, { microcodeVersion: 220 });
       expect(failedOf(res)).toEqual(['minimum-launch-tcb']);
       expect(detailOf(res, 'minimum-launch-tcb')).toBe(
-        'launch TCB bl=4 tee=0 snp=24 ucode=219 is below the minimum bl=4 tee=0 snp=24 ucode=220',
+        'launch TCB bl=4 tee=0 snp=24 ucode=219 is below the minimum bl=4 tee=0 snp=24 ucode=220 (short: microcode 219 < 220 (by 1))',
       );
     });
 
@@ -133,7 +133,7 @@ describeVectors('SEV-SNP policy knobs on real reports', () => {
       });
       expect(failedOf(res)).toEqual(['minimum-tcb']);
       expect(detailOf(res, 'minimum-tcb')).toBe(
-        'reported TCB bl=4 tee=0 snp=24 ucode=217 is below the minimum bl=4 tee=0 snp=24 ucode=218',
+        'reported TCB bl=4 tee=0 snp=24 ucode=217 is below the minimum bl=4 tee=0 snp=24 ucode=218 (short: microcode 217 < 218 (by 1))',
       );
     });
 

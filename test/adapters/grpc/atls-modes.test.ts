@@ -75,8 +75,12 @@ describe('client->server (join: the node attests)', () => {
     );
     expect(checkOf(server)).toBe('pcr-values');
     expect(checkOf(client)).toBe('pcr-values');
-    expect((client as PromiseRejectedResult).reason.message).toContain(
+    // The refusing side keeps the detail; the refused peer learns the check only.
+    expect((server as PromiseRejectedResult).reason.message).toContain(
       'untrusted measurement value 00 at index 4',
+    );
+    expect((client as PromiseRejectedResult).reason.message).toBe(
+      'refused by the peer (check pcr-values): pcr-values',
     );
   });
 
@@ -116,7 +120,7 @@ describe('client->server (join: the node attests)', () => {
     expect((server as PromiseRejectedResult).reason.message).toContain('not valid at');
   });
 
-  it('an issuer failure aborts the connection with a reason at both ends', async () => {
+  it('an issuer failure aborts the connection at both ends: the detail at the failing end, the check at the other', async () => {
     const { server, client } = await attestPair(
       { clock, validators: [new DummyValidator()] },
       { clock, issuer: new FailingIssuer() },
@@ -125,7 +129,9 @@ describe('client->server (join: the node attests)', () => {
       'issuing dummy attestation: TPM quote failed',
     );
     expect(checkOf(server)).toBe('issuer');
-    expect((server as PromiseRejectedResult).reason.message).toContain('TPM quote failed');
+    expect((server as PromiseRejectedResult).reason.message).toBe(
+      'refused by the peer (check issuer): issuer',
+    );
   });
 });
 

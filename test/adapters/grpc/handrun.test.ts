@@ -117,13 +117,12 @@ describe('hand-run: attested node joins, forged nodes are refused with the faile
     expect(tickets).toBe(1);
   });
 
-  it('a node with other measurements is refused, naming the PCR mismatch', async () => {
+  it('a node with other measurements is refused, naming the PCR but no value', async () => {
     const e = (await join('forged node (swtpm B, other image)', tampered)) as AttestationError;
     expect(isAttestationError(e)).toBe(true);
     expect(e.check).toBe('measurements');
-    expect(e.message).toMatch(
-      /refused by the peer \(check measurements\).*PCR4: expected [0-9a-f]{64}, got [0-9a-f]{64}/,
-    );
+    expect(e.message).toMatch(/refused by the peer \(check measurements\): measurements: PCR 4(, PCR \d+)*$/);
+    expect(e.message).not.toMatch(/[0-9a-f]{16}/);
     expect(tickets).toBe(1);
   });
 

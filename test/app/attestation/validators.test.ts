@@ -90,7 +90,11 @@ function configError(fn: () => unknown): { code: string; message: string } {
 function sampleConfig(variant: Variant): Record<string, unknown> {
   const amdRootKey = vec('constellation/trust-anchors/amd-ark-milan.pem').toString('utf8');
   const intelRootKey = vec('constellation/trust-anchors/intel-sgx-root-ca.pem').toString('utf8');
-  const pcrs = { 4: { expected: ZERO32, warnOnly: false }, 15: { expected: ZERO32, warnOnly: false } };
+  // A boot-chain PCR at a measured value and the node lock (PCR 15) zero: what the join service requires.
+  const pcrs = {
+    4: { expected: 'ab'.repeat(32), warnOnly: false },
+    15: { expected: ZERO32, warnOnly: false },
+  };
   const tcb = { bootloaderVersion: 2, teeVersion: 0, snpVersion: 6, microcodeVersion: 93 };
   switch (variant) {
     case 'aws-sev-snp':
@@ -114,7 +118,13 @@ function sampleConfig(variant: Variant): Record<string, unknown> {
         intelRootKey,
       };
     case 'qemu-tdx':
-      return { measurements: { 0: { expected: '00'.repeat(48), warnOnly: false } }, intelRootKey };
+      return {
+        measurements: {
+          0: { expected: 'ab'.repeat(48), warnOnly: false },
+          3: { expected: '00'.repeat(48), warnOnly: false },
+        },
+        intelRootKey,
+      };
     default:
       return { measurements: pcrs };
   }

@@ -39,6 +39,11 @@ import { FAKE_PCS_FMSPC, pcsVector, startFakePcs } from '../../adapters/attestat
 import { FakeKubeApi } from '../../adapters/kubernetes/fake-kube-api.js';
 import { SoftTpm, SoftVtpmIssuer } from '../../support/soft-tpm.js';
 import { useTmpDirs } from '../../support/tmp.js';
+
+/** The soft TPM's PCR 4 after its "boot", and the SHA-256 bank. */
+const IMAGE_PCR4 = Buffer.alloc(32, 0xab);
+const SHA256_BANK = 0x000b;
+
 import { captureLogs, secretForms, waitFor } from './harness.js';
 
 const tmp = useTmpDirs('confboot-join-service-cli-');
@@ -182,7 +187,10 @@ describe('confboot join-service flags', () => {
     expect(stderr.mock.calls.map((c) => String(c[0])).join('')).toMatch(/loading attestation config/);
 
     // A kubeconfig that cannot be loaded stops the already listening service again.
-    writeFileSync(join(dir, 'att'), JSON.stringify({ measurements: { 4: '00'.repeat(32) } }));
+    writeFileSync(
+      join(dir, 'att'),
+      JSON.stringify({ measurements: { 4: 'ab'.repeat(32), 15: '00'.repeat(32) } }),
+    );
     const code2 = await run([
       ...['--csp=qemu', '--attestation-variant=qemu-vtpm', `--attestation-config=${join(dir, 'att')}`],
       ...[`--measurement-salt-file=${join(dir, 'salt')}`, '--key-service-endpoint=127.0.0.1:9000'],
@@ -287,7 +295,7 @@ describe('confboot join-service flags', () => {
       const dir = tmp();
       writeFileSync(join(dir, 'salt'), randomBytes(32));
       const snpConfig = {
-        measurements: { 4: '00'.repeat(32) },
+        measurements: { 4: 'ab'.repeat(32), 15: '00'.repeat(32) },
         bootloaderVersion: 2,
         teeVersion: 0,
         snpVersion: 6,
@@ -362,7 +370,12 @@ describe('confboot join-service (production wiring; simulated Kubernetes API ser
     const zero = '00'.repeat(32);
     writeFileSync(
       join(dir, 'attestationConfig'),
-      JSON.stringify({ measurements: { 4: { expected: zero, warnOnly: false } } }),
+      JSON.stringify({
+        measurements: {
+          4: { expected: IMAGE_PCR4.toString('hex'), warnOnly: false },
+          15: { expected: zero, warnOnly: false },
+        },
+      }),
     );
     const salt = randomBytes(32);
     writeFileSync(join(dir, 'measurementSalt'), salt);
@@ -431,7 +444,9 @@ describe('confboot join-service (production wiring; simulated Kubernetes API ser
     expect(earlyText).toContain('process_cpu_seconds_total');
     expect(JSON.parse(await (await readyz()).text()).checks.kubernetes).toBe(true);
 
-    const node = new GrpcJoinTicketClient({ issuer: new SoftVtpmIssuer(SoftTpm.create()), clock });
+    const tpm = SoftTpm.create();
+    tpm.setPcr(SHA256_BANK, 4, IMAGE_PCR4);
+    const node = new GrpcJoinTicketClient({ issuer: new SoftVtpmIssuer(tpm), clock });
     const csr = await new X509CsrFactory().create('worker-1', ['127.0.0.1']);
     const request = {
       diskUuid: randomUUID(),

@@ -25,6 +25,8 @@ afterEach(async () => {
   for (const c of cleanups.splice(0).reverse()) await c();
 });
 const ZERO = '00'.repeat(32);
+/** PCR 4 of the honest node's boot chain (the join service requires a measured boot-chain PCR). */
+const GOOD_PCR4 = createHash('sha256').update('confboot image boot loader').digest();
 
 describe('join receipts from the join service (soft TPM nodes, simulated Kubernetes)', () => {
   it('an issued ticket carries a receipt that verifies against the JWKS served on loopback HTTP; a refused node gets none', async () => {
@@ -33,7 +35,10 @@ describe('join receipts from the join service (soft TPM nodes, simulated Kuberne
     writeFileSync(
       configPath,
       JSON.stringify({
-        measurements: { 4: { expected: ZERO, warnOnly: false }, 15: { expected: ZERO, warnOnly: false } },
+        measurements: {
+          4: { expected: GOOD_PCR4.toString('hex'), warnOnly: false },
+          15: { expected: ZERO, warnOnly: false },
+        },
       }),
     );
     const validator = await UpdatableValidator.start({
@@ -52,7 +57,9 @@ describe('join receipts from the join service (soft TPM nodes, simulated Kuberne
     expect(jwks.keys.map((k) => k.kid)).toEqual([receiptKey.keyId]);
 
     const request = await h.joinRequest('worker-1');
-    const ticket = await h.client(new SoftVtpmIssuer(SoftTpm.create())).issueJoinTicket(h.endpoint, request);
+    const goodTpm = SoftTpm.create();
+    goodTpm.setPcr(SHA256, 4, GOOD_PCR4);
+    const ticket = await h.client(new SoftVtpmIssuer(goodTpm)).issueJoinTicket(h.endpoint, request);
     expect(ticket.receipt).toBeDefined();
     const { header, claims } = await verifyReceipt(ticket.receipt as string, jwks);
     expect(header.kid).toBe(receiptKey.keyId);

@@ -27,6 +27,8 @@ afterEach(async () => {
 
 const clock = new SystemClock();
 const ZERO = '00'.repeat(32);
+/** PCR 4 of the good nodes' boot chain. */
+const GOOD_PCR4 = createHash('sha256').update('confboot image boot loader').digest();
 
 function writeConfig(path: string, pcr4: string): void {
   const tmpPath = `${path}.tmp`;
@@ -43,7 +45,7 @@ describe('join service with the real qemu-vtpm validator (soft TPM nodes, simula
   it('issues to a node with the expected PCRs, refuses a tampered one in the handshake, and follows a new attestation config', async () => {
     const dir = tmp();
     const configPath = join(dir, 'attestationConfig');
-    writeConfig(configPath, ZERO);
+    writeConfig(configPath, GOOD_PCR4.toString('hex'));
     const validator = await UpdatableValidator.start({
       path: configPath,
       build: validatorBuilder('qemu-vtpm', {}, clock, silentLogger),
@@ -53,7 +55,9 @@ describe('join service with the real qemu-vtpm validator (soft TPM nodes, simula
     const h: Harness = await startHarness(tmp(), { validators: [validator] });
     cleanups.push(() => h.stop());
 
-    const good = new SoftVtpmIssuer(SoftTpm.create());
+    const goodTpm = SoftTpm.create();
+    goodTpm.setPcr(SHA256, 4, GOOD_PCR4);
+    const good = new SoftVtpmIssuer(goodTpm);
     const tamperedTpm = SoftTpm.create();
     tamperedTpm.extend(SHA256, 4, createHash('sha256').update('rogue bootloader').digest());
     const tampered = new SoftVtpmIssuer(tamperedTpm);
@@ -80,6 +84,11 @@ describe('join service with the real qemu-vtpm validator (soft TPM nodes, simula
     expect(metrics).toContain(
       'confboot_attestation_validation_seconds_count{variant="qemu-vtpm",outcome="refused"} 1',
     );
+    // Refusals are counted by stable reason code, and the audit record carries it.
+    expect(metrics).toContain(
+      'confboot_attestation_refusals_total{reason_code="measurement-mismatch",check="measurements"} 1',
+    );
+    expect(h.logs.audits()[1]).toMatchObject({ reason: 'measurements', reasonCode: 'measurement-mismatch' });
 
     // The operator accepts the new boot chain: the tampered node's PCR 4 becomes the expected value.
     writeConfig(configPath, Buffer.from(tamperedTpm.banks.get(SHA256)?.get(4) as Uint8Array).toString('hex'));

@@ -17,6 +17,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { qemuVtpmChecks } from '../../../src/adapters/attestation/variants/qemu-vtpm.js';
 import { silentLogger } from '../../../src/adapters/log/pino-logger.js';
 import { SystemClock } from '../../../src/adapters/system/system-clock.js';
+import { Tpm2ToolsTpm } from '../../../src/adapters/tpm/tpm2-tools-tpm.js';
 import { buildValidator } from '../../../src/app/attestation/validators.js';
 import { runBootstrapper } from '../../../src/app/bootstrapper/program.js';
 import { renderHelp } from '../../../src/app/cli/args.js';
@@ -206,8 +207,17 @@ describe('a template vTPM variant (one entry) appears everywhere', () => {
     expect([issuer.variant, issuer.oid]).toEqual([VARIANT, OID]);
 
     const clock = new SystemClock();
+    // The node's boot chain (PCR 4) as measured, and the node lock (PCR 15) still zero.
+    const tpm = new Tpm2ToolsTpm({ tcti: sw.tcti });
+    await tpm.pcrEvent(4, new TextEncoder().encode('template image boot loader'));
+    const pcr4 = Buffer.from((await tpm.readPcrs([4])).get(4) as Uint8Array).toString('hex');
     const config = Buffer.from(
-      JSON.stringify({ measurements: { '15': { expected: '00'.repeat(32), warnOnly: false } } }),
+      JSON.stringify({
+        measurements: {
+          '4': { expected: pcr4, warnOnly: false },
+          '15': { expected: '00'.repeat(32), warnOnly: false },
+        },
+      }),
     );
     const build = validatorBuilder(VARIANT, await variantLookups(VARIANT, {}, clock), clock, silentLogger);
     const validator = build(config);

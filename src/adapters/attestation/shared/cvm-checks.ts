@@ -27,7 +27,8 @@ export function throwIfFailed(checks: AttestationCheck[], op: string): void {
 
 /**
  * Compares `measured` with the policy and returns the verdict for `userData`.
- * @throws AttestationError (`measurements`) when an enforced measurement differs
+ * @throws AttestationError (`measurements`, or `measurement-set-expired`) when no reference set valid
+ *   now matches
  */
 export function acceptMeasurements(
   policy: MeasurementPolicy,
@@ -39,11 +40,16 @@ export function acceptMeasurements(
   const m = compareMeasurements(policy, measured);
   checks.push(m.check);
   if (!m.check.ok)
-    throw new AttestationError('measurements', `${op}: measurement validation failed: ${m.check.detail}`, {
+    throw new AttestationError(m.check.name, `${op}: measurement validation failed: ${m.check.detail}`, {
       checks,
       mismatches: [...m.enforced, ...m.warnings],
     });
-  return { userData, checks, warnings: m.warnings };
+  return {
+    userData,
+    checks,
+    warnings: m.warnings,
+    ...(m.set === undefined ? {} : { measurementSet: m.set }),
+  };
 }
 
 /** The vTPM half of a vTPM document whose hardware half has passed. */

@@ -128,6 +128,24 @@ export function tcbAtLeast(a: SnpTcbParts, b: SnpTcbParts): boolean {
   );
 }
 
+/**
+ * The components of `actual` below `minimum`, named as AMD names them, with how much each is short:
+ * `microcode 219 < 220 (by 1), SNP firmware 23 < 24 (by 1)`; empty when none is.
+ */
+export function tcbShortfall(actual: SnpTcbParts, minimum: SnpTcbParts): string {
+  const parts: Array<[string, number, number]> = [
+    ['boot loader', actual.bl, minimum.bl],
+    ['TEE (PSP OS)', actual.tee, minimum.tee],
+    ['SNP firmware', actual.snp, minimum.snp],
+    ['microcode', actual.ucode, minimum.ucode],
+    ['FMC', actual.fmc ?? 0, minimum.fmc ?? 0],
+  ];
+  return parts
+    .filter(([, have, want]) => have < want)
+    .map(([name, have, want]) => `${name} ${have} < ${want} (by ${want - have})`)
+    .join(', ');
+}
+
 /** True when all components are equal. */
 export function tcbEqual(a: SnpTcbParts, b: SnpTcbParts): boolean {
   return (

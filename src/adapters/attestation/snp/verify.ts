@@ -28,6 +28,7 @@ import {
   type SnpTcbParts,
   tcbAtLeast,
   tcbEqual,
+  tcbShortfall,
 } from './report.js';
 
 /** How the ID-key digest is enforced (upstream `idkeydigest.Enforcement`; MAAFallback needs MAA, which confboot does not use). */
@@ -341,7 +342,7 @@ function verifySnpReportUnchecked(
     add(
       'minimum-tcb',
       ok,
-      `reported TCB ${formatTcb(report.reportedTcb)} ${ok ? '≥' : 'is below the'} minimum ${formatTcb(policy.minimumTcb)}`,
+      `reported TCB ${formatTcb(report.reportedTcb)} ${ok ? '≥' : 'is below the'} minimum ${formatTcb(policy.minimumTcb)}${ok ? '' : ` (short: ${tcbShortfall(report.reportedTcb, policy.minimumTcb)})`}`,
     );
   }
   if (policy.minimumLaunchTcb !== undefined) {
@@ -349,7 +350,7 @@ function verifySnpReportUnchecked(
     add(
       'minimum-launch-tcb',
       ok,
-      `launch TCB ${formatTcb(report.launchTcb)} ${ok ? '≥' : 'is below the'} minimum ${formatTcb(policy.minimumLaunchTcb)}`,
+      `launch TCB ${formatTcb(report.launchTcb)} ${ok ? '≥' : 'is below the'} minimum ${formatTcb(policy.minimumLaunchTcb)}${ok ? '' : ` (short: ${tcbShortfall(report.launchTcb, policy.minimumLaunchTcb)})`}`,
     );
   }
   if (policy.minimumCommittedTcb !== undefined) {
@@ -357,7 +358,7 @@ function verifySnpReportUnchecked(
     add(
       'minimum-committed-tcb',
       ok,
-      `committed TCB ${formatTcb(report.committedTcb)} ${ok ? '≥' : 'is below the'} minimum ${formatTcb(policy.minimumCommittedTcb)}`,
+      `committed TCB ${formatTcb(report.committedTcb)} ${ok ? '≥' : 'is below the'} minimum ${formatTcb(policy.minimumCommittedTcb)}${ok ? '' : ` (short: ${tcbShortfall(report.committedTcb, policy.minimumCommittedTcb)})`}`,
     );
   }
   for (const [name, which, min, actual] of [

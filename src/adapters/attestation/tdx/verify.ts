@@ -151,16 +151,50 @@ export function evaluateTdxTcbLevel(
     for (let i = start; i < tdx.length; i++) if ((svn[i] ?? 0) < (tdx[i]?.svn ?? 0)) ok = false;
     if (!ok) continue;
     const status = moduleStatus !== undefined && moduleStatus !== 'UpToDate' ? moduleStatus : level.tcbStatus;
+    const short = status === 'UpToDate' ? '' : tdxShortfall(tcbInfo, body, pck);
     return {
       status,
-      detail: `matches the level of ${level.tcbDate}: ${level.tcbStatus}${moduleStatus ? `, TDX module ${moduleStatus}` : ''}`,
+      detail: `matches the level of ${level.tcbDate}: ${level.tcbStatus}${moduleStatus ? `, TDX module ${moduleStatus}` : ''}${short}`,
     };
   }
   const fmt = (a: ArrayLike<number>) => Array.from(a).slice(0, 16).join('.');
   return {
     status: undefined,
-    detail: `no TCB level matches: TEE_TCB_SVN ${fmt(svn)} / PCK SGX ${fmt(pck.sgxTcbComponents)} pcesvn ${pck.pceSvn} is below every level (TCB not supported)`,
+    detail: `no TCB level matches: TEE_TCB_SVN ${fmt(svn)} / PCK SGX ${fmt(pck.sgxTcbComponents)} pcesvn ${pck.pceSvn} is below every level (TCB not supported)${tdxShortfall(tcbInfo, body, pck)}`,
   };
+}
+
+/**
+ * What an operator has to update to reach the newest TCB level of `tcbInfo` (its first): each TDX
+ * module SVN, TDX TCB component, SGX TCB component and PCESVN that is short, and by how much, as
+ * `; short of the <date> level (<status>): TDX module SVN 2 < 3 (by 1), …`; empty when none is.
+ */
+export function tdxShortfall(tcbInfo: TdxTcbInfo, body: TdQuoteBody, pck: PckExtensions): string {
+  const newest = tcbInfo.tcbLevels[0];
+  if (newest === undefined) return '';
+  const svn = body.teeTcbSvn;
+  const major = svn[1] as number;
+  const short: string[] = [];
+  const below = (what: string, have: number, want: number) => {
+    if (have < want) short.push(`${what} ${have} < ${want} (by ${want - have})`);
+  };
+  if (major > 0 && tcbInfo.tdxModuleIdentities !== undefined) {
+    const id = `TDX_${major.toString(16).padStart(2, '0').toUpperCase()}`;
+    const ident = tcbInfo.tdxModuleIdentities.find((m) => m.id.toUpperCase() === id);
+    const top = ident?.tcbLevels[0];
+    if (top !== undefined) below(`TDX module SVN (${id})`, svn[0] as number, top.tcb.isvsvn);
+  }
+  const start = major > 0 ? 2 : 0;
+  newest.tcb.tdxtcbcomponents.forEach((c, i) => {
+    if (i >= start) below(`TDX TCB component ${i}`, svn[i] ?? 0, c.svn);
+  });
+  newest.tcb.sgxtcbcomponents.forEach((c, i) => {
+    below(`SGX TCB component ${i}`, pck.sgxTcbComponents[i] ?? 0, c.svn);
+  });
+  below('PCESVN', pck.pceSvn, newest.tcb.pcesvn);
+  return short.length === 0
+    ? ''
+    : `; short of the ${newest.tcbDate} level (${newest.tcbStatus}): ${short.join(', ')}`;
 }
 
 /** Matches the QE report against the QE identity; returns the status of its TCB level or undefined. */

@@ -91,7 +91,7 @@ export async function verifyRawAttestation(
 
   const verified = verifyAttestationQuotes(att, ak, options.nonce, rec);
   let warnings: MeasurementMismatch[] = [];
-  if (options.policy) warnings = compareMeasurements(options.policy, verified.quote.pcrs, rec);
+  if (options.policy) warnings = compareMeasurements(options.policy, verified.quote.pcrs, rec).warnings;
   else rec.pass('measurements', 'not compared (no expected measurements given)');
   return { checks: [...rec.checks], warnings, verified };
 }

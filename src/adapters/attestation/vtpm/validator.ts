@@ -13,6 +13,11 @@ import type { CallOptions, MeasurementMismatch } from '../../../ports/types.js';
 import type { ValidationResult, Validator } from '../../../ports/validator.js';
 import { VARIANT_OIDS, type Variant } from '../../../ports/variant.js';
 import { CheckRecorder } from '../shared/checks.js';
+import {
+  failedMeasurementCheck,
+  measurementVerdict,
+  outsideValidityDetail,
+} from '../shared/measurement-verdict.js';
 import type { TpmtPublic } from '../shared/tpm2.js';
 import { decodeVtpmDocument, type VtpmDocument } from '../shared/vtpm-document.js';
 import {
@@ -81,32 +86,34 @@ export function describeMismatch(m: MeasurementMismatch): string {
 
 /**
  * Compares `pcrs` through `policy`. Records `measurements`; throws with every mismatch (warnOnly ones
- * included) when an enforced one differs; returns the warnOnly mismatches otherwise.
+ * included) when no reference set valid now matches (`measurement-set-expired` when only sets outside
+ * their validity window would); returns the warnOnly mismatches and the matching set's name otherwise.
  */
 export function compareMeasurements(
   policy: MeasurementPolicy,
   pcrs: Map<number, Uint8Array>,
   rec: CheckRecorder,
-): MeasurementMismatch[] {
-  const mismatches = policy.compare(pcrs);
-  const enforced = mismatches.filter((m) => !m.warnOnly);
-  if (enforced.length > 0) {
-    throw rec.fail(
-      'measurements',
-      `measurement validation failed: ${enforced.map(describeMismatch).join('; ')}`,
-      {
-        mismatches,
-      },
+): { warnings: MeasurementMismatch[]; set: string | undefined } {
+  const verdict = measurementVerdict(policy, pcrs);
+  const { mismatches } = verdict;
+  if (!verdict.matched) {
+    const enforced = mismatches.filter((m) => !m.warnOnly);
+    const parts = [outsideValidityDetail(verdict), enforced.map(describeMismatch).join('; ')].filter(
+      (p) => p !== '',
     );
+    throw rec.fail(failedMeasurementCheck(verdict), `measurement validation failed: ${parts.join('; ')}`, {
+      mismatches,
+    });
   }
   const warnings = mismatches.filter((m) => m.warnOnly);
+  const inSet = verdict.set === undefined ? '' : ` (measurement set ${verdict.set})`;
   rec.pass(
     'measurements',
     warnings.length
-      ? `match, with ${warnings.length} warnOnly mismatch(es)`
-      : 'all expected measurements match',
+      ? `match${inSet}, with ${warnings.length} warnOnly mismatch(es)`
+      : `all expected measurements match${inSet}`,
   );
-  return warnings;
+  return { warnings, set: verdict.set };
 }
 
 /** Options of {@link VtpmValidator}. */
@@ -158,7 +165,7 @@ export class VtpmValidator implements Validator {
       throwIfAborted(options);
       const state = quoted ?? verifyAttestationQuotes(doc.attestation, ak, tpmNonce, rec);
       await this.variantChecks.validateCvm(doc, state, rec, options);
-      const warnings = compareMeasurements(this.policy, state.quote.pcrs, rec);
+      const { warnings, set } = compareMeasurements(this.policy, state.quote.pcrs, rec);
       for (const w of warnings) {
         this.options.logger?.warn('Tolerated warnOnly measurement mismatch', {
           variant: this.variant,
@@ -167,7 +174,12 @@ export class VtpmValidator implements Validator {
           actual: w.actual ? Buffer.from(w.actual).toString('hex') : null,
         });
       }
-      return { userData: doc.userData, checks: [...rec.checks], warnings };
+      return {
+        userData: doc.userData,
+        checks: [...rec.checks],
+        warnings,
+        ...(set === undefined ? {} : { measurementSet: set }),
+      };
     } catch (err) {
       if (err instanceof AttestationError || options?.signal?.aborted) throw err;
       // A variant's port failed (e.g. a cloud API is down): not a verdict on the attester, so keep

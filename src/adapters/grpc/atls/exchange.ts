@@ -33,6 +33,7 @@ import {
   protocolError,
   type VerdictFrame,
 } from './protocol.js';
+import { peerRefusalReason } from './refusal.js';
 
 /** Which end of the TLS connection we are. */
 export type TlsRole = 'client' | 'server';
@@ -114,6 +115,8 @@ export interface PeerAttestation {
   document: Uint8Array;
   /** The 32-byte TLS-exporter nonce the document had to bind on this connection. */
   nonce: Uint8Array;
+  /** The measurement set the document matched (see ValidationResult.measurementSet). */
+  measurementSet?: string;
 }
 
 /** A connection that passed attested TLS. */
@@ -205,6 +208,7 @@ export async function verifyPeerAttestation(
     warnings: result.warnings,
     document: frame.document,
     nonce,
+    ...(result.measurementSet === undefined ? {} : { measurementSet: result.measurementSet }),
   };
 }
 
@@ -396,8 +400,9 @@ export async function exchangeAttestations(
   } catch (err) {
     phase?.clear();
     if (!peerRefused) {
-      const reason = messageOf(err);
-      write(encodeVerdictFrame(false, err === issuerError ? 'issuer' : checkOf(err), reason));
+      // The peer learns the failed check only; the values stay in this side's error (and logs).
+      const check = err === issuerError ? 'issuer' : checkOf(err);
+      write(encodeVerdictFrame(false, check, peerRefusalReason(err, check)));
     }
     throw err;
   }

@@ -16,6 +16,7 @@ import {
   uploadMasterSecret,
 } from '../../../adapters/kubernetes/master-secret-upload.js';
 import { MeasurementsPolicy, parseAttestationConfig } from '../../../domain/measurements.js';
+import { checkMeasurementPolicy } from '../../attestation/policy-guard.js';
 import { createValidator } from '../../attestation/validators.js';
 import { initCluster } from '../../cli/init.js';
 import { registeredAkOf } from '../provision.js';
@@ -44,6 +45,8 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 async function main(): Promise<void> {
   const input = JSON.parse(await readStdin()) as InitEntryInput;
+  // The same fail-closed rules as `confboot init`: the master secret goes only to a proven image.
+  checkMeasurementPolicy('qemu-vtpm', JSON.stringify(input.attestationConfig), false);
   const config = parseAttestationConfig(input.attestationConfig);
   const validator = createValidator('qemu-vtpm', {
     policy: new MeasurementsPolicy(config.measurements),

@@ -10,7 +10,7 @@ import { pckExtensions } from '../../../../src/adapters/attestation/tdx/pck.js';
 import { parseTdxQuote, tdxMeasurements } from '../../../../src/adapters/attestation/tdx/quote.js';
 import { QemuTdxValidator } from '../../../../src/adapters/attestation/tdx/validators.js';
 import { type TdxVerification, verifyTdxQuote } from '../../../../src/adapters/attestation/tdx/verify.js';
-import { isAttestationError } from '../../../../src/ports/errors.js';
+import { isAttestationError, refusalReasonCode } from '../../../../src/ports/errors.js';
 import { FakeClock } from '../../../fakes/fake-clock.js';
 import { useTmpDirs } from '../../../support/tmp.js';
 import {
@@ -190,6 +190,21 @@ describe('FAKE Intel PKI: TDX quotes and collateral for verifyTdxQuote', () => {
     const v = await verify(signTdxQuote(pki, { reportData: REPORT_DATA, teeTcbSvn: low }), { collateral: c });
     expect(failed(v)).toEqual(['tcb-level']);
     expect(detail(v, 'tcb-level')).toContain('OutOfDate');
+    // It names what to update, and by how much, against the newest level; the reason code says OutOfDate.
+    expect(detail(v, 'tcb-level')).toMatch(
+      /short of the \S+ level \(UpToDate\): .*TDX TCB component \d+ \d+ < \d+ \(by \d+\)/,
+    );
+    expect(refusalReasonCode('tcb-level', detail(v, 'tcb-level'))).toBe('tcb-out-of-date');
+  });
+
+  it('a TEE_TCB_SVN that only meets a Revoked level fails tcb-level with reason code tcb-revoked', async () => {
+    const low = Uint8Array.of(2, 0, 5, ...new Array<number>(13).fill(0));
+    const levels = [fakeTcbLevel(pki), fakeTcbLevel(pki, low, 'Revoked', '2024-01-01T00:00:00Z')];
+    const c = await signCollateral(pki, { tcbLevels: levels });
+    const v = await verify(signTdxQuote(pki, { reportData: REPORT_DATA, teeTcbSvn: low }), { collateral: c });
+    expect(failed(v)).toEqual(['tcb-level']);
+    expect(detail(v, 'tcb-level')).toContain('Revoked');
+    expect(refusalReasonCode('tcb-level', detail(v, 'tcb-level'))).toBe('tcb-revoked');
   });
 
   it('a QE ISVSVN below the QE identity levels fails qe-identity', async () => {
