@@ -183,6 +183,26 @@ export class CryptsetupDisk implements EncryptedDisk {
   }
 
   /**
+   * Maps the disk with dm-crypt as `/dev/mapper/<name>`, unlocking with `key` through the validated
+   * header copy (`open --header <copy>`), so keyslots the host wrote to the device are never read.
+   * Needs device-mapper (a node, not a test host).
+   */
+  async map(name: string, key: Uint8Array): Promise<void> {
+    const op = `mapping state disk ${this.devicePath} as ${name}`;
+    const copy = this.requireOpen(op);
+    if (!/^[A-Za-z0-9_.-]{1,64}$/.test(name))
+      throw new ConfbootError('invalid-argument', `${op}: invalid mapping name`);
+    try {
+      await runCryptsetup(
+        ['open', '--type', 'luks2', '--header', copy.path, '--key-file', '-', this.devicePath, name],
+        { ...this.runner, stdin: key },
+      );
+    } catch (err) {
+      throw wrapError(op, err);
+    }
+  }
+
+  /**
    * Changes keyslot 0 from the initial passphrase to `passphrase` and records the disk as initialized,
    * in the validated copy, then writes the copy back to the device in one step. The initial
    * passphrase is read from its file by cryptsetup itself; the new one goes over stdin.
