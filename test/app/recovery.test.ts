@@ -13,7 +13,6 @@ import { connect } from 'node:net';
 import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { createQemuVtpmIssuer } from '../../src/adapters/attestation/vtpm/issuer.js';
 import { startMetadataServer } from '../../src/adapters/cloud/qemu/metadata-server.js';
 import { CryptsetupDisk } from '../../src/adapters/disk/cryptsetup-disk.js';
 import type { AttestedGrpcServer } from '../../src/adapters/grpc/attested-server.js';
