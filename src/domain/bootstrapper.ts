@@ -5,12 +5,14 @@
  * flow stops; join wins → the init side stops accepting calls (a call in flight is refused at the
  * lock). A failure past the lock, on either side, leaves a node marked with a cluster ID it did not
  * finish with, so the state disk is marked for reset (exactly once) and bootstrapping ends with the
- * failure. A node marked before (PCR 15 set) starts neither side.
+ * failure. A node marked before (PCR 15 set: the disk mapper reopened its state disk after a
+ * reboot) starts neither side; its kubelet is restarted from the existing state.
  *
  * The init side's transport (a gRPC server in production) stays outside: the caller passes every
  * Init request to {@link Bootstrapper.init} and gives a `stopInit` hook that stops accepting calls.
  */
 import { messageOf, wrapError } from '../ports/errors.js';
+import type { KubeletService } from '../ports/kubelet-service.js';
 import type { NodeMarker } from '../ports/node-marker.js';
 import type { InitRequest, InitResult } from '../ports/types.js';
 import { isInitFailure } from './errors.js';
@@ -35,6 +37,8 @@ export type BootstrapperDeps = Omit<JoinFlowDeps, 'lock'> &
     marker: Pick<NodeMarker, 'isBootstrapped' | 'markBootstrapped'>;
     /** The node lock; default a new {@link NodeLock} on `marker`. */
     lock?: NodeLock;
+    /** Restarted when the node is bootstrapped already (a reboot); kubeadm does not run again. */
+    kubelet?: Pick<KubeletService, 'restartKubelet'>;
   };
 
 /** Tuning of both sides, and the hook that stops the init side's transport. */
@@ -109,9 +113,22 @@ export class Bootstrapper {
       throw wrapError('bootstrapper: checking whether the node is already bootstrapped', err);
     }
     if (bootstrapped && !this.#decided) {
-      this.#deps.logger.info('Node is already bootstrapped, nothing to do');
       this.#decided = true;
-      this.#settle({ ok: { outcome: 'already-bootstrapped' } });
+      const { kubelet, logger } = this.#deps;
+      if (kubelet === undefined) {
+        logger.info('Node is already bootstrapped, nothing to do');
+        this.#settle({ ok: { outcome: 'already-bootstrapped' } });
+      } else {
+        logger.info('Node is already bootstrapped, restarting the kubelet');
+        try {
+          await kubelet.restartKubelet();
+          this.#settle({ ok: { outcome: 'already-bootstrapped' } });
+        } catch (err) {
+          this.#settle({
+            err: wrapError('bootstrapper: restarting the kubelet of a bootstrapped node', err),
+          });
+        }
+      }
     }
     return bootstrapped;
   }

@@ -20,11 +20,11 @@ import { CONTROL_PLANE_FILE_NAMES } from '../ports/kubernetes-node.js';
 import type { Logger } from '../ports/logger.js';
 import type { MetadataAPI } from '../ports/metadata-api.js';
 import type { NodeStateStore } from '../ports/node-state-store.js';
-import { joinHostPort } from '../ports/peer-address.js';
 import type { Random } from '../ports/random.js';
 import type { InstanceMetadata, JoinTicket, JoinTicketRequest } from '../ports/types.js';
 import { type BackoffOptions, callWithTimeout, checkBackoffOptions, fullJitterDelayMs } from './backoff.js';
 import { unrecoverable } from './errors.js';
+import { joinServiceEndpoints } from './join-endpoints.js';
 import { deriveClusterId } from './key-derivation.js';
 import type { NodeLockLike } from './node-lock.js';
 import { withStateDisk } from './state-disk.js';
@@ -363,43 +363,6 @@ export class JoinFlow {
     }
   }
 
-  /** Load balancer first (a failed lookup is tolerated), then the control planes from a random start. */
-  async #endpoints(signal: AbortSignal): Promise<string[]> {
-    const { metadata, clock, logger, random } = this.#deps;
-    const endpoints: string[] = [];
-    try {
-      const lb = await callWithTimeout(
-        clock,
-        'getting load balancer endpoint',
-        this.#timeouts.metadataMs,
-        signal,
-        (o) => metadata.getLoadBalancerEndpoint(o),
-      );
-      if (lb.host !== '') endpoints.push(joinHostPort(lb.host, this.#port));
-    } catch (err) {
-      if (!signal.aborted) logger.warn('Failed to get load balancer endpoint', { error: messageOf(err) });
-    }
-    try {
-      const peers = await callWithTimeout(
-        clock,
-        'listing instances',
-        this.#timeouts.metadataMs,
-        signal,
-        (o) => metadata.list(o),
-      );
-      const ips = peers.filter((p) => p.role === 'ControlPlane' && p.vpcIp !== '').map((p) => p.vpcIp);
-      if (ips.length > 0) {
-        // A random start spreads joining nodes over the control planes.
-        const start = Math.min(ips.length - 1, Math.floor(Math.max(0, random.float()) * ips.length));
-        for (const ip of [...ips.slice(start), ...ips.slice(0, start)])
-          endpoints.push(joinHostPort(ip, this.#port));
-      }
-    } catch (err) {
-      if (!signal.aborted) logger.warn('Failed to list control-plane nodes', { error: messageOf(err) });
-    }
-    return endpoints;
-  }
-
   /** One round over all endpoints; the first valid ticket wins. */
   async #tryEndpoints(
     diskUuid: string,
@@ -407,7 +370,7 @@ export class JoinFlow {
     signal: AbortSignal,
   ): Promise<TicketAttempt | NoTicket> {
     const { csrFactory, joinClient, clock, logger } = this.#deps;
-    const endpoints = await this.#endpoints(signal);
+    const endpoints = await joinServiceEndpoints(this.#deps, this.#port, this.#timeouts.metadataMs, signal);
     if (signal.aborted) return { nothingListening: false };
     if (endpoints.length === 0) {
       logger.warn('No join service endpoints found');

@@ -185,19 +185,32 @@ export class CryptsetupDisk implements EncryptedDisk {
 
   /**
    * Maps the open disk with dm-crypt as `/dev/mapper/<name>` (`cryptsetup open --type luks2 --header
-   * <validated copy>`), unlocking a keyslot of the validated copy with the passphrase in `keyFile`
-   * (default the initial passphrase file): the volume key and the data segment come from the copy,
-   * never from what the device holds now. The mapping outlives the session.
+   * <validated copy>`), unlocking a keyslot of the validated copy with `key` (bytes, sent over stdin)
+   * or the passphrase in the file `key` (default the initial passphrase file): the volume key and the
+   * data segment come from the copy, never from what the device holds now, so keyslots the host wrote
+   * to the device are never read. The mapping outlives the session. Needs device-mapper (a node, not
+   * a test host).
    */
-  async map(name: string, keyFile: string = this.initialPassphrasePath): Promise<void> {
+  async map(name: string, key: Uint8Array | string = this.initialPassphrasePath): Promise<void> {
     const op = `mapping state disk ${this.devicePath} as ${name}`;
     if (!/^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$/.test(name))
       throw new ConfbootError('invalid-argument', `${op}: not a device-mapper name`);
     const copy = this.requireOpen(op);
+    const fromStdin = typeof key !== 'string';
     try {
       await runCryptsetup(
-        ['open', '--type', 'luks2', '--header', copy.path, '--key-file', keyFile, this.devicePath, name],
-        this.runner,
+        [
+          'open',
+          '--type',
+          'luks2',
+          '--header',
+          copy.path,
+          '--key-file',
+          fromStdin ? '-' : key,
+          this.devicePath,
+          name,
+        ],
+        fromStdin ? { ...this.runner, stdin: key } : this.runner,
       );
     } catch (err) {
       throw wrapError(op, err);

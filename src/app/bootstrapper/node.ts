@@ -24,6 +24,7 @@ import type { FileWriter } from '../../ports/file-writer.js';
 import type { Issuer } from '../../ports/issuer.js';
 import type { JoinTicketClient } from '../../ports/join-ticket-client.js';
 import type { KmsFactory } from '../../ports/kms-factory.js';
+import type { KubeletService } from '../../ports/kubelet-service.js';
 import type { LogCollector } from '../../ports/log-collector.js';
 import type { Logger } from '../../ports/logger.js';
 import type { MetadataAPI } from '../../ports/metadata-api.js';
@@ -56,6 +57,8 @@ export interface BootstrapperNodeDeps {
   clock: Clock;
   random: Random;
   logger: Logger;
+  /** Restarts the kubelet of a node bootstrapped before (a reboot); without it nothing is restarted. */
+  kubelet?: KubeletService;
   /**
    * The node lock both sides share; default a new {@link NodeLock} on `marker`. Pass one only to
    * share it with something else in the same process (e.g. a DI container's singleton).

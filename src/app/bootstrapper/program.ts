@@ -10,6 +10,9 @@
  * touching the TPM, the disk or the network.
  */
 
+import { RECOVERY_PORT } from '../../adapters/grpc/recover.js';
+import { CommandKubeletService } from '../../adapters/kubernetes/kubelet-service.js';
+import { DEFAULT_SHARE_TTL_MS } from '../../domain/recovery-shares.js';
 import { messageOf } from '../../ports/errors.js';
 import { splitHostPort } from '../../ports/peer-address.js';
 import { type CommandSpec, parseCommand, runCommand, UsageError } from '../cli/args.js';
@@ -23,7 +26,8 @@ import {
   type NodeConfig,
 } from '../modules/index.js';
 import { cloudEntry, cloudNames, cloudVariants, cspFromString, nodeConfig } from '../registry/index.js';
-import { type BootstrapResult, startBootstrapperNode } from './node.js';
+import { createNodeDiskMapper, type DiskMapperOutcome } from './disk-mapper.js';
+import { type BootstrapperNode, type BootstrapResult, startBootstrapperNode } from './node.js';
 
 /** Options of the bootstrapper program; `csp` is added by `confboot bootstrapper` only. */
 export function bootstrapperCommand(csp?: Csp): CommandSpec {
@@ -33,8 +37,10 @@ export function bootstrapperCommand(csp?: Csp): CommandSpec {
     name: csp ? `bootstrapper (${csp} entrypoint)` : 'bootstrapper',
     env: true,
     summary:
-      'Bootstrap this node: serve Init on the init port and ask the join service for a join ticket, ' +
-      'side by side; whichever first yields a cluster ID takes the node lock.',
+      'Bootstrap this node. First the disk mapper: format a blank state disk, wipe one marked for ' +
+      'reset, or reopen one set up before (rejoin ticket; on a control plane also recovery). Then ' +
+      'serve Init on the init port and ask the join service for a join ticket, side by side; ' +
+      'whichever first yields a cluster ID takes the node lock.',
     options: {
       ...(csp
         ? {}
@@ -97,6 +103,35 @@ export function bootstrapperCommand(csp?: Csp): CommandSpec {
         valueName: 'IP',
         description: 'source address for metadata requests (qemu)',
       },
+      'state-mapping': {
+        type: 'string',
+        valueName: 'NAME',
+        default: 'state',
+        description:
+          "dm-crypt mapping of a reopened state disk; 'none' only checks the key (no device-mapper)",
+      },
+      'format-pbkdf2-iterations': {
+        type: 'string',
+        valueName: 'N',
+        description: "format a blank disk with PBKDF2 of N iterations (default cryptsetup's Argon2id)",
+      },
+      'recovery-listen': {
+        type: 'string',
+        valueName: 'HOST:PORT',
+        default: `0.0.0.0:${RECOVERY_PORT}`,
+        description: 'where a control plane waiting for recovery serves it (attested TLS)',
+      },
+      'recovery-share-ttl-seconds': {
+        type: 'string',
+        valueName: 'N',
+        default: String(DEFAULT_SHARE_TTL_MS / 1000),
+        description: 'how long a received recovery share is kept in memory',
+      },
+      'kubelet-restart-command': {
+        type: 'string',
+        valueName: 'CMD',
+        description: "run on a node bootstrapped before, e.g. 'systemctl restart kubelet' (default: none)",
+      },
       'node-state-file': { type: 'string', valueName: 'F', description: 'node_state.json path' },
       'pki-dir': { type: 'string', valueName: 'DIR', description: 'control-plane files directory' },
       'kubelet-cert': { type: 'string', valueName: 'F', description: 'kubelet client certificate path' },
@@ -113,8 +148,8 @@ export function bootstrapperCommand(csp?: Csp): CommandSpec {
       },
     },
     epilog:
-      'Exit codes: 0 bootstrapped (or already: PCR 15 set), 1 failure (after the node lock the state disk\n' +
-      'is marked for reset; before it nothing was changed)\n' +
+      'Exit codes: 0 bootstrapped (or already: PCR 15 set, e.g. rejoined after a reboot), 1 failure\n' +
+      '(after the node lock the state disk is marked for reset; before it nothing was changed)\n' +
       'or stopped by SIGTERM/SIGINT first, 2 usage error.',
   };
 }
@@ -124,6 +159,18 @@ function parseHostPort(flag: string, value: string): { host: string; port: numbe
   const address = splitHostPort(value);
   if (!address) throw new UsageError(`--${flag}: expected HOST:PORT, got ${JSON.stringify(value)}`);
   return address;
+}
+
+function str(values: Record<string, unknown>, key: string): string | undefined {
+  const v = values[key];
+  return typeof v === 'string' ? v : undefined;
+}
+
+function parseCount(flag: string, value: string): number {
+  const n = Number(value);
+  if (!/^\d{1,9}$/.test(value) || n < 1)
+    throw new UsageError(`--${flag}: expected a positive integer, got ${JSON.stringify(value)}`);
+  return n;
 }
 
 function parsePort(flag: string, value: string): number {
@@ -141,6 +188,10 @@ export interface BootstrapperRunOptions {
   out?: NodeJS.WritableStream;
   /** Called once the init server listens, with its port. */
   onListening?: (port: number) => void;
+  /** Called once a control plane's recovery endpoint listens, with its port. */
+  onRecoveryListening?: (port: number) => void;
+  /** Called when the disk mapper has finished, with its outcome. */
+  onDiskMapped?: (outcome: DiskMapperOutcome['outcome']) => void;
 }
 
 /** Builds the node config from parsed flags; usage errors for bad values (the `dummy` variant too). */
@@ -180,8 +231,10 @@ function configFromFlags(csp: Csp, v: Record<string, string | boolean | string[]
   }
 }
 
-function describe(result: BootstrapResult): string {
+function describe(result: BootstrapResult, mapped: DiskMapperOutcome['outcome'], restarted: boolean): string {
   const id = result.clusterId ? ` (cluster ID ${Buffer.from(result.clusterId).toString('hex')})` : '';
+  if (result.outcome === 'already-bootstrapped' && (mapped === 'rejoined' || mapped === 'recovered'))
+    return `Node ${mapped === 'rejoined' ? 'rejoined' : 'was recovered'}: state disk open, PCR 15 marked again${restarted ? ', kubelet restarted' : ''}`;
   switch (result.outcome) {
     case 'initialized':
       return `Node initialised the cluster${id}`;
@@ -216,6 +269,12 @@ export function runBootstrapper(
     const config = configFromFlags(cloud, values);
     const listen = parseHostPort('init-listen', values['init-listen'] as string);
     const joinServicePort = parsePort('join-service-port', values['join-service-port'] as string);
+    const recoveryListen = parseHostPort('recovery-listen', values['recovery-listen'] as string);
+    const shareTtlMs =
+      parseCount('recovery-share-ttl-seconds', values['recovery-share-ttl-seconds'] as string) * 1000;
+    const iterations = str(values, 'format-pbkdf2-iterations');
+    const formatIterations =
+      iterations === undefined ? undefined : parseCount('format-pbkdf2-iterations', iterations);
 
     if (values['preload-sdk']) await (await moduleForCsp(cloud)).preloadSdk();
     const container = await createNodeContainer(config);
@@ -226,30 +285,72 @@ export function runBootstrapper(
     }
 
     const deps = await bootstrapperDeps(container);
-    const node = await startBootstrapperNode(deps, {
-      initListen: listen,
-      joinServicePort,
-      paths: {
-        pkiDir: config.paths.pkiDir,
-        kubeletCertPath: config.paths.kubeletCertPath,
-        kubeletKeyPath: config.paths.kubeletKeyPath,
+    const restart = str(values, 'kubelet-restart-command');
+    if (restart !== undefined) deps.kubelet = new CommandKubeletService(restart.split(/\s+/).filter(Boolean));
+    const mapping = values['state-mapping'] as string;
+    const mapper = createNodeDiskMapper(deps, {
+      disk: {
+        devicePath: config.diskDevice,
+        ...(config.initialPassphrasePath === undefined
+          ? {}
+          : { initialPassphrasePath: config.initialPassphrasePath }),
+        ...(mapping === 'none' ? {} : { mappingName: mapping }),
+        ...(formatIterations === undefined
+          ? {}
+          : { formatPbkdfArgs: ['--pbkdf', 'pbkdf2', '--pbkdf-force-iterations', String(formatIterations)] }),
       },
+      recoveryListen,
+      joinServicePort,
+      shares: { shareTtlMs },
+      ...(options.onRecoveryListening ? { onRecoveryListening: options.onRecoveryListening } : {}),
     });
-    if (node.initPort !== undefined) options.onListening?.(node.initPort);
+    let node: BootstrapperNode | undefined;
+    let stopping = false;
+    const stop = () => {
+      stopping = true;
+      mapper.stop();
+      void node?.stop();
+    };
     const onSignal = (sig: NodeJS.Signals) => {
       deps.logger.info('Stopping', { signal: sig });
-      void node.stop();
+      stop();
     };
-    const onAbort = () => void node.stop();
+    const onAbort = () => stop();
     process.once('SIGTERM', onSignal);
     process.once('SIGINT', onSignal);
     options.signal?.addEventListener('abort', onAbort, { once: true });
+    if (options.signal?.aborted) stop();
     try {
-      const result = await node.done;
-      out.write(`${describe(result)}\n`);
+      let mapped: DiskMapperOutcome;
+      try {
+        mapped = await mapper.run();
+      } catch (err) {
+        throw new Error(`disk mapper failed: ${messageOf(err)}`);
+      }
+      options.onDiskMapped?.(mapped.outcome);
+      if (mapped.outcome === 'stopped') {
+        out.write('Disk mapper stopped before the state disk was ready\n');
+        return 1;
+      }
+      node = await startBootstrapperNode(deps, {
+        initListen: listen,
+        joinServicePort,
+        paths: {
+          pkiDir: config.paths.pkiDir,
+          kubeletCertPath: config.paths.kubeletCertPath,
+          kubeletKeyPath: config.paths.kubeletKeyPath,
+        },
+      });
+      if (node.initPort !== undefined) options.onListening?.(node.initPort);
+      if (stopping) void node.stop();
+      let result: BootstrapResult;
+      try {
+        result = await node.done;
+      } catch (err) {
+        throw new Error(`bootstrapping failed: ${messageOf(err)}`);
+      }
+      out.write(`${describe(result, mapped.outcome, deps.kubelet !== undefined)}\n`);
       return result.outcome === 'stopped' ? 1 : 0;
-    } catch (err) {
-      throw new Error(`bootstrapping failed: ${messageOf(err)}`);
     } finally {
       process.off('SIGTERM', onSignal);
       process.off('SIGINT', onSignal);

@@ -59,6 +59,12 @@ export const COMMANDS: CommandEntry[] = [
     load: () => import('./mini.js'),
   },
   {
+    name: 'recover',
+    summary:
+      'Recover a control plane after a full outage: the master secret, or one k-of-n share, to an attested node',
+    load: () => import('./recover.js'),
+  },
+  {
     name: 'metadata-server',
     summary: 'Serve QEMU-style instance metadata from a dnsmasq leases file',
     load: () => import('./metadata-server.js'),

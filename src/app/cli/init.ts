@@ -11,6 +11,7 @@ import { parseComponentList } from '../../adapters/components/component-list.js'
 import { GrpcInitClient } from '../../adapters/grpc/init-client.js';
 import { clusterKmsUri, NO_STORE_URI } from '../../adapters/kms/cluster-kms-factory.js';
 import { SystemClock } from '../../adapters/system/system-clock.js';
+import { checkSplitParameters } from '../../domain/recovery-shares.js';
 import { isAttestationError, messageOf } from '../../ports/errors.js';
 import type { Component } from '../../ports/types.js';
 import type { Validator } from '../../ports/validator.js';
@@ -18,6 +19,7 @@ import { checkMeasurementPolicy } from '../attestation/policy-guard.js';
 import { buildValidator } from '../attestation/validators.js';
 import { isVariant, variantNames } from '../registry/index.js';
 import { type CommandSpec, parseCommand, runCommand, UsageError } from './args.js';
+import { writeRecoveryShareFiles } from './recovery-share-files.js';
 
 export const initCommand: CommandSpec = {
   name: 'init',
@@ -109,6 +111,30 @@ export const initCommand: CommandSpec = {
       valueName: 'N',
       description: 'bound on the whole init',
       default: '900',
+    },
+    'recovery-shares': {
+      type: 'string',
+      valueName: 'N',
+      description: 'split the master secret into N recovery share files (k-of-n); 1 keeps the single file',
+      default: '1',
+    },
+    'recovery-threshold': {
+      type: 'string',
+      valueName: 'K',
+      description: 'shares needed to recover (2 ≤ K ≤ N when N ≥ 2; default N)',
+    },
+    'recovery-share-dir': {
+      type: 'string',
+      valueName: 'DIR',
+      description: 'where the share files recovery-share-<i>-of-<N>.json are written',
+      default: '.',
+    },
+    'recovery-holder-key': {
+      type: 'string',
+      multiple: true,
+      valueName: 'F',
+      description:
+        "a holder's X25519 public key (PEM); give N, in share order, to encrypt each share to its holder",
     },
   },
   epilog: 'Exit codes: 0 initialised, 1 refused or failed, 2 usage or input error.',
@@ -203,6 +229,26 @@ async function readOrCreate(
   }
 }
 
+/** Reads and checks the recovery share flags (usage errors before anything is sent). */
+function parseRecoveryShares(v: Record<string, unknown>): {
+  total: number;
+  threshold: number;
+  dir: string;
+  recipientKeyFiles: string[];
+} {
+  const total = Number(v['recovery-shares']);
+  const threshold = v['recovery-threshold'] === undefined ? total : Number(v['recovery-threshold']);
+  try {
+    checkSplitParameters(total, threshold);
+  } catch (err) {
+    throw new UsageError(`--recovery-shares/--recovery-threshold: ${messageOf(err)}`);
+  }
+  const recipientKeyFiles = (v['recovery-holder-key'] as string[] | undefined) ?? [];
+  if (recipientKeyFiles.length !== 0 && recipientKeyFiles.length !== total)
+    throw new UsageError(`--recovery-holder-key: give ${total} keys (one per share) or none`);
+  return { total, threshold, dir: String(v['recovery-share-dir']), recipientKeyFiles };
+}
+
 /** Runs `confboot init`. */
 export async function run(argv: string[]): Promise<number> {
   return runCommand(async () => {
@@ -268,6 +314,8 @@ export async function run(argv: string[]): Promise<number> {
       }
     }
 
+    const recoveryShares = parseRecoveryShares(v);
+
     const outcome = await initCluster({
       endpoint: String(v.endpoint),
       validators: [validator],
@@ -292,6 +340,17 @@ export async function run(argv: string[]): Promise<number> {
     await writeFile(String(v.kubeconfig), outcome.kubeconfig, { mode: 0o600, flag: 'wx' });
     progress(`Wrote the admin kubeconfig to ${String(v.kubeconfig)}`);
     process.stdout.write(`Cluster ID: ${Buffer.from(outcome.clusterId).toString('hex')}\n`);
+    if (recoveryShares.total >= 2) {
+      const paths = await writeRecoveryShareFiles({
+        masterSecret,
+        masterSalt,
+        clusterId: outcome.clusterId,
+        ...recoveryShares,
+      });
+      progress(
+        `Wrote ${paths.length} recovery shares (any ${recoveryShares.threshold} recover the cluster): ${paths.join(', ')}`,
+      );
+    }
     return 0;
   });
 }

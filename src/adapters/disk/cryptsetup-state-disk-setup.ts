@@ -1,0 +1,152 @@
+/**
+ * The disk mapper's view of the state disk ({@link StateDiskSetup}) through the real `cryptsetup`:
+ * - `inspect` reads the condition from a validated copy of the header (never the device's header
+ *   directly): not LUKS2 → blank; token 0 says initialised → initialized; token 0 says not →
+ *   reset; no token → formatted when the initial passphrase file opens it, else reset;
+ * - `format` wipes the keyslots of a LUKS device (`cryptsetup erase`), writes a fresh random 32-byte
+ *   initial passphrase (mode 0400, replacing an old one in one rename) and runs `luksFormat`;
+ * - `unlock` opens the disk through the validated header copy: it checks the key
+ *   (`open --test-passphrase --header <copy>`) and, when a mapping name is configured, maps the disk
+ *   with dm-crypt through the same copy (needs device-mapper; tests without it leave the name out).
+ */
+import { randomBytes } from 'node:crypto';
+import { mkdir, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
+import { dirname } from 'node:path';
+import { ConfbootError, wrapError } from '../../ports/errors.js';
+import type { StateDiskCondition, StateDiskSetup } from '../../ports/state-disk-setup.js';
+import {
+  CryptsetupDisk,
+  type CryptsetupDiskOptions,
+  DEFAULT_INITIAL_PASSPHRASE_PATH,
+} from './cryptsetup-disk.js';
+import { CryptsetupCommandError, runCryptsetup } from './cryptsetup-runner.js';
+
+/** Options of {@link CryptsetupStateDiskSetup}. */
+export interface CryptsetupStateDiskSetupOptions extends CryptsetupDiskOptions {
+  /** dm-crypt mapping name (upstream `state`); without it `unlock` only checks the key. */
+  mappingName?: string;
+  /** KDF arguments for `luksFormat` (default cryptsetup's own: Argon2id, benchmarked). */
+  formatPbkdfArgs?: string[];
+}
+
+/** Length of the random initial passphrase (upstream: 32 bytes). */
+export const INITIAL_PASSPHRASE_LENGTH = 32;
+
+/** {@link StateDiskSetup} through cryptsetup; see the module comment. */
+export class CryptsetupStateDiskSetup implements StateDiskSetup {
+  readonly #disk: CryptsetupDisk;
+  readonly #options: CryptsetupStateDiskSetupOptions;
+  readonly #initialPath: string;
+
+  constructor(options: CryptsetupStateDiskSetupOptions) {
+    this.#options = options;
+    this.#disk = new CryptsetupDisk(options);
+    this.#initialPath = options.initialPassphrasePath ?? DEFAULT_INITIAL_PASSPHRASE_PATH;
+  }
+
+  #runner() {
+    return {
+      ...(this.#options.binary === undefined ? {} : { binary: this.#options.binary }),
+      ...(this.#options.timeoutInMs === undefined ? {} : { timeoutInMs: this.#options.timeoutInMs }),
+    };
+  }
+
+  async #isLuks2(): Promise<boolean> {
+    const device = this.#options.devicePath;
+    try {
+      await stat(device);
+    } catch (err) {
+      throw wrapError(`reading state disk ${device}`, err, 'failed-precondition');
+    }
+    try {
+      await runCryptsetup(['isLuks', '--type', 'luks2', device], this.#runner());
+      return true;
+    } catch (err) {
+      if (err instanceof CryptsetupCommandError && err.exitCode === 1) return false;
+      throw wrapError(`checking whether ${device} is LUKS2`, err);
+    }
+  }
+
+  async inspect(): Promise<StateDiskCondition> {
+    if (!(await this.#isLuks2())) return 'blank';
+    const token = await this.#disk.readToken();
+    if (token?.diskIsInitialized === true) return 'initialized';
+    if (token !== undefined) return 'reset';
+    let initial: Buffer;
+    try {
+      initial = await readFile(this.#initialPath);
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code === 'ENOENT') return 'reset';
+      throw wrapError(`reading initial passphrase ${this.#initialPath}`, err);
+    }
+    const release = await this.#disk.open();
+    try {
+      return (await this.#disk.testPassphrase(initial)) ? 'formatted' : 'reset';
+    } finally {
+      initial.fill(0);
+      await release();
+    }
+  }
+
+  async format(): Promise<void> {
+    const device = this.#options.devicePath;
+    const op = `formatting state disk ${device}`;
+    if (await this.#isLuks2()) {
+      try {
+        await runCryptsetup(['erase', '--batch-mode', device], this.#runner());
+      } catch (err) {
+        throw wrapError(`${op}: wiping its keyslots`, err);
+      }
+    }
+    const dir = dirname(this.#initialPath);
+    const next = `${this.#initialPath}.next`;
+    const passphrase = randomBytes(INITIAL_PASSPHRASE_LENGTH);
+    try {
+      await mkdir(dir, { recursive: true, mode: 0o700 });
+      await rm(next, { force: true });
+      await writeFile(next, passphrase, { mode: 0o400, flag: 'wx' });
+      await runCryptsetup(
+        [
+          'luksFormat',
+          '--batch-mode',
+          '--type',
+          'luks2',
+          ...(this.#options.formatPbkdfArgs ?? []),
+          '--key-file',
+          next,
+          device,
+        ],
+        { ...this.#runner(), timeoutInMs: this.#options.timeoutInMs ?? 300_000 },
+      );
+      await rename(next, this.#initialPath);
+    } catch (err) {
+      await rm(next, { force: true });
+      throw wrapError(op, err);
+    } finally {
+      passphrase.fill(0);
+    }
+  }
+
+  async uuid(): Promise<string> {
+    const release = await this.#disk.open();
+    try {
+      return await this.#disk.uuid();
+    } finally {
+      await release();
+    }
+  }
+
+  async unlock(key: Uint8Array): Promise<void> {
+    const release = await this.#disk.open();
+    try {
+      if (!(await this.#disk.testPassphrase(key)))
+        throw new ConfbootError(
+          'permission-denied',
+          `no keyslot of state disk ${this.#options.devicePath} opens with this key`,
+        );
+      if (this.#options.mappingName !== undefined) await this.#disk.map(this.#options.mappingName, key);
+    } finally {
+      await release();
+    }
+  }
+}

@@ -1,0 +1,86 @@
+/**
+ * The disk mapper of one node (app layer, plain composition): the domain {@link DiskMapper} on the
+ * node's ports, the cryptsetup state disk (validated detached header), and on control planes the
+ * recovery endpoint (recoverproto.API over attested TLS, this node attesting) with the audited
+ * Shamir library for k-of-n shares. The bootstrapper program runs it before the InitServer and
+ * the JoinClient.
+ */
+import { ShamirSecretSharing } from '../../adapters/crypto/shamir-secret-sharing.js';
+import { CryptsetupStateDiskSetup } from '../../adapters/disk/cryptsetup-state-disk-setup.js';
+import { AttestedRecoveryEndpoint, RECOVERY_PORT } from '../../adapters/grpc/recover.js';
+import type { BackoffOptions } from '../../domain/backoff.js';
+import { DiskMapper, type DiskMapperOutcome } from '../../domain/disk-mapper.js';
+import type { RecoverySharesOptions } from '../../domain/recovery-shares.js';
+import type { StateDiskSetup } from '../../ports/state-disk-setup.js';
+import type { BootstrapperNodeDeps, ListenAddress } from './node.js';
+
+export type { DiskMapperOutcome };
+
+/** Where the state disk is and how to format and map it. */
+export interface StateDiskOptions {
+  devicePath: string;
+  initialPassphrasePath?: string;
+  /** dm-crypt mapping name when the disk is reopened; undefined checks the key only (no device-mapper). */
+  mappingName?: string;
+  /** `luksFormat` KDF arguments; default cryptsetup's (Argon2id, benchmarked). */
+  formatPbkdfArgs?: string[];
+}
+
+/** Options of {@link createNodeDiskMapper}. */
+export interface NodeDiskMapperOptions {
+  disk: StateDiskOptions | StateDiskSetup;
+  /** Where a control plane serves recovery (default 0.0.0.0:9999). */
+  recoveryListen?: ListenAddress;
+  /** Called once the recovery endpoint listens, with its port. */
+  onRecoveryListening?: (port: number) => void;
+  joinServicePort?: number;
+  backoff?: Partial<BackoffOptions>;
+  shares?: RecoverySharesOptions;
+  handshakeTimeoutMs?: number;
+}
+
+/** Builds the node's disk mapper; `run()` it once before the bootstrapper. */
+export function createNodeDiskMapper(deps: BootstrapperNodeDeps, options: NodeDiskMapperOptions): DiskMapper {
+  const disk =
+    'inspect' in options.disk
+      ? options.disk
+      : new CryptsetupStateDiskSetup({
+          devicePath: options.disk.devicePath,
+          ...(options.disk.initialPassphrasePath === undefined
+            ? {}
+            : { initialPassphrasePath: options.disk.initialPassphrasePath }),
+          ...(options.disk.mappingName === undefined ? {} : { mappingName: options.disk.mappingName }),
+          ...(options.disk.formatPbkdfArgs === undefined
+            ? {}
+            : { formatPbkdfArgs: options.disk.formatPbkdfArgs }),
+        });
+  const listen = options.recoveryListen ?? { host: '0.0.0.0', port: RECOVERY_PORT };
+  const recovery = new AttestedRecoveryEndpoint({
+    issuer: deps.issuer,
+    clock: deps.clock,
+    host: listen.host,
+    port: listen.port,
+    logger: deps.logger.child({ component: 'recovery' }),
+    ...(options.handshakeTimeoutMs === undefined ? {} : { handshakeTimeoutMs: options.handshakeTimeoutMs }),
+    ...(options.onRecoveryListening ? { onListening: options.onRecoveryListening } : {}),
+  });
+  return new DiskMapper(
+    {
+      disk,
+      rejoinClient: deps.joinClient,
+      metadata: deps.metadata,
+      marker: deps.marker,
+      nodeState: deps.nodeState,
+      clock: deps.clock,
+      random: deps.random,
+      logger: deps.logger.child({ component: 'disk-mapper' }),
+      recovery,
+      sharing: new ShamirSecretSharing(),
+    },
+    {
+      ...(options.joinServicePort === undefined ? {} : { joinServicePort: options.joinServicePort }),
+      ...(options.backoff ? { backoff: options.backoff } : {}),
+      ...(options.shares ? { shares: options.shares } : {}),
+    },
+  );
+}

@@ -1,0 +1,165 @@
+/**
+ * `confboot recover`: sends a control plane that waits for recovery after a full outage either the
+ * master secret (`--master-secret-file`, upstream's form: kms_uri with key and salt) or one share
+ * file (`--share`, k-of-n). The node's attestation is verified against the cluster's measurements
+ * over attested TLS before anything is sent. Prints the node's answer, e.g. `1 of 2 received`.
+ */
+import { readFile } from 'node:fs/promises';
+import { decryptShare, isEncryptedShare } from '../../adapters/crypto/share-encryption.js';
+import { GrpcRecoverClient, RECOVERY_PORT } from '../../adapters/grpc/recover.js';
+import { SystemClock } from '../../adapters/system/system-clock.js';
+import { isAttestationError, messageOf } from '../../ports/errors.js';
+import { joinHostPort, splitHostPort } from '../../ports/peer-address.js';
+import type { RecoverRequest } from '../../ports/recovery-endpoint.js';
+import type { Validator } from '../../ports/validator.js';
+import { buildValidator } from '../attestation/validators.js';
+import { isVariant, variantNames } from '../registry/index.js';
+import { type CommandSpec, parseCommand, runCommand, UsageError } from './args.js';
+
+export const recoverCommand: CommandSpec = {
+  name: 'recover',
+  summary:
+    "Recover a control plane after a full outage: verify the node's attestation, then send the master secret or one share of it.",
+  options: {
+    endpoint: {
+      type: 'string',
+      valueName: 'HOST[:PORT]',
+      description: `the node's recovery endpoint (default port ${RECOVERY_PORT})`,
+      required: true,
+    },
+    'attestation-config': {
+      type: 'string',
+      valueName: 'F',
+      description: 'expected measurements of the cluster ({"measurements": {...}} or a bare map)',
+      required: true,
+    },
+    variant: {
+      type: 'string',
+      valueName: 'V',
+      get description() {
+        return `attestation variant of the node: ${variantNames().join(', ')}`;
+      },
+      default: 'qemu-vtpm',
+    },
+    'master-secret-file': {
+      type: 'string',
+      valueName: 'F',
+      secret: 'file',
+      description: 'JSON {"key","salt"} (base64): send the whole master secret',
+    },
+    share: {
+      type: 'string',
+      valueName: 'F',
+      secret: 'file',
+      description: 'one recovery share file (from confboot init --recovery-shares)',
+    },
+    'share-key': {
+      type: 'string',
+      valueName: 'F',
+      secret: 'file',
+      description: "the holder's X25519 private key (PEM) when the share file is encrypted",
+    },
+    'timeout-seconds': { type: 'string', valueName: 'N', description: 'bound on the call', default: '60' },
+  },
+  epilog:
+    'Give exactly one of --master-secret-file and --share.\n' +
+    'Exit codes: 0 accepted (recovered, or the share was counted: "k of n received"), 1 refused or\n' +
+    'failed (attestation, wrong secret, a share that does not belong), 2 usage or input error.',
+};
+
+async function readMasterSecret(path: string): Promise<RecoverRequest> {
+  let master: { key?: unknown; salt?: unknown };
+  try {
+    master = JSON.parse(await readFile(path, 'utf8'));
+  } catch (err) {
+    throw new UsageError(
+      `--master-secret-file: ${(err as NodeJS.ErrnoException).code ?? 'not JSON {"key","salt"}'}`,
+    );
+  }
+  if (typeof master.key !== 'string' || typeof master.salt !== 'string')
+    throw new UsageError('--master-secret-file must hold base64 "key" and "salt"');
+  const masterSecret = Buffer.from(master.key, 'base64');
+  const salt = Buffer.from(master.salt, 'base64');
+  if (masterSecret.length < 16 || salt.length < 32)
+    throw new UsageError('--master-secret-file: key must be ≥ 16 bytes and salt ≥ 32 bytes');
+  return { kind: 'master-secret', masterSecret, salt };
+}
+
+async function readShare(path: string, keyPath: string | undefined): Promise<RecoverRequest> {
+  let file: Uint8Array;
+  try {
+    file = new Uint8Array(await readFile(path));
+  } catch (err) {
+    throw new UsageError(`--share: ${messageOf(err)}`);
+  }
+  if (isEncryptedShare(file)) {
+    if (keyPath === undefined)
+      throw new UsageError('--share is encrypted: give the holder key with --share-key');
+    try {
+      file = decryptShare(file, await readFile(keyPath, 'utf8'));
+    } catch (err) {
+      throw new UsageError(`--share: ${messageOf(err)}`);
+    }
+  }
+  return { kind: 'share', share: file };
+}
+
+/** Runs `confboot recover`. */
+export async function run(argv: string[]): Promise<number> {
+  return runCommand(async () => {
+    const v = parseCommand(argv, recoverCommand);
+    if (v === undefined) return 0;
+    const progress = (line: string) => process.stderr.write(`recover: ${line}\n`);
+    const variant = String(v.variant);
+    if (variant === 'dummy') throw new UsageError('the dummy variant is for tests only');
+    if (!isVariant(variant))
+      throw new UsageError(
+        `unknown attestation variant ${JSON.stringify(variant)} (want one of ${variantNames().join(', ')})`,
+      );
+    const timeoutSeconds = Number(v['timeout-seconds']);
+    if (!Number.isFinite(timeoutSeconds) || timeoutSeconds <= 0)
+      throw new UsageError('--timeout-seconds must be > 0');
+    const endpointArg = String(v.endpoint);
+    const hp = splitHostPort(endpointArg);
+    const endpoint = hp ? joinHostPort(hp.host, hp.port) : joinHostPort(endpointArg, RECOVERY_PORT);
+    if (!hp && (endpointArg === '' || /[\s/]/.test(endpointArg)))
+      throw new UsageError(`--endpoint: expected HOST[:PORT], got ${JSON.stringify(endpointArg)}`);
+    const secretFile = v['master-secret-file'] as string | undefined;
+    const shareFile = v.share as string | undefined;
+    if ((secretFile === undefined) === (shareFile === undefined))
+      throw new UsageError('give exactly one of --master-secret-file and --share');
+
+    let validator: Validator;
+    try {
+      validator = buildValidator(variant, await readFile(String(v['attestation-config'])), {
+        clock: new SystemClock(),
+      });
+    } catch (err) {
+      throw new UsageError(`reading --attestation-config: ${(err as Error).message}`);
+    }
+    const request =
+      secretFile !== undefined
+        ? await readMasterSecret(secretFile)
+        : await readShare(shareFile as string, v['share-key'] as string | undefined);
+
+    const client = new GrpcRecoverClient({ validators: [validator], clock: new SystemClock() });
+    progress(`Connecting to ${endpoint} and verifying the node's attestation`);
+    try {
+      const { status } = await client.recover(endpoint, request, { timeoutInMs: timeoutSeconds * 1000 });
+      progress('Node attested');
+      process.stdout.write(`${status.recovered ? 'Recovered' : 'Waiting'}: ${status.message}\n`);
+      return 0;
+    } catch (err) {
+      process.stderr.write(`recover: refused: ${messageOf(err)}\n`);
+      if (isAttestationError(err))
+        for (const m of err.mismatches)
+          process.stderr.write(
+            `recover:   PCR ${m.index}: expected ${Buffer.from(m.expected).toString('hex')}, got ${m.actual ? Buffer.from(m.actual).toString('hex') : 'nothing'}\n`,
+          );
+      return 1;
+    } finally {
+      if (request.kind === 'master-secret') request.masterSecret.fill(0);
+      else request.share.fill(0);
+    }
+  });
+}

@@ -1,0 +1,207 @@
+import { describe, expect, it } from 'vitest';
+import { makeRecoveryShares, parseRecoveryShare, RecoveryShares } from '../../src/domain/recovery-shares.js';
+import type { MasterSecretCandidate } from '../../src/ports/recovery-endpoint.js';
+import type { SecretSharing } from '../../src/ports/secret-sharing.js';
+import { FakeClock } from '../fakes/fake-clock.js';
+import { filled, RecordingLogger } from './stubs.js';
+
+/**
+ * Stub sharing: share i is the secret with one byte i appended; combine returns the secret of the
+ * first share when every share carries the same secret, else a different value (as Shamir would
+ * give a wrong secret for a bad share, without an error).
+ */
+class StubSharing implements SecretSharing {
+  combineCalls: Uint8Array[][] = [];
+  async split(secret: Uint8Array, shares: number): Promise<Uint8Array[]> {
+    return Array.from({ length: shares }, (_, i) => Uint8Array.from([...secret, i + 1]));
+  }
+  async combine(shares: Uint8Array[]): Promise<Uint8Array> {
+    this.combineCalls.push(shares);
+    const first = (shares[0] as Uint8Array).subarray(0, -1);
+    const same = shares.every((s) => Buffer.from(s.subarray(0, -1)).equals(Buffer.from(first)));
+    return same ? first.slice() : filled(first.length, 0xee);
+  }
+}
+
+const SECRET = filled(32, 7);
+const SALT = filled(32, 9);
+const CLUSTER_A = filled(32, 0xaa);
+const CLUSTER_B = filled(32, 0xbb);
+
+/** A check that accepts only SECRET (what opening this node's disk proves). */
+function recordingCheck() {
+  const calls: MasterSecretCandidate[] = [];
+  const check = async (c: MasterSecretCandidate) => {
+    calls.push({ ...c, masterSecret: c.masterSecret.slice() });
+    if (!Buffer.from(c.masterSecret).equals(Buffer.from(SECRET)))
+      throw new Error('does not open the state disk');
+  };
+  return { calls, check };
+}
+
+async function setup(options: { ttlMs?: number; maxShares?: number } = {}) {
+  const clock = new FakeClock();
+  const sharing = new StubSharing();
+  const logger = new RecordingLogger();
+  const shares = new RecoveryShares(
+    { clock, sharing, logger },
+    {
+      ...(options.ttlMs === undefined ? {} : { shareTtlMs: options.ttlMs }),
+      ...(options.maxShares === undefined ? {} : { maxShares: options.maxShares }),
+    },
+  );
+  const a = await makeRecoveryShares(sharing, SECRET, SALT, CLUSTER_A, 3, 2);
+  const b = await makeRecoveryShares(sharing, filled(32, 8), SALT, CLUSTER_B, 3, 2);
+  return { clock, sharing, logger, shares, a, b };
+}
+
+const at = (files: Uint8Array[], i: number) => files[i] as Uint8Array;
+
+describe('recovery share files', () => {
+  it('name their index, K, N and cluster ID, and parse back', async () => {
+    const { a } = await setup();
+    const s = parseRecoveryShare(at(a, 1));
+    expect(s).toMatchObject({ index: 2, threshold: 2, total: 3 });
+    expect(Buffer.from(s.clusterId).equals(Buffer.from(CLUSTER_A))).toBe(true);
+  });
+
+  it('a flipped byte in the share is named as corrupted', async () => {
+    const { a } = await setup();
+    const o = JSON.parse(new TextDecoder().decode(at(a, 0)));
+    const raw = Buffer.from(o.share, 'base64');
+    raw[0] = (raw[0] as number) ^ 1;
+    o.share = raw.toString('base64');
+    expect(() => parseRecoveryShare(new TextEncoder().encode(JSON.stringify(o)))).toThrow(
+      /share 1 of cluster aaaaaaaaaaaa… is corrupted/,
+    );
+  });
+
+  it.each([
+    ['not JSON', 'nope', /not JSON/],
+    [
+      'an index out of range',
+      JSON.stringify({ type: 'confboot-recovery-share', version: 1, index: 4, threshold: 2, shares: 3 }),
+      /index 4 is not in 1..3/,
+    ],
+    [
+      'a threshold above N',
+      JSON.stringify({ type: 'confboot-recovery-share', version: 1, index: 1, threshold: 4, shares: 3 }),
+      /threshold/,
+    ],
+    ['another type', JSON.stringify({ type: 'x' }), /type is not/],
+  ])('refuses %s', (_name, text, pattern) => {
+    expect(() => parseRecoveryShare(new TextEncoder().encode(text))).toThrow(pattern);
+  });
+
+  it('refuses to split with K = 1 of N > 1 or K > N', async () => {
+    const sharing = new StubSharing();
+    await expect(makeRecoveryShares(sharing, SECRET, SALT, CLUSTER_A, 3, 1)).rejects.toThrow(/threshold ≥ 2/);
+    await expect(makeRecoveryShares(sharing, SECRET, SALT, CLUSTER_A, 2, 3)).rejects.toThrow(/threshold/);
+  });
+});
+
+describe('RecoveryShares', () => {
+  it('answers "1 of 2 received" below K and never combines fewer than K', async () => {
+    const { shares, sharing, a } = await setup();
+    const { check, calls } = recordingCheck();
+    const status = await shares.add(at(a, 0), check);
+    expect(status).toMatchObject({ recovered: false, received: 1, threshold: 2, total: 3 });
+    expect(status.message).toMatch(/^1 of 2 received/);
+    expect(sharing.combineCalls).toHaveLength(0);
+    expect(calls).toHaveLength(0);
+  });
+
+  it('at K combines, checks, recovers and wipes every share', async () => {
+    const { shares, a } = await setup();
+    const { check, calls } = recordingCheck();
+    await shares.add(at(a, 0), check);
+    const status = await shares.add(at(a, 2), check);
+    expect(status).toMatchObject({ recovered: true, received: 2, threshold: 2 });
+    expect(calls).toHaveLength(1);
+    expect(Buffer.from(calls[0]?.clusterId ?? []).equals(Buffer.from(CLUSTER_A))).toBe(true);
+    expect(shares.held).toBe(0);
+    await expect(shares.add(at(a, 1), check)).rejects.toThrow(/already recovered/);
+  });
+
+  it('names a duplicate index', async () => {
+    const { shares, a } = await setup();
+    const { check } = recordingCheck();
+    await shares.add(at(a, 0), check);
+    await expect(shares.add(at(a, 0), check)).rejects.toThrow(
+      /share 1 of 3 \(cluster aaaaaaaaaaaa…\) was received already \(duplicate index\)/,
+    );
+    expect(shares.held).toBe(1);
+  });
+
+  it('keeps a share of another cluster apart and names it once recovery succeeds', async () => {
+    const { shares, a, b } = await setup();
+    const { check, calls } = recordingCheck();
+    await shares.add(at(a, 0), check);
+    const other = await shares.add(at(b, 0), check);
+    expect(other.message).toMatch(
+      /1 of 2 received \(share 1 of 3 \(cluster bbbbbbbbbbbb…\)\); also holding share 1 of cluster aaaaaaaaaaaa…/,
+    );
+    const done = await shares.add(at(a, 1), check);
+    expect(done.recovered).toBe(true);
+    expect(done.message).toMatch(/refused as not belonging to this node: share 1 of cluster bbbbbbbbbbbb…/);
+    // Only cluster A's shares were ever combined.
+    expect(calls).toHaveLength(1);
+  });
+
+  it("names the shares of a split whose secret does not open the node's disk, and drops them", async () => {
+    const { shares, b, a } = await setup();
+    const { check } = recordingCheck();
+    await shares.add(at(b, 0), check);
+    await expect(shares.add(at(b, 1), check)).rejects.toThrow(
+      /shares 1, 2 of cluster bbbbbbbbbbbb… do not belong to this node: does not open the state disk/,
+    );
+    expect(shares.held).toBe(0);
+    // The right shares still recover afterwards.
+    await shares.add(at(a, 1), check);
+    expect((await shares.add(at(a, 2), check)).recovered).toBe(true);
+  });
+
+  it('drops a share after its time to live (fake clock)', async () => {
+    const { shares, clock, a } = await setup({ ttlMs: 60_000 });
+    const { check } = recordingCheck();
+    await shares.add(at(a, 0), check);
+    await clock.advance(59_999);
+    expect(shares.held).toBe(1);
+    await clock.advance(1);
+    expect(shares.held).toBe(0);
+    const status = await shares.add(at(a, 1), check);
+    expect(status).toMatchObject({ recovered: false, received: 1 });
+  });
+
+  it('holds at most maxShares and refuses more with resource-exhausted', async () => {
+    const { shares, a, b } = await setup({ maxShares: 1 });
+    const { check } = recordingCheck();
+    await shares.add(at(a, 0), check);
+    await expect(shares.add(at(b, 0), check)).rejects.toMatchObject({ code: 'resource-exhausted' });
+    expect(shares.held).toBe(1);
+  });
+
+  it('a restart loses every share: a new accumulator starts at 0 of K (K−1 received before)', async () => {
+    const first = await setup();
+    const { check } = recordingCheck();
+    await first.shares.add(at(first.a, 0), check);
+    const restarted = new RecoveryShares({
+      clock: first.clock,
+      sharing: first.sharing,
+      logger: first.logger,
+    });
+    expect(restarted.held).toBe(0);
+    expect(await restarted.add(at(first.a, 1), check)).toMatchObject({ recovered: false, received: 1 });
+  });
+
+  it('never logs share bytes or the secret', async () => {
+    const { shares, logger, a } = await setup();
+    const { check } = recordingCheck();
+    await shares.add(at(a, 0), check);
+    await shares.add(at(a, 1), check);
+    const logged = JSON.stringify(logger.events);
+    const o = JSON.parse(new TextDecoder().decode(at(a, 0)));
+    expect(logged).not.toContain(o.share);
+    expect(logged).not.toContain(Buffer.from(SECRET).toString('hex'));
+  });
+});
