@@ -97,12 +97,19 @@ export type DroppedConnectionHandler = (address: string, reason: DropReason) => 
 
 /**
  * Waits until `raw` holds a complete first TLS record (the ClientHello) without consuming it (the
- * bytes stay buffered for the TLS socket); resolves at once for a first byte that cannot start
+ * bytes are given back to the socket for TLS); resolves at once for a first byte that cannot start
  * TLS (the handshake then refuses it). Rejects with an {@link AdmissionDrop} on the deadline or
  * when the peer closes.
+ *
+ * The bytes read so far are kept here and given back (`unshift`) once, when the record is complete:
+ * giving an incomplete record back from a 'readable' handler would make the stream emit 'readable'
+ * again on the next tick, for ever, and starve the event loop (a peer sending three bytes would stop
+ * the whole process).
  */
 function awaitClientHello(raw: Socket, ms: number): Promise<void> {
   return new Promise<void>((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let length = 0;
     const cleanup = () => {
       clearTimeout(timer);
       raw.off('readable', check);
@@ -119,14 +126,18 @@ function awaitClientHello(raw: Socket, ms: number): Promise<void> {
       reject(new AdmissionDrop('peer-closed', 'connection closed before its ClientHello'));
     };
     const check = () => {
-      const buffered = raw.read() as Buffer | null;
-      if (buffered === null) return;
-      raw.unshift(buffered);
+      for (let chunk = raw.read() as Buffer | null; chunk !== null; chunk = raw.read() as Buffer | null) {
+        chunks.push(chunk);
+        length += chunk.length;
+      }
+      if (length === 0) return;
+      const buffered = chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks, length);
       const complete =
         buffered[0] !== TLS_HANDSHAKE_RECORD ||
         (buffered.length >= 5 && buffered.length >= 5 + buffered.readUInt16BE(3));
       if (!complete) return;
       cleanup();
+      raw.unshift(buffered);
       resolve();
     };
     raw.on('readable', check);
