@@ -85,6 +85,8 @@ export async function benchP4(cluster: BenchCluster, logDir: string, runs: numbe
     cluster.pkiDir,
     '--api-server-endpoint',
     '10.0.0.1:6443',
+    // The benchmark's nodes quote with software TPMs whose AKs are registered nowhere.
+    '--trust-ak-as-carried',
   ];
   const node: number[] = [];
   const service: number[] = [];
