@@ -1,6 +1,6 @@
 /**
  * `confboot attestation verify`: verifies one vTPM attestation offline and prints the verdict, every
- * check performed and every measurement mismatch as expected vs actual (issue 3, item 7).
+ * check performed and every measurement mismatch as expected vs actual.
  *   --format json (default): upstream's Go-JSON attestation document of variant V; --nonce is the
  *     verifier's nonce and extraData = SHA256(UserData‖nonce) applies.
  *   --format pb: a raw go-tpm-tools Attestation protobuf; --nonce is the quote's qualifying data as is;
