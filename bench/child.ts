@@ -8,6 +8,7 @@ import { closeSync, existsSync, openSync, readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { createInterface } from 'node:readline';
+import { JOIN_SERVICE_V8_FLAGS } from '../src/app/defaults.js';
 import type { BenchServiceConfig } from './service-wiring.js';
 
 /** The transpiled tree of scripts/bench.mjs. */
@@ -129,7 +130,8 @@ export function spawnJoinService(config: BenchServiceConfig, logPath: string): S
   const program = bundled
     ? join(bundled, 'join-service-process.mjs')
     : join(buildDir(), 'bench', 'join-service-process.js');
-  return spawnListening([program, JSON.stringify(config)], logPath);
+  // The V8 flags the manifests give the deployed join service.
+  return spawnListening([...JOIN_SERVICE_V8_FLAGS, program, JSON.stringify(config)], logPath);
 }
 
 /** Spawns a confboot CLI runner (bench/cli-process.ts), e.g. `src/app/cli/key-service.js runKeyService`. */
@@ -140,5 +142,9 @@ export function spawnCli(
   logPath: string,
 ): ServiceProcess {
   const module = (bundleDir() && BUNDLED_CLI[modulePath]) || modulePath;
-  return spawnListening([join(buildDir(), 'bench', 'cli-process.js'), module, runner, ...argv], logPath);
+  const v8Flags = modulePath === 'src/app/cli/join-service.js' ? JOIN_SERVICE_V8_FLAGS : [];
+  return spawnListening(
+    [...v8Flags, join(buildDir(), 'bench', 'cli-process.js'), module, runner, ...argv],
+    logPath,
+  );
 }

@@ -54,6 +54,7 @@ import {
   JOIN_SERVICE_MEMORY_BUDGET_MIB,
   JOIN_SERVICE_MEMORY_HEADROOM_MIB,
   JOIN_SERVICE_PORT,
+  JOIN_SERVICE_V8_FLAGS,
   KEY_SERVICE_PORT,
   MASTER_SECRET_PATH,
   MEASUREMENT_SALT_PATH,
@@ -360,6 +361,7 @@ export function renderObjects(options: RenderOptions): RenderedObject[] {
   const joinContainer: V1Container = {
     name: 'join-service',
     image,
+    env: [{ name: 'NODE_OPTIONS', value: JOIN_SERVICE_V8_FLAGS.join(' ') }],
     args: [
       'join-service',
       `--csp=${cloud}`,
