@@ -17,6 +17,7 @@ import { DEFAULT_IMAGE, deployVariants, NAMESPACE } from '../deploy/manifests.js
 import type { JoinServiceCsp } from '../join-service/production.js';
 import { cloudNames, isCloud } from '../registry/index.js';
 import { type CommandSpec, parseCommand, runCommand, UsageError } from './args.js';
+import { parseMasterSecretFile } from './operator-inputs.js';
 
 export const applyCommand: CommandSpec = {
   name: 'apply',
@@ -112,15 +113,7 @@ export async function run(argv: string[]): Promise<number> {
     } catch (err) {
       throw new UsageError(`--attestation-config is not JSON: ${messageOf(err)}`);
     }
-    let master: { key?: unknown; salt?: unknown };
-    try {
-      master = JSON.parse((await input('master-secret-file')).toString('utf8'));
-    } catch (err) {
-      if (err instanceof UsageError) throw err;
-      throw new UsageError('--master-secret-file is not JSON {"key","salt"}');
-    }
-    if (typeof master.key !== 'string' || typeof master.salt !== 'string')
-      throw new UsageError('--master-secret-file must hold base64 "key" and "salt"');
+    const { masterSecret, masterSalt } = parseMasterSecretFile(await input('master-secret-file'));
     const measurementSalt = new Uint8Array(await input('measurement-salt-file'));
     if (measurementSalt.length !== 32)
       throw new UsageError('--measurement-salt-file must hold exactly 32 bytes');
@@ -140,8 +133,8 @@ export async function run(argv: string[]): Promise<number> {
       cloud: cloud as JoinServiceCsp,
       variant: variant as Variant,
       image: String(v.image),
-      masterSecret: Buffer.from(master.key, 'base64'),
-      masterSalt: Buffer.from(master.salt, 'base64'),
+      masterSecret,
+      masterSalt,
       measurementSalt,
       attestationConfig,
       components,

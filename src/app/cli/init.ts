@@ -15,10 +15,15 @@ import { checkSplitParameters } from '../../domain/recovery-shares.js';
 import { isAttestationError, messageOf } from '../../ports/errors.js';
 import type { Component } from '../../ports/types.js';
 import type { Validator } from '../../ports/validator.js';
-import { checkMeasurementPolicy } from '../attestation/policy-guard.js';
-import { buildValidator } from '../attestation/validators.js';
-import { isVariant, variantNames } from '../registry/index.js';
+import { variantNames } from '../registry/index.js';
 import { type CommandSpec, parseCommand, runCommand, UsageError } from './args.js';
+import {
+  allowWeakPolicyOption,
+  operatorValidator,
+  parseMasterSecretFile,
+  timeoutFlagMs,
+  variantFlag,
+} from './operator-inputs.js';
 import { writeRecoveryShareFiles } from './recovery-share-files.js';
 
 export const initCommand: CommandSpec = {
@@ -101,11 +106,7 @@ export const initCommand: CommandSpec = {
       description: 'where to write the admin kubeconfig (must not exist)',
       default: 'constellation-admin.conf',
     },
-    'allow-weak-measurement-policy': {
-      type: 'boolean',
-      description:
-        'INSECURE: send the master secret even though the attestation config enforces no boot-chain register of the variant at a measured value, or not the node-lock register (PCR 15; RTMR 2 for qemu-tdx) as zero (refused otherwise, exit 2)',
-    },
+    'allow-weak-measurement-policy': allowWeakPolicyOption('the master secret'),
     'timeout-seconds': {
       type: 'string',
       valueName: 'N',
@@ -255,26 +256,15 @@ export async function run(argv: string[]): Promise<number> {
     const v = parseCommand(argv, initCommand);
     if (v === undefined) return 0;
     const progress = (line: string) => process.stderr.write(`init: ${line}\n`);
-    const variant = String(v.variant);
-    if (variant === 'dummy') throw new UsageError('the dummy variant is for tests only');
-    if (!isVariant(variant))
-      throw new UsageError(
-        `unknown attestation variant ${JSON.stringify(variant)} (want one of ${variantNames().join(', ')})`,
-      );
-    const timeoutSeconds = Number(v['timeout-seconds']);
-    if (!Number.isFinite(timeoutSeconds) || timeoutSeconds <= 0)
-      throw new UsageError('--timeout-seconds must be > 0');
-
-    let validator: Validator;
-    try {
-      const config = await readFile(String(v['attestation-config']));
-      validator = buildValidator(variant, config, { clock: new SystemClock() });
-      // The master secret goes only to a node whose attestation proves its image.
-      const accepted = checkMeasurementPolicy(variant, config, v['allow-weak-measurement-policy'] === true);
-      if (accepted !== undefined) process.stderr.write(`init: ${accepted}\n`);
-    } catch (err) {
-      throw new UsageError(`reading --attestation-config: ${(err as Error).message}`);
-    }
+    const variant = variantFlag(v.variant);
+    const timeoutInMs = timeoutFlagMs(v['timeout-seconds']);
+    // The master secret goes only to a node whose attestation proves its image.
+    const validator = await operatorValidator(
+      variant,
+      String(v['attestation-config']),
+      v['allow-weak-measurement-policy'] === true,
+      'init',
+    );
 
     const masterFile = await readOrCreate(
       String(v['master-secret-file']),
@@ -284,18 +274,7 @@ export async function run(argv: string[]): Promise<number> {
         ),
       (b) => b,
     );
-    let master: { key?: unknown; salt?: unknown };
-    try {
-      master = JSON.parse(new TextDecoder().decode(masterFile));
-    } catch {
-      throw new UsageError('--master-secret-file is not JSON {"key","salt"}');
-    }
-    if (typeof master.key !== 'string' || typeof master.salt !== 'string')
-      throw new UsageError('--master-secret-file must hold base64 "key" and "salt"');
-    const masterSecret = Buffer.from(master.key, 'base64');
-    const masterSalt = Buffer.from(master.salt, 'base64');
-    if (masterSecret.length < 16 || masterSalt.length < 32)
-      throw new UsageError('--master-secret-file: key must be ≥ 16 bytes and salt ≥ 32 bytes');
+    const { masterSecret, masterSalt } = parseMasterSecretFile(masterFile);
     const measurementSalt = await readOrCreate(
       String(v['measurement-salt-file']),
       () => randomBytes(32),
@@ -328,7 +307,7 @@ export async function run(argv: string[]): Promise<number> {
       apiserverCertSans: (v['apiserver-cert-san'] as string[] | undefined) ?? [],
       serviceCidr: String(v['service-cidr']),
       components,
-      timeoutInMs: timeoutSeconds * 1000,
+      timeoutInMs,
       progress,
     });
     if (!outcome.ok) {

@@ -11,10 +11,15 @@ import { SystemClock } from '../../adapters/system/system-clock.js';
 import { isAttestationError, messageOf } from '../../ports/errors.js';
 import { joinHostPort, splitHostPort } from '../../ports/peer-address.js';
 import type { RecoverRequest } from '../../ports/recovery-endpoint.js';
-import type { Validator } from '../../ports/validator.js';
-import { buildValidator } from '../attestation/validators.js';
-import { isVariant, variantNames } from '../registry/index.js';
+import { variantNames } from '../registry/index.js';
 import { type CommandSpec, parseCommand, runCommand, UsageError } from './args.js';
+import {
+  allowWeakPolicyOption,
+  operatorValidator,
+  parseMasterSecretFile,
+  timeoutFlagMs,
+  variantFlag,
+} from './operator-inputs.js';
 
 export const recoverCommand: CommandSpec = {
   name: 'recover',
@@ -41,6 +46,7 @@ export const recoverCommand: CommandSpec = {
       },
       default: 'qemu-vtpm',
     },
+    'allow-weak-measurement-policy': allowWeakPolicyOption('the master secret or a share of it'),
     'master-secret-file': {
       type: 'string',
       valueName: 'F',
@@ -68,21 +74,14 @@ export const recoverCommand: CommandSpec = {
 };
 
 async function readMasterSecret(path: string): Promise<RecoverRequest> {
-  let master: { key?: unknown; salt?: unknown };
+  let content: Buffer;
   try {
-    master = JSON.parse(await readFile(path, 'utf8'));
+    content = await readFile(path);
   } catch (err) {
-    throw new UsageError(
-      `--master-secret-file: ${(err as NodeJS.ErrnoException).code ?? 'not JSON {"key","salt"}'}`,
-    );
+    throw new UsageError(`--master-secret-file: ${(err as NodeJS.ErrnoException).code ?? messageOf(err)}`);
   }
-  if (typeof master.key !== 'string' || typeof master.salt !== 'string')
-    throw new UsageError('--master-secret-file must hold base64 "key" and "salt"');
-  const masterSecret = Buffer.from(master.key, 'base64');
-  const salt = Buffer.from(master.salt, 'base64');
-  if (masterSecret.length < 16 || salt.length < 32)
-    throw new UsageError('--master-secret-file: key must be ≥ 16 bytes and salt ≥ 32 bytes');
-  return { kind: 'master-secret', masterSecret, salt };
+  const { masterSecret, masterSalt } = parseMasterSecretFile(content);
+  return { kind: 'master-secret', masterSecret, salt: masterSalt };
 }
 
 async function readShare(path: string, keyPath: string | undefined): Promise<RecoverRequest> {
@@ -110,15 +109,8 @@ export async function run(argv: string[]): Promise<number> {
     const v = parseCommand(argv, recoverCommand);
     if (v === undefined) return 0;
     const progress = (line: string) => process.stderr.write(`recover: ${line}\n`);
-    const variant = String(v.variant);
-    if (variant === 'dummy') throw new UsageError('the dummy variant is for tests only');
-    if (!isVariant(variant))
-      throw new UsageError(
-        `unknown attestation variant ${JSON.stringify(variant)} (want one of ${variantNames().join(', ')})`,
-      );
-    const timeoutSeconds = Number(v['timeout-seconds']);
-    if (!Number.isFinite(timeoutSeconds) || timeoutSeconds <= 0)
-      throw new UsageError('--timeout-seconds must be > 0');
+    const variant = variantFlag(v.variant);
+    const timeoutInMs = timeoutFlagMs(v['timeout-seconds']);
     const endpointArg = String(v.endpoint);
     const hp = splitHostPort(endpointArg);
     const endpoint = hp ? joinHostPort(hp.host, hp.port) : joinHostPort(endpointArg, RECOVERY_PORT);
@@ -129,14 +121,13 @@ export async function run(argv: string[]): Promise<number> {
     if ((secretFile === undefined) === (shareFile === undefined))
       throw new UsageError('give exactly one of --master-secret-file and --share');
 
-    let validator: Validator;
-    try {
-      validator = buildValidator(variant, await readFile(String(v['attestation-config'])), {
-        clock: new SystemClock(),
-      });
-    } catch (err) {
-      throw new UsageError(`reading --attestation-config: ${(err as Error).message}`);
-    }
+    // The secret (or a share of it) goes only to a node whose attestation proves its image.
+    const validator = await operatorValidator(
+      variant,
+      String(v['attestation-config']),
+      v['allow-weak-measurement-policy'] === true,
+      'recover',
+    );
     const request =
       secretFile !== undefined
         ? await readMasterSecret(secretFile)
@@ -145,7 +136,7 @@ export async function run(argv: string[]): Promise<number> {
     const client = new GrpcRecoverClient({ validators: [validator], clock: new SystemClock() });
     progress(`Connecting to ${endpoint} and verifying the node's attestation`);
     try {
-      const { status } = await client.recover(endpoint, request, { timeoutInMs: timeoutSeconds * 1000 });
+      const { status } = await client.recover(endpoint, request, { timeoutInMs });
       progress('Node attested');
       process.stdout.write(`${status.recovered ? 'Recovered' : 'Waiting'}: ${status.message}\n`);
       return 0;
