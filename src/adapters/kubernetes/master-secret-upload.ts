@@ -13,12 +13,13 @@
  * - Then the Secret is read back and its SHA-256 digests compared with ours (constant time).
  * Neither the secret nor the token is ever printed; errors name statuses and checks only.
  */
+
 import { createHash, timingSafeEqual, X509Certificate } from 'node:crypto';
 import { ApiException, CoreV1Api, KubeConfig, type V1Secret } from '@kubernetes/client-node';
 import { parse as parseYaml } from 'yaml';
+import { MASTER_SECRET_NAME } from './names.js';
 
-/** The Opaque Secret holding the master secret and salt (upstream's name). */
-export const MASTER_SECRET_NAME = 'constellation-mastersecret';
+export { MASTER_SECRET_NAME };
 
 /** How to reach the API server, from the admin kubeconfig. */
 export interface ApiAccess {

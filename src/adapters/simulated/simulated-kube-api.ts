@@ -18,6 +18,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import { createServer as createHttpsServer } from 'node:https';
 import type { AddressInfo } from 'node:net';
 import { parse as parseYaml } from 'yaml';
+import { MASTER_SECRET_NAME } from '../kubernetes/names.js';
 
 /** One request as the fake saw it. */
 export interface SeenRequest {
@@ -43,8 +44,9 @@ const SECRET_KEYS = [
   'usage-bootstrap-authentication',
   'usage-bootstrap-signing',
 ].sort();
-/** The Opaque Secret holding the master secret and salt (upstream's name). */
-export const MASTER_SECRET_NAME = 'constellation-mastersecret';
+
+export { MASTER_SECRET_NAME };
+
 const CR_PREFIX = '/apis/update.edgeless.systems/v1alpha1';
 const DISK_PREFIX = '/apis/confboot.dev/v1alpha1/diskbindings';
 

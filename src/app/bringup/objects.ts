@@ -14,12 +14,12 @@ import type {
   V1Secret,
 } from '@kubernetes/client-node';
 import { NODE_VERSION_NAME, UPDATE_GROUP, UPDATE_VERSION } from '../../adapters/kubernetes/api.js';
+import { MASTER_SECRET_NAME } from '../../adapters/kubernetes/names.js';
 import { type KeyServiceTls, keyServiceTlsSecrets } from '../../adapters/pki/key-service-tls.js';
 import type { Component } from '../../ports/types.js';
 import { NAMESPACE, type RenderOptions, renderObjects } from '../deploy/manifests.js';
 
-/** Name of the master-secret Secret the key service mounts (upstream's). */
-export const MASTER_SECRET_NAME = 'constellation-mastersecret';
+export { MASTER_SECRET_NAME };
 /** Name of the components ConfigMap the NodeVersion references. */
 export const COMPONENTS_CONFIGMAP_NAME = 'k8s-components';
 

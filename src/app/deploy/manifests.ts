@@ -40,6 +40,7 @@ import {
   NODE_VERSION_NAME,
   UPDATE_GROUP,
 } from '../../adapters/kubernetes/api.js';
+import { MASTER_SECRET_NAME } from '../../adapters/kubernetes/names.js';
 import {
   JOIN_SERVICE_CLIENT_TLS_SECRET,
   KEY_SERVICE_TLS_SECRET,
@@ -575,7 +576,7 @@ export function renderObjects(options: RenderOptions): RenderedObject[] {
             {
               name: 'master-secret',
               secret: {
-                secretName: 'constellation-mastersecret',
+                secretName: MASTER_SECRET_NAME,
                 defaultMode: SECRET_FILE_MODE,
                 items: [
                   { key: 'mastersecret', path: MASTER_SECRET_PATH.slice(SERVICE_BASE_PATH.length + 1) },
