@@ -15,8 +15,8 @@ import { applyObjects } from '../bringup/apply.js';
 import { bringupObjects } from '../bringup/objects.js';
 import { DEFAULT_IMAGE, deployVariants, NAMESPACE } from '../deploy/manifests.js';
 import type { JoinServiceCsp } from '../join-service/production.js';
+import { type CommandSpec, parseCommand, runCommand, UsageError } from '../program/args.js';
 import { cloudNames, isCloud } from '../registry/index.js';
-import { type CommandSpec, parseCommand, runCommand, UsageError } from './args.js';
 import { parseMasterSecretFile } from './operator-inputs.js';
 
 export const applyCommand: CommandSpec = {

@@ -4,7 +4,7 @@
  * node is bootstrapped (or already was: PCR 15 set), non-zero with the reason after an unrecoverable
  * failure (past the node lock the state disk is then marked for reset).
  */
-import { type BootstrapperRunOptions, runBootstrapper } from '../bootstrapper/program.js';
+import { type BootstrapperRunOptions, runBootstrapper } from './bootstrapper-program.js';
 
 /** Runs `confboot bootstrapper`; resolves to the exit code. */
 export function run(argv: string[], options: BootstrapperRunOptions = {}): Promise<number> {

@@ -40,10 +40,10 @@ import {
   DEFAULT_SHUTDOWN_GRACE_MS,
   type ListenAddress,
 } from '../join-service/service.js';
+import { type CommandSpec, parseCommand, runCommand, UsageError } from '../program/args.js';
+import { untilStopSignal } from '../program/signals.js';
 import { cloudNames, isCloud, isVariant, variantNames } from '../registry/index.js';
-import { type CommandSpec, parseCommand, runCommand, UsageError } from './args.js';
 import { readPemFlag } from './pem-file.js';
-import { untilStopSignal } from './signals.js';
 
 /** Default attested gRPC listen address. */
 export const DEFAULT_JOIN_SERVICE_LISTEN = `0.0.0.0:${JOIN_SERVICE_PORT}`;

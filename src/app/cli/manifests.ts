@@ -23,8 +23,8 @@ import {
   renderManifests,
 } from '../deploy/manifests.js';
 import type { JoinServiceCsp } from '../join-service/production.js';
+import { type CommandSpec, parseCommand, runCommand, UsageError } from '../program/args.js';
 import { cloudNames, isCloud } from '../registry/index.js';
-import { type CommandSpec, parseCommand, runCommand, UsageError } from './args.js';
 
 const targetList = () =>
   cloudNames()

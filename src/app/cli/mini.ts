@@ -5,7 +5,7 @@
  * one) left.
  */
 import { type MiniResult, miniDown, miniUp } from '../mini/cluster.js';
-import { type CommandSpec, parseCommand, renderHelp, runCommand, UsageError } from './args.js';
+import { type CommandSpec, parseCommand, renderHelp, runCommand, UsageError } from '../program/args.js';
 
 export const miniUpCommand: CommandSpec = {
   name: 'mini up',

@@ -57,12 +57,12 @@ import { JoinTicketClient } from '../../ports/join-ticket-client.js';
 import { Logger } from '../../ports/logger.js';
 import { Tpm } from '../../ports/tpm.js';
 import type { Validator } from '../../ports/validator.js';
-import { buildValidator } from '../attestation/validators.js';
 import { type BootstrapperNode, startBootstrapperNode } from '../bootstrapper/node.js';
-import { initCluster } from '../cli/init.js';
 import { AUDIT_MESSAGE } from '../join-service/guarded-handler.js';
 import { startJoinService } from '../join-service/service.js';
 import { bootstrapperDeps, createNodeContainer, LogRing } from '../modules/index.js';
+import { initCluster } from '../operator/init-cluster.js';
+import { buildValidator } from '../registry/validators.js';
 import { expectedAttestationConfig, GOOD_BOOT, measureBoot, TAMPERED_BOOT } from './boot-measurements.js';
 import { createStateDiskImage, opensWithKey, type StateDiskImage } from './state-disk.js';
 

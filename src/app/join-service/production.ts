@@ -26,22 +26,22 @@ import type { Logger } from '../../ports/logger.js';
 import type { MetadataAPI } from '../../ports/metadata-api.js';
 import type { Validator } from '../../ports/validator.js';
 import type { Variant } from '../../ports/variant.js';
-import type { VariantLookupSettings, VariantLookups } from '../attestation/validator-deps.js';
+import type { VariantLookupSettings, VariantLookups } from '../registry/validator-deps.js';
 
-export type { VariantLookupSettings, VariantLookups } from '../attestation/validator-deps.js';
+export type { VariantLookupSettings, VariantLookups } from '../registry/validator-deps.js';
 
 import { JoinServiceMetrics } from '../../adapters/ops/metrics.js';
 import { JsonlEvidenceStore } from '../../adapters/state/jsonl-evidence-store.js';
+import { KUBERNETES_PORT, PKI_DIR } from '../defaults.js';
+import { cloudMetadataApi, isVariant, variantEntry, variantNames } from '../registry/index.js';
 import {
   checkMeasurementPolicy,
   DEFAULT_SET_EXPIRY_WARNING_MS,
   expiryWarning,
   measurementSetExpiryWarnings,
   WEAK_POLICY_OPT_IN_WARNING,
-} from '../attestation/policy-guard.js';
-import { buildValidator, createAmdCertCache } from '../attestation/validators.js';
-import { KUBERNETES_PORT, PKI_DIR } from '../defaults.js';
-import { cloudMetadataApi, isVariant, variantEntry, variantNames } from '../registry/index.js';
+} from '../registry/policy-guard.js';
+import { buildValidator, createAmdCertCache } from '../registry/validators.js';
 import { withDryRunOnLoad } from './dry-run.js';
 import {
   type JoinServiceLimits,

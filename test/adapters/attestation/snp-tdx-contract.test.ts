@@ -24,7 +24,6 @@ import {
   tpm2NvReader,
 } from '../../../src/adapters/attestation/azure/nv-reader.js';
 import { imdsTdQuoteGetter } from '../../../src/adapters/attestation/azure/tdquote.js';
-import { parseTpmtPublic } from '../../../src/adapters/attestation/shared/tpm2.js';
 import {
   decodeVtpmDocument,
   encodeVtpmDocument,
@@ -40,7 +39,8 @@ import { createAzureTdxIssuer } from '../../../src/adapters/attestation/tdx/azur
 import { QemuTdxIssuer } from '../../../src/adapters/attestation/tdx/issuer.js';
 import { type SwtpmInstance, startSwtpm } from '../../../src/adapters/tpm/swtpm.js';
 import { Tpm2ToolsTpm } from '../../../src/adapters/tpm/tpm2-tools-tpm.js';
-import { buildValidator } from '../../../src/app/attestation/validators.js';
+import { parseTpmtPublic } from '../../../src/adapters/tpm/tpm2-wire.js';
+import { buildValidator } from '../../../src/app/registry/validators.js';
 import type { AmdCertFetcher } from '../../../src/ports/amd-cert-fetcher.js';
 import type { GceShieldedIdentity } from '../../../src/ports/gce-shielded-identity.js';
 import type { Validator } from '../../../src/ports/validator.js';

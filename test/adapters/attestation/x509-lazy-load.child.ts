@@ -27,7 +27,7 @@ if (!record || !fixturePath) throw new Error('usage: CONFBOOT_RECORD_LOADS=F nod
 const fixture = JSON.parse(readFileSync(fixturePath, 'utf8')) as LazyLoadFixture;
 const phase = (name: string) => appendFileSync(record, `#phase ${name}\n`);
 
-const { buildValidator } = await import('../../../src/app/attestation/validators.js');
+const { buildValidator } = await import('../../../src/app/registry/validators.js');
 const { SoftTpm, SoftVtpmIssuer } = await import('../../support/soft-tpm.js');
 const { FakeClock } = await import('../../fakes/fake-clock.js');
 const clock = new FakeClock(new Date(fixture.at));

@@ -15,19 +15,18 @@ import { CommandKubeletService } from '../../adapters/kubernetes/kubelet-service
 import { DEFAULT_SHARE_TTL_MS } from '../../domain/recovery-shares.js';
 import { messageOf } from '../../ports/errors.js';
 import { splitHostPort } from '../../ports/peer-address.js';
-import { type CommandSpec, parseCommand, runCommand, UsageError } from '../cli/args.js';
+import { createNodeDiskMapper, type DiskMapperOutcome } from '../bootstrapper/disk-mapper.js';
+import { type BootstrapperNode, type BootstrapResult, startBootstrapperNode } from '../bootstrapper/node.js';
 import { BOOTSTRAPPER_PORT, JOIN_SERVICE_PORT } from '../defaults.js';
 import {
   bootstrapperDeps,
   type Csp,
   checkWiring,
   createNodeContainer,
-  moduleForCsp,
   type NodeConfig,
 } from '../modules/index.js';
+import { type CommandSpec, parseCommand, runCommand, UsageError } from '../program/args.js';
 import { cloudEntry, cloudNames, cloudVariants, cspFromString, nodeConfig } from '../registry/index.js';
-import { createNodeDiskMapper, type DiskMapperOutcome } from './disk-mapper.js';
-import { type BootstrapperNode, type BootstrapResult, startBootstrapperNode } from './node.js';
 
 /** Options of the bootstrapper program; `csp` is added by `confboot bootstrapper` only. */
 export function bootstrapperCommand(csp?: Csp): CommandSpec {
@@ -276,7 +275,7 @@ export function runBootstrapper(
     const formatIterations =
       iterations === undefined ? undefined : parseCount('format-pbkdf2-iterations', iterations);
 
-    if (values['preload-sdk']) await (await moduleForCsp(cloud)).preloadSdk();
+    if (values['preload-sdk']) await cloudEntry(cloud).preload();
     const container = await createNodeContainer(config);
     if (values['check-wiring']) {
       const names = await checkWiring(container);
