@@ -1,5 +1,5 @@
 /**
- * Options from the environment (`CONFBOOT_<OPTION>`, src/app/cli/args.ts) for the long-running
+ * Options from the environment (`CONFBOOT_<OPTION>`, src/app/program/args.ts) for the long-running
  * commands join-service, key-service, bootstrapper and metadata-server: precedence flag > env >
  * default, --help naming every variable, secrets refused as values, unknown variables warned about,
  * and `CONFBOOT_LOG_LEVEL=debug confboot join-service …` taking effect in a real process (built CLI).

@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 /**
  * The Azure node entrypoint (app layer): the bootstrapper program with the azure module fixed, so this
- * process can only ever import the azure module file (and, lazily, its SDK). Flags: see
+ * process can only ever load the azure adapter (and, lazily, its SDK). Flags: see
  * `--help` (`--attestation-variant`, `--tcti`, `--disk`, `--init-listen`, `--log-level`,
  * `--check-wiring`, …).
  */

@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 /**
  * The GCP node entrypoint (app layer): the bootstrapper program with the gcp module fixed, so this
- * process can only ever import the gcp module file (and, lazily, its SDK). Flags: see
+ * process can only ever load the gcp adapter (and, lazily, its SDK). Flags: see
  * `--help` (`--attestation-variant`, `--tcti`, `--disk`, `--init-listen`, `--log-level`,
  * `--check-wiring`, …).
  */

@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 /**
  * The QEMU node entrypoint (app layer): the bootstrapper program with the qemu module fixed, so this
- * process can only ever import the qemu module file (and, lazily, its SDK). Flags: see
+ * process can only ever load the qemu adapter (and, lazily, its SDK). Flags: see
  * `--help` (`--attestation-variant`, `--tcti`, `--disk`, `--init-listen`, `--log-level`,
  * `--check-wiring`, …).
  */

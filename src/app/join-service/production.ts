@@ -1,7 +1,7 @@
 /**
  * Join service production wiring (application layer): what `confboot join-service` runs on a
  * control plane. The real validator of the configured variant — any vTPM, SEV-SNP or TDX variant,
- * built by the app-level buildValidator (src/app/attestation) — behind an UpdatableValidator that
+ * built by the app-level buildValidator (src/app/registry) — behind an UpdatableValidator that
  * follows the attestation config file (`dummy` cannot be selected), the key service over gRPC, the
  * cluster CA from the pki directory, bootstrap tokens and cluster facts in the Kubernetes API
  * (kubeconfig or in-cluster service account), and the API server endpoint from the cloud's metadata

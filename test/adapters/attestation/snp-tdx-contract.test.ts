@@ -1,6 +1,6 @@
 /**
  * The attestation contract (test/contract/attestation.ts) for the five SEV-SNP/TDX variants, each a
- * real Issuer and the real Validator built by buildValidator (src/app/attestation/validators.ts):
+ * real Issuer and the real Validator built by buildValidator (src/app/registry/validators.ts):
  *  - aws-sev-snp, gcp-sev-snp: REAL swtpm (Tpm2ToolsTpm) + SIMULATED SEV-SNP firmware behind the
  *    real ConfigfsTsmDevice (snp/firmware-double.ts), reports signed by a FAKE AMD PKI; the GCE
  *    shielded-identity lookup is a FAKE returning the swtpm's AK;

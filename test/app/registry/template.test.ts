@@ -50,7 +50,7 @@ const OID = '1.3.9900.99.1';
 
 const unregister: Array<() => void> = [];
 beforeAll(() => {
-  // The one registry line of a cloud made from the template (src/app/registry/clouds.ts).
+  // The one registry entry of a cloud made from the template (src/app/registry/clouds.ts).
   unregister.push(
     registerCloud(
       CLOUD,

@@ -1,5 +1,5 @@
 /**
- * The app-level validator construction (src/app/attestation) and the join service's production
+ * The app-level validator construction (src/app/registry/validators.ts) and the join service's production
  * builder on it:
  *  - every SEV-SNP/TDX variant is built from a sample attestation config with the REAL trust
  *    anchors of ../shared/testvectors (read at test time);
