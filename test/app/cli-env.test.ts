@@ -10,7 +10,7 @@ import { existsSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { silentLogger } from '../../src/adapters/log/pino-logger.js';
-import { bootstrapperCommand, runBootstrapper } from '../../src/app/cli/bootstrapper-program.js';
+import { bootstrapperCommand, runBootstrapper } from '../../src/app/cli/bootstrapper.js';
 import { joinServiceCommand, parseJoinServiceFlags } from '../../src/app/cli/join-service.js';
 import { keyServiceCommand, runKeyService } from '../../src/app/cli/key-service.js';
 import { METADATA_SERVER_COMMAND, run as runMetadataServer } from '../../src/app/operator/metadata-server.js';

@@ -7,7 +7,7 @@
  */
 import { realpathSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import { runBootstrapper } from '../cli/bootstrapper-program.js';
+import { runBootstrapper } from '../cli/bootstrapper.js';
 
 /** Runs the AWS bootstrapper with `argv` (without node and script); resolves to the exit code. */
 export function main(argv: string[]): Promise<number> {

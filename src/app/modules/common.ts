@@ -57,7 +57,7 @@ export const LogRing = Symbol.for('confboot.LogRing');
 /** DI token of everything `startBootstrapperNode` needs ({@link BootstrapperNodeDeps}). */
 export const BootstrapperDeps = Symbol.for('confboot.BootstrapperDeps');
 
-/** Every token a node container binds, for `--check-wiring` (cloud modules bind the first two). */
+/** Every token a node container binds, for `--check-wiring` (the cloud module binds the first two). */
 export const NODE_TOKENS: readonly symbol[] = Object.freeze([
   MetadataAPI,
   Issuer,

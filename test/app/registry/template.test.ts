@@ -19,7 +19,7 @@ import { silentLogger } from '../../../src/adapters/log/pino-logger.js';
 import { SystemClock } from '../../../src/adapters/system/system-clock.js';
 import { Tpm2ToolsTpm } from '../../../src/adapters/tpm/tpm2-tools-tpm.js';
 import { attestationVerifyCommand, verifyFromFlags } from '../../../src/app/cli/attestation-verify.js';
-import { runBootstrapper } from '../../../src/app/cli/bootstrapper-program.js';
+import { runBootstrapper } from '../../../src/app/cli/bootstrapper.js';
 import { initCommand } from '../../../src/app/cli/init.js';
 import { parseJoinServiceFlags } from '../../../src/app/cli/join-service.js';
 import { runManifests } from '../../../src/app/cli/manifests.js';
