@@ -30,7 +30,6 @@ import { ClusterInitializer } from '../../ports/cluster-initializer.js';
 import { ClusterJoiner } from '../../ports/cluster-joiner.js';
 import { CsrFactory } from '../../ports/csr-factory.js';
 import { EncryptedDisk } from '../../ports/encrypted-disk.js';
-import { ConfbootError } from '../../ports/errors.js';
 import { FileWriter } from '../../ports/file-writer.js';
 import { Issuer } from '../../ports/issuer.js';
 import { JoinTicketClient } from '../../ports/join-ticket-client.js';
@@ -44,8 +43,7 @@ import { Random } from '../../ports/random.js';
 import { SecretHash } from '../../ports/secret-hash.js';
 import { Tpm } from '../../ports/tpm.js';
 import type { BootstrapperNodeDeps } from '../bootstrapper/node.js';
-import { CLOUDS } from '../registry/clouds.js';
-import { variantEntry } from '../registry/index.js';
+import { cloudEntry, variantEntry } from '../registry/index.js';
 import { NodeConfig } from '../registry/node-config.js';
 
 /** DI token of the node lock both bootstrapper sides share (the domain's {@link NodeLock}). */
@@ -104,7 +102,7 @@ export function cloudModule(): ContainerModule {
     bind<MetadataAPI>(MetadataAPI)
       .toResolvedValue(
         (c: NodeConfig, logger: Logger) =>
-          cloudEntryOf(c).metadataApi({ csp: c.csp, metadata: c.metadata }, logger),
+          cloudEntry(c.csp).metadataApi({ csp: c.csp, metadata: c.metadata }, logger),
         [NodeConfig, Logger],
       )
       .inSingletonScope();
@@ -115,13 +113,6 @@ export function cloudModule(): ContainerModule {
       )
       .inSingletonScope();
   });
-}
-
-/** The registry entry of the node's cloud. */
-function cloudEntryOf(config: NodeConfig) {
-  const entry = Object.hasOwn(CLOUDS, config.csp) ? CLOUDS[config.csp] : undefined;
-  if (entry === undefined) throw new ConfbootError('invalid-argument', `unknown cloud ${config.csp}`);
-  return entry;
 }
 
 /** Clock, randomness, logging. */
@@ -155,7 +146,7 @@ function bindTpmAndDisk(bind: Bind): void {
         new Tpm2ToolsTpm({
           tcti: c.tcti,
           // The cloud's way of provisioning the AK (cloud registry), then the node's own handle.
-          ...CLOUDS[c.csp]?.tpm,
+          ...cloudEntry(c.csp).tpm,
           ...(c.akHandle === undefined ? {} : { akHandle: c.akHandle }),
         }),
       [NodeConfig],
