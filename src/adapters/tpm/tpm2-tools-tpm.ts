@@ -13,7 +13,7 @@ import { createHash } from 'node:crypto';
 import { readFile, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { ConfbootError, wrapError } from '../../ports/errors.js';
+import { ConfbootError } from '../../ports/errors.js';
 import type { Tpm, TpmQuote } from '../../ports/tpm.js';
 import type { CallOptions } from '../../ports/types.js';
 import { ensureTemplateAk, readTpmtPublic, type TemplateAkHierarchy } from './nv-template-ak.js';
