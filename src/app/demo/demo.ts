@@ -60,7 +60,7 @@ import type { Validator } from '../../ports/validator.js';
 import { buildValidator } from '../attestation/validators.js';
 import { type BootstrapperNode, startBootstrapperNode } from '../bootstrapper/node.js';
 import { initCluster } from '../cli/init.js';
-import { AUDIT_MESSAGE } from '../join-service/guarded-handler.js';
+import { AUDIT_MESSAGE } from '../join-service/audit.js';
 import { startJoinService } from '../join-service/service.js';
 import { bootstrapperDeps, createNodeContainer, LogRing } from '../modules/index.js';
 import { expectedAttestationConfig, GOOD_BOOT, measureBoot, TAMPERED_BOOT } from './boot-measurements.js';

@@ -10,6 +10,7 @@ import { GrpcJoinTicketClient } from '../../../src/adapters/grpc/join-client.js'
 import { createJoinServer } from '../../../src/adapters/grpc/join-server.js';
 import type { JoinTicket, JoinTicketRequest } from '../../../src/ports/types.js';
 import { DummyIssuer, DummyValidator } from '../../support/dummy-attestation.js';
+import { joinCallOf } from '../../support/join-call.js';
 import { clock, sampleTicket } from './helpers.js';
 
 const request = (csrBytes: number): JoinTicketRequest => ({
@@ -33,7 +34,7 @@ async function start(
   const server = createJoinServer({
     validators: limits.validators ?? [new DummyValidator()],
     clock,
-    handler: {
+    joinCall: joinCallOf({
       issueJoinTicket: async () => {
         calls++;
         return issue();
@@ -42,7 +43,7 @@ async function start(
         stateDiskKey: new Uint8Array(32),
         measurementSecret: new Uint8Array(32),
       }),
-    },
+    }),
     ...(limits.maxMessageBytes !== undefined ? { maxMessageBytes: limits.maxMessageBytes } : {}),
     ...(limits.maxConnections !== undefined ? { maxConnections: limits.maxConnections } : {}),
   });
