@@ -40,7 +40,7 @@ export class AttestedGrpcServer {
   private readonly sockets = new Set<TLSSocket>();
   private readonly logger: Logger | undefined;
   private overCapLoggedAt = 0;
-  /** Attested connections closed because {@link AttestedGrpcServerOptions.maxConnections} was reached. */
+  /** Attested connections closed because the admission's `maxConnections` was reached. */
   overCapConnections = 0;
 
   constructor(options: AttestedGrpcServerOptions) {

@@ -20,7 +20,7 @@ import type { JoinCall, JoinCaller, JoinDecision } from '../../ports/join-call.j
 import type { Logger } from '../../ports/logger.js';
 import type { JoinTicket, JoinTicketRequest, RejoinTicket, RejoinTicketRequest } from '../../ports/types.js';
 import type { Validator } from '../../ports/validator.js';
-import type { AdmissionSettings } from './atls/admission.js';
+import type { AdmissionSettings } from './atls/admission-settings.js';
 import type { AtlsOptions } from './atls/exchange.js';
 import { AttestedGrpcServer } from './attested-server.js';
 import {

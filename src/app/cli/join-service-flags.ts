@@ -6,11 +6,11 @@ import {
   parseTdxCollateralSource,
   type TdxCollateralSource,
 } from '../../adapters/attestation/snp-tdx-config.js';
-import type { AdmissionSettings } from '../../adapters/grpc/atls/admission.js';
 import {
   ADMISSION_SETTINGS,
   type AdmissionSetting,
   type AdmissionSettingName,
+  type AdmissionSettings,
   admissionSettingsFrom,
 } from '../../adapters/grpc/atls/admission-settings.js';
 import { messageOf } from '../../ports/errors.js';

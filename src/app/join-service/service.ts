@@ -6,7 +6,7 @@
  * benchmarks (simulated Kubernetes, in-process) build the same service.
  */
 import { FileDenyList } from '../../adapters/fs/file-deny-list.js';
-import type { AdmissionSettings } from '../../adapters/grpc/atls/admission.js';
+import type { AdmissionSettings } from '../../adapters/grpc/atls/admission-settings.js';
 import type { RefusedEvidence } from '../../adapters/grpc/atls/exchange.js';
 import type { AttestedGrpcServer } from '../../adapters/grpc/attested-server.js';
 import { createJoinServer } from '../../adapters/grpc/join-server.js';
