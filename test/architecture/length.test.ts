@@ -29,7 +29,6 @@ const MAX_FILE_LINES = 500;
  * ceiling their length may not exceed.
  */
 const FUNCTION_ALLOWANCES: Readonly<Record<string, number>> = {
-  'src/app/mini/cluster.ts miniUp': 529,
   'src/adapters/attestation/snp/verify.ts verifySnpReportUnchecked': 337,
   'src/app/join-service/service.ts startJoinService': 263,
   'src/adapters/attestation/tdx/verify.ts verifyTdxQuoteUnchecked': 197,
@@ -42,7 +41,6 @@ const FUNCTION_ALLOWANCES: Readonly<Record<string, number>> = {
 
 /** Files over the limit today, with the ceiling their length may not exceed. */
 const FILE_ALLOWANCES: Readonly<Record<string, number>> = {
-  'src/app/mini/cluster.ts': 849,
   'src/app/cli/join-service.ts': 650,
   'src/adapters/attestation/tdx/verify.ts': 639,
   'src/domain/ticket-issuer.ts': 513,
