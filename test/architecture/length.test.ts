@@ -29,7 +29,6 @@ const MAX_FILE_LINES = 500;
  * ceiling their length may not exceed.
  */
 const FUNCTION_ALLOWANCES: Readonly<Record<string, number>> = {
-  'src/app/mini/cluster.ts miniUp': 529,
   'src/adapters/attestation/snp/verify.ts verifySnpReportUnchecked': 337,
   'src/adapters/attestation/tdx/verify.ts verifyTdxQuoteUnchecked': 197,
   'src/adapters/attestation/tdx/verify.ts checkCollateral': 164,
@@ -40,7 +39,6 @@ const FUNCTION_ALLOWANCES: Readonly<Record<string, number>> = {
 
 /** Files over the limit today, with the ceiling their length may not exceed. */
 const FILE_ALLOWANCES: Readonly<Record<string, number>> = {
-  'src/app/mini/cluster.ts': 849,
   'src/adapters/attestation/tdx/verify.ts': 639,
   'src/adapters/tpm/tpm2-tools-tpm.ts': 509,
   'src/adapters/attestation/snp/verify.ts': 502,
