@@ -47,7 +47,7 @@ import { Tpm2ToolsTpm } from '../../adapters/tpm/tpm2-tools-tpm.js';
 import { parseAttestationConfig } from '../../domain/measurements.js';
 import type { Logger } from '../../ports/logger.js';
 import type { Validator } from '../../ports/validator.js';
-import { AUDIT_MESSAGE } from '../join-service/guarded-handler.js';
+import { AUDIT_MESSAGE } from '../join-service/audit.js';
 import { startJoinService } from '../join-service/service.js';
 import { initCluster } from '../operator/init-cluster.js';
 import { buildValidator } from '../registry/validators.js';
