@@ -7,10 +7,7 @@
  * same code in-process.
  */
 
-import {
-  parseTdxCollateralSource,
-  type TdxCollateralSource,
-} from '../../adapters/attestation/snp-tdx-config.js';
+import { parseTdxCollateralSource, type TdxCollateralSource } from '../../adapters/attestation/tdx/config.js';
 import { INTEL_PCS_BASE_URL, INTEL_ROOT_CA_CRL_URL } from '../../adapters/attestation/tdx/pcs-client.js';
 import {
   type AtlsDeadlines,
