@@ -4,6 +4,7 @@
  * everything it started, also on Ctrl-C and SIGTERM; `down` removes what a `--keep` run (or a crashed
  * one) left.
  */
+import { formatMismatch } from '../../ports/measurement-policy.js';
 import { type MiniResult, miniDown, miniUp } from '../mini/cluster.js';
 import { type CommandSpec, parseCommand, renderHelp, runCommand, UsageError } from './args.js';
 
@@ -104,7 +105,9 @@ export function renderMiniSummary(r: MiniResult): string {
   for (const n of r.nodes.filter((x) => !x.accepted)) {
     out.push(`${n.name} ${n.stage}${n.refusedBy ? ` by ${n.refusedBy}` : ''}: ${n.reason}`);
     for (const m of n.mismatches)
-      out.push(`    PCR ${m.pcr}: expected ${m.expected}, actual ${m.actual ?? '(none)'}`);
+      out.push(
+        `    ${formatMismatch({ index: m.pcr, expected: Buffer.from(m.expected, 'hex'), actual: m.actual === null ? undefined : Buffer.from(m.actual, 'hex'), warnOnly: false })}`,
+      );
   }
   if (r.apiServer)
     out.push(

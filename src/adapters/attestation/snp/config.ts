@@ -19,9 +19,9 @@ import {
   version,
 } from '../shared/config-fields.js';
 import { amdNames } from './amd-certs.js';
+import type { IdKeyDigestEnforcement, SnpPolicy, SnpProductAction } from './policy.js';
 import { AMD_PRODUCTS, type AmdProduct, type SnpTcbParts } from './report.js';
 import type { SnpVariant } from './validators.js';
-import type { IdKeyDigestEnforcement, SnpPolicy, SnpProductAction } from './verify.js';
 
 /** An SNP variant's config, ready for the validator. */
 export interface SnpAttestationConfig {

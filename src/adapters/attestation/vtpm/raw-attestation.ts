@@ -11,6 +11,7 @@ import { AttestationError } from '../../../ports/errors.js';
 import type { MeasurementPolicy } from '../../../ports/measurement-policy.js';
 import type { AttestationCheck, MeasurementMismatch } from '../../../ports/types.js';
 import { CheckRecorder } from '../shared/checks.js';
+import { checkMeasurements } from '../shared/measurements.js';
 import { decodeAttestationPb } from '../shared/vtpm-document.js';
 import {
   certificateSpki,
@@ -19,7 +20,6 @@ import {
   recordAsync,
   verifyCertificateChain,
 } from '../shared/x509-chain.js';
-import { compareMeasurements } from './validator.js';
 import {
   parseAttestationKey,
   sameKey,
@@ -91,7 +91,7 @@ export async function verifyRawAttestation(
 
   const verified = verifyAttestationQuotes(att, ak, options.nonce, rec);
   let warnings: MeasurementMismatch[] = [];
-  if (options.policy) warnings = compareMeasurements(options.policy, verified.quote.pcrs, rec).warnings;
+  if (options.policy) warnings = checkMeasurements(options.policy, verified.quote.pcrs, rec).warnings;
   else rec.pass('measurements', 'not compared (no expected measurements given)');
   return { checks: [...rec.checks], warnings, verified };
 }
