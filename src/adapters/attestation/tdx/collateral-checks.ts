@@ -77,20 +77,36 @@ function windowDetail(issue: Date, next: Date | undefined, at: Date): string | u
   return undefined;
 }
 
+/** A kind of signed collateral item: its check-name prefix, how details name it, its JSON key. */
+interface SignedItem {
+  name: 'tcb-info' | 'qe-identity';
+  what: string;
+  /** How the validity detail names the item. */
+  label: string;
+  key: 'tcbInfo' | 'enclaveIdentity';
+}
+
+const TCB_INFO: SignedItem = { name: 'tcb-info', what: 'TCB info', label: 'tcbInfo', key: 'tcbInfo' };
+const QE_IDENTITY: SignedItem = {
+  name: 'qe-identity',
+  what: 'QE identity',
+  label: 'QE identity',
+  key: 'enclaveIdentity',
+};
+
 /**
- * Records `<name>-signature` (signed by Intel SGX TCB Signing under the pinned root) and
- * `<name>-validity` for a signed collateral item, then its `tcb-evaluation-data-number`.
+ * Parses a signed collateral item and records `<name>-signature` (signed by Intel SGX TCB Signing
+ * under the pinned root) and `<name>-validity`, then its `tcb-evaluation-data-number`. Returns the
+ * item; throws when its JSON is unreadable.
  */
-function checkSignedItem(
-  ctx: CollateralCheckContext,
-  item: { name: string; what: string; chain: X509Certificate[] },
-  signed: { signedBytes: Uint8Array; signature: Uint8Array },
-  value: { issueDate: string; nextUpdate: string; tcbEvaluationDataNumber?: unknown },
-  label: string,
-): void {
+function checkSignedItem<
+  T extends { issueDate: string; nextUpdate: string; tcbEvaluationDataNumber?: unknown },
+>(ctx: CollateralCheckContext, item: SignedItem, json: Uint8Array, chain: X509Certificate[]): T {
   const { rec, root, at } = ctx;
-  const chainErr = checkIssuerChain(item.chain, root, at, 'Intel SGX TCB Signing');
-  const signer = item.chain[0];
+  const signed = parseSignedJson<T>(json, item.key);
+  const value = signed.value;
+  const chainErr = checkIssuerChain(chain, root, at, 'Intel SGX TCB Signing');
+  const signer = chain[0];
   const sigOk =
     chainErr === undefined &&
     signer !== undefined &&
@@ -104,10 +120,10 @@ function checkSignedItem(
   rec.record(
     `${item.name}-validity`,
     win === undefined,
-    win === undefined ? `${value.issueDate} … ${value.nextUpdate}` : `${label} ${win}`,
+    win === undefined ? `${value.issueDate} … ${value.nextUpdate}` : `${item.label} ${win}`,
   );
   const min = ctx.minimumEvaluationDataNumber;
-  if (min === undefined) return;
+  if (min === undefined) return value;
   const n = value.tcbEvaluationDataNumber;
   const ok = typeof n === 'number' && n >= min;
   rec.record(
@@ -115,21 +131,14 @@ function checkSignedItem(
     ok,
     `${item.what} tcbEvaluationDataNumber ${String(n)} ${ok ? '≥' : 'is below the'} minimum ${min}`,
   );
+  return value;
 }
 
 /** TCB info: signature, validity, FMSPC/PCE-ID, TDX module and the TCB level. */
 function checkTcbInfo(ctx: CollateralCheckContext): void {
   const { rec, collateral: c, pck, quote } = ctx;
   try {
-    const signed = parseSignedJson<TdxTcbInfo>(c.tcbInfo, 'tcbInfo');
-    const info = signed.value;
-    checkSignedItem(
-      ctx,
-      { name: 'tcb-info', what: 'TCB info', chain: c.tcbInfoIssuerChain },
-      signed,
-      info,
-      'tcbInfo',
-    );
+    const info = checkSignedItem<TdxTcbInfo>(ctx, TCB_INFO, c.tcbInfo, c.tcbInfoIssuerChain);
     if (info.id !== 'TDX')
       rec.record('tcb-info-fmspc', false, `TCB info id ${JSON.stringify(info.id)} is not TDX`);
     else if (pck === undefined) rec.record('tcb-info-fmspc', false, 'no PCK extensions to match');
@@ -174,15 +183,7 @@ function checkTcbInfo(ctx: CollateralCheckContext): void {
 function checkQeIdentity(ctx: CollateralCheckContext): void {
   const { rec, collateral: c } = ctx;
   try {
-    const signed = parseSignedJson<QeIdentity>(c.qeIdentity, 'enclaveIdentity');
-    const ident = signed.value;
-    checkSignedItem(
-      ctx,
-      { name: 'qe-identity', what: 'QE identity', chain: c.qeIdentityIssuerChain },
-      signed,
-      ident,
-      'QE identity',
-    );
+    const ident = checkSignedItem<QeIdentity>(ctx, QE_IDENTITY, c.qeIdentity, c.qeIdentityIssuerChain);
     const m =
       ident.id === 'TD_QE'
         ? evaluateQeIdentity(ident, ctx.quote.qeReport)
