@@ -4,6 +4,7 @@
  * verifier use it: those that stop at the first failed check (`fail` returns the error to throw) and
  * those that run every check and report all reasons (`record`, then `throwIfFailed`).
  */
+import { timingSafeEqual } from 'node:crypto';
 import { AttestationError } from '../../../ports/errors.js';
 import type { AttestationCheck, MeasurementMismatch } from '../../../ports/types.js';
 
@@ -32,6 +33,42 @@ export class CheckRecorder {
   record(name: string, ok: boolean, detail: string): boolean {
     this.checks.push({ name, ok, detail });
     return ok;
+  }
+
+  /**
+   * Records `name` comparing `actual` with `expected` (constant time), with the one text of an
+   * expected/actual comparison: `<what> matches`, or `<what> <actual> differs from the expected
+   * <expected>` (hex). Returns whether they are equal.
+   */
+  expectEqual(name: string, what: string, expected: Uint8Array, actual: Uint8Array): boolean {
+    const ok = expected.length === actual.length && timingSafeEqual(expected, actual);
+    const hex = (b: Uint8Array) => Buffer.from(b).toString('hex');
+    return this.record(
+      name,
+      ok,
+      ok ? `${what} matches` : `${what} ${hex(actual)} differs from the expected ${hex(expected)}`,
+    );
+  }
+
+  /**
+   * Records `name`, a lower bound, with the one text of a minimum: `<what> <actual> ≥ minimum <min>`,
+   * or `<what> <actual> is below the minimum <min>` followed by ` (short: <shortfall>)` when given.
+   * Returns `ok`.
+   */
+  atLeast(
+    name: string,
+    ok: boolean,
+    what: string,
+    value: { actual: string; minimum: string; shortfall?: string },
+  ): boolean {
+    const short = value.shortfall === undefined ? '' : ` (short: ${value.shortfall})`;
+    return this.record(
+      name,
+      ok,
+      ok
+        ? `${what} ${value.actual} ≥ minimum ${value.minimum}`
+        : `${what} ${value.actual} is below the minimum ${value.minimum}${short}`,
+    );
   }
 
   /** Records checks another verifier made (a hardware report's, a TPM quote's). */

@@ -6,14 +6,9 @@
  */
 import { verify as cryptoVerify, timingSafeEqual, type X509Certificate } from 'node:crypto';
 import { messageOf } from '../../../ports/errors.js';
-import {
-  type CertificateInput,
-  commonName,
-  describeCert,
-  loadCertificate,
-  validAt,
-} from '../shared/certs.js';
+import { type CertificateInput, commonName, loadCertificate } from '../shared/certs.js';
 import type { CheckRecorder } from '../shared/checks.js';
+import { checkCertificateValidity } from '../shared/hardware-checks.js';
 import { type AmdSignerInfo, amdNames, amdSignerInfo } from './amd-certs.js';
 import type { SnpChain, SnpPolicy } from './policy.js';
 import { type AmdProduct, formatTcb, type SnpReport } from './report.js';
@@ -184,19 +179,11 @@ export function checkAsk(
 }
 
 /** `certificate-validity`: the pinned ARK, the ASK and the signer are valid at `ctx.at`. */
-export function checkCertificateValidity(
+export function checkChainValidity(
   ctx: SnpCheckContext,
   ask: X509Certificate | undefined,
   signer: SnpSigner | undefined,
 ): void {
-  const { at } = ctx;
   const certs = [ctx.pinned, ...(ask ? [ask] : []), ...(signer ? [signer.cert] : [])];
-  const expired = certs.filter((c) => !validAt(c, at));
-  ctx.rec.record(
-    'certificate-validity',
-    expired.length === 0,
-    expired.length === 0
-      ? `all certificates valid at ${at.toISOString()}`
-      : `not valid at ${at.toISOString()}: ${expired.map(describeCert).join('; ')}`,
-  );
+  checkCertificateValidity(ctx.rec, certs, ctx.at);
 }

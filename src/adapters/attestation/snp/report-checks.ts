@@ -4,7 +4,7 @@
  * mitigation vectors, chip allowlist, product policy, guest policy and VMPL, ID-key digest and
  * report data. Each step records its checks and goes on, so a rejection lists every reason.
  */
-import { messageOf } from '../../../ports/errors.js';
+import { checkReportData } from '../shared/hardware-checks.js';
 import { bytesEqual, type SnpCheckContext, type SnpSigner } from './chain-checks.js';
 import {
   AMD_PRODUCT_NAMES,
@@ -18,14 +18,6 @@ import {
 } from './report.js';
 
 const hex = (b: Uint8Array) => Buffer.from(b).toString('hex');
-
-/** Zero-pads (or rejects when longer) report data to 64 bytes. */
-export function padReportData(data: Uint8Array): Uint8Array {
-  if (data.length > 64) throw new Error(`report data is ${data.length} bytes, at most 64 fit`);
-  const out = new Uint8Array(64);
-  out.set(data);
-  return out;
-}
 
 /** `product`: the signer's product family and the report's CPUID name the policy's product. */
 export function checkProduct(ctx: SnpCheckContext, signer: SnpSigner): void {
@@ -110,11 +102,11 @@ export function checkTcbMinimums(ctx: SnpCheckContext): void {
   for (const [name, which, actual, min] of minimums) {
     if (min === undefined) continue;
     const ok = tcbAtLeast(actual, min);
-    rec.record(
-      name,
-      ok,
-      `${which} TCB ${formatTcb(actual)} ${ok ? '≥' : 'is below the'} minimum ${formatTcb(min)}${ok ? '' : ` (short: ${tcbShortfall(actual, min)})`}`,
-    );
+    rec.atLeast(name, ok, `${which} TCB`, {
+      actual: formatTcb(actual),
+      minimum: formatTcb(min),
+      ...(ok ? {} : { shortfall: tcbShortfall(actual, min) }),
+    });
   }
 }
 
@@ -234,22 +226,7 @@ export function checkIdKeyDigest(ctx: SnpCheckContext): void {
 }
 
 /** `report-data`: with expected report data, the report carries it (zero-padded to 64 bytes). */
-export function checkReportData(ctx: SnpCheckContext): void {
-  const { rec, report } = ctx;
-  if (ctx.policy.reportData === undefined) return;
-  let want: Uint8Array;
-  try {
-    want = padReportData(ctx.policy.reportData);
-  } catch (err) {
-    rec.record('report-data', false, messageOf(err));
-    return;
-  }
-  const ok = bytesEqual(want, report.reportData);
-  rec.record(
-    'report-data',
-    ok,
-    ok
-      ? 'report_data matches'
-      : `report_data ${hex(report.reportData)} differs from the expected ${hex(want)}`,
-  );
+export function checkExpectedReportData(ctx: SnpCheckContext): void {
+  if (ctx.policy.reportData !== undefined)
+    checkReportData(ctx.rec, ctx.policy.reportData, ctx.report.reportData);
 }

@@ -14,7 +14,7 @@ import type { AmdSignerInfo } from './amd-certs.js';
 import {
   checkArk,
   checkAsk,
-  checkCertificateValidity,
+  checkChainValidity,
   checkSignature,
   checkSigner,
   type SnpCheckContext,
@@ -24,12 +24,12 @@ import { AMD_PRODUCT_NAMES, parseSnpReport, type SnpReport } from './report.js';
 import {
   checkChipId,
   checkChipIdAllowed,
+  checkExpectedReportData,
   checkGuestPolicy,
   checkIdKeyDigest,
   checkMitigations,
   checkProduct,
   checkProductPolicy,
-  checkReportData,
   checkSignerTcb,
   checkTcbMinimums,
 } from './report-checks.js';
@@ -82,7 +82,7 @@ function verifySnpReportUnchecked(
   checkSignature(ctx, signer);
   checkArk(ctx, chain);
   const ask = checkAsk(ctx, chain, signer);
-  checkCertificateValidity(ctx, ask, signer);
+  checkChainValidity(ctx, ask, signer);
   if (signer !== undefined) {
     checkProduct(ctx, signer);
     checkChipId(ctx, signer);
@@ -94,7 +94,7 @@ function verifySnpReportUnchecked(
   checkProductPolicy(ctx);
   checkGuestPolicy(ctx);
   checkIdKeyDigest(ctx);
-  checkReportData(ctx);
+  checkExpectedReportData(ctx);
   return {
     accepted: rec.accepted,
     checks: rec.checks,

@@ -125,11 +125,14 @@ function checkSignedItem<
   const min = ctx.minimumEvaluationDataNumber;
   if (min === undefined) return value;
   const n = value.tcbEvaluationDataNumber;
-  const ok = typeof n === 'number' && n >= min;
-  rec.record(
+  rec.atLeast(
     'tcb-evaluation-data-number',
-    ok,
-    `${item.what} tcbEvaluationDataNumber ${String(n)} ${ok ? '≥' : 'is below the'} minimum ${min}`,
+    typeof n === 'number' && n >= min,
+    `${item.what} tcbEvaluationDataNumber`,
+    {
+      actual: String(n),
+      minimum: String(min),
+    },
   );
   return value;
 }

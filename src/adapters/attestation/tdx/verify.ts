@@ -9,15 +9,9 @@
 import { createHash, createPublicKey, type X509Certificate } from 'node:crypto';
 import { messageOf } from '../../../ports/errors.js';
 import type { AttestationCheck } from '../../../ports/types.js';
-import {
-  type CertificateInput,
-  commonName,
-  describeCert,
-  loadCertificate,
-  loadCertificates,
-  validAt,
-} from '../shared/certs.js';
+import { type CertificateInput, commonName, loadCertificate, loadCertificates } from '../shared/certs.js';
 import { CheckRecorder } from '../shared/checks.js';
+import { checkCertificateValidity, checkReportData } from '../shared/hardware-checks.js';
 import { asAttestationError } from '../shared/malformed.js';
 import type { TdxCollateral } from './collateral.js';
 import { checkCollateral, eqBytes, verifyP1363 } from './collateral-checks.js';
@@ -109,12 +103,7 @@ interface PckChain {
 function checkQuoteSignature(ctx: QuoteCheckContext): void {
   const { rec, quote } = ctx;
   const vendor = ctx.policy.qeVendorId ?? Buffer.from(INTEL_QE_VENDOR_ID, 'hex');
-  const vendorOk = eqBytes(vendor, quote.qeVendorId);
-  rec.record(
-    'qe-vendor-id',
-    vendorOk,
-    vendorOk ? hex(quote.qeVendorId) : `QE vendor ID ${hex(quote.qeVendorId)} is not ${hex(vendor)}`,
-  );
+  rec.expectEqual('qe-vendor-id', 'QE vendor ID', vendor, quote.qeVendorId);
   let sigOk = false;
   try {
     sigOk = verifyP1363(quote.signedBytes, p256Key(quote.attestationKey), quote.signature);
@@ -173,14 +162,7 @@ function checkPckChain(ctx: QuoteCheckContext): PckChain | undefined {
       ? `${commonName(leaf.subject)} → ${commonName(inter.subject)} → pinned root`
       : problems.join('; '),
   );
-  const expired = [leaf, inter, root].filter((c) => !validAt(c, at));
-  rec.record(
-    'certificate-validity',
-    expired.length === 0,
-    expired.length === 0
-      ? `PCK chain valid at ${at.toISOString()}`
-      : `certificate has expired or is not yet valid at ${at.toISOString()}: ${expired.map(describeCert).join('; ')}`,
-  );
+  checkCertificateValidity(rec, [leaf, inter, root], at);
   const qeOk = verifyP1363(quote.qeReport.raw, leaf.publicKey, quote.qeReportSignature);
   rec.record(
     'qe-report-signature',
@@ -207,22 +189,16 @@ function checkQuotePolicy(ctx: QuoteCheckContext): void {
     !debug || (policy.allowDebug ?? false),
     debug ? 'TD attributes allow debugging' : 'debugging disabled',
   );
-  if (policy.minimumQeSvn !== undefined)
-    rec.record(
-      'qe-svn',
-      quote.qeSvn >= policy.minimumQeSvn,
-      `QE SVN ${quote.qeSvn}, minimum ${policy.minimumQeSvn}`,
-    );
-  if (policy.minimumPceSvn !== undefined)
-    rec.record(
-      'pce-svn',
-      quote.pceSvn >= policy.minimumPceSvn,
-      `PCE SVN ${quote.pceSvn}, minimum ${policy.minimumPceSvn}`,
-    );
+  for (const [name, what, actual, min] of [
+    ['qe-svn', 'QE SVN', quote.qeSvn, policy.minimumQeSvn],
+    ['pce-svn', 'PCE SVN', quote.pceSvn, policy.minimumPceSvn],
+  ] as const)
+    if (min !== undefined)
+      rec.atLeast(name, actual >= min, what, { actual: String(actual), minimum: String(min) });
   if (policy.minimumTeeTcbSvn !== undefined) {
     const min = policy.minimumTeeTcbSvn;
     const ok = Array.from(min).every((v, i) => (body.teeTcbSvn[i] ?? 0) >= v);
-    rec.record('tee-tcb-svn', ok, `TEE_TCB_SVN ${hex(body.teeTcbSvn)} ${ok ? '≥' : 'is below'} ${hex(min)}`);
+    rec.atLeast('tee-tcb-svn', ok, 'TEE_TCB_SVN', { actual: hex(body.teeTcbSvn), minimum: hex(min) });
   }
   if (policy.mrSeam !== undefined) {
     const ok = policy.mrSeam.some((m) => eqBytes(m, body.mrSeam));
@@ -234,30 +210,8 @@ function checkQuotePolicy(ctx: QuoteCheckContext): void {
         : `MRSEAM ${hex(body.mrSeam)} is not in the allowlist (want one of ${policy.mrSeam.map((m) => `${hex(m).slice(0, 16)}…`).join(', ')})`,
     );
   }
-  if (policy.xfam !== undefined) {
-    const ok = eqBytes(policy.xfam, body.xfam);
-    rec.record('xfam', ok, `XFAM ${hex(body.xfam)}${ok ? '' : `, want ${hex(policy.xfam)}`}`);
-  }
-  checkReportData(ctx);
-}
-
-/** `report-data`: with expected report data, the quote carries it (zero-padded to 64 bytes). */
-function checkReportData(ctx: QuoteCheckContext): void {
-  const { rec, policy } = ctx;
-  if (policy.reportData === undefined) return;
-  if (policy.reportData.length > 64) {
-    rec.record('report-data', false, 'expected report data is longer than 64 bytes');
-    return;
-  }
-  const exp = Buffer.alloc(64);
-  exp.set(policy.reportData);
-  const actual = ctx.quote.body.reportData;
-  const ok = eqBytes(exp, actual);
-  rec.record(
-    'report-data',
-    ok,
-    ok ? 'report_data matches' : `report_data ${hex(actual)} differs from the expected ${hex(exp)}`,
-  );
+  if (policy.xfam !== undefined) rec.expectEqual('xfam', 'XFAM', policy.xfam, body.xfam);
+  if (policy.reportData !== undefined) checkReportData(rec, policy.reportData, body.reportData);
 }
 
 /**
