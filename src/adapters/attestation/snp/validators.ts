@@ -11,7 +11,7 @@ import { createHash, type KeyObject } from 'node:crypto';
 import type { Clock } from '../../../ports/clock.js';
 import { isConfbootError, messageOf, wrapError } from '../../../ports/errors.js';
 import type { MeasurementPolicy } from '../../../ports/measurement-policy.js';
-import type { AttestationCheck, CallOptions } from '../../../ports/types.js';
+import type { CallOptions } from '../../../ports/types.js';
 import type { ValidationResult, Validator } from '../../../ports/validator.js';
 import { VARIANT_OIDS } from '../../../ports/variant.js';
 import { checkHclRuntimeData } from '../azure/hcl-runtime-data.js';
@@ -79,15 +79,18 @@ export class SnpValidator implements Validator {
     return validateWithVerdict(this.variant, () => this.validateUnchecked(document, nonce, options));
   }
 
-  /** The `amd-crl` check: AMD's CRL from the certificate cache, verified against the pinned ARK. */
-  private async revocationCheck(
+  /** Records `amd-crl`: AMD's CRL from the certificate cache, verified against the pinned ARK. */
+  private async checkRevocation(
     signerBytes: Uint8Array,
     chain: SnpChain,
     signerKind: 'vcek' | 'vlek',
+    rec: CheckRecorder,
     options?: CallOptions,
-  ): Promise<AttestationCheck> {
+  ): Promise<void> {
     const product = this.config.policy.product ?? 'milan';
-    const fail = (detail: string): AttestationCheck => ({ name: 'amd-crl', ok: false, detail });
+    const fail = (detail: string) => {
+      rec.record('amd-crl', false, detail);
+    };
     const arkInput = this.config.policy.arks[product];
     if (arkInput === undefined) return fail(`no pinned ARK for ${product}`);
     let subjects: Parameters<typeof checkAmdCrl>[1];
@@ -108,7 +111,7 @@ export class SnpValidator implements Validator {
     } catch (err) {
       return fail(messageOf(err));
     }
-    return checkAmdCrl(crl, subjects, this.config.clock.now());
+    rec.adopt([await checkAmdCrl(crl, subjects, this.config.clock.now())]);
   }
 
   private async validateUnchecked(
@@ -225,7 +228,7 @@ export class SnpValidator implements Validator {
     const signerKind = h.parsed.signerInfo.signingKey === 'vlek' ? 'vlek' : 'vcek';
     // AMD's CRL only for a report whose own checks passed: a forged one costs no request.
     if (this.config.policy.checkRevocation === true && v.accepted)
-      rec.adopt([await this.revocationCheck(h.signer, h.chain, signerKind, options)]);
+      await this.checkRevocation(h.signer, h.chain, signerKind, rec, options);
     if (this.variant === 'azure-sev-snp') {
       const runtime = goBytes(h.info.Azure?.RuntimeData, 'Azure.RuntimeData');
       checkHclRuntimeData(h.parsed.reportData, runtime, h.ak.rsa, rec);
