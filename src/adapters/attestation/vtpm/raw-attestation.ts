@@ -22,7 +22,7 @@ import {
 } from '../shared/x509-chain.js';
 import {
   parseAttestationKey,
-  sameKey,
+  requireAk,
   type VerifiedAttestation,
   verifyAttestationQuotes,
 } from './verify-attestation.js';
@@ -62,9 +62,7 @@ export async function verifyRawAttestation(
   const ak = parseAttestationKey(att.akPub, rec);
 
   if ('trustedAk' in options.trust) {
-    if (!sameKey(ak, options.trust.trustedAk))
-      throw rec.fail('ak-trust', 'untrusted attestation public key: it differs from the trusted AK');
-    rec.pass('ak-trust', 'attestation key equals the trusted AK');
+    requireAk(rec, ak, options.trust.trustedAk, 'the trusted AK');
   } else {
     if (att.akCert.length === 0)
       throw rec.fail('ak-certificate', 'attestation carries no AK certificate and no trusted AK was given');
@@ -84,9 +82,7 @@ export async function verifyRawAttestation(
       `AK certificate ${certName(akCert)} chains to a given root at ${at.toISOString()}`,
     );
     const certKey = createPublicKey({ key: certificateSpki(akCert), format: 'der', type: 'spki' });
-    if (!sameKey(ak, certKey))
-      throw rec.fail('ak-trust', 'untrusted attestation public key: it differs from the AK certificate key');
-    rec.pass('ak-trust', 'attestation key equals the AK certificate key');
+    requireAk(rec, ak, certKey, 'the AK certificate key');
   }
 
   const verified = verifyAttestationQuotes(att, ak, options.nonce, rec);

@@ -18,7 +18,7 @@ import type { TpmtPublic } from '../shared/tpm2.js';
 import { decodeVtpmDocument, type VtpmDocument } from '../shared/vtpm-document.js';
 import {
   parseAttestationKey,
-  sameKey,
+  requireAk,
   type VerifiedAttestation,
   verifyAttestationQuotes,
 } from './verify-attestation.js';
@@ -66,9 +66,7 @@ export function pinnedAkChecks(
 ): VtpmVariantChecks {
   return {
     async checkAk(_doc, ak, _extraData, rec) {
-      if (!sameKey(ak, key))
-        throw rec.fail('ak-trust', `untrusted attestation public key: it differs from ${keyName}`);
-      rec.pass('ak-trust', `attestation key equals ${keyName}`);
+      requireAk(rec, ak, key, keyName);
     },
     validateCvm,
   };
