@@ -34,6 +34,7 @@ import {
 import { deriveClusterId, deriveDataKey } from '../../src/domain/key-derivation.js';
 import type { Validator } from '../../src/ports/validator.js';
 import { dumpMetadata, formatImage } from '../adapters/disk/luks-image.js';
+import { joinCallOf } from '../support/join-call.js';
 import { freePort } from '../support/net.js';
 import { useSwtpm } from '../support/swtpm.js';
 import { useTmpDirs } from '../support/tmp.js';
@@ -128,7 +129,7 @@ async function rejoinService(validator: Validator, port: number) {
   const server: AttestedGrpcServer = createJoinServer({
     validators: [counting],
     clock,
-    handler: {
+    joinCall: joinCallOf({
       issueJoinTicket: () => Promise.reject(new Error('not used')),
       issueRejoinTicket: async (request) => {
         rejoins.push(request.diskUuid);
@@ -137,7 +138,7 @@ async function rejoinService(validator: Validator, port: number) {
           measurementSecret: MEASUREMENT_SECRET,
         };
       },
-    },
+    }),
   });
   await server.listen('127.0.0.1', port);
   cleanups.push(() => server.shutdown(500));
