@@ -4,8 +4,8 @@
  * everything it started, also on Ctrl-C and SIGTERM; `down` removes what a `--keep` run (or a crashed
  * one) left.
  */
-import { formatMismatch } from '../../ports/measurement-policy.js';
 import { type MiniResult, miniDown, miniUp } from '../mini/cluster.js';
+import { describePcrMismatch } from '../mini/stages/join.js';
 import { type CommandSpec, parseCommand, renderHelp, runCommand, UsageError } from './args.js';
 
 export const miniUpCommand: CommandSpec = {
@@ -104,10 +104,7 @@ export function renderMiniSummary(r: MiniResult): string {
   ];
   for (const n of r.nodes.filter((x) => !x.accepted)) {
     out.push(`${n.name} ${n.stage}${n.refusedBy ? ` by ${n.refusedBy}` : ''}: ${n.reason}`);
-    for (const m of n.mismatches)
-      out.push(
-        `    ${formatMismatch({ index: m.pcr, expected: Buffer.from(m.expected, 'hex'), actual: m.actual === null ? undefined : Buffer.from(m.actual, 'hex'), warnOnly: false })}`,
-      );
+    for (const m of n.mismatches) out.push(`    ${describePcrMismatch(m)}`);
   }
   if (r.apiServer)
     out.push(
