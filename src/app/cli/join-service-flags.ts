@@ -2,10 +2,7 @@
  * Parsing of `confboot join-service`'s flags (application layer): checked and typed, usage errors
  * (exit 2) for anything malformed.
  */
-import {
-  parseTdxCollateralSource,
-  type TdxCollateralSource,
-} from '../../adapters/attestation/snp-tdx-config.js';
+import { parseTdxCollateralSource, type TdxCollateralSource } from '../../adapters/attestation/tdx/config.js';
 import {
   ADMISSION_SETTINGS,
   type AdmissionSetting,
