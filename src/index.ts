@@ -69,6 +69,8 @@ export {
   VARIANTS,
   type VariantEntry,
   variantNames,
+  variantOfOid,
+  variantOid,
   vtpmVariant,
 } from './app/registry/index.js';
 export {

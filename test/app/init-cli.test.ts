@@ -19,6 +19,7 @@ import {
   measureBoot,
   TAMPERED_BOOT,
 } from '../../src/app/demo/boot-measurements.js';
+import { variantOid } from '../../src/app/registry/index.js';
 import type { InitRequest } from '../../src/ports/types.js';
 import { useSwtpm } from '../support/swtpm.js';
 import { useTmpDirs } from '../support/tmp.js';
@@ -51,7 +52,7 @@ async function node(boot: typeof GOOD_BOOT) {
   await measureBoot(tpm, boot);
   const requests: InitRequest[] = [];
   const server = createInitServer({
-    issuer: createQemuVtpmIssuer(tpm),
+    issuer: createQemuVtpmIssuer(tpm, { oid: variantOid('qemu-vtpm') }),
     clock: new SystemClock(),
     handler: {
       async *init(request) {

@@ -27,7 +27,8 @@ describe('library exports', () => {
     'Tpm2ToolsTpm',
     'startJoinService',
     'ConfbootError',
-    'VARIANT_OIDS',
+    'variantOid',
+    'variantOfOid',
   ])('confboot exports %s', (name) => {
     expect((confboot as Record<string, unknown>)[name]).toBeDefined();
   });

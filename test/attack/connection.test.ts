@@ -12,7 +12,7 @@ import { status } from '@grpc/grpc-js';
 import * as x509 from '@peculiar/x509';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { encodeAttestationFrame, FrameReader } from '../../src/adapters/grpc/atls/protocol.js';
-import { VARIANT_OIDS } from '../../src/ports/variant.js';
+import { variantOid } from '../../src/app/registry/index.js';
 import {
   attempt,
   closed,
@@ -161,7 +161,7 @@ describe('connection-level attacks (refused before any handler runs)', () => {
     await handshake;
     const port = socket.localPort as number;
     const s = snapshot(target);
-    socket.write(encodeAttestationFrame(VARIANT_OIDS['qemu-vtpm'], new TextEncoder().encode('{}')));
+    socket.write(encodeAttestationFrame(variantOid('qemu-vtpm'), new TextEncoder().encode('{}')));
     const verdict = await readVerdict(new FrameReader(socket));
     socket.destroy();
     expect(verdict).toMatchObject({ accepted: false, check: 'peer-certificate' });

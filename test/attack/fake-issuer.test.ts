@@ -9,7 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { silentLogger } from '../../src/adapters/log/pino-logger.js';
 import { expectedAttestationConfig } from '../../src/app/demo/boot-measurements.js';
 import { validatorBuilder } from '../../src/app/join-service/production.js';
-import { VARIANT_OIDS } from '../../src/ports/variant.js';
+import { variantOid } from '../../src/app/registry/index.js';
 import { DummyIssuer } from '../support/dummy-attestation.js';
 import { attempt, clock, EMPTY_REQUEST, expectIssued, expectRefused, snapshot } from './support/attack.js';
 import { FixedDocumentIssuer, SoftVtpmIssuer, type SwtpmNode, softTpmNode } from './support/nodes.js';
@@ -111,7 +111,7 @@ describe('documents of the wrong variant', () => {
   it('a qemu-vtpm document (real swtpm quote) under the aws-nitro-tpm OID is refused by the aws-nitro-tpm validator: ak-trust', async () => {
     const relabelled = {
       variant: 'aws-nitro-tpm' as const,
-      oid: VARIANT_OIDS['aws-nitro-tpm'],
+      oid: variantOid('aws-nitro-tpm'),
       issue: (u: Uint8Array, n: Uint8Array) => node.issuer.issue(u, n),
     };
     const calls = ec2.calls;
@@ -125,7 +125,7 @@ describe('documents of the wrong variant', () => {
   it('a qemu-vtpm document under an SEV-SNP OID (1.3.9900.2.2) is refused: unknown-oid', async () => {
     const relabelled = {
       variant: 'aws-sev-snp' as const,
-      oid: VARIANT_OIDS['aws-sev-snp'],
+      oid: variantOid('aws-sev-snp'),
       issue: (u: Uint8Array, n: Uint8Array) => node.issuer.issue(u, n),
     };
     const b = snapshot(mixed);

@@ -23,6 +23,7 @@ import { createQemuVtpmIssuer } from '../../src/adapters/attestation/vtpm/issuer
 import { encodeAttestationFrame } from '../../src/adapters/grpc/atls/protocol.js';
 import type { AttestedGrpcServer } from '../../src/adapters/grpc/attested-server.js';
 import { createInitServer } from '../../src/adapters/grpc/init-server.js';
+import { variantOid } from '../../src/app/registry/index.js';
 import type { Tpm } from '../../src/ports/tpm.js';
 import { rawTlsClient } from '../support/raw-atls-client.js';
 import { attempt, clock } from './support/attack.js';
@@ -89,7 +90,7 @@ const attackers: Slowloris[] = [];
 beforeAll(async () => {
   ({ target, node } = await startTargetWithNode());
   init = createInitServer({
-    issuer: createQemuVtpmIssuer(quotes.wrap(node.tpm)),
+    issuer: createQemuVtpmIssuer(quotes.wrap(node.tpm), { oid: variantOid('qemu-vtpm') }),
     clock,
     // STUB handler: no attested Init call is made in this file.
     handler: {

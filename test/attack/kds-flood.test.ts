@@ -26,9 +26,9 @@ import { KdsCertFetcher } from '../../src/adapters/attestation/snp/kds-fetcher.j
 import { SnpValidator } from '../../src/adapters/attestation/snp/validators.js';
 import { attestSocket } from '../../src/adapters/grpc/atls/connection.js';
 import { AttestedTlsListener } from '../../src/adapters/grpc/atls/listener.js';
+import { variantOid } from '../../src/app/registry/index.js';
 import type { Issuer } from '../../src/ports/issuer.js';
 import type { MeasurementPolicy } from '../../src/ports/measurement-policy.js';
-import { VARIANT_OIDS } from '../../src/ports/variant.js';
 import { rsaTpmtPublic } from '../adapters/attestation/snp/tpmt-fixture.js';
 import { describeVectors, vec } from '../adapters/attestation/snp/vectors.js';
 import { FakeClock } from '../fakes/fake-clock.js';
@@ -108,7 +108,7 @@ function snpDocument(userData: Uint8Array, attacker: boolean): Uint8Array {
 
 const issuer = (attacker: boolean): Issuer => ({
   variant: 'azure-sev-snp',
-  oid: VARIANT_OIDS['azure-sev-snp'],
+  oid: variantOid('azure-sev-snp'),
   issue: async (userData) => snpDocument(userData, attacker),
 });
 
@@ -125,6 +125,7 @@ async function startService(clock: FakeClock, kdsUrl: string, maxConcurrentVerif
     fetchTimeoutInMs: LONG,
   });
   const validator = new SnpValidator('azure-sev-snp', {
+    oid: variantOid('azure-sev-snp'),
     policy: {
       arks: { milan: vec('constellation/trust-anchors/amd-ark-milan.pem') },
       minimumTcb: { bl: 2, tee: 0, snp: 6, ucode: 93 },

@@ -13,7 +13,7 @@ import {
   encodeAttestationFrame,
   FRAME_HEADER_BYTES,
 } from '../../src/adapters/grpc/atls/protocol.js';
-import { VARIANT_OIDS } from '../../src/ports/variant.js';
+import { variantOid } from '../../src/app/registry/index.js';
 import {
   attempt,
   closed,
@@ -28,7 +28,7 @@ import { FixedDocumentIssuer, MutatingIssuer, type SwtpmNode, TruncatingIssuer }
 import { startTargetWithNode, type Target } from './support/target.js';
 
 const TEN_MB = 10 * 1024 * 1024;
-const QEMU_OID = VARIANT_OIDS['qemu-vtpm'];
+const QEMU_OID = variantOid('qemu-vtpm');
 
 let target: Target;
 let node: SwtpmNode;

@@ -10,6 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createQemuVtpmIssuer } from '../../src/adapters/attestation/vtpm/issuer.js';
 import { expectedPcr15, Pcr15Marker } from '../../src/adapters/tpm/pcr15-marker.js';
 import { GOOD_BOOT, replayBoot, TAMPERED_BOOT } from '../../src/app/demo/boot-measurements.js';
+import { variantOid } from '../../src/app/registry/index.js';
 import { isAttestationError } from '../../src/ports/errors.js';
 import { attempt, expectIssued, expectRefused, snapshot } from './support/attack.js';
 import {
@@ -84,7 +85,7 @@ describe('measurements (real swtpm nodes, enforced demo-image PCRs)', () => {
 
   it('a document with only a SHA-1 quote (real swtpm SHA-1 bank, good boot) is refused: sha256-quote', async () => {
     const node = await swtpmNode();
-    const both = createQemuVtpmIssuer(node.tpm, { sha1Quoter: node.tpm });
+    const both = createQemuVtpmIssuer(node.tpm, { oid: variantOid('qemu-vtpm'), sha1Quoter: node.tpm });
     const sha1Only = new MutatingIssuer(both, (d) => ({
       ...d,
       attestation: { ...d.attestation, quotes: d.attestation.quotes.filter((q) => q.pcrHashAlg === SHA1) },
@@ -110,7 +111,7 @@ describe('measurements (real swtpm nodes, enforced demo-image PCRs)', () => {
     const tampered = await swtpmNode(TAMPERED_BOOT);
     const good12 = replayBoot(GOOD_BOOT).get(12) as Uint8Array;
     const forger = new MutatingIssuer(
-      createQemuVtpmIssuer(tampered.tpm, { sha1Quoter: tampered.tpm }),
+      createQemuVtpmIssuer(tampered.tpm, { oid: variantOid('qemu-vtpm'), sha1Quoter: tampered.tpm }),
       (d) => ({
         ...d,
         attestation: {

@@ -11,10 +11,10 @@
  */
 import { randomBytes } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
+import { variantOid } from '../../src/app/registry/index.js';
 import { isAttestationError } from '../../src/ports/errors.js';
 import type { Issuer } from '../../src/ports/issuer.js';
 import type { Validator } from '../../src/ports/validator.js';
-import { VARIANT_OIDS } from '../../src/ports/variant.js';
 import { type ContractFactory, freshSubjects } from './harness.js';
 
 /** The pair under test. */
@@ -64,7 +64,7 @@ export function describeAttestationContract(
     it('issuer and validator name the same variant and its OID', async () => {
       const { subject } = await fresh();
       expect(subject.issuer.variant).toBe(subject.validator.variant);
-      expect(subject.issuer.oid).toBe(VARIANT_OIDS[subject.issuer.variant]);
+      expect(subject.issuer.oid).toBe(variantOid(subject.issuer.variant));
       expect(subject.validator.oid).toBe(subject.issuer.oid);
     });
 

@@ -7,10 +7,10 @@
  * so it carries the test-only `dummy` variant and is never wired into production.
  */
 import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
+import { variantOid } from '../../src/app/registry/index.js';
 import { AttestationError } from '../../src/ports/errors.js';
 import type { Issuer } from '../../src/ports/issuer.js';
 import type { ValidationResult, Validator } from '../../src/ports/validator.js';
-import { VARIANT_OIDS } from '../../src/ports/variant.js';
 
 const MAC_SIZE = 32;
 
@@ -23,7 +23,7 @@ function mac(key: Uint8Array, userData: Uint8Array, nonce: Uint8Array): Buffer {
 /** One fake platform: its issuer and the validator that trusts its key. */
 export class FakeAttestation {
   readonly variant = 'dummy' as const;
-  readonly oid = VARIANT_OIDS.dummy;
+  readonly oid = variantOid('dummy');
   /** The platform's key; a validator of another FakeAttestation trusts another key. */
   private readonly key: Uint8Array;
 

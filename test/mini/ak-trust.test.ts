@@ -25,6 +25,7 @@ import { SystemClock } from '../../src/adapters/system/system-clock.js';
 import { type SwtpmInstance, startSwtpm } from '../../src/adapters/tpm/swtpm.js';
 import { Tpm2ToolsTpm } from '../../src/adapters/tpm/tpm2-tools-tpm.js';
 import { provisionTpm, registeredAkOf } from '../../src/app/mini/provision.js';
+import { variantOid } from '../../src/app/registry/index.js';
 import { createValidator } from '../../src/app/registry/validators.js';
 import { MeasurementsPolicy } from '../../src/domain/measurements.js';
 import type { Issuer } from '../../src/ports/issuer.js';
@@ -40,7 +41,9 @@ describe.skipIf(missing.length > 0)('mini: qemu-vtpm with the registered-AK opti
   async function documentFrom(stateDir: string, nonce: Buffer): Promise<Uint8Array> {
     const swtpm = await startSwtpm({ stateDir, readyTimeoutInMs: 20_000 });
     try {
-      const issuer = createQemuVtpmIssuer(new Tpm2ToolsTpm({ tcti: swtpm.tcti, timeoutInMs: 60_000 }));
+      const issuer = createQemuVtpmIssuer(new Tpm2ToolsTpm({ tcti: swtpm.tcti, timeoutInMs: 60_000 }), {
+        oid: variantOid('qemu-vtpm'),
+      });
       return await issuer.issue(Buffer.alloc(32), nonce);
     } finally {
       await swtpm.stop();
@@ -107,7 +110,9 @@ describe.skipIf(missing.length > 0)('mini: qemu-vtpm with the registered-AK opti
       const issuerOf = async (stateDir: string): Promise<Issuer> => {
         const swtpm = await startSwtpm({ stateDir, readyTimeoutInMs: 20_000 });
         swtpms.push(swtpm);
-        return createQemuVtpmIssuer(new Tpm2ToolsTpm({ tcti: swtpm.tcti, timeoutInMs: 60_000 }));
+        return createQemuVtpmIssuer(new Tpm2ToolsTpm({ tcti: swtpm.tcti, timeoutInMs: 60_000 }), {
+          oid: variantOid('qemu-vtpm'),
+        });
       };
       const tpmA = await issuerOf(vmA.stateDir);
       const tpmB = await issuerOf(vmB.stateDir);

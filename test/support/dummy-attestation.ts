@@ -4,16 +4,17 @@
  * CLI flag can reach this file (it lives under test/ and is not in the build).
  */
 
+import { variantOid } from '../../src/app/registry/index.js';
 import { AttestationError } from '../../src/ports/errors.js';
 import type { Issuer } from '../../src/ports/issuer.js';
 import type { ValidationResult, Validator } from '../../src/ports/validator.js';
-import { VARIANT_OIDS, type Variant } from '../../src/ports/variant.js';
+import type { Variant } from '../../src/ports/variant.js';
 
 /** Issues `{"UserData","Nonce"}` documents under `variant`'s OID (default dummy). */
 export class DummyIssuer implements Issuer {
   readonly oid: string;
   constructor(readonly variant: Variant = 'dummy') {
-    this.oid = VARIANT_OIDS[variant];
+    this.oid = variantOid(variant);
   }
   async issue(userData: Uint8Array, nonce: Uint8Array): Promise<Uint8Array> {
     const doc = {
@@ -29,7 +30,7 @@ export class DummyValidator implements Validator {
   readonly oid: string;
   readonly calls: Array<{ document: Uint8Array; nonce: Uint8Array }> = [];
   constructor(readonly variant: Variant = 'dummy') {
-    this.oid = VARIANT_OIDS[variant];
+    this.oid = variantOid(variant);
   }
   async validate(document: Uint8Array, nonce: Uint8Array): Promise<ValidationResult> {
     this.calls.push({ document, nonce });

@@ -18,9 +18,10 @@ import {
   encodeVtpmDocument,
   type TpmAttestation,
 } from '../../src/adapters/attestation/shared/vtpm-document.js';
+import { variantOid } from '../../src/app/registry/index.js';
 import type { Issuer } from '../../src/ports/issuer.js';
 import type { Tpm, TpmQuote } from '../../src/ports/tpm.js';
-import { VARIANT_OIDS, type Variant } from '../../src/ports/variant.js';
+import type { Variant } from '../../src/ports/variant.js';
 
 /** TPM_ALG_IDs of the banks the soft TPM keeps. */
 export const SHA1 = 0x0004;
@@ -279,7 +280,7 @@ export class SoftVtpmIssuer implements Issuer {
     readonly variant: Variant = 'qemu-vtpm',
     private readonly extras: { instanceInfo?: Uint8Array; eventLog?: Uint8Array; banks?: number[] } = {},
   ) {
-    this.oid = VARIANT_OIDS[variant];
+    this.oid = variantOid(variant);
   }
 
   /** {@inheritDoc Issuer.issue} */

@@ -45,6 +45,8 @@ export interface JoinServerOptions extends AdmissionSettings {
   maxDocumentBytes?: number;
   /** Called with the evidence of every attestation document a validator refused. */
   onEvidenceRefused?: AtlsOptions['onEvidenceRefused'];
+  /** Names the variant of a refused peer's OID (the variant registry). */
+  variantOfOid?: AtlsOptions['variantOfOid'];
   /** gRPC receive limit per message, bytes (grpc-js refuses larger ones before decoding). Default 4 MiB. */
   maxMessageBytes?: number;
   /** Concurrent streams per attested connection (HTTP/2 SETTINGS_MAX_CONCURRENT_STREAMS). */

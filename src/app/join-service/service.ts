@@ -44,6 +44,7 @@ import type { ReceiptSigner } from '../../ports/receipt-signer.js';
 import type { Validator } from '../../ports/validator.js';
 import { VERSION } from '../../version.js';
 import { JOIN_SERVICE_HTTP_PORT, JOIN_SERVICE_MEMORY_BUDGET_MIB, JOIN_SERVICE_PORT } from '../defaults.js';
+import { variantOfOid } from '../registry/index.js';
 import { AUDIT_EVENT, auditMismatches, emitAudit } from './audit.js';
 import { GuardedJoinCall } from './guarded-join-call.js';
 import { Cleanups, readinessOf, type ServiceState, shutdownOf } from './lifecycle.js';
@@ -303,6 +304,7 @@ function joinServer(start: Start, denyList: DenyList): AttestedGrpcServer {
     clock,
     joinCall,
     logger,
+    variantOfOid,
     ...(maxDocumentBytes !== undefined ? { maxDocumentBytes } : {}),
     ...admission,
     // A joining node makes one call per connection: a connection beyond the requests that can run

@@ -15,7 +15,7 @@ import type { Variant } from '../../ports/variant.js';
 import type { CloudEntry, CloudMetadataSettings } from './cloud-entry.js';
 import { CLOUDS } from './clouds.js';
 import { type Csp, type NodeConfig, type NodeConfigInput, withNodeDefaults } from './node-config.js';
-import { VARIANTS, type VariantEntry } from './variants.js';
+import { DUMMY_OID, VARIANTS, type VariantEntry } from './variants.js';
 
 export {
   type CloudEntry,
@@ -32,6 +32,7 @@ export {
 export { AZURE_TPM_OPTIONS, CLOUDS, GCE_TPM_OPTIONS } from './clouds.js';
 export * from './node-config.js';
 export {
+  DUMMY_OID,
   type IssuerContext,
   VARIANTS,
   type VariantEntry,
@@ -92,6 +93,17 @@ export function variantEntry(name: string): VariantEntry {
   return VARIANTS[name] as VariantEntry;
 }
 
+/** The OID variant `name` attests under in attested TLS (its entry's; `dummy`'s for the test fakes). */
+export function variantOid(name: Variant): string {
+  return name === 'dummy' ? DUMMY_OID : variantEntry(name).oid;
+}
+
+/** The variant (registered, or `dummy`) whose documents travel under `oid`, or undefined. */
+export function variantOfOid(oid: string): string | undefined {
+  if (oid === DUMMY_OID) return 'dummy';
+  return Object.keys(VARIANTS).find((name) => VARIANTS[name]?.oid === oid);
+}
+
 /** The variants a node of `csp` runs (issues, and its join service validates); the default first. */
 export function cloudVariants(csp: string): Variant[] {
   const own = variantNames().filter((v) => variantEntry(v).clouds.includes(csp));
@@ -147,7 +159,9 @@ export function registerCloud(name: string, entry: CloudEntry): () => void {
   return register(CLOUDS, 'cloud', name, entry);
 }
 
-/** Registers a variant at run time; returns the function that removes it again. */
+/** Registers a variant at run time (under an OID no other variant has); returns the function that removes it again. */
 export function registerVariant(name: string, entry: VariantEntry): () => void {
+  const holder = variantOfOid(entry.oid);
+  if (holder !== undefined) throw new Error(`attestation variant ${name}: OID ${entry.oid} is ${holder}'s`);
   return register(VARIANTS, 'attestation variant', name, entry);
 }

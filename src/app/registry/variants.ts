@@ -38,12 +38,14 @@ import { MeasurementsPolicy, type ParsedAttestationConfig } from '../../domain/m
 import type { Clock } from '../../ports/clock.js';
 import type { Issuer } from '../../ports/issuer.js';
 import type { MeasurementPolicy } from '../../ports/measurement-policy.js';
-import type { Tpm } from '../../ports/tpm.js';
 import type { CallOptions } from '../../ports/types.js';
 import type { Validator } from '../../ports/validator.js';
-import { VARIANT_OIDS, type Variant } from '../../ports/variant.js';
+import { isVariantName, type Variant } from '../../ports/variant.js';
 import { SERVICE_BASE_PATH } from '../defaults.js';
-import type { NodeConfig } from './node-config.js';
+import { awsNitroTpmIssuer, azureNv, gceInstance, type IssuerContext, tsm } from './node-issuers.js';
+
+export type { IssuerContext };
+
 import {
   amdLookups,
   azureAkRootLookups,
@@ -58,12 +60,6 @@ import {
   type VariantLookups,
 } from './validator-deps.js';
 
-/** What a node's Issuer is built from: the node config and the node's TPM. */
-export interface IssuerContext {
-  config: NodeConfig;
-  tpm: Tpm;
-}
-
 /** What the manifest generator renders for a variant besides what every variant gets. */
 export interface VariantDeploy {
   /**
@@ -76,6 +72,12 @@ export interface VariantDeploy {
   /** Flags of the join service this variant needs. */
   joinServiceFlags?: readonly string[];
 }
+
+/**
+ * The OID of the `dummy` variant, which has no entry: test fakes attest under it, and every
+ * production service refuses it (no validator accepts it).
+ */
+export const DUMMY_OID = '1.3.9900.1.1';
 
 /** One attestation variant. `C` is the variant's parsed attestation config. */
 export interface VariantEntry<C = unknown> {
@@ -139,8 +141,8 @@ function renamed<T extends Issuer | Validator>(inner: T, variant: string, oid: s
 
 /** How a vTPM variant differs from the others: its AK/CVM checks and its instance info. */
 export interface VtpmVariantSpec {
-  /** OID; default the variant's entry in the ports' OID table. */
-  oid?: string;
+  /** The OID its documents travel under in attested TLS (upstream's, under 1.3.9900). */
+  oid: string;
   clouds: readonly string[];
   /** The variant's AK trust and CVM checks from the lookups in `deps`. */
   checks(deps: ValidatorDeps): VtpmVariantChecks;
@@ -151,8 +153,8 @@ export interface VtpmVariantSpec {
   cvm?(deps: ValidatorDeps): VtpmVariantChecks['validateCvm'];
   /** Reads the instance info the quote carries (none: the document has none). */
   instanceInfo?(node: IssuerContext): Promise<(options?: CallOptions) => Promise<Uint8Array>>;
-  /** Builds the node's Issuer itself instead of the generic vTPM issuer over `instanceInfo`. */
-  issuer?(node: IssuerContext): Promise<Issuer>;
+  /** Builds the node's Issuer (attesting under `oid`) instead of the generic vTPM issuer over `instanceInfo`. */
+  issuer?(node: IssuerContext, oid: string): Promise<Issuer>;
   /** What its manifests add; default nothing. */
   deploy?: VariantDeploy;
   /** Whether the quote carries the kernel's event log; default true. */
@@ -194,9 +196,8 @@ export const QEMU_TDX_REGISTERS: MeasurementRegisters = Object.freeze({
  * checked with the measurements of the attestation config and the variant's checks.
  */
 export function vtpmVariant(name: string, spec: VtpmVariantSpec): VariantEntry<ParsedAttestationConfig> {
-  const known = Object.hasOwn(VARIANT_OIDS, name);
-  const oid = spec.oid ?? (known ? VARIANT_OIDS[name as Variant] : undefined);
-  if (oid === undefined) throw new Error(`vTPM variant ${name}: no OID`);
+  const known = isVariantName(name);
+  const oid = spec.oid;
   // A variant the adapters do not know quotes and verifies as qemu-vtpm does, under its own name.
   const adapterName = (known ? name : 'qemu-vtpm') as Exclude<Variant, 'dummy' | 'qemu-tdx'>;
   const vtpm: VtpmValidatorFactory = {
@@ -208,7 +209,7 @@ export function vtpmVariant(name: string, spec: VtpmVariantSpec): VariantEntry<P
             trustedAk.name,
           )
         : spec.checks(deps);
-      const options = deps.logger ? { logger: deps.logger } : {};
+      const options = deps.logger ? { oid, logger: deps.logger } : { oid };
       return renamed(new VtpmValidator(adapterName, checks, policy, options), name, oid);
     },
   };
@@ -217,12 +218,13 @@ export function vtpmVariant(name: string, spec: VtpmVariantSpec): VariantEntry<P
     kind: 'vtpm',
     clouds: Object.freeze([...spec.clouds]),
     issuer: async (node) => {
-      if (spec.issuer) return renamed(await spec.issuer(node), name, oid);
+      if (spec.issuer) return renamed(await spec.issuer(node, oid), name, oid);
       const { VtpmIssuer } = await import('../../adapters/attestation/vtpm/issuer.js');
       const read = spec.instanceInfo ? await spec.instanceInfo(node) : undefined;
       const instanceInfo: InstanceInfoProvider | undefined = read && ((_extra, options) => read(options));
       const issuer = new VtpmIssuer({
         variant: adapterName,
+        oid,
         tpm: node.tpm,
         ...(spec.eventLog === false ? {} : { eventLogPath: LINUX_EVENT_LOG_PATH }),
         ...(instanceInfo ? { instanceInfo } : {}),
@@ -261,18 +263,19 @@ const INTEL_ROOT_PLACEHOLDER = 'REPLACE: PEM of the Intel SGX Root CA (docs/atte
 /** The entry of an SEV-SNP variant (a vTPM whose AK the SNP report binds). */
 function snpVariant(
   name: SnpVariant,
+  oid: string,
   clouds: readonly string[],
-  issuer: (node: IssuerContext) => Promise<Issuer>,
+  issuer: (node: IssuerContext, oid: string) => Promise<Issuer>,
   extra: {
     lookups?: (settings: VariantLookupSettings, clock: Clock) => Promise<VariantLookups>;
     akFromGce?: true;
   } = {},
 ): VariantEntry<ParsedAttestationConfig & { snp: ReturnType<typeof parseSnpConfig> }> {
   return {
-    oid: VARIANT_OIDS[name],
+    oid,
     kind: 'sev-snp',
     clouds: Object.freeze([...clouds]),
-    issuer,
+    issuer: (node) => issuer(node, oid),
     parseConfig: (config) => ({ ...config, snp: parseSnpConfig(name, config.raw, config.measurements) }),
     validator: (config, deps) => {
       const product = config.snp.policy.product ?? 'milan';
@@ -287,6 +290,7 @@ function snpVariant(
           );
       }
       return new SnpValidator(name, {
+        oid,
         policy: config.snp.policy,
         measurements: new MeasurementsPolicy(config.sets, deps.clock),
         verifyVtpmQuote: vtpmQuote(deps),
@@ -307,18 +311,20 @@ function snpVariant(
 /** The entry of a TDX variant. */
 function tdxVariant(
   name: 'azure-tdx' | 'qemu-tdx',
+  oid: string,
   clouds: readonly string[],
-  issuer: (node: IssuerContext) => Promise<Issuer>,
+  issuer: (node: IssuerContext, oid: string) => Promise<Issuer>,
   attestationConfig: Record<string, unknown>,
 ): VariantEntry<ParsedAttestationConfig & { tdx: ReturnType<typeof parseTdxConfig> }> {
   return {
-    oid: VARIANT_OIDS[name],
+    oid,
     kind: 'tdx',
     clouds: Object.freeze([...clouds]),
-    issuer,
+    issuer: (node) => issuer(node, oid),
     parseConfig: (config) => ({ ...config, tdx: parseTdxConfig(name, config.raw, config.measurements) }),
     validator: (config, deps) => {
       const common = {
+        oid,
         root: config.tdx.root,
         policy: config.tdx.policy,
         measurements: new MeasurementsPolicy(config.sets, deps.clock),
@@ -339,48 +345,13 @@ function tdxVariant(
   };
 }
 
-/** The GCE metadata server root of a node (its `--metadata-url`, or GCE's own). */
-async function gceInstance(node: IssuerContext) {
-  const { DEFAULT_GCE_METADATA_URL, gceInstanceInfo } = await import('../../adapters/cloud/gcp/index.js');
-  const base = node.config.metadata.baseUrl ?? DEFAULT_GCE_METADATA_URL;
-  return (options?: CallOptions) => gceInstanceInfo(base, options);
-}
-
-/** A reader of the node TPM's NV memory (Azure's HCL keeps its reports and the AK certificate there). */
-async function azureNv(node: IssuerContext) {
-  const { tpm2NvReader } = await import('../../adapters/attestation/azure/nv-reader.js');
-  return tpm2NvReader({ tcti: node.config.tcti });
-}
-
-/** The aws-nitro-tpm issuer: IMDS identity, AWS's NitroTPM document, SHA-256 and SHA-384 quotes. */
-async function awsNitroTpmIssuer(node: IssuerContext): Promise<Issuer> {
-  const { awsInstanceIdentity, DEFAULT_AWS_IMDS_URL } = await import('../../adapters/cloud/aws/index.js');
-  const { createAwsNitroTpmIssuer } = await import('../../adapters/attestation/variants/aws-nitro-tpm.js');
-  const { NitroTpmNsmAttestor } = await import('../../adapters/tpm/nitrotpm-nsm.js');
-  const tpm = node.tpm as Tpm & { quoteBank?: unknown };
-  if (typeof tpm.quoteBank !== 'function')
-    throw new Error('aws-nitro-tpm needs a TPM adapter that quotes the SHA-384 bank (quoteBank)');
-  const base = node.config.metadata.baseUrl ?? DEFAULT_AWS_IMDS_URL;
-  return createAwsNitroTpmIssuer({
-    tpm: tpm as Parameters<typeof createAwsNitroTpmIssuer>[0]['tpm'],
-    instanceIdentity: (options) => awsInstanceIdentity(base, options),
-    nitroTpm: new NitroTpmNsmAttestor({ tcti: node.config.tcti }),
-    eventLogPath: LINUX_EVENT_LOG_PATH,
-  });
-}
-
-/** An SEV-SNP guest device through configfs-tsm. */
-async function tsm(kind: 'sev-snp' | 'tdx') {
-  const { ConfigfsTsmDevice } = await import('../../adapters/attestation/snp/configfs-tsm.js');
-  return new ConfigfsTsmDevice({ kind });
-}
-
 /**
  * variant → entry, ONE entry per variant. The order matters: the first variant naming a cloud is its
  * default. `dummy` is not here: it exists in test code only.
  */
 export const VARIANTS: Record<string, VariantEntry> = {
   'gcp-sev-es': vtpmVariant('gcp-sev-es', {
+    oid: '1.3.9900.3.1',
     clouds: ['gcp'],
     checks: (deps) => {
       if (deps.gceShieldedIdentity === undefined) throw missingLookup('GCE shielded identity lookup');
@@ -392,10 +363,12 @@ export const VARIANTS: Record<string, VariantEntry> = {
   }),
   'gcp-sev-snp': snpVariant(
     'gcp-sev-snp',
+    '1.3.9900.3.2',
     ['gcp'],
-    async (node) => {
+    async (node, oid) => {
       const { createGcpSevSnpIssuer } = await import('../../adapters/attestation/snp/issuers.js');
       return createGcpSevSnpIssuer({
+        oid,
         tpm: node.tpm,
         device: await tsm('sev-snp'),
         gceInstance: await gceInstance(node),
@@ -408,6 +381,7 @@ export const VARIANTS: Record<string, VariantEntry> = {
     },
   ),
   'azure-trustedlaunch': vtpmVariant('azure-trustedlaunch', {
+    oid: '1.3.9900.4.2',
     clouds: ['azure'],
     checks: (deps) => azureTrustedLaunchChecks({ akRoots: deps.azureAkRoots ?? [], clock: deps.clock }),
     cvm: () => azureTrustedLaunchCvmCheck,
@@ -424,13 +398,14 @@ export const VARIANTS: Record<string, VariantEntry> = {
       joinServiceFlags: [`--azure-ak-roots=${SERVICE_BASE_PATH}/azureAkRoots`],
     },
   }),
-  'azure-sev-snp': snpVariant('azure-sev-snp', ['azure'], async (node) => {
+  'azure-sev-snp': snpVariant('azure-sev-snp', '1.3.9900.4.1', ['azure'], async (node, oid) => {
     const { createAzureSevSnpIssuer } = await import('../../adapters/attestation/snp/issuers.js');
     const { AZURE_IMDS_URL, fetchAzureThimCertificates } = await import(
       '../../adapters/attestation/azure/thim.js'
     );
     const imds = node.config.metadata.baseUrl ?? AZURE_IMDS_URL;
     return createAzureSevSnpIssuer({
+      oid,
       tpm: node.tpm,
       readNvIndex: await azureNv(node),
       certificates: (options) => fetchAzureThimCertificates(imds, options),
@@ -439,12 +414,14 @@ export const VARIANTS: Record<string, VariantEntry> = {
   }),
   'azure-tdx': tdxVariant(
     'azure-tdx',
+    '1.3.9900.4.3',
     ['azure'],
-    async (node) => {
+    async (node, oid) => {
       const { AZURE_IMDS_URL } = await import('../../adapters/attestation/azure/thim.js');
       const { imdsTdQuoteGetter } = await import('../../adapters/attestation/azure/tdquote.js');
       const { createAzureTdxIssuer } = await import('../../adapters/attestation/tdx/azure-issuer.js');
       return createAzureTdxIssuer({
+        oid,
         tpm: node.tpm,
         readNvIndex: await azureNv(node),
         getQuote: imdsTdQuoteGetter({ baseUrl: node.config.metadata.baseUrl ?? AZURE_IMDS_URL }),
@@ -460,6 +437,7 @@ export const VARIANTS: Record<string, VariantEntry> = {
     },
   ),
   'aws-nitro-tpm': vtpmVariant('aws-nitro-tpm', {
+    oid: '1.3.9900.2.1',
     clouds: ['aws'],
     checks: (deps) => {
       if (deps.amiTpmSupport === undefined) throw missingLookup('EC2 AMI lookup');
@@ -468,15 +446,17 @@ export const VARIANTS: Record<string, VariantEntry> = {
     issuer: awsNitroTpmIssuer,
     lookups: ec2Lookups,
   }),
-  'aws-sev-snp': snpVariant('aws-sev-snp', ['aws'], async (node) => {
+  'aws-sev-snp': snpVariant('aws-sev-snp', '1.3.9900.2.2', ['aws'], async (node, oid) => {
     const { createAwsSevSnpIssuer } = await import('../../adapters/attestation/snp/issuers.js');
     return createAwsSevSnpIssuer({
+      oid,
       tpm: node.tpm,
       device: await tsm('sev-snp'),
       eventLogPath: LINUX_EVENT_LOG_PATH,
     });
   }),
   'qemu-vtpm': vtpmVariant('qemu-vtpm', {
+    oid: '1.3.9900.5.1',
     clouds: ['qemu'],
     checks: (deps) => (deps.qemuAkTrust ? qemuVtpmChecksWith({ akTrust: deps.qemuAkTrust }) : qemuVtpmChecks),
     eventLog: false,
@@ -484,10 +464,11 @@ export const VARIANTS: Record<string, VariantEntry> = {
   }),
   'qemu-tdx': tdxVariant(
     'qemu-tdx',
+    '1.3.9900.5.99',
     ['qemu'],
-    async () => {
+    async (_node, oid) => {
       const { QemuTdxIssuer } = await import('../../adapters/attestation/tdx/issuer.js');
-      return new QemuTdxIssuer(await tsm('tdx'));
+      return new QemuTdxIssuer(await tsm('tdx'), oid);
     },
     {
       // TDX measures into MRTD and RTMR0-3 (48 bytes each), not PCRs.

@@ -40,6 +40,7 @@ import { QemuTdxIssuer } from '../../../src/adapters/attestation/tdx/issuer.js';
 import { type SwtpmInstance, startSwtpm } from '../../../src/adapters/tpm/swtpm.js';
 import { Tpm2ToolsTpm } from '../../../src/adapters/tpm/tpm2-tools-tpm.js';
 import { parseTpmtPublic } from '../../../src/adapters/tpm/tpm2-wire.js';
+import { variantOid } from '../../../src/app/registry/index.js';
 import { buildValidator } from '../../../src/app/registry/validators.js';
 import type { AmdCertFetcher } from '../../../src/ports/amd-cert-fetcher.js';
 import type { GceShieldedIdentity } from '../../../src/ports/gce-shielded-identity.js';
@@ -276,7 +277,7 @@ describe('SEV-SNP on a REAL swtpm with SIMULATED firmware (configfs-tsm double) 
       fw.setTable(table(amd, ['vlek', 'asvk', 'ark']));
       return {
         subject: {
-          issuer: createAwsSevSnpIssuer({ tpm, device: fw.queuedDevice() }),
+          issuer: createAwsSevSnpIssuer({ oid: variantOid('aws-sev-snp'), tpm, device: fw.queuedDevice() }),
           validator: buildValidator('aws-sev-snp', config(amd), snpDeps()),
         },
         seed: {
@@ -305,7 +306,12 @@ describe('SEV-SNP on a REAL swtpm with SIMULATED firmware (configfs-tsm double) 
       fw.setTable(table(amd, ['vcek', 'ask', 'ark']));
       return {
         subject: {
-          issuer: createGcpSevSnpIssuer({ tpm, device: fw.queuedDevice(), gceInstance }),
+          issuer: createGcpSevSnpIssuer({
+            oid: variantOid('gcp-sev-snp'),
+            tpm,
+            device: fw.queuedDevice(),
+            gceInstance,
+          }),
           validator: gcpValidator(amd),
         },
         seed: {
@@ -335,6 +341,7 @@ describeAttestationContract(
     return {
       subject: {
         issuer: createAzureSevSnpIssuer({
+          oid: variantOid('azure-sev-snp'),
           tpm: azureTpm,
           readNvIndex: tpm2NvReader({ tcti: swtpm.tcti }),
           // FAKE THIM: the VCEK and chain of the fake hierarchy.
@@ -377,6 +384,7 @@ describe('azure-tdx: FAKE IMDS quoting enclave', () => {
       return {
         subject: {
           issuer: createAzureTdxIssuer({
+            oid: variantOid('azure-tdx'),
             tpm: azureTpm,
             readNvIndex: tpm2NvReader({ tcti: swtpm.tcti }),
             getQuote: imdsTdQuoteGetter({ baseUrl: imds.url, timeoutInMs: 5000 }),
@@ -449,7 +457,7 @@ describe('qemu-tdx: SIMULATED TDX firmware (configfs-tsm double)', () => {
     'qemu-tdx (SIMULATED TDX firmware behind the real ConfigfsTsmDevice, FAKE Intel PKI)',
     async (): Promise<Subject> => ({
       subject: {
-        issuer: new QemuTdxIssuer(fw.queuedDevice()),
+        issuer: new QemuTdxIssuer(fw.queuedDevice(), variantOid('qemu-tdx')),
         validator: buildValidator('qemu-tdx', tdxConfig(intel), { clock: clock() }),
       },
       seed: {

@@ -5,6 +5,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { createTlsIdentity, spkiHashOf } from '../../../src/adapters/grpc/atls/certificate.js';
+import { variantOfOid } from '../../../src/app/registry/index.js';
 import { FakeClock } from '../../fakes/fake-clock.js';
 import { DummyIssuer, DummyValidator } from '../../support/dummy-attestation.js';
 import {
@@ -84,9 +85,9 @@ describe('client->server (join: the node attests)', () => {
     );
   });
 
-  it('unknown oid is refused', async () => {
+  it('unknown oid is refused, naming its variant through the registry lookup the composition injects', async () => {
     const { server, client } = await attestPair(
-      { clock, validators: [new DummyValidator()] },
+      { clock, validators: [new DummyValidator()], variantOfOid },
       { clock, issuer: new DummyIssuer('azure-tdx') },
     );
     expect(checkOf(server)).toBe('unknown-oid');
@@ -94,6 +95,17 @@ describe('client->server (join: the node attests)', () => {
       '1.3.9900.4.3 (azure-tdx) is not accepted',
     );
     expect(checkOf(client)).toBe('unknown-oid');
+  });
+
+  it('unknown oid is refused without a lookup too, naming the OID alone', async () => {
+    const { server } = await attestPair(
+      { clock, validators: [new DummyValidator()] },
+      { clock, issuer: new DummyIssuer('azure-tdx') },
+    );
+    expect(checkOf(server)).toBe('unknown-oid');
+    expect((server as PromiseRejectedResult).reason.message).toContain(
+      'attestation variant OID 1.3.9900.4.3 is not accepted',
+    );
   });
 
   it('client cert is not verified by a server without validators', async () => {

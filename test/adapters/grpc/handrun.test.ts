@@ -15,6 +15,7 @@ import { GrpcJoinTicketClient } from '../../../src/adapters/grpc/join-client.js'
 import { createJoinServer } from '../../../src/adapters/grpc/join-server.js';
 import { type SwtpmInstance, startSwtpm } from '../../../src/adapters/tpm/swtpm.js';
 import { Tpm2ToolsTpm } from '../../../src/adapters/tpm/tpm2-tools-tpm.js';
+import { variantOid } from '../../../src/app/registry/index.js';
 import { createValidator } from '../../../src/app/registry/validators.js';
 import { MeasurementsPolicy } from '../../../src/domain/measurements.js';
 import { type AttestationError, isAttestationError } from '../../../src/ports/errors.js';
@@ -70,8 +71,8 @@ describe('hand-run: attested node joins, forged nodes are refused with the faile
     );
     // The forged node booted another image: PCR 4 carries a different measurement.
     await tpmB.pcrEvent(4, createHash('sha256').update('evil image').digest());
-    honest = new Capturing(createQemuVtpmIssuer(tpmA));
-    tampered = createQemuVtpmIssuer(tpmB);
+    honest = new Capturing(createQemuVtpmIssuer(tpmA, { oid: variantOid('qemu-vtpm') }));
+    tampered = createQemuVtpmIssuer(tpmB, { oid: variantOid('qemu-vtpm') });
     server = createJoinServer({
       validators: [createValidator('qemu-vtpm', { policy })],
       clock,

@@ -8,11 +8,12 @@ import type { TLSSocket } from 'node:tls';
 import { attestSocket } from '../../../src/adapters/grpc/atls/connection.js';
 import type { AtlsOptions, AttestedPeer } from '../../../src/adapters/grpc/atls/exchange.js';
 import { SystemClock } from '../../../src/adapters/system/system-clock.js';
+import { variantOid } from '../../../src/app/registry/index.js';
 import { AttestationError } from '../../../src/ports/errors.js';
 import type { Issuer } from '../../../src/ports/issuer.js';
 import type { JoinTicket } from '../../../src/ports/types.js';
 import type { ValidationResult } from '../../../src/ports/validator.js';
-import { VARIANT_OIDS, type Variant } from '../../../src/ports/variant.js';
+import type { Variant } from '../../../src/ports/variant.js';
 import { DummyIssuer, DummyValidator } from '../../support/dummy-attestation.js';
 
 export const clock = new SystemClock();
@@ -34,7 +35,7 @@ export class ReplayingIssuer implements Issuer {
     private readonly document: () => Uint8Array,
     readonly variant: Variant = 'dummy',
   ) {
-    this.oid = VARIANT_OIDS[variant];
+    this.oid = variantOid(variant);
   }
   async issue(): Promise<Uint8Array> {
     return this.document();

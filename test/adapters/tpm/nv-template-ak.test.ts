@@ -21,6 +21,7 @@ import {
 import { type SwtpmInstance, startSwtpm } from '../../../src/adapters/tpm/swtpm.js';
 import { DEFAULT_AK_HANDLE, Tpm2ToolsTpm } from '../../../src/adapters/tpm/tpm2-tools-tpm.js';
 import { parseTpmtPublic } from '../../../src/adapters/tpm/tpm2-wire.js';
+import { variantOid } from '../../../src/app/registry/index.js';
 import { buildValidator } from '../../../src/app/registry/validators.js';
 import { isAttestationError, isConfbootError } from '../../../src/ports/errors.js';
 import type { GceShieldedIdentity } from '../../../src/ports/gce-shielded-identity.js';
@@ -321,6 +322,7 @@ describe('AK from an NV template (SIMULATED GCE provisioning on a real swtpm)', 
 
         const issuer = new VtpmIssuer({
           variant: 'gcp-sev-es',
+          oid: variantOid('gcp-sev-es'),
           tpm: gceAdapter(),
           instanceInfo: async () => info,
           eventLogPath: logPath,

@@ -10,6 +10,7 @@ import {
   VtpmIssuer,
 } from '../../../src/adapters/attestation/vtpm/issuer.js';
 import { Tpm2ToolsTpm } from '../../../src/adapters/tpm/tpm2-tools-tpm.js';
+import { DUMMY_OID, variantOid } from '../../../src/app/registry/index.js';
 import { useSwtpm } from '../../support/swtpm.js';
 import { useTmpDirs } from '../../support/tmp.js';
 import { checkQuote, extraDataOf, rsaAkPem } from './tpm-test-helpers.js';
@@ -84,9 +85,10 @@ describe('VtpmIssuer on swtpm', () => {
   it('qemu-vtpm: the document has upstream shape and its quote binds SHA256(userData ‖ nonce)', async () => {
     const s = await swtpm();
     const tpm = new Tpm2ToolsTpm({ tcti: s.tcti });
-    const issuer = createQemuVtpmIssuer(tpm);
+    const issuer = createQemuVtpmIssuer(tpm, { oid: variantOid('qemu-vtpm') });
     expect(issuer.variant).toBe('qemu-vtpm');
     expect(issuer.oid).toBe('1.3.9900.5.1');
+    expect('oid' in createQemuVtpmIssuer(tpm)).toBe(false); // documents only, for no attested TLS
 
     const { doc, text } = parse(await issuer.issue(userData, verifierNonce));
     const goOrder = Array.from({ length: 24 }, (_, i) => String(i)).sort();
@@ -120,6 +122,7 @@ describe('VtpmIssuer on swtpm', () => {
     const seen: Uint8Array[] = [];
     const issuer = new VtpmIssuer({
       variant: 'aws-nitro-tpm',
+      oid: variantOid('aws-nitro-tpm'),
       tpm,
       instanceInfo: async (extraData) => {
         seen.push(extraData);
@@ -188,8 +191,10 @@ describe('VtpmIssuer on swtpm', () => {
     const s = await swtpm();
     await s.stop();
     const tpm = new Tpm2ToolsTpm({ tcti: s.tcti });
-    expect(() => new VtpmIssuer({ variant: 'dummy' as never, tpm })).toThrow(/unsupported variant dummy/);
-    expect(() => new VtpmIssuer({ variant: 'qemu-tdx' as never, tpm })).toThrow(
+    expect(() => new VtpmIssuer({ variant: 'dummy' as never, oid: DUMMY_OID, tpm })).toThrow(
+      /unsupported variant dummy/,
+    );
+    expect(() => new VtpmIssuer({ variant: 'qemu-tdx' as never, oid: variantOid('qemu-tdx'), tpm })).toThrow(
       /unsupported variant qemu-tdx/,
     );
     await expect(createQemuVtpmIssuer(tpm).issue(userData, verifierNonce)).rejects.toMatchObject({

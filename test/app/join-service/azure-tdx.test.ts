@@ -26,6 +26,7 @@ import { type SwtpmInstance, startSwtpm } from '../../../src/adapters/tpm/swtpm.
 import { Tpm2ToolsTpm } from '../../../src/adapters/tpm/tpm2-tools-tpm.js';
 import { parseTpmtPublic } from '../../../src/adapters/tpm/tpm2-wire.js';
 import { validatorBuilder } from '../../../src/app/join-service/production.js';
+import { variantOid } from '../../../src/app/registry/index.js';
 import { isAttestationError } from '../../../src/ports/errors.js';
 import {
   FakeImds,
@@ -109,6 +110,7 @@ describe('join service with the real azure-tdx validator and collateral (real sw
 
   const node = () =>
     createAzureTdxIssuer({
+      oid: variantOid('azure-tdx'),
       tpm,
       readNvIndex: tpm2NvReader({ tcti: swtpm.tcti }),
       getQuote: imdsTdQuoteGetter({ baseUrl: imds.url, timeoutInMs: 10_000 }),

@@ -11,9 +11,8 @@ import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { type SwtpmInstance, startSwtpm } from '../../../src/adapters/tpm/swtpm.js';
 import { Tpm2ToolsTpm } from '../../../src/adapters/tpm/tpm2-tools-tpm.js';
-import { variantEntry } from '../../../src/app/registry/index.js';
+import { variantEntry, variantOid } from '../../../src/app/registry/index.js';
 import type { NodeConfig } from '../../../src/app/registry/node-config.js';
-import { VARIANT_OIDS } from '../../../src/ports/variant.js';
 
 let swtpm: SwtpmInstance;
 let imds: Server;
@@ -47,7 +46,7 @@ it("registry aws-nitro-tpm issuer on a REAL swtpm with a FAKE IMDS: reads the id
     metadata: { baseUrl: `http://127.0.0.1:${(imds.address() as AddressInfo).port}` },
   } as unknown as NodeConfig;
   const issuer = await variantEntry('aws-nitro-tpm').issuer({ config, tpm });
-  expect([issuer.variant, issuer.oid]).toEqual(['aws-nitro-tpm', VARIANT_OIDS['aws-nitro-tpm']]);
+  expect([issuer.variant, issuer.oid]).toEqual(['aws-nitro-tpm', variantOid('aws-nitro-tpm')]);
   const err = await issuer.issue(new Uint8Array(32), new Uint8Array(32)).catch((e: unknown) => e);
   expect(String((err as Error).message)).toMatch(
     /^issuing aws-nitro-tpm attestation: exchanging a vendor command through a TPM NV index/,

@@ -27,6 +27,7 @@ import {
 import { createVtpmQuoteVerifier } from '../../../src/adapters/attestation/vtpm/cvm-quote.js';
 import { silentLogger } from '../../../src/adapters/log/pino-logger.js';
 import { validatorBuilder } from '../../../src/app/join-service/production.js';
+import { variantOid } from '../../../src/app/registry/index.js';
 import {
   buildValidator,
   SNP_TDX_VARIANTS,
@@ -36,7 +37,7 @@ import {
 import type { AmdCertFetcher } from '../../../src/ports/amd-cert-fetcher.js';
 import { isAttestationError, isConfbootError } from '../../../src/ports/errors.js';
 import type { GceShieldedIdentity } from '../../../src/ports/gce-shielded-identity.js';
-import { PRODUCTION_VARIANTS, VARIANT_OIDS, type Variant } from '../../../src/ports/variant.js';
+import { PRODUCTION_VARIANTS, type Variant } from '../../../src/ports/variant.js';
 import {
   buildFakeReport,
   createFakeAmdCrl,
@@ -143,7 +144,7 @@ describeVectors(
           : {};
       const build = validatorBuilder(variant, lookups, clock(), silentLogger);
       const v = build(text(sampleConfig(variant)));
-      expect(v.oid).toBe(VARIANT_OIDS[variant]);
+      expect(v.oid).toBe(variantOid(variant));
     });
 
     it('every production variant has a validator; dummy has none', () => {
@@ -528,7 +529,7 @@ describeVectors('bad attestation configs fail closed with the field named', () =
   it('the production builder fails closed on a bad config and keeps failing (nothing is cached)', () => {
     const build = validatorBuilder('azure-sev-snp', {}, clock(), silentLogger);
     expect(() => build(text(without('azure-sev-snp', 'amdRootKey')))).toThrow(/amdRootKey: missing/);
-    expect(build(text(sampleConfig('azure-sev-snp'))).oid).toBe(VARIANT_OIDS['azure-sev-snp']);
+    expect(build(text(sampleConfig('azure-sev-snp'))).oid).toBe(variantOid('azure-sev-snp'));
   });
 });
 

@@ -16,9 +16,10 @@ import { createQemuVtpmIssuer } from '../../../src/adapters/attestation/vtpm/iss
 import { type SwtpmInstance, startSwtpm } from '../../../src/adapters/tpm/swtpm.js';
 import { Tpm2ToolsTpm } from '../../../src/adapters/tpm/tpm2-tools-tpm.js';
 import { type BootEvent, GOOD_BOOT, measureBoot } from '../../../src/app/demo/boot-measurements.js';
+import { variantOid } from '../../../src/app/registry/index.js';
 import type { Issuer } from '../../../src/ports/issuer.js';
 import type { CallOptions } from '../../../src/ports/types.js';
-import { VARIANT_OIDS, type Variant } from '../../../src/ports/variant.js';
+import type { Variant } from '../../../src/ports/variant.js';
 import { SoftTpm, type SoftTpmOptions, SoftVtpmIssuer } from '../../support/soft-tpm.js';
 
 /** A node with a real swtpm, booted (measured) like the demo image. */
@@ -36,7 +37,12 @@ export async function startSwtpmNode(boot: readonly BootEvent[] = GOOD_BOOT): Pr
   try {
     const tpm = new Tpm2ToolsTpm({ tcti: swtpm.tcti });
     await measureBoot(tpm, boot);
-    return { swtpm, tpm, issuer: createQemuVtpmIssuer(tpm), stop: () => swtpm.stop() };
+    return {
+      swtpm,
+      tpm,
+      issuer: createQemuVtpmIssuer(tpm, { oid: variantOid('qemu-vtpm') }),
+      stop: () => swtpm.stop(),
+    };
   } catch (err) {
     await swtpm.stop();
     throw err;
@@ -80,7 +86,7 @@ export class FixedDocumentIssuer implements Issuer {
   constructor(
     readonly variant: Variant,
     private readonly document: () => Uint8Array,
-    readonly oid: string = VARIANT_OIDS[variant],
+    readonly oid: string = variantOid(variant),
   ) {}
   async issue(): Promise<Uint8Array> {
     return this.document();

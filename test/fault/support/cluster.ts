@@ -56,6 +56,7 @@ import {
 } from '../../../src/app/demo/boot-measurements.js';
 import { createStateDiskImage, type StateDiskImage } from '../../../src/app/demo/state-disk.js';
 import { type RunningJoinService, startJoinService } from '../../../src/app/join-service/service.js';
+import { variantOid } from '../../../src/app/registry/index.js';
 import { createValidator } from '../../../src/app/registry/validators.js';
 import { deriveClusterId, MEASUREMENT_SECRET_KEY_ID } from '../../../src/domain/key-derivation.js';
 import { MeasurementsPolicy, parseAttestationConfig } from '../../../src/domain/measurements.js';
@@ -374,7 +375,7 @@ export class FaultCluster {
   async startNode(node: FaultNode, options: StartNodeOptions = {}): Promise<BootstrapperNode> {
     const logger = this.logger.child({ node: node.name });
     const logCollector = new RingLogCollector();
-    const issuer = createQemuVtpmIssuer(node.tpm);
+    const issuer = createQemuVtpmIssuer(node.tpm, { oid: variantOid('qemu-vtpm') });
     const grpcClient = new GrpcJoinTicketClient({
       issuer,
       clock: this.clock,

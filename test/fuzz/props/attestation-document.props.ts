@@ -22,6 +22,7 @@ import { verifyRawAttestation } from '../../../src/adapters/attestation/vtpm/raw
 import { VtpmValidator, type VtpmVariantChecks } from '../../../src/adapters/attestation/vtpm/validator.js';
 import { sameKey } from '../../../src/adapters/attestation/vtpm/verify-attestation.js';
 import { parseTpmtPublic, type TpmtPublic } from '../../../src/adapters/tpm/tpm2-wire.js';
+import { variantOid } from '../../../src/app/registry/index.js';
 import { MeasurementsPolicy } from '../../../src/domain/measurements.js';
 import { SHA1, SHA256, SoftTpm, SoftVtpmIssuer } from '../../support/soft-tpm.js';
 import { fuzzRuns } from '../harness/config.js';
@@ -115,7 +116,7 @@ async function makeSetup(): Promise<Setup> {
       ]),
     ),
   );
-  const validator = new VtpmValidator('qemu-vtpm', checks, policy);
+  const validator = new VtpmValidator('qemu-vtpm', checks, policy, { oid: variantOid('qemu-vtpm') });
   const issuers: Array<[string, SoftVtpmIssuer]> = [
     ['rsa+eventlog', new SoftVtpmIssuer(rsa, 'qemu-vtpm', { eventLog })],
     [

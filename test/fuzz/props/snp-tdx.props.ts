@@ -20,6 +20,7 @@ import { parseSnpReport } from '../../../src/adapters/attestation/snp/report.js'
 import { SnpValidator } from '../../../src/adapters/attestation/snp/validators.js';
 import { parseQeReport, parseTdxQuote } from '../../../src/adapters/attestation/tdx/quote.js';
 import { QemuTdxValidator } from '../../../src/adapters/attestation/tdx/validators.js';
+import { variantOid } from '../../../src/app/registry/index.js';
 import type { MeasurementPolicy } from '../../../src/ports/measurement-policy.js';
 import { rsaTpmtPublic } from '../../adapters/attestation/snp/tpmt-fixture.js';
 import { FakeClock } from '../../fakes/fake-clock.js';
@@ -144,6 +145,7 @@ function getValidators(): ValidatorSetup {
   };
   const clock = new FakeClock(new Date('2026-11-21T00:00:00Z'));
   const snp = new SnpValidator('azure-sev-snp', {
+    oid: variantOid('azure-sev-snp'),
     policy: {
       arks: { milan: vector('constellation/trust-anchors/amd-ark-milan.pem') },
       idKeyDigests: {
@@ -162,6 +164,7 @@ function getValidators(): ValidatorSetup {
     clock,
   });
   const tdx = new QemuTdxValidator({
+    oid: variantOid('qemu-tdx'),
     root: vector('go-tdx-guest/trust/trusted_root.pem'),
     measurements: noMeasurements,
     clock,

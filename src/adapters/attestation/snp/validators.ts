@@ -13,7 +13,6 @@ import { isConfbootError, messageOf, wrapError } from '../../../ports/errors.js'
 import type { MeasurementPolicy } from '../../../ports/measurement-policy.js';
 import type { CallOptions } from '../../../ports/types.js';
 import type { ValidationResult, Validator } from '../../../ports/validator.js';
-import { VARIANT_OIDS } from '../../../ports/variant.js';
 import { LOOKUP_BUDGET_EXHAUSTED } from '../../http/bounded-lookups.js';
 import { checkHclRuntimeData } from '../azure/hcl-runtime-data.js';
 import { commonName, loadCertificate, loadCertificates } from '../shared/certs.js';
@@ -40,6 +39,8 @@ export interface GceInstanceInfo {
 
 /** Everything an SNP validator needs. Trust anchors and policy come from the attestation config. */
 export interface SnpValidatorConfig {
+  /** The OID this variant's documents travel under in attested TLS (the composition declares it). */
+  oid: string;
   /** SNP policy without report data (the validator derives it per variant). */
   policy: Omit<SnpPolicy, 'reportData'>;
   measurements: MeasurementPolicy;
@@ -70,7 +71,7 @@ export class SnpValidator implements Validator {
     readonly variant: SnpVariant,
     private readonly config: SnpValidatorConfig,
   ) {
-    this.oid = VARIANT_OIDS[variant];
+    this.oid = config.oid;
     if (variant === 'gcp-sev-snp' && config.gceAkPublicKey === undefined)
       throw new Error('gcp-sev-snp validator needs gceAkPublicKey (the GCE shielded identity lookup)');
   }

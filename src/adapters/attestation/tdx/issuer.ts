@@ -8,14 +8,18 @@ import type { ConfidentialGuestDevice } from '../../../ports/confidential-guest-
 import { wrapError } from '../../../ports/errors.js';
 import type { Issuer } from '../../../ports/issuer.js';
 import type { CallOptions } from '../../../ports/types.js';
-import { VARIANT_OIDS } from '../../../ports/variant.js';
 
 /** Issues qemu-tdx attestation documents through a TDX guest device. */
 export class QemuTdxIssuer implements Issuer {
   readonly variant = 'qemu-tdx' as const;
-  readonly oid = VARIANT_OIDS['qemu-tdx'];
-
-  constructor(private readonly device: ConfidentialGuestDevice) {
+  /**
+   * @param device the TDX guest device
+   * @param oid the OID qemu-tdx documents travel under in attested TLS (the composition declares it)
+   */
+  constructor(
+    private readonly device: ConfidentialGuestDevice,
+    readonly oid: string,
+  ) {
     if (device.kind !== 'tdx') throw new Error(`qemu-tdx issuer needs a TDX device, got ${device.kind}`);
   }
 

@@ -12,7 +12,6 @@ import { type AttestationError, messageOf } from '../../../ports/errors.js';
 import type { MeasurementPolicy } from '../../../ports/measurement-policy.js';
 import type { CallOptions } from '../../../ports/types.js';
 import type { ValidationResult, Validator } from '../../../ports/validator.js';
-import { VARIANT_OIDS } from '../../../ports/variant.js';
 import { checkHclRuntimeData } from '../azure/hcl-runtime-data.js';
 import type { CertificateInput } from '../shared/certs.js';
 import { CheckRecorder } from '../shared/checks.js';
@@ -26,6 +25,8 @@ import { type TdxPolicy, verifyTdxQuote } from './verify.js';
 
 /** Everything a TDX validator needs. */
 export interface TdxValidatorConfig {
+  /** The OID this variant's documents travel under in attested TLS (the composition declares it). */
+  oid: string;
   /** The Intel SGX Root CA (configuration). */
   root: CertificateInput;
   /** Quote policy (report data is derived per variant). */
@@ -75,9 +76,11 @@ function malformedDocument(err: unknown, rec: CheckRecorder): AttestationError {
 /** Validates qemu-tdx documents. */
 export class QemuTdxValidator implements Validator {
   readonly variant = 'qemu-tdx' as const;
-  readonly oid = VARIANT_OIDS['qemu-tdx'];
+  readonly oid: string;
 
-  constructor(private readonly config: TdxValidatorConfig) {}
+  constructor(private readonly config: TdxValidatorConfig) {
+    this.oid = config.oid;
+  }
 
   validate(document: Uint8Array, nonce: Uint8Array, options?: CallOptions): Promise<ValidationResult> {
     return validateWithVerdict(this.variant, () => this.validateUnchecked(document, nonce, options));
@@ -111,9 +114,10 @@ export class QemuTdxValidator implements Validator {
 /** Validates azure-tdx documents. */
 export class AzureTdxValidator implements Validator {
   readonly variant = 'azure-tdx' as const;
-  readonly oid = VARIANT_OIDS['azure-tdx'];
+  readonly oid: string;
 
   constructor(private readonly config: TdxValidatorConfig) {
+    this.oid = config.oid;
     if (config.verifyVtpmQuote === undefined) throw new Error('azure-tdx validator needs verifyVtpmQuote');
   }
 

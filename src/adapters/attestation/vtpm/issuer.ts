@@ -19,7 +19,7 @@ import { ConfbootError, wrapError } from '../../../ports/errors.js';
 import type { Issuer } from '../../../ports/issuer.js';
 import type { Tpm, TpmQuote } from '../../../ports/tpm.js';
 import type { CallOptions } from '../../../ports/types.js';
-import { VARIANT_OIDS, type Variant } from '../../../ports/variant.js';
+import { isVariantName, type Variant } from '../../../ports/variant.js';
 import { encodeVtpmDocument } from '../shared/vtpm-document.js';
 
 /** The variants whose attestation is a vTPM quote (all but the test-only dummy and raw TDX). */
@@ -42,8 +42,10 @@ export type InstanceInfoProvider = (
 
 /** Options for {@link VtpmIssuer}. */
 export interface VtpmIssuerOptions {
-  /** The variant this issuer attests as; sets the OID. */
+  /** The variant this issuer attests as. */
   variant: VtpmVariant;
+  /** The OID this variant's documents travel under in attested TLS (the composition declares it). */
+  oid: string;
   /** The TPM holding the attestation key. */
   tpm: Pick<Tpm, 'attestationKeyPublic' | 'quote'>;
   /** Variant-specific instance info; default none (qemu-vtpm). */
@@ -132,10 +134,12 @@ export function encodeAttestationDocument(doc: VtpmAttestationDocument): Uint8Ar
   });
 }
 
-/** The vTPM {@link Issuer}: quotes the TPM and wraps the quote in upstream's attestation document. */
-export class VtpmIssuer implements Issuer {
+/**
+ * Quotes the TPM and wraps the quote in upstream's attestation document, without the OID only
+ * attested TLS needs (evidence for a host that checks the document itself).
+ */
+export class VtpmDocumentIssuer implements Pick<Issuer, 'variant' | 'issue'> {
   readonly variant: VtpmVariant;
-  readonly oid: string;
   private readonly tpm: VtpmIssuerOptions['tpm'];
   private readonly instanceInfo: InstanceInfoProvider | undefined;
   private readonly eventLogPath: string | undefined;
@@ -143,12 +147,11 @@ export class VtpmIssuer implements Issuer {
   private readonly sha1Quoter: Sha1Quoter | undefined;
   private readonly sha384Quoter: BankQuoter<'sha384'> | undefined;
 
-  constructor(options: VtpmIssuerOptions) {
+  constructor(options: Omit<VtpmIssuerOptions, 'oid'>) {
     const name: string = options.variant;
-    if (!Object.hasOwn(VARIANT_OIDS, name) || name === 'dummy' || name === 'qemu-tdx')
+    if (!isVariantName(name) || name === 'dummy' || name === 'qemu-tdx')
       throw new ConfbootError('invalid-argument', `vTPM issuer: unsupported variant ${options.variant}`);
     this.variant = options.variant;
-    this.oid = VARIANT_OIDS[options.variant];
     this.tpm = options.tpm;
     this.instanceInfo = options.instanceInfo;
     this.eventLogPath = options.eventLogPath;
@@ -188,6 +191,16 @@ export class VtpmIssuer implements Issuer {
   }
 }
 
+/** The vTPM {@link Issuer}: a {@link VtpmDocumentIssuer} under the variant's OID, for attested TLS. */
+export class VtpmIssuer extends VtpmDocumentIssuer implements Issuer {
+  readonly oid: string;
+
+  constructor(options: VtpmIssuerOptions) {
+    super(options);
+    this.oid = options.oid;
+  }
+}
+
 async function readEventLog(path: string): Promise<Uint8Array> {
   try {
     return new Uint8Array(await readFile(path));
@@ -196,10 +209,26 @@ async function readEventLog(path: string): Promise<Uint8Array> {
   }
 }
 
-/** The `qemu-vtpm` issuer: no instance info, AK trusted as is by the validator. */
+/** Options of {@link createQemuVtpmIssuer}. */
+export type QemuVtpmIssuerOptions = Omit<VtpmIssuerOptions, 'variant' | 'tpm' | 'instanceInfo'>;
+
+/**
+ * The `qemu-vtpm` issuer: no instance info, AK trusted as is by the validator. With `options.oid`
+ * (the variant registry's) it is an {@link Issuer} for attested TLS; without, it issues documents only.
+ */
 export function createQemuVtpmIssuer(
   tpm: VtpmIssuerOptions['tpm'],
-  options: Omit<VtpmIssuerOptions, 'variant' | 'tpm' | 'instanceInfo'> = {},
-): VtpmIssuer {
-  return new VtpmIssuer({ ...options, variant: 'qemu-vtpm', tpm });
+  options: QemuVtpmIssuerOptions,
+): VtpmIssuer;
+export function createQemuVtpmIssuer(
+  tpm: VtpmIssuerOptions['tpm'],
+  options?: Omit<QemuVtpmIssuerOptions, 'oid'>,
+): VtpmDocumentIssuer;
+export function createQemuVtpmIssuer(
+  tpm: VtpmIssuerOptions['tpm'],
+  options: Partial<QemuVtpmIssuerOptions> = {},
+): VtpmDocumentIssuer {
+  const { oid, ...rest } = options;
+  const base = { ...rest, variant: 'qemu-vtpm' as const, tpm };
+  return oid === undefined ? new VtpmDocumentIssuer(base) : new VtpmIssuer({ ...base, oid });
 }

@@ -11,7 +11,7 @@ import type { Logger } from '../../../ports/logger.js';
 import type { MeasurementPolicy } from '../../../ports/measurement-policy.js';
 import type { CallOptions } from '../../../ports/types.js';
 import type { ValidationResult, Validator } from '../../../ports/validator.js';
-import { VARIANT_OIDS, type Variant } from '../../../ports/variant.js';
+import type { Variant } from '../../../ports/variant.js';
 import type { TpmtPublic } from '../../tpm/tpm2-wire.js';
 import { CheckRecorder } from '../shared/checks.js';
 import { checkMeasurements } from '../shared/measurements.js';
@@ -74,6 +74,8 @@ export function pinnedAkChecks(
 
 /** Options of {@link VtpmValidator}. */
 export interface VtpmValidatorOptions {
+  /** The OID this variant's documents travel under in attested TLS (the composition declares it). */
+  oid: string;
   /** Receives one warning per tolerated (warnOnly) mismatch. */
   logger?: Logger;
 }
@@ -91,14 +93,15 @@ export class VtpmValidator implements Validator {
    * @param variant the vTPM variant this validator accepts
    * @param variantChecks AK trust and CVM checks of the variant
    * @param policy expected measurements (from the attestation config)
+   * @param options the variant's OID and a logger
    */
   constructor(
     readonly variant: Variant,
     private readonly variantChecks: VtpmVariantChecks,
     private readonly policy: MeasurementPolicy,
-    private readonly options: VtpmValidatorOptions = {},
+    private readonly options: VtpmValidatorOptions,
   ) {
-    this.oid = VARIANT_OIDS[variant];
+    this.oid = options.oid;
   }
 
   /** {@inheritDoc Validator.validate} */

@@ -17,7 +17,7 @@ import {
 import type { Issuer } from '../../../ports/issuer.js';
 import type { AttestationCheck, CallOptions, MeasurementMismatch } from '../../../ports/types.js';
 import type { Validator } from '../../../ports/validator.js';
-import { type Variant, variantFromOid } from '../../../ports/variant.js';
+import type { Variant } from '../../../ports/variant.js';
 import { checkPeerCertificate, type TlsIdentity } from './certificate.js';
 import {
   type AttestationFrame,
@@ -58,6 +58,11 @@ export interface AtlsOptions {
    * validator ran on them, such as an unknown variant OID.
    */
   onEvidenceRefused?: (evidence: RefusedEvidence) => void;
+  /**
+   * Names the variant of an OID (the composition's variant registry), for refusals of an OID no
+   * validator accepts; without it they name the OID alone.
+   */
+  variantOfOid?: (oid: string) => string | undefined;
 }
 
 /**
@@ -154,6 +159,7 @@ export async function verifyPeerAttestation(
   validators: readonly Validator[],
   clock: Clock,
   callOptions: CallOptions,
+  variantOfOid?: (oid: string) => string | undefined,
 ): Promise<PeerAttestation> {
   const checks: AttestationCheck[] = [];
   const fail = (
@@ -176,7 +182,7 @@ export async function verifyPeerAttestation(
     throw fail('attestation-missing', 'peer sent no attestation, but this end requires one');
   const validator = validators.find((v) => v.oid === frame.oid);
   if (validator === undefined) {
-    const name = variantFromOid(frame.oid);
+    const name = variantOfOid?.(frame.oid);
     const accepted = validators.map((v) => `${v.variant} (${v.oid})`).join(', ');
     throw fail(
       'unknown-oid',
@@ -372,11 +378,19 @@ class Exchange {
       try {
         // The validator learns who is calling (e.g. to look up the caller's registered key).
         return await untilAborted(
-          verifyPeerAttestation(frame, this.socket, this.peerNonce, validators, this.options.clock, {
-            signal,
-            timeoutInMs: this.timeoutInMs,
-            ...(this.socket.remoteAddress !== undefined ? { peerAddress: this.socket.remoteAddress } : {}),
-          }),
+          verifyPeerAttestation(
+            frame,
+            this.socket,
+            this.peerNonce,
+            validators,
+            this.options.clock,
+            {
+              signal,
+              timeoutInMs: this.timeoutInMs,
+              ...(this.socket.remoteAddress !== undefined ? { peerAddress: this.socket.remoteAddress } : {}),
+            },
+            this.options.variantOfOid,
+          ),
           signal,
         );
       } catch (err) {

@@ -49,6 +49,7 @@ import { makeExtraData, VtpmIssuer } from '../../../../src/adapters/attestation/
 import { type SwtpmInstance, startSwtpm } from '../../../../src/adapters/tpm/swtpm.js';
 import { Tpm2ToolsTpm } from '../../../../src/adapters/tpm/tpm2-tools-tpm.js';
 import { parseTpmtPublic } from '../../../../src/adapters/tpm/tpm2-wire.js';
+import { variantOid } from '../../../../src/app/registry/index.js';
 import { buildValidator } from '../../../../src/app/registry/validators.js';
 import type { AmdCertFetcher } from '../../../../src/ports/amd-cert-fetcher.js';
 import { isConfbootError } from '../../../../src/ports/errors.js';
@@ -134,7 +135,7 @@ describe('aws-sev-snp issuer: real swtpm + SIMULATED SNP firmware (configfs-tsm 
   };
   const validator = (): Validator => buildValidator('aws-sev-snp', config(pki), snpDeps());
   const issuer = (extra: { signerCertificatePath?: string } = {}) =>
-    createAwsSevSnpIssuer({ tpm, device: fw.device(), ...extra });
+    createAwsSevSnpIssuer({ oid: variantOid('aws-sev-snp'), tpm, device: fw.device(), ...extra });
 
   it('issues a document the aws-sev-snp validator accepts: report over SHA-512(AK SPKI), VLEK from auxblob', async () => {
     reset();
@@ -214,6 +215,7 @@ describe('aws-sev-snp issuer: real swtpm + SIMULATED SNP firmware (configfs-tsm 
     const otherMachine = { attestationKeyPublic: async () => rsaTpmtPublic(n) };
     const relay = new VtpmIssuer({
       variant: 'aws-sev-snp',
+      oid: variantOid('aws-sev-snp'),
       tpm,
       instanceInfo: awsSevSnpInstanceInfo({ tpm: otherMachine, device: fw.device() }),
     });
@@ -268,7 +270,8 @@ describe('gcp-sev-snp issuer: real swtpm + SIMULATED SNP firmware (configfs-tsm 
   };
   const validator = () =>
     buildValidator('gcp-sev-snp', config(pki), { ...snpDeps(), gceShieldedIdentity: gce });
-  const issuer = () => createGcpSevSnpIssuer({ tpm, device: fw.device(), gceInstance });
+  const issuer = () =>
+    createGcpSevSnpIssuer({ oid: variantOid('gcp-sev-snp'), tpm, device: fw.device(), gceInstance });
 
   it('issues a document the gcp-sev-snp validator accepts: report over extraData, VCEK + ASK, GCE instance', async () => {
     reset();
@@ -317,6 +320,7 @@ describe('gcp-sev-snp issuer: real swtpm + SIMULATED SNP firmware (configfs-tsm 
     const hook = gcpSevSnpInstanceInfo({ device: fw.device(), gceInstance });
     const replay = new VtpmIssuer({
       variant: 'gcp-sev-snp',
+      oid: variantOid('gcp-sev-snp'),
       tpm,
       instanceInfo: (_extraData, options) => hook(earlier, options),
     });
@@ -349,13 +353,19 @@ describe('gcp-sev-snp issuer: real swtpm + SIMULATED SNP firmware (configfs-tsm 
   it('refuses a GCE instance info without instance_name, and a TDX device', async () => {
     reset();
     const bad = createGcpSevSnpIssuer({
+      oid: variantOid('gcp-sev-snp'),
       tpm,
       device: fw.device(),
       gceInstance: async () => new TextEncoder().encode('{"zone":"z","project_id":"p"}'),
     });
     await expect(bad.issue(userData, nonce)).rejects.toThrow(/GCE instance info has no instance_name/);
     expect(() =>
-      createGcpSevSnpIssuer({ tpm, device: new ConfigfsTsmDevice({ kind: 'tdx' }), gceInstance }),
+      createGcpSevSnpIssuer({
+        oid: variantOid('gcp-sev-snp'),
+        tpm,
+        device: new ConfigfsTsmDevice({ kind: 'tdx' }),
+        gceInstance,
+      }),
     ).toThrow(/needs an SEV-SNP device, got tdx/);
   });
 });
@@ -413,6 +423,7 @@ describe('azure-sev-snp issuer: real swtpm (AK at 0x81000003, HCL report in NV 0
   const validator = () => buildValidator('azure-sev-snp', config(pki), snpDeps());
   const issuer = () =>
     createAzureSevSnpIssuer({
+      oid: variantOid('azure-sev-snp'),
       tpm: azureTpm,
       readNvIndex: tpm2NvReader({ tcti: swtpm.tcti }),
       certificates: (o) => fetchAzureThimCertificates(thimUrl, o),
@@ -477,6 +488,7 @@ describe('azure-sev-snp issuer: real swtpm (AK at 0x81000003, HCL report in NV 0
   it('without THIM the document carries no VCEK (the validator would fetch it from AMD KDS)', async () => {
     await writeNv(hclReport(pki, runtimeData(azureAkPem)));
     const doc = await createAzureSevSnpIssuer({
+      oid: variantOid('azure-sev-snp'),
       tpm: azureTpm,
       readNvIndex: tpm2NvReader({ tcti: swtpm.tcti }),
     }).issue(userData, nonce);

@@ -11,6 +11,7 @@ import type { VerifyVtpmQuote } from '../../../../src/adapters/attestation/share
 import { AmdCertCache } from '../../../../src/adapters/attestation/snp/cert-cache.js';
 import { createSnpTdxValidator } from '../../../../src/adapters/attestation/snp/factory.js';
 import type { SnpValidatorConfig } from '../../../../src/adapters/attestation/snp/validators.js';
+import { variantOid } from '../../../../src/app/registry/index.js';
 import type { AmdCertFetcher } from '../../../../src/ports/amd-cert-fetcher.js';
 import type { MeasurementPolicy } from '../../../../src/ports/measurement-policy.js';
 import type { MeasurementMismatch } from '../../../../src/ports/types.js';
@@ -98,6 +99,7 @@ describeVectors('azure-sev-snp validator on the real Azure report (STUB vTPM ver
     calls: { nonce: Uint8Array; ak: KeyObject }[],
     extra: Partial<SnpValidatorConfig> = {},
   ): SnpValidatorConfig => ({
+    oid: variantOid('azure-sev-snp'),
     policy: {
       arks: { milan: vec('constellation/trust-anchors/amd-ark-milan.pem') },
       idKeyDigests: {
@@ -278,6 +280,7 @@ describe('aws-sev-snp and gcp-sev-snp validators on a FAKE AMD hierarchy (STUB v
     };
     const c = clock();
     return {
+      oid: variantOid('aws-sev-snp'),
       policy: { arks: { milan: pki.arkPem }, allowedSigners: ['vlek'] },
       measurements: measurements(new Map([[4, PCR4]])),
       verifyVtpmQuote: stubVtpm(calls),
@@ -315,6 +318,7 @@ describe('aws-sev-snp and gcp-sev-snp validators on a FAKE AMD hierarchy (STUB v
     calls: { nonce: Uint8Array; ak: KeyObject }[],
     gceAk: KeyObject,
   ): SnpValidatorConfig => ({
+    oid: variantOid('gcp-sev-snp'),
     policy: { arks: { milan: pki.arkPem } },
     measurements: measurements(new Map([[4, PCR4]])),
     verifyVtpmQuote: stubVtpm(calls),

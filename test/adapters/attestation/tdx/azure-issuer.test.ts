@@ -28,6 +28,7 @@ import { parseTdxQuote } from '../../../../src/adapters/attestation/tdx/quote.js
 import { type SwtpmInstance, startSwtpm } from '../../../../src/adapters/tpm/swtpm.js';
 import { Tpm2ToolsTpm } from '../../../../src/adapters/tpm/tpm2-tools-tpm.js';
 import { parseTpmtPublic } from '../../../../src/adapters/tpm/tpm2-wire.js';
+import { variantOid } from '../../../../src/app/registry/index.js';
 import { buildValidator } from '../../../../src/app/registry/validators.js';
 import { isConfbootError } from '../../../../src/ports/errors.js';
 import { FakeClock } from '../../../fakes/fake-clock.js';
@@ -76,6 +77,7 @@ describe('azure-tdx issuer: real swtpm (AK at 0x81000003, HCL report in NV 0x014
   const writeHcl = (bytes: Uint8Array) => writeNvIndex(swtpm.tcti, AZURE_HCL_REPORT_NV_INDEX, bytes);
   const issuer = () =>
     createAzureTdxIssuer({
+      oid: variantOid('azure-tdx'),
       tpm,
       readNvIndex: tpm2NvReader({ tcti: swtpm.tcti }),
       getQuote: imdsTdQuoteGetter({ baseUrl: imds.url, timeoutInMs: 5000 }),
@@ -218,7 +220,12 @@ describe('azure-tdx issuer: real swtpm (AK at 0x81000003, HCL report in NV 0x014
       expect(sentReport.equals(real.subarray(32, 1056))).toBe(true);
       expect(Buffer.from(parsed.RuntimeData as string, 'base64').toString()).toContain('HCLAkPub');
 
-      const doc = await createAzureTdxIssuer({ tpm, readNvIndex, getQuote }).issue(userData, nonce);
+      const doc = await createAzureTdxIssuer({
+        oid: variantOid('azure-tdx'),
+        tpm,
+        readNvIndex,
+        getQuote,
+      }).issue(userData, nonce);
       const r = await rejectionOf(validator().validate(doc, nonce));
       expect(r.failed).toEqual(['hcl-ak']);
     });

@@ -10,6 +10,7 @@ import { pckExtensions } from '../../../../src/adapters/attestation/tdx/pck.js';
 import { parseTdxQuote, tdxMeasurements } from '../../../../src/adapters/attestation/tdx/quote.js';
 import { QemuTdxValidator } from '../../../../src/adapters/attestation/tdx/validators.js';
 import { type TdxVerification, verifyTdxQuote } from '../../../../src/adapters/attestation/tdx/verify.js';
+import { variantOid } from '../../../../src/app/registry/index.js';
 import { isAttestationError, refusalReasonCode } from '../../../../src/ports/errors.js';
 import { FakeClock } from '../../../fakes/fake-clock.js';
 import { useTmpDirs } from '../../../support/tmp.js';
@@ -265,6 +266,7 @@ describe('FAKE Intel PKI: TDX quotes and collateral for verifyTdxQuote', () => {
     );
     const fmspcs: string[] = [];
     const validator = new QemuTdxValidator({
+      oid: variantOid('qemu-tdx'),
       root: pki.rootPem,
       measurements: { compare: () => [] },
       clock: new FakeClock(FAKE_INTEL_AT),

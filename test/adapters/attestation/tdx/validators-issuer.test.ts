@@ -11,6 +11,7 @@ import { expect, it } from 'vitest';
 import { ConfigfsTsmDevice } from '../../../../src/adapters/attestation/snp/configfs-tsm.js';
 import { createSnpTdxValidator } from '../../../../src/adapters/attestation/snp/factory.js';
 import { QemuTdxIssuer } from '../../../../src/adapters/attestation/tdx/issuer.js';
+import { variantOid } from '../../../../src/app/registry/index.js';
 import { isAttestationError, isConfbootError } from '../../../../src/ports/errors.js';
 import type { MeasurementPolicy } from '../../../../src/ports/measurement-policy.js';
 import { FakeClock } from '../../../fakes/fake-clock.js';
@@ -28,6 +29,7 @@ const rejection = attestationRejection;
 
 describeVectors('TDX validators on real quotes', () => {
   const config = () => ({
+    oid: variantOid('qemu-tdx'),
     root: vec('go-tdx-guest/trust/trusted_root.pem'),
     measurements: noMeasurements,
     clock: new FakeClock(new Date('2026-11-21T00:00:00Z')),
@@ -88,6 +90,7 @@ describeVectors('TDX validators on real quotes', () => {
     );
     const v = createSnpTdxValidator('azure-tdx', {
       ...config(),
+      oid: variantOid('azure-tdx'),
       verifyVtpmQuote: async () => ({ pcrs: new Map(), checks: [] }),
     });
     const r = await rejection(v.validate(doc, Buffer.alloc(32)));
@@ -102,6 +105,7 @@ it('qemu-tdx: collateral is fetched only for a PCK chain to the pinned root (a F
   ]);
   const fmspcs: string[] = [];
   const v = createSnpTdxValidator('qemu-tdx', {
+    oid: variantOid('qemu-tdx'),
     root: pinned.rootPem,
     measurements: noMeasurements,
     clock: new FakeClock(new Date('2026-11-21T00:00:00Z')),
@@ -174,7 +178,10 @@ it('qemu-tdx issuer: report data = SHA256(userData ‖ nonce) padded, document {
   const root = tmp();
   const quote = Uint8Array.from({ length: 100 }, (_, i) => i);
   const dir = fakeEntry(root, 'q', 'tdx_guest', quote);
-  const issuer = new QemuTdxIssuer(new ConfigfsTsmDevice({ kind: 'tdx', root, entry: 'q' }));
+  const issuer = new QemuTdxIssuer(
+    new ConfigfsTsmDevice({ kind: 'tdx', root, entry: 'q' }),
+    variantOid('qemu-tdx'),
+  );
   const userData = Buffer.from('tls-spki-hash');
   const nonce = Buffer.alloc(32, 3);
   const doc = JSON.parse(Buffer.from(await issuer.issue(userData, nonce)).toString('utf8')) as {
@@ -186,7 +193,7 @@ it('qemu-tdx issuer: report data = SHA256(userData ‖ nonce) padded, document {
   const inblob = readFileSync(join(dir, 'inblob'));
   expect(inblob.subarray(0, 32)).toEqual(createHash('sha256').update(userData).update(nonce).digest());
   expect(inblob.subarray(32).every((b) => b === 0)).toBe(true);
-  expect(() => new QemuTdxIssuer(new ConfigfsTsmDevice({ kind: 'sev-snp', root }))).toThrow(
-    /needs a TDX device/,
-  );
+  expect(
+    () => new QemuTdxIssuer(new ConfigfsTsmDevice({ kind: 'sev-snp', root }), variantOid('qemu-tdx')),
+  ).toThrow(/needs a TDX device/);
 });

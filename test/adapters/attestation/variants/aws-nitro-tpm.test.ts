@@ -19,6 +19,7 @@ import { VtpmIssuer } from '../../../../src/adapters/attestation/vtpm/issuer.js'
 import { type SwtpmInstance, startSwtpm } from '../../../../src/adapters/tpm/swtpm.js';
 import { Tpm2ToolsTpm } from '../../../../src/adapters/tpm/tpm2-tools-tpm.js';
 import { parseTpmtPublic } from '../../../../src/adapters/tpm/tpm2-wire.js';
+import { variantOid } from '../../../../src/app/registry/index.js';
 import { createValidator, type ValidatorConfig } from '../../../../src/app/registry/validators.js';
 import { MeasurementsPolicy } from '../../../../src/domain/measurements.js';
 import type { AmiTpmSupport } from '../../../../src/ports/ami-tpm-support.js';
@@ -72,6 +73,7 @@ function issuer(edit?: (i: FakeNitroDocumentInput) => FakeNitroDocumentInput) {
   return {
     nitroTpm,
     issuer: createAwsNitroTpmIssuer({
+      oid: variantOid('aws-nitro-tpm'),
       tpm,
       instanceIdentity: async () => new TextEncoder().encode(JSON.stringify(IDENTITY)),
       nitroTpm,
@@ -171,6 +173,7 @@ describe('aws-nitro-tpm: the attestation key is trusted because AWS signed it (R
   it('refuses a document without a SHA-384 quote', async () => {
     const { nitroTpm } = issuer();
     const full = createAwsNitroTpmIssuer({
+      oid: variantOid('aws-nitro-tpm'),
       tpm,
       instanceIdentity: async () => new TextEncoder().encode(JSON.stringify(IDENTITY)),
       nitroTpm,
@@ -178,6 +181,7 @@ describe('aws-nitro-tpm: the attestation key is trusted because AWS signed it (R
     // The same instance info (with AWS's document), quoted over SHA-256 only.
     const sha256Only = new VtpmIssuer({
       variant: 'aws-nitro-tpm',
+      oid: variantOid('aws-nitro-tpm'),
       tpm,
       instanceInfo: (extraData) => captureInfo(full, extraData),
     });

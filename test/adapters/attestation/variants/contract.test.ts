@@ -45,6 +45,7 @@ import { gceInstanceInfo } from '../../../../src/adapters/cloud/gcp/instance-inf
 import { type SwtpmInstance, startSwtpm } from '../../../../src/adapters/tpm/swtpm.js';
 import { Tpm2ToolsTpm } from '../../../../src/adapters/tpm/tpm2-tools-tpm.js';
 import { parseTpmtPublic } from '../../../../src/adapters/tpm/tpm2-wire.js';
+import { variantOid } from '../../../../src/app/registry/index.js';
 import { createValidator } from '../../../../src/app/registry/validators.js';
 import { MeasurementsPolicy } from '../../../../src/domain/measurements.js';
 import type { AmiTpmSupport } from '../../../../src/ports/ami-tpm-support.js';
@@ -220,6 +221,7 @@ const nitroTrust = () => ({
 
 const awsPair = (): AttestationPair => ({
   issuer: createAwsNitroTpmIssuer({
+    oid: variantOid('aws-nitro-tpm'),
     tpm,
     instanceIdentity: (options) => awsInstanceIdentity(baseUrl, options),
     nitroTpm: new FakeNitroTpmAttestor(
@@ -272,6 +274,7 @@ function fakeGce(pem: () => string): GceShieldedIdentity {
 const gcpPair = (): AttestationPair => ({
   issuer: new VtpmIssuer({
     variant: 'gcp-sev-es',
+    oid: variantOid('gcp-sev-es'),
     tpm,
     eventLogPath: GCE_LOG_PATH,
     instanceInfo: (_extraData, options) => gceInstanceInfo(`${baseUrl}/computeMetadata/v1`, options),
@@ -365,6 +368,7 @@ describe('azure-trustedlaunch: SYNTHETIC AK certificate in the swtpm NV, CA from
   const issuer = () =>
     new VtpmIssuer({
       variant: 'azure-trustedlaunch',
+      oid: variantOid('azure-trustedlaunch'),
       tpm,
       instanceInfo: (_extraData, options) =>
         azureTrustedLaunchInfo(tpm2NvReader({ tcti: swtpm.tcti }), options),

@@ -8,6 +8,7 @@ import { createHash } from 'node:crypto';
 import { createQemuVtpmIssuer } from '../../../../src/adapters/attestation/vtpm/issuer.js';
 import { startSwtpm } from '../../../../src/adapters/tpm/swtpm.js';
 import { Tpm2ToolsTpm } from '../../../../src/adapters/tpm/tpm2-tools-tpm.js';
+import { variantOid } from '../../../../src/app/registry/index.js';
 import { createValidator } from '../../../../src/app/registry/validators.js';
 import { MeasurementsPolicy } from '../../../../src/domain/measurements.js';
 import type { Validator } from '../../../../src/ports/validator.js';
@@ -58,7 +59,7 @@ describeAttestationContract('qemu-vtpm, real issuer on swtpm', async () => {
     );
     return {
       subject: {
-        issuer: createQemuVtpmIssuer(tpm),
+        issuer: createQemuVtpmIssuer(tpm, { oid: variantOid('qemu-vtpm') }),
         validator: createValidator('qemu-vtpm', { policy: swPolicy }),
       },
       seed: vtpmSeed(otherAk),
