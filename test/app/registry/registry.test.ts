@@ -22,7 +22,7 @@ import {
   variantOfOid,
   variantOid,
 } from '../../../src/app/registry/index.js';
-import { PRODUCTION_VARIANTS, VARIANT_NAMES, type Variant } from '../../../src/ports/variant.js';
+import { PRODUCTION_VARIANTS, VARIANT_NAMES } from '../../../src/ports/variant.js';
 
 const ENTRYPOINTS = resolve(import.meta.dirname, '../../../src/app/entrypoints');
 
