@@ -132,6 +132,19 @@ export const joinServiceCommand: CommandSpec = {
       description:
         'directory of the evidence record (evidence.jsonl): the evidence behind each decision, replayed by `confboot measurements dry-run` and against every loaded attestation config. Without it nothing is recorded',
     },
+    'evidence-store': {
+      type: 'string',
+      valueName: 'file|cluster',
+      description:
+        'where the evidence record lives: `cluster` = EvidenceRecord resources through the Kubernetes API, shared by every replica and kept across restarts; `file` = evidence.jsonl under --state-dir (one process). Default: file with --state-dir, else none',
+    },
+    'refusal-events': {
+      type: 'string',
+      valueName: 'on|off',
+      default: 'on',
+      description:
+        'record each refusal as a Kubernetes Event in kube-system on DaemonSet join-service (deduplicated per caller and reason, rate-limited)',
+    },
     'evidence-retention': {
       type: 'string',
       valueName: 'N',
@@ -394,6 +407,24 @@ function parsePositive(flag: string, value: string): number {
   return n;
 }
 
+function parseOnOff(flag: string, value: string): boolean {
+  if (value !== 'on' && value !== 'off') throw new UsageError(`--${flag}: want on or off, got "${value}"`);
+  return value === 'on';
+}
+
+/** `--evidence-store`: `file` needs `--state-dir`; without the flag, `file` when a state directory is given. */
+function parseEvidenceStore(
+  value: string | undefined,
+  stateDir: string | undefined,
+): 'file' | 'cluster' | undefined {
+  if (value === undefined) return stateDir === undefined ? undefined : 'file';
+  if (value !== 'file' && value !== 'cluster')
+    throw new UsageError(`--evidence-store: want file or cluster, got "${value}"`);
+  if (value === 'file' && stateDir === undefined)
+    throw new UsageError('--evidence-store=file needs --state-dir');
+  return value;
+}
+
 /** The flags, checked and typed. */
 export interface JoinServiceFlags {
   csp: JoinServiceCsp;
@@ -407,8 +438,11 @@ export interface JoinServiceFlags {
   /** `--receipt-key` and `--receipt-retired-jwks`. */
   receiptKeyPath: string | undefined;
   receiptRetiredJwksPath: string | undefined;
-  /** `--state-dir`, `--evidence-retention`, `--evidence-max-age-days`. */
+  /** `--state-dir`, `--evidence-store`, `--evidence-retention`, `--evidence-max-age-days`. */
   stateDir: string | undefined;
+  evidenceStore: 'file' | 'cluster' | undefined;
+  /** `--refusal-events`. */
+  refusalEvents: boolean;
   evidenceMaxRecords: number;
   evidenceMaxAgeMs: number;
   listen: ListenAddress;
@@ -500,6 +534,8 @@ export function parseJoinServiceFlags(
     receiptKeyPath: str('receipt-key'),
     receiptRetiredJwksPath: str('receipt-retired-jwks'),
     stateDir: str('state-dir'),
+    evidenceStore: parseEvidenceStore(str('evidence-store'), str('state-dir')),
+    refusalEvents: parseOnOff('refusal-events', str('refusal-events') as string),
     evidenceMaxRecords: parsePositive('evidence-retention', str('evidence-retention') as string),
     evidenceMaxAgeMs:
       parsePositive('evidence-max-age-days', str('evidence-max-age-days') as string) * 24 * 3600 * 1000,
@@ -612,12 +648,14 @@ export async function runJoinService(argv: string[], options: JoinServiceRunOpti
       maxConcurrentVerifications: flags.maxConcurrentVerifications,
     },
     ...(flags.denyListPath !== undefined ? { denyListPath: flags.denyListPath } : {}),
-    ...(flags.stateDir !== undefined
+    ...(flags.evidenceStore !== undefined
       ? {
-          stateDir: flags.stateDir,
+          evidenceStore: flags.evidenceStore,
+          ...(flags.stateDir !== undefined ? { stateDir: flags.stateDir } : {}),
           evidenceRetention: { maxRecords: flags.evidenceMaxRecords, maxAgeMs: flags.evidenceMaxAgeMs },
         }
       : {}),
+    refusalEvents: flags.refusalEvents,
     ...(flags.receiptKeyPath !== undefined
       ? {
           receiptKey: await ReceiptKey.load(flags.receiptKeyPath, {

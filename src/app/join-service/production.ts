@@ -9,6 +9,7 @@
  */
 
 import { readFile } from 'node:fs/promises';
+import { hostname } from 'node:os';
 import { join } from 'node:path';
 import type { TdxCollateralSource } from '../../adapters/attestation/snp-tdx-config.js';
 import { UpdatableValidator } from '../../adapters/attestation/updatable/updatable-validator.js';
@@ -21,7 +22,9 @@ import type { BootstrapTokens } from '../../ports/bootstrap-tokens.js';
 import type { Clock } from '../../ports/clock.js';
 import type { ClusterFacts } from '../../ports/cluster-facts.js';
 import type { DiskBindings } from '../../ports/disk-bindings.js';
-import { ConfbootError, wrapError } from '../../ports/errors.js';
+import { ConfbootError, messageOf, wrapError } from '../../ports/errors.js';
+import type { EventRecorder } from '../../ports/event-recorder.js';
+import type { EvidenceStore } from '../../ports/evidence-store.js';
 import type { Logger } from '../../ports/logger.js';
 import type { MetadataAPI } from '../../ports/metadata-api.js';
 import type { Validator } from '../../ports/validator.js';
@@ -43,6 +46,7 @@ import { buildValidator, createAmdCertCache } from '../attestation/validators.js
 import { KUBERNETES_PORT, PKI_DIR } from '../defaults.js';
 import { cloudMetadataApi, isVariant, variantEntry, variantNames } from '../registry/index.js';
 import { withDryRunOnLoad } from './dry-run.js';
+import { withRefusalEvents } from './refusal-events.js';
 import {
   type JoinServiceLimits,
   type JoinServiceOptions,
@@ -195,8 +199,17 @@ export interface ProductionJoinServiceConfig {
    * absent: no evidence is recorded and loaded configs are not dry-run.
    */
   stateDir?: string;
+  /**
+   * Where the evidence record lives: `cluster` (EvidenceRecord resources through the Kubernetes API,
+   * shared by every replica), or `file` (under {@link stateDir}; the default when it is given).
+   */
+  evidenceStore?: 'file' | 'cluster';
   /** Bounds of the evidence record (records kept, retention). */
   evidenceRetention?: { maxRecords?: number; maxAgeMs?: number };
+  /** Record each refusal as a Kubernetes Event (deduplicated, rate-limited). Default true. */
+  refusalEvents?: boolean;
+  /** `reportingInstance` of the events; default the host name (a pod's name). */
+  eventInstance?: string;
   /** Signs join receipts and publishes its JWKS (ReceiptKey.load); absent: no receipts. */
   receiptKey?: JoinServiceOptions['receiptKey'];
   listen: ListenAddress;
@@ -287,6 +300,10 @@ export interface LazyKubernetes {
   facts: ClusterFacts;
   /** DiskBinding resources (which node each state disk belongs to). */
   diskBindings: DiskBindings;
+  /** Refusals as Events (nothing is sent before the client is loaded; never throws). */
+  events: EventRecorder;
+  /** EvidenceRecord resources (the evidence record shared by every replica). */
+  evidence: EvidenceStore;
   /** Loads the client and the kubeconfig (once); rejects like loadKubeConfig. */
   load(): Promise<void>;
   /** Whether the client is loaded and configured. */
@@ -299,19 +316,32 @@ export interface LazyKubernetes {
  * client right after; a request arriving meanwhile waits for it.
  */
 export function lazyKubernetes(
-  options: { kubeconfigPath?: string | undefined } & (
-    | { caCertPath: string; adminConfPath?: undefined }
-    | { adminConfPath: string; caCertPath?: undefined }
-  ),
+  options: {
+    kubeconfigPath?: string | undefined;
+    /** Bounds of the EvidenceRecord store. */
+    evidenceRetention?: { maxRecords?: number; maxAgeMs?: number } | undefined;
+    /** `reportingInstance` of refusal events. */
+    eventInstance?: string | undefined;
+  } & ({ caCertPath: string; adminConfPath?: undefined } | { adminConfPath: string; caCertPath?: undefined }),
   clock: Clock,
   logger: Logger,
 ): LazyKubernetes {
   let adapters:
-    | Promise<{ tokens: BootstrapTokens; facts: ClusterFacts; diskBindings: DiskBindings }>
+    | Promise<{
+        tokens: BootstrapTokens;
+        facts: ClusterFacts;
+        diskBindings: DiskBindings;
+        events: EventRecorder;
+        evidence: EvidenceStore;
+      }>
     | undefined;
   let done = false;
   const get = () => {
-    adapters ??= import('../../adapters/kubernetes/api.js').then((k8s) => {
+    adapters ??= Promise.all([
+      import('../../adapters/kubernetes/api.js'),
+      import('../../adapters/kubernetes/event-recorder.js'),
+      import('../../adapters/kubernetes/evidence-store.js'),
+    ]).then(([k8s, ev, store]) => {
       const kubeConfig = k8s.loadKubeConfig(options.kubeconfigPath);
       const loaded = {
         tokens: new k8s.KubeBootstrapTokens({
@@ -324,6 +354,13 @@ export function lazyKubernetes(
         }),
         facts: new k8s.KubeClusterFacts({ kubeConfig, clock, logger }),
         diskBindings: new k8s.KubeDiskBindings({ kubeConfig, logger }),
+        events: new ev.KubeEventRecorder({
+          kubeConfig,
+          clock,
+          logger,
+          ...(options.eventInstance !== undefined ? { instance: options.eventInstance } : {}),
+        }),
+        evidence: new store.KubeEvidenceStore({ kubeConfig, clock, logger, ...options.evidenceRetention }),
       };
       done = true;
       return loaded;
@@ -342,6 +379,24 @@ export function lazyKubernetes(
     },
     diskBindings: {
       bind: async (binding, options) => (await get()).diskBindings.bind(binding, options),
+    },
+    events: {
+      refused: (event) => {
+        get().then(
+          (a) => a.events.refused(event),
+          () => {},
+        );
+      },
+    },
+    evidence: {
+      record: async (record) => {
+        try {
+          await (await get()).evidence.record(record);
+        } catch (err) {
+          logger.warn('Evidence not recorded', { key: record.key, error: messageOf(err) });
+        }
+      },
+      list: async () => (await get()).evidence.list(),
     },
     load: async () => {
       await get();
@@ -400,10 +455,24 @@ export async function startProductionJoinService(
     config.apiServerEndpoint ?? (await apiServerEndpointFromMetadata(metadata, config.signal));
 
   const metrics = new JoinServiceMetrics();
-  const evidence =
-    config.stateDir === undefined
-      ? undefined
-      : await JsonlEvidenceStore.open({ dir: config.stateDir, clock, logger, ...config.evidenceRetention });
+  const kube = lazyKubernetes(
+    {
+      kubeconfigPath: config.kubeconfigPath,
+      evidenceRetention: config.evidenceRetention,
+      eventInstance: config.eventInstance ?? hostname(),
+      ...(config.adminConfPath !== undefined
+        ? { adminConfPath: config.adminConfPath }
+        : { caCertPath: join(config.pkiDir ?? PKI_DIR, 'ca.crt') }),
+    },
+    clock,
+    logger,
+  );
+  const evidence: EvidenceStore | undefined =
+    config.evidenceStore === 'cluster'
+      ? kube.evidence
+      : config.stateDir === undefined
+        ? undefined
+        : await JsonlEvidenceStore.open({ dir: config.stateDir, clock, logger, ...config.evidenceRetention });
   const validator = await UpdatableValidator.start({
     path: config.attestationConfigPath,
     // Each loaded config is dry-run against the recorded evidence (logged, counted in /metrics).
@@ -415,13 +484,6 @@ export async function startProductionJoinService(
     endpoint: config.keyServiceEndpoint,
     ...(config.keyServiceTls ? { tls: config.keyServiceTls } : {}),
   });
-  const kube = lazyKubernetes(
-    config.adminConfPath !== undefined
-      ? { kubeconfigPath: config.kubeconfigPath, adminConfPath: config.adminConfPath }
-      : { kubeconfigPath: config.kubeconfigPath, caCertPath: join(config.pkiDir ?? PKI_DIR, 'ca.crt') },
-    clock,
-    logger,
-  );
   // CSR inspection and kubelet signing (the largest CPU item of a join) on a worker thread.
   const ca = new WorkerCertificateAuthority({ clock, pkiDir: config.pkiDir ?? PKI_DIR });
   const service = await startJoinService({
@@ -435,7 +497,8 @@ export async function startProductionJoinService(
     apiServerEndpoint,
     identity: new MetadataPeerIdentity(metadata, clock, { logger }),
     clock,
-    logger,
+    // Every refused audit event also becomes a Kubernetes Event.
+    logger: config.refusalEvents === false ? logger : withRefusalEvents(logger, kube.events),
     listen: config.listen,
     httpListen: config.httpListen,
     ...(config.grpcHealthListen ? { grpcHealthListen: config.grpcHealthListen } : {}),

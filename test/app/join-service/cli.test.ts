@@ -121,6 +121,21 @@ describe('confboot join-service flags', () => {
       [...manifestArgs().slice(1), '--evidence-retention=0'],
       /--evidence-retention: want a whole number ≥ 1/,
     ],
+    [
+      'an unknown evidence store',
+      [...manifestArgs().slice(1), '--evidence-store=s3'],
+      /want file or cluster/,
+    ],
+    [
+      'a file evidence store without a directory',
+      [...manifestArgs().slice(1), '--evidence-store=file'],
+      /needs --state-dir/,
+    ],
+    [
+      'refusal events neither on nor off',
+      [...manifestArgs().slice(1), '--refusal-events=yes'],
+      /want on or off/,
+    ],
   ])('refuses %s with a usage error', (_name, argv, message) => {
     expect(() => parseJoinServiceFlags(argv)).toThrow(UsageError);
     expect(() => parseJoinServiceFlags(argv)).toThrow(message);
@@ -146,6 +161,10 @@ describe('confboot join-service flags', () => {
       receiptKeyPath: undefined,
       stateDir: undefined,
     });
+    expect(parseJoinServiceFlags(argv)).toMatchObject({ evidenceStore: 'file', refusalEvents: true });
+    expect(
+      parseJoinServiceFlags([...manifestArgs().slice(1), '--evidence-store=cluster', '--refusal-events=off']),
+    ).toMatchObject({ evidenceStore: 'cluster', stateDir: undefined, refusalEvents: false });
   });
 
   it('parses listen addresses and rate limits', () => {
@@ -335,7 +354,7 @@ describe('confboot join-service flags', () => {
 });
 
 describe('confboot join-service (production wiring; simulated Kubernetes API server)', () => {
-  it('issues a ticket to a soft-TPM node, serves /readyz and /metrics, and exits 0 when aborted', async () => {
+  it('issues a ticket to a soft-TPM node, serves /readyz and /metrics, keeps evidence and refusal Events in the fake API server, and exits 0 when aborted', async () => {
     const clock = new SystemClock();
     const dir = tmp();
     // The control plane's files: pki and admin.conf as the SIMULATED kubeadm init writes them.
@@ -421,6 +440,8 @@ describe('confboot join-service (production wiring; simulated Kubernetes API ser
         `--metadata-url=http://127.0.0.1:${metadataServer.port}`,
         // The soft-TPM node's AK is not registered anywhere: trusted as carried, by explicit opt-in.
         '--trust-ak-as-carried',
+        // Evidence in the cluster (EvidenceRecord resources); refusal Events are on by default.
+        '--evidence-store=cluster',
       ],
       { signal: stop.signal, logger, onListening: (p) => listening(p) },
     );
@@ -474,6 +495,23 @@ describe('confboot join-service (production wiring; simulated Kubernetes API ser
     await expect(
       node.issueJoinTicket(`127.0.0.1:${grpcPort}`, { ...request, certificateRequest: revokedCsr.csrDer }),
     ).rejects.toMatchObject({ code: 'permission-denied' });
+
+    // The refusal is a Warning Event on the join service's DaemonSet; the decision's evidence is
+    // one EvidenceRecord of the disk (the latest decision: refused).
+    await waitFor(async () => api.events.size === 1, 'the refusal Event');
+    expect([...api.events.values()][0]).toMatchObject({
+      reason: 'DenyList',
+      type: 'Warning',
+      involvedObject: { kind: 'DaemonSet', name: 'join-service', namespace: 'kube-system' },
+    });
+    expect([...api.events.values()][0]?.message).toContain('node revoked-1');
+    expect(api.evidenceRecords.get(`disk-${request.diskUuid}`)?.spec).toMatchObject({
+      key: `disk/${request.diskUuid}`,
+      nodeName: 'revoked-1',
+      outcome: 'refused',
+      reason: 'deny-list',
+    });
+    expect(api.violations).toEqual([]);
 
     const metrics = await (await fetch(`http://127.0.0.1:${httpPort}/metrics`)).text();
     expect(metrics).toContain(
