@@ -21,7 +21,8 @@ import {
   KubeDiskBindings,
   loadKubeConfig,
 } from '../../src/adapters/kubernetes/api.js';
-import { deployTargets, diskBindingCrd, manifestFileName } from '../../src/app/deploy/manifests.js';
+import { diskBindingCrd } from '../../src/app/manifests/access.js';
+import { deployTargets, manifestFileName } from '../../src/app/manifests/manifests.js';
 import { FakeKubeApi } from '../adapters/kubernetes/fake-kube-api.js';
 import { FakeClock } from '../fakes/fake-clock.js';
 import { useTmpDirs } from '../support/tmp.js';
