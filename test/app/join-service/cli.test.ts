@@ -143,7 +143,9 @@ describe('confboot join-service flags', () => {
 
   it('parses the receipt key and evidence record flags', () => {
     const argv = [
-      ...manifestArgs().slice(1),
+      ...manifestArgs()
+        .slice(1)
+        .filter((a) => !a.startsWith('--evidence-store') && !a.startsWith('--receipt-key')),
       '--receipt-key=/var/run/secrets/receipt/key.pem',
       '--receipt-retired-jwks=/var/config/retired.json',
       '--state-dir=/var/lib/confboot/join-service',
@@ -157,14 +159,26 @@ describe('confboot join-service flags', () => {
       evidenceMaxRecords: 50,
       evidenceMaxAgeMs: 2 * 24 * 3600 * 1000,
     });
+    // The manifests: the receipt key from its Secret, the evidence in the cluster, refusal Events on.
     expect(parseJoinServiceFlags(manifestArgs().slice(1))).toMatchObject({
-      receiptKeyPath: undefined,
+      receiptKeyPath: '/etc/confboot/receipt-key/key.pem',
       stateDir: undefined,
+      evidenceStore: 'cluster',
+      refusalEvents: true,
     });
-    expect(parseJoinServiceFlags(argv)).toMatchObject({ evidenceStore: 'file', refusalEvents: true });
-    expect(
-      parseJoinServiceFlags([...manifestArgs().slice(1), '--evidence-store=cluster', '--refusal-events=off']),
-    ).toMatchObject({ evidenceStore: 'cluster', stateDir: undefined, refusalEvents: false });
+    const withoutStore = manifestArgs()
+      .slice(1)
+      .filter((a) => !a.startsWith('--evidence-store') && !a.startsWith('--receipt-key'));
+    expect(parseJoinServiceFlags([...withoutStore, '--state-dir=/s'])).toMatchObject({
+      evidenceStore: 'file',
+    });
+    expect(parseJoinServiceFlags(withoutStore)).toMatchObject({
+      evidenceStore: undefined,
+      receiptKeyPath: undefined,
+    });
+    expect(parseJoinServiceFlags([...withoutStore, '--refusal-events=off'])).toMatchObject({
+      refusalEvents: false,
+    });
   });
 
   it('parses listen addresses and rate limits', () => {
