@@ -275,6 +275,8 @@ export class FakeKubeApi {
     if (method === 'GET' && p === `/api/v1/namespaces/kube-system/secrets/${MASTER_SECRET_NAME}`)
       return this.get(res, this.secrets, MASTER_SECRET_NAME, 'secrets');
     if (method === 'GET' && configMap) return this.get(res, this.configMaps, configMap, 'configmaps');
+    if (method === 'PATCH' && configMap === 'join-config')
+      return this.applyJoinConfig(res, contentType, url.searchParams, body as Obj);
     if (method === 'GET' && nodeVersion)
       return this.get(res, this.nodeVersions, nodeVersion, 'nodeversions.update.edgeless.systems');
     if (method === 'POST' && p === `${CR_PREFIX}/joiningnodes`)
@@ -363,6 +365,41 @@ export class FakeKubeApi {
       metadata: { ...e.metadata, managedFields: [{ manager: q.get('fieldManager'), operation: 'Apply' }] },
     });
     return this.ok(res, existed ? 200 : 201, this.evidenceRecords.get(name));
+  }
+
+  /**
+   * Server-side apply of ConfigMap kube-system/join-config (the operator rolling out an attestation
+   * config): `data.attestationConfig` must be a JSON object; `binaryData.measurementSalt` may come along.
+   */
+  private applyJoinConfig(
+    res: ServerResponse,
+    contentType: string | undefined,
+    q: URLSearchParams,
+    c: Obj,
+  ): boolean {
+    const problems: string[] = [];
+    if (contentType !== 'application/apply-patch+yaml')
+      problems.push(`content type ${contentType}, want application/apply-patch+yaml`);
+    if (!q.get('fieldManager')) problems.push('server-side apply without fieldManager');
+    if (c?.apiVersion !== 'v1' || c?.kind !== 'ConfigMap') problems.push('not a v1 ConfigMap');
+    if (c?.metadata?.name !== 'join-config' || c?.metadata?.namespace !== 'kube-system')
+      problems.push('metadata');
+    const text = c?.data?.attestationConfig;
+    let parsed: unknown;
+    try {
+      parsed = typeof text === 'string' ? JSON.parse(text) : undefined;
+    } catch {}
+    if (typeof parsed !== 'object' || parsed === null)
+      problems.push('data.attestationConfig is not a JSON object');
+    const keys = Object.keys(c?.data ?? {}).filter((k) => k !== 'attestationConfig');
+    if (keys.length > 0) problems.push(`unexpected data keys ${keys}`);
+    if (problems.length > 0) return this.violation(res, `join-config apply: ${problems.join(', ')}`);
+    const existed = this.configMaps.has('join-config');
+    this.configMaps.set('join-config', {
+      ...c,
+      metadata: { ...c.metadata, managedFields: [{ manager: q.get('fieldManager'), operation: 'Apply' }] },
+    });
+    return this.ok(res, existed ? 200 : 201, this.configMaps.get('join-config'));
   }
 
   private createEvent(res: ServerResponse, contentType: string | undefined, e: Obj): boolean {
