@@ -20,6 +20,7 @@ import { createServer as createHttpsServer } from 'node:https';
 import type { AddressInfo } from 'node:net';
 import { parse as parseYaml } from 'yaml';
 import { MASTER_SECRET_NAME } from '../kubernetes/names.js';
+import { type RecordsAnswer, SimulatedRecords } from './simulated-kube-records.js';
 
 /** One request as the fake saw it. */
 export interface SeenRequest {
@@ -50,21 +51,6 @@ export { MASTER_SECRET_NAME };
 
 const CR_PREFIX = '/apis/update.edgeless.systems/v1alpha1';
 const DISK_PREFIX = '/apis/confboot.dev/v1alpha1/diskbindings';
-const EVIDENCE_PREFIX = '/apis/confboot.dev/v1alpha1/evidencerecords';
-const EVENTS_PREFIX = '/api/v1/namespaces/kube-system/events';
-const EVIDENCE_SPEC_KEYS = [
-  'at',
-  'document',
-  'key',
-  'nonce',
-  'oid',
-  'outcome',
-  'peer',
-  'reason',
-  'rpc',
-  'variant',
-];
-const EVIDENCE_OPTIONAL_KEYS = ['nodeName', 'userData'];
 
 /** Largest request body accepted (the join service's objects are a few KiB). */
 const MAX_BODY_BYTES = 1024 * 1024;
@@ -95,10 +81,12 @@ export class FakeKubeApi {
   readonly joiningNodes = new Map<string, Obj>();
   /** Cluster-scoped DiskBindings (confboot.dev/v1alpha1) by name. */
   readonly diskBindings = new Map<string, Obj>();
+  /** EvidenceRecords, Events and the join-config rollout (simulated-kube-records.ts). */
+  readonly records = new SimulatedRecords(this.configMaps);
   /** Cluster-scoped EvidenceRecords (confboot.dev/v1alpha1) by name. */
-  readonly evidenceRecords = new Map<string, Obj>();
+  readonly evidenceRecords = this.records.evidenceRecords;
   /** kube-system Events (core/v1) by name. */
-  readonly events = new Map<string, Obj>();
+  readonly events = this.records.events;
   /** ClusterRoleBindings by name (seeded by tests; the API only deletes them). */
   readonly clusterRoleBindings = new Map<string, Obj>();
   /** Scripted failures: the next request with a matching method (any method when unset) gets `status`. */
@@ -275,8 +263,6 @@ export class FakeKubeApi {
     if (method === 'GET' && p === `/api/v1/namespaces/kube-system/secrets/${MASTER_SECRET_NAME}`)
       return this.get(res, this.secrets, MASTER_SECRET_NAME, 'secrets');
     if (method === 'GET' && configMap) return this.get(res, this.configMaps, configMap, 'configmaps');
-    if (method === 'PATCH' && configMap === 'join-config')
-      return this.applyJoinConfig(res, contentType, url.searchParams, body as Obj);
     if (method === 'GET' && nodeVersion)
       return this.get(res, this.nodeVersions, nodeVersion, 'nodeversions.update.edgeless.systems');
     if (method === 'POST' && p === `${CR_PREFIX}/joiningnodes`)
@@ -287,21 +273,8 @@ export class FakeKubeApi {
       return this.get(res, this.diskBindings, diskBinding, 'diskbindings.confboot.dev');
     if (method === 'PATCH' && joiningNode)
       return this.applyJoiningNode(res, joiningNode, contentType, url.searchParams, body as Obj);
-    const evidence = new RegExp(`^${EVIDENCE_PREFIX}/([^/]+)$`).exec(p)?.[1];
-    if (method === 'PATCH' && evidence)
-      return this.applyEvidenceRecord(res, evidence, contentType, url.searchParams, body as Obj);
-    if (method === 'GET' && evidence)
-      return this.get(res, this.evidenceRecords, evidence, 'evidencerecords.confboot.dev');
-    if (method === 'DELETE' && evidence) {
-      if (!this.evidenceRecords.delete(evidence))
-        return this.status(res, 404, 'NotFound', `evidencerecords.confboot.dev "${evidence}" not found`);
-      return this.ok(res, 200, { kind: 'Status', apiVersion: 'v1', metadata: {}, status: 'Success' });
-    }
-    if (method === 'GET' && p === EVIDENCE_PREFIX)
-      return this.list(res, this.evidenceRecords, url.searchParams);
-    const event = new RegExp(`^${EVENTS_PREFIX}/([^/]+)$`).exec(p)?.[1];
-    if (method === 'POST' && p === EVENTS_PREFIX) return this.createEvent(res, contentType, body as Obj);
-    if (method === 'PATCH' && event) return this.patchEvent(res, event, contentType, body as Obj);
+    const answer = this.records.handle(method, p, contentType, url.searchParams, body as Obj);
+    if (answer !== undefined) return this.answer(res, answer);
     const binding = /^\/apis\/rbac\.authorization\.k8s\.io\/v1\/clusterrolebindings\/([^/]+)$/.exec(p)?.[1];
     if (method === 'DELETE' && binding) {
       const name = decodeURIComponent(binding);
@@ -317,132 +290,10 @@ export class FakeKubeApi {
     return this.violation(res, `unexpected request ${method} ${p}`);
   }
 
-  /** A LIST in name order, `limit` per page, `continue` = the last name of the previous page. */
-  private list(res: ServerResponse, store: Map<string, Obj>, q: URLSearchParams): boolean {
-    const limit = q.get('limit') === null ? Number.POSITIVE_INFINITY : Number(q.get('limit'));
-    if (!(limit > 0)) return this.violation(res, `LIST: limit ${q.get('limit')}`);
-    const after = q.get('continue');
-    const names = [...store.keys()].sort().filter((n) => after === null || n > after);
-    const page = names.slice(0, limit);
-    const more = names.length > page.length;
-    return this.ok(res, 200, {
-      apiVersion: 'v1',
-      kind: 'List',
-      metadata: more ? { continue: page[page.length - 1] } : {},
-      items: page.map((n) => store.get(n)),
-    });
-  }
-
-  private applyEvidenceRecord(
-    res: ServerResponse,
-    name: string,
-    contentType: string | undefined,
-    q: URLSearchParams,
-    e: Obj,
-  ): boolean {
-    const problems: string[] = [];
-    if (contentType !== 'application/apply-patch+yaml')
-      problems.push(`content type ${contentType}, want application/apply-patch+yaml`);
-    if (!q.get('fieldManager')) problems.push('server-side apply without fieldManager');
-    if (e?.apiVersion !== 'confboot.dev/v1alpha1' || e?.kind !== 'EvidenceRecord')
-      problems.push('not a confboot.dev/v1alpha1 EvidenceRecord');
-    if (e?.metadata?.name !== name) problems.push('metadata.name');
-    const cls = e?.metadata?.labels?.['confboot.dev/evidence'];
-    if (cls !== 'disk' && cls !== 'address') problems.push(`label confboot.dev/evidence ${cls}`);
-    const spec = e?.spec ?? {};
-    const keys = Object.keys(spec);
-    const missing = EVIDENCE_SPEC_KEYS.filter((k) => typeof spec[k] !== 'string');
-    const unknown = keys.filter(
-      (k) => !EVIDENCE_SPEC_KEYS.includes(k) && !EVIDENCE_OPTIONAL_KEYS.includes(k),
-    );
-    if (missing.length > 0) problems.push(`spec lacks ${missing}`);
-    if (unknown.length > 0) problems.push(`unknown spec keys ${unknown}`);
-    if (!RFC3339.test(spec.at ?? '')) problems.push('spec.at not RFC 3339');
-    if (problems.length > 0) return this.violation(res, `EvidenceRecord apply: ${problems.join(', ')}`);
-    const existed = this.evidenceRecords.has(name);
-    this.evidenceRecords.set(name, {
-      ...e,
-      metadata: { ...e.metadata, managedFields: [{ manager: q.get('fieldManager'), operation: 'Apply' }] },
-    });
-    return this.ok(res, existed ? 200 : 201, this.evidenceRecords.get(name));
-  }
-
-  /**
-   * Server-side apply of ConfigMap kube-system/join-config (the operator rolling out an attestation
-   * config): `data.attestationConfig` must be a JSON object; `binaryData.measurementSalt` may come along.
-   */
-  private applyJoinConfig(
-    res: ServerResponse,
-    contentType: string | undefined,
-    q: URLSearchParams,
-    c: Obj,
-  ): boolean {
-    const problems: string[] = [];
-    if (contentType !== 'application/apply-patch+yaml')
-      problems.push(`content type ${contentType}, want application/apply-patch+yaml`);
-    if (!q.get('fieldManager')) problems.push('server-side apply without fieldManager');
-    if (c?.apiVersion !== 'v1' || c?.kind !== 'ConfigMap') problems.push('not a v1 ConfigMap');
-    if (c?.metadata?.name !== 'join-config' || c?.metadata?.namespace !== 'kube-system')
-      problems.push('metadata');
-    const text = c?.data?.attestationConfig;
-    let parsed: unknown;
-    try {
-      parsed = typeof text === 'string' ? JSON.parse(text) : undefined;
-    } catch {}
-    if (typeof parsed !== 'object' || parsed === null)
-      problems.push('data.attestationConfig is not a JSON object');
-    const keys = Object.keys(c?.data ?? {}).filter((k) => k !== 'attestationConfig');
-    if (keys.length > 0) problems.push(`unexpected data keys ${keys}`);
-    if (problems.length > 0) return this.violation(res, `join-config apply: ${problems.join(', ')}`);
-    const existed = this.configMaps.has('join-config');
-    this.configMaps.set('join-config', {
-      ...c,
-      metadata: { ...c.metadata, managedFields: [{ manager: q.get('fieldManager'), operation: 'Apply' }] },
-    });
-    return this.ok(res, existed ? 200 : 201, this.configMaps.get('join-config'));
-  }
-
-  private createEvent(res: ServerResponse, contentType: string | undefined, e: Obj): boolean {
-    const problems: string[] = [];
-    if (contentType !== 'application/json') problems.push(`content type ${contentType}`);
-    if (e?.apiVersion !== 'v1' || e?.kind !== 'Event') problems.push('not a v1 Event');
-    const name = e?.metadata?.name;
-    if (typeof name !== 'string' || !/^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$/.test(name))
-      problems.push('metadata.name');
-    if (e?.metadata?.namespace !== 'kube-system') problems.push('metadata.namespace');
-    const o = e?.involvedObject ?? {};
-    if (!o.kind || !o.name || o.namespace !== 'kube-system') problems.push('involvedObject');
-    if (typeof e?.reason !== 'string' || !/^[A-Z][A-Za-z0-9]*$/.test(e.reason)) problems.push('reason');
-    if (typeof e?.message !== 'string' || e.message === '') problems.push('message');
-    if (e?.type !== 'Warning' && e?.type !== 'Normal') problems.push('type');
-    if (!(e?.count >= 1)) problems.push('count');
-    for (const k of ['firstTimestamp', 'lastTimestamp'])
-      if (!RFC3339.test(e?.[k] ?? '')) problems.push(`${k} not RFC 3339`);
-    if (problems.length > 0) return this.violation(res, `Event create: ${problems.join(', ')}`);
-    if (this.events.has(name))
-      return this.status(res, 409, 'AlreadyExists', `events "${name}" already exists`);
-    this.events.set(name, e);
-    return this.ok(res, 201, e);
-  }
-
-  private patchEvent(
-    res: ServerResponse,
-    name: string,
-    contentType: string | undefined,
-    patch: Obj,
-  ): boolean {
-    const problems: string[] = [];
-    if (contentType !== 'application/merge-patch+json')
-      problems.push(`content type ${contentType}, want application/merge-patch+json`);
-    const keys = Object.keys(patch ?? {});
-    if (keys.some((k) => !['count', 'lastTimestamp', 'message'].includes(k))) problems.push(`keys ${keys}`);
-    if (patch?.lastTimestamp !== undefined && !RFC3339.test(patch.lastTimestamp))
-      problems.push('lastTimestamp');
-    if (problems.length > 0) return this.violation(res, `Event patch: ${problems.join(', ')}`);
-    const existing = this.events.get(name);
-    if (!existing) return this.status(res, 404, 'NotFound', `events "${name}" not found`);
-    this.events.set(name, { ...existing, ...patch });
-    return this.ok(res, 200, this.events.get(name));
+  private answer(res: ServerResponse, a: RecordsAnswer): true {
+    if ('violation' in a) return this.violation(res, a.violation);
+    if ('reason' in a) return this.status(res, a.code, a.reason, a.message);
+    return this.ok(res, a.code, a.body);
   }
 
   private get(res: ServerResponse, store: Map<string, Obj>, name: string, kind: string): boolean {

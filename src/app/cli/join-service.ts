@@ -21,7 +21,6 @@ import {
 } from '../../adapters/grpc/atls/admission.js';
 import type { GrpcKmsClientTls } from '../../adapters/kms/grpc-kms-client.js';
 import { createPinoLogger } from '../../adapters/log/pino-logger.js';
-import { ReceiptKey } from '../../adapters/receipts/receipt-key.js';
 import { messageOf } from '../../ports/errors.js';
 import type { Logger } from '../../ports/logger.js';
 import type { Variant } from '../../ports/variant.js';
@@ -42,6 +41,14 @@ import {
 } from '../join-service/service.js';
 import { cloudNames, isCloud, isVariant, variantNames } from '../registry/index.js';
 import { type CommandSpec, parseCommand, runCommand, UsageError } from './args.js';
+import {
+  parseCount,
+  parsePositive,
+  parseRecordFlags,
+  RECORD_OPTIONS,
+  type RecordFlags,
+  recordConfig,
+} from './join-service-records.js';
 import { readPemFlag } from './pem-file.js';
 import { untilStopSignal } from './signals.js';
 
@@ -114,49 +121,7 @@ export const joinServiceCommand: CommandSpec = {
       secret: 'file',
       description: 'PEM private key of --key-service-cert',
     },
-    'receipt-key': {
-      type: 'string',
-      valueName: 'F',
-      secret: 'file',
-      description:
-        'PKCS#8 PEM ECDSA P-256 key that signs join receipts (the same Secret on every replica); its JWKS is served at /.well-known/jwks.json. Without it tickets carry no receipt',
-    },
-    'receipt-retired-jwks': {
-      type: 'string',
-      valueName: 'F',
-      description: 'JWKS of retired receipt keys, still published next to --receipt-key during a rotation',
-    },
-    'state-dir': {
-      type: 'string',
-      valueName: 'DIR',
-      description:
-        'directory of the evidence record (evidence.jsonl): the evidence behind each decision, replayed by `confboot measurements dry-run` and against every loaded attestation config. Without it nothing is recorded',
-    },
-    'evidence-store': {
-      type: 'string',
-      valueName: 'file|cluster',
-      description:
-        'where the evidence record lives: `cluster` = EvidenceRecord resources through the Kubernetes API, shared by every replica and kept across restarts; `file` = evidence.jsonl under --state-dir (one process). Default: file with --state-dir, else none',
-    },
-    'refusal-events': {
-      type: 'string',
-      valueName: 'on|off',
-      default: 'on',
-      description:
-        'record each refusal as a Kubernetes Event in kube-system on DaemonSet join-service (deduplicated per caller and reason, rate-limited)',
-    },
-    'evidence-retention': {
-      type: 'string',
-      valueName: 'N',
-      default: '1000',
-      description: 'nodes whose latest evidence is kept (plus 100 handshake refusals by address)',
-    },
-    'evidence-max-age-days': {
-      type: 'string',
-      valueName: 'D',
-      default: '90',
-      description: 'evidence older than this is dropped',
-    },
+    ...RECORD_OPTIONS,
     'deny-list': {
       type: 'string',
       valueName: 'F',
@@ -396,37 +361,8 @@ function parseMemoryBudget(value: string): number {
   return mib;
 }
 
-function parseCount(flag: string, value: string): number {
-  if (!/^\d+$/.test(value)) throw new UsageError(`--${flag}: want a whole number ≥ 0, got "${value}"`);
-  return Number(value);
-}
-
-function parsePositive(flag: string, value: string): number {
-  const n = parseCount(flag, value);
-  if (n < 1) throw new UsageError(`--${flag}: want a whole number ≥ 1, got "${value}"`);
-  return n;
-}
-
-function parseOnOff(flag: string, value: string): boolean {
-  if (value !== 'on' && value !== 'off') throw new UsageError(`--${flag}: want on or off, got "${value}"`);
-  return value === 'on';
-}
-
-/** `--evidence-store`: `file` needs `--state-dir`; without the flag, `file` when a state directory is given. */
-function parseEvidenceStore(
-  value: string | undefined,
-  stateDir: string | undefined,
-): 'file' | 'cluster' | undefined {
-  if (value === undefined) return stateDir === undefined ? undefined : 'file';
-  if (value !== 'file' && value !== 'cluster')
-    throw new UsageError(`--evidence-store: want file or cluster, got "${value}"`);
-  if (value === 'file' && stateDir === undefined)
-    throw new UsageError('--evidence-store=file needs --state-dir');
-  return value;
-}
-
 /** The flags, checked and typed. */
-export interface JoinServiceFlags {
+export interface JoinServiceFlags extends RecordFlags {
   csp: JoinServiceCsp;
   variant: Variant;
   attestationConfigPath: string;
@@ -435,16 +371,6 @@ export interface JoinServiceFlags {
   /** `--key-service-ca/-cert/-key`: all three or none. */
   keyServiceTlsPaths: { ca: string; cert: string; key: string } | undefined;
   denyListPath: string | undefined;
-  /** `--receipt-key` and `--receipt-retired-jwks`. */
-  receiptKeyPath: string | undefined;
-  receiptRetiredJwksPath: string | undefined;
-  /** `--state-dir`, `--evidence-store`, `--evidence-retention`, `--evidence-max-age-days`. */
-  stateDir: string | undefined;
-  evidenceStore: 'file' | 'cluster' | undefined;
-  /** `--refusal-events`. */
-  refusalEvents: boolean;
-  evidenceMaxRecords: number;
-  evidenceMaxAgeMs: number;
   listen: ListenAddress;
   httpListen: ListenAddress;
   grpcHealthListen: ListenAddress | undefined;
@@ -531,14 +457,7 @@ export function parseJoinServiceFlags(
             key: str('key-service-key') as string,
           },
     denyListPath: str('deny-list'),
-    receiptKeyPath: str('receipt-key'),
-    receiptRetiredJwksPath: str('receipt-retired-jwks'),
-    stateDir: str('state-dir'),
-    evidenceStore: parseEvidenceStore(str('evidence-store'), str('state-dir')),
-    refusalEvents: parseOnOff('refusal-events', str('refusal-events') as string),
-    evidenceMaxRecords: parsePositive('evidence-retention', str('evidence-retention') as string),
-    evidenceMaxAgeMs:
-      parsePositive('evidence-max-age-days', str('evidence-max-age-days') as string) * 24 * 3600 * 1000,
+    ...parseRecordFlags(str),
     listen: parseHostPort('listen', str('listen') as string),
     httpListen: parseHostPort('http-listen', str('http-listen') as string),
     grpcHealthListen: grpcHealth === undefined ? undefined : parseHostPort('grpc-health-listen', grpcHealth),
@@ -648,23 +567,7 @@ export async function runJoinService(argv: string[], options: JoinServiceRunOpti
       maxConcurrentVerifications: flags.maxConcurrentVerifications,
     },
     ...(flags.denyListPath !== undefined ? { denyListPath: flags.denyListPath } : {}),
-    ...(flags.evidenceStore !== undefined
-      ? {
-          evidenceStore: flags.evidenceStore,
-          ...(flags.stateDir !== undefined ? { stateDir: flags.stateDir } : {}),
-          evidenceRetention: { maxRecords: flags.evidenceMaxRecords, maxAgeMs: flags.evidenceMaxAgeMs },
-        }
-      : {}),
-    refusalEvents: flags.refusalEvents,
-    ...(flags.receiptKeyPath !== undefined
-      ? {
-          receiptKey: await ReceiptKey.load(flags.receiptKeyPath, {
-            ...(flags.receiptRetiredJwksPath !== undefined
-              ? { retiredJwksPath: flags.receiptRetiredJwksPath }
-              : {}),
-          }),
-        }
-      : {}),
+    ...(await recordConfig(flags)),
     ...(flags.grpcHealthListen !== undefined ? { grpcHealthListen: flags.grpcHealthListen } : {}),
     ...(flags.kubeconfigPath !== undefined ? { kubeconfigPath: flags.kubeconfigPath } : {}),
     ...(flags.apiServerEndpoint !== undefined ? { apiServerEndpoint: flags.apiServerEndpoint } : {}),
