@@ -108,6 +108,7 @@ async function adapterAccesses(): Promise<Access[]> {
   await evidence.record(record(`disk/${uuid}`, 'worker-1'));
   await evidence.idle();
   await evidence.record(record('disk/00000000-0000-0000-0000-000000000001'));
+  await evidence.idle();
   expect(await evidence.prune()).toBe(1);
   // Events: a refusal creates one, a repeat after the patch interval patches its count.
   const events = new KubeEventRecorder({ kubeConfig, clock, logger: silentLogger, patchIntervalMs: 1000 });

@@ -7,7 +7,9 @@
  *
  * Writing is one server-side apply (field manager `join-service`), so the latest decision of a key
  * replaces the previous one whichever replica made it; a rejoin, which names no node, keeps the node
- * name of the stored record. Bounded like the file store: documents larger than the limit are not
+ * name of the stored record. Writes run in the background, so a ticket never waits for the API
+ * server: a bounded queue (latest record per key), two writes at once, and a rate limit on records of
+ * handshake refusals (which unauthenticated callers cause); what does not fit is dropped and counted. Bounded like the file store: documents larger than the limit are not
  * recorded; every `pruneEvery` records (and at the first record after start) one replica lists the
  * records page by page (bounded memory) and deletes those past the retention and the oldest beyond
  * each bound; `list` applies the same bounds to what it returns, so a lagging prune never shows
@@ -19,6 +21,7 @@ import type { Clock } from '../../ports/clock.js';
 import { messageOf } from '../../ports/errors.js';
 import type { EvidenceRecord, EvidenceStore } from '../../ports/evidence-store.js';
 import type { Logger } from '../../ports/logger.js';
+import { TokenBucketRateLimiter } from '../ops/limits.js';
 import {
   EVIDENCE_DEFAULTS,
   type EvidenceBounds,
@@ -73,7 +76,20 @@ export interface KubeEvidenceStoreOptions {
   pruneEvery?: number;
   /** Per-request timeout; default 10 s. */
   requestTimeoutInMs?: number;
+  /** Bounds of the background writes; default {@link EVIDENCE_WRITE_LIMITS}. */
+  writeLimits?: Partial<typeof EVIDENCE_WRITE_LIMITS>;
 }
+
+/**
+ * Bounds of the background writes: records waiting (each holds a document), writes at once, and
+ * the rate of handshake-refusal records (burst, then per second), which unauthenticated callers cause.
+ */
+export const EVIDENCE_WRITE_LIMITS: {
+  queued: number;
+  inFlight: number;
+  handshakeRefusalBurst: number;
+  handshakeRefusalsPerSecond: number;
+} = Object.freeze({ queued: 256, inFlight: 2, handshakeRefusalBurst: 20, handshakeRefusalsPerSecond: 0.5 });
 
 /** See the module header. */
 export class KubeEvidenceStore implements EvidenceStore {
@@ -84,6 +100,14 @@ export class KubeEvidenceStore implements EvidenceStore {
   private writtenSincePrune: number;
   private pruning: Promise<void> | undefined;
   private readonly target = { group: EVIDENCE_GROUP, version: EVIDENCE_VERSION, plural: EVIDENCE_PLURAL };
+  /** Records waiting to be written, latest per key, oldest key first. */
+  private readonly queue = new Map<string, EvidenceRecord>();
+  private writing = 0;
+  private readonly idleWaiters: Array<() => void> = [];
+  private readonly limits: typeof EVIDENCE_WRITE_LIMITS;
+  private readonly refusalRate: TokenBucketRateLimiter;
+  private droppedCount = 0;
+  private lastDropLogMs = Number.NEGATIVE_INFINITY;
 
   constructor(private readonly options: KubeEvidenceStoreOptions) {
     this.custom = options.kubeConfig.makeApiClient(CustomObjectsApi);
@@ -96,13 +120,24 @@ export class KubeEvidenceStore implements EvidenceStore {
     this.pruneEvery = options.pruneEvery ?? 50;
     // The first record after a start prunes what earlier processes left.
     this.writtenSincePrune = this.pruneEvery;
+    this.limits = { ...EVIDENCE_WRITE_LIMITS, ...options.writeLimits };
+    this.refusalRate = new TokenBucketRateLimiter({
+      ratePerSecond: this.limits.handshakeRefusalsPerSecond,
+      burst: this.limits.handshakeRefusalBurst,
+      clock: options.clock,
+      maxTrackedSources: 1,
+    });
   }
 
   private timeoutMs(): number {
     return this.options.requestTimeoutInMs ?? DEFAULT_KUBE_REQUEST_TIMEOUT_MS;
   }
 
-  /** {@inheritDoc EvidenceStore.record} */
+  /**
+   * {@inheritDoc EvidenceStore.record} Resolves at once: the record is queued (the latest per key)
+   * and written in the background, at most {@link EVIDENCE_WRITE_LIMITS}.inFlight at a time; a record
+   * beyond the queue's bound, or a handshake refusal beyond its rate, is dropped and counted.
+   */
   async record(record: EvidenceRecord): Promise<void> {
     const { logger } = this.options;
     if (record.document.length > this.maxDocumentBytes) {
@@ -113,10 +148,55 @@ export class KubeEvidenceStore implements EvidenceStore {
       });
       return;
     }
+    const queued = this.queue.has(record.key);
+    // Refusals during the handshake come from callers that never attested: their rate is bounded.
+    if (!queued && isHandshakeRefusal(record) && !this.refusalRate.tryTake('handshake')) {
+      this.drop(record.key, 'handshake refusals over their rate');
+      return;
+    }
+    if (!queued && this.queue.size >= this.limits.queued) {
+      this.drop(record.key, 'write queue full');
+      return;
+    }
+    // The latest decision of a key replaces one still waiting.
+    this.queue.set(record.key, record);
+    this.pump();
+  }
+
+  /** Records dropped (queue full, rate) since the start. */
+  get dropped(): number {
+    return this.droppedCount;
+  }
+
+  private drop(key: string, why: string): void {
+    this.droppedCount++;
+    const now = this.options.clock.now().getTime();
+    if (now - this.lastDropLogMs < 60_000) return;
+    this.lastDropLogMs = now;
+    this.options.logger.warn('Evidence not recorded', { key, why, dropped: this.droppedCount });
+  }
+
+  /** Starts writers for queued records, up to the bound of writes in flight. */
+  private pump(): void {
+    while (this.writing < this.limits.inFlight && this.queue.size > 0) {
+      const [key, record] = this.queue.entries().next().value as [string, EvidenceRecord];
+      this.queue.delete(key);
+      this.writing++;
+      void this.write(record).finally(() => {
+        this.writing--;
+        this.pump();
+        if (this.writing === 0 && this.queue.size === 0) for (const w of this.idleWaiters.splice(0)) w();
+      });
+    }
+  }
+
+  private async write(record: EvidenceRecord): Promise<void> {
+    const { logger } = this.options;
     const name = evidenceRecordName(record.key);
     try {
       let r = record;
-      if (r.nodeName === undefined) {
+      // A rejoin names no node: the stored record of the disk keeps its node name.
+      if (r.nodeName === undefined && !isHandshakeRefusal(r)) {
         const previous = await this.read(name);
         if (previous?.key === r.key && previous.nodeName !== undefined)
           r = { ...r, nodeName: previous.nodeName };
@@ -162,8 +242,9 @@ export class KubeEvidenceStore implements EvidenceStore {
     return records.filter((r) => !drop.has(r.key));
   }
 
-  /** Resolves once a prune started by {@link record} has finished (tests, shutdown). */
+  /** Resolves once every queued record is written (or dropped) and a prune it started has finished. */
   async idle(): Promise<void> {
+    if (this.writing > 0 || this.queue.size > 0) await new Promise<void>((r) => this.idleWaiters.push(r));
     await this.pruning;
   }
 

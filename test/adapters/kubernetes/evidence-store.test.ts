@@ -79,6 +79,7 @@ describe('KubeEvidenceStore against a fake Kubernetes API server', () => {
       reason: 'measurement-set-expired',
     });
     await replicaB.record(rejoin);
+    await replicaB.idle();
     const listed = await replicaA.list();
     expect(listed).toEqual([{ ...rejoin, nodeName: 'worker-a1' }]);
     expect(api.requests.filter((q) => q.method === 'PATCH').map((q) => q.contentType)).toEqual([
@@ -106,12 +107,15 @@ describe('KubeEvidenceStore against a fake Kubernetes API server', () => {
     await clock.advance(3_600_001);
     for (let i = 1; i <= 4; i++) {
       await store.record(rec(`disk/00000000-0000-0000-0000-00000000000${i}`, clock.now()));
+      await store.idle();
       await clock.advance(1000);
     }
-    for (const ip of ['10.0.0.1', '10.0.0.2'])
+    for (const ip of ['10.0.0.1', '10.0.0.2']) {
       await store.record(
         rec(`address/${ip}`, clock.now(), { rpc: 'attested-tls', outcome: 'refused', reason: 'signature' }),
       );
+      await store.idle();
+    }
     expect(api.evidenceRecords.size).toBe(7);
     const kept = (await store.list()).map((r) => r.key);
     expect(kept).toEqual([
@@ -133,6 +137,7 @@ describe('KubeEvidenceStore against a fake Kubernetes API server', () => {
     const first = open({ maxRecords: 2, pruneEvery: 1000 });
     for (let i = 1; i <= 4; i++) {
       await first.record(rec(`disk/00000000-0000-0000-0000-00000000000${i}`, clock.now()));
+      await first.idle();
       await clock.advance(1000);
     }
     // The first record after the start pruned (nothing to prune then); no prune since.
@@ -152,10 +157,43 @@ describe('KubeEvidenceStore against a fake Kubernetes API server', () => {
     const store = open();
     api.failNext.push({ method: 'PATCH', status: 503 });
     await expect(store.record(rec(`disk/${UUID}`, clock.now(), { nodeName: 'w' }))).resolves.toBeUndefined();
+    await store.idle();
     expect(logger.events.some((e) => e.msg === 'Evidence not recorded')).toBe(true);
     await api.close();
     await expect(store.record(rec(`disk/${UUID}`, clock.now(), { nodeName: 'w' }))).resolves.toBeUndefined();
+    await store.idle();
     await expect(store.list()).rejects.toThrow(/listing EvidenceRecords: Kubernetes API unreachable/);
+  });
+
+  it('under a flood against a hung API server: record returns at once, writes in flight and queued records stay bounded, handshake refusals are rate-limited', async () => {
+    const { api, clock, open } = await cluster();
+    const store = open({
+      requestTimeoutInMs: 3_600_000,
+      writeLimits: { queued: 5, inFlight: 2, handshakeRefusalBurst: 3, handshakeRefusalsPerSecond: 0.5 },
+    });
+    api.hangNext = 1_000_000;
+    // Unauthenticated callers: only the burst is taken, the rest is dropped without a request.
+    for (let i = 0; i < 500; i++)
+      await store.record(
+        rec(`address/10.9.${i >> 8}.${i & 255}`, clock.now(), {
+          rpc: 'attested-tls',
+          outcome: 'refused',
+          reason: 'signature',
+        }),
+      );
+    expect(store.dropped).toBe(497);
+    // Two of those writes hang at the API server, one waits; attested nodes fill the queue (5) and
+    // the rest is dropped.
+    for (let i = 0; i < 100; i++) await store.record(rec(`disk/d-${i}`, clock.now(), { nodeName: `n${i}` }));
+    expect(store.dropped).toBe(497 + 96);
+    for (let i = 0; i < 1000 && api.requests.length < 2; i++) await new Promise((r) => setTimeout(r, 10));
+    expect(api.requests.map((q) => q.method)).toEqual(['PATCH', 'PATCH']);
+    // A later decision of a waiting key replaces it and costs no room.
+    const before = store.dropped;
+    await store.record(
+      rec('address/10.9.0.2', clock.now(), { rpc: 'attested-tls', outcome: 'refused', reason: 'nonce' }),
+    );
+    expect(store.dropped).toBe(before);
   });
 
   it.each([

@@ -519,6 +519,10 @@ describe('confboot join-service (production wiring; simulated Kubernetes API ser
       involvedObject: { kind: 'DaemonSet', name: 'join-service', namespace: 'kube-system' },
     });
     expect([...api.events.values()][0]?.message).toContain('node revoked-1');
+    await waitFor(
+      async () => api.evidenceRecords.get(`disk-${request.diskUuid}`)?.spec?.outcome === 'refused',
+      'the refused decision recorded',
+    );
     expect(api.evidenceRecords.get(`disk-${request.diskUuid}`)?.spec).toMatchObject({
       key: `disk/${request.diskUuid}`,
       nodeName: 'revoked-1',
