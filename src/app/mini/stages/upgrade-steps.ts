@@ -84,6 +84,8 @@ export interface UpgradeStepResult {
   predictions?: UpgradePrediction[];
   /** The refusal's reason code. */
   reasonCode?: string;
+  /** The Kubernetes Event the join service recorded for the refusal. */
+  event?: string;
   seconds: number;
 }
 
@@ -266,7 +268,8 @@ export async function expiredRebootStep(run: Run, name: string): Promise<Upgrade
   const issued = joinServiceLines(c)
     .slice(from)
     .some((l) => l.event === 'join-audit' && fromPeer(l, ip) && l.outcome === 'issued');
-  const ok = reasonCode === 'measurement-set-expired' && !issued;
+  const event = await refusalEvent(c, 'MeasurementSetExpired', ip);
+  const ok = reasonCode === 'measurement-set-expired' && !issued && event !== undefined;
   c.progress(
     `${name.padEnd(16)} ${ok ? 'refused: measurement-set-expired' : `NOT refused as expired (${reasonCode})`}`,
   );
@@ -275,9 +278,29 @@ export async function expiredRebootStep(run: Run, name: string): Promise<Upgrade
     node: name,
     ok,
     reasonCode,
-    reason: `${String(refusal.rpc)} refused (${reasonCode}): ${String(refusal.detail ?? '')}${issued ? '; SOMETHING WAS ISSUED' : ''}`,
+    ...(event === undefined ? {} : { event }),
+    reason: `${String(refusal.rpc)} refused (${reasonCode}): ${String(refusal.detail ?? '')}${issued ? '; SOMETHING WAS ISSUED' : ''}${event === undefined ? '; NO Kubernetes Event recorded it' : ''}`,
     seconds: secondsSince(started),
   };
+}
+
+/**
+ * The message of the Kubernetes Event with `reason` about caller `ip` that the join service recorded
+ * in the SIMULATED API server (the control plane reports the server's Events); waits for it, bounded
+ * by the run's deadline; undefined when none came.
+ */
+async function refusalEvent(c: MiniCluster, reason: string, ip: string): Promise<string | undefined> {
+  for (;;) {
+    const events = c
+      .reports(c.controlPlane.name)
+      .filter((r) => r.type === 'api-server' && Array.isArray(r.events))
+      .flatMap((r) => r.events as Array<{ reason?: unknown; message?: unknown }>);
+    const found = events.find((e) => e.reason === reason && String(e.message).includes(`from ${ip},`));
+    if (found !== undefined) return `${reason}: ${String(found.message)}`;
+    if (c.remaining() <= 1) return undefined;
+    c.checkStopped();
+    await new Promise((r) => setTimeout(r, 1000));
+  }
 }
 
 /** Every receipt the join service issued (audit lines), verified against the JWKS it serves. */
@@ -399,16 +422,13 @@ export function predictionSteps(
     const last = steps
       .filter((x) => x.node === w && (x.step === 'expired-reboot' || x.step === 'reboot-b'))
       .pop();
+    // A step that did not hold has no outcome to compare (it may not have booted at all).
     const outcome =
-      last === undefined
+      last === undefined || !last.ok
         ? undefined
         : last.step === 'expired-reboot'
-          ? last.ok
-            ? ('refused' as const)
-            : ('accepted' as const)
-          : last.ok
-            ? ('accepted' as const)
-            : ('refused' as const);
+          ? ('refused' as const)
+          : ('accepted' as const);
     return {
       step: 'prediction' as const,
       node: w,
