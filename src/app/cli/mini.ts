@@ -5,6 +5,7 @@
  * one) left; `upgrade` runs the rolling-upgrade scenario (mini-upgrade.ts).
  */
 import { type MiniResult, miniDown, miniUp } from '../mini/cluster.js';
+import { describePcrMismatch } from '../mini/stages/join.js';
 import { type CommandSpec, parseCommand, renderHelp, runCommand, UsageError } from './args.js';
 
 export const miniUpCommand: CommandSpec = {
@@ -103,8 +104,7 @@ export function renderMiniSummary(r: MiniResult): string {
   ];
   for (const n of r.nodes.filter((x) => !x.accepted)) {
     out.push(`${n.name} ${n.stage}${n.refusedBy ? ` by ${n.refusedBy}` : ''}: ${n.reason}`);
-    for (const m of n.mismatches)
-      out.push(`    PCR ${m.pcr}: expected ${m.expected}, actual ${m.actual ?? '(none)'}`);
+    for (const m of n.mismatches) out.push(`    ${describePcrMismatch(m)}`);
   }
   if (r.apiServer)
     out.push(

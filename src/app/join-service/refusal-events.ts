@@ -1,13 +1,13 @@
 /**
  * Join service: every refusal as an operator-facing event. Every request and every connection
- * refused by attested TLS ends in exactly one audit event (guarded-handler.ts, service.ts), logged
+ * refused by attested TLS ends in exactly one audit event (guarded-join-call.ts, service.ts; audit.ts), logged
  * as {@link AUDIT_MESSAGE}; the logger returned here passes every line through unchanged and hands
  * each refused audit event to an EventRecorder (production: Kubernetes Events, deduplicated and
  * rate-limited by the recorder). Wiring it is one line where the service's logger is chosen.
  */
 import type { EventRecorder, RefusalEvent } from '../../ports/event-recorder.js';
 import type { Logger } from '../../ports/logger.js';
-import { AUDIT_EVENT, AUDIT_MESSAGE } from './guarded-handler.js';
+import { AUDIT_EVENT, AUDIT_MESSAGE } from './audit.js';
 
 /** The refusal an audit event's fields describe; undefined for anything else. */
 export function refusalOfAudit(

@@ -1,6 +1,6 @@
 /** Refused audit events become refusal events; nothing else does, and every line still reaches the log. */
 import { describe, expect, it } from 'vitest';
-import { AUDIT_EVENT, emitAudit } from '../../../src/app/join-service/guarded-handler.js';
+import { AUDIT_EVENT, emitAudit } from '../../../src/app/join-service/audit.js';
 import { withRefusalEvents } from '../../../src/app/join-service/refusal-events.js';
 import type { RefusalEvent } from '../../../src/ports/event-recorder.js';
 import { FakeLogger } from '../../fakes/fake-logger.js';
