@@ -196,7 +196,7 @@ export async function miniUpgrade(options: MiniUpgradeOptions): Promise<MiniUpgr
       simulated: MINI_SIMULATED,
       // form ×3, image-b, dry-run, rollout, join-b, rejoin-a, dry-run, expire-a, dry-run,
       // expired-reboot ×2, reboot-b, prediction ×3, receipts.
-      ok: steps.length === 3 + 16 && held(),
+      ok: steps.length === 3 + 15 && held(),
     };
   } finally {
     const leftovers = await c.teardown(false);
