@@ -19,8 +19,8 @@ import type { JoinServiceCsp } from '../join-service/production.js';
 import { DEFAULT_IMAGE, type DeployTarget, NAMESPACE } from '../manifests/common.js';
 import { receiptKeySecret } from '../manifests/join-service.js';
 import { deployTargets, deployVariants, manifestFileName, renderManifests } from '../manifests/manifests.js';
+import { type CommandSpec, parseCommand, runCommand, UsageError } from '../program/args.js';
 import { cloudNames, isCloud } from '../registry/index.js';
-import { type CommandSpec, parseCommand, runCommand, UsageError } from './args.js';
 
 const targetList = () =>
   cloudNames()

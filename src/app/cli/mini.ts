@@ -6,7 +6,7 @@
  */
 import { type MiniResult, miniDown, miniUp } from '../mini/cluster.js';
 import { describePcrMismatch } from '../mini/stages/join.js';
-import { type CommandSpec, parseCommand, renderHelp, runCommand, UsageError } from './args.js';
+import { type CommandSpec, parseCommand, renderHelp, runCommand, UsageError } from '../program/args.js';
 
 export const miniUpCommand: CommandSpec = {
   name: 'mini up',
