@@ -5,7 +5,7 @@
  * per step (or the JSON result with --json) and removes everything it started, also on Ctrl-C.
  */
 import { type MiniUpgradeResult, miniUpgrade } from '../mini/upgrade.js';
-import { type CommandSpec, parseCommand, UsageError } from './args.js';
+import { type CommandSpec, parseCommand, UsageError } from '../program/args.js';
 
 export const miniUpgradeCommand: CommandSpec = {
   name: 'mini upgrade',
