@@ -17,6 +17,7 @@ import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { createServer as createHttpsServer } from 'node:https';
 import type { AddressInfo } from 'node:net';
+import type { TLSSocket } from 'node:tls';
 import { parse as parseYaml } from 'yaml';
 import { MASTER_SECRET_NAME } from '../kubernetes/names.js';
 
@@ -62,6 +63,12 @@ export interface FakeKubeApiOptions {
    * into {@link FakeKubeApi.kubeconfig}. Default plain HTTP.
    */
   tls?: { certPem: string; keyPem: string; caPem: string };
+  /**
+   * With `tls`: also accept a client certificate that chains to this CA (PEM) and names the group
+   * `system:masters` (O), as an API server accepts the admin.conf kubeadm writes on a control plane
+   * that joined. Default: the bearer token only.
+   */
+  clientCaPem?: string;
 }
 
 /** The fake API server. Start with {@link FakeKubeApi.start}. */
@@ -93,6 +100,7 @@ export class FakeKubeApi {
   readonly bearerToken: string;
   private readonly tokenDigest: Buffer;
   private readonly tls: FakeKubeApiOptions['tls'];
+  private readonly clientCaPem: string | undefined;
 
   constructor(options: FakeKubeApiOptions = {}) {
     this.bearerToken = options.bearerToken ?? randomBytes(32).toString('base64url');
@@ -100,6 +108,7 @@ export class FakeKubeApi {
       throw new Error('the simulated API server needs a bearer token of at least 16 printable characters');
     this.tokenDigest = sha256(`Bearer ${this.bearerToken}`);
     this.tls = options.tls;
+    this.clientCaPem = options.clientCaPem;
   }
 
   /** Listens on `host` (default 127.0.0.1) and `port` (default a free one). */
@@ -124,7 +133,18 @@ export class FakeKubeApi {
       });
     };
     this.server = this.tls
-      ? createHttpsServer({ cert: this.tls.certPem, key: this.tls.keyPem, minVersion: 'TLSv1.2' }, onRequest)
+      ? createHttpsServer(
+          {
+            cert: this.tls.certPem,
+            key: this.tls.keyPem,
+            minVersion: 'TLSv1.2',
+            // A client certificate is optional: the request is then authorised by its token.
+            ...(this.clientCaPem
+              ? { ca: this.clientCaPem, requestCert: true, rejectUnauthorized: false }
+              : {}),
+          },
+          onRequest,
+        )
       : createServer(onRequest);
     await new Promise<void>((ok, fail) => {
       this.server?.once('error', fail);
@@ -224,7 +244,10 @@ export class FakeKubeApi {
       body,
     };
     this.requests.push(seen);
-    if (!timingSafeEqual(sha256(req.headers.authorization ?? ''), this.tokenDigest)) {
+    if (
+      !this.adminByCertificate(req) &&
+      !timingSafeEqual(sha256(req.headers.authorization ?? ''), this.tokenDigest)
+    ) {
       this.violations.push(`${method} ${url.pathname}: missing or wrong bearer token`);
       return this.status(res, 401, 'Unauthorized', 'Unauthorized');
     }
@@ -246,6 +269,14 @@ export class FakeKubeApi {
         return this.violation(res, `${method} ${url.pathname}: body is not ${contentType}`);
       }
     }
+    const routed = this.route(req, res, {
+      method,
+      path: url.pathname,
+      query: url.searchParams,
+      contentType,
+      body,
+    });
+    if (routed !== undefined) return routed;
     const p = url.pathname;
     const configMap = /^\/api\/v1\/namespaces\/kube-system\/configmaps\/([^/]+)$/.exec(p)?.[1];
     const nodeVersion = new RegExp(`^${CR_PREFIX}/nodeversions/([^/]+)$`).exec(p)?.[1];
@@ -278,6 +309,49 @@ export class FakeKubeApi {
       return this.ok(res, 200, { kind: 'Status', apiVersion: 'v1', metadata: {}, status: 'Success' });
     }
     return this.violation(res, `unexpected request ${method} ${p}`);
+  }
+
+  /** True when the request came with a client certificate of the CA in `clientCaPem` for `system:masters`. */
+  private adminByCertificate(req: IncomingMessage): boolean {
+    if (this.clientCaPem === undefined) return false;
+    const socket = req.socket as TLSSocket;
+    if (typeof socket.getPeerCertificate !== 'function' || !socket.authorized) return false;
+    const subject = socket.getPeerCertificate().subject as Record<string, string | string[]> | undefined;
+    const groups = subject?.O;
+    return Array.isArray(groups) ? groups.includes('system:masters') : groups === 'system:masters';
+  }
+
+  /**
+   * A subclass's own routes, tried after authentication and body parsing and before this server's:
+   * answers and returns whether the request was answered, or returns undefined to fall through.
+   */
+  protected route(
+    _req: IncomingMessage,
+    _res: ServerResponse,
+    _request: {
+      method: string;
+      path: string;
+      query: URLSearchParams;
+      contentType: string | undefined;
+      body: unknown;
+    },
+  ): boolean | undefined {
+    return undefined;
+  }
+
+  /** Answers `obj` with `code` (JSON). */
+  protected answer(res: ServerResponse, code: number, obj: unknown): true {
+    return this.ok(res, code, obj);
+  }
+
+  /** Answers an error Status. */
+  protected fail(res: ServerResponse, code: number, reason: string, message: string): true {
+    return this.status(res, code, reason, message);
+  }
+
+  /** Records `what` as a violation and answers 400. */
+  protected refuse(res: ServerResponse, what: string): true {
+    return this.violation(res, what);
   }
 
   private get(res: ServerResponse, store: Map<string, Obj>, name: string, kind: string): boolean {

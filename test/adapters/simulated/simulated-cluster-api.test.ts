@@ -1,0 +1,171 @@
+/**
+ * The SIMULATED cluster API server (the host-side stand-in for the load-balanced API servers of an
+ * HA mini cluster; no real Kubernetes API server can run here). Everything else is real: the
+ * simulated kubeadm init's cluster CA and serving certificate, TLS on loopback, the operator's
+ * bring-up through @kubernetes/client-node with server-side apply, the join service's adapters, and
+ * a joined control plane's admin.conf with a client certificate from the cluster CA.
+ */
+import { randomBytes } from 'node:crypto';
+import { readFile, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { parse as parseYaml } from 'yaml';
+import {
+  KubeBootstrapTokens,
+  KubeClusterFacts,
+  loadKubeConfig,
+} from '../../../src/adapters/kubernetes/api.js';
+import { silentLogger } from '../../../src/adapters/log/pino-logger.js';
+import {
+  issueApiServerCredentials,
+  loadApiServerCredentials,
+  writeControlPlaneAdminConf,
+} from '../../../src/adapters/simulated/apiserver-credentials.js';
+import { SimulatedClusterApi } from '../../../src/adapters/simulated/simulated-cluster-api.js';
+import {
+  SimulatedClusterInitializer,
+  SimulatedControlPlane,
+} from '../../../src/adapters/simulated/simulated-kubernetes.js';
+import { SystemClock } from '../../../src/adapters/system/system-clock.js';
+import { bringUp } from '../../../src/app/bringup/bring-up.js';
+import { COMPONENTS_CONFIGMAP_NAME, MASTER_SECRET_NAME } from '../../../src/app/bringup/objects.js';
+import { useTmpDirs } from '../../support/tmp.js';
+
+const tmp = useTmpDirs('confboot-cluster-api-');
+const servers: SimulatedClusterApi[] = [];
+afterEach(async () => {
+  for (const s of servers.splice(0)) await s.close();
+});
+
+/** A cluster CA from the simulated kubeadm init, its serving certificate, and admin.conf. */
+async function simulatedInit(): Promise<{ dir: string; pkiDir: string; adminConfPath: string }> {
+  const dir = tmp();
+  const pkiDir = join(dir, 'pki');
+  const adminConfPath = join(dir, 'admin.conf');
+  await new SimulatedClusterInitializer(new SimulatedControlPlane(new SystemClock()), {
+    pkiDir,
+    adminConfPath,
+    logger: silentLogger,
+  }).initCluster({
+    kubernetesVersion: 'v1.31.1',
+    clusterName: 'confboot-mini',
+    conformanceMode: false,
+    components: [],
+    apiserverCertSans: [],
+    serviceCidr: '10.96.0.0/12',
+    nodeName: 'control-plane-0',
+    nodeIp: '127.0.0.1',
+  });
+  await issueApiServerCredentials({ pkiDir, adminConfPath, addresses: ['127.0.0.1'] });
+  return { dir, pkiDir, adminConfPath };
+}
+
+async function cluster() {
+  const init = await simulatedInit();
+  const credentials = await loadApiServerCredentials(init.pkiDir, init.adminConfPath);
+  if (credentials === undefined) throw new Error('no credentials');
+  const api = await new SimulatedClusterApi({
+    bearerToken: credentials.token,
+    tls: credentials,
+    clientCaPem: credentials.caPem,
+  }).start();
+  servers.push(api);
+  const server = `https://127.0.0.1:${api.port}`;
+  const kubeconfig = join(init.dir, 'operator.conf');
+  await writeFile(
+    kubeconfig,
+    (await readFile(init.adminConfPath, 'utf8')).replace('https://127.0.0.1:6443', server),
+  );
+  return { api, kubeconfig, server, caPem: credentials.caPem, ...init };
+}
+
+const MASTER = randomBytes(32);
+const COMPONENTS = [
+  {
+    url: 'http://10.42.0.1:8081/kubelet',
+    hash: `sha256:${'ab'.repeat(32)}`,
+    installPath: '/usr/bin/kubelet',
+    extract: false,
+  },
+];
+const request = (kubeconfig: string, lines: string[] = []) => ({
+  cloud: 'qemu' as const,
+  variant: 'qemu-vtpm' as const,
+  kubeconfig,
+  image: 'confboot:test',
+  masterSecret: MASTER,
+  masterSalt: Buffer.alloc(32, 2),
+  measurementSalt: Buffer.alloc(32, 3),
+  attestationConfig: '{"measurements":{}}',
+  components: COMPONENTS,
+  kubernetesVersion: 'v1.31.1',
+  readyTimeoutInMs: 10_000,
+  progress: (l: string) => lines.push(l),
+});
+
+describe('simulated cluster API server (FAKE API server; real TLS, real client-node, server-side apply)', () => {
+  it('takes the bring-up over HTTPS, records each object, and a second bring-up changes nothing', async () => {
+    const { api, kubeconfig } = await cluster();
+    const first = await bringUp(request(kubeconfig));
+    expect(first.every((o) => o.action === 'created')).toBe(true);
+    const lines: string[] = [];
+    const second = await bringUp(request(kubeconfig, lines));
+    expect(second.every((o) => o.action === 'unchanged' || o.action === 'kept')).toBe(true);
+    expect(lines).toContain('Nothing changed: the cluster already has every object');
+    expect(api.violations).toEqual([]);
+    const applied = api.applied().map((o) => `${o.kind}/${o.name}`);
+    for (const o of first) expect(applied).toContain(`${o.kind}/${o.name}`);
+    expect(applied).toContain(`Secret/${MASTER_SECRET_NAME}`);
+    expect(applied).toContain('Secret/key-service-tls');
+    expect(api.applyLog.filter((r) => r.action === 'configured')).toEqual([]);
+  });
+
+  it('the join service works from what the bring-up applied: components from the NodeVersion, tokens, JoiningNodes', async () => {
+    const { api, kubeconfig } = await cluster();
+    await bringUp(request(kubeconfig));
+    const kubeConfig = loadKubeConfig(kubeconfig);
+    const clock = new SystemClock();
+    const facts = new KubeClusterFacts({ kubeConfig, clock });
+    expect(await facts.components()).toEqual(COMPONENTS);
+    await facts.addJoiningNode('worker-0', false);
+    await new KubeBootstrapTokens({ kubeConfig, clock }).createToken(60_000);
+    expect(api.violations).toEqual([]);
+    expect([...api.joiningNodes.values()][0]?.spec.componentsreference).toBe(COMPONENTS_CONFIGMAP_NAME);
+  });
+
+  it('a joined control plane reads the join config, the master secret and the TLS Secrets with its admin.conf client certificate', async () => {
+    const { api, kubeconfig, pkiDir, dir, server } = await cluster();
+    await bringUp(request(kubeconfig));
+    const joined = join(dir, 'control-plane-1.conf');
+    await writeControlPlaneAdminConf({ pkiDir, adminConfPath: joined, server });
+    const conf = parseYaml(await readFile(joined, 'utf8'));
+    expect(conf.users[0].user.token).toBeUndefined();
+    const core = loadKubeConfig(joined).makeApiClient((await import('@kubernetes/client-node')).CoreV1Api);
+    const cm = await core.readNamespacedConfigMap({ name: 'join-config', namespace: 'kube-system' });
+    expect(cm.data?.attestationConfig).toBe('{"measurements":{}}');
+    const secret = await core.readNamespacedSecret({ name: MASTER_SECRET_NAME, namespace: 'kube-system' });
+    expect(Buffer.from(secret.data?.mastersecret ?? '', 'base64')).toEqual(MASTER);
+    const tls = await core.readNamespacedSecret({ name: 'key-service-tls', namespace: 'kube-system' });
+    expect(Buffer.from(tls.data?.['tls.crt'] ?? '', 'base64').toString()).toContain('BEGIN CERTIFICATE');
+    expect(api.violations).toEqual([]);
+  });
+
+  it('refuses a client certificate from another cluster CA (401, recorded as a violation)', async () => {
+    const { api, server, caPem } = await cluster();
+    const other = await simulatedInit();
+    const foreign = join(other.dir, 'foreign.conf');
+    await writeControlPlaneAdminConf({ pkiDir: other.pkiDir, adminConfPath: foreign, server });
+    // The client trusts the real server, and presents the other cluster's admin certificate.
+    const conf = parseYaml(await readFile(foreign, 'utf8'));
+    conf.clusters[0].cluster['certificate-authority-data'] = Buffer.from(caPem).toString('base64');
+    await writeFile(foreign, JSON.stringify(conf));
+    const { CoreV1Api } = await import('@kubernetes/client-node');
+    const core = loadKubeConfig(foreign).makeApiClient(CoreV1Api);
+    await expect(
+      core.readNamespacedConfigMap({ name: 'join-config', namespace: 'kube-system' }),
+    ).rejects.toMatchObject({ code: 401 });
+    expect(api.violations).toEqual([
+      `GET /api/v1/namespaces/kube-system/configmaps/join-config: missing or wrong bearer token`,
+    ]);
+  });
+});
