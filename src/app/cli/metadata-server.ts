@@ -4,6 +4,7 @@
  * secret hash. Stops cleanly on SIGTERM/SIGINT (or the caller's AbortSignal).
  */
 
+import { isIP } from 'node:net';
 import { startMetadataServer } from '../../adapters/cloud/qemu/metadata-server.js';
 import { createPinoLogger } from '../../adapters/log/pino-logger.js';
 import type { Logger } from '../../ports/logger.js';
@@ -34,6 +35,11 @@ export const METADATA_SERVER_COMMAND: CommandSpec = {
       valueName: 'H',
       description: 'bcrypt hash of the init secret served on /initsecrethash',
     },
+    'load-balancer': {
+      type: 'string',
+      valueName: 'IP',
+      description: "the cluster's load balancer, answered on /endpoint (default: control-plane-0's address)",
+    },
     listen: {
       type: 'string',
       valueName: 'HOST:PORT',
@@ -49,6 +55,13 @@ export function parseListen(value: string): { host: string; port: number } {
   const address = splitHostPort(value);
   if (!address) throw new UsageError(`--listen: expected HOST:PORT, got ${JSON.stringify(value)}`);
   return address;
+}
+
+/** The `--load-balancer` address: an IP literal. */
+export function loadBalancerIp(value: string): string {
+  if (isIP(value) === 0)
+    throw new UsageError(`--load-balancer: expected an IP address, got ${JSON.stringify(value)}`);
+  return value;
 }
 
 /** Options for running the command in-process (tests, embedding). */
@@ -74,6 +87,9 @@ export function run(argv: string[], options: MetadataServerRunOptions = {}): Pro
           leasesFile: values.leases as string,
           initSecretHash: (values['init-secret-hash'] as string | undefined) ?? '',
           ...(values.identities === undefined ? {} : { identitiesFile: values.identities as string }),
+          ...(values['load-balancer'] === undefined
+            ? {}
+            : { loadBalancerIp: loadBalancerIp(values['load-balancer'] as string) }),
           host,
           port,
           logger,
