@@ -4,11 +4,10 @@
  * secret hash. Stops cleanly on SIGTERM/SIGINT (or the caller's AbortSignal).
  */
 
-import { isIP } from 'node:net';
 import { startMetadataServer } from '../../adapters/cloud/qemu/metadata-server.js';
 import { createPinoLogger } from '../../adapters/log/pino-logger.js';
 import type { Logger } from '../../ports/logger.js';
-import { splitHostPort } from '../../ports/peer-address.js';
+import { canonicalIp, splitHostPort } from '../../ports/peer-address.js';
 import { type CommandSpec, parseCommand, runCommand, UsageError } from './args.js';
 import { untilStopSignal } from './signals.js';
 
@@ -59,7 +58,7 @@ export function parseListen(value: string): { host: string; port: number } {
 
 /** The `--load-balancer` address: an IP literal. */
 export function loadBalancerIp(value: string): string {
-  if (isIP(value) === 0)
+  if (canonicalIp(value) === undefined)
     throw new UsageError(`--load-balancer: expected an IP address, got ${JSON.stringify(value)}`);
   return value;
 }
