@@ -1,5 +1,5 @@
 /**
- * deploy/kubernetes/<cloud>/<variant>.yaml: the generator's output (src/app/deploy/manifests.ts) for
+ * deploy/kubernetes/<cloud>/<variant>.yaml: the generator's output (src/app/manifests/manifests.ts) for
  * every cloud and variant the code lists. The files must be current, every object must validate
  * against Kubernetes' OpenAPI schemas (offline, strict about unknown fields), and the manifests
  * must agree with the code: ports, probe paths, mount paths, and flags the real CLI parsers accept.
@@ -23,14 +23,12 @@ import * as d from '../../src/app/defaults.js';
 import {
   AK_REGISTRY_PATH,
   DEFAULT_IMAGE,
-  deployTargets,
   JOIN_SERVICE_MEMORY_MIB,
   KEY_SERVICE_CLIENT_TLS_DIR,
   KEY_SERVICE_TLS_DIR,
-  manifestFileName,
-  pkiCopyScript,
-  renderManifests,
-} from '../../src/app/deploy/manifests.js';
+} from '../../src/app/manifests/common.js';
+import { pkiCopyScript } from '../../src/app/manifests/join-service.js';
+import { deployTargets, manifestFileName, renderManifests } from '../../src/app/manifests/manifests.js';
 import { cloudNames, cloudVariants } from '../../src/app/registry/index.js';
 import { parseAttestationConfig } from '../../src/domain/measurements.js';
 import { CONTROL_PLANE_FILE_NAMES } from '../../src/ports/kubernetes-node.js';

@@ -27,13 +27,9 @@ import {
   COMPONENTS_CONFIGMAP_NAME,
   MASTER_SECRET_NAME,
 } from '../../src/app/bringup/objects.js';
-import {
-  type DeployTarget,
-  deployTargets,
-  diskBindingCrd,
-  manifestFileName,
-  NAMESPACE,
-} from '../../src/app/deploy/manifests.js';
+import { diskBindingCrd } from '../../src/app/manifests/access.js';
+import { type DeployTarget, NAMESPACE } from '../../src/app/manifests/common.js';
+import { deployTargets, manifestFileName } from '../../src/app/manifests/manifests.js';
 import { FakeKubeApi } from '../adapters/kubernetes/fake-kube-api.js';
 import { FakeClock } from '../fakes/fake-clock.js';
 import { useTmpDirs } from '../support/tmp.js';

@@ -17,7 +17,8 @@ import { NODE_VERSION_NAME, UPDATE_GROUP, UPDATE_VERSION } from '../../adapters/
 import { MASTER_SECRET_NAME } from '../../adapters/kubernetes/names.js';
 import { type KeyServiceTls, keyServiceTlsSecrets } from '../../adapters/pki/key-service-tls.js';
 import type { Component } from '../../ports/types.js';
-import { NAMESPACE, type RenderOptions, renderObjects } from '../deploy/manifests.js';
+import { NAMESPACE } from '../manifests/common.js';
+import { type RenderOptions, renderObjects } from '../manifests/manifests.js';
 
 export { MASTER_SECRET_NAME };
 /** Name of the components ConfigMap the NodeVersion references. */

@@ -9,7 +9,7 @@ import { parseComponentList } from '../../adapters/components/component-list.js'
 import { messageOf } from '../../ports/errors.js';
 import type { Component } from '../../ports/types.js';
 import { type BringupTarget, bringUp, bringupTarget } from '../bringup/bring-up.js';
-import { DEFAULT_IMAGE } from '../deploy/manifests.js';
+import { DEFAULT_IMAGE } from '../manifests/common.js';
 import { cloudNames } from '../registry/index.js';
 import { type CommandSpec, parseCommand, runCommand, UsageError } from './args.js';
 import { parseMasterSecretFile } from './operator-inputs.js';

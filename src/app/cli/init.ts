@@ -16,7 +16,7 @@ import { isAttestationError, messageOf } from '../../ports/errors.js';
 import type { Component } from '../../ports/types.js';
 import type { Validator } from '../../ports/validator.js';
 import { type BringupTarget, bringUp, bringupTarget } from '../bringup/bring-up.js';
-import { DEFAULT_IMAGE } from '../deploy/manifests.js';
+import { DEFAULT_IMAGE } from '../manifests/common.js';
 import { cloudNames, variantNames } from '../registry/index.js';
 import { type CommandSpec, parseCommand, runCommand, UsageError } from './args.js';
 import {

@@ -1,6 +1,6 @@
 /**
  * `confboot manifests`: renders the Kubernetes manifests of a cluster for one cloud and attestation
- * variant (src/app/deploy/manifests.ts) to stdout, or writes them under a directory; `--all` writes
+ * variant (src/app/manifests/manifests.ts) to stdout, or writes them under a directory; `--all` writes
  * every cloud and variant, which is how deploy/kubernetes/ is made. `--tls-secrets` prints the
  * Secrets for mutual TLS between the join service and the key service (src/adapters/pki/key-service-tls.ts).
  */
@@ -13,16 +13,9 @@ import {
   renderKeyServiceTlsSecrets,
 } from '../../adapters/pki/key-service-tls.js';
 import type { Variant } from '../../ports/variant.js';
-import {
-  DEFAULT_IMAGE,
-  type DeployTarget,
-  deployTargets,
-  deployVariants,
-  manifestFileName,
-  NAMESPACE,
-  renderManifests,
-} from '../deploy/manifests.js';
 import type { JoinServiceCsp } from '../join-service/production.js';
+import { DEFAULT_IMAGE, type DeployTarget, NAMESPACE } from '../manifests/common.js';
+import { deployTargets, deployVariants, manifestFileName, renderManifests } from '../manifests/manifests.js';
 import { cloudNames, isCloud } from '../registry/index.js';
 import { type CommandSpec, parseCommand, runCommand, UsageError } from './args.js';
 

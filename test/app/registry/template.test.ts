@@ -25,12 +25,12 @@ import { attestationVerifyCommand, verifyFromFlags } from '../../../src/app/cli/
 import { initCommand } from '../../../src/app/cli/init.js';
 import { parseJoinServiceFlags } from '../../../src/app/cli/join-service.js';
 import { runManifests } from '../../../src/app/cli/manifests.js';
-import { deployTargets, renderManifests } from '../../../src/app/deploy/manifests.js';
 import {
   metadataApiFor,
   validatorBuilder,
   variantLookups,
 } from '../../../src/app/join-service/production.js';
+import { deployTargets, renderManifests } from '../../../src/app/manifests/manifests.js';
 import { createNodeContainer } from '../../../src/app/modules/index.js';
 import { metadataOnlyCloud } from '../../../src/app/modules/provider.js';
 import { registerCloud, registerVariant, vtpmVariant } from '../../../src/app/registry/index.js';

@@ -1,0 +1,317 @@
+/**
+ * The join service's objects: its configuration (attestation config, deny list, the registry of
+ * attestation keys where the variant needs one) and its workload (a DaemonSet on every control
+ * plane with an init container that copies the pki files it reads, a NodePort Service and a
+ * PodDisruptionBudget).
+ */
+import type {
+  V1ConfigMap,
+  V1Container,
+  V1DaemonSet,
+  V1PodDisruptionBudget,
+  V1Service,
+} from '@kubernetes/client-node';
+import { JOIN_SERVICE_CLIENT_TLS_SECRET } from '../../adapters/pki/key-service-tls.js';
+import { CONTROL_PLANE_FILE_NAMES } from '../../ports/kubernetes-node.js';
+import type { Variant } from '../../ports/variant.js';
+import {
+  ATTESTATION_CONFIG_PATH,
+  DENY_LIST_PATH,
+  JOIN_SERVICE_HTTP_PORT,
+  JOIN_SERVICE_MEMORY_BUDGET_MIB,
+  JOIN_SERVICE_MEMORY_HEADROOM_MIB,
+  JOIN_SERVICE_PORT,
+  JOIN_SERVICE_V8_FLAGS,
+  MEASUREMENT_SALT_PATH,
+  PKI_DIR,
+  SERVICE_BASE_PATH,
+} from '../defaults.js';
+import { cloudEntry, variantEntry } from '../registry/index.js';
+import {
+  AK_REGISTRY_PATH,
+  type BuildContext,
+  controlPlaneOnly,
+  hardened,
+  IMAGE_UID,
+  JOIN_SERVICE_ACCOUNT,
+  JOIN_SERVICE_MEMORY_MIB,
+  KEY_SERVICE_CLIENT_TLS_DIR,
+  KEY_SERVICE_ENDPOINT,
+  labels,
+  type ManifestBuilder,
+  meta,
+  resources,
+  SECRET_FILE_MODE,
+  selector,
+} from './common.js';
+
+/**
+ * Variants whose documents carry an attestation key nothing vouches for: the join service gets the
+ * registry of the keys the operator registered (`--qemu-ak-registry`) instead of trusting the AK as
+ * carried.
+ */
+export const AK_REGISTRY_VARIANTS: ReadonlySet<Variant> = new Set<Variant>(['qemu-vtpm']);
+/** Where the join service's init container sees the host's kubeadm pki directory. */
+const HOST_PKI_MOUNT = '/host-pki';
+
+/**
+ * The join service's init container script: copies exactly the pki files the join service reads (the eight
+ * control-plane files; ca.crt and ca.key among them) from the host into the memory-backed volume,
+ * owned by the service's user and readable by it only. Nothing else of /etc/kubernetes (no
+ * admin.conf, no API server or etcd keys) reaches the pod.
+ */
+export function pkiCopyScript(from = HOST_PKI_MOUNT, to = PKI_DIR): string {
+  const files = CONTROL_PLANE_FILE_NAMES.map((f) => `'${f}'`).join(' ');
+  return [
+    'set -eu',
+    `for f in ${files}; do`,
+    `  install -D -o ${IMAGE_UID} -g ${IMAGE_UID} -m 0400 "${from}/$f" "${to}/$f"`,
+    'done',
+  ].join('\n');
+}
+
+const ZERO_PCR = '00'.repeat(32);
+const PCR_INDICES = [4, 8, 9, 11, 12, 13, 15];
+
+/**
+ * The attestation config placeholder for `variant`: every value zero, so the service starts (where
+ * the variant needs no trust anchor) and refuses every node until the real values are filled in.
+ * What a variant adds comes from its registry entry (`deploy`).
+ */
+function attestationConfigTemplate(variant: Variant): Record<string, unknown> {
+  const enforced = (expected: string) => ({ expected, warnOnly: false });
+  const pcrs = Object.fromEntries(PCR_INDICES.map((i) => [String(i), enforced(ZERO_PCR)]));
+  return { measurements: pcrs, ...variantEntry(variant).deploy?.attestationConfig };
+}
+
+/** The join service's attestation config, deny list and (where the variant needs it) AK registry. */
+export const joinServiceConfigObjects: ManifestBuilder = ({ variant, akRegistry, snpTdx }) => {
+  const joinConfig: V1ConfigMap = {
+    apiVersion: 'v1',
+    kind: 'ConfigMap',
+    metadata: meta('join-config'),
+    data: {
+      attestationConfig: `${JSON.stringify(attestationConfigTemplate(variant), null, 2)}\n`,
+      ...variantEntry(variant).deploy?.configFiles,
+    },
+    // 32 random bytes chosen at `confboot init`; zero placeholder here.
+    binaryData: { measurementSalt: Buffer.alloc(32).toString('base64') },
+  };
+  const akRegistryMap: V1ConfigMap = {
+    apiVersion: 'v1',
+    kind: 'ConfigMap',
+    metadata: meta('join-ak-registry'),
+    data: { 'ak-registry.json': '{}\n' },
+  };
+  const denyList: V1ConfigMap = {
+    apiVersion: 'v1',
+    kind: 'ConfigMap',
+    metadata: meta('join-denylist'),
+    data: { 'denylist.json': '{"nodes": []}\n' },
+  };
+  const withVariant = snpTdx
+    ? ' and the SEV-SNP/TDX policy and trust anchors (docs/attestation-config.md)'
+    : '';
+  return [
+    {
+      comment: ` The join service's attestation config (watched and hot-reloaded): every expected value is a\n placeholder that refuses every node; fill in the reference measurements${withVariant}.`,
+      object: joinConfig,
+    },
+    { comment: ' Node identities and disk UUIDs to refuse (hot-reloaded).', object: denyList },
+    ...(akRegistry
+      ? [
+          {
+            comment:
+              ' The attestation keys of the cluster\'s VMs (read on every join): {"<name>": {"ip": "<address>",\n "attestationKeyPublic": "<base64 TPMT_PUBLIC>"}}. Empty: every node is refused until its AK is\n registered; the join service never trusts an AK only because the document carries it.',
+            object: akRegistryMap,
+          },
+        ]
+      : []),
+  ];
+};
+
+/** The join service's container. */
+function joinServiceContainer({ cloud, variant, image, mtls, akRegistry }: BuildContext): V1Container {
+  return {
+    name: 'join-service',
+    image,
+    env: [{ name: 'NODE_OPTIONS', value: JOIN_SERVICE_V8_FLAGS.join(' ') }],
+    args: [
+      'join-service',
+      `--csp=${cloud}`,
+      `--attestation-variant=${variant}`,
+      `--attestation-config=${ATTESTATION_CONFIG_PATH}`,
+      `--measurement-salt-file=${MEASUREMENT_SALT_PATH}`,
+      `--deny-list=${DENY_LIST_PATH}`,
+      ...(akRegistry ? [`--qemu-ak-registry=${AK_REGISTRY_PATH}`] : []),
+      `--key-service-endpoint=${KEY_SERVICE_ENDPOINT}`,
+      `--listen=0.0.0.0:${JOIN_SERVICE_PORT}`,
+      `--http-listen=0.0.0.0:${JOIN_SERVICE_HTTP_PORT}`,
+      `--memory-budget-mib=${JOIN_SERVICE_MEMORY_BUDGET_MIB}`,
+      ...(mtls
+        ? [
+            `--key-service-ca=${KEY_SERVICE_CLIENT_TLS_DIR}/ca.crt`,
+            `--key-service-cert=${KEY_SERVICE_CLIENT_TLS_DIR}/tls.crt`,
+            `--key-service-key=${KEY_SERVICE_CLIENT_TLS_DIR}/tls.key`,
+          ]
+        : []),
+      ...(variantEntry(variant).deploy?.joinServiceFlags ?? []),
+      ...(cloudEntry(cloud).joinServiceFlags ?? []),
+    ],
+    ports: [
+      { name: 'grpc', containerPort: JOIN_SERVICE_PORT, protocol: 'TCP' },
+      { name: 'http', containerPort: JOIN_SERVICE_HTTP_PORT, protocol: 'TCP' },
+    ],
+    startupProbe: {
+      httpGet: { path: '/healthz', port: JOIN_SERVICE_HTTP_PORT },
+      periodSeconds: 2,
+      failureThreshold: 30,
+    },
+    livenessProbe: {
+      httpGet: { path: '/healthz', port: JOIN_SERVICE_HTTP_PORT },
+      periodSeconds: 10,
+      timeoutSeconds: 5,
+      failureThreshold: 3,
+    },
+    readinessProbe: {
+      httpGet: { path: '/readyz', port: JOIN_SERVICE_HTTP_PORT },
+      periodSeconds: 5,
+      timeoutSeconds: 5,
+      failureThreshold: 2,
+    },
+    resources: resources('100m', JOIN_SERVICE_MEMORY_MIB),
+    securityContext: { ...hardened, runAsNonRoot: true, runAsUser: IMAGE_UID, runAsGroup: IMAGE_UID },
+    volumeMounts: [
+      { name: 'config', mountPath: SERVICE_BASE_PATH, readOnly: true },
+      {
+        name: 'denylist',
+        mountPath: DENY_LIST_PATH.slice(0, DENY_LIST_PATH.lastIndexOf('/')),
+        readOnly: true,
+      },
+      ...(akRegistry
+        ? [
+            {
+              name: 'ak-registry',
+              mountPath: AK_REGISTRY_PATH.slice(0, AK_REGISTRY_PATH.lastIndexOf('/')),
+              readOnly: true,
+            },
+          ]
+        : []),
+      // The pki files the init container copied; the discovery CA hash is read from ca.crt.
+      { name: 'pki', mountPath: PKI_DIR, readOnly: true },
+      ...(mtls
+        ? [{ name: 'key-service-client', mountPath: KEY_SERVICE_CLIENT_TLS_DIR, readOnly: true }]
+        : []),
+    ],
+  };
+}
+
+// kubeadm's pki files are root-only (0600) on the host, and fsGroup/defaultMode apply to volumes
+// Kubernetes writes (Secret, ConfigMap, emptyDir), never to hostPath files. Rather than running the
+// service as root or loosening the host's modes, a root init container copies exactly the files
+// the service reads into a memory-backed emptyDir owned by the service's user (0400). It needs
+// only CHOWN (give the copies to 65532) and FOWNER (set the mode of a file it no longer owns).
+// The copies are taken at pod start: after a CA rotation, restart the DaemonSet.
+function pkiCopyContainer(image: string): V1Container {
+  return {
+    name: 'copy-pki',
+    image,
+    command: ['sh', '-c', pkiCopyScript()],
+    resources: { requests: { cpu: '10m', memory: '16Mi' }, limits: { memory: '16Mi' } },
+    securityContext: {
+      readOnlyRootFilesystem: true,
+      allowPrivilegeEscalation: false,
+      runAsNonRoot: false,
+      runAsUser: 0,
+      runAsGroup: 0,
+      capabilities: { drop: ['ALL'], add: ['CHOWN', 'FOWNER'] },
+    },
+    volumeMounts: [
+      { name: 'host-pki', mountPath: HOST_PKI_MOUNT, readOnly: true },
+      { name: 'pki', mountPath: PKI_DIR },
+    ],
+  };
+}
+
+/** The join service's DaemonSet: one pod on every control plane. */
+function joinServiceDaemonSet(context: BuildContext): V1DaemonSet {
+  const { image, mtls, akRegistry } = context;
+  return {
+    apiVersion: 'apps/v1',
+    kind: 'DaemonSet',
+    metadata: meta('join-service'),
+    spec: {
+      selector: { matchLabels: selector('join-service') },
+      updateStrategy: { type: 'RollingUpdate', rollingUpdate: { maxUnavailable: 1 } },
+      template: {
+        metadata: { labels: labels('join-service') },
+        spec: {
+          serviceAccountName: JOIN_SERVICE_ACCOUNT,
+          priorityClassName: 'system-cluster-critical',
+          ...controlPlaneOnly,
+          securityContext: { fsGroup: IMAGE_UID },
+          initContainers: [pkiCopyContainer(image)],
+          containers: [joinServiceContainer(context)],
+          volumes: [
+            { name: 'config', projected: { sources: [{ configMap: { name: 'join-config' } }] } },
+            { name: 'denylist', configMap: { name: 'join-denylist' } },
+            ...(akRegistry ? [{ name: 'ak-registry', configMap: { name: 'join-ak-registry' } }] : []),
+            { name: 'host-pki', hostPath: { path: PKI_DIR, type: 'Directory' } },
+            // Memory-backed: the CA keys never reach a disk of the pod.
+            { name: 'pki', emptyDir: { medium: 'Memory', sizeLimit: '1Mi' } },
+            ...(mtls
+              ? [
+                  {
+                    name: 'key-service-client',
+                    secret: { secretName: JOIN_SERVICE_CLIENT_TLS_SECRET, defaultMode: SECRET_FILE_MODE },
+                  },
+                ]
+              : []),
+          ],
+        },
+      },
+    },
+  };
+}
+
+/** The join service's DaemonSet, NodePort Service and PodDisruptionBudget. */
+export const joinServiceWorkloadObjects: ManifestBuilder = (context) => {
+  const joinService: V1Service = {
+    apiVersion: 'v1',
+    kind: 'Service',
+    metadata: meta('join-service'),
+    spec: {
+      type: 'NodePort',
+      externalTrafficPolicy: 'Local',
+      selector: selector('join-service'),
+      ports: [
+        {
+          name: 'grpc',
+          protocol: 'TCP',
+          port: JOIN_SERVICE_PORT,
+          targetPort: JOIN_SERVICE_PORT,
+          nodePort: JOIN_SERVICE_PORT,
+        },
+      ],
+    },
+  };
+  const joinPdb: V1PodDisruptionBudget = {
+    apiVersion: 'policy/v1',
+    kind: 'PodDisruptionBudget',
+    metadata: meta('join-service'),
+    // A DaemonSet has no scale subresource, so only an integer minAvailable is allowed.
+    spec: { minAvailable: 1, selector: { matchLabels: selector('join-service') } },
+  };
+  return [
+    {
+      comment: ` Join service: one pod on every control plane, stateless; more control planes give more capacity.\n Memory request = limit = ${JOIN_SERVICE_MEMORY_MIB}Mi: its memory budget (${JOIN_SERVICE_MEMORY_BUDGET_MIB} MiB) + ${JOIN_SERVICE_MEMORY_HEADROOM_MIB} MiB headroom.`,
+      object: joinServiceDaemonSet(context),
+    },
+    {
+      comment:
+        " Joining nodes reach the join service on NodePort 30090. externalTrafficPolicy Local keeps the\n caller's source IP, which the identity binding resolves through the cloud's metadata\n (docs/identity.md); a join-service pod runs on every control plane, so every NodePort answers.",
+      object: joinService,
+    },
+    { comment: ' Voluntary disruptions (drains) keep at least one join service running.', object: joinPdb },
+  ];
+};
