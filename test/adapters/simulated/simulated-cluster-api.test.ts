@@ -21,6 +21,7 @@ import {
   loadApiServerCredentials,
   writeControlPlaneAdminConf,
 } from '../../../src/adapters/simulated/apiserver-credentials.js';
+import { kubeconfigAccess, readVolumes } from '../../../src/adapters/simulated/kubelet-volumes.js';
 import { SimulatedClusterApi } from '../../../src/adapters/simulated/simulated-cluster-api.js';
 import {
   SimulatedClusterInitializer,
@@ -167,5 +168,46 @@ describe('simulated cluster API server (FAKE API server; real TLS, real client-n
     expect(api.violations).toEqual([
       `GET /api/v1/namespaces/kube-system/configmaps/join-config: missing or wrong bearer token`,
     ]);
+  });
+
+  it("a control plane's kubelet stand-in waits for its pods' volumes and reads them with admin.conf's token or client certificate", async () => {
+    const { kubeconfig, pkiDir, dir, server } = await cluster();
+    const joined = join(dir, 'control-plane-2.conf');
+    await writeControlPlaneAdminConf({ pkiDir, adminConfPath: joined, server });
+    const sources = {
+      namespace: 'kube-system',
+      configMaps: ['join-config'],
+      secrets: [MASTER_SECRET_NAME, 'key-service-tls', 'join-service-key-service-tls'],
+    };
+    // Nothing applied yet: the wait names what is missing.
+    await expect(
+      readVolumes(kubeconfigAccess(await readFile(joined, 'utf8')), sources, {
+        deadline: Date.now(),
+        pollMs: 1,
+      }),
+    ).rejects.toThrow(/still missing configmap\/join-config, secret\/constellation-mastersecret/);
+    // The wait starts before the bring-up and ends once it applied everything.
+    const reading = readVolumes(kubeconfigAccess(await readFile(joined, 'utf8')), sources, {
+      deadline: Date.now() + 60_000,
+      pollMs: 20,
+    });
+    await bringUp(request(kubeconfig));
+    for (const conf of [joined, kubeconfig]) {
+      const volumes =
+        conf === joined
+          ? await reading
+          : await readVolumes(kubeconfigAccess(await readFile(conf, 'utf8')), sources, {
+              deadline: Date.now() + 10_000,
+            });
+      expect(volumes.get(`secret/${MASTER_SECRET_NAME}`)?.get('mastersecret')).toEqual(MASTER);
+      expect(volumes.get('configmap/join-config')?.get('measurementSalt')).toEqual(Buffer.alloc(32, 3));
+      expect(volumes.get('configmap/join-config')?.get('attestationConfig')?.toString()).toBe(
+        '{"measurements":{}}',
+      );
+      expect(volumes.get('secret/key-service-tls')?.get('tls.key')?.toString()).toContain('PRIVATE KEY');
+      expect(volumes.get('secret/join-service-key-service-tls')?.get('tls.crt')?.toString()).toContain(
+        'CERTIFICATE',
+      );
+    }
   });
 });
