@@ -11,7 +11,7 @@
  * certificate the operator checks against the CA from that same admin.conf. No other VM on the
  * bridge sees the token or can stand in for the API server.
  */
-import { randomBytes, webcrypto, X509Certificate } from 'node:crypto';
+import { createHash, randomBytes, webcrypto, X509Certificate } from 'node:crypto';
 import { readFile, rename, rm, writeFile } from 'node:fs/promises';
 import { isIP } from 'node:net';
 import { join } from 'node:path';
@@ -59,13 +59,17 @@ async function replaceFile(path: string, data: string): Promise<void> {
   }
 }
 
-/** A leaf certificate and its new key, signed by the cluster CA in `pkiDir`. */
+/**
+ * A leaf certificate signed by the cluster CA in `pkiDir`, for `publicKeyPem` (SPKI, P-256) or
+ * else for a new key, which it returns too.
+ */
 async function issueFromClusterCa(
   pkiDir: string,
   now: Date,
   subject: string,
   extensions: (x509: X509Module) => InstanceType<X509Module['Extension']>[],
-): Promise<{ caPem: string; certPem: string; keyPem: string }> {
+  publicKeyPem?: string,
+): Promise<{ caPem: string; certPem: string; keyPem?: string }> {
   const caPem = await readFile(join(pkiDir, 'ca.crt'), 'utf8');
   const caKeyPem = await readFile(join(pkiDir, 'ca.key'), 'utf8');
   const x509 = await loadX509();
@@ -73,17 +77,22 @@ async function issueFromClusterCa(
   const caKey = await webcrypto.subtle.importKey('pkcs8', pemBody(caKeyPem, 'PRIVATE KEY'), EC_GEN, false, [
     'sign',
   ]);
-  const keys = (await webcrypto.subtle.generateKey(EC_GEN, true, [
-    'sign',
-    'verify',
-  ])) as webcrypto.CryptoKeyPair;
+  const keys =
+    publicKeyPem === undefined
+      ? ((await webcrypto.subtle.generateKey(EC_GEN, true, ['sign', 'verify'])) as webcrypto.CryptoKeyPair)
+      : undefined;
+  const publicKey =
+    keys?.publicKey ??
+    (await webcrypto.subtle.importKey('spki', pemBody(publicKeyPem as string, 'PUBLIC KEY'), EC_GEN, true, [
+      'verify',
+    ]));
   const cert = await x509.X509CertificateGenerator.create({
     serialNumber: `01${randomBytes(15).toString('hex')}`,
     subject,
     issuer: ca.subject,
     notBefore: new Date(now.getTime() - 60_000),
     notAfter: new Date(now.getTime() + 365 * 24 * 3600_000),
-    publicKey: keys.publicKey,
+    publicKey,
     signingKey: caKey,
     signingAlgorithm: SIG_EC,
     extensions: [
@@ -96,34 +105,44 @@ async function issueFromClusterCa(
   return {
     caPem,
     certPem: cert.toString('pem'),
-    keyPem: pkcs8Pem(await webcrypto.subtle.exportKey('pkcs8', keys.privateKey)),
+    ...(keys ? { keyPem: pkcs8Pem(await webcrypto.subtle.exportKey('pkcs8', keys.privateKey)) } : {}),
   };
 }
 
 /**
  * Issues the API server's serving certificate from the cluster CA in `pkiDir` (SANs: each of
  * `addresses`, 127.0.0.1 and the in-cluster DNS names) and writes a fresh random admin token into
- * `adminConfPath`'s users. Refuses to overwrite an existing serving key.
+ * `adminConfPath`'s users. Refuses to overwrite an existing serving key. With `publicKeyPem` (an
+ * API server whose key lives elsewhere, as with an external CA's certificate request) the
+ * certificate is for that key and no serving key is written.
  */
 export async function issueApiServerCredentials(options: {
   pkiDir: string;
   adminConfPath: string;
   addresses: string[];
+  publicKeyPem?: string;
   now?: Date;
 }): Promise<void> {
   const { pkiDir, adminConfPath } = options;
   const ips = [...new Set([...options.addresses.filter((a) => isIP(a) !== 0), '127.0.0.1'])];
-  const leaf = await issueFromClusterCa(pkiDir, options.now ?? new Date(), 'CN=kube-apiserver', (x509) => [
-    new x509.ExtendedKeyUsageExtension([x509.ExtendedKeyUsage.serverAuth]),
-    new x509.SubjectAlternativeNameExtension([
-      ...ips.map((value) => ({ type: 'ip' as const, value })),
-      ...['kubernetes', 'kubernetes.default', 'kubernetes.default.svc'].map((value) => ({
-        type: 'dns' as const,
-        value,
-      })),
-    ]),
-  ]);
-  await writeFile(join(pkiDir, APISERVER_KEY), leaf.keyPem, { mode: 0o600, flag: 'wx' });
+  const leaf = await issueFromClusterCa(
+    pkiDir,
+    options.now ?? new Date(),
+    'CN=kube-apiserver',
+    (x509) => [
+      new x509.ExtendedKeyUsageExtension([x509.ExtendedKeyUsage.serverAuth]),
+      new x509.SubjectAlternativeNameExtension([
+        ...ips.map((value) => ({ type: 'ip' as const, value })),
+        ...['kubernetes', 'kubernetes.default', 'kubernetes.default.svc'].map((value) => ({
+          type: 'dns' as const,
+          value,
+        })),
+      ]),
+    ],
+    options.publicKeyPem,
+  );
+  if (leaf.keyPem !== undefined)
+    await writeFile(join(pkiDir, APISERVER_KEY), leaf.keyPem, { mode: 0o600, flag: 'wx' });
   await writeFile(join(pkiDir, APISERVER_CERT), leaf.certPem, { mode: 0o644, flag: 'wx' });
 
   const config = parseYaml(await readFile(adminConfPath, 'utf8')) as {
@@ -172,7 +191,7 @@ export async function writeControlPlaneAdminConf(options: {
         name: 'kubernetes-admin',
         user: {
           'client-certificate-data': b64(leaf.certPem),
-          'client-key-data': b64(leaf.keyPem),
+          'client-key-data': b64(leaf.keyPem as string),
         },
       },
     ],
@@ -217,4 +236,42 @@ export async function loadApiServerCredentials(
   if (!new X509Certificate(certPem).verify(ca.publicKey))
     throw new Error(`${APISERVER_CERT} is not signed by the cluster CA`);
   return { certPem, keyPem, caPem, token };
+}
+
+/** What an API server whose key lives elsewhere needs from the control plane: nothing secret. */
+export interface PublicApiServerCredentials {
+  /** The serving certificate {@link issueApiServerCredentials} issued for the external key. */
+  certPem: string;
+  caPem: string;
+  /** SHA-256 (hex) of `Bearer <admin token>`: enough to check the token, useless to present it. */
+  tokenSha256: string;
+}
+
+/**
+ * The serving certificate, the cluster CA and a digest of the admin token, once
+ * {@link issueApiServerCredentials} ran with `publicKeyPem` (undefined before).
+ */
+export async function loadPublicApiServerCredentials(
+  pkiDir: string,
+  adminConfPath: string,
+): Promise<PublicApiServerCredentials | undefined> {
+  let certPem: string;
+  let caPem: string;
+  let adminConf: string;
+  try {
+    [certPem, caPem, adminConf] = await Promise.all([
+      readFile(join(pkiDir, APISERVER_CERT), 'utf8'),
+      readFile(join(pkiDir, 'ca.crt'), 'utf8'),
+      readFile(adminConfPath, 'utf8'),
+    ]);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+    throw err;
+  }
+  const token = (parseYaml(adminConf) as { users?: Array<{ user?: { token?: unknown } }> }).users?.[0]?.user
+    ?.token;
+  if (typeof token !== 'string' || token === '') return undefined;
+  if (!new X509Certificate(certPem).verify(new X509Certificate(caPem).publicKey))
+    throw new Error(`${APISERVER_CERT} is not signed by the cluster CA`);
+  return { certPem, caPem, tokenSha256: createHash('sha256').update(`Bearer ${token}`).digest('hex') };
 }

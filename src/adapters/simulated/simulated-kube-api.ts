@@ -59,6 +59,11 @@ export interface FakeKubeApiOptions {
   /** The bearer token every request must carry (at least 16 characters); default 32 random bytes. */
   bearerToken?: string;
   /**
+   * Instead of the token: SHA-256 (hex) of `Bearer <token>`, for a server that must accept the
+   * token without holding it ({@link FakeKubeApi.kubeconfig} then names no user token).
+   */
+  bearerTokenSha256?: string;
+  /**
    * Serve HTTPS with this serving certificate and key (PEM); `caPem` is the CA that signed it, put
    * into {@link FakeKubeApi.kubeconfig}. Default plain HTTP.
    */
@@ -96,17 +101,24 @@ export class FakeKubeApi {
   secretClashes = 0;
   private server: Server | undefined;
   port = 0;
-  /** The bearer token every request must carry. */
+  /** The bearer token every request must carry (empty when only its digest was given). */
   readonly bearerToken: string;
   private readonly tokenDigest: Buffer;
   private readonly tls: FakeKubeApiOptions['tls'];
   private readonly clientCaPem: string | undefined;
 
   constructor(options: FakeKubeApiOptions = {}) {
-    this.bearerToken = options.bearerToken ?? randomBytes(32).toString('base64url');
-    if (this.bearerToken.length < 16 || !/^[\x21-\x7e]+$/.test(this.bearerToken))
-      throw new Error('the simulated API server needs a bearer token of at least 16 printable characters');
-    this.tokenDigest = sha256(`Bearer ${this.bearerToken}`);
+    if (options.bearerTokenSha256 !== undefined) {
+      if (!/^[0-9a-f]{64}$/.test(options.bearerTokenSha256))
+        throw new Error('the simulated API server needs the token digest as 64 hex digits');
+      this.bearerToken = '';
+      this.tokenDigest = Buffer.from(options.bearerTokenSha256, 'hex');
+    } else {
+      this.bearerToken = options.bearerToken ?? randomBytes(32).toString('base64url');
+      if (this.bearerToken.length < 16 || !/^[\x21-\x7e]+$/.test(this.bearerToken))
+        throw new Error('the simulated API server needs a bearer token of at least 16 printable characters');
+      this.tokenDigest = sha256(`Bearer ${this.bearerToken}`);
+    }
     this.tls = options.tls;
     this.clientCaPem = options.clientCaPem;
   }

@@ -5,7 +5,8 @@
  * bring-up through @kubernetes/client-node with server-side apply, the join service's adapters, and
  * a joined control plane's admin.conf with a client certificate from the cluster CA.
  */
-import { randomBytes } from 'node:crypto';
+import { generateKeyPairSync, randomBytes } from 'node:crypto';
+import { existsSync } from 'node:fs';
 import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -19,6 +20,7 @@ import { silentLogger } from '../../../src/adapters/log/pino-logger.js';
 import {
   issueApiServerCredentials,
   loadApiServerCredentials,
+  loadPublicApiServerCredentials,
   writeControlPlaneAdminConf,
 } from '../../../src/adapters/simulated/apiserver-credentials.js';
 import { kubeconfigAccess, readVolumes } from '../../../src/adapters/simulated/kubelet-volumes.js';
@@ -168,6 +170,63 @@ describe('simulated cluster API server (FAKE API server; real TLS, real client-n
     expect(api.violations).toEqual([
       `GET /api/v1/namespaces/kube-system/configmaps/join-config: missing or wrong bearer token`,
     ]);
+  });
+
+  it('serves with a key that never was on the control plane: init signs its public key, and only the certificate, the CA and a token digest leave the control plane', async () => {
+    const dir = tmp();
+    const pkiDir = join(dir, 'pki');
+    const adminConfPath = join(dir, 'admin.conf');
+    await new SimulatedClusterInitializer(new SimulatedControlPlane(new SystemClock()), {
+      pkiDir,
+      adminConfPath,
+      logger: silentLogger,
+    }).initCluster({
+      kubernetesVersion: 'v1.31.1',
+      clusterName: 'confboot-mini',
+      conformanceMode: false,
+      components: [],
+      apiserverCertSans: [],
+      serviceCidr: '10.96.0.0/12',
+      nodeName: 'control-plane-0',
+      nodeIp: '10.42.0.10',
+      controlPlaneEndpoint: '127.0.0.1:6443',
+    });
+    // The host's key pair: only the public key goes to the control plane.
+    const host = generateKeyPairSync('ec', { namedCurve: 'P-256' });
+    await issueApiServerCredentials({
+      pkiDir,
+      adminConfPath,
+      addresses: ['10.42.0.10', '127.0.0.1'],
+      publicKeyPem: host.publicKey.export({ type: 'spki', format: 'pem' }).toString(),
+    });
+    expect(existsSync(join(pkiDir, 'apiserver.key'))).toBe(false);
+    const published = await loadPublicApiServerCredentials(pkiDir, adminConfPath);
+    if (published === undefined) throw new Error('no public credentials');
+    const token = parseYaml(await readFile(adminConfPath, 'utf8')).users[0].user.token as string;
+    expect(JSON.stringify(published)).not.toContain(token);
+    const api = await new SimulatedClusterApi({
+      bearerTokenSha256: published.tokenSha256,
+      tls: {
+        certPem: published.certPem,
+        caPem: published.caPem,
+        keyPem: host.privateKey.export({ type: 'pkcs8', format: 'pem' }).toString(),
+      },
+    }).start();
+    servers.push(api);
+    const kubeconfig = join(dir, 'operator.conf');
+    await writeFile(
+      kubeconfig,
+      (await readFile(adminConfPath, 'utf8')).replace(
+        'https://127.0.0.1:6443',
+        `https://127.0.0.1:${api.port}`,
+      ),
+    );
+    const first = await bringUp(request(kubeconfig));
+    expect(first.every((o) => o.action === 'created')).toBe(true);
+    expect(api.violations).toEqual([]);
+    // A wrong token is refused: the digest is checked, not merely present.
+    await writeFile(kubeconfig, (await readFile(kubeconfig, 'utf8')).replace(token, `${token}x`));
+    await expect(bringUp(request(kubeconfig))).rejects.toThrow(/401|Unauthorized/);
   });
 
   it("a control plane's kubelet stand-in waits for its pods' volumes and reads them with admin.conf's token or client certificate", async () => {
