@@ -9,29 +9,13 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { isDeepStrictEqual } from 'node:util';
 import { parse as parseYaml } from 'yaml';
+import { BRINGUP_RESOURCES } from '../../src/adapters/simulated/simulated-cluster-api.js';
 
 // biome-ignore lint/suspicious/noExplicitAny: stored Kubernetes objects of arbitrary shape
 type Obj = Record<string, any>;
 
 /** Kinds the server knows: group/version → kind → [plural, namespaced]. */
-const RESOURCES: Record<string, Record<string, [string, boolean]>> = {
-  v1: {
-    Secret: ['secrets', true],
-    ConfigMap: ['configmaps', true],
-    Service: ['services', true],
-    ServiceAccount: ['serviceaccounts', true],
-  },
-  'apps/v1': { DaemonSet: ['daemonsets', true], Deployment: ['deployments', true] },
-  'rbac.authorization.k8s.io/v1': {
-    Role: ['roles', true],
-    RoleBinding: ['rolebindings', true],
-    ClusterRole: ['clusterroles', false],
-    ClusterRoleBinding: ['clusterrolebindings', false],
-  },
-  'networking.k8s.io/v1': { NetworkPolicy: ['networkpolicies', true] },
-  'policy/v1': { PodDisruptionBudget: ['poddisruptionbudgets', true] },
-  'apiextensions.k8s.io/v1': { CustomResourceDefinition: ['customresourcedefinitions', false] },
-};
+const RESOURCES = BRINGUP_RESOURCES;
 
 /** One request as the server saw it. */
 export interface SsaRequest {

@@ -14,13 +14,13 @@
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { isDeepStrictEqual } from 'node:util';
-import { FakeKubeApi, type FakeKubeApiOptions } from './simulated-kube-api.js';
+import { FakeKubeApi, type FakeKubeApiOptions, type RouteRequest } from './simulated-kube-api.js';
 
 // biome-ignore lint/suspicious/noExplicitAny: stored Kubernetes objects of arbitrary shape
 type Obj = Record<string, any>;
 
-/** Built-in kinds: group/version → kind → [plural, namespaced]. */
-const BUILT_IN: Record<string, Record<string, [string, boolean]>> = {
+/** Built-in kinds the bring-up creates: group/version → kind → [plural, namespaced]. */
+export const BRINGUP_RESOURCES: Record<string, Record<string, [string, boolean]>> = {
   v1: {
     Secret: ['secrets', true],
     ConfigMap: ['configmaps', true],
@@ -79,7 +79,7 @@ export class SimulatedClusterApi extends FakeKubeApi {
 
   /** The CRD kinds applied so far, as discovery serves them. */
   private resources(): Record<string, Record<string, [string, boolean]>> {
-    const out: Record<string, Record<string, [string, boolean]>> = { ...BUILT_IN };
+    const out: Record<string, Record<string, [string, boolean]>> = { ...BRINGUP_RESOURCES };
     for (const o of this.objects.values()) {
       if (o.kind !== 'CustomResourceDefinition') continue;
       for (const v of o.spec?.versions ?? []) {
@@ -90,17 +90,7 @@ export class SimulatedClusterApi extends FakeKubeApi {
     return out;
   }
 
-  protected override route(
-    _req: IncomingMessage,
-    res: ServerResponse,
-    r: {
-      method: string;
-      path: string;
-      query: URLSearchParams;
-      contentType: string | undefined;
-      body: unknown;
-    },
-  ): boolean | undefined {
+  protected override route(_req: IncomingMessage, res: ServerResponse, r: RouteRequest): boolean | undefined {
     const all = this.resources();
     const gv = r.path === '/api/v1' ? 'v1' : /^\/apis\/[^/]+\/[^/]+$/.test(r.path) ? r.path.slice(6) : '';
     if (r.method === 'GET' && gv !== '') {

@@ -54,6 +54,15 @@ const DISK_PREFIX = '/apis/confboot.dev/v1alpha1/diskbindings';
 /** Largest request body accepted (the join service's objects are a few KiB). */
 const MAX_BODY_BYTES = 1024 * 1024;
 
+/** A request as {@link FakeKubeApi}'s subclass routes see it: authenticated, body parsed. */
+export interface RouteRequest {
+  method: string;
+  path: string;
+  query: URLSearchParams;
+  contentType: string | undefined;
+  body: unknown;
+}
+
 /** Options of {@link FakeKubeApi}. */
 export interface FakeKubeApiOptions {
   /** The bearer token every request must carry (at least 16 characters); default 32 random bytes. */
@@ -337,17 +346,7 @@ export class FakeKubeApi {
    * A subclass's own routes, tried after authentication and body parsing and before this server's:
    * answers and returns whether the request was answered, or returns undefined to fall through.
    */
-  protected route(
-    _req: IncomingMessage,
-    _res: ServerResponse,
-    _request: {
-      method: string;
-      path: string;
-      query: URLSearchParams;
-      contentType: string | undefined;
-      body: unknown;
-    },
-  ): boolean | undefined {
+  protected route(_req: IncomingMessage, _res: ServerResponse, _request: RouteRequest): boolean | undefined {
     return undefined;
   }
 

@@ -6,14 +6,13 @@
  */
 import { loadKubeConfig } from '../../adapters/kubernetes/api.js';
 import { createKeyServiceTls, keyServiceDnsNames } from '../../adapters/pki/key-service-tls.js';
-import type { Component } from '../../ports/types.js';
 import type { Variant } from '../../ports/variant.js';
 import type { JoinServiceCsp } from '../join-service/production.js';
 import { NAMESPACE } from '../manifests/common.js';
 import { deployVariants } from '../manifests/manifests.js';
 import { cloudNames, isCloud, isVariant, variantEntry } from '../registry/index.js';
 import { type AppliedObject, applyObjects } from './apply.js';
-import { bringupObjects } from './objects.js';
+import { type BringupInput, bringupObjects } from './objects.js';
 
 /** A cloud and variant the manifests are rendered for. */
 export interface BringupTarget {
@@ -45,18 +44,10 @@ export function bringupTarget(cloud: string | undefined, variant: string | undef
   return { cloud: c as JoinServiceCsp, variant: v as Variant };
 }
 
-/** What {@link bringUp} needs. */
-export interface BringUpRequest extends BringupTarget {
+/** What {@link bringUp} needs: the cluster's own values (objects.ts) and how to apply them. */
+export interface BringUpRequest extends Omit<BringupInput, 'tlsMaterial' | 'keyServiceTls'>, BringupTarget {
   /** Path of the admin kubeconfig `confboot init` wrote. */
   kubeconfig: string;
-  image: string;
-  masterSecret: Uint8Array;
-  masterSalt: Uint8Array;
-  measurementSalt: Uint8Array;
-  /** The attestation config given to `init` (JSON text). */
-  attestationConfig: string;
-  components: readonly Component[];
-  kubernetesVersion: string;
   dryRun?: boolean;
   readyTimeoutInMs: number;
   /** One line per object and wait (never secret content). */
@@ -66,16 +57,9 @@ export interface BringUpRequest extends BringupTarget {
 /** Applies every bring-up object through `kubeconfig`; rejects naming the object that failed. */
 export async function bringUp(r: BringUpRequest): Promise<AppliedObject[]> {
   const kc = loadKubeConfig(r.kubeconfig);
+  const { kubeconfig: _k, dryRun: _d, readyTimeoutInMs: _t, progress: _p, ...input } = r;
   const objects = bringupObjects({
-    cloud: r.cloud,
-    variant: r.variant,
-    image: r.image,
-    masterSecret: r.masterSecret,
-    masterSalt: r.masterSalt,
-    measurementSalt: r.measurementSalt,
-    attestationConfig: r.attestationConfig,
-    components: r.components,
-    kubernetesVersion: r.kubernetesVersion,
+    ...input,
     // Used only when the Secrets are missing: a re-run keeps the cluster's certificates.
     tlsMaterial: await createKeyServiceTls({ serverNames: keyServiceDnsNames(NAMESPACE) }),
   });

@@ -16,22 +16,17 @@ import {
   KubeClusterFacts,
   loadKubeConfig,
 } from '../../../src/adapters/kubernetes/api.js';
-import { silentLogger } from '../../../src/adapters/log/pino-logger.js';
 import {
-  issueApiServerCredentials,
   loadApiServerCredentials,
   loadPublicApiServerCredentials,
   writeControlPlaneAdminConf,
 } from '../../../src/adapters/simulated/apiserver-credentials.js';
 import { kubeconfigAccess, readVolumes } from '../../../src/adapters/simulated/kubelet-volumes.js';
 import { SimulatedClusterApi } from '../../../src/adapters/simulated/simulated-cluster-api.js';
-import {
-  SimulatedClusterInitializer,
-  SimulatedControlPlane,
-} from '../../../src/adapters/simulated/simulated-kubernetes.js';
 import { SystemClock } from '../../../src/adapters/system/system-clock.js';
 import { bringUp } from '../../../src/app/bringup/bring-up.js';
 import { COMPONENTS_CONFIGMAP_NAME, MASTER_SECRET_NAME } from '../../../src/app/bringup/objects.js';
+import { simulatedInit as simulatedInitIn } from '../../support/simulated-init.js';
 import { useTmpDirs } from '../../support/tmp.js';
 
 const tmp = useTmpDirs('confboot-cluster-api-');
@@ -41,27 +36,7 @@ afterEach(async () => {
 });
 
 /** A cluster CA from the simulated kubeadm init, its serving certificate, and admin.conf. */
-async function simulatedInit(): Promise<{ dir: string; pkiDir: string; adminConfPath: string }> {
-  const dir = tmp();
-  const pkiDir = join(dir, 'pki');
-  const adminConfPath = join(dir, 'admin.conf');
-  await new SimulatedClusterInitializer(new SimulatedControlPlane(new SystemClock()), {
-    pkiDir,
-    adminConfPath,
-    logger: silentLogger,
-  }).initCluster({
-    kubernetesVersion: 'v1.31.1',
-    clusterName: 'confboot-mini',
-    conformanceMode: false,
-    components: [],
-    apiserverCertSans: [],
-    serviceCidr: '10.96.0.0/12',
-    nodeName: 'control-plane-0',
-    nodeIp: '127.0.0.1',
-  });
-  await issueApiServerCredentials({ pkiDir, adminConfPath, addresses: ['127.0.0.1'] });
-  return { dir, pkiDir, adminConfPath };
-}
+const simulatedInit = () => simulatedInitIn(tmp());
 
 async function cluster() {
   const init = await simulatedInit();
@@ -173,30 +148,10 @@ describe('simulated cluster API server (FAKE API server; real TLS, real client-n
   });
 
   it('serves with a key that never was on the control plane: init signs its public key, and only the certificate, the CA and a token digest leave the control plane', async () => {
-    const dir = tmp();
-    const pkiDir = join(dir, 'pki');
-    const adminConfPath = join(dir, 'admin.conf');
-    await new SimulatedClusterInitializer(new SimulatedControlPlane(new SystemClock()), {
-      pkiDir,
-      adminConfPath,
-      logger: silentLogger,
-    }).initCluster({
-      kubernetesVersion: 'v1.31.1',
-      clusterName: 'confboot-mini',
-      conformanceMode: false,
-      components: [],
-      apiserverCertSans: [],
-      serviceCidr: '10.96.0.0/12',
-      nodeName: 'control-plane-0',
-      nodeIp: '10.42.0.10',
-      controlPlaneEndpoint: '127.0.0.1:6443',
-    });
     // The host's key pair: only the public key goes to the control plane.
     const host = generateKeyPairSync('ec', { namedCurve: 'P-256' });
-    await issueApiServerCredentials({
-      pkiDir,
-      adminConfPath,
-      addresses: ['10.42.0.10', '127.0.0.1'],
+    const { dir, pkiDir, adminConfPath } = await simulatedInitIn(tmp(), {
+      controlPlaneEndpoint: '127.0.0.1:6443',
       publicKeyPem: host.publicKey.export({ type: 'spki', format: 'pem' }).toString(),
     });
     expect(existsSync(join(pkiDir, 'apiserver.key'))).toBe(false);
