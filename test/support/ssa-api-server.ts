@@ -7,9 +7,8 @@
  */
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { isDeepStrictEqual } from 'node:util';
 import { parse as parseYaml } from 'yaml';
-import { BRINGUP_RESOURCES } from '../../src/adapters/simulated/simulated-cluster-api.js';
+import { BRINGUP_RESOURCES, storedForm } from '../../src/adapters/simulated/simulated-cluster-api.js';
 
 // biome-ignore lint/suspicious/noExplicitAny: stored Kubernetes objects of arbitrary shape
 type Obj = Record<string, any>;
@@ -142,20 +141,7 @@ export class SsaApiServer {
 
   /** The stored form: the applied content with server metadata; a new resourceVersion only on change. */
   private stamp(body: Obj, existing: Obj | undefined): Obj {
-    const strip = (o: Obj) => {
-      const { resourceVersion: _r, uid: _u, creationTimestamp: _c, ...meta } = o.metadata ?? {};
-      const { status: _s, ...rest } = o;
-      return { ...rest, metadata: meta };
-    };
-    if (existing && isDeepStrictEqual(strip(existing), strip(body))) return existing;
-    return {
-      ...strip(body),
-      metadata: {
-        ...strip(body).metadata,
-        uid: existing?.metadata.uid ?? `uid-${this.version}`,
-        resourceVersion: String(++this.version),
-      },
-    };
+    return storedForm(body, existing, () => ++this.version);
   }
 
   private withStatus(o: Obj): Obj {

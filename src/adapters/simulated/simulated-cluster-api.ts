@@ -42,6 +42,34 @@ export const BRINGUP_RESOURCES: Record<string, Record<string, [string, boolean]>
 const OBJECT_PATH =
   /^\/(?:api\/(v1)|apis\/([^/]+)\/([^/]+))(?:\/namespaces\/([^/]+))?\/([^/]+)(?:\/([^/]+))?$/;
 
+/**
+ * The stored form of an applied object, as an API server keeps it: the applied content with server
+ * metadata (uid, a resourceVersion from `nextVersion`); `existing` itself when nothing changed.
+ */
+export function storedForm(body: Obj, existing: Obj | undefined, nextVersion: () => number): Obj {
+  const strip = (o: Obj) => {
+    const {
+      resourceVersion: _r,
+      uid: _u,
+      creationTimestamp: _c,
+      managedFields: _m,
+      ...meta
+    } = o.metadata ?? {};
+    const { status: _s, ...rest } = o;
+    return { ...rest, metadata: meta };
+  };
+  if (existing && isDeepStrictEqual(strip(existing), strip(body))) return existing;
+  const version = nextVersion();
+  return {
+    ...strip(body),
+    metadata: {
+      ...strip(body).metadata,
+      uid: existing?.metadata.uid ?? `uid-${version}`,
+      resourceVersion: String(version),
+    },
+  };
+}
+
 /** One object the API server stored through apply or create. */
 export interface AppliedRecord {
   kind: string;
@@ -218,26 +246,7 @@ export class SimulatedClusterApi extends FakeKubeApi {
 
   /** The stored form: the applied content with server metadata; the same object when nothing changed. */
   private stamp(body: Obj, existing: Obj | undefined): Obj {
-    const strip = (o: Obj) => {
-      const {
-        resourceVersion: _r,
-        uid: _u,
-        creationTimestamp: _c,
-        managedFields: _m,
-        ...meta
-      } = o.metadata ?? {};
-      const { status: _s, ...rest } = o;
-      return { ...rest, metadata: meta };
-    };
-    if (existing && isDeepStrictEqual(strip(existing), strip(body))) return existing;
-    return {
-      ...strip(body),
-      metadata: {
-        ...strip(body).metadata,
-        uid: existing?.metadata.uid ?? `uid-applied-${this.version}`,
-        resourceVersion: String(++this.version),
-      },
-    };
+    return storedForm(body, existing, () => ++this.version);
   }
 
   private withStatus(o: Obj): Obj {
