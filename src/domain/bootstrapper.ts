@@ -17,7 +17,7 @@ import type { NodeMarker } from '../ports/node-marker.js';
 import type { InitRequest, InitResult } from '../ports/types.js';
 import { isInitFailure } from './errors.js';
 import { InitFlow, type InitFlowDeps, type InitFlowOptions } from './init-flow.js';
-import { JoinFlow, type JoinFlowDeps, type JoinFlowOptions, type JoinOutcome } from './join-flow.js';
+import { JoinFlow, type JoinFlowDeps, type JoinFlowOptions, type JoinFlowOutcome } from './join-flow.js';
 import { NodeLock, type NodeLockLike } from './node-lock.js';
 import { markStateDiskForReset } from './state-disk.js';
 
@@ -186,7 +186,7 @@ export class Bootstrapper {
     if (this.#joinRun !== undefined || this.#decided) return;
     const { logger } = this.#deps;
     this.#joinRun = this.#join.run().then(
-      (outcome: JoinOutcome) => {
+      (outcome: JoinFlowOutcome) => {
         if (outcome.outcome === 'joined')
           this.#finish({ ok: { outcome: 'joined', clusterId: this.#lock.holder?.clusterId } });
         else logger.info('Join flow ended', { outcome: outcome.outcome });

@@ -25,6 +25,7 @@ import type { InstanceMetadata, JoinTicket, JoinTicketRequest } from '../ports/t
 import { type BackoffOptions, callWithTimeout, checkBackoffOptions, fullJitterDelayMs } from './backoff.js';
 import { unrecoverable } from './errors.js';
 import { joinServiceEndpoints } from './join-endpoints.js';
+import { checkJoinTicket } from './join-ticket-check.js';
 import { deriveClusterId } from './key-derivation.js';
 import type { NodeLockLike } from './node-lock.js';
 import { withStateDisk } from './state-disk.js';
@@ -32,10 +33,10 @@ import { withStateDisk } from './state-disk.js';
 /** NodePort of the join service that joining nodes dial (upstream `JoinServiceNodePort`). */
 export const JOIN_SERVICE_NODE_PORT = 30090;
 
-/** How many times kubeadm join is tried after the lock (upstream: 3). */
 /** Attempts to read the state disk's UUID before the join flow gives up (nothing is touched before). */
 export const DISK_READ_ATTEMPTS = 5;
 
+/** How many times kubeadm join is tried after the lock (upstream: 3). */
 export const JOIN_CLUSTER_ATTEMPTS = 3;
 
 /** Where the join flow writes the node's credentials. */
@@ -137,7 +138,7 @@ export interface JoinFlowOptions {
 }
 
 /** How a join run ended without an error. */
-export type JoinOutcome =
+export type JoinFlowOutcome =
   /** The node joined the cluster. */
   | { outcome: 'joined' }
   /** The node lock was already taken: an init is running on this node, so the join stopped and wrote nothing. */
@@ -157,41 +158,6 @@ interface TicketAttempt {
   /** PEM key of the CSR the kubelet certificate was issued for. Secret. */
   keyPem: Uint8Array;
   endpoint: string;
-}
-
-/**
- * Checks a join ticket before the node lock is taken, so a malformed ticket costs one retry instead
- * of the node. Throws `invalid-argument` naming the field (never its value).
- */
-export function checkJoinTicket(ticket: JoinTicket, isControlPlane: boolean): void {
-  const missing = (field: string) =>
-    new ConfbootError('invalid-argument', `checking join ticket: ${field} is empty`, { recoverable: true });
-  if (ticket.stateDiskKey.length === 0) throw missing('state disk key');
-  if (ticket.measurementSecret.length === 0) throw missing('measurement secret');
-  if (ticket.measurementSalt.length === 0) throw missing('measurement salt');
-  if (ticket.kubeletCert.length === 0) throw missing('kubelet certificate');
-  if (ticket.apiServerEndpoint === '') throw missing('API server endpoint');
-  if (ticket.token === '') throw missing('bootstrap token');
-  if (ticket.discoveryTokenCaCertHash === '') throw missing('discovery token CA cert hash');
-  if (!isControlPlane) return;
-  const seen = new Set<string>();
-  for (const file of ticket.controlPlaneFiles) {
-    if (!CONTROL_PLANE_FILE_NAMES.includes(file.name)) {
-      throw new ConfbootError(
-        'invalid-argument',
-        `checking join ticket: unexpected control-plane file name ${JSON.stringify(file.name)}`,
-        { recoverable: true },
-      );
-    }
-    if (seen.has(file.name)) {
-      throw new ConfbootError(
-        'invalid-argument',
-        `checking join ticket: control-plane file ${JSON.stringify(file.name)} appears twice`,
-        { recoverable: true },
-      );
-    }
-    seen.add(file.name);
-  }
 }
 
 /** The join flow of one node; `run()` once, `stop()` from anywhere. */
@@ -245,7 +211,7 @@ export class JoinFlow {
    * the lock, error code kept) or when anything fails after the node lock (never recoverable: the
    * caller marks the disk for reset and reboots). Can run only once.
    */
-  async run(): Promise<JoinOutcome> {
+  async run(): Promise<JoinFlowOutcome> {
     if (this.#started) throw new ConfbootError('failed-precondition', 'join flow: run() was already called');
     this.#started = true;
     const signal = this.#stop.signal;
@@ -278,7 +244,7 @@ export class JoinFlow {
     return Math.floor(minMs + f * (maxMs - minMs));
   }
 
-  #stopped(): JoinOutcome {
+  #stopped(): JoinFlowOutcome {
     this.#deps.logger.info('Join flow stopped');
     return { outcome: 'stopped' };
   }
@@ -409,7 +375,7 @@ export class JoinFlow {
     return { nothingListening };
   }
 
-  async #startNodeAndJoin(self: InstanceMetadata, got: TicketAttempt): Promise<JoinOutcome> {
+  async #startNodeAndJoin(self: InstanceMetadata, got: TicketAttempt): Promise<JoinFlowOutcome> {
     const { lock, disk, files, nodeState, logger } = this.#deps;
     const { ticket } = got;
     const clusterId = deriveClusterId(ticket.measurementSecret, ticket.measurementSalt);

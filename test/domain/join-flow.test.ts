@@ -8,7 +8,7 @@ import {
   DISK_READ_ATTEMPTS,
   JoinFlow,
   type JoinFlowOptions,
-  type JoinOutcome,
+  type JoinFlowOutcome,
 } from '../../src/domain/join-flow.js';
 import { deriveClusterId } from '../../src/domain/key-derivation.js';
 import { isConfbootError } from '../../src/ports/errors.js';
@@ -41,7 +41,7 @@ function setup(role: Role = 'Worker') {
 type Setup = ReturnType<typeof setup>;
 
 /** Runs the flow to its end under fake time. */
-async function runToEnd(s: Setup, flow: JoinFlow): Promise<{ outcome?: JoinOutcome; err?: unknown }> {
+async function runToEnd(s: Setup, flow: JoinFlow): Promise<{ outcome?: JoinFlowOutcome; err?: unknown }> {
   return s.clock.runUntil(
     flow.run().then(
       (outcome) => ({ outcome }),
@@ -61,7 +61,7 @@ const cp = (name: string, vpcIp: string): InstanceMetadata => ({
 interface JoinCase {
   role: Role;
   arrange?: (s: Setup) => void;
-  wantOutcome?: JoinOutcome['outcome'];
+  wantOutcome?: JoinFlowOutcome['outcome'];
   /** The run rejects; `false` = not recoverable. */
   wantErrRecoverable?: boolean;
   wantLock: boolean;

@@ -5,7 +5,7 @@
  * initialises it; the control plane's join service admits the good worker and refuses the tampered
  * one with PCR 9 expected vs actual. Then, from real state: every good VM's disk opens only with the
  * key derived for its UUID and its PCR 15 holds the cluster ID; the tampered VM holds nothing; and
- * nothing is left running. kubeadm and the Kubernetes API server are simulated (SIMULATED in the
+ * nothing is left running when it returns. kubeadm and the Kubernetes API server are simulated (SIMULATED in the
  * name of the result's `simulated` list). CONFBOOT_MINI_WORKERS=N runs a larger cluster.
  */
 import { execFileSync, spawnSync } from 'node:child_process';
@@ -111,7 +111,10 @@ describe.skipIf(missing.length > 0)(
         // Progress per VM went through the stages in order.
         const cp = lines.filter((l) => l.startsWith('control-plane-0')).map((l) => l.split(/\s+/)[1]);
         expect(cp.slice(0, 5)).toEqual(['booting', 'measured', 'attesting', 'bootstrapping', 'initialized']);
-        // Nothing left: no namespace of this run, no qemu/swtpm/dnsmasq child of this process.
+        // Nothing left: miniUp waited until every process it started (each QEMU, swtpm, dnsmasq,
+        // the metadata server, init) and its namespace were gone before it returned, and found none
+        // left; no namespace of this run and no qemu/swtpm/dnsmasq child of this process.
+        expect(result.leftovers, summary).toEqual([]);
         expect((await listMiniNamespaces()).map((n) => n.name)).not.toContain(result.netns);
         const children = spawnSync('pgrep', ['-P', String(process.pid)])
           .stdout.toString()

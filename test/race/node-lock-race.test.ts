@@ -12,7 +12,7 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { InitFailure } from '../../src/domain/errors.js';
 import { InitFlow } from '../../src/domain/init-flow.js';
-import { JoinFlow, type JoinOutcome } from '../../src/domain/join-flow.js';
+import { JoinFlow, type JoinFlowOutcome } from '../../src/domain/join-flow.js';
 import { deriveClusterId, MEASUREMENT_SECRET_KEY_ID } from '../../src/domain/key-derivation.js';
 import { NodeLock } from '../../src/domain/node-lock.js';
 import type { NodeMarker } from '../../src/ports/node-marker.js';
@@ -225,7 +225,7 @@ async function round(s: Schedule): Promise<RoundResult> {
     );
   const runJoin = () =>
     join.run().then(
-      (outcome: JoinOutcome) => ({ ok: true as const, outcome }),
+      (outcome: JoinFlowOutcome) => ({ ok: true as const, outcome }),
       (err: unknown) => ({ ok: false as const, err }),
     );
   const both = s.joinFirst

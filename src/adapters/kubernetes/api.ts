@@ -7,7 +7,7 @@
  * Errors say which object failed; an unreachable or failing API server is `unavailable`.
  */
 
-import { createHash, randomInt, X509Certificate } from 'node:crypto';
+import { randomInt } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import {
   ApiException,
@@ -18,7 +18,6 @@ import {
   RbacAuthorizationV1Api,
   setHeaderOptions,
 } from '@kubernetes/client-node';
-import { parse as parseYaml } from 'yaml';
 import type { BootstrapTokens } from '../../ports/bootstrap-tokens.js';
 import type { Clock } from '../../ports/clock.js';
 import type { ClusterFacts } from '../../ports/cluster-facts.js';
@@ -28,6 +27,7 @@ import { normalizeNodeName } from '../../ports/kubernetes-node.js';
 import type { Logger } from '../../ports/logger.js';
 import type { Component } from '../../ports/types.js';
 import { parseComponentList } from '../components/component-list.js';
+import { discoveryHashFromCaCert, discoveryHashFromKubeconfig } from './discovery-hash.js';
 
 /** Namespace of bootstrap tokens and the components ConfigMap (upstream `ConstellationNamespace`). */
 export const KUBE_SYSTEM = 'kube-system';
@@ -87,62 +87,6 @@ export function generateBootstrapToken(): string {
 /** RFC 3339 in UTC with second precision, as Go's `time.RFC3339` / metav1.Time write it. */
 export function rfc3339(date: Date): string {
   return date.toISOString().replace(/\.\d{3}Z$/, 'Z');
-}
-
-/**
- * The kubeadm discovery pin of the first CA certificate in a kubeconfig's current context:
- * `sha256:` + hex SHA-256 of the certificate's SubjectPublicKeyInfo, as kubeadm pins it.
- * @throws ConfbootError `failed-precondition` naming what is missing or unparsable.
- */
-export function discoveryHashFromKubeconfig(kubeconfig: string, source = 'kubeconfig'): string {
-  const fail = (why: string, cause?: unknown) =>
-    new ConfbootError('failed-precondition', `computing discovery CA hash from ${source}: ${why}`, { cause });
-  let doc: unknown;
-  try {
-    doc = parseYaml(kubeconfig);
-  } catch (err) {
-    throw fail(`not valid YAML: ${(err as Error).message}`, err);
-  }
-  if (typeof doc !== 'object' || doc === null) throw fail('not a kubeconfig');
-  const conf = doc as {
-    'current-context'?: unknown;
-    contexts?: Array<{ name?: unknown; context?: { cluster?: unknown } }>;
-    clusters?: Array<{ name?: unknown; cluster?: Record<string, unknown> }>;
-  };
-  const ctxName = conf['current-context'];
-  if (typeof ctxName !== 'string' || ctxName === '') throw fail('no current context');
-  const ctx = (Array.isArray(conf.contexts) ? conf.contexts : []).find((c) => c?.name === ctxName);
-  if (!ctx) throw fail(`current context "${ctxName}" is not defined`);
-  const clusterName = ctx.context?.cluster;
-  const cluster = (Array.isArray(conf.clusters) ? conf.clusters : []).find(
-    (c) => c?.name === clusterName,
-  )?.cluster;
-  if (typeof clusterName !== 'string' || !cluster) throw fail(`no cluster for context "${ctxName}"`);
-  const caData = cluster['certificate-authority-data'];
-  if (typeof caData !== 'string' || caData === '')
-    throw fail(`cluster "${clusterName}" has no certificate-authority-data`);
-  const pem = Buffer.from(caData, 'base64').toString('utf8');
-  return discoveryHashFromCaCert(pem, `${source}, certificate-authority-data of cluster "${clusterName}"`);
-}
-
-/**
- * The kubeadm discovery pin of the first certificate in a PEM text (the cluster CA, e.g.
- * `/etc/kubernetes/pki/ca.crt`): `sha256:` + hex SHA-256 of its SubjectPublicKeyInfo.
- * @throws ConfbootError `failed-precondition` when it holds no parsable PEM certificate.
- */
-export function discoveryHashFromCaCert(pem: string, source = 'CA certificate'): string {
-  const fail = (why: string, cause?: unknown) =>
-    new ConfbootError('failed-precondition', `computing discovery CA hash from ${source}: ${why}`, { cause });
-  const first = /-----BEGIN CERTIFICATE-----[\s\S]+?-----END CERTIFICATE-----/.exec(pem)?.[0];
-  if (!first) throw fail('holds no PEM certificate');
-  let cert: X509Certificate;
-  try {
-    cert = new X509Certificate(first);
-  } catch (err) {
-    throw fail(`parsing the CA certificate: ${(err as Error).message}`, err);
-  }
-  const spki = cert.publicKey.export({ type: 'spki', format: 'der' });
-  return `sha256:${createHash('sha256').update(spki).digest('hex')}`;
 }
 
 /** Maps a client-node failure to a ConfbootError naming `operation`. */

@@ -187,6 +187,8 @@ export interface InitClusterOptions {
   /** Components the node installs, hash-checked, before `kubeadm init`; default none. */
   components?: Component[];
   timeoutInMs: number;
+  /** Bound of the attested TLS handshake (the client's default when unset); slow VMs need more. */
+  handshakeTimeoutMs?: number;
   /** Progress lines (never secrets). */
   progress: (line: string) => void;
 }
@@ -198,7 +200,11 @@ export type InitClusterOutcome =
 
 /** Verifies the node's attestation and runs Init; never throws for a refused or failed init. */
 export async function initCluster(o: InitClusterOptions): Promise<InitClusterOutcome> {
-  const client = new GrpcInitClient({ validators: o.validators, clock: new SystemClock() });
+  const client = new GrpcInitClient({
+    validators: o.validators,
+    clock: new SystemClock(),
+    ...(o.handshakeTimeoutMs === undefined ? {} : { handshakeTimeoutMs: o.handshakeTimeoutMs }),
+  });
   o.progress(`Connecting to ${o.endpoint} and verifying the node's attestation`);
   try {
     const outcome = await client.init(

@@ -12,8 +12,6 @@ import * as x509 from '@peculiar/x509';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { stringify } from 'yaml';
 import {
-  discoveryHashFromCaCert,
-  discoveryHashFromKubeconfig,
   generateBootstrapToken,
   KubeBootstrapTokens,
   KubeClusterFacts,
@@ -22,6 +20,10 @@ import {
   NODE_AUTOAPPROVE_BOOTSTRAP_BINDING,
   removeBootstrapTokenAutoApproval,
 } from '../../../src/adapters/kubernetes/api.js';
+import {
+  discoveryHashFromCaCert,
+  discoveryHashFromKubeconfig,
+} from '../../../src/adapters/kubernetes/discovery-hash.js';
 import { ConfbootError } from '../../../src/ports/errors.js';
 import { normalizeNodeName } from '../../../src/ports/kubernetes-node.js';
 import { FakeClock } from '../../fakes/fake-clock.js';

@@ -16,7 +16,7 @@ import { parseDenyList } from '../../../src/adapters/fs/file-deny-list.js';
 import { GrpcJoinTicketClient } from '../../../src/adapters/grpc/join-client.js';
 import { HkdfKms } from '../../../src/adapters/kms/hkdf-kms.js';
 import { startKeyServiceServer } from '../../../src/adapters/kms/key-service-server.js';
-import { discoveryHashFromCaCert } from '../../../src/adapters/kubernetes/api.js';
+import { discoveryHashFromCaCert } from '../../../src/adapters/kubernetes/discovery-hash.js';
 import { silentLogger } from '../../../src/adapters/log/pino-logger.js';
 import { X509CsrFactory } from '../../../src/adapters/pki/x509-csr-factory.js';
 import {

@@ -69,6 +69,8 @@ async function main(): Promise<void> {
       apiserverCertSans: [],
       serviceCidr: '10.96.0.0/12',
       timeoutInMs: Math.max(1000, deadline - Date.now()),
+      // A TCG guest on a loaded host quotes slowly: seconds to minutes per handshake.
+      handshakeTimeoutMs: 120_000,
       progress,
     });
     if (!outcome.ok) {
