@@ -123,8 +123,9 @@ export class SimulatedClusterApi extends FakeKubeApi {
     const gv = r.path === '/api/v1' ? 'v1' : /^\/apis\/[^/]+\/[^/]+$/.test(r.path) ? r.path.slice(6) : '';
     if (r.method === 'GET' && gv !== '') {
       const kinds = all[gv];
-      if (kinds === undefined) return this.fail(res, 404, 'NotFound', `the server could not find ${r.path}`);
-      return this.answer(res, 200, {
+      if (kinds === undefined)
+        return this.status(res, 404, 'NotFound', `the server could not find ${r.path}`);
+      return this.ok(res, 200, {
         kind: 'APIResourceList',
         apiVersion: 'v1',
         groupVersion: gv,
@@ -147,16 +148,16 @@ export class SimulatedClusterApi extends FakeKubeApi {
     if (kind === 'JoiningNode' || kind === 'DiskBinding') return undefined;
     if (r.method === 'GET' && name !== undefined) {
       const stored = this.objects.get(r.path) ?? this.baseObject(kind, namespace, name);
-      if (stored === undefined) return this.fail(res, 404, 'NotFound', `${plural} "${name}" not found`);
-      return this.answer(res, 200, this.withStatus(stored));
+      if (stored === undefined) return this.status(res, 404, 'NotFound', `${plural} "${name}" not found`);
+      return this.ok(res, 200, this.withStatus(stored));
     }
     const body = r.body as Obj;
     if (r.method === 'PATCH' && name !== undefined) {
       if (r.contentType !== 'application/apply-patch+yaml' || !r.query.get('fieldManager'))
-        return this.refuse(res, `PATCH ${r.path}: only server-side apply with a field manager`);
+        return this.violation(res, `PATCH ${r.path}: only server-side apply with a field manager`);
       const problem = this.mismatch(body, groupVersion, kind, namespace, name);
-      if (problem) return this.refuse(res, `apply ${r.path}: ${problem}`);
-      if (r.query.get('dryRun') === 'All') return this.answer(res, 200, body);
+      if (problem) return this.violation(res, `apply ${r.path}: ${problem}`);
+      if (r.query.get('dryRun') === 'All') return this.ok(res, 200, body);
       const existing = this.objects.get(r.path);
       const stored = this.stamp(body, existing);
       this.store(r.path, kind, stored);
@@ -166,7 +167,7 @@ export class SimulatedClusterApi extends FakeKubeApi {
         ...(namespace ? { namespace } : {}),
         action: existing === undefined ? 'created' : existing === stored ? 'unchanged' : 'configured',
       });
-      return this.answer(res, existing ? 200 : 201, stored);
+      return this.ok(res, existing ? 200 : 201, stored);
     }
     if (r.method === 'POST' && name === undefined) {
       // Only the key-service TLS Secrets; bootstrap tokens and the master secret go to the base server.
@@ -186,11 +187,11 @@ export class SimulatedClusterApi extends FakeKubeApi {
       const problem = this.mismatch(body, groupVersion, kind, namespace, body?.metadata?.name);
       const keys = Object.keys(body?.stringData ?? body?.data ?? {}).sort();
       if (problem || keys.join(',') !== 'ca.crt,tls.crt,tls.key')
-        return this.refuse(res, `TLS Secret create: ${problem ?? `keys ${keys}`}`);
+        return this.violation(res, `TLS Secret create: ${problem ?? `keys ${keys}`}`);
       const path = `${r.path}/${body.metadata.name}`;
       if (this.objects.has(path))
-        return this.fail(res, 409, 'AlreadyExists', `secrets "${body.metadata.name}" already exists`);
-      if (r.query.get('dryRun') === 'All') return this.answer(res, 201, body);
+        return this.status(res, 409, 'AlreadyExists', `secrets "${body.metadata.name}" already exists`);
+      if (r.query.get('dryRun') === 'All') return this.ok(res, 201, body);
       // As an API server does: stringData is stored as base64 data.
       const data: Record<string, string> = { ...body.data };
       for (const [k, v] of Object.entries((body.stringData ?? {}) as Record<string, string>))
@@ -204,7 +205,7 @@ export class SimulatedClusterApi extends FakeKubeApi {
         ...(namespace ? { namespace } : {}),
         action: 'created',
       });
-      return this.answer(res, 201, stored);
+      return this.ok(res, 201, stored);
     }
     return undefined;
   }

@@ -225,7 +225,8 @@ export class FakeKubeApi {
     });
   }
 
-  private status(res: ServerResponse, code: number, reason: string, message: string): true {
+  /** Answers an error Status. */
+  protected status(res: ServerResponse, code: number, reason: string, message: string): true {
     res.writeHead(code, { 'content-type': 'application/json' });
     res.end(
       JSON.stringify({
@@ -241,13 +242,15 @@ export class FakeKubeApi {
     return true;
   }
 
-  private ok(res: ServerResponse, code: number, obj: unknown): true {
+  /** Answers `obj` with `code` (JSON). */
+  protected ok(res: ServerResponse, code: number, obj: unknown): true {
     res.writeHead(code, { 'content-type': 'application/json' });
     res.end(JSON.stringify(obj));
     return true;
   }
 
-  private violation(res: ServerResponse, what: string): true {
+  /** Records `what` as a violation and answers 400. */
+  protected violation(res: ServerResponse, what: string): true {
     this.violations.push(what);
     return this.status(res, 400, 'BadRequest', `fake Kubernetes API refused the request: ${what}`);
   }
@@ -334,11 +337,9 @@ export class FakeKubeApi {
 
   /** True when the request came with a client certificate of the CA in `clientCaPem` for `system:masters`. */
   private adminByCertificate(req: IncomingMessage): boolean {
-    if (this.clientCaPem === undefined) return false;
     const socket = req.socket as TLSSocket;
-    if (typeof socket.getPeerCertificate !== 'function' || !socket.authorized) return false;
-    const subject = socket.getPeerCertificate().subject as Record<string, string | string[]> | undefined;
-    const groups = subject?.O;
+    if (this.clientCaPem === undefined || socket.authorized !== true) return false;
+    const groups = (socket.getPeerCertificate().subject as { O?: string | string[] }).O;
     return Array.isArray(groups) ? groups.includes('system:masters') : groups === 'system:masters';
   }
 
@@ -348,21 +349,6 @@ export class FakeKubeApi {
    */
   protected route(_req: IncomingMessage, _res: ServerResponse, _request: RouteRequest): boolean | undefined {
     return undefined;
-  }
-
-  /** Answers `obj` with `code` (JSON). */
-  protected answer(res: ServerResponse, code: number, obj: unknown): true {
-    return this.ok(res, code, obj);
-  }
-
-  /** Answers an error Status. */
-  protected fail(res: ServerResponse, code: number, reason: string, message: string): true {
-    return this.status(res, code, reason, message);
-  }
-
-  /** Records `what` as a violation and answers 400. */
-  protected refuse(res: ServerResponse, what: string): true {
-    return this.violation(res, what);
   }
 
   private get(res: ServerResponse, store: Map<string, Obj>, name: string, kind: string): boolean {
