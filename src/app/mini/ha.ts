@@ -93,6 +93,7 @@ export const MINI_HA_SIMULATED = [
   'kubeadm (init generates the cluster CA, admin.conf and the API server certificate for real; a control-plane join writes an admin.conf with a client certificate from the cluster CA; join checks its configuration; no Kubernetes runs)',
   "Kubernetes API server (a strict in-memory REST server on the host at the load balancer's address, port 6443, HTTPS with the serving certificate control-plane-0's simulated kubeadm init issued; it stands for the control planes' load-balanced API servers, with the host's own key, for which control-plane-0's simulated kubeadm init signed the serving certificate; it checks the admin token against a digest, so neither the token nor a key crosses control-plane-0's report channel; workloads report ready at once)",
   "kubelet (each control plane's agent reads its pods' ConfigMap and Secret volumes from the API server and starts the join and key service as processes)",
+  'node operator (the host deletes the JoiningNode that lets one control plane join at a time once that control plane joined)',
   "load balancer (the host's bridge address serves the API server and the components; joining nodes reach the join services at each control plane's own address, as a user-space forwarder would hide the caller's address that AK trust checks)",
 ];
 
@@ -274,6 +275,7 @@ async function initPhase(
 async function controlPlanePhase(
   c: MiniCluster,
   controlPlanes: MiniNodeSpec[],
+  host: HostServices,
   formed: boolean,
 ): Promise<Map<string, string[]>> {
   const volumes = new Map<string, string[]>();
@@ -292,6 +294,8 @@ async function controlPlanePhase(
           r.reason =
             'joined as a control plane: a join service validated its quote and issued a ticket with the control-plane files';
           c.say(cp.name, 'joined');
+          // The node operator's part: the next control plane may join now.
+          host.send({ joined: cp.name });
         }
         if (formed) volumes.set(cp.name, await servicesFromApi(c, cp.name));
       } catch (err) {
@@ -401,9 +405,10 @@ export async function miniHa(options: MiniHaOptions): Promise<MiniHaResult> {
     const formed = await initPhase(c, cp0, host, apiServerKey.privateKey, components, controlPlaneEndpoint);
     const [, volumes] = await Promise.all([
       workersDone,
-      controlPlanePhase(c, controlPlanes, formed.secrets !== undefined),
+      controlPlanePhase(c, controlPlanes, host, formed.secrets !== undefined),
     ]);
     // A control plane fails: the last worker must join through another one.
+    c.checkStopped();
     c.progress(`${cp0.name.padEnd(16)} stopping (the next worker must join through another control plane)`);
     await c.stopNode(cp0.name);
     await bootNode(c, late, bootstrapConfig(c, late));

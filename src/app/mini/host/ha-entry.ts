@@ -14,7 +14,12 @@
  *   holds). It prints `{"type":"api-server",…}` and then, whenever it changed, the API server's
  *   state: what was applied (kind/name), violations, JoiningNodes, DiskBindings, bootstrap tokens.
  *
- * Reads JSON lines on stdin (they hold the token and a key), prints JSON lines on stdout (no
+ * - Further stdin lines `{"joined":"<node>"}` (the host saw that node's join finish) play the node
+ *   operator's part that no simulated cluster has: the JoiningNode `control-plane`, which lets one
+ *   control plane join at a time, is deleted once the control plane it names has joined, so the next
+ *   one may join (upstream's operator deletes a JoiningNode once its node is in the cluster).
+ *
+ * Reads JSON lines on stdin (one holds the API server's key), prints JSON lines on stdout (no
  * secrets). Runs until stopped. Importing this module runs it.
  */
 import { createInterface } from 'node:readline';
@@ -72,6 +77,18 @@ async function main(): Promise<void> {
     clientCaPem: credentials.caPem,
   }).start(start.address, start.apiPort);
   say({ type: 'api-server', listen: `${start.address}:${start.apiPort}`, tls: true });
+  const operator: string[] = [];
+  void (async () => {
+    // Further lines `{"joined": "<node>"}`: the node operator's part (see the module comment).
+    for (let line = await lines.next(); !line.done; line = await lines.next()) {
+      const joined = (JSON.parse(line.value) as { joined?: unknown }).joined;
+      const pending = api.joiningNodes.get('control-plane');
+      if (typeof joined === 'string' && pending?.spec?.name === joined) {
+        api.joiningNodes.delete('control-plane');
+        operator.push(`deleted JoiningNode control-plane of ${joined}`);
+      }
+    }
+  })();
   let last = '';
   setInterval(() => {
     const state = JSON.stringify({
@@ -82,6 +99,7 @@ async function main(): Promise<void> {
       diskBindings: [...api.diskBindings.values()].map((d) => d.spec),
       tokens: [...api.secrets.keys()].filter((n) => n.startsWith('bootstrap-token-')).length,
       downloads: components.downloads,
+      operator,
     });
     if (state !== last) process.stdout.write(`${state}\n`);
     last = state;
