@@ -27,7 +27,7 @@
  *   issued its ticket.
  */
 import { type ChildProcess, spawn } from 'node:child_process';
-import { generateKeyPairSync, type KeyObject, randomBytes } from 'node:crypto';
+import { generateKeyPairSync, type KeyObject } from 'node:crypto';
 import { writeFile } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
@@ -38,10 +38,9 @@ import { bundleEntry } from './bundle.js';
 import { prepareCluster } from './cluster.js';
 import { MiniCluster } from './context.js';
 import type { HaEntryApiCredentials, HaEntryStart } from './host/ha-entry.js';
-import type { InitEntryInput } from './host/init-entry.js';
 import { followBoot } from './stages/boot-evidence.js';
 import { bootNode, bootstrapConfig } from './stages/fleet.js';
-import { type MiniSecrets, runHostEntry } from './stages/init.js';
+import { initStage, type MiniSecrets } from './stages/init.js';
 import { pinoLine, workerStage } from './stages/join.js';
 import { buildResult, collectOutcome, nodeHeld } from './stages/outcome.js';
 import type { MiniNodeResult, MiniNodeSpec, MiniResult, MiniUpOptions } from './types.js';
@@ -225,47 +224,13 @@ async function initPhase(
     );
   })();
   apiUp.catch(() => {});
-  let init: HaInit['init'];
-  try {
-    await followBoot(c, cp0.name);
-    const masterSecret = randomBytes(32);
-    const masterSalt = randomBytes(32);
-    const cpIp = c.result(cp0.name).ip;
-    c.progress(
-      `operator         confboot init → ${cpIp}:9000, then the bring-up through ${controlPlaneEndpoint}`,
-    );
-    const input: InitEntryInput = {
-      endpoint: `${cpIp}:9000`,
-      attestationConfig: c.expected.attestationConfig,
-      node: { name: cp0.name, attestationKeyPublic: c.identities[cp0.name]?.attestationKeyPublic ?? '' },
-      masterSecret: masterSecret.toString('base64'),
-      masterSalt: masterSalt.toString('base64'),
-      measurementSalt: randomBytes(32).toString('base64'),
-      initSecret: c.initSecret.toString('base64'),
-      timeoutMs: c.remaining(),
-      bringUp: { components },
-    };
-    init = await runHostEntry<NonNullable<HaInit['init']>>(c, 'host/init-entry', input, 'init.log');
-    const r = c.result(cp0.name);
-    if (!init?.ok) {
-      r.refusedBy = 'init';
-      throw new Error(`confboot init failed: ${init?.error ?? 'no outcome'}`);
-    }
-    await apiUp;
-    c.progress(
+  c.progress(`operator         confboot init, then the bring-up through ${controlPlaneEndpoint}`);
+  return initStage(c, {
+    bringUp: { components },
+    afterInit: () => apiUp,
+    doneText: (init) =>
       `operator         init done: cluster ID ${init.clusterId?.slice(0, 16)}…; the bring-up applied ${init.applied?.length ?? 0} objects (the master-secret Secret created by this run)`,
-    );
-    r.accepted = true;
-    r.reason = 'initialised the cluster (the operator verified its quote before sending the master secret)';
-    c.say(cp0.name, 'initialized');
-    return {
-      init,
-      secrets: { masterSecret, masterSalt, clusterId: Buffer.from(init.clusterId ?? '', 'hex') },
-    };
-  } catch (err) {
-    c.fail(cp0.name, err);
-    return { init, secrets: undefined };
-  }
+  });
 }
 
 /**

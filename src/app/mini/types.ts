@@ -103,6 +103,8 @@ export interface MiniResult {
     attempts?: number;
     /** The master-secret Secret was created by this run (not found existing) and read back equal. */
     masterSecretStored?: boolean;
+    /** With several control planes: each object init's bring-up applied, and what it did. */
+    applied?: Array<{ kind: string; name: string; action: string }>;
     error?: string;
   };
   /** What the simulated API server held at the end (reported by the control-plane VM). */
