@@ -3,6 +3,7 @@
  * share (errors, Kubernetes node names, peer addresses). Exported as `confboot/ports`.
  */
 
+export * from './ak-registry.js';
 export * from './amd-cert-fetcher.js';
 export * from './ami-tpm-support.js';
 export * from './bootstrap-tokens.js';
@@ -18,6 +19,7 @@ export * from './deny-list.js';
 export * from './disk-bindings.js';
 export * from './encrypted-disk.js';
 export * from './errors.js';
+export * from './event-recorder.js';
 export * from './evidence-store.js';
 export * from './file-writer.js';
 export * from './gce-shielded-identity.js';

@@ -1,7 +1,8 @@
 /**
  * A SIMULATED Kubernetes API server for tests and for `confboot mini`'s control-plane VM, where no
  * real API server can run. It serves only what the join service uses — bootstrap-token Secrets,
- * ConfigMaps, NodeVersion, JoiningNode and DiskBinding resources — plus the Opaque
+ * ConfigMaps, NodeVersion, JoiningNode, DiskBinding and EvidenceRecord resources, and Events in
+ * kube-system (create, merge-patch) — plus the Opaque
  * `constellation-mastersecret` Secret the operator creates after init (create once, then read) and
  * the deletion of ClusterRoleBindings (init removes kubeadm's node auto-approval), and checks every
  * request strictly (method, path, query, content type, bearer token, body fields). Anything
@@ -17,9 +18,10 @@ import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { createServer as createHttpsServer } from 'node:https';
 import type { AddressInfo } from 'node:net';
-import type { TLSSocket } from 'node:tls';
 import { parse as parseYaml } from 'yaml';
 import { MASTER_SECRET_NAME } from '../kubernetes/names.js';
+import { isAdminCertificate, type RouteRequest } from './route-request.js';
+import { type RecordsAnswer, SimulatedRecords } from './simulated-kube-records.js';
 
 /** One request as the fake saw it. */
 export interface SeenRequest {
@@ -46,6 +48,7 @@ const SECRET_KEYS = [
   'usage-bootstrap-signing',
 ].sort();
 
+export type { RouteRequest };
 export { MASTER_SECRET_NAME };
 
 const CR_PREFIX = '/apis/update.edgeless.systems/v1alpha1';
@@ -53,15 +56,6 @@ const DISK_PREFIX = '/apis/confboot.dev/v1alpha1/diskbindings';
 
 /** Largest request body accepted (the join service's objects are a few KiB). */
 const MAX_BODY_BYTES = 1024 * 1024;
-
-/** A request as {@link FakeKubeApi}'s subclass routes see it: authenticated, body parsed. */
-export interface RouteRequest {
-  method: string;
-  path: string;
-  query: URLSearchParams;
-  contentType: string | undefined;
-  body: unknown;
-}
 
 /** Options of {@link FakeKubeApi}. */
 export interface FakeKubeApiOptions {
@@ -100,6 +94,12 @@ export class FakeKubeApi {
   readonly joiningNodes = new Map<string, Obj>();
   /** Cluster-scoped DiskBindings (confboot.dev/v1alpha1) by name. */
   readonly diskBindings = new Map<string, Obj>();
+  /** EvidenceRecords, Events and the join-config rollout (simulated-kube-records.ts). */
+  readonly records = new SimulatedRecords(this.configMaps);
+  /** Cluster-scoped EvidenceRecords (confboot.dev/v1alpha1) by name. */
+  readonly evidenceRecords = this.records.evidenceRecords;
+  /** kube-system Events (core/v1) by name. */
+  readonly events = this.records.events;
   /** ClusterRoleBindings by name (seeded by tests; the API only deletes them). */
   readonly clusterRoleBindings = new Map<string, Obj>();
   /** Scripted failures: the next request with a matching method (any method when unset) gets `status`. */
@@ -269,7 +269,7 @@ export class FakeKubeApi {
     };
     this.requests.push(seen);
     if (
-      !this.adminByCertificate(req) &&
+      !isAdminCertificate(req, this.clientCaPem) &&
       !timingSafeEqual(sha256(req.headers.authorization ?? ''), this.tokenDigest)
     ) {
       this.violations.push(`${method} ${url.pathname}: missing or wrong bearer token`);
@@ -320,6 +320,8 @@ export class FakeKubeApi {
       return this.get(res, this.diskBindings, diskBinding, 'diskbindings.confboot.dev');
     if (method === 'PATCH' && joiningNode)
       return this.applyJoiningNode(res, joiningNode, contentType, url.searchParams, body as Obj);
+    const answer = this.records.handle(method, p, contentType, url.searchParams, body as Obj);
+    if (answer !== undefined) return this.answer(res, answer);
     const binding = /^\/apis\/rbac\.authorization\.k8s\.io\/v1\/clusterrolebindings\/([^/]+)$/.exec(p)?.[1];
     if (method === 'DELETE' && binding) {
       const name = decodeURIComponent(binding);
@@ -335,20 +337,18 @@ export class FakeKubeApi {
     return this.violation(res, `unexpected request ${method} ${p}`);
   }
 
-  /** True when the request came with a client certificate of the CA in `clientCaPem` for `system:masters`. */
-  private adminByCertificate(req: IncomingMessage): boolean {
-    const socket = req.socket as TLSSocket;
-    if (this.clientCaPem === undefined || socket.authorized !== true) return false;
-    const groups = (socket.getPeerCertificate().subject as { O?: string | string[] }).O;
-    return Array.isArray(groups) ? groups.includes('system:masters') : groups === 'system:masters';
-  }
-
   /**
    * A subclass's own routes, tried after authentication and body parsing and before this server's:
    * answers and returns whether the request was answered, or returns undefined to fall through.
    */
   protected route(_req: IncomingMessage, _res: ServerResponse, _request: RouteRequest): boolean | undefined {
     return undefined;
+  }
+
+  private answer(res: ServerResponse, a: RecordsAnswer): true {
+    if ('violation' in a) return this.violation(res, a.violation);
+    if ('reason' in a) return this.status(res, a.code, a.reason, a.message);
+    return this.ok(res, a.code, a.body);
   }
 
   private get(res: ServerResponse, store: Map<string, Obj>, name: string, kind: string): boolean {

@@ -6,6 +6,7 @@
  */
 import { loadKubeConfig } from '../../adapters/kubernetes/api.js';
 import { createKeyServiceTls, keyServiceDnsNames } from '../../adapters/pki/key-service-tls.js';
+import { generateReceiptKeyPem } from '../../adapters/receipts/receipt-key.js';
 import type { Variant } from '../../ports/variant.js';
 import type { JoinServiceCsp } from '../join-service/production.js';
 import { NAMESPACE } from '../manifests/common.js';
@@ -45,7 +46,9 @@ export function bringupTarget(cloud: string | undefined, variant: string | undef
 }
 
 /** What {@link bringUp} needs: the cluster's own values (objects.ts) and how to apply them. */
-export interface BringUpRequest extends Omit<BringupInput, 'tlsMaterial' | 'keyServiceTls'>, BringupTarget {
+export interface BringUpRequest
+  extends Omit<BringupInput, 'tlsMaterial' | 'keyServiceTls' | 'receiptKeyPem'>,
+    BringupTarget {
   /** Path of the admin kubeconfig `confboot init` wrote. */
   kubeconfig: string;
   dryRun?: boolean;
@@ -62,6 +65,7 @@ export async function bringUp(r: BringUpRequest): Promise<AppliedObject[]> {
     ...input,
     // Used only when the Secrets are missing: a re-run keeps the cluster's certificates.
     tlsMaterial: await createKeyServiceTls({ serverNames: keyServiceDnsNames(NAMESPACE) }),
+    receiptKeyPem: generateReceiptKeyPem(),
   });
   r.progress(
     `Applying ${objects.length} objects for ${r.cloud}/${r.variant} to ${kc.getCurrentCluster()?.server}${r.dryRun ? ' (dry run)' : ''}`,

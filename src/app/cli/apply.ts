@@ -10,8 +10,8 @@ import { messageOf } from '../../ports/errors.js';
 import type { Component } from '../../ports/types.js';
 import { type BringupTarget, bringUp, bringupTarget } from '../bringup/bring-up.js';
 import { DEFAULT_IMAGE } from '../manifests/common.js';
+import { type CommandSpec, parseCommand, runCommand, UsageError } from '../program/args.js';
 import { cloudNames } from '../registry/index.js';
-import { type CommandSpec, parseCommand, runCommand, UsageError } from './args.js';
 import { parseMasterSecretFile } from './operator-inputs.js';
 
 export const applyCommand: CommandSpec = {

@@ -17,8 +17,8 @@ import {
   DEFAULT_RATE_LIMIT_PER_SECOND,
   DEFAULT_SHUTDOWN_GRACE_MS,
 } from '../join-service/service.js';
+import type { CommandSpec, OptionSpec } from '../program/args.js';
 import { cloudNames, variantNames } from '../registry/index.js';
-import type { CommandSpec, OptionSpec } from './args.js';
 
 /** Default attested gRPC listen address. */
 export const DEFAULT_JOIN_SERVICE_LISTEN = `0.0.0.0:${JOIN_SERVICE_PORT}`;
@@ -106,6 +106,19 @@ export const joinServiceCommand: CommandSpec = {
       valueName: 'DIR',
       description:
         'directory of the evidence record (evidence.jsonl): the evidence behind each decision, replayed by `confboot measurements dry-run` and against every loaded attestation config. Without it nothing is recorded',
+    },
+    'evidence-store': {
+      type: 'string',
+      valueName: 'file|cluster',
+      description:
+        'where the evidence record lives: `cluster` = EvidenceRecord resources through the Kubernetes API, shared by every replica and kept across restarts; `file` = evidence.jsonl under --state-dir (one process). Default: file with --state-dir, else none',
+    },
+    'refusal-events': {
+      type: 'string',
+      valueName: 'on|off',
+      default: 'on',
+      description:
+        'record each refusal as a Kubernetes Event in kube-system on DaemonSet join-service (deduplicated per caller and reason, rate-limited)',
     },
     'evidence-retention': {
       type: 'string',

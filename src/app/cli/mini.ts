@@ -1,13 +1,13 @@
 /**
- * `confboot mini up|down`: confboot nodes on real QEMU virtual machines (src/app/mini/cluster.ts,
+ * `confboot mini up|upgrade|down`: confboot nodes on real QEMU virtual machines (src/app/mini/cluster.ts,
  * with `--control-planes N` src/app/mini/ha.ts; docs/mini.md). `up` prints progress per VM and a summary table (or JSON with --json) and removes
  * everything it started, also on Ctrl-C and SIGTERM; `down` removes what a `--keep` run (or a crashed
- * one) left.
+ * one) left; `upgrade` runs the rolling-upgrade scenario (mini-upgrade.ts).
  */
 import { type MiniResult, miniDown, miniUp } from '../mini/cluster.js';
 import { type MiniHaResult, miniHa } from '../mini/ha.js';
 import { describePcrMismatch } from '../mini/stages/join.js';
-import { type CommandSpec, parseCommand, renderHelp, runCommand, UsageError } from './args.js';
+import { type CommandSpec, parseCommand, renderHelp, runCommand, UsageError } from '../program/args.js';
 
 export const miniUpCommand: CommandSpec = {
   name: 'mini up',
@@ -144,14 +144,15 @@ export async function run(argv: string[]): Promise<number> {
       process.stdout.write(removed.length ? `removed ${removed.join(', ')}\n` : 'nothing to remove\n');
       return 0;
     }
+    if (sub === 'upgrade') return (await import('./mini-upgrade.js')).runMiniUpgrade(rest);
     if (sub !== 'up') {
       if (sub === undefined || sub === '--help' || sub === '-h') {
         process.stdout.write(
-          `Usage: confboot mini up|down [options]\n\n  up    ${miniUpCommand.summary}\n  down  ${miniDownCommand.summary}\n\n${renderHelp(miniUpCommand)}\n`,
+          `Usage: confboot mini up|upgrade|down [options]\n\n  up       ${miniUpCommand.summary}\n  upgrade  the rolling upgrade with measurement sets (confboot mini upgrade --help)\n  down     ${miniDownCommand.summary}\n\n${renderHelp(miniUpCommand)}\n`,
         );
         return sub === undefined ? 2 : 0;
       }
-      throw new UsageError(`unknown mini command ${JSON.stringify(sub)} (want up or down)`);
+      throw new UsageError(`unknown mini command ${JSON.stringify(sub)} (want up, upgrade or down)`);
     }
     const v = parseCommand(rest, miniUpCommand);
     if (v === undefined) return 0;

@@ -37,10 +37,11 @@ import { loadApiServerCredentials } from '../../../adapters/simulated/apiserver-
 import { FakeKubeApi, MASTER_SECRET_NAME } from '../../../adapters/simulated/simulated-kube-api.js';
 import { DEVICE_TCTI, Tpm2ToolsTpm } from '../../../adapters/tpm/tpm2-tools-tpm.js';
 import { messageOf } from '../../../ports/errors.js';
-import { ADMIN_CONF_PATH, PKI_DIR } from '../../defaults.js';
+import { ADMIN_CONF_PATH, JOIN_SERVICE_PORT, PKI_DIR } from '../../defaults.js';
 import { mapStateDisk, stateDisk } from './disk-mapper.js';
 import { EvidenceGate } from './evidence.js';
-import { joinServiceArgs, reportApiCredentials, runServicesFromApi } from './ha-kubelet.js';
+import { reportApiCredentials, runServicesFromApi } from './ha-kubelet.js';
+import { syncJoinConfig, writeReceiptKey } from './kubelet-sync.js';
 import {
   API_SERVER_PUBLIC_KEY_PATH,
   type BootstrapConfig,
@@ -135,6 +136,7 @@ async function runServices(config: BootstrapConfig, api: FakeKubeApi, ip: string
   });
   await writeFile(`${RUN_DIR}/attestationConfig.json`, JSON.stringify(config.attestationConfig ?? {}));
   await writeFile(`${RUN_DIR}/ak-registry.json`, JSON.stringify(config.akRegistry ?? {}));
+  await writeReceiptKey(`${RUN_DIR}/receipt-key.pem`);
   // The operator creates the master secret Secret after init (SIMULATED API server); bounded wait.
   const deadline = Date.now() + 15 * 60_000;
   let secret = api.secrets.get(MASTER_SECRET_NAME);
@@ -153,14 +155,31 @@ async function runServices(config: BootstrapConfig, api: FakeKubeApi, ip: string
     `--salt-file=${RUN_DIR}/salt`,
     `--listen=${KEY_SERVICE_LISTEN}`,
   ]);
-  const join = program(
+  const join = program('join-service', [
     'join-service',
-    joinServiceArgs({
-      runDir: RUN_DIR,
-      metadataUrl: config.metadataUrl,
-      apiServerEndpoint: `${ip}:${SIMULATED_API_PORT}`,
-      keyService: { endpoint: KEY_SERVICE_LISTEN },
-    }),
+    '--csp=qemu',
+    '--attestation-variant=qemu-vtpm',
+    `--attestation-config=${RUN_DIR}/attestationConfig.json`,
+    `--qemu-ak-registry=${RUN_DIR}/ak-registry.json`,
+    `--measurement-salt-file=${RUN_DIR}/measurementSalt`,
+    `--key-service-endpoint=${KEY_SERVICE_LISTEN}`,
+    `--kubeconfig=${ADMIN_CONF_PATH}`,
+    `--api-server-endpoint=${ip}:${SIMULATED_API_PORT}`,
+    `--metadata-url=${config.metadataUrl}`,
+    `--listen=0.0.0.0:${JOIN_SERVICE_PORT}`,
+    // On the bridge: the operator fetches the receipts' JWKS from /.well-known/jwks.json.
+    '--http-listen=0.0.0.0:9080',
+    `--receipt-key=${RUN_DIR}/receipt-key.pem`,
+    // Evidence as EvidenceRecords in the SIMULATED API server: the operator's dry run reads them.
+    '--evidence-store=cluster',
+    // TCG guests are ~100 times slower than hardware: a worker's quote takes seconds.
+    '--attestation-timeout=120000',
+    '--client-hello-timeout=60000',
+    '--tls-handshake-timeout=60000',
+    '--verdict-timeout=60000',
+  ]);
+  const stopSync = syncJoinConfig(api, `${RUN_DIR}/attestationConfig.json`, (sha256) =>
+    report({ type: 'join-config-synced', sha256 }),
   );
   let last = '';
   const watch = setInterval(() => {
@@ -169,6 +188,8 @@ async function runServices(config: BootstrapConfig, api: FakeKubeApi, ip: string
       joiningNodes: [...api.joiningNodes.keys()],
       diskBindings: [...api.diskBindings.values()].map((d) => d.spec),
       tokens: [...api.secrets.keys()].filter((n) => n.startsWith('bootstrap-token-')).length,
+      events: [...api.events.values()].map((e) => ({ reason: e.reason, count: e.count, message: e.message })),
+      evidenceRecords: api.evidenceRecords.size,
     });
     if (now !== last) report({ type: 'api-server', ...JSON.parse(now) });
     last = now;
@@ -178,6 +199,7 @@ async function runServices(config: BootstrapConfig, api: FakeKubeApi, ip: string
     Promise.race([key.exit, join.exit]).then((c) => [c, c]),
   ]);
   clearInterval(watch);
+  stopSync();
   throw new Error(`a control-plane service exited (key service ${k}, join service ${j})`);
 }
 

@@ -21,11 +21,11 @@ import {
 import { MASTER_SECRET_NAME } from '../../../adapters/kubernetes/names.js';
 import { MeasurementsPolicy, parseAttestationConfig } from '../../../domain/measurements.js';
 import type { Component } from '../../../ports/types.js';
-import { checkMeasurementPolicy } from '../../attestation/policy-guard.js';
-import { createValidator } from '../../attestation/validators.js';
 import { bringUp } from '../../bringup/bring-up.js';
-import { initCluster } from '../../cli/init.js';
 import { DEFAULT_IMAGE } from '../../manifests/common.js';
+import { initCluster } from '../../operator/init-cluster.js';
+import { checkMeasurementPolicy } from '../../registry/policy-guard.js';
+import { createValidator } from '../../registry/validators.js';
 import { registeredAkOf } from '../provision.js';
 
 /** What mini passes on stdin. */
@@ -46,6 +46,8 @@ export interface InitEntryInput {
    * master-secret Secret alone is created (one control plane).
    */
   bringUp?: { components: Component[] };
+  /** Where to keep the admin kubeconfig init returned (mode 0600), for later operator steps. */
+  kubeconfigPath?: string;
 }
 
 async function readStdin(): Promise<string> {
@@ -171,6 +173,8 @@ async function main(): Promise<void> {
       process.stdout.write(`${JSON.stringify({ ...outcome, attempts })}\n`);
       return;
     }
+    if (input.kubeconfigPath !== undefined)
+      await writeFile(input.kubeconfigPath, outcome.kubeconfig, { mode: 0o600 });
     if (input.bringUp !== undefined) {
       process.stdout.write(
         `${JSON.stringify(await bringUpAfterInit(input, outcome, attempts, deadline, progress))}\n`,
