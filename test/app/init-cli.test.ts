@@ -12,6 +12,7 @@ import { createInitServer } from '../../src/adapters/grpc/init-server.js';
 import { parseClusterKmsUri } from '../../src/adapters/grpc/kms-uri.js';
 import { SystemClock } from '../../src/adapters/system/system-clock.js';
 import { Tpm2ToolsTpm } from '../../src/adapters/tpm/tpm2-tools-tpm.js';
+import { run as runApply } from '../../src/app/cli/apply.js';
 import { run } from '../../src/app/cli/init.js';
 import {
   expectedAttestationConfig,
@@ -21,16 +22,26 @@ import {
 } from '../../src/app/demo/boot-measurements.js';
 import { variantOid } from '../../src/app/registry/index.js';
 import type { InitRequest } from '../../src/ports/types.js';
+import { SsaApiServer } from '../support/ssa-api-server.js';
 import { useSwtpm } from '../support/swtpm.js';
 import { useTmpDirs } from '../support/tmp.js';
 
 const tmp = useTmpDirs();
 const swtpm = useSwtpm();
 const servers: AttestedGrpcServer[] = [];
+const apis: SsaApiServer[] = [];
 afterEach(async () => {
   vi.restoreAllMocks();
   for (const s of servers.splice(0)) await s.shutdown(1000);
+  for (const a of apis.splice(0)) await a.stop();
 });
+
+/** A FAKE Kubernetes API server (test/support/ssa-api-server.ts) and the kubeconfig init receives for it. */
+async function apiServer() {
+  const api = new SsaApiServer();
+  apis.push(api);
+  return { api, kubeconfig: api.kubeconfig(await api.start()) };
+}
 
 function capture() {
   let out = '';
@@ -46,7 +57,7 @@ function capture() {
   return { out: () => out, err: () => err };
 }
 
-async function node(boot: typeof GOOD_BOOT) {
+async function node(boot: typeof GOOD_BOOT, kubeconfig = 'kind: Config\n') {
   const instance = await swtpm();
   const tpm = new Tpm2ToolsTpm({ tcti: instance.tcti });
   await measureBoot(tpm, boot);
@@ -60,7 +71,7 @@ async function node(boot: typeof GOOD_BOOT) {
         yield {
           kind: 'success',
           result: {
-            kubeconfig: new TextEncoder().encode('kind: Config\n'),
+            kubeconfig: new TextEncoder().encode(kubeconfig),
             clusterId: new Uint8Array(32).fill(7),
           },
         };
@@ -81,7 +92,12 @@ async function files() {
   return { dir, config, initSecret, kubeconfig: join(dir, 'admin.conf') };
 }
 
+/** The flags of an init that brings nothing up (`--no-apply`); {@link applyFlags} keeps the bring-up. */
 const flags = (f: Awaited<ReturnType<typeof files>>, endpoint: string) => [
+  ...applyFlags(f, endpoint),
+  '--no-apply',
+];
+const applyFlags = (f: Awaited<ReturnType<typeof files>>, endpoint: string) => [
   '--endpoint',
   endpoint,
   '--attestation-config',
@@ -169,5 +185,98 @@ describe('confboot init (real swtpm quote, stand-in init handler)', () => {
     const f = await files();
     capture();
     expect(await run([...flags(f, '127.0.0.1:1'), ...extra])).toBe(2);
+  });
+});
+
+describe('confboot init then the bring-up (real swtpm quote, stand-in init handler, FAKE API server with server-side apply)', () => {
+  it('applies every object through the kubeconfig it received, one progress line each, nothing secret printed; a re-run of apply changes nothing', async () => {
+    const { api, kubeconfig } = await apiServer();
+    const n = await node(GOOD_BOOT, kubeconfig);
+    const f = await files();
+    const io = capture();
+    expect(await run(applyFlags(f, n.endpoint))).toBe(0);
+    // Init first (the node saw the request), then the objects through the API.
+    expect(n.requests).toHaveLength(1);
+    const master = JSON.parse(await readFile(join(f.dir, 'master.json'), 'utf8'));
+    const secret = api.objects.get('/api/v1/namespaces/kube-system/secrets/constellation-mastersecret');
+    expect(secret?.data.mastersecret).toBe(master.key);
+    const joinConfig = api.objects.get('/api/v1/namespaces/kube-system/configmaps/join-config');
+    expect(JSON.parse(joinConfig?.data.attestationConfig)).toEqual(expectedAttestationConfig());
+    expect(joinConfig?.binaryData.measurementSalt).toBe(
+      (await readFile(join(f.dir, 'salt.bin'))).toString('base64'),
+    );
+    for (const path of [
+      '/apis/apiextensions.k8s.io/v1/customresourcedefinitions/nodeversions.update.edgeless.systems',
+      '/apis/apiextensions.k8s.io/v1/customresourcedefinitions/joiningnodes.update.edgeless.systems',
+      '/apis/update.edgeless.systems/v1alpha1/nodeversions/constellation-version',
+      '/api/v1/namespaces/kube-system/configmaps/k8s-components',
+    ])
+      expect(api.objects.has(path), path).toBe(true);
+    expect(
+      api.requests.some((r) => r.method === 'PATCH' && r.contentType === 'application/apply-patch+yaml'),
+    ).toBe(true);
+    const err = io.err();
+    expect(err).toContain('init: apply: Secret kube-system/constellation-mastersecret created');
+    expect(err).toContain('init: apply: DaemonSet kube-system/join-service created');
+    expect(err).toMatch(/init: apply: Deployment kube-system\/key-service ready/);
+    for (const secretText of [master.key, master.salt, 'fake-admin-token', 'the-init-secret'])
+      expect(err + io.out()).not.toContain(secretText);
+
+    // The operator re-runs the bring-up: nothing changes, and it says so.
+    const writes = api.requests.filter((r) => r.method !== 'GET').length;
+    const again = capture();
+    expect(
+      await runApply([
+        '--cloud',
+        'qemu',
+        '--kubeconfig',
+        f.kubeconfig,
+        '--attestation-config',
+        f.config,
+        '--master-secret-file',
+        join(f.dir, 'master.json'),
+        '--measurement-salt-file',
+        join(f.dir, 'salt.bin'),
+      ]),
+    ).toBe(0);
+    expect(again.err()).toContain('Nothing changed');
+    const rewrites = api.requests.slice(writes).filter((r) => r.method === 'POST');
+    expect(rewrites).toEqual([]);
+  });
+
+  it('--no-apply: the cluster is initialised and the API server receives nothing', async () => {
+    const { api, kubeconfig } = await apiServer();
+    const n = await node(GOOD_BOOT, kubeconfig);
+    const f = await files();
+    const io = capture();
+    expect(await run(flags(f, n.endpoint))).toBe(0);
+    expect(n.requests).toHaveLength(1);
+    expect(api.requests).toEqual([]);
+    expect(io.err()).not.toContain('apply:');
+  });
+
+  it('a bring-up that fails leaves the cluster initialised, names the object and the apply command to re-run (exit 1)', async () => {
+    const { api, kubeconfig } = await apiServer();
+    api.workloadsReady = false;
+    const n = await node(GOOD_BOOT, kubeconfig);
+    const f = await files();
+    const io = capture();
+    expect(await run([...applyFlags(f, n.endpoint), '--ready-timeout-seconds', '0.001'])).toBe(1);
+    expect(await readFile(f.kubeconfig, 'utf8')).toBe(kubeconfig);
+    expect(io.out()).toContain('Cluster ID:');
+    expect(io.err()).toMatch(
+      /init: bring-up failed: waiting for DaemonSet kube-system\/join-service to be ready/,
+    );
+    expect(io.err()).toContain(
+      `confboot apply --cloud qemu --variant qemu-vtpm --kubeconfig ${f.kubeconfig}`,
+    );
+  });
+
+  it('a variant whose cloud is ambiguous needs --cloud before any node is contacted (exit 2)', async () => {
+    const f = await files();
+    const io = capture();
+    expect(await run([...applyFlags(f, '127.0.0.1:1'), '--cloud', 'nowhere'])).toBe(2);
+    expect(io.err()).toContain('unknown cloud "nowhere"');
+    expect(io.err()).not.toMatch(/Connecting to/);
   });
 });

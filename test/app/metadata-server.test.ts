@@ -11,7 +11,7 @@ import {
 } from '../../src/adapters/cloud/qemu/metadata-server.js';
 import { httpRequest } from '../../src/adapters/http/request.js';
 import { silentLogger } from '../../src/adapters/log/pino-logger.js';
-import { parseListen, run } from '../../src/app/operator/metadata-server.js';
+import { loadBalancerIp, parseListen, run } from '../../src/app/operator/metadata-server.js';
 import { leasesText } from '../adapters/cloud/qemu/fake-qemu-server.js';
 import { freePort } from '../support/net.js';
 import { useTmpDirs } from '../support/tmp.js';
@@ -34,10 +34,17 @@ describe('QEMU metadata server', () => {
   async function start(
     leases = LEASES,
     initSecretHash = '$2a$10$hash',
+    loadBalancerIp?: string,
   ): Promise<{ url: string; file: string }> {
     const file = join(tmp(), 'leases');
     await writeFile(file, leasesText(leases));
-    server = await startMetadataServer({ leasesFile: file, initSecretHash, host: '127.0.0.1', port: 0 });
+    server = await startMetadataServer({
+      leasesFile: file,
+      initSecretHash,
+      host: '127.0.0.1',
+      port: 0,
+      ...(loadBalancerIp ? { loadBalancerIp } : {}),
+    });
     return { url: `http://127.0.0.1:${server.port}`, file };
   }
 
@@ -98,6 +105,20 @@ describe('QEMU metadata server', () => {
     const { url } = await start();
     const res = await get(`${url}/endpoint`);
     expect(res.body.toString()).toBe('"127.0.0.3"\n');
+  });
+
+  it("answers /endpoint with the load balancer's address when one is configured, control-plane-0 or not", async () => {
+    for (const leases of [LEASES, [{ ip: '127.0.0.2', hostname: 'control-plane-1' }]]) {
+      const { url } = await start(leases, '', '127.0.0.9');
+      expect((await get(`${url}/endpoint`)).body.toString()).toBe('"127.0.0.9"\n');
+      await server?.close();
+    }
+    server = undefined;
+  });
+
+  it('refuses a --load-balancer that is not an IP address (usage error)', () => {
+    expect(() => loadBalancerIp('lb.example')).toThrow(/--load-balancer: expected an IP address/);
+    expect(loadBalancerIp('10.42.0.2')).toBe('10.42.0.2');
   });
 
   it('answers /endpoint 404 without such a control plane', async () => {

@@ -9,7 +9,7 @@
 import 'reflect-metadata';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { parseAllDocuments, parse as parseYaml } from 'yaml';
 import {
   DISK_BINDING_GROUP,
@@ -24,7 +24,15 @@ import {
 import { KubeEventRecorder } from '../../src/adapters/kubernetes/event-recorder.js';
 import { EVIDENCE_GROUP, KubeEvidenceStore } from '../../src/adapters/kubernetes/evidence-store.js';
 import { silentLogger } from '../../src/adapters/log/pino-logger.js';
+import { createKeyServiceTls, keyServiceDnsNames } from '../../src/adapters/pki/key-service-tls.js';
+import { generateReceiptKeyPem } from '../../src/adapters/receipts/receipt-key.js';
+import {
+  bringupObjects,
+  COMPONENTS_CONFIGMAP_NAME,
+  MASTER_SECRET_NAME,
+} from '../../src/app/bringup/objects.js';
 import { diskBindingCrd } from '../../src/app/manifests/access.js';
+import { type DeployTarget, NAMESPACE } from '../../src/app/manifests/common.js';
 import { deployTargets, manifestFileName } from '../../src/app/manifests/manifests.js';
 import { FakeKubeApi } from '../adapters/kubernetes/fake-kube-api.js';
 import { FakeClock } from '../fakes/fake-clock.js';
@@ -72,15 +80,18 @@ function accessOf(method: string, path: string, contentType: string | undefined)
   return [access];
 }
 
-/** Every request the adapters make, from every adapter method the join service calls. */
-async function adapterAccesses(): Promise<Access[]> {
+/**
+ * Every request the adapters make, from every adapter method the join service calls; the
+ * NodeVersion names `componentsReference` (default: the bring-up's components ConfigMap).
+ */
+async function adapterAccesses(componentsReference = COMPONENTS_CONFIGMAP_NAME): Promise<Access[]> {
   const api = await new FakeKubeApi().start();
   apis.push(api);
   const kubeconfigPath = join(tmp(), 'kubeconfig');
   writeFileSync(kubeconfigPath, api.kubeconfig());
   const kubeConfig = loadKubeConfig(kubeconfigPath);
   const clock = new FakeClock(Date.UTC(2026, 10, 21));
-  api.seedComponents('k8s-components-1', []);
+  api.seedComponents(componentsReference, []);
   await new KubeBootstrapTokens({ kubeConfig, clock }).createToken(60_000);
   const facts = new KubeClusterFacts({ kubeConfig, clock });
   await facts.components();
@@ -261,6 +272,35 @@ describe.each(deployTargets())('join service CRD and RBAC for $cloud / $variant'
         name: 'constellation-mastersecret',
       },
       { verb: 'list', group: '', resource: 'secrets', namespace: 'kube-system', name: undefined },
+      // The key-service TLS Secrets the bring-up creates reach the pods as volumes only.
+      ...['key-service-tls', 'join-service-key-service-tls'].map((name) => ({
+        verb: 'get',
+        group: '',
+        resource: 'secrets',
+        namespace: 'kube-system',
+        name,
+      })),
+      ...['secrets', 'configmaps'].map((resource) => ({
+        verb: 'patch',
+        group: '',
+        resource,
+        namespace: 'kube-system',
+        name: COMPONENTS_CONFIGMAP_NAME,
+      })),
+      {
+        verb: 'patch',
+        group: 'update.edgeless.systems',
+        resource: 'nodeversions',
+        namespace: undefined,
+        name: 'constellation-version',
+      },
+      {
+        verb: 'create',
+        group: 'apiextensions.k8s.io',
+        resource: 'customresourcedefinitions',
+        namespace: undefined,
+        name: undefined,
+      },
       {
         verb: 'delete',
         group: DISK_BINDING_GROUP,
@@ -294,6 +334,113 @@ describe.each(deployTargets())('join service CRD and RBAC for $cloud / $variant'
     expect(role.metadata.namespace).toBe('kube-system');
   });
 });
+
+/** The REST resource (plural) of an object the bring-up creates; custom kinds from the bring-up's CRDs. */
+function resourceOf(o: Obj, crds: Obj[]): { group: string; resource: string } {
+  const group = o.apiVersion.includes('/') ? o.apiVersion.split('/')[0] : '';
+  const crd = crds.find((c) => c.spec.group === group && c.spec.names.kind === o.kind);
+  if (crd) return { group, resource: crd.spec.names.plural };
+  const core: Record<string, string> = { Secret: 'secrets', ConfigMap: 'configmaps' };
+  return { group, resource: core[o.kind] ?? `${o.kind.toLowerCase()}s` };
+}
+
+describe.each(deployTargets())(
+  'what the bring-up creates for $cloud / $variant and what the join and key service may read',
+  (target: DeployTarget) => {
+    let objects: Obj[] = [];
+    beforeAll(async () => {
+      objects = bringupObjects({
+        ...target,
+        masterSecret: new Uint8Array(32).fill(1),
+        masterSalt: new Uint8Array(32).fill(2),
+        measurementSalt: new Uint8Array(32).fill(3),
+        attestationConfig: '{}',
+        components: [],
+        kubernetesVersion: 'v1.31.1',
+        tlsMaterial: await createKeyServiceTls({ serverNames: keyServiceDnsNames(NAMESPACE) }),
+        receiptKeyPem: generateReceiptKeyPem(),
+      }).map((b) => b.object);
+    });
+    const crds = () => objects.filter((o) => o.kind === 'CustomResourceDefinition');
+    const workload = (kind: string, name: string): Obj => {
+      const o = objects.find((x) => x.kind === kind && x.metadata.name === name);
+      if (!o) throw new Error(`the bring-up has no ${kind}/${name}`);
+      return o.spec.template.spec;
+    };
+    const created = (group: string, resource: string, namespace: string | undefined, name: string) =>
+      objects.some((o) => {
+        const r = resourceOf(o, crds());
+        return (
+          r.group === group &&
+          r.resource === resource &&
+          o.metadata.namespace === namespace &&
+          o.metadata.name === name
+        );
+      });
+
+    it('every Secret and ConfigMap the join-service and key-service pods mount is created by the bring-up', () => {
+      const mounted: Array<[string, string]> = [];
+      for (const pod of [workload('DaemonSet', 'join-service'), workload('Deployment', 'key-service')])
+        for (const v of pod.volumes ?? []) {
+          if (v.secret) mounted.push(['secrets', v.secret.secretName]);
+          if (v.configMap) mounted.push(['configmaps', v.configMap.name]);
+          for (const s of v.projected?.sources ?? []) {
+            if (s.secret) mounted.push(['secrets', s.secret.name]);
+            if (s.configMap) mounted.push(['configmaps', s.configMap.name]);
+          }
+        }
+      expect(mounted).toEqual(
+        expect.arrayContaining([
+          ['configmaps', 'join-config'],
+          ['secrets', MASTER_SECRET_NAME],
+          ['secrets', 'key-service-tls'],
+          ['secrets', 'join-service-key-service-tls'],
+        ]),
+      );
+      for (const [resource, name] of mounted)
+        expect(created('', resource, NAMESPACE, name), `${resource}/${name}`).toBe(true);
+      // The join config carries the attestation config and the measurement salt the operator gave init.
+      const joinConfig = objects.find((o) => o.kind === 'ConfigMap' && o.metadata.name === 'join-config');
+      expect(joinConfig.data.attestationConfig).toBe('{}');
+      expect(joinConfig.binaryData.measurementSalt).toBe(Buffer.alloc(32, 3).toString('base64'));
+    });
+
+    it("every object the join service reads through the API by name is created by the bring-up, and every custom resource it uses has the bring-up's CRD", async () => {
+      const accesses = await adapterAccesses();
+      for (const a of accesses.filter((x) => x.group !== '' && x.group !== 'rbac.authorization.k8s.io')) {
+        const crd = crds().find((c) => c.spec.group === a.group && c.spec.names.plural === a.resource);
+        expect(crd, `CRD for ${a.group}/${a.resource}`).toBeDefined();
+        expect(crd.spec.scope).toBe(a.namespace === undefined ? 'Cluster' : 'Namespaced');
+      }
+      // DiskBindings and EvidenceRecords are the join service's own: it reads back what it created.
+      const reads = accesses.filter(
+        (a) => a.verb === 'get' && a.resource !== DISK_BINDING_PLURAL && a.group !== EVIDENCE_GROUP,
+      );
+      expect([...new Set(reads.map((a) => `${a.resource}/${a.name}`))].sort()).toEqual([
+        `configmaps/${COMPONENTS_CONFIGMAP_NAME}`,
+        'nodeversions/constellation-version',
+      ]);
+      for (const a of reads)
+        expect(created(a.group, a.resource, a.namespace, a.name as string), `${a.resource}/${a.name}`).toBe(
+          true,
+        );
+    });
+
+    it('the key service has no Kubernetes API access: no token mounted, no binding to its account', () => {
+      const pod = workload('Deployment', 'key-service');
+      expect(pod.automountServiceAccountToken).toBe(false);
+      const account = pod.serviceAccountName ?? 'default';
+      const bound = objects.filter(
+        (o) =>
+          (o.kind === 'RoleBinding' || o.kind === 'ClusterRoleBinding') &&
+          o.subjects.some((s: Obj) => s.kind === 'ServiceAccount' && s.name === account),
+      );
+      expect(bound).toEqual([]);
+      // The join service's own pod, in contrast, runs under the account its Role and ClusterRole bind.
+      expect(workload('DaemonSet', 'join-service').serviceAccountName).toBe('join-service');
+    });
+  },
+);
 
 describe('docs/identity.md', () => {
   it('shows the DiskBinding CRD the generator renders (labels aside)', () => {

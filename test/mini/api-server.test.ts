@@ -13,50 +13,21 @@ import { randomBytes } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import { createServer } from 'node:https';
 import type { AddressInfo } from 'node:net';
-import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import {
   apiAccessFromKubeconfig,
   MasterSecretUploadError,
   uploadMasterSecret,
 } from '../../src/adapters/kubernetes/master-secret-upload.js';
-import { silentLogger } from '../../src/adapters/log/pino-logger.js';
-import {
-  issueApiServerCredentials,
-  loadApiServerCredentials,
-} from '../../src/adapters/simulated/apiserver-credentials.js';
+import { loadApiServerCredentials } from '../../src/adapters/simulated/apiserver-credentials.js';
 import { FakeKubeApi, MASTER_SECRET_NAME } from '../../src/adapters/simulated/simulated-kube-api.js';
-import {
-  SimulatedClusterInitializer,
-  SimulatedControlPlane,
-} from '../../src/adapters/simulated/simulated-kubernetes.js';
-import { SystemClock } from '../../src/adapters/system/system-clock.js';
+import { simulatedInit as simulatedInitIn } from '../support/simulated-init.js';
 import { useTmpDirs } from '../support/tmp.js';
 
 const tmp = useTmpDirs('confboot-mini-api-');
 
 /** What the simulated `kubeadm init` leaves on the control plane: PKI, admin.conf with a token. */
-async function simulatedInit(): Promise<{ pkiDir: string; adminConfPath: string }> {
-  const dir = tmp();
-  const pkiDir = join(dir, 'pki');
-  const adminConfPath = join(dir, 'admin.conf');
-  await new SimulatedClusterInitializer(new SimulatedControlPlane(new SystemClock()), {
-    pkiDir,
-    adminConfPath,
-    logger: silentLogger,
-  }).initCluster({
-    kubernetesVersion: 'v1.31.1',
-    clusterName: 'confboot-mini',
-    conformanceMode: false,
-    components: [],
-    apiserverCertSans: [],
-    serviceCidr: '10.96.0.0/12',
-    nodeName: 'control-plane-0',
-    nodeIp: '127.0.0.1',
-  });
-  await issueApiServerCredentials({ pkiDir, adminConfPath, addresses: ['127.0.0.1'] });
-  return { pkiDir, adminConfPath };
-}
+const simulatedInit = () => simulatedInitIn(tmp());
 
 /** The control plane's API server as mini's agent starts it, and the kubeconfig init returns. */
 async function controlPlane() {

@@ -9,25 +9,13 @@
  * name of the result's `simulated` list). CONFBOOT_MINI_WORKERS=N runs a larger cluster.
  */
 import { execFileSync, spawnSync } from 'node:child_process';
-import { existsSync, rmSync } from 'node:fs';
+import { rmSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { listMiniNamespaces } from '../../src/adapters/vm/private-network.js';
-import { OVMF_CODE } from '../../src/adapters/vm/qemu-vm.js';
 import { miniUp } from '../../src/app/mini/cluster.js';
+import { missingForMiniVms } from '../support/mini-host.js';
 
-const tools = [
-  'qemu-system-x86_64',
-  'swtpm',
-  'swtpm_setup',
-  'dpkg-deb',
-  'depmod',
-  'dnsmasq',
-  'ip',
-  'cryptsetup',
-];
-const missing = tools.filter((c) => spawnSync('sh', ['-c', `command -v ${c}`]).status !== 0);
-if (!existsSync(OVMF_CODE)) missing.push(OVMF_CODE);
-if (process.getuid?.() !== 0) missing.push('root');
+const missing = missingForMiniVms();
 const workers = Number(process.env.CONFBOOT_MINI_WORKERS ?? '1');
 
 describe.skipIf(missing.length > 0)(

@@ -7,31 +7,14 @@
  */
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { isDeepStrictEqual } from 'node:util';
 import { parse as parseYaml } from 'yaml';
+import { BRINGUP_RESOURCES, storedForm } from '../../src/adapters/simulated/simulated-cluster-api.js';
 
 // biome-ignore lint/suspicious/noExplicitAny: stored Kubernetes objects of arbitrary shape
 type Obj = Record<string, any>;
 
 /** Kinds the server knows: group/version → kind → [plural, namespaced]. */
-const RESOURCES: Record<string, Record<string, [string, boolean]>> = {
-  v1: {
-    Secret: ['secrets', true],
-    ConfigMap: ['configmaps', true],
-    Service: ['services', true],
-    ServiceAccount: ['serviceaccounts', true],
-  },
-  'apps/v1': { DaemonSet: ['daemonsets', true], Deployment: ['deployments', true] },
-  'rbac.authorization.k8s.io/v1': {
-    Role: ['roles', true],
-    RoleBinding: ['rolebindings', true],
-    ClusterRole: ['clusterroles', false],
-    ClusterRoleBinding: ['clusterrolebindings', false],
-  },
-  'networking.k8s.io/v1': { NetworkPolicy: ['networkpolicies', true] },
-  'policy/v1': { PodDisruptionBudget: ['poddisruptionbudgets', true] },
-  'apiextensions.k8s.io/v1': { CustomResourceDefinition: ['customresourcedefinitions', false] },
-};
+const RESOURCES = BRINGUP_RESOURCES;
 
 /** One request as the server saw it. */
 export interface SsaRequest {
@@ -158,20 +141,7 @@ export class SsaApiServer {
 
   /** The stored form: the applied content with server metadata; a new resourceVersion only on change. */
   private stamp(body: Obj, existing: Obj | undefined): Obj {
-    const strip = (o: Obj) => {
-      const { resourceVersion: _r, uid: _u, creationTimestamp: _c, ...meta } = o.metadata ?? {};
-      const { status: _s, ...rest } = o;
-      return { ...rest, metadata: meta };
-    };
-    if (existing && isDeepStrictEqual(strip(existing), strip(body))) return existing;
-    return {
-      ...strip(body),
-      metadata: {
-        ...strip(body).metadata,
-        uid: existing?.metadata.uid ?? `uid-${this.version}`,
-        resourceVersion: String(++this.version),
-      },
-    };
+    return storedForm(body, existing, () => ++this.version);
   }
 
   private withStatus(o: Obj): Obj {

@@ -20,6 +20,7 @@ import { createServer as createHttpsServer } from 'node:https';
 import type { AddressInfo } from 'node:net';
 import { parse as parseYaml } from 'yaml';
 import { MASTER_SECRET_NAME } from '../kubernetes/names.js';
+import { isAdminCertificate, type RouteRequest } from './route-request.js';
 import { type RecordsAnswer, SimulatedRecords } from './simulated-kube-records.js';
 
 /** One request as the fake saw it. */
@@ -47,6 +48,7 @@ const SECRET_KEYS = [
   'usage-bootstrap-signing',
 ].sort();
 
+export type { RouteRequest };
 export { MASTER_SECRET_NAME };
 
 const CR_PREFIX = '/apis/update.edgeless.systems/v1alpha1';
@@ -60,10 +62,21 @@ export interface FakeKubeApiOptions {
   /** The bearer token every request must carry (at least 16 characters); default 32 random bytes. */
   bearerToken?: string;
   /**
+   * Instead of the token: SHA-256 (hex) of `Bearer <token>`, for a server that must accept the
+   * token without holding it ({@link FakeKubeApi.kubeconfig} then names no user token).
+   */
+  bearerTokenSha256?: string;
+  /**
    * Serve HTTPS with this serving certificate and key (PEM); `caPem` is the CA that signed it, put
    * into {@link FakeKubeApi.kubeconfig}. Default plain HTTP.
    */
   tls?: { certPem: string; keyPem: string; caPem: string };
+  /**
+   * With `tls`: also accept a client certificate that chains to this CA (PEM) and names the group
+   * `system:masters` (O), as an API server accepts the admin.conf kubeadm writes on a control plane
+   * that joined. Default: the bearer token only.
+   */
+  clientCaPem?: string;
 }
 
 /** The fake API server. Start with {@link FakeKubeApi.start}. */
@@ -97,17 +110,26 @@ export class FakeKubeApi {
   secretClashes = 0;
   private server: Server | undefined;
   port = 0;
-  /** The bearer token every request must carry. */
+  /** The bearer token every request must carry (empty when only its digest was given). */
   readonly bearerToken: string;
   private readonly tokenDigest: Buffer;
   private readonly tls: FakeKubeApiOptions['tls'];
+  private readonly clientCaPem: string | undefined;
 
   constructor(options: FakeKubeApiOptions = {}) {
-    this.bearerToken = options.bearerToken ?? randomBytes(32).toString('base64url');
-    if (this.bearerToken.length < 16 || !/^[\x21-\x7e]+$/.test(this.bearerToken))
-      throw new Error('the simulated API server needs a bearer token of at least 16 printable characters');
-    this.tokenDigest = sha256(`Bearer ${this.bearerToken}`);
+    if (options.bearerTokenSha256 !== undefined) {
+      if (!/^[0-9a-f]{64}$/.test(options.bearerTokenSha256))
+        throw new Error('the simulated API server needs the token digest as 64 hex digits');
+      this.bearerToken = '';
+      this.tokenDigest = Buffer.from(options.bearerTokenSha256, 'hex');
+    } else {
+      this.bearerToken = options.bearerToken ?? randomBytes(32).toString('base64url');
+      if (this.bearerToken.length < 16 || !/^[\x21-\x7e]+$/.test(this.bearerToken))
+        throw new Error('the simulated API server needs a bearer token of at least 16 printable characters');
+      this.tokenDigest = sha256(`Bearer ${this.bearerToken}`);
+    }
     this.tls = options.tls;
+    this.clientCaPem = options.clientCaPem;
   }
 
   /** Listens on `host` (default 127.0.0.1) and `port` (default a free one). */
@@ -132,7 +154,18 @@ export class FakeKubeApi {
       });
     };
     this.server = this.tls
-      ? createHttpsServer({ cert: this.tls.certPem, key: this.tls.keyPem, minVersion: 'TLSv1.2' }, onRequest)
+      ? createHttpsServer(
+          {
+            cert: this.tls.certPem,
+            key: this.tls.keyPem,
+            minVersion: 'TLSv1.2',
+            // A client certificate is optional: the request is then authorised by its token.
+            ...(this.clientCaPem
+              ? { ca: this.clientCaPem, requestCert: true, rejectUnauthorized: false }
+              : {}),
+          },
+          onRequest,
+        )
       : createServer(onRequest);
     await new Promise<void>((ok, fail) => {
       this.server?.once('error', fail);
@@ -192,7 +225,8 @@ export class FakeKubeApi {
     });
   }
 
-  private status(res: ServerResponse, code: number, reason: string, message: string): true {
+  /** Answers an error Status. */
+  protected status(res: ServerResponse, code: number, reason: string, message: string): true {
     res.writeHead(code, { 'content-type': 'application/json' });
     res.end(
       JSON.stringify({
@@ -208,13 +242,15 @@ export class FakeKubeApi {
     return true;
   }
 
-  private ok(res: ServerResponse, code: number, obj: unknown): true {
+  /** Answers `obj` with `code` (JSON). */
+  protected ok(res: ServerResponse, code: number, obj: unknown): true {
     res.writeHead(code, { 'content-type': 'application/json' });
     res.end(JSON.stringify(obj));
     return true;
   }
 
-  private violation(res: ServerResponse, what: string): true {
+  /** Records `what` as a violation and answers 400. */
+  protected violation(res: ServerResponse, what: string): true {
     this.violations.push(what);
     return this.status(res, 400, 'BadRequest', `fake Kubernetes API refused the request: ${what}`);
   }
@@ -232,7 +268,10 @@ export class FakeKubeApi {
       body,
     };
     this.requests.push(seen);
-    if (!timingSafeEqual(sha256(req.headers.authorization ?? ''), this.tokenDigest)) {
+    if (
+      !isAdminCertificate(req, this.clientCaPem) &&
+      !timingSafeEqual(sha256(req.headers.authorization ?? ''), this.tokenDigest)
+    ) {
       this.violations.push(`${method} ${url.pathname}: missing or wrong bearer token`);
       return this.status(res, 401, 'Unauthorized', 'Unauthorized');
     }
@@ -254,6 +293,14 @@ export class FakeKubeApi {
         return this.violation(res, `${method} ${url.pathname}: body is not ${contentType}`);
       }
     }
+    const routed = this.route(req, res, {
+      method,
+      path: url.pathname,
+      query: url.searchParams,
+      contentType,
+      body,
+    });
+    if (routed !== undefined) return routed;
     const p = url.pathname;
     const configMap = /^\/api\/v1\/namespaces\/kube-system\/configmaps\/([^/]+)$/.exec(p)?.[1];
     const nodeVersion = new RegExp(`^${CR_PREFIX}/nodeversions/([^/]+)$`).exec(p)?.[1];
@@ -288,6 +335,14 @@ export class FakeKubeApi {
       return this.ok(res, 200, { kind: 'Status', apiVersion: 'v1', metadata: {}, status: 'Success' });
     }
     return this.violation(res, `unexpected request ${method} ${p}`);
+  }
+
+  /**
+   * A subclass's own routes, tried after authentication and body parsing and before this server's:
+   * answers and returns whether the request was answered, or returns undefined to fall through.
+   */
+  protected route(_req: IncomingMessage, _res: ServerResponse, _request: RouteRequest): boolean | undefined {
+    return undefined;
   }
 
   private answer(res: ServerResponse, a: RecordsAnswer): true {

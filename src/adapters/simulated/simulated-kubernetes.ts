@@ -174,7 +174,8 @@ export class SimulatedClusterInitializer implements ClusterInitializer {
       await mkdir(dirname(p), { recursive: true, mode: 0o700 });
       await writeFile(p, data, { mode: 0o600, flag: 'wx' });
     }
-    const server = `https://${args.nodeIp || '127.0.0.1'}:6443`;
+    // As kubeadm: admin.conf names the shared control-plane endpoint (the load balancer) when set.
+    const server = `https://${args.controlPlaneEndpoint ?? `${args.nodeIp || '127.0.0.1'}:6443`}`;
     const { stringify } = await import('yaml');
     const kubeconfig = stringify({
       apiVersion: 'v1',

@@ -6,19 +6,12 @@
  */
 import { readFile } from 'node:fs/promises';
 import { parseComponentList } from '../../adapters/components/component-list.js';
-import { loadKubeConfig } from '../../adapters/kubernetes/api.js';
-import { createKeyServiceTls, keyServiceDnsNames } from '../../adapters/pki/key-service-tls.js';
-import { generateReceiptKeyPem } from '../../adapters/receipts/receipt-key.js';
 import { messageOf } from '../../ports/errors.js';
 import type { Component } from '../../ports/types.js';
-import type { Variant } from '../../ports/variant.js';
-import { applyObjects } from '../bringup/apply.js';
-import { bringupObjects } from '../bringup/objects.js';
-import type { JoinServiceCsp } from '../join-service/production.js';
-import { DEFAULT_IMAGE, NAMESPACE } from '../manifests/common.js';
-import { deployVariants } from '../manifests/manifests.js';
+import { type BringupTarget, bringUp, bringupTarget } from '../bringup/bring-up.js';
+import { DEFAULT_IMAGE } from '../manifests/common.js';
 import { type CommandSpec, parseCommand, runCommand, UsageError } from '../program/args.js';
-import { cloudNames, isCloud } from '../registry/index.js';
+import { cloudNames } from '../registry/index.js';
 import { parseMasterSecretFile } from './operator-inputs.js';
 
 export const applyCommand: CommandSpec = {
@@ -92,13 +85,12 @@ export async function run(argv: string[]): Promise<number> {
     const v = parseCommand(argv, applyCommand);
     if (v === undefined) return 0;
     const progress = (line: string) => process.stderr.write(`apply: ${line}\n`);
-    const cloud = String(v.cloud);
-    if (!isCloud(cloud))
-      throw new UsageError(`unknown cloud "${cloud}" (want one of ${cloudNames().join(', ')})`);
-    const variants = deployVariants(cloud as JoinServiceCsp);
-    const variant = (v.variant as string | undefined) ?? variants[0];
-    if (variant === undefined || !variants.includes(variant as Variant))
-      throw new UsageError(`cloud ${cloud} has no variant "${variant}" (want one of ${variants.join(', ')})`);
+    let target: BringupTarget;
+    try {
+      target = bringupTarget(String(v.cloud), v.variant as string | undefined);
+    } catch (err) {
+      throw new UsageError(messageOf(err));
+    }
     const timeoutSeconds = Number(v['ready-timeout-seconds']);
     if (!Number.isFinite(timeoutSeconds) || timeoutSeconds <= 0)
       throw new UsageError('--ready-timeout-seconds must be > 0');
@@ -130,10 +122,9 @@ export async function run(argv: string[]): Promise<number> {
         throw new UsageError(messageOf(err));
       }
     }
-    const kc = loadKubeConfig(String(v.kubeconfig));
-    const objects = bringupObjects({
-      cloud: cloud as JoinServiceCsp,
-      variant: variant as Variant,
+    await bringUp({
+      ...target,
+      kubeconfig: String(v.kubeconfig),
       image: String(v.image),
       masterSecret,
       masterSalt,
@@ -141,17 +132,9 @@ export async function run(argv: string[]): Promise<number> {
       attestationConfig,
       components,
       kubernetesVersion: String(v['kubernetes-version']),
-      // Used only when the Secrets are missing: a re-run keeps the cluster's certificates.
-      tlsMaterial: await createKeyServiceTls({ serverNames: keyServiceDnsNames(NAMESPACE) }),
-      receiptKeyPem: generateReceiptKeyPem(),
-    });
-    progress(
-      `Applying ${objects.length} objects for ${cloud}/${variant} to ${kc.getCurrentCluster()?.server}${v['dry-run'] ? ' (dry run)' : ''}`,
-    );
-    await applyObjects(kc, objects, {
       dryRun: v['dry-run'] === true,
-      progress,
       readyTimeoutInMs: timeoutSeconds * 1000,
+      progress,
     });
     return 0;
   });

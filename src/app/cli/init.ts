@@ -11,9 +11,11 @@ import { parseComponentList } from '../../adapters/components/component-list.js'
 import { checkSplitParameters } from '../../domain/recovery-shares.js';
 import { messageOf } from '../../ports/errors.js';
 import type { Component } from '../../ports/types.js';
+import { type BringupTarget, bringUp, bringupTarget } from '../bringup/bring-up.js';
+import { DEFAULT_IMAGE } from '../manifests/common.js';
 import { initCluster } from '../operator/init-cluster.js';
 import { type CommandSpec, parseCommand, runCommand, UsageError } from '../program/args.js';
-import { variantNames } from '../registry/index.js';
+import { cloudNames, variantNames } from '../registry/index.js';
 import {
   allowWeakPolicyOption,
   operatorValidator,
@@ -134,8 +136,37 @@ export const initCommand: CommandSpec = {
       description:
         "a holder's X25519 public key (PEM); give N, in share order, to encrypt each share to its holder",
     },
+    'no-apply': {
+      type: 'boolean',
+      description:
+        'stop after init: do not bring the cluster up through its Kubernetes API (run confboot apply later)',
+    },
+    cloud: {
+      type: 'string',
+      valueName: 'C',
+      get description() {
+        return `cloud of the bring-up's manifests: ${cloudNames().join(', ')} (default: the cloud of --variant)`;
+      },
+    },
+    image: {
+      type: 'string',
+      valueName: 'IMG',
+      default: DEFAULT_IMAGE,
+      description: 'container image of the join and key service the bring-up deploys',
+    },
+    'ready-timeout-seconds': {
+      type: 'string',
+      valueName: 'S',
+      default: '300',
+      description: 'bound on waiting for the join and key service to be ready after the bring-up',
+    },
   },
-  epilog: 'Exit codes: 0 initialised, 1 refused or failed, 2 usage or input error.',
+  epilog: [
+    'After the node is initialised and the kubeconfig written, init runs the bring-up of confboot apply',
+    'through that kubeconfig (secrets, join config, CRDs, components, NodeVersion, join and key service),',
+    'unless --no-apply. A failed bring-up leaves the cluster initialised; re-run confboot apply.',
+    'Exit codes: 0 initialised (and brought up), 1 refused or failed, 2 usage or input error.',
+  ].join('\n'),
 };
 
 async function readOrCreate(
@@ -217,6 +248,19 @@ export async function run(argv: string[]): Promise<number> {
     }
 
     const recoveryShares = parseRecoveryShares(v);
+    const apply = v['no-apply'] !== true;
+    let target: BringupTarget | undefined;
+    let readyTimeoutInMs = 0;
+    if (apply) {
+      try {
+        target = bringupTarget(v.cloud as string | undefined, variant);
+      } catch (err) {
+        throw new UsageError(`bring-up: ${messageOf(err)} (or pass --no-apply)`);
+      }
+      readyTimeoutInMs = Number(v['ready-timeout-seconds']) * 1000;
+      if (!Number.isFinite(readyTimeoutInMs) || readyTimeoutInMs <= 0)
+        throw new UsageError('--ready-timeout-seconds must be > 0');
+    }
 
     const outcome = await initCluster({
       endpoint: String(v.endpoint),
@@ -252,6 +296,29 @@ export async function run(argv: string[]): Promise<number> {
       progress(
         `Wrote ${paths.length} recovery shares (any ${recoveryShares.threshold} recover the cluster): ${paths.join(', ')}`,
       );
+    }
+    if (target === undefined) return 0;
+    progress('Bringing the cluster up through its Kubernetes API');
+    try {
+      await bringUp({
+        ...target,
+        kubeconfig: String(v.kubeconfig),
+        image: String(v.image),
+        masterSecret,
+        masterSalt,
+        measurementSalt,
+        attestationConfig: await readFile(String(v['attestation-config']), 'utf8'),
+        components,
+        kubernetesVersion: String(v['kubernetes-version']),
+        readyTimeoutInMs,
+        progress: (line) => progress(`apply: ${line}`),
+      });
+    } catch (err) {
+      process.stderr.write(`init: bring-up failed: ${messageOf(err)}\n`);
+      process.stderr.write(
+        `init: the cluster is initialised; once the cause is fixed run: confboot apply --cloud ${target.cloud} --variant ${target.variant} --kubeconfig ${String(v.kubeconfig)} --attestation-config ${String(v['attestation-config'])} --master-secret-file ${String(v['master-secret-file'])} --measurement-salt-file ${String(v['measurement-salt-file'])}${v.components === undefined ? '' : ` --components ${String(v.components)}`}\n`,
+      );
+      return 1;
     }
     return 0;
   });

@@ -1,10 +1,11 @@
 /**
  * `confboot mini up|upgrade|down`: confboot nodes on real QEMU virtual machines (src/app/mini/cluster.ts,
- * docs/mini.md). `up` prints progress per VM and a summary table (or JSON with --json) and removes
+ * with `--control-planes N` src/app/mini/ha.ts; docs/mini.md). `up` prints progress per VM and a summary table (or JSON with --json) and removes
  * everything it started, also on Ctrl-C and SIGTERM; `down` removes what a `--keep` run (or a crashed
  * one) left; `upgrade` runs the rolling-upgrade scenario (mini-upgrade.ts).
  */
 import { type MiniResult, miniDown, miniUp } from '../mini/cluster.js';
+import { type MiniHaResult, miniHa } from '../mini/ha.js';
 import { describePcrMismatch } from '../mini/stages/join.js';
 import { type CommandSpec, parseCommand, renderHelp, runCommand, UsageError } from '../program/args.js';
 
@@ -14,6 +15,13 @@ export const miniUpCommand: CommandSpec = {
     'Boot confboot nodes as QEMU VMs (OVMF measured boot into a swtpm vTPM each) on a private network in a new network namespace with dnsmasq and the metadata server; every VM runs `confboot bootstrapper`, the host runs `confboot init` against the control plane (verifying its quote first), the control plane runs the join and key service, workers join. Tampered VMs boot with another kernel command line and must be refused by the join service. Disk keys and PCR 15 are checked at the end. kubeadm and the Kubernetes API server are simulated.',
   options: {
     workers: { type: 'string', valueName: 'N', description: 'good worker VMs', default: '2' },
+    'control-planes': {
+      type: 'string',
+      valueName: 'N',
+      description:
+        'control-plane VMs; with 2 or more the host serves the load balancer (components, simulated API server), init brings the cluster up through it, every control plane starts its services from the API, then control-plane-0 is stopped and one more worker joins through another one (no tampered VMs, no --keep)',
+      default: '1',
+    },
     tampered: { type: 'string', valueName: 'K', description: 'tampered worker VMs', default: '1' },
     accel: {
       type: 'string',
@@ -43,7 +51,9 @@ export const miniUpCommand: CommandSpec = {
     'tpm2-tools (scripts/setup.sh installs them). Under TCG a VM takes one to three minutes.\n' +
     'kubeadm and the Kubernetes API server are SIMULATED (no Kubernetes exists in the node image).\n' +
     'Exit codes: 0 the cluster initialised, every good VM joined with its issued disk key and PCR 15 set and\n' +
-    'every tampered VM was refused by the join service holding nothing, 1 otherwise, 2 usage error.',
+    'every tampered VM was refused by the join service holding nothing (with --control-planes N: every node\n' +
+    'joined, each control plane configured from the API, the last worker through another control plane),\n' +
+    '1 otherwise, 2 usage error.',
 };
 
 export const miniDownCommand: CommandSpec = {
@@ -106,6 +116,16 @@ export function renderMiniSummary(r: MiniResult): string {
     out.push(`${n.name} ${n.stage}${n.refusedBy ? ` by ${n.refusedBy}` : ''}: ${n.reason}`);
     for (const m of n.mismatches) out.push(`    ${describePcrMismatch(m)}`);
   }
+  if ('controlPlaneEndpoint' in r) {
+    const ha = r as MiniHaResult;
+    out.push(
+      `Load balancer ${ha.controlPlaneEndpoint}: the bring-up applied ${ha.applied.length} objects; ${ha.stopped} stopped before ${ha.nodes.at(-1)?.name} joined.`,
+      ...ha.nodes.map(
+        (n) =>
+          `    ${n.name} joined via ${n.joinedVia ?? 'NOTHING'}${n.volumesFromApi ? `; services from the API (${n.volumesFromApi.join(', ')})` : ''}`,
+      ),
+    );
+  }
   if (r.apiServer)
     out.push(
       `Simulated API server: ${r.apiServer.joiningNodes.length} JoiningNode(s), ${r.apiServer.diskBindings.length} DiskBinding(s), ${r.apiServer.tokens} bootstrap token(s), ${r.apiServer.violations.length} protocol violation(s).`,
@@ -137,6 +157,9 @@ export async function run(argv: string[]): Promise<number> {
     const v = parseCommand(rest, miniUpCommand);
     if (v === undefined) return 0;
     const workers = count('workers', v.workers, 20);
+    const controlPlanes = count('control-planes', v['control-planes'], 5);
+    if (controlPlanes === 0) throw new UsageError('--control-planes must be at least 1');
+    if (controlPlanes > 1 && v.keep) throw new UsageError('--keep runs with one control plane only');
     const tampered = count('tampered', v.tampered, 20);
     const accel = String(v.accel);
     if (accel !== 'auto' && accel !== 'kvm' && accel !== 'tcg')
@@ -152,16 +175,18 @@ export async function run(argv: string[]): Promise<number> {
     process.on('SIGINT', onSignal);
     process.on('SIGTERM', onSignal);
     try {
-      const result = await miniUp({
+      const common = {
         workers,
-        tampered,
         accel,
-        keep: Boolean(v.keep),
         progress,
         signal: controller.signal,
         ...(v['cache-dir'] === undefined ? {} : { cacheDir: String(v['cache-dir']) }),
         ...(v['work-dir'] === undefined ? {} : { workDir: String(v['work-dir']) }),
-      });
+      } as const;
+      const result =
+        controlPlanes > 1
+          ? await miniHa({ ...common, controlPlanes })
+          : await miniUp({ ...common, tampered, keep: Boolean(v.keep) });
       if (json) process.stdout.write(`${JSON.stringify(result, null, 2)}\n`);
       else process.stdout.write(renderMiniSummary(result));
       return result.ok && !controller.signal.aborted ? 0 : 1;

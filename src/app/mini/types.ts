@@ -21,6 +21,11 @@ export interface MiniUpOptions {
   memoryMiB?: number;
   /** Virtual CPUs of the control-plane VM (default 1: with 2, OVMF measures another PCR 0, so the reference boot would not fit). */
   controlPlaneCpus?: number;
+  /**
+   * The host's bridge address is the cluster's load balancer: the metadata server answers it on
+   * `/endpoint` (several control planes, src/app/mini/ha.ts). Default: control-plane-0's address.
+   */
+  loadBalancer?: boolean;
   /** Deadline of the whole run after the VMs started, default 900 s under TCG and 300 s under KVM. */
   nodeTimeoutMs?: number;
   progress?: (line: string) => void;
@@ -98,6 +103,8 @@ export interface MiniResult {
     attempts?: number;
     /** The master-secret Secret was created by this run (not found existing) and read back equal. */
     masterSecretStored?: boolean;
+    /** With several control planes: each object init's bring-up applied, and what it did. */
+    applied?: Array<{ kind: string; name: string; action: string }>;
     error?: string;
   };
   /** What the simulated API server held at the end (reported by the control-plane VM). */

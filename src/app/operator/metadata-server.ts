@@ -7,7 +7,7 @@
 import { startMetadataServer } from '../../adapters/cloud/qemu/metadata-server.js';
 import { createPinoLogger } from '../../adapters/log/pino-logger.js';
 import type { Logger } from '../../ports/logger.js';
-import { splitHostPort } from '../../ports/peer-address.js';
+import { canonicalIp, splitHostPort } from '../../ports/peer-address.js';
 import { type CommandSpec, parseCommand, runCommand, UsageError } from '../program/args.js';
 import { untilStopSignal } from '../program/signals.js';
 
@@ -34,6 +34,11 @@ export const METADATA_SERVER_COMMAND: CommandSpec = {
       valueName: 'H',
       description: 'bcrypt hash of the init secret served on /initsecrethash',
     },
+    'load-balancer': {
+      type: 'string',
+      valueName: 'IP',
+      description: "the cluster's load balancer, answered on /endpoint (default: control-plane-0's address)",
+    },
     listen: {
       type: 'string',
       valueName: 'HOST:PORT',
@@ -49,6 +54,13 @@ export function parseListen(value: string): { host: string; port: number } {
   const address = splitHostPort(value);
   if (!address) throw new UsageError(`--listen: expected HOST:PORT, got ${JSON.stringify(value)}`);
   return address;
+}
+
+/** The `--load-balancer` address: an IP literal. */
+export function loadBalancerIp(value: string): string {
+  if (canonicalIp(value) === undefined)
+    throw new UsageError(`--load-balancer: expected an IP address, got ${JSON.stringify(value)}`);
+  return value;
 }
 
 /** Options for running the command in-process (tests, embedding). */
@@ -74,6 +86,9 @@ export function run(argv: string[], options: MetadataServerRunOptions = {}): Pro
           leasesFile: values.leases as string,
           initSecretHash: (values['init-secret-hash'] as string | undefined) ?? '',
           ...(values.identities === undefined ? {} : { identitiesFile: values.identities as string }),
+          ...(values['load-balancer'] === undefined
+            ? {}
+            : { loadBalancerIp: loadBalancerIp(values['load-balancer'] as string) }),
           host,
           port,
           logger,

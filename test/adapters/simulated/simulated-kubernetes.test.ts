@@ -19,7 +19,7 @@ import { useTmpDirs } from '../../support/tmp.js';
 
 const tmp = useTmpDirs();
 
-async function cluster() {
+async function cluster(controlPlaneEndpoint?: string) {
   const dir = tmp();
   const clock = new FakeClock();
   const cp = new SimulatedControlPlane(clock);
@@ -36,6 +36,7 @@ async function cluster() {
       serviceCidr: '10.96.0.0/12',
       nodeName: 'control-plane-0',
       nodeIp: '127.0.0.2',
+      ...(controlPlaneEndpoint === undefined ? {} : { controlPlaneEndpoint }),
     },
   );
   return { dir, clock, cp, logger, pkiDir, adminConfPath, kubeconfig };
@@ -67,6 +68,15 @@ describe('simulated Kubernetes (kubeadm and the API server are simulated)', () =
     expect(await new InMemoryBootstrapTokens(c.cp).discoveryCaCertHash()).toBe(caCertHash(caPem));
     expect(new TextDecoder().decode(c.kubeconfig)).toContain('certificate-authority-data');
     expect(c.logger.text()).toContain('kubeadm is not run');
+  });
+
+  it("admin.conf names the node's API server, or the control-plane endpoint (the load balancer) when set", async () => {
+    expect(new TextDecoder().decode((await cluster()).kubeconfig)).toContain(
+      'server: https://127.0.0.2:6443',
+    );
+    expect(new TextDecoder().decode((await cluster('10.42.0.1:6443')).kubeconfig)).toContain(
+      'server: https://10.42.0.1:6443',
+    );
   });
 
   it('join accepts a valid token, the right hash and a CA-signed kubelet certificate', async () => {

@@ -4,7 +4,7 @@
  * `/endpoint` and `/initsecrethash` (and, when configured, `/self/identity`) from a dnsmasq leases
  * file that is re-read on every request, so leases written while it runs are seen at once. GET only.
  * Differs from upstream in one place: a failure to read the leases on `/endpoint` answers 500 and
- * stops there.
+ * stops there. With a load balancer configured, `/endpoint` answers its address.
  */
 import { readFile } from 'node:fs/promises';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
@@ -22,6 +22,11 @@ export interface MetadataServerOptions {
    * caller's entry, found through its lease. Without it that path answers 404.
    */
   identitiesFile?: string;
+  /**
+   * The cluster's load balancer: a stable address `/endpoint` answers instead of control-plane-0's
+   * (a cluster with several control planes, whose first may be down). Default: control-plane-0's.
+   */
+  loadBalancerIp?: string;
   /** bcrypt hash served on `/initsecrethash`; empty by default. */
   initSecretHash?: string;
   /** Address to listen on, default `0.0.0.0`. */
@@ -120,6 +125,7 @@ export async function startMetadataServer(options: MetadataServerOptions): Promi
         return sendJson(res, 200, all.map(leaseToPeer));
       }
       case '/endpoint': {
+        if (options.loadBalancerIp !== undefined) return sendJson(res, 200, options.loadBalancerIp);
         const all = await leases(res, path);
         if (all === undefined) return; // upstream wrote 500 and carried on; we stop here
         const cp = all.find((l) => l.hostname.startsWith('control-plane') && l.hostname.endsWith('0'));

@@ -16,7 +16,9 @@
  * plays the kubelet: once the operator has created the master-secret Secret it writes it to files
  * in /run and starts the production `confboot key-service` and `confboot join-service` (the join
  * service on :30090, where workers find it, with admin.conf as its kubeconfig), forwarding their
- * log lines, until the host powers the VM off.
+ * log lines, until the host powers the VM off. A control plane of a cluster with several control
+ * planes (config `loadBalancer`) runs no API server: the host serves it at the load balancer, and
+ * the control plane starts its services from what it reads through that API (ha-kubelet.ts).
  *
  * Step `attest`: one qemu-vtpm attestation document through the kernel's resource manager (TCTI
  * `device:/dev/tpmrm0`), carrying the firmware event log from securityfs, bound to the host's nonce.
@@ -38,8 +40,10 @@ import { messageOf } from '../../../ports/errors.js';
 import { ADMIN_CONF_PATH, JOIN_SERVICE_PORT, PKI_DIR } from '../../defaults.js';
 import { mapStateDisk, stateDisk } from './disk-mapper.js';
 import { EvidenceGate } from './evidence.js';
+import { reportApiCredentials, runServicesFromApi } from './ha-kubelet.js';
 import { syncJoinConfig, writeReceiptKey } from './kubelet-sync.js';
 import {
+  API_SERVER_PUBLIC_KEY_PATH,
   type BootstrapConfig,
   GUEST_CONFIG_PATH,
   parseGuestConfig,
@@ -230,6 +234,8 @@ async function bootstrap(config: BootstrapConfig, gate: EvidenceGate | undefined
   gate?.close();
   const ip = readFileSync('/run/ip', 'utf8').trim();
   await reportPcr15('before');
+  if (config.apiServerPublicKey !== undefined)
+    await writeFile(API_SERVER_PUBLIC_KEY_PATH, config.apiServerPublicKey, { mode: 0o644 });
   const boot = program('bootstrapper', [
     'bootstrapper',
     '--csp=qemu',
@@ -240,8 +246,15 @@ async function bootstrap(config: BootstrapConfig, gate: EvidenceGate | undefined
     '--kubeadm=/usr/bin/kubeadm',
   ]);
   let running = true;
-  const apiStarting = config.role === 'control-plane' ? startApiServer(() => !running) : undefined;
+  // Several control planes: the API server runs on the host at the load balancer (ha-kubelet.ts).
+  const lb = config.role === 'control-plane' ? config.loadBalancer : undefined;
+  const apiStarting =
+    config.role === 'control-plane' && lb === undefined ? startApiServer(() => !running) : undefined;
   apiStarting?.catch(() => {});
+  const credentialsReported = config.apiServerPublicKey
+    ? reportApiCredentials(() => !running, report)
+    : undefined;
+  credentialsReported?.catch(() => {});
   const heartbeat = (async () => {
     while (running) {
       await sleep((config.pcr15EverySeconds ?? 10) * 1000);
@@ -255,6 +268,9 @@ async function bootstrap(config: BootstrapConfig, gate: EvidenceGate | undefined
   await reportDiskState(config.stateDisk);
   await reportPcr15('after');
   if (code !== 0) throw new Error(`confboot bootstrapper exited with ${code}`);
+  if (credentialsReported !== undefined && !(await credentialsReported))
+    throw new Error('the simulated kubeadm init issued no API server certificate for the host');
+  if (lb !== undefined) await runServicesFromApi(config, lb, report, program);
   if (apiStarting !== undefined) {
     const api = await apiStarting;
     if (api === undefined) throw new Error('the simulated kubeadm init wrote no API server credentials');

@@ -11,13 +11,18 @@
  *   on this VM serves with;
  * - `join`: checks what the JoinConfiguration carries — a bootstrap token of kubeadm's format, a
  *   `sha256:` discovery hash, the API server endpoint, and a kubelet certificate that matches its
- *   key and names this node — and starts nothing.
+ *   key and names this node — and starts nothing; a control plane's join also writes admin.conf
+ *   with a client certificate from the cluster CA (the ticket brought its key).
  * Importing this module runs it: it is an entry point only.
  */
+import { existsSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { parseAllDocuments } from 'yaml';
 import { silentLogger } from '../../../adapters/log/pino-logger.js';
-import { issueApiServerCredentials } from '../../../adapters/simulated/apiserver-credentials.js';
+import {
+  issueApiServerCredentials,
+  writeControlPlaneAdminConf,
+} from '../../../adapters/simulated/apiserver-credentials.js';
 import { kubeletCertificateProblems } from '../../../adapters/simulated/kubelet-certificate-check.js';
 import {
   SimulatedClusterInitializer,
@@ -26,6 +31,7 @@ import {
 import { SystemClock } from '../../../adapters/system/system-clock.js';
 import { messageOf } from '../../../ports/errors.js';
 import { ADMIN_CONF_PATH, PKI_DIR } from '../../defaults.js';
+import { API_SERVER_PUBLIC_KEY_PATH } from './protocol.js';
 
 // biome-ignore lint/suspicious/noExplicitAny: kubeadm configuration documents of arbitrary shape
 type Doc = Record<string, any>;
@@ -48,17 +54,32 @@ async function init(docs: Doc[]): Promise<void> {
     logger: silentLogger,
   });
   const nodeIp = String(initCfg.localAPIEndpoint?.advertiseAddress ?? '');
+  const certSans: string[] = (clusterCfg.apiServer?.certSANs ?? []).map(String);
+  const endpoint =
+    clusterCfg.controlPlaneEndpoint === undefined ? undefined : String(clusterCfg.controlPlaneEndpoint);
   await initializer.initCluster({
     kubernetesVersion: String(clusterCfg.kubernetesVersion ?? ''),
     clusterName: String(clusterCfg.clusterName ?? 'kubernetes'),
     conformanceMode: false,
     components: [],
-    apiserverCertSans: [],
+    apiserverCertSans: certSans,
     serviceCidr: String(clusterCfg.networking?.serviceSubnet ?? ''),
     nodeName,
     nodeIp,
+    ...(endpoint === undefined ? {} : { controlPlaneEndpoint: endpoint }),
   });
-  await issueApiServerCredentials({ pkiDir: PKI_DIR, adminConfPath: ADMIN_CONF_PATH, addresses: [nodeIp] });
+  // As kubeadm: the serving certificate names the node, the certSANs and the control-plane endpoint.
+  const endpointHost = endpoint?.replace(/^\[?([^\]]*?)\]?:\d+$/, '$1');
+  // With several control planes the API server runs elsewhere (mini: on the host) with its own key.
+  const publicKeyPem = existsSync(API_SERVER_PUBLIC_KEY_PATH)
+    ? await readFile(API_SERVER_PUBLIC_KEY_PATH, 'utf8')
+    : undefined;
+  await issueApiServerCredentials({
+    pkiDir: PKI_DIR,
+    adminConfPath: ADMIN_CONF_PATH,
+    addresses: [nodeIp, ...certSans, ...(endpointHost ? [endpointHost] : [])],
+    ...(publicKeyPem === undefined ? {} : { publicKeyPem }),
+  });
   process.stdout.write(
     `kubeadm init (SIMULATED): wrote ${PKI_DIR} (real cluster CA, API server certificate) and ${ADMIN_CONF_PATH} (random admin token) for ${nodeName}; no Kubernetes is started\n`,
   );
@@ -82,6 +103,14 @@ async function join(docs: Doc[]): Promise<void> {
   else
     problems.push(...kubeletCertificateProblems(await readFile(certPath), await readFile(keyPath), nodeName));
   if (problems.length > 0) throw new Error(`kubeadm join (simulated): ${problems.join(', ')}`);
+  // A control plane gets an admin.conf for the control-plane endpoint with a client certificate
+  // from the cluster CA (its key came with the ticket's control-plane files), as kubeadm writes it.
+  if (cfg.controlPlane !== undefined)
+    await writeControlPlaneAdminConf({
+      pkiDir: PKI_DIR,
+      adminConfPath: ADMIN_CONF_PATH,
+      server: `https://${String(bt.apiServerEndpoint)}`,
+    });
   process.stdout.write(
     `kubeadm join (SIMULATED): configuration for ${nodeName} checks out (token, CA hash ${String(bt.caCertHashes[0]).slice(0, 19)}…, kubelet certificate); no kubelet is started\n`,
   );

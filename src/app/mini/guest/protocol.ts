@@ -64,7 +64,21 @@ export interface BootstrapConfig extends CommonConfig {
   evidenceNonce?: string;
   /** Seconds between PCR 15 reports while the bootstrapper runs (default 10). */
   pcr15EverySeconds?: number;
+  /**
+   * Control plane of a cluster with several control planes: the load balancer's address, where the
+   * host serves the simulated API server (guest/ha-kubelet.ts). The control plane runs no API server;
+   * after its bootstrapper it starts the key and join service from what it reads through that API.
+   */
+  loadBalancer?: string;
+  /**
+   * Control-plane-0 of such a cluster: the host API server's public key (PEM, SPKI), for which the
+   * simulated `kubeadm init` signs the serving certificate (the key stays on the host).
+   */
+  apiServerPublicKey?: string;
 }
+
+/** Where the agent leaves {@link BootstrapConfig.apiServerPublicKey} for the simulated `kubeadm init`. */
+export const API_SERVER_PUBLIC_KEY_PATH = '/run/confboot-apiserver.pub';
 
 const KEYS: Record<GuestConfig['step'], string[]> = {
   attest: ['step', 'nonce', 'metadataUrl', 'stateDisk'],
@@ -77,6 +91,8 @@ const KEYS: Record<GuestConfig['step'], string[]> = {
     'akRegistry',
     'evidenceNonce',
     'pcr15EverySeconds',
+    'loadBalancer',
+    'apiServerPublicKey',
   ],
 };
 
@@ -94,6 +110,19 @@ export function parseGuestConfig(text: string): GuestConfig {
     !(typeof nonce === 'string' && /^[0-9a-f]{64}$/.test(nonce))
   )
     throw new Error('the evidence nonce must be 32 bytes as lower-case hex');
+  if (
+    c.loadBalancer !== undefined &&
+    !(typeof c.loadBalancer === 'string' && /^[0-9.]{7,15}$/.test(c.loadBalancer))
+  )
+    throw new Error('the load balancer must be an IPv4 address');
+  if (
+    c.apiServerPublicKey !== undefined &&
+    !(
+      typeof c.apiServerPublicKey === 'string' &&
+      c.apiServerPublicKey.startsWith('-----BEGIN PUBLIC KEY-----')
+    )
+  )
+    throw new Error('the API server public key must be a PEM public key');
   if (step === 'bootstrap' && c.role !== 'control-plane' && c.role !== 'worker')
     throw new Error(`unknown role ${JSON.stringify(c.role)}`);
   return c as unknown as GuestConfig;

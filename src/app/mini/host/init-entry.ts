@@ -10,13 +10,19 @@
  * prints the outcome as JSON on stdout (no secrets). Importing this module runs it.
  */
 
-import { writeFile } from 'node:fs/promises';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import {
   apiAccessFromKubeconfig,
   MasterSecretUploadError,
   uploadMasterSecret,
 } from '../../../adapters/kubernetes/master-secret-upload.js';
+import { MASTER_SECRET_NAME } from '../../../adapters/kubernetes/names.js';
 import { MeasurementsPolicy, parseAttestationConfig } from '../../../domain/measurements.js';
+import type { Component } from '../../../ports/types.js';
+import { bringUp } from '../../bringup/bring-up.js';
+import { DEFAULT_IMAGE } from '../../manifests/common.js';
 import { initCluster } from '../../operator/init-cluster.js';
 import { checkMeasurementPolicy } from '../../registry/policy-guard.js';
 import { createValidator } from '../../registry/validators.js';
@@ -33,6 +39,13 @@ export interface InitEntryInput {
   measurementSalt: string;
   initSecret: string;
   timeoutMs: number;
+  /**
+   * Bring the cluster up after init, as `confboot init` does: the components go to the node in the
+   * init request, then `confboot apply`'s bring-up runs through the kubeconfig init returned (its
+   * server: the load balancer, where the host serves the simulated API server). Without it the
+   * master-secret Secret alone is created (one control plane).
+   */
+  bringUp?: { components: Component[] };
   /** Where to keep the admin kubeconfig init returned (mode 0600), for later operator steps. */
   kubeconfigPath?: string;
 }
@@ -45,6 +58,76 @@ async function readStdin(): Promise<string> {
 
 const b64 = (s: string) => new Uint8Array(Buffer.from(s, 'base64'));
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/**
+ * `confboot apply`'s bring-up through the kubeconfig init returned, once its API server answers
+ * (bounded by `deadline`); the outcome names every object and whether this run created the
+ * master-secret Secret (not found existing).
+ */
+async function bringUpAfterInit(
+  input: InitEntryInput,
+  outcome: { kubeconfig: Uint8Array; clusterId: Uint8Array; attestationChecks: string[] },
+  attempts: number,
+  deadline: number,
+  progress: (line: string) => void,
+): Promise<Record<string, unknown>> {
+  const base = {
+    attempts,
+    clusterId: Buffer.from(outcome.clusterId).toString('hex'),
+    attestationChecks: outcome.attestationChecks,
+    kubeconfigBytes: outcome.kubeconfig.length,
+  };
+  const dir = await mkdtemp(join(tmpdir(), 'confboot-mini-init-'));
+  try {
+    const kubeconfig = join(dir, 'admin.conf');
+    await writeFile(kubeconfig, outcome.kubeconfig, { mode: 0o600 });
+    const apply = () =>
+      bringUp({
+        cloud: 'qemu',
+        variant: 'qemu-vtpm',
+        kubeconfig,
+        image: DEFAULT_IMAGE,
+        masterSecret: b64(input.masterSecret),
+        masterSalt: b64(input.masterSalt),
+        measurementSalt: b64(input.measurementSalt),
+        attestationConfig: JSON.stringify(input.attestationConfig),
+        components: input.bringUp?.components ?? [],
+        kubernetesVersion: 'v1.31.1',
+        readyTimeoutInMs: Math.max(1000, deadline - Date.now()),
+        progress: (line) => progress(`apply: ${line}`),
+      });
+    // The host starts the API server once the control plane's kubeadm init made its credentials;
+    // the bring-up is idempotent, so it is tried again while the server does not answer yet.
+    let applied: Awaited<ReturnType<typeof apply>>;
+    for (;;) {
+      try {
+        applied = await apply();
+        break;
+      } catch (err) {
+        const notYet = /ECONNREFUSED|EHOSTUNREACH|ECONNRESET|socket hang up/i.test(
+          String((err as Error).message),
+        );
+        if (!notYet || Date.now() + 5000 > deadline) throw err;
+        await sleep(2000);
+      }
+    }
+    const master = applied.find((a) => a.kind === 'Secret' && a.name === MASTER_SECRET_NAME);
+    const masterSecretStored = master?.action === 'created';
+    return {
+      ok: masterSecretStored,
+      ...base,
+      masterSecretStored,
+      applied,
+      ...(masterSecretStored
+        ? {}
+        : { error: `master-secret Secret ${master?.action ?? 'missing'}, not created by this run` }),
+    };
+  } catch (err) {
+    return { ok: false, ...base, error: `bring-up: ${(err as Error).message}` };
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
+}
 
 async function main(): Promise<void> {
   const input = JSON.parse(await readStdin()) as InitEntryInput;
@@ -75,6 +158,7 @@ async function main(): Promise<void> {
       // A TCG guest on a loaded host quotes slowly: seconds to minutes per handshake.
       handshakeTimeoutMs: 120_000,
       progress,
+      ...(input.bringUp ? { components: input.bringUp.components } : {}),
     });
     if (!outcome.ok) {
       // The init server may not listen yet (the VM is still starting the bootstrapper).
@@ -91,6 +175,12 @@ async function main(): Promise<void> {
     }
     if (input.kubeconfigPath !== undefined)
       await writeFile(input.kubeconfigPath, outcome.kubeconfig, { mode: 0o600 });
+    if (input.bringUp !== undefined) {
+      process.stdout.write(
+        `${JSON.stringify(await bringUpAfterInit(input, outcome, attempts, deadline, progress))}\n`,
+      );
+      return;
+    }
     let masterSecretStored: true | { check: string; error: string };
     try {
       await uploadMasterSecret(

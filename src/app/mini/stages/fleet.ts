@@ -58,29 +58,32 @@ export type BootExtras = (n: MiniNodeSpec) => Partial<BootstrapConfig>;
 /** Boots every node (a tampered one with another kernel command line). */
 export async function bootStage(c: MiniCluster, extras?: BootExtras): Promise<void> {
   c.t0 = Date.now();
-  for (const n of c.nodes) {
-    const slot = c.slots.get(n.name);
-    c.results.set(n.name, {
-      name: n.name,
-      role: n.role,
-      boot: n.boot,
-      ip: slot?.ip ?? '',
-      stage: 'booting',
-      accepted: false,
-      reason: '',
-      mismatches: [],
-      consoleLog: join(c.nodeDir(n.name), 'console.log'),
-      seconds: 0,
-    });
-    c.say(
-      n.name,
-      'booting',
-      `(${n.boot === 'tampered' ? 'tampered: extra kernel parameter' : 'good'}, ${c.accel})`,
-    );
-    await c.startNode(n.name, {
-      cmdline: n.boot === 'good' ? NODE_CMDLINE : TAMPERED_CMDLINE,
-      config: { ...bootstrapConfig(c, n), ...extras?.(n) },
-      cpus: n.role === 'control-plane' ? (c.options.controlPlaneCpus ?? 1) : 1,
-    });
-  }
+  for (const n of c.nodes) await bootNode(c, n, { ...bootstrapConfig(c, n), ...extras?.(n) });
+}
+
+/** Boots node `n` with `config` (a tampered one with another kernel command line) and records its result. */
+export async function bootNode(c: MiniCluster, n: MiniNodeSpec, config: BootstrapConfig): Promise<void> {
+  const slot = c.slots.get(n.name);
+  c.results.set(n.name, {
+    name: n.name,
+    role: n.role,
+    boot: n.boot,
+    ip: slot?.ip ?? '',
+    stage: 'booting',
+    accepted: false,
+    reason: '',
+    mismatches: [],
+    consoleLog: join(c.nodeDir(n.name), 'console.log'),
+    seconds: 0,
+  });
+  c.say(
+    n.name,
+    'booting',
+    `(${n.boot === 'tampered' ? 'tampered: extra kernel parameter' : 'good'}, ${c.accel})`,
+  );
+  await c.startNode(n.name, {
+    cmdline: n.boot === 'good' ? NODE_CMDLINE : TAMPERED_CMDLINE,
+    config,
+    cpus: n.role === 'control-plane' ? (c.options.controlPlaneCpus ?? 1) : 1,
+  });
 }

@@ -74,12 +74,23 @@ export async function runHostEntry<T extends { ok?: boolean; error?: string }>(
   });
 }
 
+/** What a scenario adds to the init stage (several control planes: src/app/mini/ha.ts). */
+export interface InitStageExtras {
+  /** The bring-up after init, through the kubeconfig init returned (instead of the master-secret upload). */
+  bringUp?: InitEntryInput['bringUp'];
+  /** Awaited after a successful init, before the control plane counts as initialised. */
+  afterInit?: () => Promise<void>;
+  /** The progress line after init (default: the master-secret upload's). */
+  doneText?: (init: NonNullable<MiniResult['init']>) => string;
+}
+
 /**
  * Follows the control plane's boot, then runs the operator's init against it. Resolves to the
  * outcome and, when init succeeded, the operator's secrets; marks the control plane failed otherwise.
  */
 export async function initStage(
   c: MiniCluster,
+  extras: InitStageExtras = {},
 ): Promise<{ init: MiniResult['init']; secrets: MiniSecrets | undefined }> {
   const cp = c.controlPlane;
   let init: MiniResult['init'];
@@ -98,6 +109,7 @@ export async function initStage(
       measurementSalt: randomBytes(32).toString('base64'),
       initSecret: c.initSecret.toString('base64'),
       timeoutMs: c.remaining(),
+      ...(extras.bringUp ? { bringUp: extras.bringUp } : {}),
       kubeconfigPath: adminKubeconfigPath(c),
     };
     init = await runHostEntry<NonNullable<MiniResult['init']>>(c, 'host/init-entry', input, 'init.log');
@@ -110,8 +122,10 @@ export async function initStage(
           : `init ran, but the master secret is not the operator's: ${init.error ?? 'no outcome'}`,
       );
     }
+    await extras.afterInit?.();
     c.progress(
-      `operator         init done: cluster ID ${init.clusterId?.slice(0, 16)}…; master-secret Secret created over TLS (API server certificate verified against the cluster CA from init) and read back equal`,
+      extras.doneText?.(init) ??
+        `operator         init done: cluster ID ${init.clusterId?.slice(0, 16)}…; master-secret Secret created over TLS (API server certificate verified against the cluster CA from init) and read back equal`,
     );
     r.accepted = true;
     r.reason = 'initialised the cluster (the operator verified its quote before sending the master secret)';

@@ -36,6 +36,7 @@ export async function networkStage(c: MiniCluster, extraVms: readonly string[] =
       await hashInitSecret(c.initSecret),
       '--listen',
       `${net.hostIp}:${METADATA_PORT}`,
+      ...(c.options.loadBalancer ? ['--load-balancer', net.hostIp] : []),
     ],
     join(c.workDir, 'metadata-server.log'),
   );

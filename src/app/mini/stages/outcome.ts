@@ -92,7 +92,7 @@ function apiServerReport(c: MiniCluster): MiniResult['apiServer'] | undefined {
 }
 
 /** Whether node `n` ended as it must: good ones hold the cluster's disk key and marker, tampered ones nothing. */
-function nodeHeld(n: MiniNodeResult, expected: Map<number, Buffer>): boolean {
+export function nodeHeld(n: MiniNodeResult, expected: Map<number, Buffer>): boolean {
   if (n.boot === 'good')
     return (
       n.accepted &&

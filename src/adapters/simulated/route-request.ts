@@ -1,0 +1,27 @@
+/**
+ * Pieces of the SIMULATED Kubernetes API servers' request handling (simulated-kube-api.ts and its
+ * subclass simulated-cluster-api.ts): what a subclass route sees, and the admin client-certificate
+ * check an API server makes for the admin.conf of a control plane that joined.
+ */
+import type { IncomingMessage } from 'node:http';
+import type { TLSSocket } from 'node:tls';
+
+/** A request as a subclass route sees it: authenticated, body parsed. */
+export interface RouteRequest {
+  method: string;
+  path: string;
+  query: URLSearchParams;
+  contentType: string | undefined;
+  body: unknown;
+}
+
+/**
+ * True when the request came over TLS with a client certificate that verified against the CA the
+ * server was given (`clientCaPem`; none: never) and names the group `system:masters` (O).
+ */
+export function isAdminCertificate(req: IncomingMessage, clientCaPem: string | undefined): boolean {
+  const socket = req.socket as TLSSocket;
+  if (clientCaPem === undefined || socket.authorized !== true) return false;
+  const groups = (socket.getPeerCertificate().subject as { O?: string | string[] }).O;
+  return Array.isArray(groups) ? groups.includes('system:masters') : groups === 'system:masters';
+}

@@ -1,0 +1,94 @@
+/**
+ * `confboot mini up --control-planes 3 --workers 2` end to end on real QEMU VMs under TCG (run when
+ * CONFBOOT_MINI_HA=1, which .ci/run sets: seven VMs take long). The host serves the load balancer
+ * (its bridge address): the components and the SIMULATED Kubernetes API server. The operator's init
+ * verifies control-plane-0 and brings the cluster up through that API server; every control plane
+ * starts its join and key service from what the bring-up applied (read through the API, not copied
+ * in by the host); the workers join; control-plane-0 is stopped and one more worker joins through
+ * another control plane. Every node is checked from real state (disk keys on the host, PCR 15), and
+ * nothing is left running. kubeadm, the API server and the kubelet are simulated (the result's
+ * `simulated` list says how).
+ */
+import { describe, expect, it } from 'vitest';
+import { listMiniNamespaces } from '../../src/adapters/vm/private-network.js';
+import { miniHa } from '../../src/app/mini/ha.js';
+import { missingForMiniVms } from '../support/mini-host.js';
+
+const missing = missingForMiniVms();
+if (process.env.CONFBOOT_MINI_HA !== '1') missing.push('CONFBOOT_MINI_HA=1');
+
+describe.skipIf(missing.length > 0)(
+  `confboot mini up --control-planes 3 (TCG)${missing.length ? ` — skipped: ${missing.join(', ')}` : ''}`,
+  () => {
+    it('3 control planes and 3 workers join (the last through another control plane after control-plane-0 stopped), each join service configured from the API, disks and PCR 15 checked, nothing left (kubeadm, API server, kubelet simulated)', async () => {
+      const lines: string[] = [];
+      const result = await miniHa({
+        controlPlanes: 3,
+        workers: 2,
+        accel: 'tcg',
+        progress: (l) => lines.push(l),
+        ...(process.env.CONFBOOT_MINI_CACHE ? { cacheDir: process.env.CONFBOOT_MINI_CACHE } : {}),
+      });
+      const summary = JSON.stringify(
+        { init: result.init, api: result.apiServer, applied: result.applied, nodes: result.nodes, lines },
+        null,
+        2,
+      );
+      expect(result.nodes.map((n) => n.name).sort(), summary).toEqual([
+        'control-plane-0',
+        'control-plane-1',
+        'control-plane-2',
+        'worker-0',
+        'worker-1',
+        'worker-2',
+      ]);
+      expect(result.init?.ok, summary).toBe(true);
+      expect(result.init?.attestationChecks, summary).toContain('ok ak-trust');
+      // The load balancer is the host's stable address; the API server there recorded the bring-up.
+      expect(result.controlPlaneEndpoint, summary).toMatch(/^10\.\d+\.\d+\.1:6443$/);
+      const applied = result.applied.map((a) => `${a.kind}/${a.name}`);
+      for (const want of [
+        'CustomResourceDefinition/nodeversions.update.edgeless.systems',
+        'CustomResourceDefinition/joiningnodes.update.edgeless.systems',
+        'Secret/constellation-mastersecret',
+        'Secret/key-service-tls',
+        'Secret/join-service-key-service-tls',
+        'ConfigMap/join-config',
+        'ConfigMap/k8s-components',
+        'NodeVersion/constellation-version',
+        'DaemonSet/join-service',
+        'Deployment/key-service',
+      ])
+        expect(applied, summary).toContain(want);
+      expect(result.apiServer?.violations, summary).toEqual([]);
+      expect(result.components[0]?.hash, summary).toMatch(/^sha256:[0-9a-f]{64}$/);
+      for (const n of result.nodes) {
+        expect(n.accepted, summary).toBe(true);
+        expect(n.diskInVm, summary).toMatchObject({ active: true, initialPassphraseOpens: false });
+        expect(n.diskOnHost, summary).toEqual({
+          opensWithInitialPassphrase: false,
+          opensWithDerivedKey: true,
+        });
+        expect(n.pcr15?.matches, summary).toBe(true);
+      }
+      const node = (name: string) => result.nodes.find((n) => n.name === name);
+      expect(node('control-plane-0')?.joinedVia, summary).toBe('init');
+      for (const cp of ['control-plane-1', 'control-plane-2'])
+        expect(node(cp)?.joinedVia, summary).toMatch(/^control-plane-\d$/);
+      // Every control plane's join service was configured from what the bring-up applied.
+      for (const cp of ['control-plane-0', 'control-plane-1', 'control-plane-2'])
+        expect(node(cp)?.volumesFromApi?.sort(), summary).toEqual([
+          'configmap/join-config',
+          'secret/constellation-mastersecret',
+          'secret/join-service-key-service-tls',
+          'secret/key-service-tls',
+        ]);
+      // The last worker joined after control-plane-0 stopped, through another control plane.
+      expect(result.stopped).toBe('control-plane-0');
+      expect(node('worker-2')?.joinedVia, summary).toMatch(/^control-plane-[12]$/);
+      expect(result.ok, summary).toBe(true);
+      expect(result.leftovers, summary).toEqual([]);
+      expect((await listMiniNamespaces()).map((n) => n.name)).not.toContain(result.netns);
+    }, 3_600_000);
+  },
+);
