@@ -64,6 +64,13 @@ export interface BootstrapConfig extends CommonConfig {
   evidenceNonce?: string;
   /** Seconds between PCR 15 reports while the bootstrapper runs (default 10). */
   pcr15EverySeconds?: number;
+  /**
+   * A marker to write to the mounted state disk once the bootstrapper succeeded (hex, at most 64
+   * characters); every boot reports the marker it finds there.
+   */
+  marker?: string;
+  /** Keep the VM running after the bootstrapper (a worker powers off by default). */
+  stay?: boolean;
 }
 
 const KEYS: Record<GuestConfig['step'], string[]> = {
@@ -77,6 +84,8 @@ const KEYS: Record<GuestConfig['step'], string[]> = {
     'akRegistry',
     'evidenceNonce',
     'pcr15EverySeconds',
+    'marker',
+    'stay',
   ],
 };
 
@@ -94,6 +103,12 @@ export function parseGuestConfig(text: string): GuestConfig {
     !(typeof nonce === 'string' && /^[0-9a-f]{64}$/.test(nonce))
   )
     throw new Error('the evidence nonce must be 32 bytes as lower-case hex');
+  if (
+    step === 'bootstrap' &&
+    c.marker !== undefined &&
+    !(typeof c.marker === 'string' && /^[0-9a-f]{1,64}$/.test(c.marker))
+  )
+    throw new Error('the marker must be at most 64 lower-case hex characters');
   if (step === 'bootstrap' && c.role !== 'control-plane' && c.role !== 'worker')
     throw new Error(`unknown role ${JSON.stringify(c.role)}`);
   return c as unknown as GuestConfig;
