@@ -32,7 +32,7 @@ export { createQemuVtpmIssuer, VtpmIssuer } from './adapters/attestation/vtpm/is
 export { GrpcInitClient } from './adapters/grpc/init-client.js';
 export { createInitServer, type InitServiceHandler } from './adapters/grpc/init-server.js';
 export { GrpcJoinTicketClient } from './adapters/grpc/join-client.js';
-export { createJoinServer, type JoinServiceHandler } from './adapters/grpc/join-server.js';
+export { createJoinServer, type JoinServerOptions } from './adapters/grpc/join-server.js';
 export { ClusterKmsFactory } from './adapters/kms/cluster-kms-factory.js';
 export { HkdfKms } from './adapters/kms/hkdf-kms.js';
 export { createPinoLogger } from './adapters/log/pino-logger.js';

@@ -8,6 +8,9 @@ import { AttestationError, ConfbootError } from '../ports/errors.js';
 import type { MeasurementPolicy, MeasurementVerdict } from '../ports/measurement-policy.js';
 import type { Measurement, MeasurementMismatch, Measurements } from '../ports/types.js';
 
+/** The one text of a measurement mismatch (`PCR12: expected <hex>, got <hex>`). */
+export { formatMismatch } from '../ports/measurement-policy.js';
+
 /** Length of a SHA-256 PCR value. */
 export const PCR_MEASUREMENT_LENGTH = 32;
 /** Length of a TDX MRTD/RTMR value (SHA-384). */
@@ -262,15 +265,6 @@ export function compareMeasurements(
     }
   }
   return mismatches;
-}
-
-/**
- * Upstream-like text for one mismatch: "untrusted measurement value <hex> at index N" or
- * "missing measurement value for index N". Warnings are logged with an "Encountered " prefix upstream.
- */
-export function formatMismatch(m: MeasurementMismatch): string {
-  if (m.actual === undefined) return `missing measurement value for index ${m.index}`;
-  return `untrusted measurement value ${toHex(m.actual)} at index ${m.index}`;
 }
 
 /** The enforced mismatches of `mismatches` (those that must fail validation). */

@@ -22,15 +22,11 @@ import type { ClusterFacts } from '../ports/cluster-facts.js';
 import { DENY_LIST_REASON, type DenyList, type DenyListIdentity } from '../ports/deny-list.js';
 import { type DiskBinding, type DiskBindings, DiskBoundError } from '../ports/disk-bindings.js';
 import { ConfbootError, isConfbootError, messageOf } from '../ports/errors.js';
+import type { JoinCall, JoinCaller, JoinDecision } from '../ports/join-call.js';
 import type { KMS } from '../ports/kms.js';
-import {
-  foldNodeName,
-  KUBELET_CSR_CN_PREFIX,
-  kubeletSubjectProblem,
-  normalizeNodeName,
-} from '../ports/kubernetes-node.js';
+import { foldNodeName } from '../ports/kubernetes-node.js';
 import type { Logger } from '../ports/logger.js';
-import { callerIp, canonicalIp } from '../ports/peer-address.js';
+import { callerIp } from '../ports/peer-address.js';
 import type { PeerIdentity, PeerInstance } from '../ports/peer-identity.js';
 import type {
   ControlPlaneFile,
@@ -47,115 +43,15 @@ import {
   STATE_DISK_KEY_LENGTH,
 } from './key-derivation.js';
 
-const UUID_RE = /^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$/;
+import { checkDiskUuid, checkIps, checkKubeletCsr } from './ticket-request.js';
 
-/**
- * Largest size of each field of a ticket request, checked before anything is parsed. A kubelet CSR
- * (P-256 or RSA-4096 key, a few IP SANs) is well under 4 KiB; an SSH host key under 1 KiB.
- */
-export const REQUEST_FIELD_LIMITS = Object.freeze({
-  /** Kubelet CSR, DER bytes. */
-  certificateRequestBytes: 16 * 1024,
-  /** Disk UUID, characters (a UUID has 36). */
-  diskUuidChars: 64,
-  /** SSH host public key, bytes. */
-  hostPublicKeyBytes: 1024,
-  /** SSH host certificate principals: how many, and characters each (a DNS name has at most 253). */
-  hostCertificatePrincipals: 16,
-  hostCertificatePrincipalChars: 253,
-});
-
-/**
- * The largest encoded join request the per-field limits allow (protobuf: tag and length prefix per
- * field, UTF-8 up to 4 bytes per character), rounded up to a KiB: the gRPC receive limit.
- */
-export function maxTicketRequestBytes(): number {
-  const l = REQUEST_FIELD_LIMITS;
-  const field = (n: number) => 1 + 5 + n;
-  const total =
-    field(l.certificateRequestBytes) +
-    field(4 * l.diskUuidChars) +
-    field(l.hostPublicKeyBytes) +
-    l.hostCertificatePrincipals * field(4 * l.hostCertificatePrincipalChars) +
-    2;
-  return Math.ceil(total / 1024) * 1024;
-}
-
-/**
- * Throws `invalid-argument` naming the field when a request field is over its
- * {@link REQUEST_FIELD_LIMITS} entry. Reads only lengths: safe before any parsing.
- */
-export function checkRequestSizes(req: Partial<JoinTicketRequest> & { diskUuid: string }): void {
-  const l = REQUEST_FIELD_LIMITS;
-  const over = (field: string, size: number, max: number, unit: string) =>
-    new ConfbootError('invalid-argument', `${field} has ${size} ${unit}, more than the limit of ${max}`, {
-      recoverable: false,
-    });
-  if (req.diskUuid.length > l.diskUuidChars)
-    throw over('disk UUID', req.diskUuid.length, l.diskUuidChars, 'characters');
-  const csr = req.certificateRequest?.length ?? 0;
-  if (csr > l.certificateRequestBytes)
-    throw over('certificate signing request', csr, l.certificateRequestBytes, 'bytes');
-  const hostKey = req.hostPublicKey?.length ?? 0;
-  if (hostKey > l.hostPublicKeyBytes) throw over('host public key', hostKey, l.hostPublicKeyBytes, 'bytes');
-  const principals = req.hostCertificatePrincipals ?? [];
-  if (principals.length > l.hostCertificatePrincipals)
-    throw over('host certificate principals', principals.length, l.hostCertificatePrincipals, 'entries');
-  for (const p of principals)
-    if (p.length > l.hostCertificatePrincipalChars)
-      throw over('a host certificate principal', p.length, l.hostCertificatePrincipalChars, 'characters');
-}
-
-/** Throws `invalid-argument` unless `uuid` is a non-empty UUID (any case). */
-export function checkDiskUuid(uuid: string): void {
-  if (uuid === '') throw new ConfbootError('invalid-argument', 'disk UUID is empty');
-  if (!UUID_RE.test(uuid))
-    throw new ConfbootError('invalid-argument', `disk UUID ${JSON.stringify(uuid)} is not a UUID`);
-}
-
-/**
- * Upstream's kubelet CSR checks on an inspected CSR, made strict: valid signature, a subject of
- * exactly two single-valued RDNs `O=system:nodes` then `CN=system:node:<name>` (nothing else, so no
- * reader can find another name in it), no DNS names. Returns the normalised node name; throws
- * `invalid-argument` saying what to fix.
- */
-export function checkKubeletCsr(info: CsrInfo): string {
-  const bad = (why: string) => new ConfbootError('invalid-argument', `kubelet CSR: ${why}`);
-  if (!info.signatureValid) throw bad('signature does not verify');
-  const problem = kubeletSubjectProblem(info.subject);
-  if (problem !== undefined) throw bad(problem);
-  if (info.dnsNames.length > 0) throw bad('DNS names are not allowed (IP addresses only)');
-  const commonName = info.subject[1]?.[0]?.value ?? '';
-  try {
-    return normalizeNodeName(commonName.slice(KUBELET_CSR_CN_PREFIX.length));
-  } catch (err) {
-    throw bad(messageOf(err));
-  }
-}
-
-/**
- * Throws `invalid-argument` naming every CSR IP address that is not one of `allowed` (`whose`
- * describes the allowed set in the message). Returns the requested addresses, canonical and without
- * repeats: what the kubelet certificate may name.
- */
-function checkIps(
-  op: string,
-  requested: readonly string[],
-  allowed: readonly string[],
-  whose: string,
-): string[] {
-  const ok = new Set(allowed.map((a) => canonicalIp(a)).filter((a) => a !== undefined));
-  const extra = requested.filter((r) => {
-    const c = canonicalIp(r);
-    return c === undefined || !ok.has(c);
-  });
-  if (extra.length === 0) return [...new Set(requested.map((r) => canonicalIp(r) as string))];
-  throw new ConfbootError(
-    'invalid-argument',
-    `${op}: checking CSR: kubelet CSR: IP addresses ${extra.join(', ')} are not addresses of ${whose} (allowed: ${allowed.length > 0 ? allowed.join(', ') : 'none'})`,
-    { recoverable: false },
-  );
-}
+export {
+  checkDiskUuid,
+  checkKubeletCsr,
+  checkRequestSizes,
+  maxTicketRequestBytes,
+  REQUEST_FIELD_LIMITS,
+} from './ticket-request.js';
 
 /** The ports and facts ticket issuance uses. */
 export interface TicketIssuerDeps {
@@ -189,22 +85,6 @@ export interface TicketIssuerDeps {
   denyList?: DenyList;
 }
 
-/** Who is asking (for messages and logs). */
-export interface TicketContext {
-  /** The caller's address, `ip:port` (`[v6]:port` or `v6:port` for IPv6). */
-  peer: string;
-  /**
-   * Aborts when the call is cancelled (caller gone, service shutting down): no further step runs, so
-   * nothing is issued for a ticket nobody will receive.
-   */
-  signal?: AbortSignal;
-  /**
-   * Called once the kubelet CSR named the node (its normalised name), before any check that may
-   * refuse the caller, so the caller's audit can name the node whatever the outcome.
-   */
-  onNodeName?: (nodeName: string) => void;
-}
-
 const KNOWN_ROLES: ReadonlySet<string> = new Set(['ControlPlane', 'Worker']);
 
 /** Who a disk binding names as its owner, and the by-name owner a binding made before IDs may name. */
@@ -214,8 +94,8 @@ interface Owner {
   legacyOwner?: string;
 }
 
-/** Issues join and rejoin tickets. */
-export class TicketIssuer {
+/** Issues join and rejoin tickets: the domain's side of the join call. */
+export class TicketIssuer implements JoinCall {
   readonly #deps: TicketIssuerDeps;
 
   /** Throws `invalid-argument` when the measurement salt or the API server endpoint is empty. */
@@ -228,14 +108,35 @@ export class TicketIssuer {
   }
 
   /**
-   * Issues a join ticket to an attested node. Rejects with `invalid-argument` for a bad disk UUID or
-   * CSR (also IP addresses that are not the caller's), `permission-denied` when the caller is not an
-   * instance of this cluster or asks for another node's name or role, `unavailable` when metadata,
-   * the KMS or Kubernetes is down, `failed-precondition` when another control plane is joining; the
-   * message names the peer and the step, never a secret. Every refusal of the request itself comes
-   * before the first key-service call.
+   * Decides on a join ticket for an attested node. Refuses with `invalid-argument` for a bad disk
+   * UUID or CSR (also IP addresses that are not the caller's), `permission-denied` when the caller is
+   * not an instance of this cluster, asks for another node's name or role, or is on the deny list,
+   * `unavailable` when metadata, the KMS or Kubernetes is down, `failed-precondition` when another
+   * control plane is joining; the message names the peer and the step, never a secret. Every refusal
+   * of the request itself comes before the first key-service call. The decision names the node once
+   * its CSR was read, whatever the outcome. Field sizes are checked before this is called
+   * (checkRequestSizes, by the join service's guard).
    */
-  async issueJoinTicket(req: JoinTicketRequest, ctx: TicketContext): Promise<JoinTicket> {
+  async issueJoinTicket(req: JoinTicketRequest, caller: JoinCaller): Promise<JoinDecision<JoinTicket>> {
+    const named: { nodeName?: string } = {};
+    try {
+      return { issued: true, ticket: await this.#join(req, caller, named), ...named };
+    } catch (refusal) {
+      return { issued: false, refusal, ...named };
+    }
+  }
+
+  /** Decides on a rejoin ticket; see {@link #rejoin}. */
+  async issueRejoinTicket(req: RejoinTicketRequest, caller: JoinCaller): Promise<JoinDecision<RejoinTicket>> {
+    try {
+      return { issued: true, ticket: await this.#rejoin(req, caller) };
+    } catch (refusal) {
+      return { issued: false, refusal };
+    }
+  }
+
+  /** The join ticket for `req`; `named` gets the node name as soon as the CSR named it. */
+  async #join(req: JoinTicketRequest, ctx: JoinCaller, named: { nodeName?: string }): Promise<JoinTicket> {
     const { kms, ca, tokens, facts, clock, logger } = this.#deps;
     const started = clock.now().getTime();
     const op = `issuing join ticket for ${ctx.peer}`;
@@ -248,7 +149,6 @@ export class TicketIssuer {
         : dependencyError(`${op}: ${step}`, err);
 
     try {
-      checkRequestSizes(req);
       checkDiskUuid(req.diskUuid);
     } catch (err) {
       throw fail('checking request', err);
@@ -265,7 +165,7 @@ export class TicketIssuer {
       // A CSR that cannot be parsed is the caller's fault whatever the CA reports.
       throw new ConfbootError('invalid-argument', `${op}: checking CSR: ${messageOf(err)}`, { cause: err });
     }
-    ctx.onNodeName?.(nodeName);
+    named.nodeName = nodeName;
     this.#checkDenyList(op, { nodeName, diskUuid: req.diskUuid });
     const { ipAddresses, ...owner } = await this.#checkCaller(op, ctx, req, nodeName, csr);
     await this.#bindDisk(op, { diskUuid: req.diskUuid.toLowerCase(), nodeName, ...owner });
@@ -353,7 +253,7 @@ export class TicketIssuer {
    */
   async #resolveCaller(
     op: string,
-    ctx: TicketContext,
+    ctx: JoinCaller,
   ): Promise<{ ip: string | undefined; instance?: PeerInstance; name?: string }> {
     const ip = callerIp(ctx.peer);
     const identity = this.#deps.identity;
@@ -433,7 +333,7 @@ export class TicketIssuer {
    */
   async #checkCaller(
     op: string,
-    ctx: TicketContext,
+    ctx: JoinCaller,
     req: JoinTicketRequest,
     nodeName: string,
     csr: CsrInfo,
@@ -472,16 +372,12 @@ export class TicketIssuer {
    * Issues a rejoin ticket (state disk key and measurement secret) to a rebooting node; no
    * Kubernetes interaction besides the disk binding. The disk must be bound to the caller (its
    * instance with a PeerIdentity, else its address); a disk nobody is bound to yet (joined before
-   * bindings were recorded) is bound to the caller now. Same error kinds as {@link issueJoinTicket}.
+   * bindings were recorded) is bound to the caller now. Same error kinds as a join.
    */
-  async issueRejoinTicket(
-    req: RejoinTicketRequest,
-    ctx: TicketContext = { peer: 'unknown peer' },
-  ): Promise<RejoinTicket> {
+  async #rejoin(req: RejoinTicketRequest, ctx: JoinCaller): Promise<RejoinTicket> {
     const { kms, logger } = this.#deps;
     const op = `issuing rejoin ticket for ${ctx.peer}`;
     try {
-      checkRequestSizes(req);
       checkDiskUuid(req.diskUuid);
     } catch (err) {
       throw new ConfbootError('invalid-argument', `${op}: checking request: ${messageOf(err)}`, {

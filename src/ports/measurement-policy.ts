@@ -38,3 +38,24 @@ export interface MeasurementPolicy {
 
 /** DI token for {@link MeasurementPolicy}. */
 export const MeasurementPolicy = Symbol.for('confboot.MeasurementPolicy');
+
+/** Length of a TDX MRTD/RTMR value; PCR values are shorter. */
+const TDX_REGISTER_BYTES = 48;
+
+/**
+ * The one text of a measurement mismatch, in logs, audit records, errors and CLI output:
+ * `PCR12: expected <hex>, got <hex>` (`got nothing` when the value is missing, ` (warnOnly)` appended
+ * for a tolerated one); a TDX value (48 bytes) is named `MRTD` (index 0) or `RTMR<n>` (index n + 1).
+ * It carries values, so it is never sent to the peer (which learns only the register's name).
+ */
+export function formatMismatch(m: MeasurementMismatch): string {
+  const register =
+    m.expected.length !== TDX_REGISTER_BYTES
+      ? `PCR${m.index}`
+      : m.index === 0
+        ? 'MRTD'
+        : `RTMR${m.index - 1}`;
+  const hex = (b: Uint8Array) => Buffer.from(b).toString('hex');
+  const actual = m.actual === undefined ? 'nothing' : hex(m.actual);
+  return `${register}: expected ${hex(m.expected)}, got ${actual}${m.warnOnly ? ' (warnOnly)' : ''}`;
+}

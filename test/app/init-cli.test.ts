@@ -119,7 +119,7 @@ describe('confboot init (real swtpm quote, stand-in init handler)', () => {
     const io = capture();
     expect(await run(flags(f, n.endpoint))).toBe(1);
     expect(n.requests).toHaveLength(0);
-    expect(io.err()).toMatch(/PCR 12: expected [0-9a-f]{64}, got [0-9a-f]{64}/);
+    expect(io.err()).toMatch(/PCR12: expected [0-9a-f]{64}, got [0-9a-f]{64}/);
   });
 
   it.each([

@@ -29,23 +29,13 @@ const MAX_FILE_LINES = 500;
  * ceiling their length may not exceed.
  */
 const FUNCTION_ALLOWANCES: Readonly<Record<string, number>> = {
-  'src/adapters/attestation/snp/verify.ts verifySnpReportUnchecked': 337,
-  'src/app/join-service/service.ts startJoinService': 263,
-  'src/adapters/attestation/tdx/verify.ts verifyTdxQuoteUnchecked': 197,
-  'src/adapters/attestation/tdx/verify.ts checkCollateral': 164,
-  'src/adapters/disk/luks2-header-policy.ts validateLuks2Metadata': 191,
   'src/app/modules/common.ts commonModule': 165,
   'src/app/modules/common.ts commonModule > (anonymous)': 163,
-  'src/adapters/grpc/atls/exchange.ts exchangeAttestations': 164,
 };
 
 /** Files over the limit today, with the ceiling their length may not exceed. */
 const FILE_ALLOWANCES: Readonly<Record<string, number>> = {
-  'src/app/cli/join-service.ts': 650,
-  'src/adapters/attestation/tdx/verify.ts': 639,
-  'src/domain/ticket-issuer.ts': 513,
   'src/adapters/tpm/tpm2-tools-tpm.ts': 509,
-  'src/adapters/attestation/snp/verify.ts': 502,
 };
 
 type FunctionLike =

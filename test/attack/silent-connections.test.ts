@@ -31,7 +31,7 @@ const TEST_TIMEOUT_MS = 180_000;
 const longDeadlines: TargetOptions = {
   handshakeTimeoutMs: LONG,
   limits: {
-    atlsDeadlines: {
+    deadlines: {
       clientHelloMs: LONG,
       tlsHandshakeMs: LONG,
       attestationMs: LONG,
@@ -206,7 +206,7 @@ describe('silent connections held by a slowloris do not delay an honest join', (
       // 100 addresses × 10 against a global cap of 500: every source holds ~5, evictions keep it fair.
       const t = await target({
         ...longDeadlines,
-        limits: { ...longDeadlines.limits, maxPendingHandshakes: 500 },
+        limits: { ...longDeadlines.limits, maxUnattested: 500 },
       });
       const attack = startSlowloris({
         port: t.port,
@@ -238,7 +238,7 @@ describe('connection flood', () => {
       const t = await target({
         handshakeTimeoutMs: 10_000,
         limits: {
-          atlsDeadlines: {
+          deadlines: {
             clientHelloMs: short,
             tlsHandshakeMs: short,
             attestationMs: short,
@@ -279,7 +279,7 @@ describe('phase deadlines', () => {
       const t = await target({
         handshakeTimeoutMs: 10_000,
         limits: {
-          atlsDeadlines: { clientHelloMs: 300, tlsHandshakeMs: 300, attestationMs: 300, verdictMs: 300 },
+          deadlines: { clientHelloMs: 300, tlsHandshakeMs: 300, attestationMs: 300, verdictMs: 300 },
           dropLogIntervalMs: 60_000,
         },
       });

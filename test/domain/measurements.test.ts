@@ -173,14 +173,29 @@ describe('formatMismatch', () => {
     [
       'an untrusted value',
       { index: 4, expected: bytesOf(h32(4)), actual: bytesOf('ab'.repeat(32)), warnOnly: false },
-      `untrusted measurement value ${'ab'.repeat(32)} at index 4`,
+      `PCR4: expected ${h32(4)}, got ${'ab'.repeat(32)}`,
     ],
     [
       'a missing value',
       { index: 15, expected: bytesOf(h32(0)), actual: undefined, warnOnly: false },
-      'missing measurement value for index 15',
+      `PCR15: expected ${h32(0)}, got nothing`,
     ],
-  ])('formats %s like upstream', (_name, m, text) => {
+    [
+      'a tolerated value',
+      { index: 9, expected: bytesOf(h32(9)), actual: bytesOf(h32(1)), warnOnly: true },
+      `PCR9: expected ${h32(9)}, got ${h32(1)} (warnOnly)`,
+    ],
+    [
+      'a TDX MRTD (index 0, 48 bytes)',
+      { index: 0, expected: bytesOf('aa'.repeat(48)), actual: bytesOf('bb'.repeat(48)), warnOnly: false },
+      `MRTD: expected ${'aa'.repeat(48)}, got ${'bb'.repeat(48)}`,
+    ],
+    [
+      'a TDX RTMR (index n + 1, 48 bytes)',
+      { index: 2, expected: bytesOf('aa'.repeat(48)), actual: undefined, warnOnly: false },
+      `RTMR1: expected ${'aa'.repeat(48)}, got nothing`,
+    ],
+  ])('formats %s as the one mismatch text', (_name, m, text) => {
     expect(formatMismatch(m)).toBe(text);
   });
 });

@@ -14,10 +14,12 @@ import {
 } from '../../src/ports/deny-list.js';
 import { isDiskBoundError } from '../../src/ports/disk-bindings.js';
 import { ConfbootError, type ConfbootErrorCode, isConfbootError } from '../../src/ports/errors.js';
+import type { JoinCaller } from '../../src/ports/join-call.js';
 import { normalizeNodeName } from '../../src/ports/kubernetes-node.js';
 import type { PeerIdentity, PeerInstance } from '../../src/ports/peer-identity.js';
-import type { JoinTicketRequest } from '../../src/ports/types.js';
+import type { JoinTicketRequest, RejoinTicketRequest } from '../../src/ports/types.js';
 import { FakeClock } from '../fakes/fake-clock.js';
+import { ticketOf } from '../support/join-call.js';
 import {
   bytes,
   filled,
@@ -48,9 +50,22 @@ function setup() {
     logger: new RecordingLogger(),
     order,
   };
-  return { ...s, issuer: () => new TicketIssuer(s) };
+  return { ...s, issuer: () => throwing(new TicketIssuer(s)) };
 }
 type Setup = ReturnType<typeof setup>;
+
+/** The variant every test caller attested with (the issuer does not read it). */
+const VARIANT = 'qemu-vtpm';
+
+/** `issuer` as calls that resolve with the ticket and reject with the refusal. */
+function throwing(issuer: TicketIssuer) {
+  return {
+    issueJoinTicket: (r: JoinTicketRequest, c: Omit<JoinCaller, 'variant'>) =>
+      ticketOf(issuer.issueJoinTicket(r, { variant: VARIANT, ...c })),
+    issueRejoinTicket: (r: RejoinTicketRequest, c: Omit<JoinCaller, 'variant'> = { peer: 'unknown peer' }) =>
+      ticketOf(issuer.issueRejoinTicket(r, { variant: VARIANT, ...c })),
+  };
+}
 
 function req(overrides: Partial<JoinTicketRequest> = {}): JoinTicketRequest {
   return {
@@ -520,7 +535,7 @@ class StubIdentity implements PeerIdentity {
 function withIdentity(instances: Record<string, PeerInstance>) {
   const s = setup();
   const identity = new StubIdentity(instances);
-  return { ...s, identity, issuer: () => new TicketIssuer({ ...s, identity }) };
+  return { ...s, identity, issuer: () => throwing(new TicketIssuer({ ...s, identity })) };
 }
 
 const NODE_1: PeerInstance = { name: 'node-1', ips: ['192.0.2.5'], role: 'Worker' };
@@ -872,15 +887,16 @@ function withDenyList(nodes: string[], disks: string[] = []) {
   const s = withIdentity({ '192.0.2.5': NODE_1 });
   const denyList = new StubDenyList(nodes, disks);
   const named: string[] = [];
-  const issuer = () => new TicketIssuer({ ...s, identity: s.identity, denyList });
-  /** Resolves with the refusal, or with undefined when a ticket was issued. */
-  const join = (r = req()): Promise<ConfbootError | undefined> =>
-    issuer()
-      .issueJoinTicket(r, { peer: PEER, onNodeName: (n) => named.push(n) })
-      .then(
-        () => undefined,
-        (e: unknown) => e as ConfbootError,
-      );
+  const issuer = () => throwing(new TicketIssuer({ ...s, identity: s.identity, denyList }));
+  /** Resolves with the refusal, or with undefined when a ticket was issued; the node it named goes to `named`. */
+  const join = async (r = req()): Promise<ConfbootError | undefined> => {
+    const decision = await new TicketIssuer({ ...s, identity: s.identity, denyList }).issueJoinTicket(r, {
+      peer: PEER,
+      variant: VARIANT,
+    });
+    if (decision.nodeName !== undefined) named.push(decision.nodeName);
+    return decision.issued ? undefined : (decision.refusal as ConfbootError);
+  };
   return { ...s, denyList, named, issuer, join };
 }
 
@@ -937,10 +953,10 @@ describe('TicketIssuer: the deny list (DenyList port), asked once the request na
 
   it('without a PeerIdentity, refuses a rejoin by the node name the disk was bound under when it joined', async () => {
     const s = setup();
-    await new TicketIssuer(s).issueJoinTicket(req(), { peer: PEER });
+    await throwing(new TicketIssuer(s)).issueJoinTicket(req(), { peer: PEER });
     const kmsCalls = s.kms.calls.length;
     const denyList = new StubDenyList(['node-1'], []);
-    const err = await new TicketIssuer({ ...s, denyList })
+    const err = await throwing(new TicketIssuer({ ...s, denyList }))
       .issueRejoinTicket({ diskUuid: UUID }, { peer: PEER })
       .then(
         () => undefined,

@@ -226,26 +226,15 @@ function overlaps(a: Luks2Area, b: Luks2Area): boolean {
   return a.offset < b.offset + b.size && b.offset < a.offset + a.size;
 }
 
-/**
- * Validates LUKS2 JSON metadata against `policy` for a device of `deviceSizeBytes` bytes.
- * Throws {@link Luks2HeaderError} (and nothing else) naming the first failed check.
- */
-export function validateLuks2Metadata(
-  metadata: unknown,
-  deviceSizeBytes: number,
-  policy: Luks2HeaderPolicy = DEFAULT_LUKS2_HEADER_POLICY,
-): Luks2HeaderSummary {
-  if (!Number.isSafeInteger(deviceSizeBytes) || deviceSizeBytes <= 0) {
-    fail('header-read', `device size ${deviceSizeBytes} is not a positive integer`);
-  }
-  if (!isObject(metadata)) fail('json-structure', 'metadata is not a JSON object');
-  const keyslots = field(metadata, 'keyslots', 'json-structure', 'metadata');
-  const tokens = field(metadata, 'tokens', 'json-structure', 'metadata');
-  const segments = field(metadata, 'segments', 'json-structure', 'metadata');
-  const digests = field(metadata, 'digests', 'json-structure', 'metadata');
-  const config = field(metadata, 'config', 'json-structure', 'metadata');
+/** The header layout from `config`: where the two metadata copies and the keyslots area end. */
+interface HeaderLayout {
+  headersEnd: number;
+  keyslotsEnd: number;
+}
 
-  // Config: the binary header plus its JSON area is 4 KiB + json_size; two copies precede the keyslots area.
+/** `config`: a LUKS2 metadata size, no requirements, metadata and keyslots inside the device. */
+function checkConfig(config: Json, deviceSizeBytes: number): HeaderLayout {
+  // The binary header plus its JSON area is 4 KiB + json_size; two copies precede the keyslots area.
   const jsonSize = u64(config, 'json_size', 'config', 'config');
   const keyslotsSize = u64(config, 'keyslots_size', 'config', 'config');
   if (jsonSize < 12 * 1024 || jsonSize > 4 * 1024 * 1024 - 4096 || jsonSize % 4096 !== 0) {
@@ -262,9 +251,21 @@ export function validateLuks2Metadata(
       `metadata and keyslots end at ${keyslotsEnd}, beyond the device (${deviceSizeBytes} bytes)`,
     );
   }
-  const areas: Luks2Area[] = [{ name: 'header', offset: 0, size: headersEnd }];
+  return { headersEnd, keyslotsEnd };
+}
 
-  // Data segment first, the check that matters most: exactly one (several only exist during reencryption).
+/** The data segment once its shape passed. */
+interface Segment {
+  ids: number[];
+  seg: Json;
+  sectorSize: number;
+}
+
+/**
+ * The data segment, the check that matters most: exactly one (several only exist during
+ * reencryption), type crypt, an allowed cipher and integrity, a valid sector size, no flags.
+ */
+function checkSegment(segments: Json, policy: Luks2HeaderPolicy): Segment {
   const segIds = ids(segments, 'segment-count', 'segments');
   if (segIds.length !== 1 || segIds[0] !== 0)
     fail('segment-count', `segments [${segIds.join(', ')}], expected exactly segment 0`);
@@ -288,59 +289,82 @@ export function validateLuks2Metadata(
     fail('segment-type', `segment 0 sector size ${sectorSize} is invalid`);
   if (seg.flags !== undefined)
     fail('segment-type', 'segment 0 carries flags (e.g. a reencryption in progress)');
+  return { ids: segIds, seg, sectorSize };
+}
 
-  // Keyslots.
+/** One keyslot: luks2 with the luks1 splitter, an allowed raw area cipher, a bounded KDF, its area inside the keyslots area. */
+function checkKeyslot(
+  id: number,
+  keyslots: Json,
+  policy: Luks2HeaderPolicy,
+  layout: HeaderLayout,
+  deviceSizeBytes: number,
+): Luks2Area {
+  const where = `keyslot ${id}`;
+  const slot = field(keyslots, String(id), 'keyslot-type', 'keyslots');
+  const type = str(slot, 'type', 'keyslot-type', where);
+  if (type !== 'luks2') fail('keyslot-type', `${where} has type ${show(type)}, expected "luks2"`);
+  int(slot, 'key_size', 'keyslot-type', where);
+  const af = field(slot, 'af', 'keyslot-type', where);
+  if (af.type !== 'luks1')
+    fail('keyslot-type', `${where} has anti-forensic type ${show(af.type)}, expected "luks1"`);
+  const afHash = str(af, 'hash', 'keyslot-type', `${where} af`);
+  if (!policy.hashes.includes(afHash)) fail('keyslot-type', `${where} af uses hash ${show(afHash)}`);
+  const stripes = int(af, 'stripes', 'keyslot-type', `${where} af`);
+  if (stripes !== 4000) fail('keyslot-type', `${where} af has ${stripes} stripes, expected 4000`);
+
+  const area = field(slot, 'area', 'keyslot-cipher', where);
+  if (area.type !== 'raw')
+    fail('keyslot-cipher', `${where} area has type ${show(area.type)}, expected "raw"`);
+  const cipher = str(area, 'encryption', 'keyslot-cipher', `${where} area`);
+  if (!policy.keyslotCiphers.includes(cipher)) {
+    fail(
+      'keyslot-cipher',
+      `${where} area uses ${show(cipher)}, allowed: ${policy.keyslotCiphers.join(', ')}`,
+    );
+  }
+
+  checkKdf(field(slot, 'kdf', 'kdf', where), policy, `${where} kdf`);
+
+  const offset = u64(area, 'offset', 'keyslot-area', `${where} area`);
+  const size = u64(area, 'size', 'keyslot-area', `${where} area`);
+  if (size === 0) fail('keyslot-area', `${where} area is empty`);
+  if (offset + size > deviceSizeBytes) {
+    fail(
+      'keyslot-area',
+      `${where} area [${offset}, ${offset + size}) is beyond the device (${deviceSizeBytes} bytes)`,
+    );
+  }
+  if (offset < layout.headersEnd || offset + size > layout.keyslotsEnd) {
+    fail(
+      'keyslot-area',
+      `${where} area [${offset}, ${offset + size}) is outside the keyslots area [${layout.headersEnd}, ${layout.keyslotsEnd})`,
+    );
+  }
+  return { name: where, offset, size };
+}
+
+/** At most `maxKeyslots` keyslots, keyslot 0 among them, each passing {@link checkKeyslot}. */
+function checkKeyslots(
+  keyslots: Json,
+  policy: Luks2HeaderPolicy,
+  layout: HeaderLayout,
+  deviceSizeBytes: number,
+): { ids: number[]; areas: Luks2Area[] } {
   const slotIds = ids(keyslots, 'keyslot-count', 'keyslots');
   if (slotIds.length > policy.maxKeyslots) {
     fail('keyslot-count', `${slotIds.length} keyslots, at most ${policy.maxKeyslots} expected`);
   }
   if (!slotIds.includes(0)) fail('keyslot-0', 'keyslot 0 is missing');
-  for (const id of slotIds) {
-    const where = `keyslot ${id}`;
-    const slot = field(keyslots, String(id), 'keyslot-type', 'keyslots');
-    const type = str(slot, 'type', 'keyslot-type', where);
-    if (type !== 'luks2') fail('keyslot-type', `${where} has type ${show(type)}, expected "luks2"`);
-    int(slot, 'key_size', 'keyslot-type', where);
-    const af = field(slot, 'af', 'keyslot-type', where);
-    if (af.type !== 'luks1')
-      fail('keyslot-type', `${where} has anti-forensic type ${show(af.type)}, expected "luks1"`);
-    const afHash = str(af, 'hash', 'keyslot-type', `${where} af`);
-    if (!policy.hashes.includes(afHash)) fail('keyslot-type', `${where} af uses hash ${show(afHash)}`);
-    const stripes = int(af, 'stripes', 'keyslot-type', `${where} af`);
-    if (stripes !== 4000) fail('keyslot-type', `${where} af has ${stripes} stripes, expected 4000`);
+  return {
+    ids: slotIds,
+    areas: slotIds.map((id) => checkKeyslot(id, keyslots, policy, layout, deviceSizeBytes)),
+  };
+}
 
-    const area = field(slot, 'area', 'keyslot-cipher', where);
-    if (area.type !== 'raw')
-      fail('keyslot-cipher', `${where} area has type ${show(area.type)}, expected "raw"`);
-    const cipher = str(area, 'encryption', 'keyslot-cipher', `${where} area`);
-    if (!policy.keyslotCiphers.includes(cipher)) {
-      fail(
-        'keyslot-cipher',
-        `${where} area uses ${show(cipher)}, allowed: ${policy.keyslotCiphers.join(', ')}`,
-      );
-    }
-
-    checkKdf(field(slot, 'kdf', 'kdf', where), policy, `${where} kdf`);
-
-    const offset = u64(area, 'offset', 'keyslot-area', `${where} area`);
-    const size = u64(area, 'size', 'keyslot-area', `${where} area`);
-    if (size === 0) fail('keyslot-area', `${where} area is empty`);
-    if (offset + size > deviceSizeBytes) {
-      fail(
-        'keyslot-area',
-        `${where} area [${offset}, ${offset + size}) is beyond the device (${deviceSizeBytes} bytes)`,
-      );
-    }
-    if (offset < headersEnd || offset + size > keyslotsEnd) {
-      fail(
-        'keyslot-area',
-        `${where} area [${offset}, ${offset + size}) is outside the keyslots area [${headersEnd}, ${keyslotsEnd})`,
-      );
-    }
-    areas.push({ name: where, offset, size });
-  }
-
-  // Data segment area.
+/** The data segment's area: inside the device, not empty, sector-aligned. */
+function checkSegmentArea(segment: Segment, deviceSizeBytes: number): Luks2Area {
+  const { seg } = segment;
   const segOffset = u64(seg, 'offset', 'segment-area', 'segment 0');
   let segSize: number;
   if (seg.size === 'dynamic') {
@@ -358,10 +382,13 @@ export function validateLuks2Metadata(
       );
     }
   }
-  if (segOffset % sectorSize !== 0)
+  if (segOffset % segment.sectorSize !== 0)
     fail('segment-area', `segment 0 offset ${segOffset} is not sector-aligned`);
-  areas.push({ name: 'segment 0', offset: segOffset, size: segSize });
+  return { name: 'segment 0', offset: segOffset, size: segSize };
+}
 
+/** `area-overlap`: no two areas share a byte. */
+function checkNoOverlap(areas: Luks2Area[]): void {
   for (let i = 0; i < areas.length; i++) {
     for (let j = i + 1; j < areas.length; j++) {
       const a = areas[i] as Luks2Area;
@@ -374,8 +401,10 @@ export function validateLuks2Metadata(
       }
     }
   }
+}
 
-  // Digests: bounded PBKDF2 over the volume key, referring only to keyslots and segments that exist.
+/** Digests: bounded PBKDF2 over the volume key, referring only to keyslots and segments that exist. */
+function checkDigests(digests: Json, policy: Luks2HeaderPolicy, slotIds: number[], segIds: number[]): void {
   const digestIds = ids(digests, 'digest', 'digests');
   if (digestIds.length === 0 || digestIds.length > policy.maxKeyslots) {
     fail('digest', `${digestIds.length} digests, expected 1..${policy.maxKeyslots}`);
@@ -400,8 +429,10 @@ export function validateLuks2Metadata(
     }
   }
   if (!segmentCovered) fail('digest', 'no digest covers segment 0');
+}
 
-  // Tokens.
+/** Tokens: at most `maxTokens`, of allowed types, confboot's own with its initialization flag. */
+function checkTokens(tokens: Json, policy: Luks2HeaderPolicy): Map<number, Record<string, unknown>> {
   const tokenIds = ids(tokens, 'token-count', 'tokens');
   if (tokenIds.length > policy.maxTokens)
     fail('token-count', `${tokenIds.length} tokens, at most ${policy.maxTokens} expected`);
@@ -418,6 +449,38 @@ export function validateLuks2Metadata(
     }
     tokenMap.set(id, t);
   }
+  return tokenMap;
+}
 
-  return { keyslots: slotIds, tokens: tokenMap, areas };
+/**
+ * Validates LUKS2 JSON metadata against `policy` for a device of `deviceSizeBytes` bytes: the named
+ * checks in order (config, data segment, keyslots, segment area, overlaps, digests, tokens).
+ * Throws {@link Luks2HeaderError} (and nothing else) naming the first failed check.
+ */
+export function validateLuks2Metadata(
+  metadata: unknown,
+  deviceSizeBytes: number,
+  policy: Luks2HeaderPolicy = DEFAULT_LUKS2_HEADER_POLICY,
+): Luks2HeaderSummary {
+  if (!Number.isSafeInteger(deviceSizeBytes) || deviceSizeBytes <= 0) {
+    fail('header-read', `device size ${deviceSizeBytes} is not a positive integer`);
+  }
+  if (!isObject(metadata)) fail('json-structure', 'metadata is not a JSON object');
+  const keyslots = field(metadata, 'keyslots', 'json-structure', 'metadata');
+  const tokens = field(metadata, 'tokens', 'json-structure', 'metadata');
+  const segments = field(metadata, 'segments', 'json-structure', 'metadata');
+  const digests = field(metadata, 'digests', 'json-structure', 'metadata');
+  const config = field(metadata, 'config', 'json-structure', 'metadata');
+
+  const layout = checkConfig(config, deviceSizeBytes);
+  const segment = checkSegment(segments, policy);
+  const slots = checkKeyslots(keyslots, policy, layout, deviceSizeBytes);
+  const areas: Luks2Area[] = [
+    { name: 'header', offset: 0, size: layout.headersEnd },
+    ...slots.areas,
+    checkSegmentArea(segment, deviceSizeBytes),
+  ];
+  checkNoOverlap(areas);
+  checkDigests(digests, policy, slots.ids, segment.ids);
+  return { keyslots: slots.ids, tokens: checkTokens(tokens, policy), areas };
 }

@@ -9,7 +9,6 @@
 import type { TLSSocket } from 'node:tls';
 import { type ConnectionInjector, Server, ServerCredentials, type ServerOptions } from '@grpc/grpc-js';
 import type { Logger } from '../../ports/logger.js';
-import { Slots } from './atls/admission.js';
 import type { AttestedPeer } from './atls/exchange.js';
 import { assertGrpcJsInternals } from './atls/grpc-hook.js';
 import { type AtlsListenerOptions, AttestedTlsListener } from './atls/listener.js';
@@ -20,13 +19,6 @@ export interface AttestedGrpcServerOptions extends AtlsListenerOptions {
   grpcOptions?: ServerOptions;
   /** Logger for connection events; never receives secrets. */
   logger?: Logger;
-  /**
-   * Attested connections open at once (bounds the memory of connections and their streams).
-   * Default unlimited. A connection beyond it waits, after the peer's ATTESTATION frame and before
-   * verification, until one closes (FIFO, within the handshake timeout), so no verification is spent
-   * on a connection that would be closed.
-   */
-  maxConnections?: number;
 }
 
 /** Resolves when `socket` has closed. */
@@ -46,27 +38,17 @@ export class AttestedGrpcServer {
   private readonly listener: AttestedTlsListener;
   private readonly peers = new Map<string, AttestedPeer>();
   private readonly sockets = new Set<TLSSocket>();
-  private readonly maxConnections: number;
-  private readonly connectionSlots: Slots | undefined;
   private readonly logger: Logger | undefined;
   private overCapLoggedAt = 0;
-  /** Attested connections closed because {@link AttestedGrpcServerOptions.maxConnections} was reached. */
+  /** Attested connections closed because the admission's `maxConnections` was reached. */
   overCapConnections = 0;
 
   constructor(options: AttestedGrpcServerOptions) {
     assertGrpcJsInternals();
-    this.maxConnections = options.maxConnections ?? Number.POSITIVE_INFINITY;
     this.logger = options.logger;
     this.grpc = new Server({ 'grpc.max_receive_message_length': 4 * 1024 * 1024, ...options.grpcOptions });
     this.injector = this.grpc.createConnectionInjector(ServerCredentials.createInsecure());
-    const connectionSlots = Number.isFinite(this.maxConnections)
-      ? new Slots(Math.max(1, Math.floor(this.maxConnections)))
-      : undefined;
-    this.connectionSlots = connectionSlots;
-    this.listener = new AttestedTlsListener(
-      connectionSlots === undefined ? options : { ...options, connectionSlots },
-      (socket, peer) => this.inject(socket, peer),
-    );
+    this.listener = new AttestedTlsListener(options, (socket, peer) => this.inject(socket, peer));
   }
 
   /** The attested TLS listener (for observers such as `onRefused`). */
@@ -76,7 +58,7 @@ export class AttestedGrpcServer {
 
   /** Connections whose attestation has arrived and that wait for a connection slot to be verified. */
   get connectionsWaiting(): number {
-    return this.connectionSlots?.waiting ?? 0;
+    return this.listener.admission.connections?.waiting ?? 0;
   }
 
   /** Number of attested connections currently open. */
@@ -122,7 +104,8 @@ export class AttestedGrpcServer {
 
   private inject(socket: TLSSocket, peer: AttestedPeer): void {
     // The listener already waited for a connection slot; this is the bound's second line of defence.
-    if (this.sockets.size >= this.maxConnections) {
+    const maxConnections = this.listener.admission.maxConnections;
+    if (this.sockets.size >= maxConnections) {
       this.overCapConnections++;
       // At most one line a second: a flood must not turn the log into the amplifier.
       const now = Date.now();
@@ -130,7 +113,7 @@ export class AttestedGrpcServer {
         this.overCapLoggedAt = now;
         this.logger?.warn('Closed an attested connection: connection cap reached', {
           peer: peer.address,
-          maxConnections: this.maxConnections,
+          maxConnections,
           closedSoFar: this.overCapConnections,
         });
       }

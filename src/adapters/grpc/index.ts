@@ -23,12 +23,7 @@ export {
   type InitServiceHandler,
 } from './init-server.js';
 export { GrpcJoinTicketClient, type GrpcJoinTicketClientOptions } from './join-client.js';
-export {
-  createJoinServer,
-  type JoinCallContext,
-  type JoinServerOptions,
-  type JoinServiceHandler,
-} from './join-server.js';
+export { createJoinServer, type JoinServerOptions } from './join-server.js';
 export * from './mapping.js';
 export * from './status.js';
 export { DEFAULT_CALL_TIMEOUT_MS } from './unary-call.js';

@@ -79,9 +79,9 @@ export class GrpcInitClient {
         const outcome = (): InitOutcome | undefined => {
           const joined = new Uint8Array(Buffer.concat(logs));
           if (success)
-            return { kind: 'success', result: success, logs: joined, server: credentials.lastPeer };
+            return { kind: 'success', result: success, logs: joined, server: credentials.attestedPeer() };
           if (failure !== undefined)
-            return { kind: 'failure', error: failure, logs: joined, server: credentials.lastPeer };
+            return { kind: 'failure', error: failure, logs: joined, server: credentials.attestedPeer() };
           return undefined;
         };
         stream.on('data', (msg: InitResponse) => {

@@ -133,8 +133,8 @@ export class GrpcJoinTicketClient implements JoinTicketClient {
     throwIfAborted(signal, operation);
     // One call, one connection: a failed attempt (refused, or past a deadline) is not retried by
     // grpc-js within the call either; the call fails and the caller picks its next endpoint.
-    const credentials: AttestedChannelCredentials = new AttestedChannelCredentials({
-      onRefused: () => credentials.finish(),
+    const credentials = new AttestedChannelCredentials({
+      oneAttempt: true,
       issuer: this.options.issuer,
       clock: this.options.clock,
       ...(this.options.validators ? { validators: this.options.validators } : {}),
@@ -143,7 +143,7 @@ export class GrpcJoinTicketClient implements JoinTicketClient {
         : {}),
       ...(this.options.localAddress !== undefined ? { localAddress: this.options.localAddress } : {}),
       ...(this.options.tlsHandshakeTimeoutMs !== undefined
-        ? { deadlines: { tlsHandshakeMs: this.options.tlsHandshakeTimeoutMs } }
+        ? { tlsHandshakeTimeoutMs: this.options.tlsHandshakeTimeoutMs }
         : {}),
     });
     const connectMs = this.options.connectTimeoutMs ?? DEFAULT_JOIN_CONNECT_TIMEOUT_MS;
@@ -161,7 +161,7 @@ export class GrpcJoinTicketClient implements JoinTicketClient {
             credentials.finish();
             clearTimeout(connectTimer);
             signal?.removeEventListener('abort', onAbort);
-            if (err && stalled && credentials.lastError === undefined)
+            if (err && stalled && credentials.refusal() === undefined)
               reject(
                 new ConfbootError(
                   'unavailable',
@@ -179,12 +179,12 @@ export class GrpcJoinTicketClient implements JoinTicketClient {
         // deadline; a service that answered and is still verifying this node is waited for.
         let stalled = false;
         const connectTimer = setTimeout(() => {
-          if (credentials.lastPeer !== undefined || credentials.peerAnswered) return;
           stalled = true;
           credentials.finish();
           call.cancel();
         }, connectMs);
         connectTimer.unref();
+        void credentials.answered.then(() => clearTimeout(connectTimer));
       });
     } catch (err) {
       this.options.logger?.warn('Join service call failed', {

@@ -1,10 +1,11 @@
 /**
  * The join service's gRPC edge (adapter layer, src/adapters/grpc): join.API served over attested
  * TLS where the joining node attests and this server validates (upstream: validators only, no
- * issuer). Requests and tickets are mapped to port types; handler errors go through status.ts.
- * Handlers only ever run for connections whose attestation passed.
+ * issuer). Requests and tickets are mapped to port types and handed to the join call
+ * (ports/join-call.ts); its refusals go through status.ts. The join call only ever runs for
+ * connections whose attestation passed.
  */
-import { type ServerUnaryCall, type sendUnaryData, status } from '@grpc/grpc-js';
+import { type ServerOptions, type ServerUnaryCall, type sendUnaryData, status } from '@grpc/grpc-js';
 import {
   type IssueJoinTicketRequest,
   type IssueJoinTicketResponse,
@@ -15,11 +16,12 @@ import {
 import type { Clock } from '../../ports/clock.js';
 import { isConfbootError, messageOf } from '../../ports/errors.js';
 import type { Issuer } from '../../ports/issuer.js';
+import type { JoinCall, JoinCaller, JoinDecision } from '../../ports/join-call.js';
 import type { Logger } from '../../ports/logger.js';
 import type { JoinTicket, JoinTicketRequest, RejoinTicket, RejoinTicketRequest } from '../../ports/types.js';
 import type { Validator } from '../../ports/validator.js';
-import type { PeerAttestation } from './atls/exchange.js';
-import type { AtlsListenerOptions } from './atls/listener.js';
+import type { AdmissionSettings } from './atls/admission-settings.js';
+import type { AtlsOptions } from './atls/exchange.js';
 import { AttestedGrpcServer } from './attested-server.js';
 import {
   joinRequestFromProto,
@@ -29,56 +31,26 @@ import {
 } from './mapping.js';
 import { type GrpcStatusError, toGrpcError } from './status.js';
 
-/** What a join handler learns about its caller. */
-export interface JoinCallContext {
-  /** Caller address `ip:port`. */
-  peer: string;
-  /** The attested variant, e.g. `qemu-vtpm`. */
-  variant: string;
-  /** The full validated attestation (checks, warnings, user data). */
-  attestation: PeerAttestation;
-  /** Aborts when the caller cancels or the server force-closes the call (shutdown). */
-  signal: AbortSignal;
-}
-
-/** The join service logic, in port types. */
-export interface JoinServiceHandler {
-  /** Issues a join ticket to an attested node. */
-  issueJoinTicket(request: JoinTicketRequest, ctx: JoinCallContext): Promise<JoinTicket>;
-  /** Issues a rejoin ticket to an attested node. */
-  issueRejoinTicket(request: RejoinTicketRequest, ctx: JoinCallContext): Promise<RejoinTicket>;
-}
-
-/** Options of {@link createJoinServer}. */
-export interface JoinServerOptions {
+/** Options of {@link createJoinServer}: the join call, attested TLS, and its admission settings. */
+export interface JoinServerOptions extends AdmissionSettings {
   /** Validators for the joining nodes' attestation (at least one). */
   validators: readonly Validator[];
   clock: Clock;
-  handler: JoinServiceHandler;
+  /** The join call (ports/join-call.ts): the guarded ticket issuer. */
+  joinCall: JoinCall;
   logger?: Logger;
   /** Optional: the join service attests itself too (mutual). Upstream does not. */
   issuer?: Issuer;
-  handshakeTimeoutMs?: number;
+  /** Largest attestation document accepted (default 1 MiB). */
   maxDocumentBytes?: number;
-  maxPendingHandshakes?: number;
-  /** Admission of unattested connections: phase deadlines, per-source cap, verification slots. */
-  admission?: Pick<
-    AtlsListenerOptions,
-    | 'deadlines'
-    | 'maxPendingPerSource'
-    | 'maxConcurrentVerifications'
-    | 'dropLogIntervalMs'
-    | 'onEvidenceRefused'
-    | 'sizedHandshakes'
-  >;
+  /** Called with the evidence of every attestation document a validator refused. */
+  onEvidenceRefused?: AtlsOptions['onEvidenceRefused'];
   /** gRPC receive limit per message, bytes (grpc-js refuses larger ones before decoding). Default 4 MiB. */
   maxMessageBytes?: number;
   /** Concurrent streams per attested connection (HTTP/2 SETTINGS_MAX_CONCURRENT_STREAMS). */
   maxStreamsPerConnection?: number;
   /** HTTP/2 session memory per connection, MiB. */
   maxSessionMemoryMib?: number;
-  /** Attested connections open at once. */
-  maxConnections?: number;
 }
 
 function unattested(operation: string): GrpcStatusError {
@@ -92,36 +64,19 @@ function unattested(operation: string): GrpcStatusError {
  */
 export function createJoinServer(options: JoinServerOptions): AttestedGrpcServer {
   if (options.validators.length === 0) throw new Error('join server: at least one validator is required');
-  const server = new AttestedGrpcServer({
-    validators: options.validators,
-    clock: options.clock,
-    ...(options.issuer ? { issuer: options.issuer } : {}),
-    ...(options.logger ? { logger: options.logger } : {}),
-    ...(options.handshakeTimeoutMs !== undefined ? { handshakeTimeoutMs: options.handshakeTimeoutMs } : {}),
-    ...(options.maxDocumentBytes !== undefined ? { maxDocumentBytes: options.maxDocumentBytes } : {}),
-    ...(options.maxPendingHandshakes !== undefined
-      ? { maxPendingHandshakes: options.maxPendingHandshakes }
-      : {}),
-    ...options.admission,
-    ...(options.maxConnections !== undefined ? { maxConnections: options.maxConnections } : {}),
-    grpcOptions: {
-      ...(options.maxMessageBytes !== undefined
-        ? { 'grpc.max_receive_message_length': options.maxMessageBytes }
-        : {}),
-      ...(options.maxStreamsPerConnection !== undefined
-        ? { 'grpc.max_concurrent_streams': options.maxStreamsPerConnection }
-        : {}),
-      ...(options.maxSessionMemoryMib !== undefined
-        ? { 'grpc-node.max_session_memory': options.maxSessionMemoryMib }
-        : {}),
-    },
-  });
+  const { joinCall, maxMessageBytes, maxStreamsPerConnection, maxSessionMemoryMib, ...listener } = options;
+  const grpcOptions: ServerOptions = {};
+  if (maxMessageBytes !== undefined) grpcOptions['grpc.max_receive_message_length'] = maxMessageBytes;
+  if (maxStreamsPerConnection !== undefined)
+    grpcOptions['grpc.max_concurrent_streams'] = maxStreamsPerConnection;
+  if (maxSessionMemoryMib !== undefined) grpcOptions['grpc-node.max_session_memory'] = maxSessionMemoryMib;
+  const server = new AttestedGrpcServer({ ...listener, grpcOptions });
   const log = options.logger;
 
   function unary<Req, Res, DReq, DRes>(
     name: string,
     fromProto: (r: Req) => DReq,
-    call: (r: DReq, ctx: JoinCallContext) => Promise<DRes>,
+    call: (r: DReq, caller: JoinCaller) => Promise<JoinDecision<DRes>>,
     toProto: (r: DRes) => Res,
   ) {
     return (c: ServerUnaryCall<Req, Res>, callback: sendUnaryData<Res>) => {
@@ -134,7 +89,7 @@ export function createJoinServer(options: JoinServerOptions): AttestedGrpcServer
       }
       const cancelled = new AbortController();
       c.once('cancelled', () => cancelled.abort(new Error(`${operation}: call cancelled`)));
-      const ctx: JoinCallContext = {
+      const caller: JoinCaller = {
         peer: peer.address,
         variant: peer.attestation.variant,
         attestation: peer.attestation,
@@ -147,21 +102,23 @@ export function createJoinServer(options: JoinServerOptions): AttestedGrpcServer
         callback(toGrpcError(err, operation));
         return;
       }
-      call(request, ctx).then(
-        (res) => callback(null, toProto(res)),
-        (err: unknown) => {
-          const e = toGrpcError(err, operation);
-          // Handler errors carry no secrets by contract (ports/errors.ts); the cause's message is
-          // logged for operators because the status sent to the caller hides non-confboot errors.
-          log?.warn('Join call failed', {
-            peer: ctx.peer,
-            method: name,
-            code: status[e.code],
-            reason: e.details,
-            ...(isConfbootError(err) ? {} : { cause: messageOf(err) }),
-          });
-          callback(e);
-        },
+      const refused = (err: unknown) => {
+        const e = toGrpcError(err, operation);
+        // Refusals carry no secrets by contract (ports/errors.ts); the cause's message is logged
+        // for operators because the status sent to the caller hides non-confboot errors.
+        log?.warn('Join call failed', {
+          peer: caller.peer,
+          method: name,
+          code: status[e.code],
+          reason: e.details,
+          ...(isConfbootError(err) ? {} : { cause: messageOf(err) }),
+        });
+        callback(e);
+      };
+      call(request, caller).then(
+        (decision) =>
+          decision.issued ? callback(null, toProto(decision.ticket)) : refused(decision.refusal),
+        refused,
       );
     };
   }
@@ -170,7 +127,7 @@ export function createJoinServer(options: JoinServerOptions): AttestedGrpcServer
     issueJoinTicket: unary<IssueJoinTicketRequest, IssueJoinTicketResponse, JoinTicketRequest, JoinTicket>(
       'issuing join ticket',
       joinRequestFromProto,
-      (r, ctx) => options.handler.issueJoinTicket(r, ctx),
+      (r, caller) => joinCall.issueJoinTicket(r, caller),
       joinTicketToProto,
     ),
     issueRejoinTicket: unary<
@@ -181,7 +138,7 @@ export function createJoinServer(options: JoinServerOptions): AttestedGrpcServer
     >(
       'issuing rejoin ticket',
       rejoinRequestFromProto,
-      (r, ctx) => options.handler.issueRejoinTicket(r, ctx),
+      (r, caller) => joinCall.issueRejoinTicket(r, caller),
       rejoinTicketToProto,
     ),
   });

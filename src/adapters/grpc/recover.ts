@@ -207,8 +207,8 @@ export class GrpcRecoverClient {
     const operation = `recovering node at ${endpoint}`;
     const signal = options?.signal;
     throwIfAborted(signal, operation);
-    const credentials: AttestedChannelCredentials = new AttestedChannelCredentials({
-      onRefused: () => credentials.finish(),
+    const credentials = new AttestedChannelCredentials({
+      oneAttempt: true,
       validators: this.options.validators,
       clock: this.options.clock,
       ...(this.options.handshakeTimeoutMs === undefined
@@ -237,7 +237,7 @@ export class GrpcRecoverClient {
                   total: res.total,
                   message: res.message,
                 },
-                server: credentials.lastPeer,
+                server: credentials.attestedPeer(),
               });
           },
         );

@@ -37,8 +37,8 @@ export function callError(
   signal?: AbortSignal,
 ): ConfbootError {
   const svc = err as Partial<ServiceError>;
-  if (svc?.code === status.UNAVAILABLE && credentials.lastError !== undefined) {
-    const reason = credentials.lastError;
+  const reason = credentials.refusal();
+  if (svc?.code === status.UNAVAILABLE && reason !== undefined) {
     if (isAttestationError(reason))
       return new AttestationError(reason.check, `${operation}: ${reason.message}`, {
         checks: reason.checks,

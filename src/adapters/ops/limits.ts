@@ -10,6 +10,8 @@
 import type { Clock } from '../../ports/clock.js';
 import { ConfbootError } from '../../ports/errors.js';
 import { sourceKey } from '../../ports/peer-address.js';
+import type { RateLimit } from '../../ports/rate-limit.js';
+import type { RequestSlots } from '../../ports/request-slots.js';
 
 /** Options of {@link TokenBucketRateLimiter}. */
 export interface RateLimitOptions {
@@ -31,7 +33,7 @@ interface Bucket {
  * A token bucket per source: the caller's IPv4 address or IPv6 /64 ({@link sourceKey}), so one host
  * holding a /64 has one bucket, not one per address.
  */
-export class TokenBucketRateLimiter {
+export class TokenBucketRateLimiter implements RateLimit {
   private readonly buckets = new Map<string, Bucket>();
   private readonly rate: number;
   private readonly burst: number;
@@ -74,6 +76,11 @@ export class TokenBucketRateLimiter {
     return true;
   }
 
+  /** {@link tryTake}, with the refusal ({@link rateLimitedError}) when `address` is over its rate. */
+  take(address: string): ConfbootError | undefined {
+    return this.tryTake(address) ? undefined : rateLimitedError(address, this.retryAfterSeconds(address));
+  }
+
   /** Seconds until `address`'s source has a token again (0 if it has one now). */
   retryAfterSeconds(address: string): number {
     const b = this.buckets.get(sourceKey(address));
@@ -112,7 +119,7 @@ interface Waiter {
 }
 
 /** A cap on requests in progress, with a bounded FIFO queue of requests waiting for a slot. */
-export class ConcurrencyLimiter {
+export class ConcurrencyLimiter implements RequestSlots {
   private active = 0;
   private readonly queue: Waiter[] = [];
   /** Requests that may wait at once. */

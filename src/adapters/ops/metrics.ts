@@ -5,12 +5,11 @@
  * bounded; nothing secret or caller-chosen becomes a label.
  */
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
+import type { JoinMetrics, JoinRequestOutcome, JoinRpc } from '../../ports/join-metrics.js';
 
 /** Outcome of one request, as audited and counted. */
-export type JoinOutcome = 'issued' | 'refused';
-
-/** The RPCs counted (`attested-tls` = a connection refused before any RPC). */
-export type JoinRpc = 'IssueJoinTicket' | 'IssueRejoinTicket' | 'attested-tls';
+export type JoinOutcome = JoinRequestOutcome;
+export type { JoinRpc };
 
 /** Options of {@link JoinServiceMetrics}. */
 export interface JoinServiceMetricsOptions {
@@ -19,7 +18,7 @@ export interface JoinServiceMetricsOptions {
 }
 
 /** The join service's metrics. */
-export class JoinServiceMetrics {
+export class JoinServiceMetrics implements JoinMetrics {
   /** The private registry; `/metrics` renders it. */
   readonly registry = new Registry();
   /** Requests by rpc, outcome, variant and reason. */
@@ -128,6 +127,17 @@ export class JoinServiceMetrics {
   /** Counts one request. */
   countRequest(labels: { rpc: JoinRpc; outcome: JoinOutcome; variant: string; reason: string }): void {
     this.joins.inc(labels);
+  }
+
+  /** Records a decided request's duration in {@link requestSeconds}. */
+  observeSeconds(labels: { rpc: JoinRpc; outcome: JoinOutcome }, seconds: number): void {
+    this.requestSeconds.observe(labels, seconds);
+  }
+
+  /** Moves {@link inFlight} by one. */
+  running(delta: 1 | -1): void {
+    if (delta > 0) this.inFlight.inc();
+    else this.inFlight.dec();
   }
 
   /** Reports attested TLS admission state through {@link atlsUnattested} at every scrape. */

@@ -8,7 +8,7 @@ import { readFile } from 'node:fs/promises';
 import type { VerifyVtpmQuote } from '../../adapters/attestation/shared/cvm-document.js';
 import { AmdCertCache } from '../../adapters/attestation/snp/cert-cache.js';
 import { KdsCertFetcher } from '../../adapters/attestation/snp/kds-fetcher.js';
-import { type TdxCollateralSource, tdxCollateralGetter } from '../../adapters/attestation/snp-tdx-config.js';
+import { type TdxCollateralSource, tdxCollateralGetter } from '../../adapters/attestation/tdx/config.js';
 import type { TdxValidatorConfig } from '../../adapters/attestation/tdx/validators.js';
 import type { QemuAkRegistry } from '../../adapters/attestation/variants/qemu-vtpm.js';
 import { SystemClock } from '../../adapters/system/system-clock.js';

@@ -3,7 +3,7 @@
  * init side and embedders: one {@link buildValidator} for every production variant, each built by
  * its entry in the variant registry (src/app/registry/variants.ts) — the vTPM variants with the
  * measurements of the attestation config and their AK/CVM checks, the SEV-SNP/TDX variants also with
- * their policy and trust anchors (snp-tdx-config.ts), the TPM half verified by the committed vTPM
+ * their policy and trust anchors (snp/config.ts, tdx/config.ts), the TPM half verified by the committed vTPM
  * verifier, an AMD certificate cache over AMD KDS and, for gcp-sev-snp, the AK from GCE's shielded
  * instance identity.
  *

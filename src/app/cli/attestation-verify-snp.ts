@@ -14,17 +14,14 @@ import {
 } from '../../adapters/attestation/shared/certs.js';
 import { AMD_ARK_SPKI_SHA256 } from '../../adapters/attestation/snp/amd-ark-pins.js';
 import { KdsCertFetcher } from '../../adapters/attestation/snp/kds-fetcher.js';
+import type { IdKeyDigestEnforcement, SnpPolicy } from '../../adapters/attestation/snp/policy.js';
 import {
   AMD_PRODUCTS,
   type AmdProduct,
   parseSnpReport,
   type SnpTcbParts,
 } from '../../adapters/attestation/snp/report.js';
-import {
-  type IdKeyDigestEnforcement,
-  type SnpPolicy,
-  verifySnpReport,
-} from '../../adapters/attestation/snp/verify.js';
+import { verifySnpReport } from '../../adapters/attestation/snp/verify.js';
 import { messageOf } from '../../ports/errors.js';
 import type { AttestationCheck } from '../../ports/types.js';
 import { type CommandSpec, parseCommand, runCommand, UsageError } from './args.js';

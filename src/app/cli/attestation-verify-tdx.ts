@@ -7,8 +7,8 @@
  */
 import { readFile } from 'node:fs/promises';
 import { keyPinCheck, loadCertificate, loadCertificates } from '../../adapters/attestation/shared/certs.js';
-import { parseTdxCollateralSource, tdxCollateralGetter } from '../../adapters/attestation/snp-tdx-config.js';
 import { loadTdxCollateralDir, type TdxCollateral } from '../../adapters/attestation/tdx/collateral.js';
+import { parseTdxCollateralSource, tdxCollateralGetter } from '../../adapters/attestation/tdx/config.js';
 import { INTEL_SGX_ROOT_SPKI_SHA256 } from '../../adapters/attestation/tdx/intel-root-pin.js';
 import { INTEL_PCS_BASE_URL, INTEL_ROOT_CA_CRL_URL } from '../../adapters/attestation/tdx/pcs-client.js';
 import { parseTdxQuote, tdxMeasurements } from '../../adapters/attestation/tdx/quote.js';

@@ -277,11 +277,8 @@ export function renderReport(r: VerifyReport): string {
   if (r.mismatches.length) {
     lines.push('measurement mismatches:');
     for (const m of r.mismatches) {
-      lines.push(
-        `  PCR${m.index} (${m.warnOnly ? 'warnOnly' : 'enforced'}): ${formatMismatch({ index: m.index, expected: Buffer.from(m.expected, 'hex'), actual: m.actual === null ? undefined : Buffer.from(m.actual, 'hex'), warnOnly: m.warnOnly })}`,
-      );
-      lines.push(`    expected ${m.expected}`);
-      lines.push(`    actual   ${m.actual ?? '(missing)'}`);
+      const actual = m.actual === null ? undefined : Buffer.from(m.actual, 'hex');
+      lines.push(`  ${formatMismatch({ ...m, expected: Buffer.from(m.expected, 'hex'), actual })}`);
     }
   }
   if (r.userData) lines.push(`userData: ${r.userData}`);

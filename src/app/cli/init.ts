@@ -13,6 +13,7 @@ import { clusterKmsUri, NO_STORE_URI } from '../../adapters/kms/cluster-kms-fact
 import { SystemClock } from '../../adapters/system/system-clock.js';
 import { checkSplitParameters } from '../../domain/recovery-shares.js';
 import { isAttestationError, messageOf } from '../../ports/errors.js';
+import { formatMismatch } from '../../ports/measurement-policy.js';
 import type { Component } from '../../ports/types.js';
 import type { Validator } from '../../ports/validator.js';
 import { variantNames } from '../registry/index.js';
@@ -211,10 +212,7 @@ export async function initCluster(o: InitClusterOptions): Promise<InitClusterOut
         error: err.message,
         logs: '',
         check: err.check,
-        mismatches: err.mismatches.map(
-          (m) =>
-            `PCR ${m.index}: expected ${Buffer.from(m.expected).toString('hex')}, got ${m.actual ? Buffer.from(m.actual).toString('hex') : 'nothing'}${m.warnOnly ? ' (warn only)' : ''}`,
-        ),
+        mismatches: err.mismatches.map(formatMismatch),
       };
     }
     return { ok: false, error: messageOf(err), logs: '' };

@@ -7,6 +7,7 @@
  */
 import { type MiniLifecycleResult, type MiniResult, miniDown, miniUp } from '../mini/cluster.js';
 import { miniLifecycle } from '../mini/lifecycle.js';
+import { describePcrMismatch } from '../mini/stages/join.js';
 import { type CommandSpec, parseCommand, renderHelp, runCommand, UsageError } from './args.js';
 
 export const miniUpCommand: CommandSpec = {
@@ -126,8 +127,7 @@ export function renderMiniSummary(r: MiniResult): string {
   ];
   for (const n of r.nodes.filter((x) => !x.accepted)) {
     out.push(`${n.name} ${n.stage}${n.refusedBy ? ` by ${n.refusedBy}` : ''}: ${n.reason}`);
-    for (const m of n.mismatches)
-      out.push(`    PCR ${m.pcr}: expected ${m.expected}, actual ${m.actual ?? '(none)'}`);
+    for (const m of n.mismatches) out.push(`    ${describePcrMismatch(m)}`);
   }
   if (r.apiServer)
     out.push(

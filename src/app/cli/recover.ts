@@ -9,6 +9,7 @@ import { decryptShare, isEncryptedShare } from '../../adapters/crypto/share-encr
 import { GrpcRecoverClient, RECOVERY_PORT } from '../../adapters/grpc/recover.js';
 import { SystemClock } from '../../adapters/system/system-clock.js';
 import { isAttestationError, messageOf } from '../../ports/errors.js';
+import { formatMismatch } from '../../ports/measurement-policy.js';
 import { joinHostPort, splitHostPort } from '../../ports/peer-address.js';
 import type { RecoverRequest } from '../../ports/recovery-endpoint.js';
 import { variantNames } from '../registry/index.js';
@@ -143,10 +144,7 @@ export async function run(argv: string[]): Promise<number> {
     } catch (err) {
       process.stderr.write(`recover: refused: ${messageOf(err)}\n`);
       if (isAttestationError(err))
-        for (const m of err.mismatches)
-          process.stderr.write(
-            `recover:   PCR ${m.index}: expected ${Buffer.from(m.expected).toString('hex')}, got ${m.actual ? Buffer.from(m.actual).toString('hex') : 'nothing'}\n`,
-          );
+        for (const m of err.mismatches) process.stderr.write(`recover:   ${formatMismatch(m)}\n`);
       return 1;
     } finally {
       if (request.kind === 'master-secret') request.masterSecret.fill(0);

@@ -49,7 +49,7 @@ import type { Logger } from '../../ports/logger.js';
 import type { Validator } from '../../ports/validator.js';
 import { buildValidator } from '../attestation/validators.js';
 import { initCluster } from '../cli/init.js';
-import { AUDIT_MESSAGE } from '../join-service/guarded-handler.js';
+import { AUDIT_MESSAGE } from '../join-service/audit.js';
 import { startJoinService } from '../join-service/service.js';
 import { expectedAttestationConfig, GOOD_BOOT, measureBoot, TAMPERED_BOOT } from './boot-measurements.js';
 import { type DemoNode, type NodeWiring, startDemoNode } from './node.js';

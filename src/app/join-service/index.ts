@@ -5,6 +5,7 @@ export * from '../../adapters/ops/http-server.js';
 export * from '../../adapters/ops/limits.js';
 export * from '../../adapters/ops/metrics.js';
 export * from '../../adapters/ops/timed-validator.js';
-export * from './guarded-handler.js';
+export * from './audit.js';
+export * from './guarded-join-call.js';
 export * from './production.js';
 export * from './service.js';

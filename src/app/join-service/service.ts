@@ -6,8 +6,9 @@
  * benchmarks (simulated Kubernetes, in-process) build the same service.
  */
 import { FileDenyList } from '../../adapters/fs/file-deny-list.js';
-import type { AtlsDeadlines } from '../../adapters/grpc/atls/admission.js';
+import type { AdmissionSettings } from '../../adapters/grpc/atls/admission-settings.js';
 import type { RefusedEvidence } from '../../adapters/grpc/atls/exchange.js';
+import type { AttestedGrpcServer } from '../../adapters/grpc/attested-server.js';
 import { createJoinServer } from '../../adapters/grpc/join-server.js';
 import { createPinoLogger } from '../../adapters/log/pino-logger.js';
 import {
@@ -34,7 +35,7 @@ import type { Clock } from '../../ports/clock.js';
 import type { ClusterFacts } from '../../ports/cluster-facts.js';
 import { type DenyList, EMPTY_DENY_LIST } from '../../ports/deny-list.js';
 import type { DiskBindings } from '../../ports/disk-bindings.js';
-import { isAttestationError, isConfbootError, messageOf } from '../../ports/errors.js';
+import { isAttestationError, isConfbootError } from '../../ports/errors.js';
 import type { EvidenceStore } from '../../ports/evidence-store.js';
 import type { KMS } from '../../ports/kms.js';
 import type { Logger } from '../../ports/logger.js';
@@ -43,8 +44,10 @@ import type { ReceiptSigner } from '../../ports/receipt-signer.js';
 import type { Validator } from '../../ports/validator.js';
 import { VERSION } from '../../version.js';
 import { JOIN_SERVICE_HTTP_PORT, JOIN_SERVICE_MEMORY_BUDGET_MIB, JOIN_SERVICE_PORT } from '../defaults.js';
-import { AUDIT_EVENT, auditMismatches, emitAudit, GuardedJoinHandler } from './guarded-handler.js';
-import { ByteBudget, deriveMemoryBounds } from './memory.js';
+import { AUDIT_EVENT, auditMismatches, emitAudit } from './audit.js';
+import { GuardedJoinCall } from './guarded-join-call.js';
+import { Cleanups, readinessOf, type ServiceState, shutdownOf } from './lifecycle.js';
+import { ByteBudget, deriveMemoryBounds, type MemoryBounds } from './memory.js';
 
 /** Default requests per second per caller IP. */
 export const DEFAULT_RATE_LIMIT_PER_SECOND = 10;
@@ -61,8 +64,13 @@ export interface ListenAddress {
   port: number;
 }
 
-/** Admission limits and timeouts. */
-export interface JoinServiceLimits {
+/**
+ * Admission limits and timeouts: the service's own (rate, concurrency, memory, shutdown) and the
+ * attested TLS listener's admission settings under their one name (atls/admission.ts); the listener's
+ * defaults apply to what is not set. The cap on attested connections is derived from the memory
+ * budget.
+ */
+export interface JoinServiceLimits extends Omit<AdmissionSettings, 'maxConnections'> {
   /** Requests per second per caller IP; 0 disables the rate limit. Default {@link DEFAULT_RATE_LIMIT_PER_SECOND}. */
   ratePerSecond?: number;
   /** Burst per caller IP; default max(1, ceil(ratePerSecond)). */
@@ -71,25 +79,8 @@ export interface JoinServiceLimits {
   maxConcurrent?: number;
   /** How long shutdown lets running requests finish; default {@link DEFAULT_SHUTDOWN_GRACE_MS}. */
   shutdownGraceMs?: number;
-  /** Bound on one TLS handshake plus attestation exchange (adapter default 30 s). */
-  handshakeTimeoutMs?: number;
-  /** Connections in handshake beyond this are closed at once (adapter default 4096). */
-  maxPendingHandshakes?: number;
   /** Largest attestation document accepted (adapter default 1 MiB). */
   maxDocumentBytes?: number;
-  /** Unattested connections per source address (adapter default 32). */
-  maxPendingPerSource?: number;
-  /** Attestation verifications run at once (adapter default 2 × CPUs). */
-  maxConcurrentVerifications?: number;
-  /** Deadlines of the attested TLS phases that wait for the peer (adapter defaults: a few seconds). */
-  atlsDeadlines?: Partial<AtlsDeadlines>;
-  /**
-   * Size the handshakes in progress from their measured cost (src/adapters/grpc/atls/admission-sizing.ts);
-   * adapter default false: only the fixed caps.
-   */
-  sizedHandshakes?: boolean;
-  /** At most one drop summary log line per this interval (adapter default 10 s). */
-  dropLogIntervalMs?: number;
   /**
    * Memory budget in MiB; request, connection and message bounds are derived from it (memory.ts).
    * Default {@link JOIN_SERVICE_MEMORY_BUDGET_MIB}.
@@ -186,6 +177,17 @@ function hostPort({ host, port }: ListenAddress): string {
   return host.includes(':') ? `[${host}]:${port}` : `${host}:${port}`;
 }
 
+/** What the steps of {@link startJoinService} share. */
+interface Start {
+  options: JoinServiceOptions;
+  limits: JoinServiceLimits;
+  clock: Clock;
+  logger: Logger;
+  metrics: JoinServiceMetrics;
+  memory: MemoryBounds;
+  cleanups: Cleanups;
+}
+
 /**
  * Starts the join service: loads the deny list (fails closed on a missing or invalid file),
  * listens for attested gRPC and operations HTTP, and reports SERVING. Resolves once listening.
@@ -194,266 +196,247 @@ function hostPort({ host, port }: ListenAddress): string {
  */
 export async function startJoinService(options: JoinServiceOptions): Promise<RunningJoinService> {
   if (options.validators.length === 0) throw new Error('starting join service: no attestation validator');
-  const clock = options.clock ?? new SystemClock();
   const logger = options.logger ?? createPinoLogger({ base: { component: 'join-service' } });
   const limits = options.limits ?? {};
-  // Throws before anything starts when the budget is too small.
-  const memory = deriveMemoryBounds(
-    limits.memoryBudgetMib ?? JOIN_SERVICE_MEMORY_BUDGET_MIB,
-    limits.maxConcurrent ?? DEFAULT_MAX_CONCURRENT,
-  );
-  const metrics =
-    options.metrics instanceof JoinServiceMetrics ? options.metrics : new JoinServiceMetrics(options.metrics);
-  const health = new HealthStatus({
-    '': ServingStatus.NOT_SERVING,
-    [JOIN_HEALTH_SERVICE]: ServingStatus.NOT_SERVING,
-  });
-  const cleanups: Array<() => void | Promise<void>> = [];
-  let grpcListening = false;
-  let shuttingDown = false;
-
-  const runCleanups = async () => {
-    for (const c of cleanups.splice(0).reverse()) {
-      try {
-        await c();
-      } catch (err) {
-        logger.warn('Join service cleanup step failed', {
-          error: messageOf(err),
-        });
-      }
-    }
+  const start: Start = {
+    options,
+    limits,
+    clock: options.clock ?? new SystemClock(),
+    logger,
+    // Throws before anything starts when the budget is too small.
+    memory: deriveMemoryBounds(
+      limits.memoryBudgetMib ?? JOIN_SERVICE_MEMORY_BUDGET_MIB,
+      limits.maxConcurrent ?? DEFAULT_MAX_CONCURRENT,
+    ),
+    metrics:
+      options.metrics instanceof JoinServiceMetrics
+        ? options.metrics
+        : new JoinServiceMetrics(options.metrics),
+    cleanups: new Cleanups(logger),
   };
-
   // Run after the servers stopped and the deny list closed, in the given order (see close()).
-  for (const c of [...(options.onClose ?? [])].reverse()) cleanups.push(c);
+  for (const c of [...(options.onClose ?? [])].reverse()) start.cleanups.push(c);
   try {
-    let denyList: DenyList = EMPTY_DENY_LIST;
-    if (options.denyListPath !== undefined) {
-      const file = await FileDenyList.start({
-        path: options.denyListPath,
-        logger,
-        onReload: (o) => {
-          metrics.configReloads.inc({ config: 'deny-list', result: o.ok ? 'ok' : 'error' });
-          if (o.ok) {
-            metrics.denyListEntries.set({ kind: 'node' }, o.nodes);
-            metrics.denyListEntries.set({ kind: 'disk-uuid' }, o.diskUuids);
-          }
-        },
-      });
-      cleanups.push(() => file.close());
-      denyList = file;
-    }
-    metrics.denyListEntries.set({ kind: 'node' }, denyList.size.nodes);
-    metrics.denyListEntries.set({ kind: 'disk-uuid' }, denyList.size.diskUuids);
+    const denyList = await loadDenyList(start);
+    const server = joinServer(start, denyList);
+    return await serve(start, server, denyList);
+  } catch (err) {
+    await start.cleanups.run();
+    throw err;
+  }
+}
 
-    // The issuer checks its own inputs (empty salt or endpoint) before anything listens.
-    const issuer = new TicketIssuer({
-      kms: options.kms,
-      ca: options.ca,
-      tokens: options.tokens,
-      facts: options.facts,
-      measurementSalt: options.measurementSalt,
-      apiServerEndpoint: options.apiServerEndpoint,
-      clock,
+/** The deny list (watched file, or nobody), with its sizes in the metrics. */
+async function loadDenyList({ options, logger, metrics, cleanups }: Start): Promise<DenyList> {
+  let denyList: DenyList = EMPTY_DENY_LIST;
+  if (options.denyListPath !== undefined) {
+    const file = await FileDenyList.start({
+      path: options.denyListPath,
       logger,
-      diskBindings: options.diskBindings ?? new InMemoryDiskBindings(),
-      ...(options.identity ? { identity: options.identity } : {}),
-      denyList,
+      onReload: (o) => {
+        metrics.configReloads.inc({ config: 'deny-list', result: o.ok ? 'ok' : 'error' });
+        if (o.ok) {
+          metrics.denyListEntries.set({ kind: 'node' }, o.nodes);
+          metrics.denyListEntries.set({ kind: 'disk-uuid' }, o.diskUuids);
+        }
+      },
     });
+    cleanups.push(() => file.close());
+    denyList = file;
+  }
+  metrics.denyListEntries.set({ kind: 'node' }, denyList.size.nodes);
+  metrics.denyListEntries.set({ kind: 'disk-uuid' }, denyList.size.diskUuids);
+  return denyList;
+}
 
-    const concurrency = new ConcurrencyLimiter(memory.maxConcurrent);
-    const handler = new GuardedJoinHandler({
-      issuer,
-      rateLimiter: new TokenBucketRateLimiter({
-        ratePerSecond: limits.ratePerSecond ?? DEFAULT_RATE_LIMIT_PER_SECOND,
-        ...(limits.burst !== undefined ? { burst: limits.burst } : {}),
-        clock,
-      }),
-      concurrency,
-      requestBytes: new ByteBudget(memory.requestBytesInFlight),
-      metrics,
-      audit: logger,
-      ...(options.evidence !== undefined ? { evidence: { store: options.evidence, clock } } : {}),
-      ...(options.receiptKey !== undefined
-        ? { receipts: { signer: options.receiptKey, clock, build: `confboot ${VERSION} join-service` } }
-        : {}),
-    });
-
-    const validators = options.validators.map(
+/** The ticket issuer behind the guard, served by the attested gRPC join server (not listening yet). */
+function joinServer(start: Start, denyList: DenyList): AttestedGrpcServer {
+  const { options, limits, clock, logger, metrics, memory } = start;
+  // The issuer checks its own inputs (empty salt or endpoint) before anything listens.
+  const { kms, ca, tokens, facts, measurementSalt, apiServerEndpoint, identity } = options;
+  const issuer = new TicketIssuer({
+    kms,
+    ca,
+    tokens,
+    facts,
+    measurementSalt,
+    apiServerEndpoint,
+    clock,
+    logger,
+    diskBindings: options.diskBindings ?? new InMemoryDiskBindings(),
+    ...(identity ? { identity } : {}),
+    denyList,
+  });
+  const slots = new ConcurrencyLimiter(memory.maxConcurrent);
+  const joinCall = new GuardedJoinCall({
+    inner: issuer,
+    rateLimit: new TokenBucketRateLimiter({
+      ratePerSecond: limits.ratePerSecond ?? DEFAULT_RATE_LIMIT_PER_SECOND,
+      ...(limits.burst !== undefined ? { burst: limits.burst } : {}),
+      clock,
+    }),
+    slots,
+    requestBytes: new ByteBudget(memory.requestBytesInFlight),
+    metrics,
+    audit: logger,
+    ...(options.evidence !== undefined ? { evidence: { store: options.evidence, clock } } : {}),
+    ...(options.receiptKey !== undefined
+      ? { receipts: { signer: options.receiptKey, clock, build: `confboot ${VERSION} join-service` } }
+      : {}),
+  });
+  const {
+    ratePerSecond: _r,
+    burst: _b,
+    maxConcurrent: _c,
+    shutdownGraceMs: _g,
+    memoryBudgetMib: _m,
+    ...rest
+  } = limits;
+  const { maxDocumentBytes, ...admission } = rest;
+  const server = createJoinServer({
+    validators: options.validators.map(
       (v) =>
         new TimedValidator(v, ({ variant, ok, seconds }) =>
           metrics.validationSeconds.observe({ variant, outcome: ok ? 'ok' : 'refused' }, seconds),
         ),
-    );
-    const server = createJoinServer({
-      validators,
-      clock,
-      handler,
-      logger,
-      ...(limits.handshakeTimeoutMs !== undefined ? { handshakeTimeoutMs: limits.handshakeTimeoutMs } : {}),
-      ...(limits.maxPendingHandshakes !== undefined
-        ? { maxPendingHandshakes: limits.maxPendingHandshakes }
-        : {}),
-      ...(limits.maxDocumentBytes !== undefined ? { maxDocumentBytes: limits.maxDocumentBytes } : {}),
-      admission: {
-        ...(limits.atlsDeadlines !== undefined ? { deadlines: limits.atlsDeadlines } : {}),
-        ...(limits.maxPendingPerSource !== undefined
-          ? { maxPendingPerSource: limits.maxPendingPerSource }
-          : {}),
-        ...(limits.maxConcurrentVerifications !== undefined
-          ? { maxConcurrentVerifications: limits.maxConcurrentVerifications }
-          : {}),
-        ...(limits.dropLogIntervalMs !== undefined ? { dropLogIntervalMs: limits.dropLogIntervalMs } : {}),
-        ...(options.evidence !== undefined
-          ? { onEvidenceRefused: recordRefusedEvidence(options.evidence, options.validators, clock) }
-          : {}),
-        ...(limits.sizedHandshakes !== undefined ? { sizedHandshakes: limits.sizedHandshakes } : {}),
-      },
-      maxMessageBytes: memory.maxMessageBytes,
-      maxStreamsPerConnection: memory.maxStreamsPerConnection,
-      maxSessionMemoryMib: memory.maxSessionMemoryMib,
-      // A joining node makes one call per connection: a connection beyond the requests that can run
-      // or wait would be verified only to be refused, so it waits for room before verification.
-      maxConnections:
-        concurrency.max === 0
-          ? memory.maxConnections
-          : Math.min(memory.maxConnections, concurrency.max + concurrency.maxQueue),
+    ),
+    clock,
+    joinCall,
+    logger,
+    ...(maxDocumentBytes !== undefined ? { maxDocumentBytes } : {}),
+    ...admission,
+    // A joining node makes one call per connection: a connection beyond the requests that can run
+    // or wait would be verified only to be refused, so it waits for room before verification.
+    maxConnections:
+      slots.max === 0 ? memory.maxConnections : Math.min(memory.maxConnections, slots.max + slots.maxQueue),
+    ...(options.evidence !== undefined
+      ? { onEvidenceRefused: recordRefusedEvidence(options.evidence, options.validators, clock) }
+      : {}),
+    maxMessageBytes: memory.maxMessageBytes,
+    maxStreamsPerConnection: memory.maxStreamsPerConnection,
+    maxSessionMemoryMib: memory.maxSessionMemoryMib,
+  });
+  observeAttestedTls(server, metrics, logger);
+  return server;
+}
+
+/**
+ * Counts admission drops (summarised in the log by the listener, not audited one by one) and audits
+ * connections refused by attested TLS, which never reach the join call.
+ */
+function observeAttestedTls(server: AttestedGrpcServer, metrics: JoinServiceMetrics, logger: Logger): void {
+  server.tls.onDropped = (_address, reason) => metrics.atlsDrops.inc({ reason });
+  metrics.observeAtls(() => ({
+    connections: server.tls.pendingHandshakes,
+    sources: server.tls.pendingSources,
+    verifying: server.tls.verifying,
+  }));
+  server.tls.onRefused = (address, reason) => {
+    const check = isAttestationError(reason) ? reason.check : undefined;
+    const code = isConfbootError(reason) ? reason.code : 'permission-denied';
+    const mismatches = auditMismatches(reason);
+    if (isAttestationError(reason))
+      metrics.attestationRefusals.inc({ reason_code: reason.reasonCode, check: reason.check });
+    metrics.countRequest({
+      rpc: 'attested-tls',
+      outcome: 'refused',
+      variant: 'unknown',
+      reason: check ?? code,
     });
-    // Drops before attestation (caps, deadlines, peers closing) are counted, and summarised in the
-    // log by the listener (one line per interval); they are not audited one by one.
-    server.tls.onDropped = (_address, reason) => metrics.atlsDrops.inc({ reason });
-    metrics.observeAtls(() => ({
-      connections: server.tls.pendingHandshakes,
-      sources: server.tls.pendingSources,
-      verifying: server.tls.verifying,
-    }));
-    // Connections refused by attested TLS never reach a handler; they are audited here.
-    server.tls.onRefused = (address, reason) => {
-      const check = isAttestationError(reason) ? reason.check : undefined;
-      const code = isConfbootError(reason) ? reason.code : 'permission-denied';
-      const mismatches = auditMismatches(reason);
-      if (isAttestationError(reason))
-        metrics.attestationRefusals.inc({ reason_code: reason.reasonCode, check: reason.check });
-      metrics.countRequest({
-        rpc: 'attested-tls',
-        outcome: 'refused',
-        variant: 'unknown',
-        reason: check ?? code,
-      });
-      emitAudit(logger, {
-        event: AUDIT_EVENT,
-        rpc: 'attested-tls',
-        peer: address,
-        variant: 'unknown',
-        outcome: 'refused',
-        code,
-        reason: check ?? code,
-        ...(isAttestationError(reason) ? { reasonCode: reason.reasonCode } : {}),
-        detail: reason.message,
-        ...(mismatches ? { mismatches } : {}),
-        durationMs: 0,
-      });
-    };
-    server.grpc.addService(HealthServiceDefinition, health.implementation());
-    const listen = options.listen ?? { host: '0.0.0.0', port: JOIN_SERVICE_PORT };
-    const grpcPort = await server.listen(listen.host, listen.port);
-    grpcListening = true;
-    const graceMs = limits.shutdownGraceMs ?? DEFAULT_SHUTDOWN_GRACE_MS;
-    const stopGrpc = async () => {
-      grpcListening = false;
-      await server.shutdown(graceMs);
-    };
-    cleanups.push(stopGrpc);
-
-    let grpcHealthPort: number | undefined;
-    if (options.grpcHealthListen !== undefined) {
-      const h = await startGrpcHealthServer(hostPort(options.grpcHealthListen), health);
-      grpcHealthPort = h.port;
-      // Stopped after the drain, so plain health probes see NOT_SERVING rather than a closed port.
-      cleanups.splice(cleanups.indexOf(stopGrpc), 0, () => h.server.forceShutdown());
-    }
-
-    const readiness = (): ReadinessChecks => {
-      const checks: ReadinessChecks = {
-        validator: options.validators.length > 0,
-        grpcListening,
-        // The ticket issuer refused to be built without salt and endpoint; the rest are objects.
-        dependencies: Boolean(options.kms && options.ca && options.tokens && options.facts),
-        notShuttingDown: !shuttingDown,
-      };
-      for (const [name, check] of Object.entries(options.readinessChecks ?? {})) {
-        try {
-          checks[name] = check();
-        } catch {
-          checks[name] = false;
-        }
-      }
-      return checks;
-    };
-    const httpListen = options.httpListen ?? { host: '0.0.0.0', port: JOIN_SERVICE_HTTP_PORT };
-    const http: OperationsHttpServer = await startOperationsHttpServer({
-      host: httpListen.host,
-      port: httpListen.port,
-      metrics,
-      readiness,
-      logger,
-      ...(options.receiptKey !== undefined ? { jwks: () => options.receiptKey!.jwks() } : {}),
+    emitAudit(logger, {
+      event: AUDIT_EVENT,
+      rpc: 'attested-tls',
+      peer: address,
+      variant: 'unknown',
+      outcome: 'refused',
+      code,
+      reason: check ?? code,
+      ...(isAttestationError(reason) ? { reasonCode: reason.reasonCode } : {}),
+      detail: reason.message,
+      ...(mismatches ? { mismatches } : {}),
+      durationMs: 0,
     });
-    // Closed last, so probes see "not ready" while requests drain.
-    cleanups.unshift(() => http.close());
+  };
+}
 
-    health.set('', ServingStatus.SERVING);
-    health.set(JOIN_HEALTH_SERVICE, ServingStatus.SERVING);
-    logger.info('Join service listening', {
-      grpc: hostPort({ host: listen.host, port: grpcPort }),
-      http: hostPort({ host: httpListen.host, port: http.port }),
-      ...(grpcHealthPort !== undefined
-        ? { grpcHealth: hostPort({ host: options.grpcHealthListen!.host, port: grpcHealthPort }) }
-        : {}),
-      variants: options.validators.map((v) => v.variant),
-      memory,
-      denyList: options.denyListPath ?? null,
-      receiptKeyId: options.receiptKey?.keyId ?? null,
-    });
+/** Listens on every port, reports SERVING, and returns the running service with its shutdown. */
+async function serve(
+  start: Start,
+  server: AttestedGrpcServer,
+  denyList: DenyList,
+): Promise<RunningJoinService> {
+  const { options, limits, logger, metrics, memory, cleanups } = start;
+  const health = new HealthStatus({
+    '': ServingStatus.NOT_SERVING,
+    [JOIN_HEALTH_SERVICE]: ServingStatus.NOT_SERVING,
+  });
+  const state: ServiceState = { grpcListening: false, shuttingDown: false };
+  server.grpc.addService(HealthServiceDefinition, health.implementation());
+  const listen = options.listen ?? { host: '0.0.0.0', port: JOIN_SERVICE_PORT };
+  const grpcPort = await server.listen(listen.host, listen.port);
+  state.grpcListening = true;
+  const graceMs = limits.shutdownGraceMs ?? DEFAULT_SHUTDOWN_GRACE_MS;
+  const stopGrpc = async () => {
+    state.grpcListening = false;
+    await server.shutdown(graceMs);
+  };
+  cleanups.push(stopGrpc);
 
-    let closing: Promise<void> | undefined;
-    let markClosed: () => void = () => {};
-    const closed = new Promise<void>((resolve) => {
-      markClosed = resolve;
-    });
-    const close = (): Promise<void> => {
-      closing ??= (async () => {
-        shuttingDown = true;
-        logger.info('Join service shutting down', { inFlight: await inFlightNow(metrics), graceMs });
-        health.shutdown();
-        await runCleanups();
-        options.signal?.removeEventListener('abort', onAbort);
-        logger.info('Join service stopped');
-        markClosed();
-      })();
-      return closing;
-    };
-    const onAbort = () => {
-      void close();
-    };
-    if (options.signal?.aborted) void close();
-    else options.signal?.addEventListener('abort', onAbort, { once: true });
-
-    return {
-      grpcPort,
-      httpPort: http.port,
-      grpcHealthPort,
-      metrics,
-      health,
-      denyList,
-      readiness,
-      close,
-      closed,
-    };
-  } catch (err) {
-    await runCleanups();
-    throw err;
+  let grpcHealthPort: number | undefined;
+  if (options.grpcHealthListen !== undefined) {
+    const h = await startGrpcHealthServer(hostPort(options.grpcHealthListen), health);
+    grpcHealthPort = h.port;
+    // Stopped after the drain, so plain health probes see NOT_SERVING rather than a closed port.
+    cleanups.insertBefore(stopGrpc, () => h.server.forceShutdown());
   }
+
+  const readiness = readinessOf(
+    {
+      validator: options.validators.length > 0,
+      // The ticket issuer refused to be built without salt and endpoint; the rest are objects.
+      dependencies: Boolean(options.kms && options.ca && options.tokens && options.facts),
+    },
+    options.readinessChecks ?? {},
+    state,
+  );
+  const httpListen = options.httpListen ?? { host: '0.0.0.0', port: JOIN_SERVICE_HTTP_PORT };
+  const receiptKey = options.receiptKey;
+  const http: OperationsHttpServer = await startOperationsHttpServer({
+    host: httpListen.host,
+    port: httpListen.port,
+    metrics,
+    readiness,
+    logger,
+    ...(receiptKey !== undefined ? { jwks: () => receiptKey.jwks() } : {}),
+  });
+  // Closed last, so probes see "not ready" while requests drain.
+  cleanups.unshift(() => http.close());
+
+  health.set('', ServingStatus.SERVING);
+  health.set(JOIN_HEALTH_SERVICE, ServingStatus.SERVING);
+  logger.info('Join service listening', {
+    grpc: hostPort({ host: listen.host, port: grpcPort }),
+    http: hostPort({ host: httpListen.host, port: http.port }),
+    ...(grpcHealthPort !== undefined && options.grpcHealthListen !== undefined
+      ? { grpcHealth: hostPort({ host: options.grpcHealthListen.host, port: grpcHealthPort }) }
+      : {}),
+    variants: options.validators.map((v) => v.variant),
+    memory,
+    denyList: options.denyListPath ?? null,
+    receiptKeyId: receiptKey?.keyId ?? null,
+  });
+  const { close, closed } = shutdownOf({ ...start, signal: options.signal }, health, state, graceMs);
+  return {
+    grpcPort,
+    httpPort: http.port,
+    grpcHealthPort,
+    metrics,
+    health,
+    denyList,
+    readiness,
+    close,
+    closed,
+  };
 }
 
 /** Records evidence refused during the handshake under the caller's address. */
@@ -477,9 +460,4 @@ function recordRefusedEvidence(
       at: clock.now().toISOString(),
     });
   };
-}
-
-async function inFlightNow(metrics: JoinServiceMetrics): Promise<number> {
-  const m = await metrics.inFlight.get();
-  return m.values[0]?.value ?? 0;
 }

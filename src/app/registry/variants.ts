@@ -10,13 +10,14 @@
  * built synchronously, as a reloaded attestation config must yield a validator at once.
  */
 import { createPublicKey, type KeyObject } from 'node:crypto';
+import { parseSnpConfig } from '../../adapters/attestation/snp/config.js';
 import { ConfiguredSigningKeyCache } from '../../adapters/attestation/snp/configured-signing-key-cache.js';
 import {
   SnpValidator,
   type SnpValidatorConfig,
   type SnpVariant,
 } from '../../adapters/attestation/snp/validators.js';
-import { parseSnpConfig, parseTdxConfig } from '../../adapters/attestation/snp-tdx-config.js';
+import { parseTdxConfig } from '../../adapters/attestation/tdx/config.js';
 import { AzureTdxValidator, QemuTdxValidator } from '../../adapters/attestation/tdx/validators.js';
 import { awsNitroTpmChecks } from '../../adapters/attestation/variants/aws-nitro-tpm.js';
 import {

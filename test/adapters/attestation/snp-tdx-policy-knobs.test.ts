@@ -7,9 +7,10 @@
  */
 import { beforeAll, describe, expect, it } from 'vitest';
 import { loadCertificates } from '../../../src/adapters/attestation/shared/certs.js';
+import { parseSnpConfig } from '../../../src/adapters/attestation/snp/config.js';
 import { type SnpVerification, verifySnpReport } from '../../../src/adapters/attestation/snp/verify.js';
-import { parseSnpConfig, parseTdxConfig } from '../../../src/adapters/attestation/snp-tdx-config.js';
 import { loadTdxCollateralDir } from '../../../src/adapters/attestation/tdx/collateral.js';
+import { parseTdxConfig } from '../../../src/adapters/attestation/tdx/config.js';
 import { type TdxVerification, verifyTdxQuote } from '../../../src/adapters/attestation/tdx/verify.js';
 import { isConfbootError } from '../../../src/ports/errors.js';
 import { buildFakeReport, createFakeAmdPki, type FakeAmdPki } from './snp/fake-amd-pki.js';

@@ -242,7 +242,7 @@ describe('phase deadlines of the attestation exchange', () => {
   it('a source over its cap is closed before TLS and counted', async () => {
     const dropped: DropReason[] = [];
     const listener = new AttestedTlsListener(
-      { validators: [new DummyValidator()], clock, maxPendingPerSource: 1 },
+      { validators: [new DummyValidator()], clock, maxUnattestedPerSource: 1 },
       () => {},
     );
     listener.onDropped = (_a, r) => dropped.push(r);

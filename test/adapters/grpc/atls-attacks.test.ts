@@ -22,6 +22,7 @@ import { isAttestationError } from '../../../src/ports/errors.js';
 import type { JoinTicketRequest } from '../../../src/ports/types.js';
 import type { Validator } from '../../../src/ports/validator.js';
 import { DummyIssuer, DummyValidator } from '../../support/dummy-attestation.js';
+import { joinCallOf } from '../../support/join-call.js';
 import {
   clock,
   NonceIgnoringValidator,
@@ -55,7 +56,7 @@ async function startServer(validators?: Validator[]): Promise<void> {
     validators: validators ?? [validator],
     clock,
     handshakeTimeoutMs: 1500,
-    handler: {
+    joinCall: joinCallOf({
       async issueJoinTicket() {
         handlerCalls++;
         return sampleTicket();
@@ -64,7 +65,7 @@ async function startServer(validators?: Validator[]): Promise<void> {
         handlerCalls++;
         return { stateDiskKey: new Uint8Array(32), measurementSecret: new Uint8Array(32) };
       },
-    },
+    }),
   });
   server.tls.onRefused = (address, reason) => refusals.push({ address, reason });
   dropped = [];

@@ -22,6 +22,7 @@ import type { Clock } from '../../../src/ports/clock.js';
 import type { JoinTicketRequest } from '../../../src/ports/types.js';
 import { FakeClock } from '../../fakes/fake-clock.js';
 import { DummyIssuer, DummyValidator } from '../../support/dummy-attestation.js';
+import { joinCallOf } from '../../support/join-call.js';
 import { sampleTicket, clock as systemClock } from './helpers.js';
 
 const cleanups: Array<() => unknown> = [];
@@ -164,7 +165,7 @@ describe('GrpcJoinTicketClient with the process identity', () => {
     const server: AttestedGrpcServer = createJoinServer({
       validators: [new DummyValidator()],
       clock: systemClock,
-      handler: {
+      joinCall: joinCallOf({
         async issueJoinTicket(_r, ctx) {
           userData.push(hex(ctx.attestation.userData));
           return sampleTicket();
@@ -172,7 +173,7 @@ describe('GrpcJoinTicketClient with the process identity', () => {
         async issueRejoinTicket() {
           throw new Error('not used');
         },
-      },
+      }),
     });
     cleanups.push(() => server.shutdown(200));
     const port = await server.listen('127.0.0.1', 0);

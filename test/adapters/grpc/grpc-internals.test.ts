@@ -13,6 +13,7 @@ import { checkGrpcJsInternals } from '../../../src/adapters/grpc/atls/grpc-hook.
 import { GrpcJoinTicketClient } from '../../../src/adapters/grpc/join-client.js';
 import { createJoinServer } from '../../../src/adapters/grpc/join-server.js';
 import { DummyIssuer, DummyValidator } from '../../support/dummy-attestation.js';
+import { joinCallOf } from '../../support/join-call.js';
 import { clock, sampleTicket } from './helpers.js';
 
 const require = createRequire(import.meta.url);
@@ -54,7 +55,7 @@ describe('grpc-js internals that attested TLS relies on', () => {
     const server = createJoinServer({
       validators: [new DummyValidator()],
       clock,
-      handler: {
+      joinCall: joinCallOf({
         async issueJoinTicket() {
           calls++;
           return sampleTicket();
@@ -62,7 +63,7 @@ describe('grpc-js internals that attested TLS relies on', () => {
         async issueRejoinTicket() {
           throw new Error('unused');
         },
-      },
+      }),
     });
     try {
       const port = await server.listen('127.0.0.1', 0);

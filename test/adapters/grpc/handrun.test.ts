@@ -21,6 +21,7 @@ import { type AttestationError, isAttestationError } from '../../../src/ports/er
 import type { Issuer } from '../../../src/ports/issuer.js';
 import type { JoinTicketRequest } from '../../../src/ports/types.js';
 import { DummyIssuer } from '../../support/dummy-attestation.js';
+import { joinCallOf } from '../../support/join-call.js';
 import { clock, ReplayingIssuer, sampleTicket } from './helpers.js';
 
 const say = process.env.ATLS_HANDRUN ? (line: string) => console.log(line) : () => {};
@@ -75,7 +76,7 @@ describe('hand-run: attested node joins, forged nodes are refused with the faile
       validators: [createValidator('qemu-vtpm', { policy })],
       clock,
       handshakeTimeoutMs: 20_000,
-      handler: {
+      joinCall: joinCallOf({
         async issueJoinTicket(_r, ctx) {
           tickets++;
           say(
@@ -86,7 +87,7 @@ describe('hand-run: attested node joins, forged nodes are refused with the faile
         async issueRejoinTicket() {
           throw new Error('unused');
         },
-      },
+      }),
     });
     server.tls.onRefused = (address, reason) =>
       say(

@@ -5,11 +5,13 @@
  * the server, keeps waiting past its connect deadline) and is then served.
  */
 import { afterEach, describe, expect, it } from 'vitest';
+import { DEFAULT_ATLS_DEADLINES } from '../../../src/adapters/grpc/atls/admission.js';
 import type { AttestedGrpcServer } from '../../../src/adapters/grpc/attested-server.js';
 import { GrpcJoinTicketClient } from '../../../src/adapters/grpc/join-client.js';
 import { createJoinServer } from '../../../src/adapters/grpc/join-server.js';
 import type { JoinTicket, JoinTicketRequest } from '../../../src/ports/types.js';
 import { DummyIssuer, DummyValidator } from '../../support/dummy-attestation.js';
+import { joinCallOf } from '../../support/join-call.js';
 import { clock, sampleTicket } from './helpers.js';
 
 const request = (csrBytes: number): JoinTicketRequest => ({
@@ -33,7 +35,7 @@ async function start(
   const server = createJoinServer({
     validators: limits.validators ?? [new DummyValidator()],
     clock,
-    handler: {
+    joinCall: joinCallOf({
       issueJoinTicket: async () => {
         calls++;
         return issue();
@@ -42,7 +44,7 @@ async function start(
         stateDiskKey: new Uint8Array(32),
         measurementSecret: new Uint8Array(32),
       }),
-    },
+    }),
     ...(limits.maxMessageBytes !== undefined ? { maxMessageBytes: limits.maxMessageBytes } : {}),
     ...(limits.maxConnections !== undefined ? { maxConnections: limits.maxConnections } : {}),
   });
@@ -54,6 +56,44 @@ async function start(
 const client = () => new GrpcJoinTicketClient({ issuer: new DummyIssuer(), clock });
 
 describe('join server bounds', () => {
+  it('hands its admission settings to the listener under their one name (caps, slots, deadlines)', () => {
+    const server = createJoinServer({
+      validators: [new DummyValidator()],
+      clock,
+      joinCall: joinCallOf({
+        issueJoinTicket: async () => sampleTicket(),
+        issueRejoinTicket: async () => ({
+          stateDiskKey: new Uint8Array(32),
+          measurementSecret: new Uint8Array(32),
+        }),
+      }),
+      maxUnattested: 5,
+      maxConnections: 3,
+      handshakeTimeoutMs: 7_000,
+      deadlines: { verdictMs: 123 },
+    });
+    const admission = server.tls.admission;
+    expect(admission.handshakes.cap).toBe(5);
+    expect(admission.maxConnections).toBe(3);
+    expect(admission.connections?.max).toBe(3);
+    expect(admission.handshakeTimeoutMs).toBe(7_000);
+    expect(admission.deadlines).toEqual({ ...DEFAULT_ATLS_DEADLINES, verdictMs: 123 });
+    expect(() =>
+      createJoinServer({
+        validators: [new DummyValidator()],
+        clock,
+        joinCall: joinCallOf({
+          issueJoinTicket: async () => sampleTicket(),
+          issueRejoinTicket: async () => ({
+            stateDiskKey: new Uint8Array(32),
+            measurementSecret: new Uint8Array(32),
+          }),
+        }),
+        deadlines: { clientHelloMs: 0 },
+      }),
+    ).toThrow('attested TLS deadline clientHelloMs must be > 0, got 0');
+  });
+
   it('refuses a message over the receive limit before any handler runs', async () => {
     const { endpoint, calls } = await start({ maxMessageBytes: 4096 }, async () => sampleTicket());
     await expect(client().issueJoinTicket(endpoint, request(8192))).rejects.toMatchObject({

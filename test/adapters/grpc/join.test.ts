@@ -6,11 +6,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import type { AttestedGrpcServer } from '../../../src/adapters/grpc/attested-server.js';
 import { GrpcJoinTicketClient } from '../../../src/adapters/grpc/join-client.js';
-import {
-  createJoinServer,
-  type JoinCallContext,
-  type JoinServiceHandler,
-} from '../../../src/adapters/grpc/join-server.js';
+import { createJoinServer } from '../../../src/adapters/grpc/join-server.js';
 import {
   type AttestationError,
   CONNECTION_REFUSED,
@@ -19,6 +15,7 @@ import {
 } from '../../../src/ports/errors.js';
 import type { JoinTicketRequest } from '../../../src/ports/types.js';
 import { DummyIssuer, DummyValidator } from '../../support/dummy-attestation.js';
+import { type AttestedCaller, joinCallOf, type ThrowingJoinCall } from '../../support/join-call.js';
 import { freePort } from '../../support/net.js';
 import { clock, RefusingValidator, sampleTicket } from './helpers.js';
 
@@ -35,12 +32,12 @@ afterEach(async () => {
   await Promise.all(servers.splice(0).map((s) => s.shutdown(200)));
 });
 
-async function start(handler: Partial<JoinServiceHandler>, validators = [new DummyValidator()]) {
-  const seen: Array<{ request: unknown; ctx: JoinCallContext }> = [];
+async function start(handler: Partial<ThrowingJoinCall>, validators = [new DummyValidator()]) {
+  const seen: Array<{ request: unknown; ctx: AttestedCaller }> = [];
   const server = createJoinServer({
     validators,
     clock,
-    handler: {
+    joinCall: joinCallOf({
       async issueJoinTicket(r, ctx) {
         seen.push({ request: r, ctx });
         if (handler.issueJoinTicket) return handler.issueJoinTicket(r, ctx);
@@ -51,7 +48,7 @@ async function start(handler: Partial<JoinServiceHandler>, validators = [new Dum
         if (handler.issueRejoinTicket) return handler.issueRejoinTicket(r, ctx);
         return { stateDiskKey: new Uint8Array(32).fill(5), measurementSecret: new Uint8Array(32).fill(6) };
       },
-    },
+    }),
   });
   servers.push(server);
   const port = await server.listen('127.0.0.1', 0);
@@ -140,13 +137,13 @@ describe('join over attested TLS', () => {
       validators: [new DummyValidator()],
       issuer: new DummyIssuer('qemu-vtpm'),
       clock,
-      handler: {
+      joinCall: joinCallOf({
         issueJoinTicket: async () => sampleTicket(),
         issueRejoinTicket: async () => ({
           stateDiskKey: new Uint8Array(),
           measurementSecret: new Uint8Array(),
         }),
-      },
+      }),
     });
     servers.push(server);
     const port = await server.listen('127.0.0.1', 0);
@@ -267,13 +264,13 @@ describe('join over attested TLS', () => {
       createJoinServer({
         validators: [],
         clock,
-        handler: {
+        joinCall: joinCallOf({
           issueJoinTicket: async () => sampleTicket(),
           issueRejoinTicket: async () => ({
             stateDiskKey: new Uint8Array(),
             measurementSecret: new Uint8Array(),
           }),
-        },
+        }),
       }),
     ).toThrow(/at least one validator/);
   });

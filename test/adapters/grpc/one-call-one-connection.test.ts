@@ -12,13 +12,14 @@ import { afterEach, describe, expect, it, vi } from 'vitest';
 import { AttestedChannelCredentials } from '../../../src/adapters/grpc/atls/credentials.js';
 import type { AttestedGrpcServer } from '../../../src/adapters/grpc/attested-server.js';
 import { GrpcJoinTicketClient } from '../../../src/adapters/grpc/join-client.js';
-import { createJoinServer, type JoinCallContext } from '../../../src/adapters/grpc/join-server.js';
+import { createJoinServer } from '../../../src/adapters/grpc/join-server.js';
 import { joinRequestToProto } from '../../../src/adapters/grpc/mapping.js';
 import { APIClient as JoinAPIClient } from '../../../src/gen/join.js';
 import { isAttestationError, isConfbootError } from '../../../src/ports/errors.js';
 import type { JoinTicketRequest } from '../../../src/ports/types.js';
 import type { Validator } from '../../../src/ports/validator.js';
 import { DummyIssuer, DummyValidator } from '../../support/dummy-attestation.js';
+import { type AttestedCaller, joinCallOf } from '../../support/join-call.js';
 import { clock, RefusingValidator, sampleTicket } from './helpers.js';
 
 const request: JoinTicketRequest = {
@@ -45,12 +46,12 @@ afterEach(async () => {
 });
 
 async function start(validator: Validator) {
-  const calls: JoinCallContext[] = [];
+  const calls: AttestedCaller[] = [];
   const refused: string[] = [];
   const server = createJoinServer({
     validators: [validator],
     clock,
-    handler: {
+    joinCall: joinCallOf({
       async issueJoinTicket(_r, ctx) {
         calls.push(ctx);
         return sampleTicket();
@@ -58,7 +59,7 @@ async function start(validator: Validator) {
       async issueRejoinTicket() {
         throw new Error('not used');
       },
-    },
+    }),
   });
   server.tls.onRefused = (address) => refused.push(address);
   servers.push(server);
@@ -220,7 +221,7 @@ describe("localAddress: the connection leaves from the node's own address", () =
     creds.finish();
     client.close();
     expect(err?.message).toMatch(/UNAVAILABLE/);
-    expect(creds.lastError?.message).toMatch(
+    expect(creds.refusal()?.message).toMatch(
       /connection left from 127\.0\.0\.1, not from local address 127\.0\.0\.5/,
     );
     expect(issuer.quotes).toBe(0);

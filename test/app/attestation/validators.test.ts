@@ -23,7 +23,7 @@ import { AmdCertCache } from '../../../src/adapters/attestation/snp/cert-cache.j
 import {
   parseTdxCollateralSource,
   tdxCollateralGetter,
-} from '../../../src/adapters/attestation/snp-tdx-config.js';
+} from '../../../src/adapters/attestation/tdx/config.js';
 import { createVtpmQuoteVerifier } from '../../../src/adapters/attestation/vtpm/cvm-quote.js';
 import { silentLogger } from '../../../src/adapters/log/pino-logger.js';
 import {

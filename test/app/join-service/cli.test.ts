@@ -13,6 +13,8 @@ import { afterEach, describe, expect, it, vi } from 'vitest';
 import { parseAllDocuments } from 'yaml';
 import { startMetadataServer } from '../../../src/adapters/cloud/qemu/metadata-server.js';
 import { parseDenyList } from '../../../src/adapters/fs/file-deny-list.js';
+import { DEFAULT_ATLS_DEADLINES } from '../../../src/adapters/grpc/atls/admission.js';
+import { ADMISSION_SETTINGS } from '../../../src/adapters/grpc/atls/admission-settings.js';
 import { GrpcJoinTicketClient } from '../../../src/adapters/grpc/join-client.js';
 import { HkdfKms } from '../../../src/adapters/kms/hkdf-kms.js';
 import { startKeyServiceServer } from '../../../src/adapters/kms/key-service-server.js';
@@ -146,6 +148,34 @@ describe('confboot join-service flags', () => {
       receiptKeyPath: undefined,
       stateDir: undefined,
     });
+  });
+
+  it('reads each admission setting from its flag (one table) into the listener settings under one name', () => {
+    const argv = [
+      ...manifestArgs().slice(1),
+      '--max-unattested=7',
+      '--max-unattested-per-source=3',
+      '--max-concurrent-verifications=0',
+      '--client-hello-timeout=900',
+      '--attestation-min-rate=1000',
+    ];
+    expect(parseJoinServiceFlags(argv)?.admission).toEqual({
+      maxUnattested: 7,
+      maxUnattestedPerSource: 3,
+      maxConcurrentVerifications: 0,
+      deadlines: { ...DEFAULT_ATLS_DEADLINES, clientHelloMs: 900, attestationMinBytesPerSecond: 1000 },
+    });
+    for (const setting of Object.values(ADMISSION_SETTINGS))
+      expect(joinServiceCommand.options[setting.flag]).toMatchObject({
+        default: String(setting.default),
+        description: setting.description,
+      });
+    expect(() => parseJoinServiceFlags([...manifestArgs().slice(1), '--max-unattested=0'])).toThrow(
+      '--max-unattested: want a whole number ≥ 1, got "0"',
+    );
+    expect(() => parseJoinServiceFlags([...manifestArgs().slice(1), '--verdict-timeout=soon'])).toThrow(
+      '--verdict-timeout: want a whole number ≥ 0, got "soon"',
+    );
   });
 
   it('parses listen addresses and rate limits', () => {

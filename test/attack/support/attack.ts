@@ -206,7 +206,7 @@ export async function attempt(
     const tracked = credentials instanceof TrackingCredentials ? credentials : undefined;
     tracked?.finish();
     await tracked?.allSettled();
-    const common = { refusal: tracked?.lastError, peers: tracked ? [...tracked.peers] : [] };
+    const common = { refusal: tracked?.refusal(), peers: tracked ? [...tracked.peers] : [] };
     if (err) return { code: err.code, details: err.details, response: undefined, ...common };
     return { code: status.OK, details: 'OK', response: res, ...common };
   } finally {

@@ -9,7 +9,7 @@
  *    SIMULATED HCL reports (test/support/azure-hcl.ts around a simulated TDREPORT and the real SNP
  *    report vector) and the real Azure TDX HCL report. They document plain `Error`s, so a defined
  *    error is an Error whose class is exactly Error; a result must stay within the report.
- *  - `parseTdxCollateralSource` (src/adapters/attestation/snp-tdx-config.ts), the `--tdx-collateral`
+ *  - `parseTdxCollateralSource` (src/adapters/attestation/tdx/config.ts), the `--tdx-collateral`
  *    value: a directory, or Intel PCS at an http(s) URL without query or fragment, which the PCS
  *    client then accepts too; anything else is ConfbootError `invalid-argument`.
  * Every input is also passed at a non-zero byteOffset of a larger buffer, so DataView and subarray
@@ -18,7 +18,7 @@
 import fc from 'fast-check';
 import { parseAzureHclReport } from '../../../src/adapters/attestation/azure/hcl-report.js';
 import { parseAzureSnpHclReport } from '../../../src/adapters/attestation/snp/issuers.js';
-import { parseTdxCollateralSource } from '../../../src/adapters/attestation/snp-tdx-config.js';
+import { parseTdxCollateralSource } from '../../../src/adapters/attestation/tdx/config.js';
 import { IntelPcsCollateralSource } from '../../../src/adapters/attestation/tdx/pcs-client.js';
 import {
   createPrimaryPlan,

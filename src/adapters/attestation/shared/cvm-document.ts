@@ -6,9 +6,7 @@
  * also defines that seam.
  */
 import type { KeyObject } from 'node:crypto';
-import type { MeasurementPolicy } from '../../../ports/measurement-policy.js';
-import type { AttestationCheck, CallOptions, MeasurementMismatch } from '../../../ports/types.js';
-import { failedMeasurementCheck, measurementVerdict, outsideValidityDetail } from './measurement-verdict.js';
+import type { AttestationCheck, CallOptions } from '../../../ports/types.js';
 import { decodeVtpmDocument, type TpmAttestation } from './vtpm-document.js';
 
 /** The parts of an attestation document the CVM validators use. */
@@ -63,39 +61,4 @@ export function parseVtpmDocument(bytes: Uint8Array): VtpmDocument {
 /** Decodes a Go `[]byte` JSON field (base64 or null). */
 export function goBytes(v: unknown, what: string): Uint8Array {
   return b64(v, what);
-}
-
-/**
- * Compares measurements; returns the check (`measurements`, or `measurement-set-expired` when only
- * reference sets outside their validity window would match), the warnOnly and enforced mismatches
- * and the name of the matching set.
- */
-export function compareMeasurements(
-  policy: MeasurementPolicy,
-  actual: Map<number, Uint8Array>,
-): {
-  check: AttestationCheck;
-  warnings: MeasurementMismatch[];
-  enforced: MeasurementMismatch[];
-  set: string | undefined;
-} {
-  const verdict = measurementVerdict(policy, actual);
-  const all = verdict.mismatches;
-  const enforced = all.filter((m) => !m.warnOnly);
-  const warnings = all.filter((m) => m.warnOnly);
-  const hex = (b: Uint8Array | undefined) => (b === undefined ? 'missing' : Buffer.from(b).toString('hex'));
-  const listed = all
-    .map(
-      (m) =>
-        `${m.warnOnly ? 'warn-only ' : ''}index ${m.index}: expected ${hex(m.expected)}, actual ${hex(m.actual)}`,
-    )
-    .join('; ');
-  const inSet = verdict.set === undefined ? '' : ` (measurement set ${verdict.set})`;
-  const detail = verdict.matched
-    ? all.length === 0
-      ? `all measurements match${inSet}`
-      : `${listed}${inSet}`
-    : [outsideValidityDetail(verdict), listed].filter((p) => p !== '').join('; ');
-  const name = verdict.matched ? 'measurements' : failedMeasurementCheck(verdict);
-  return { check: { name, ok: verdict.matched, detail }, warnings, enforced, set: verdict.set };
 }

@@ -9,22 +9,24 @@
  */
 import { createHash, type KeyObject } from 'node:crypto';
 import type { Clock } from '../../../ports/clock.js';
-import { AttestationError, isConfbootError, messageOf, wrapError } from '../../../ports/errors.js';
+import { isConfbootError, messageOf, wrapError } from '../../../ports/errors.js';
 import type { MeasurementPolicy } from '../../../ports/measurement-policy.js';
-import type { AttestationCheck, CallOptions } from '../../../ports/types.js';
+import type { CallOptions } from '../../../ports/types.js';
 import type { ValidationResult, Validator } from '../../../ports/validator.js';
 import { VARIANT_OIDS } from '../../../ports/variant.js';
 import { checkHclRuntimeData } from '../azure/hcl-runtime-data.js';
 import { LOOKUP_BUDGET_EXHAUSTED } from '../shared/bounded-lookups.js';
 import { commonName, loadCertificate, loadCertificates } from '../shared/certs.js';
-import { throwIfFailed, verifyVtpmHalf } from '../shared/cvm-checks.js';
+import { CheckRecorder } from '../shared/checks.js';
+import { verifyVtpmHalf } from '../shared/cvm-checks.js';
 import { goBytes, parseVtpmDocument, type VerifyVtpmQuote } from '../shared/cvm-document.js';
 import { validateWithVerdict } from '../shared/malformed.js';
 import { decodeTpmtPublic, type TpmPublicKey } from '../shared/tpm-public.js';
 import type { AmdCertCache } from './cert-cache.js';
 import { checkAmdCrl } from './crl.js';
-import { parseSnpReport } from './report.js';
-import { type SnpChain, type SnpPolicy, verifySnpReport } from './verify.js';
+import type { SnpChain, SnpPolicy } from './policy.js';
+import { parseSnpReport, type SnpReport } from './report.js';
+import { verifySnpReport } from './verify.js';
 
 /** The SNP variants. */
 export type SnpVariant = 'aws-sev-snp' | 'gcp-sev-snp' | 'azure-sev-snp';
@@ -60,11 +62,6 @@ interface InstanceInfoJson {
   GCP?: GceInstanceInfo | null;
 }
 
-function fail(check: string, message: string, checks: AttestationCheck[], cause?: unknown): never {
-  checks.push({ name: check, ok: false, detail: message });
-  throw new AttestationError(check, message, { checks, cause });
-}
-
 /** Validates aws-sev-snp, gcp-sev-snp or azure-sev-snp attestation documents. */
 export class SnpValidator implements Validator {
   readonly oid: string;
@@ -82,15 +79,18 @@ export class SnpValidator implements Validator {
     return validateWithVerdict(this.variant, () => this.validateUnchecked(document, nonce, options));
   }
 
-  /** The `amd-crl` check: AMD's CRL from the certificate cache, verified against the pinned ARK. */
-  private async revocationCheck(
+  /** Records `amd-crl`: AMD's CRL from the certificate cache, verified against the pinned ARK. */
+  private async checkRevocation(
     signerBytes: Uint8Array,
     chain: SnpChain,
     signerKind: 'vcek' | 'vlek',
+    rec: CheckRecorder,
     options?: CallOptions,
-  ): Promise<AttestationCheck> {
+  ): Promise<void> {
     const product = this.config.policy.product ?? 'milan';
-    const fail = (detail: string): AttestationCheck => ({ name: 'amd-crl', ok: false, detail });
+    const fail = (detail: string) => {
+      rec.record('amd-crl', false, detail);
+    };
     const arkInput = this.config.policy.arks[product];
     if (arkInput === undefined) return fail(`no pinned ARK for ${product}`);
     let subjects: Parameters<typeof checkAmdCrl>[1];
@@ -111,7 +111,7 @@ export class SnpValidator implements Validator {
     } catch (err) {
       return fail(messageOf(err));
     }
-    return checkAmdCrl(crl, subjects, this.config.clock.now());
+    rec.adopt([await checkAmdCrl(crl, subjects, this.config.clock.now())]);
   }
 
   private async validateUnchecked(
@@ -119,41 +119,47 @@ export class SnpValidator implements Validator {
     nonce: Uint8Array,
     options?: CallOptions,
   ): Promise<ValidationResult> {
-    const op = `validating ${this.variant} attestation`;
-    const checks: AttestationCheck[] = [];
-    let doc: ReturnType<typeof parseVtpmDocument>;
-    let info: InstanceInfoJson;
-    try {
-      doc = parseVtpmDocument(document);
-      info = JSON.parse(Buffer.from(doc.instanceInfo).toString('utf8')) as InstanceInfoJson;
-      if (typeof info !== 'object' || info === null) throw new Error('InstanceInfo is not a JSON object');
-    } catch (err) {
-      fail('document-format', `${op}: malformed document: ${messageOf(err)}`, checks, err);
-    }
-    checks.push({
-      name: 'document-format',
-      ok: true,
-      detail: 'vTPM attestation document with SNP instance info',
-    });
+    const rec = new CheckRecorder(`validating ${this.variant} attestation`);
+    const { doc, info } = parseDocument(document, rec);
     const extraData = createHash('sha256').update(doc.userData).update(nonce).digest();
-
     let ak: TpmPublicKey;
     try {
       ak = decodeTpmtPublic(doc.akPub);
     } catch (err) {
-      fail('attestation-key', `${op}: ${messageOf(err)}`, checks, err);
+      throw rec.fail('attestation-key', messageOf(err), { cause: err });
     }
-
     const report = goBytes(info.AttestationReport, 'AttestationReport');
-    const product = this.config.policy.product ?? 'milan';
-    let parsed: ReturnType<typeof parseSnpReport>;
+    let parsed: SnpReport;
     try {
-      parsed = parseSnpReport(report, product);
+      parsed = parseSnpReport(report, this.config.policy.product ?? 'milan');
     } catch (err) {
-      fail('report-format', `${op}: ${messageOf(err)}`, checks, err);
+      throw rec.fail('report-format', messageOf(err), { cause: err });
     }
+    const { signer, chain } = await this.signerAndChain(info, parsed, rec, options);
+    await this.checkHardware({ report, parsed, signer, chain, ak, extraData, info }, rec, options);
+    rec.throwIfFailed();
+    const trustedAk = this.variant === 'gcp-sev-snp' ? await this.gceAk(info, rec, options) : ak.key;
+    const half = {
+      verifyVtpmQuote: this.config.verifyVtpmQuote,
+      doc,
+      extraData,
+      trustedAk,
+      measurements: this.config.measurements,
+    };
+    return verifyVtpmHalf(half, rec, options);
+  }
 
-    // Signer and chain: the issuer's signer, else the cache; the ASK from the issuer, else the cache; never the issuer's ARK.
+  /**
+   * The report signer and the ASK: the issuer's signer, else the cache; the ASK from the issuer,
+   * else the cache; never the issuer's ARK.
+   */
+  private async signerAndChain(
+    info: InstanceInfoJson,
+    parsed: SnpReport,
+    rec: CheckRecorder,
+    options?: CallOptions,
+  ): Promise<{ signer: Uint8Array; chain: SnpChain }> {
+    const product = this.config.policy.product ?? 'milan';
     let signer: Uint8Array = goBytes(info.ReportSigner, 'ReportSigner');
     const chain: SnpChain = {};
     const signerKind = parsed.signerInfo.signingKey === 'vlek' ? 'vlek' : 'vcek';
@@ -165,10 +171,9 @@ export class SnpValidator implements Validator {
     )
       // The chip ID and TCB are the sender's claim until the signature is checked: a chip the
       // policy does not allow costs no request at AMD (VCEK fetches have their own small budget).
-      fail(
+      throw rec.fail(
         'chip-id-allowed',
-        `${op}: chip_id ${Buffer.from(parsed.chipId).toString('hex').slice(0, 16)}… is not in the allowlist (the document carries no VCEK; none fetched)`,
-        checks,
+        `chip_id ${Buffer.from(parsed.chipId).toString('hex').slice(0, 16)}… is not in the allowlist (the document carries no VCEK; none fetched)`,
       );
     try {
       for (const cert of loadCertificates(goBytes(info.CertChain, 'CertChain'), 'CertChain').slice(0, 2))
@@ -182,66 +187,88 @@ export class SnpValidator implements Validator {
         chain.ask = (await this.config.certCache.getChain(product, signerKind, options)).ask;
     } catch (err) {
       // A used-up fetch budget is no verdict on the attester: it stays a recoverable error.
-      if (isConfbootError(err) && err.reason === LOOKUP_BUDGET_EXHAUSTED) throw wrapError(op, err);
-      fail('certificates', `${op}: ${messageOf(err)}`, checks, err);
+      if (isConfbootError(err) && err.reason === LOOKUP_BUDGET_EXHAUSTED)
+        throw wrapError(`validating ${this.variant} attestation`, err);
+      throw rec.fail('certificates', messageOf(err), { cause: err });
     }
+    return { signer, chain };
+  }
 
+  /**
+   * The hardware half: the SNP report with the variant's report data, AMD's CRL, and for
+   * azure-sev-snp the HCL runtime data binding the AK. Records every check; the caller throws.
+   */
+  private async checkHardware(
+    h: {
+      report: Uint8Array;
+      parsed: SnpReport;
+      signer: Uint8Array;
+      chain: SnpChain;
+      ak: TpmPublicKey;
+      extraData: Uint8Array;
+      info: InstanceInfoJson;
+    },
+    rec: CheckRecorder,
+    options?: CallOptions,
+  ): Promise<void> {
     let expectedReportData: Uint8Array | undefined;
     if (this.variant === 'aws-sev-snp')
       expectedReportData = createHash('sha512')
-        .update(ak.key.export({ type: 'spki', format: 'der' }))
+        .update(h.ak.key.export({ type: 'spki', format: 'der' }))
         .digest();
-    else if (this.variant === 'gcp-sev-snp') expectedReportData = extraData;
+    else if (this.variant === 'gcp-sev-snp') expectedReportData = h.extraData;
     const v = verifySnpReport(
-      report,
-      signer,
-      chain,
+      h.report,
+      h.signer,
+      h.chain,
       { ...this.config.policy, ...(expectedReportData ? { reportData: expectedReportData } : {}) },
       this.config.clock.now(),
     );
-    checks.push(...v.checks);
+    rec.adopt(v.checks);
+    const signerKind = h.parsed.signerInfo.signingKey === 'vlek' ? 'vlek' : 'vcek';
     // AMD's CRL only for a report whose own checks passed: a forged one costs no request.
     if (this.config.policy.checkRevocation === true && v.accepted)
-      checks.push(await this.revocationCheck(signer, chain, signerKind, options));
-
+      await this.checkRevocation(h.signer, h.chain, signerKind, rec, options);
     if (this.variant === 'azure-sev-snp') {
-      const runtime = goBytes(info.Azure?.RuntimeData, 'Azure.RuntimeData');
-      checks.push(...checkHclRuntimeData(parsed.reportData, runtime, ak.rsa));
+      const runtime = goBytes(h.info.Azure?.RuntimeData, 'Azure.RuntimeData');
+      checkHclRuntimeData(h.parsed.reportData, runtime, h.ak.rsa, rec);
     }
-    throwIfFailed(checks, op);
+  }
 
-    let trustedAk = ak.key;
-    if (this.variant === 'gcp-sev-snp') {
-      const gcp = info.GCP;
-      if (gcp === undefined || gcp === null)
-        fail('gce-instance', `${op}: InstanceInfo has no GCP instance`, checks);
-      try {
-        trustedAk = await (this.config.gceAkPublicKey as NonNullable<SnpValidatorConfig['gceAkPublicKey']>)(
-          gcp,
-          options,
-        );
-      } catch (err) {
-        fail(
-          'gce-ak',
-          `${op}: getting the AK of ${gcp.project_id}/${gcp.zone}/${gcp.instance_name} from GCE: ${messageOf(err)}`,
-          checks,
-          err,
-        );
-      }
-      checks.push({
-        name: 'gce-ak',
-        ok: true,
-        detail: `AK from the shielded identity of ${gcp.instance_name}`,
-      });
+  /** gcp-sev-snp: the AK from GCE's shielded identity of the instance InstanceInfo names. */
+  private async gceAk(info: InstanceInfoJson, rec: CheckRecorder, options?: CallOptions): Promise<KeyObject> {
+    const gcp = info.GCP;
+    if (gcp === undefined || gcp === null) throw rec.fail('gce-instance', 'InstanceInfo has no GCP instance');
+    let trustedAk: KeyObject;
+    try {
+      trustedAk = await (this.config.gceAkPublicKey as NonNullable<SnpValidatorConfig['gceAkPublicKey']>)(
+        gcp,
+        options,
+      );
+    } catch (err) {
+      throw rec.fail(
+        'gce-ak',
+        `getting the AK of ${gcp.project_id}/${gcp.zone}/${gcp.instance_name} from GCE: ${messageOf(err)}`,
+        { cause: err },
+      );
     }
+    rec.pass('gce-ak', `AK from the shielded identity of ${gcp.instance_name}`);
+    return trustedAk;
+  }
+}
 
-    const half = {
-      verifyVtpmQuote: this.config.verifyVtpmQuote,
-      doc,
-      extraData,
-      trustedAk,
-      measurements: this.config.measurements,
-    };
-    return verifyVtpmHalf(half, op, checks, options);
+/** Decodes the vTPM document and its SNP InstanceInfo; records `document-format`. */
+function parseDocument(
+  document: Uint8Array,
+  rec: CheckRecorder,
+): { doc: ReturnType<typeof parseVtpmDocument>; info: InstanceInfoJson } {
+  try {
+    const doc = parseVtpmDocument(document);
+    const info = JSON.parse(Buffer.from(doc.instanceInfo).toString('utf8')) as InstanceInfoJson;
+    if (typeof info !== 'object' || info === null) throw new Error('InstanceInfo is not a JSON object');
+    rec.pass('document-format', 'vTPM attestation document with SNP instance info');
+    return { doc, info };
+  } catch (err) {
+    throw rec.fail('document-format', `malformed document: ${messageOf(err)}`, { cause: err });
   }
 }

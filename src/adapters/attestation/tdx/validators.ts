@@ -8,14 +8,15 @@
  */
 import { createHash } from 'node:crypto';
 import type { Clock } from '../../../ports/clock.js';
-import { AttestationError, messageOf } from '../../../ports/errors.js';
+import { type AttestationError, messageOf } from '../../../ports/errors.js';
 import type { MeasurementPolicy } from '../../../ports/measurement-policy.js';
-import type { AttestationCheck, CallOptions } from '../../../ports/types.js';
+import type { CallOptions } from '../../../ports/types.js';
 import type { ValidationResult, Validator } from '../../../ports/validator.js';
 import { VARIANT_OIDS } from '../../../ports/variant.js';
 import { checkHclRuntimeData } from '../azure/hcl-runtime-data.js';
 import type { CertificateInput } from '../shared/certs.js';
-import { acceptMeasurements, throwIfFailed, verifyVtpmHalf } from '../shared/cvm-checks.js';
+import { CheckRecorder } from '../shared/checks.js';
+import { acceptMeasurements, verifyVtpmHalf } from '../shared/cvm-checks.js';
 import { goBytes, parseVtpmDocument, type VerifyVtpmQuote } from '../shared/cvm-document.js';
 import { validateWithVerdict } from '../shared/malformed.js';
 import { decodeTpmtPublic } from '../shared/tpm-public.js';
@@ -37,14 +38,11 @@ export interface TdxValidatorConfig {
   verifyVtpmQuote?: VerifyVtpmQuote;
 }
 
-const msg = (e: unknown) => messageOf(e);
-
 async function verifyQuoteWithCollateral(
   config: TdxValidatorConfig,
   quote: Uint8Array,
   reportData: Uint8Array | undefined,
-  op: string,
-  checks: AttestationCheck[],
+  rec: CheckRecorder,
   options?: CallOptions,
 ) {
   const at = config.clock.now();
@@ -59,26 +57,19 @@ async function verifyQuoteWithCollateral(
     try {
       collateral = await config.getCollateral(fmspc, options);
     } catch (err) {
-      checks.push({ name: 'collateral', ok: false, detail: msg(err) });
-      throw new AttestationError(
-        'collateral',
-        `${op}: getting TDX collateral for FMSPC ${fmspc}: ${msg(err)}`,
-        { checks, cause: err },
-      );
+      throw rec.fail('collateral', `getting TDX collateral for FMSPC ${fmspc}: ${messageOf(err)}`, {
+        cause: err,
+      });
     }
     v = await verifyTdxQuote(quote, { root: config.root, policy, at, collateral });
   }
-  checks.push(...v.checks);
+  rec.adopt(v.checks);
   return v;
 }
 
-/** Records the failed `document-format` check and throws. */
-function malformedDocument(err: unknown, op: string, checks: AttestationCheck[]): never {
-  checks.push({ name: 'document-format', ok: false, detail: msg(err) });
-  throw new AttestationError('document-format', `${op}: malformed document: ${msg(err)}`, {
-    checks,
-    cause: err,
-  });
+/** Records the failed `document-format` check and returns the error to throw. */
+function malformedDocument(err: unknown, rec: CheckRecorder): AttestationError {
+  return rec.fail('document-format', `malformed document: ${messageOf(err)}`, { cause: err });
 }
 
 /** Validates qemu-tdx documents. */
@@ -97,8 +88,7 @@ export class QemuTdxValidator implements Validator {
     nonce: Uint8Array,
     options?: CallOptions,
   ): Promise<ValidationResult> {
-    const op = 'validating qemu-tdx attestation';
-    const checks: AttestationCheck[] = [];
+    const rec = new CheckRecorder('validating qemu-tdx attestation');
     let quote: Uint8Array;
     let userData: Uint8Array;
     try {
@@ -107,14 +97,14 @@ export class QemuTdxValidator implements Validator {
       userData = goBytes(doc.UserData, 'UserData');
       if (quote.length === 0) throw new Error('RawQuote is empty');
     } catch (err) {
-      malformedDocument(err, op, checks);
+      throw malformedDocument(err, rec);
     }
-    checks.push({ name: 'document-format', ok: true, detail: 'RawQuote and UserData' });
+    rec.pass('document-format', 'RawQuote and UserData');
     const extraData = createHash('sha256').update(userData).update(nonce).digest();
-    const v = await verifyQuoteWithCollateral(this.config, quote, extraData, op, checks, options);
-    throwIfFailed(checks, op);
+    const v = await verifyQuoteWithCollateral(this.config, quote, extraData, rec, options);
+    rec.throwIfFailed();
     const measured = tdxMeasurements((v.quote as NonNullable<typeof v.quote>).body);
-    return acceptMeasurements(this.config.measurements, measured, userData, op, checks);
+    return acceptMeasurements(this.config.measurements, measured, userData, rec);
   }
 }
 
@@ -136,8 +126,7 @@ export class AzureTdxValidator implements Validator {
     nonce: Uint8Array,
     options?: CallOptions,
   ): Promise<ValidationResult> {
-    const op = 'validating azure-tdx attestation';
-    const checks: AttestationCheck[] = [];
+    const rec = new CheckRecorder('validating azure-tdx attestation');
     let doc: ReturnType<typeof parseVtpmDocument>;
     let quote: Uint8Array;
     let runtime: Uint8Array;
@@ -149,17 +138,13 @@ export class AzureTdxValidator implements Validator {
       runtime = goBytes(info.RuntimeData, 'RuntimeData');
       ak = decodeTpmtPublic(doc.akPub);
     } catch (err) {
-      malformedDocument(err, op, checks);
+      throw malformedDocument(err, rec);
     }
-    checks.push({
-      name: 'document-format',
-      ok: true,
-      detail: 'vTPM attestation document with TDX instance info',
-    });
+    rec.pass('document-format', 'vTPM attestation document with TDX instance info');
     const extraData = createHash('sha256').update(doc.userData).update(nonce).digest();
-    const v = await verifyQuoteWithCollateral(this.config, quote, undefined, op, checks, options);
-    if (v.quote !== undefined) checks.push(...checkHclRuntimeData(v.quote.body.reportData, runtime, ak.rsa));
-    throwIfFailed(checks, op);
+    const v = await verifyQuoteWithCollateral(this.config, quote, undefined, rec, options);
+    if (v.quote !== undefined) checkHclRuntimeData(v.quote.body.reportData, runtime, ak.rsa, rec);
+    rec.throwIfFailed();
     const half = {
       verifyVtpmQuote: this.config.verifyVtpmQuote as VerifyVtpmQuote,
       doc,
@@ -167,6 +152,6 @@ export class AzureTdxValidator implements Validator {
       trustedAk: ak.key,
       measurements: this.config.measurements,
     };
-    return verifyVtpmHalf(half, op, checks, options);
+    return verifyVtpmHalf(half, rec, options);
   }
 }

@@ -7,7 +7,7 @@
 
 import { CheckRecorder } from '../shared/checks.js';
 import type { VerifyVtpmQuote } from '../shared/cvm-document.js';
-import { parseAttestationKey, sameKey, verifyAttestationQuotes } from './verify-attestation.js';
+import { parseAttestationKey, requireAk, verifyAttestationQuotes } from './verify-attestation.js';
 
 /** Returns the committed vTPM quote verifier as a {@link VerifyVtpmQuote}. */
 export function createVtpmQuoteVerifier(): VerifyVtpmQuote {
@@ -15,9 +15,7 @@ export function createVtpmQuoteVerifier(): VerifyVtpmQuote {
     options?.signal?.throwIfAborted();
     const rec = new CheckRecorder();
     const ak = parseAttestationKey(attestation.akPub, rec);
-    if (!sameKey(ak, expected.trustedAk))
-      throw rec.fail('ak-trust', 'the TPM attestation key is not the key the hardware report binds');
-    rec.pass('ak-trust', 'TPM attestation key equals the key the hardware report binds');
+    requireAk(rec, ak, expected.trustedAk, 'the key the hardware report binds');
     const verified = verifyAttestationQuotes(attestation, ak, expected.nonce, rec);
     return { pcrs: verified.quote.pcrs, checks: rec.checks };
   };

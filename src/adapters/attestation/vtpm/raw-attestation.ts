@@ -11,6 +11,7 @@ import { AttestationError } from '../../../ports/errors.js';
 import type { MeasurementPolicy } from '../../../ports/measurement-policy.js';
 import type { AttestationCheck, MeasurementMismatch } from '../../../ports/types.js';
 import { CheckRecorder } from '../shared/checks.js';
+import { checkMeasurements } from '../shared/measurements.js';
 import { decodeAttestationPb } from '../shared/vtpm-document.js';
 import {
   certificateSpki,
@@ -19,10 +20,9 @@ import {
   recordAsync,
   verifyCertificateChain,
 } from '../shared/x509-chain.js';
-import { compareMeasurements } from './validator.js';
 import {
   parseAttestationKey,
-  sameKey,
+  requireAk,
   type VerifiedAttestation,
   verifyAttestationQuotes,
 } from './verify-attestation.js';
@@ -62,9 +62,7 @@ export async function verifyRawAttestation(
   const ak = parseAttestationKey(att.akPub, rec);
 
   if ('trustedAk' in options.trust) {
-    if (!sameKey(ak, options.trust.trustedAk))
-      throw rec.fail('ak-trust', 'untrusted attestation public key: it differs from the trusted AK');
-    rec.pass('ak-trust', 'attestation key equals the trusted AK');
+    requireAk(rec, ak, options.trust.trustedAk, 'the trusted AK');
   } else {
     if (att.akCert.length === 0)
       throw rec.fail('ak-certificate', 'attestation carries no AK certificate and no trusted AK was given');
@@ -84,14 +82,12 @@ export async function verifyRawAttestation(
       `AK certificate ${certName(akCert)} chains to a given root at ${at.toISOString()}`,
     );
     const certKey = createPublicKey({ key: certificateSpki(akCert), format: 'der', type: 'spki' });
-    if (!sameKey(ak, certKey))
-      throw rec.fail('ak-trust', 'untrusted attestation public key: it differs from the AK certificate key');
-    rec.pass('ak-trust', 'attestation key equals the AK certificate key');
+    requireAk(rec, ak, certKey, 'the AK certificate key');
   }
 
   const verified = verifyAttestationQuotes(att, ak, options.nonce, rec);
   let warnings: MeasurementMismatch[] = [];
-  if (options.policy) warnings = compareMeasurements(options.policy, verified.quote.pcrs, rec).warnings;
+  if (options.policy) warnings = checkMeasurements(options.policy, verified.quote.pcrs, rec).warnings;
   else rec.pass('measurements', 'not compared (no expected measurements given)');
   return { checks: [...rec.checks], warnings, verified };
 }

@@ -9,20 +9,16 @@ import { createHash, type KeyObject } from 'node:crypto';
 import { AttestationError, wrapError } from '../../../ports/errors.js';
 import type { Logger } from '../../../ports/logger.js';
 import type { MeasurementPolicy } from '../../../ports/measurement-policy.js';
-import type { CallOptions, MeasurementMismatch } from '../../../ports/types.js';
+import type { CallOptions } from '../../../ports/types.js';
 import type { ValidationResult, Validator } from '../../../ports/validator.js';
 import { VARIANT_OIDS, type Variant } from '../../../ports/variant.js';
 import { CheckRecorder } from '../shared/checks.js';
-import {
-  failedMeasurementCheck,
-  measurementVerdict,
-  outsideValidityDetail,
-} from '../shared/measurement-verdict.js';
+import { checkMeasurements } from '../shared/measurements.js';
 import type { TpmtPublic } from '../shared/tpm2.js';
 import { decodeVtpmDocument, type VtpmDocument } from '../shared/vtpm-document.js';
 import {
   parseAttestationKey,
-  sameKey,
+  requireAk,
   type VerifiedAttestation,
   verifyAttestationQuotes,
 } from './verify-attestation.js';
@@ -70,50 +66,10 @@ export function pinnedAkChecks(
 ): VtpmVariantChecks {
   return {
     async checkAk(_doc, ak, _extraData, rec) {
-      if (!sameKey(ak, key))
-        throw rec.fail('ak-trust', `untrusted attestation public key: it differs from ${keyName}`);
-      rec.pass('ak-trust', `attestation key equals ${keyName}`);
+      requireAk(rec, ak, key, keyName);
     },
     validateCvm,
   };
-}
-
-/** Renders one mismatch as "PCR4: expected <hex>, got <hex>". */
-export function describeMismatch(m: MeasurementMismatch): string {
-  const actual = m.actual ? Buffer.from(m.actual).toString('hex') : '(missing)';
-  return `PCR${m.index}: expected ${Buffer.from(m.expected).toString('hex')}, got ${actual}${m.warnOnly ? ' (warnOnly)' : ''}`;
-}
-
-/**
- * Compares `pcrs` through `policy`. Records `measurements`; throws with every mismatch (warnOnly ones
- * included) when no reference set valid now matches (`measurement-set-expired` when only sets outside
- * their validity window would); returns the warnOnly mismatches and the matching set's name otherwise.
- */
-export function compareMeasurements(
-  policy: MeasurementPolicy,
-  pcrs: Map<number, Uint8Array>,
-  rec: CheckRecorder,
-): { warnings: MeasurementMismatch[]; set: string | undefined } {
-  const verdict = measurementVerdict(policy, pcrs);
-  const { mismatches } = verdict;
-  if (!verdict.matched) {
-    const enforced = mismatches.filter((m) => !m.warnOnly);
-    const parts = [outsideValidityDetail(verdict), enforced.map(describeMismatch).join('; ')].filter(
-      (p) => p !== '',
-    );
-    throw rec.fail(failedMeasurementCheck(verdict), `measurement validation failed: ${parts.join('; ')}`, {
-      mismatches,
-    });
-  }
-  const warnings = mismatches.filter((m) => m.warnOnly);
-  const inSet = verdict.set === undefined ? '' : ` (measurement set ${verdict.set})`;
-  rec.pass(
-    'measurements',
-    warnings.length
-      ? `match${inSet}, with ${warnings.length} warnOnly mismatch(es)`
-      : `all expected measurements match${inSet}`,
-  );
-  return { warnings, set: verdict.set };
 }
 
 /** Options of {@link VtpmValidator}. */
@@ -165,7 +121,7 @@ export class VtpmValidator implements Validator {
       throwIfAborted(options);
       const state = quoted ?? verifyAttestationQuotes(doc.attestation, ak, tpmNonce, rec);
       await this.variantChecks.validateCvm(doc, state, rec, options);
-      const { warnings, set } = compareMeasurements(this.policy, state.quote.pcrs, rec);
+      const { warnings, set } = checkMeasurements(this.policy, state.quote.pcrs, rec);
       for (const w of warnings) {
         this.options.logger?.warn('Tolerated warnOnly measurement mismatch', {
           variant: this.variant,

@@ -49,6 +49,22 @@ export function sameKey(ak: TpmtPublic, key: KeyObject | string): boolean {
 }
 
 /**
+ * Records `ak-trust`: the document's AK is `key`, which `keyName` names ("the trusted AK"), with the
+ * one text of an untrusted AK.
+ * @throws AttestationError (`ak-trust`) when it is another key
+ */
+export function requireAk(
+  rec: CheckRecorder,
+  ak: TpmtPublic,
+  key: KeyObject | string,
+  keyName: string,
+): void {
+  if (!sameKey(ak, key))
+    throw rec.fail('ak-trust', `untrusted attestation public key: it differs from ${keyName}`);
+  rec.pass('ak-trust', `attestation key equals ${keyName}`);
+}
+
+/**
  * Verifies the SHA-256 quote of `att` with `ak` against `tpmNonce` and replays the event log.
  * Records `sha256-quote`, the quote checks, and `event-log`.
  * @throws AttestationError naming the failed check

@@ -1,23 +1,62 @@
 /**
  * Admission of unauthenticated connections to the attested TLS listener (adapter layer,
- * src/adapters/grpc/atls). Nothing here is held while the server waits for a peer's bytes:
+ * src/adapters/grpc/atls): the one place that owns the caps, the slots and the deadlines of every
+ * phase in which the server waits for a peer. Nothing here is held while the server waits for a
+ * peer's bytes:
  *
- * - {@link ConnectionCaps} bounds connections that are not attested yet, per source address and in
- *   total. A connection over the per-source cap is refused at accept; at the global cap the oldest
- *   connection of the source holding the most is closed instead (max-min fairness), so a source with
- *   fewer connections than the heaviest one is never refused for the global cap.
- * - Every phase that waits for the peer has its own deadline ({@link AtlsDeadlines}); a
- *   {@link PhaseTimer} arms one at a time.
- * - {@link Slots} is the one scarce resource: CPU work for a connection (verifying its attestation)
- *   runs under a slot, taken after the peer's frame has fully arrived.
- * - {@link DropSummary} turns drops into one log line per interval, so logs never amplify an attack.
+ * - Caps per source address and in total ({@link AdmissionSettings.maxUnattestedPerSource},
+ *   {@link AdmissionSettings.maxUnattested}) are checked at accept. A connection over the per-source
+ *   cap is refused; at the global cap the oldest connection of the source holding the most is closed
+ *   instead (max-min fairness), so a source with fewer connections than the heaviest one is never
+ *   refused for the global cap. With sizing (admission-sizing.ts) the connections in their handshake
+ *   are also bounded by the measured cost of one.
+ * - Every phase that waits for the peer has its own deadline ({@link AtlsDeadlines}): ClientHello,
+ *   TLS handshake, ATTESTATION frame (with a bytes-per-second floor), VERDICT; the whole handshake has
+ *   `handshakeTimeoutMs`. A {@link ConnectionBudget}, one per accepted connection, arms one at a time.
+ * - Slots are the scarce resources: verifying an attestation (CPU), our own quote for an inbound peer
+ *   (TPM) and room for an attested connection, each taken only after the peer's frame has arrived.
+ * - Drops become one log line per interval (admission-limits.ts), so logs never amplify an attack.
  * See docs/atls.md ("Admission").
  */
 import type { Socket } from 'node:net';
-import { availableParallelism } from 'node:os';
+import type { TLSSocket } from 'node:tls';
 import { ConfbootError, type ConfbootErrorCode } from '../../../ports/errors.js';
 import type { Logger } from '../../../ports/logger.js';
-import { sourceKey } from '../../../ports/peer-address.js';
+import { peerHost } from '../../../ports/peer-address.js';
+import { ConnectionCaps, DropSummary, Slots } from './admission-limits.js';
+import {
+  type AdmissionSettings,
+  type AtlsDeadlines,
+  DEFAULT_MAX_CONCURRENT_ISSUANCE,
+  DEFAULT_MAX_CONCURRENT_VERIFICATIONS,
+  DEFAULT_MAX_PER_SOURCE,
+  DEFAULT_MAX_QUEUED_ISSUANCE,
+  DEFAULT_MAX_UNATTESTED,
+  resolveDeadlines,
+} from './admission-settings.js';
+import { HandshakeCostSampler, HandshakeSizing } from './admission-sizing.js';
+import { DEFAULT_HANDSHAKE_TIMEOUT_MS, type HandshakeBudget } from './exchange.js';
+import { FRAME_ATTESTATION, type Frame, type FrameReader } from './protocol.js';
+
+export {
+  type CapDecision,
+  ConnectionCaps,
+  DEFAULT_DROP_LOG_INTERVAL_MS,
+  DropSummary,
+  type DropSummaryOptions,
+  type Release,
+  Slots,
+} from './admission-limits.js';
+export {
+  type AdmissionSettings,
+  type AtlsDeadlines,
+  DEFAULT_ATLS_DEADLINES,
+  DEFAULT_MAX_CONCURRENT_ISSUANCE,
+  DEFAULT_MAX_CONCURRENT_VERIFICATIONS,
+  DEFAULT_MAX_PER_SOURCE,
+  DEFAULT_MAX_QUEUED_ISSUANCE,
+  DEFAULT_MAX_UNATTESTED,
+} from './admission-settings.js';
 
 /** Why the listener dropped a connection before it was attested (a metrics label value). */
 export type DropReason =
@@ -53,47 +92,6 @@ export const DROP_REASONS: readonly DropReason[] = [
   'peer-closed',
 ];
 
-/** Deadlines of the phases in which the server waits for the peer, in ms. */
-export interface AtlsDeadlines {
-  /** From accept to a complete first TLS record (the ClientHello). */
-  clientHelloMs: number;
-  /** From the ClientHello to the end of the TLS handshake (client side: from TCP connect). */
-  tlsHandshakeMs: number;
-  /** From the end of the TLS handshake to the peer's whole ATTESTATION frame, plus the size floor. */
-  attestationMs: number;
-  /**
-   * Bytes-per-second floor for the ATTESTATION frame body: a frame announcing L bytes gets
-   * `attestationMs + L ÷ floor` in total.
-   */
-  attestationMinBytesPerSecond: number;
-  /** From sending our VERDICT to receiving the peer's. */
-  verdictMs: number;
-}
-
-/** Default phase deadlines: a few seconds each; an honest peer needs milliseconds. */
-export const DEFAULT_ATLS_DEADLINES: Readonly<AtlsDeadlines> = Object.freeze({
-  clientHelloMs: 5_000,
-  tlsHandshakeMs: 5_000,
-  attestationMs: 10_000,
-  attestationMinBytesPerSecond: 64 * 1024,
-  verdictMs: 5_000,
-});
-
-/** Default unattested connections per source address. */
-export const DEFAULT_MAX_PER_SOURCE = 32;
-/** Default unattested connections in total. */
-export const DEFAULT_MAX_UNATTESTED = 2048;
-/** Default attestation verifications run at once: twice the CPUs. */
-export const DEFAULT_MAX_CONCURRENT_VERIFICATIONS = 2 * availableParallelism();
-
-/** Checks `deadlines` (merged over the defaults) and returns them complete. */
-export function resolveDeadlines(deadlines: Partial<AtlsDeadlines> | undefined): AtlsDeadlines {
-  const d = { ...DEFAULT_ATLS_DEADLINES, ...deadlines };
-  for (const [k, v] of Object.entries(d))
-    if (!Number.isFinite(v) || v <= 0) throw new Error(`attested TLS deadline ${k} must be > 0, got ${v}`);
-  return d;
-}
-
 /** A connection dropped by admission: a cap, a phase deadline, or the peer going away. */
 export class AdmissionDrop extends ConfbootError {
   override readonly name = 'AdmissionDrop';
@@ -116,246 +114,345 @@ export function isAdmissionDrop(err: unknown): err is AdmissionDrop {
   return err instanceof AdmissionDrop;
 }
 
-/** One phase deadline at a time; expiry calls `onExpire` once with an {@link AdmissionDrop}. */
-export class PhaseTimer {
-  private timer: ReturnType<typeof setTimeout> | undefined;
-  constructor(private readonly onExpire: (drop: AdmissionDrop) => void) {}
+/** TLS record type of a handshake record (the ClientHello arrives in one). */
+const TLS_HANDSHAKE_RECORD = 0x16;
 
-  /** Replaces the running deadline with `ms` from now. */
-  arm(reason: DropReason, ms: number, what: string): void {
-    this.clear();
-    this.timer = setTimeout(() => {
-      this.timer = undefined;
-      this.onExpire(new AdmissionDrop(reason, `no ${what} within ${Math.round(ms)} ms`));
-    }, ms);
-    this.timer.unref();
-  }
-
-  /** Stops the running deadline, if any. */
-  clear(): void {
-    if (this.timer !== undefined) clearTimeout(this.timer);
-    this.timer = undefined;
-  }
-}
-
-/** A slot holder's release function (idempotent). */
-export type Release = () => void;
-
-/**
- * A FIFO semaphore for CPU (or TPM) work; waiters leave when their signal aborts. With `maxWaiting`,
- * an acquire that would wait behind that many others is refused at once (`resource-exhausted`,
- * recoverable) instead of queueing.
- */
-export class Slots {
-  private active = 0;
-  private readonly waiters: Array<{ grant: (r: Release) => void }> = [];
-
-  /** `max` = 0: no limit. `maxWaiting` (default unbounded): most acquires waiting at once. */
-  constructor(
-    readonly max: number,
-    readonly maxWaiting = Number.POSITIVE_INFINITY,
-    private readonly what = 'slots',
-  ) {
-    if (!Number.isInteger(max) || max < 0)
-      throw new Error(`concurrent verifications must be an integer ≥ 0, got ${max}`);
-    if (maxWaiting !== Number.POSITIVE_INFINITY && (!Number.isInteger(maxWaiting) || maxWaiting < 0))
-      throw new Error(`waiting ${what} must be an integer ≥ 0, got ${maxWaiting}`);
-  }
-
-  /** Slots in use. */
-  get inUse(): number {
-    return this.active;
-  }
-
-  /** Waiting for a slot. */
-  get waiting(): number {
-    return this.waiters.length;
-  }
-
-  /** Takes a slot, waiting in FIFO order; rejects with the signal's reason when it aborts. */
-  acquire(signal: AbortSignal): Promise<Release> {
-    if (signal.aborted) return Promise.reject(signal.reason);
-    if (this.max === 0 || this.active < this.max) {
-      this.active++;
-      return Promise.resolve(this.releaser());
-    }
-    if (this.waiters.length >= this.maxWaiting)
-      return Promise.reject(
-        new ConfbootError(
-          'resource-exhausted',
-          `all ${this.max} ${this.what} are in use and ${this.waiters.length} are waiting; retry later`,
-          { recoverable: true },
-        ),
-      );
-    return new Promise((resolve, reject) => {
-      const waiter = {
-        grant: (r: Release) => {
-          signal.removeEventListener('abort', onAbort);
-          resolve(r);
-        },
-      };
-      const onAbort = () => {
-        const i = this.waiters.indexOf(waiter);
-        if (i >= 0) this.waiters.splice(i, 1);
-        reject(signal.reason);
-      };
-      signal.addEventListener('abort', onAbort, { once: true });
-      this.waiters.push(waiter);
-    });
-  }
-
-  private releaser(): Release {
-    let done = false;
-    return () => {
-      if (done) return;
-      done = true;
-      const next = this.waiters.shift();
-      if (next === undefined) this.active--;
-      else next.grant(this.releaser());
-    };
-  }
-}
-
-/** What {@link ConnectionCaps.admit} decided. */
-export type Admission =
-  | { admitted: true; evicted?: Socket }
+/** What {@link Admission.admit} decided for a new connection. */
+export type AdmitDecision =
+  | { admitted: true; budget: ConnectionBudget; evicted?: Socket }
   | { admitted: false; reason: 'source-cap' | 'global-cap' };
 
 /**
- * Unattested connections per source and in total. A source is an IPv4 address or an IPv6 /64
- * ({@link sourceKey}): the addresses of one host's /64 share one per-source cap.
+ * The listener's admission: caps, slots, handshake sizing, deadlines and the drop summary, built once
+ * from {@link AdmissionSettings}; each admitted connection gets its {@link ConnectionBudget}.
  */
-export class ConnectionCaps {
-  private readonly bySource = new Map<string, Set<Socket>>();
-  private total = 0;
+export class Admission {
+  readonly deadlines: AtlsDeadlines;
+  readonly handshakeTimeoutMs: number;
+  /** Attested connections open at once (infinite without a cap). */
+  readonly maxConnections: number;
+  private readonly caps: ConnectionCaps;
+  readonly verification: Slots;
+  readonly issuance: Slots;
+  readonly connections: Slots | undefined;
+  private readonly summary: DropSummary;
+  private readonly sizing: HandshakeSizing | undefined;
+  private readonly sampler: HandshakeCostSampler | undefined;
+  private handshaking = 0;
 
-  constructor(
-    readonly maxPerSource: number,
-    readonly maxTotal: number,
-  ) {
-    if (!Number.isInteger(maxPerSource) || maxPerSource < 1)
-      throw new Error(`unattested connections per source must be an integer ≥ 1, got ${maxPerSource}`);
-    if (!Number.isInteger(maxTotal) || maxTotal < 1)
-      throw new Error(`unattested connections in total must be an integer ≥ 1, got ${maxTotal}`);
+  /** @throws Error for a cap, slot count or deadline out of range */
+  constructor(settings: AdmissionSettings, logger?: Logger) {
+    this.deadlines = resolveDeadlines(settings.deadlines);
+    this.handshakeTimeoutMs = settings.handshakeTimeoutMs ?? DEFAULT_HANDSHAKE_TIMEOUT_MS;
+    this.caps = new ConnectionCaps(
+      settings.maxUnattestedPerSource ?? DEFAULT_MAX_PER_SOURCE,
+      settings.maxUnattested ?? DEFAULT_MAX_UNATTESTED,
+    );
+    this.verification = new Slots(
+      settings.maxConcurrentVerifications ?? DEFAULT_MAX_CONCURRENT_VERIFICATIONS,
+    );
+    const maxIssuance = settings.maxConcurrentIssuance ?? DEFAULT_MAX_CONCURRENT_ISSUANCE;
+    if (!Number.isInteger(maxIssuance) || maxIssuance < 1)
+      throw new Error(`concurrent issuance must be an integer ≥ 1, got ${maxIssuance}`);
+    this.issuance = new Slots(
+      maxIssuance,
+      settings.maxQueuedIssuance ?? DEFAULT_MAX_QUEUED_ISSUANCE,
+      'attestations for inbound peers',
+    );
+    this.maxConnections = settings.maxConnections ?? Number.POSITIVE_INFINITY;
+    this.connections = Number.isFinite(this.maxConnections)
+      ? new Slots(Math.max(1, Math.floor(this.maxConnections)))
+      : undefined;
+    const sized = settings.sizedHandshakes ?? false;
+    if (sized !== false) {
+      this.sizing = new HandshakeSizing({
+        ...(sized === true ? {} : sized),
+        tlsHandshakeMs: this.deadlines.tlsHandshakeMs,
+        maxInProgress: this.caps.maxTotal,
+      });
+      this.sampler = new HandshakeCostSampler(this.sizing);
+    }
+    this.summary = new DropSummary({
+      logger,
+      ...(settings.dropLogIntervalMs !== undefined ? { intervalMs: settings.dropLogIntervalMs } : {}),
+    });
   }
 
   /** Unattested connections held now. */
-  get size(): number {
-    return this.total;
+  get unattested(): number {
+    return this.caps.size;
   }
 
-  /** Sources (IPv4 addresses, IPv6 /64s) holding unattested connections now. */
+  /** Source addresses holding unattested connections now. */
   get sources(): number {
-    return this.bySource.size;
+    return this.caps.sources;
+  }
+
+  /** Connections in their TLS handshake or attestation exchange now, and the sized cap on them. */
+  get handshakes(): { inProgress: number; cap: number; costMs: number } {
+    return {
+      inProgress: this.handshaking,
+      cap: this.sizing?.cap ?? this.caps.maxTotal,
+      costMs: this.sizing?.costMs ?? Number.NaN,
+    };
+  }
+
+  /** Drop summary lines logged so far. */
+  get dropLogLines(): number {
+    return this.summary.lines;
+  }
+
+  /** Starts measuring the handshake cost (with sizing). */
+  start(): void {
+    this.sampler?.start();
+  }
+
+  /** Forgets every connection, stops measuring and writes the pending drop summary. */
+  close(): void {
+    this.caps.clear();
+    this.sampler?.stop();
+    this.summary.flush();
   }
 
   /**
-   * Admits `socket` from `address` (counted under its {@link sourceKey}), or refuses it. At the global cap, the oldest connection of the
-   * source holding the most is evicted (returned; the caller closes it) when that source holds more
-   * than `source` would after admission; otherwise the new connection is refused.
+   * Admits `raw` under the caps, or refuses it (the caller closes it: one close, no TLS). At the
+   * global cap the connection closed to make room is returned as `evicted`.
    */
-  admit(address: string, socket: Socket): Admission {
-    const source = sourceKey(address);
-    const own = this.bySource.get(source);
-    const ownCount = own?.size ?? 0;
-    if (ownCount >= this.maxPerSource) return { admitted: false, reason: 'source-cap' };
-    let evicted: Socket | undefined;
-    if (this.total >= this.maxTotal) {
-      let heaviest: [string, Set<Socket>] | undefined;
-      for (const entry of this.bySource)
-        if (heaviest === undefined || entry[1].size > heaviest[1].size) heaviest = entry;
-      if (heaviest === undefined || heaviest[1].size <= ownCount + 1)
-        return { admitted: false, reason: 'global-cap' };
-      evicted = heaviest[1].values().next().value as Socket;
-      this.forget(heaviest[0], evicted);
-    }
-    let set = own;
-    if (set === undefined) {
-      set = new Set();
-      this.bySource.set(source, set);
-    }
-    set.add(socket);
-    this.total++;
-    return evicted === undefined ? { admitted: true } : { admitted: true, evicted };
+  admit(raw: Socket): AdmitDecision {
+    const source = raw.remoteAddress ?? '';
+    const decision = this.caps.admit(source, raw);
+    if (!decision.admitted) return decision;
+    const budget = new ConnectionBudget(this, raw, () => this.caps.release(source, raw));
+    return decision.evicted === undefined
+      ? { admitted: true, budget }
+      : { admitted: true, budget, evicted: decision.evicted };
   }
 
-  /** Forgets `socket` (attested, dropped or closed) admitted from `address`; idempotent. */
-  release(address: string, socket: Socket): void {
-    this.forget(sourceKey(address), socket);
+  /** Counts one dropped or refused connection in the summary (`reason`: a drop reason or a refusal). */
+  count(reason: string, address: string): void {
+    this.summary.add(reason, peerHost(address));
   }
 
-  private forget(source: string, socket: Socket): void {
-    const set = this.bySource.get(source);
-    if (set === undefined || !set.delete(socket)) return;
-    this.total--;
-    if (set.size === 0) this.bySource.delete(source);
+  /**
+   * Takes a place among the connections in their handshake; false when sizing says no more can finish
+   * before their deadline (the caller closes the connection). Give it back with {@link endHandshake}.
+   */
+  beginHandshake(): boolean {
+    if (this.sizing !== undefined && this.handshaking >= this.sizing.cap) return false;
+    this.handshaking++;
+    return true;
   }
 
-  /** Forgets everything. */
-  clear(): void {
-    this.bySource.clear();
-    this.total = 0;
+  /** Gives back a place taken by {@link beginHandshake} (attested, refused or dropped). */
+  endHandshake(): void {
+    this.handshaking--;
+    this.sampler?.finished();
   }
 }
-
-/** Options of {@link DropSummary}. */
-export interface DropSummaryOptions {
-  logger: Logger | undefined;
-  /** One summary line at most per interval (default 10 s). */
-  intervalMs?: number;
-}
-
-/** Default interval of drop summary lines. */
-export const DEFAULT_DROP_LOG_INTERVAL_MS = 10_000;
 
 /**
- * Counts drops and refusals and writes them as at most one warn line per interval: counts by reason
- * and the (at most five) sources with the most, never one line per connection.
+ * The admission budget of one accepted connection: its caps entry, its phase deadlines (one armed
+ * at a time) and the overall handshake bound, and the slots its work runs under. Expiry aborts
+ * {@link signal} with an {@link AdmissionDrop} naming the phase.
  */
-export class DropSummary {
-  private readonly counts = new Map<string, number>();
-  private readonly sources = new Map<string, number>();
-  private timer: ReturnType<typeof setTimeout> | undefined;
-  private readonly intervalMs: number;
-  private lastLineMs = Number.NEGATIVE_INFINITY;
-  /** Summary lines written so far. */
-  lines = 0;
+export class ConnectionBudget implements HandshakeBudget {
+  private readonly controller = new AbortController();
+  private phaseTimer: ReturnType<typeof setTimeout> | undefined;
+  private overallTimer: ReturnType<typeof setTimeout> | undefined;
+  private released = false;
 
-  constructor(private readonly options: DropSummaryOptions) {
-    this.intervalMs = options.intervalMs ?? DEFAULT_DROP_LOG_INTERVAL_MS;
+  constructor(
+    private readonly admission: Admission,
+    private readonly raw: Socket,
+    private readonly forget: () => void,
+  ) {}
+
+  /** Aborts with the reason the connection is dropped or refused. */
+  get signal(): AbortSignal {
+    return this.controller.signal;
   }
 
-  /** Records one dropped or refused connection from `source`. */
-  add(reason: string, source: string): void {
-    this.counts.set(reason, (this.counts.get(reason) ?? 0) + 1);
-    if (this.sources.has(source) || this.sources.size < 1000)
-      this.sources.set(source, (this.sources.get(source) ?? 0) + 1);
-    if (this.timer !== undefined) return;
-    const wait = Math.max(0, this.lastLineMs + this.intervalMs - Date.now());
-    this.timer = setTimeout(() => this.flush(), wait);
-    this.timer.unref();
+  /** Gives the connection's place under the caps back (attested, dropped or closed); idempotent. */
+  release(): void {
+    if (this.released) return;
+    this.released = true;
+    this.forget();
   }
 
-  /** Writes the pending summary now (also at close). */
-  flush(): void {
-    if (this.timer !== undefined) clearTimeout(this.timer);
-    this.timer = undefined;
-    if (this.counts.size === 0) return;
-    const byReason = Object.fromEntries([...this.counts].sort((a, b) => b[1] - a[1]));
-    const total = [...this.counts.values()].reduce((a, b) => a + b, 0);
-    const top = [...this.sources]
-      .sort((a, b) => b[1] - a[1])
-      .slice(0, 5)
-      .map(([s, n]) => `${s} (${n})`);
-    this.counts.clear();
-    this.sources.clear();
-    this.lastLineMs = Date.now();
-    this.lines++;
-    this.options.logger?.warn('Dropped or refused unattested connections (summary)', {
-      total,
-      byReason,
-      topSources: top,
-      intervalMs: this.intervalMs,
+  /**
+   * Waits until the socket holds a complete first TLS record (the ClientHello) without consuming it
+   * (the bytes are given back to the socket for TLS); resolves at once for a first byte that cannot
+   * start TLS (the handshake then refuses it). Rejects with an {@link AdmissionDrop} on the deadline
+   * or when the peer closes.
+   *
+   * The bytes read so far are kept here and given back (`unshift`) once, when the record is
+   * complete: giving an incomplete record back from a 'readable' handler would make the stream emit
+   * 'readable' again on the next tick, for ever, and starve the event loop (a peer sending three
+   * bytes would stop the whole process).
+   */
+  clientHello(): Promise<void> {
+    const raw = this.raw;
+    const ms = this.admission.deadlines.clientHelloMs;
+    return new Promise<void>((resolve, reject) => {
+      const chunks: Buffer[] = [];
+      let length = 0;
+      const cleanup = () => {
+        this.clearPhase();
+        raw.off('readable', check);
+        raw.off('close', onClose);
+        raw.off('end', onClose);
+      };
+      this.armPhase('client-hello-timeout', ms, `no complete ClientHello within ${ms} ms`, (drop) => {
+        cleanup();
+        reject(drop);
+      });
+      const onClose = () => {
+        cleanup();
+        reject(new AdmissionDrop('peer-closed', 'connection closed before its ClientHello'));
+      };
+      const check = () => {
+        for (let chunk = raw.read() as Buffer | null; chunk !== null; chunk = raw.read() as Buffer | null) {
+          chunks.push(chunk);
+          length += chunk.length;
+        }
+        if (length === 0) return;
+        const buffered = chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks, length);
+        const complete =
+          buffered[0] !== TLS_HANDSHAKE_RECORD ||
+          (buffered.length >= 5 && buffered.length >= 5 + buffered.readUInt16BE(3));
+        if (!complete) return;
+        cleanup();
+        raw.unshift(buffered);
+        resolve();
+      };
+      raw.on('readable', check);
+      raw.once('close', onClose);
+      raw.once('end', onClose);
     });
   }
+
+  /** Starts the bound on the whole handshake (TLS and attestation exchange). */
+  begin(): void {
+    const ms = this.admission.handshakeTimeoutMs;
+    this.overallTimer = setTimeout(() => {
+      this.abort(
+        new AdmissionDrop('handshake-timeout', `attested TLS handshake not completed within ${ms} ms`),
+      );
+    }, ms);
+    this.overallTimer.unref();
+  }
+
+  async tlsHandshake<T>(run: (signal: AbortSignal) => Promise<T>): Promise<T> {
+    const ms = this.admission.deadlines.tlsHandshakeMs;
+    this.armPhase('tls-handshake-timeout', ms, `no completed TLS handshake within ${ms} ms`);
+    try {
+      return await run(this.signal);
+    } finally {
+      this.clearPhase();
+    }
+  }
+
+  async firstFrame(reader: FrameReader): Promise<Frame> {
+    const { attestationMs, attestationMinBytesPerSecond } = this.admission.deadlines;
+    const started = Date.now();
+    const what = 'complete ATTESTATION frame';
+    this.armPhase(
+      'attestation-timeout',
+      attestationMs,
+      `no ${what} from the peer within ${attestationMs} ms`,
+    );
+    try {
+      return await reader.next((type, length) => {
+        if (type !== FRAME_ATTESTATION) return;
+        const ms = Math.max(
+          1,
+          attestationMs + (length * 1000) / attestationMinBytesPerSecond - (Date.now() - started),
+        );
+        const message = `no ${what} of ${length} bytes from the peer within ${Math.round(ms)} ms`;
+        this.armPhase('attestation-timeout', ms, message);
+      });
+    } finally {
+      this.clearPhase();
+    }
+  }
+
+  async verdict(reader: FrameReader): Promise<Frame> {
+    const ms = this.admission.deadlines.verdictMs;
+    this.armPhase('verdict-timeout', ms, `no VERDICT from the peer within ${ms} ms`);
+    try {
+      return await reader.next();
+    } finally {
+      this.clearPhase();
+    }
+  }
+
+  async issuing<T>(issue: () => Promise<T>): Promise<T> {
+    const release = await this.admission.issuance.acquire(this.signal);
+    const issued = issue();
+    // The slot covers the issuer's work itself: it is given back when the issuer settles (an
+    // aborted quote still queued on the TPM is dropped there at once).
+    void issued.then(release, release);
+    return issued;
+  }
+
+  async holdConnection(socket: TLSSocket): Promise<void> {
+    const slots = this.admission.connections;
+    if (slots === undefined) return;
+    const release = await slots.acquire(this.signal);
+    if (socket.destroyed) release();
+    else socket.once('close', release);
+  }
+
+  async verifying<T>(verify: () => Promise<T>): Promise<T> {
+    const release = await this.admission.verification.acquire(this.signal);
+    try {
+      return await verify();
+    } finally {
+      release();
+    }
+  }
+
+  peerClosed(message: string): AdmissionDrop {
+    return new AdmissionDrop('peer-closed', message);
+  }
+
+  abort(reason: Error): void {
+    this.controller.abort(reason);
+  }
+
+  end(): void {
+    this.clearPhase();
+    if (this.overallTimer !== undefined) clearTimeout(this.overallTimer);
+    this.overallTimer = undefined;
+  }
+
+  /** Replaces the running phase deadline with `ms` from now; expiry aborts (or calls `onExpire`). */
+  private armPhase(
+    reason: DropReason,
+    ms: number,
+    message: string,
+    onExpire: (drop: AdmissionDrop) => void = (drop) => this.abort(drop),
+  ): void {
+    this.clearPhase();
+    this.phaseTimer = setTimeout(() => {
+      this.phaseTimer = undefined;
+      onExpire(new AdmissionDrop(reason, message));
+    }, ms);
+    this.phaseTimer.unref();
+  }
+
+  private clearPhase(): void {
+    if (this.phaseTimer !== undefined) clearTimeout(this.phaseTimer);
+    this.phaseTimer = undefined;
+  }
+}
+
+/**
+ * A budget for one server connection outside a listener (one accepted socket handed to
+ * attestSocket directly): its own caps entry and slots, the given settings' deadlines.
+ */
+export function standaloneBudget(raw: Socket, settings: AdmissionSettings): ConnectionBudget {
+  const decision = new Admission(settings).admit(raw);
+  if (!decision.admitted) throw new Error('a standalone connection is always admitted');
+  return decision.budget;
 }

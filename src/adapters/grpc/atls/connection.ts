@@ -9,13 +9,15 @@
 
 import type { Socket } from 'node:net';
 import { type TLSSocket, connect as tlsConnect } from 'node:tls';
-import { AdmissionDrop, PhaseTimer, resolveDeadlines } from './admission.js';
+import { standaloneBudget } from './admission.js';
 import type { TlsIdentity } from './certificate.js';
+import { ClientDeadline } from './client-deadline.js';
 import {
   type AtlsOptions,
   type AttestedPeer,
   DEFAULT_HANDSHAKE_TIMEOUT_MS,
   exchangeAttestations,
+  type HandshakeBudget,
   type TlsRole,
 } from './exchange.js';
 import {
@@ -41,7 +43,7 @@ export function closeSoon(socket: Socket): void {
 }
 
 /** Waits for the TLS handshake on the socket grpc-js gave us (client side). */
-function clientHandshake(socket: TLSSocket, signal: AbortSignal): Promise<void> {
+function clientHandshake(socket: TLSSocket, signal: AbortSignal, closed: () => Error): Promise<void> {
   return new Promise<void>((resolve, reject) => {
     const cleanup = () => {
       socket.off('secureConnect', onSecure);
@@ -59,7 +61,7 @@ function clientHandshake(socket: TLSSocket, signal: AbortSignal): Promise<void> 
     };
     const onClose = () => {
       cleanup();
-      reject(closedDuringHandshake());
+      reject(closed());
     };
     socket.once('secureConnect', onSecure);
     socket.once('error', onError);
@@ -76,10 +78,8 @@ function handshakeFailed(err: Error): Error {
   );
 }
 
-/** The peer went away before the TLS handshake finished. */
-function closedDuringHandshake(): AdmissionDrop {
-  return new AdmissionDrop('peer-closed', 'connection closed during the TLS handshake');
-}
+/** The message for a peer that went away before the TLS handshake finished. */
+const CLOSED_DURING_HANDSHAKE = 'connection closed during the TLS handshake';
 
 /** TLS options of both ends for `identity` (its shared secure context when it has one). */
 function tlsOptionsFor(identity: TlsIdentity | SharedTlsIdentity) {
@@ -123,7 +123,12 @@ export async function prepareServerTls(options: AtlsOptions): Promise<PreparedSe
  * TCP socket through the server's documented 'connection' event yields a fully initialised
  * server-side TLSSocket, which grpc-js's HTTP/2 session accepts as connected.
  */
-function serverHandshake(raw: Socket, server: SharedTlsServer, signal: AbortSignal): Promise<TLSSocket> {
+function serverHandshake(
+  raw: Socket,
+  server: SharedTlsServer,
+  signal: AbortSignal,
+  closed: () => Error,
+): Promise<TLSSocket> {
   return new Promise<TLSSocket>((resolve, reject) => {
     const cleanup = () => {
       raw.off('close', onClose);
@@ -132,7 +137,7 @@ function serverHandshake(raw: Socket, server: SharedTlsServer, signal: AbortSign
     const onClose = () => {
       cleanup();
       handshake.abandon();
-      reject(closedDuringHandshake());
+      reject(closed());
     };
     raw.once('close', onClose);
     signal.addEventListener('abort', onClose, { once: true });
@@ -150,64 +155,66 @@ function serverHandshake(raw: Socket, server: SharedTlsServer, signal: AbortSign
   });
 }
 
+/** What one connection brings besides the shared options. */
+export interface AttestSocketExtras {
+  /**
+   * The connection's bounds: a server's from its admission (admission.ts), a client's
+   * {@link ClientDeadline}. Default: a server gets a budget of its own under the default admission
+   * settings, a client a ClientDeadline with `options.handshakeTimeoutMs`.
+   */
+  budget?: HandshakeBudget;
+  /** Server: a setup from {@link prepareServerTls} with the same options. */
+  prepared?: PreparedServerTls;
+  /** Client: the identity to present (made with the same clock). */
+  identity?: TlsIdentity;
+}
+
 /**
  * Secures and attests `raw` as `role`. Resolves with the TLS socket (positioned right after the
  * exchange, ready for HTTP/2) and the attested peer; on any failure the socket is closed and the
- * promise rejects with the reason (AttestationError naming the check, or ConfbootError). A server
- * may pass `prepared` (from {@link prepareServerTls} with the same options), a client
- * `clientIdentity` (made with the same clock); otherwise the process's identity for the clock is used.
+ * promise rejects with the reason (AttestationError naming the check, or ConfbootError). Without
+ * `extras.identity` or `extras.prepared` the process's identity for the clock is used.
  */
 export async function attestSocket(
   raw: Socket,
   role: TlsRole,
   options: AtlsOptions,
-  prepared?: PreparedServerTls,
-  clientIdentity?: TlsIdentity,
+  extras: AttestSocketExtras = {},
 ): Promise<{ socket: TLSSocket; peer: AttestedPeer }> {
-  const timeoutMs = options.handshakeTimeoutMs ?? DEFAULT_HANDSHAKE_TIMEOUT_MS;
-  const deadlines = resolveDeadlines(options.deadlines);
-  const controller = new AbortController();
+  const budget = extras.budget ?? defaultBudget(raw, role, options);
   const address = `${raw.remoteAddress}:${raw.remotePort}`;
   let tlsSocket: TLSSocket | undefined;
-  const timer = setTimeout(() => {
-    controller.abort(
-      new AdmissionDrop('handshake-timeout', `attested TLS handshake not completed within ${timeoutMs} ms`),
-    );
-  }, timeoutMs);
-  timer.unref();
-  // One phase deadline at a time (TLS handshake, then the server's waits for frames).
-  const phase = new PhaseTimer((drop) => controller.abort(drop));
+  budget.begin();
   const onAbort = () => {
     tlsSocket?.destroy();
     raw.destroy();
   };
-  controller.signal.addEventListener('abort', onAbort, { once: true });
+  const signal = budget.signal;
+  signal.addEventListener('abort', onAbort, { once: true });
   // A peer that goes away abandons everything done for it: a queued or running quote, a
   // verification waiting on the network, a slot waited for. Errors the exchange already saw for
   // the close (a frame read cut short) keep their own, more precise message.
-  const peerClosed = new AdmissionDrop('peer-closed', 'connection closed by the peer before it was attested');
-  const onPeerClose = () => controller.abort(peerClosed);
+  const peerClosed = budget.peerClosed('connection closed by the peer before it was attested');
+  const onPeerClose = () => budget.abort(peerClosed);
   raw.once('close', onPeerClose);
   const keepReading = () => {};
   const swallow = () => {};
   raw.on('error', swallow);
+  const closed = () => budget.peerClosed(CLOSED_DURING_HANDSHAKE);
   try {
     let identity: TlsIdentity;
     if (role === 'server') {
-      const tls = prepared ?? (await prepareServerTls(options));
+      const tls = extras.prepared ?? (await prepareServerTls(options));
       identity = tls.identity;
-      if (controller.signal.aborted) throw controller.signal.reason;
-      phase.arm('tls-handshake-timeout', deadlines.tlsHandshakeMs, 'completed TLS handshake');
-      tlsSocket = await serverHandshake(raw, tls.server, controller.signal);
-      phase.clear();
+      if (signal.aborted) throw signal.reason;
+      tlsSocket = await budget.tlsHandshake((s) => serverHandshake(raw, tls.server, s, closed));
     } else {
-      identity = clientIdentity ?? (await processTlsIdentity(options.clock, 'client').get());
-      if (controller.signal.aborted) throw controller.signal.reason;
-      phase.arm('tls-handshake-timeout', deadlines.tlsHandshakeMs, 'completed TLS handshake');
-      tlsSocket = tlsConnect({ socket: raw, ...tlsOptionsFor(identity) });
-      tlsSocket.on('error', swallow);
-      await clientHandshake(tlsSocket, controller.signal);
-      phase.clear();
+      identity = extras.identity ?? (await processTlsIdentity(options.clock, 'client').get());
+      if (signal.aborted) throw signal.reason;
+      const socket = tlsConnect({ socket: raw, ...tlsOptionsFor(identity) });
+      tlsSocket = socket;
+      socket.on('error', swallow);
+      await budget.tlsHandshake((s) => clientHandshake(socket, s, closed));
     }
     tlsSocket.on('error', swallow);
     // Keep reading (without consuming: the frames stay buffered for the exchange) so that the
@@ -222,32 +229,31 @@ export async function attestSocket(
       );
     if (tlsSocket.alpnProtocol !== ALPN_PROTOCOL)
       throw protocolError('frame-format', `peer did not negotiate ALPN ${ALPN_PROTOCOL}`);
-    const attestation = await exchangeAttestations(
-      tlsSocket,
-      role,
-      identity,
-      options,
-      controller.signal,
-      phase,
-    );
-    if (controller.signal.aborted) throw controller.signal.reason;
+    const attestation = await exchangeAttestations(tlsSocket, role, identity, options, budget);
+    if (signal.aborted) throw signal.reason;
     // The no-op error listeners stay: a reset after the hand-off must not crash the process;
     // grpc-js's HTTP/2 session sees the close and handles it.
     return { socket: tlsSocket, peer: { address, attestation } };
   } catch (err) {
-    const aborted =
-      controller.signal.aborted && !(controller.signal.reason === peerClosed && err !== peerClosed);
-    const reason = aborted ? controller.signal.reason : err;
+    const aborted = signal.aborted && !(signal.reason === peerClosed && err !== peerClosed);
+    const reason = aborted ? signal.reason : err;
     if (tlsSocket) closeSoon(tlsSocket);
     else raw.destroy();
     throw reason;
   } finally {
-    clearTimeout(timer);
-    phase.clear();
-    controller.signal.removeEventListener('abort', onAbort);
+    budget.end();
+    signal.removeEventListener('abort', onAbort);
     raw.off('close', onPeerClose);
     tlsSocket?.off('readable', keepReading);
     tlsSocket?.off('end', onPeerClose);
     tlsSocket?.off('close', onPeerClose);
   }
+}
+
+/** The bounds of a connection attested outside a listener or a channel. */
+function defaultBudget(raw: Socket, role: TlsRole, options: AtlsOptions): HandshakeBudget {
+  const handshakeTimeoutMs = options.handshakeTimeoutMs ?? DEFAULT_HANDSHAKE_TIMEOUT_MS;
+  return role === 'server'
+    ? standaloneBudget(raw, { handshakeTimeoutMs })
+    : new ClientDeadline({ handshakeTimeoutMs });
 }

@@ -19,6 +19,7 @@ import {
   experimental,
   status,
 } from '@grpc/grpc-js';
+import { ClientDeadline, type ClientDeadlines } from './client-deadline.js';
 import { attestSocket } from './connection.js';
 import type { AtlsOptions, AttestedPeer } from './exchange.js';
 import { assertGrpcJsInternals } from './grpc-hook.js';
@@ -29,11 +30,12 @@ type CreateSecureConnector = ChannelCredentials['_createSecureConnector'];
 export type SecureConnector = ReturnType<CreateSecureConnector>;
 
 /** Options of {@link AttestedChannelCredentials}. */
-export interface AtlsCredentialsOptions extends AtlsOptions {
-  /** Called with each attested connection (peer address and validated attestation). */
-  onAttested?: (peer: AttestedPeer) => void;
-  /** Called with each failed attempt's reason. */
-  onRefused?: (reason: Error) => void;
+export interface AtlsCredentialsOptions extends AtlsOptions, ClientDeadlines {
+  /**
+   * One connection per channel: after a failed attempt no further connection is made (as after
+   * {@link AttestedChannelCredentials.finish}), so grpc-js does not reconnect in the background.
+   */
+  oneAttempt?: boolean;
   /**
    * Local address every connection leaves from (IPv4 or IPv6 literal). The channel must be created
    * with {@link AttestedChannelCredentials.target}; a connection from any other address is refused.
@@ -45,6 +47,9 @@ export interface AtlsCredentialsOptions extends AtlsOptions {
    */
   identities?: RotatingTlsIdentity;
 }
+
+/** How one connection attempt ended: attested (with the server), or failed with its reason. */
+export type ConnectOutcome = { attested: true; peer: AttestedPeer } | { attested: false; error: Error };
 
 /** Resolver scheme of targets bound to a local address: `confboot-bound://<local address>/<host:port>`. */
 export const BOUND_TARGET_SCHEME = 'confboot-bound';
@@ -111,19 +116,23 @@ function plainAddress(address: string | undefined): string | undefined {
 /**
  * grpc-js channel credentials for attested TLS. With `issuer`, this client attests itself (join);
  * with `validators`, it verifies the server (init); with both, mutual. Every connection presents
- * the process's current TLS identity and gets a fresh nonce (the TLS exporter of its own session). `lastError`/`lastPeer` expose the outcome of the latest attempt.
+ * the process's current TLS identity and gets a fresh nonce (the TLS exporter of its own session).
+ * Each attempt ends in a {@link ConnectOutcome} value ({@link outcome}); {@link answered} settles
+ * once a server has answered on any connection.
  */
 export class AttestedChannelCredentials extends ChannelCredentials {
   private readonly options: AtlsCredentialsOptions;
-  /** Reason the latest connection attempt failed, if it did. */
-  lastError: Error | undefined;
-  /** The latest attested server connection. */
-  lastPeer: AttestedPeer | undefined;
+  private latest: ConnectOutcome | undefined;
+  private latestAttested: AttestedPeer | undefined;
+  private markAnswered: () => void = () => {};
   /**
-   * Whether a server has answered on a connection of this channel: it finished the TLS handshake
-   * and sent its first attested TLS frame (it may still be verifying this client).
+   * Resolves once a server has answered on a connection of this channel: it finished the TLS
+   * handshake and sent its first attested TLS frame (it may still be verifying this client), or
+   * the connection was attested.
    */
-  peerAnswered = false;
+  readonly answered: Promise<void> = new Promise((resolve) => {
+    this.markAnswered = resolve;
+  });
 
   private finished = false;
 
@@ -214,28 +223,37 @@ export class AttestedChannelCredentials extends ChannelCredentials {
           `attested TLS: connection left from ${from ?? 'an unknown address'}, not from local address ${local} (create the channel with credentials.target(endpoint))`,
         );
       }
-      const { socket, peer } = await attestSocket(
-        raw,
-        'client',
-        {
-          ...this.options,
-          onPeerAnswered: () => {
-            this.peerAnswered = true;
-            this.options.onPeerAnswered?.();
-          },
-        },
-        undefined,
-        await (this.options.identities ?? processTlsIdentity(this.options.clock, 'client')).get(),
-      );
-      this.lastError = undefined;
-      this.lastPeer = peer;
-      this.options.onAttested?.(peer);
+      const budget = new ClientDeadline(this.options);
+      void budget.answered.then(this.markAnswered);
+      const { socket, peer } = await attestSocket(raw, 'client', this.options, {
+        budget,
+        identity: await (this.options.identities ?? processTlsIdentity(this.options.clock, 'client')).get(),
+      });
+      this.latest = { attested: true, peer };
+      this.latestAttested = peer;
+      this.markAnswered();
       return { socket, secure: true };
     } catch (err) {
       const error = err instanceof Error ? err : new Error(String(err));
-      this.lastError = error;
-      this.options.onRefused?.(error);
+      this.latest = { attested: false, error };
+      if (this.options.oneAttempt === true) this.finish();
       throw error;
     }
+  }
+
+  /** How the latest connection attempt that has ended ended; undefined before any has. */
+  outcome(): ConnectOutcome | undefined {
+    return this.latest;
+  }
+
+  /** The server of the latest attested connection, if one was attested. */
+  attestedPeer(): AttestedPeer | undefined {
+    return this.latestAttested;
+  }
+
+  /** The reason the latest attempt failed, if it failed. */
+  refusal(): Error | undefined {
+    const latest = this.outcome();
+    return latest?.attested === false ? latest.error : undefined;
   }
 }

@@ -18,7 +18,6 @@ import type { Issuer } from '../../../ports/issuer.js';
 import type { AttestationCheck, CallOptions, MeasurementMismatch } from '../../../ports/types.js';
 import type { Validator } from '../../../ports/validator.js';
 import { type Variant, variantFromOid } from '../../../ports/variant.js';
-import { type AtlsDeadlines, type PhaseTimer, resolveDeadlines, type Slots } from './admission.js';
 import { checkPeerCertificate, type TlsIdentity } from './certificate.js';
 import {
   type AttestationFrame,
@@ -26,8 +25,8 @@ import {
   EXPORTER_LABEL,
   encodeAttestationFrame,
   encodeVerdictFrame,
-  FRAME_ATTESTATION,
   FRAME_VERDICT,
+  type Frame,
   FrameReader,
   NONCE_BYTES,
   protocolError,
@@ -54,40 +53,46 @@ export interface AtlsOptions {
   /** Largest attestation document accepted from the peer (default and maximum sensible: 1 MiB). */
   maxDocumentBytes?: number;
   /**
-   * Deadlines of the phases that wait for the peer (defaults DEFAULT_ATLS_DEADLINES, admission.ts).
-   * Both ends bound the TLS handshake; the server also bounds the peer's ATTESTATION frame (with a
-   * bytes-per-second floor) and its VERDICT. `handshakeTimeoutMs` stays the bound on the whole.
-   */
-  deadlines?: Partial<AtlsDeadlines>;
-  /** Server side: the peer's attestation is verified under one of these slots (CPU work). */
-  verificationSlots?: Slots;
-  /**
-   * Server side: our own attestation (a TPM quote) for an inbound peer is issued under one of these
-   * slots, taken after the peer's ATTESTATION frame has arrived. A {@link Slots} with a waiting cap
-   * refuses beyond it (deny verdict, check `issuer`, recoverable), so inbound peers can keep only a
-   * few quotes running or queued and the node's own outbound quotes are never stuck behind them.
-   */
-  issuanceSlots?: Slots;
-  /**
-   * Server side: capacity for attested connections. A slot is taken after the peer's ATTESTATION
-   * frame has arrived and before it is verified, and is held until the TLS socket closes, so a
-   * connection that could not be kept open is never verified (a burst waits here, in FIFO order,
-   * instead of being verified and then closed). Waiting holds no verification slot; the whole
-   * exchange stays under `handshakeTimeoutMs`.
-   */
-  connectionSlots?: Slots;
-  /**
-   * Called once per connection when the peer's first frame (its ATTESTATION frame, or a refusal)
-   * has arrived: the peer speaks attested TLS and answers. The join client uses it to tell a
-   * stalled endpoint from a busy service that is still verifying it.
-   */
-  onPeerAnswered?: () => void;
-  /**
    * Called with the evidence of every attestation frame this end's validators refused (the join
    * service keeps it for dry runs of new policies). Not called for frames refused before a
    * validator ran on them, such as an unknown variant OID.
    */
   onEvidenceRefused?: (evidence: RefusedEvidence) => void;
+}
+
+/**
+ * What bounds one end's attestation exchange: the connection's abort signal, the waits for the
+ * peer's frames, and the scarce work (our quote, the verification, room for the connection). The
+ * server's comes from its admission (admission.ts), the client's from its own deadlines
+ * (client-deadline.ts). Every method rejects with the signal's reason once it aborts.
+ */
+export interface ExchangeBudget {
+  /** Aborts when the connection is given up (a deadline, the peer closing). */
+  readonly signal: AbortSignal;
+  /** Reads the peer's first frame (its ATTESTATION frame, or a refusal). */
+  firstFrame(reader: FrameReader): Promise<Frame>;
+  /** Reads the peer's VERDICT, after ours was sent. */
+  verdict(reader: FrameReader): Promise<Frame>;
+  /** Runs our own attestation (its promise settles with the issuer's work; no abort race). */
+  issuing<T>(issue: () => Promise<T>): Promise<T>;
+  /** Waits for room to keep `socket` open once attested (held until it closes). */
+  holdConnection(socket: TLSSocket): Promise<void>;
+  /** Runs the verification of the peer's attestation. */
+  verifying<T>(verify: () => Promise<T>): Promise<T>;
+  /** The error for a peer that went away before it was attested. */
+  peerClosed(message: string): Error;
+}
+
+/** An {@link ExchangeBudget} that also bounds the TLS handshake and the whole (connection.ts). */
+export interface HandshakeBudget extends ExchangeBudget {
+  /** Starts the bound on the whole handshake (TLS and attestation exchange). */
+  begin(): void;
+  /** Runs the TLS handshake within its own bound. */
+  tlsHandshake<T>(run: (signal: AbortSignal) => Promise<T>): Promise<T>;
+  /** Gives the connection up with `reason` (aborts {@link ExchangeBudget.signal}). */
+  abort(reason: Error): void;
+  /** Stops every running bound (the connection is attested or closed). */
+  end(): void;
 }
 
 /** An attestation document a validator refused, with what it was checked against. */
@@ -238,172 +243,167 @@ function untilAborted<T>(p: Promise<T>, signal: AbortSignal): Promise<T> {
 }
 
 /**
- * Runs the attestation exchange on `socket` (TLS 1.3 established) as `role`. Resolves with the
- * peer's validated attestation (undefined without validators); rejects with an AttestationError
- * (a check failed, here or at the peer) or a ConfbootError (connection lost, issuer failed). On
- * failure a deny verdict naming the check has been written; the caller closes the socket.
+ * Runs the attestation exchange on `socket` (TLS 1.3 established) as `role`, within `budget`.
+ * Resolves with the peer's validated attestation (undefined without validators); rejects with an
+ * AttestationError (a check failed, here or at the peer) or a ConfbootError (connection lost, issuer
+ * failed, a bound of the budget). On failure a deny verdict naming the check has been written; the
+ * caller closes the socket.
  */
-export async function exchangeAttestations(
+export function exchangeAttestations(
   socket: TLSSocket,
   role: TlsRole,
   identity: TlsIdentity,
   options: AtlsOptions,
-  signal: AbortSignal,
-  phase?: PhaseTimer,
+  budget: ExchangeBudget,
 ): Promise<PeerAttestation | undefined> {
-  // The server bounds each wait for the client; the client waits for the server's verification.
-  const deadlines =
-    role === 'server' && phase !== undefined ? resolveDeadlines(options.deadlines) : undefined;
-  const peerRole: TlsRole = role === 'client' ? 'server' : 'client';
-  const ownNonce = exporterNonce(socket, role);
-  const peerNonce = exporterNonce(socket, peerRole);
-  const validators = options.validators ?? [];
-  const timeoutInMs = options.handshakeTimeoutMs ?? DEFAULT_HANDSHAKE_TIMEOUT_MS;
-  const reader = new FrameReader(socket, options.maxDocumentBytes ?? DEFAULT_MAX_DOCUMENT_BYTES);
-  // Every write is tracked: the socket must not reach grpc-js's HTTP/2 session while a write of
-  // ours is still in flight (Node aborts on "is_write_in_progress" when the session takes over).
-  const inFlight: Promise<void>[] = [];
-  const write = (frame: Buffer) => {
-    if (socket.destroyed || !socket.writable) return;
-    inFlight.push(new Promise<void>((resolve) => socket.write(frame, () => resolve())));
-  };
-  let peerRefused = false;
-  let issuerError: unknown;
+  return new Exchange(socket, role, identity, options, budget).run();
+}
 
-  /** Quotes (under an issuance slot on the server) and writes our ATTESTATION frame. */
-  const attest = async (): Promise<void> => {
-    const issuer = options.issuer;
+/** One run of the exchange protocol; every wait and every piece of scarce work goes through the budget. */
+class Exchange {
+  private readonly reader: FrameReader;
+  private readonly ownNonce: Uint8Array;
+  private readonly peerNonce: Uint8Array;
+  private readonly timeoutInMs: number;
+  /**
+   * Every write is tracked: the socket must not reach grpc-js's HTTP/2 session while a write of
+   * ours is still in flight (Node aborts on "is_write_in_progress" when the session takes over).
+   */
+  private readonly inFlight: Promise<void>[] = [];
+  private peerRefused = false;
+  private issuerError: unknown;
+
+  constructor(
+    private readonly socket: TLSSocket,
+    private readonly role: TlsRole,
+    private readonly identity: TlsIdentity,
+    private readonly options: AtlsOptions,
+    private readonly budget: ExchangeBudget,
+  ) {
+    this.reader = new FrameReader(socket, options.maxDocumentBytes ?? DEFAULT_MAX_DOCUMENT_BYTES, (m) =>
+      budget.peerClosed(m),
+    );
+    this.ownNonce = exporterNonce(socket, role);
+    this.peerNonce = exporterNonce(socket, role === 'client' ? 'server' : 'client');
+    this.timeoutInMs = options.handshakeTimeoutMs ?? DEFAULT_HANDSHAKE_TIMEOUT_MS;
+  }
+
+  async run(): Promise<PeerAttestation | undefined> {
+    // The client attests right away (its own join; no round trip wasted), and so does a server
+    // without an issuer ("none" costs nothing, and tells a joining node at once that a join service
+    // answers). A server with an issuer attests only after the peer's ATTESTATION frame has arrived
+    // (and, with validators, passed): a peer that has not spoken, or that fails, costs no quote.
+    let sent: Promise<void> | undefined;
+    let issueFailed: Promise<never> = new Promise<never>(() => {});
+    if (this.role === 'client' || this.options.issuer === undefined) {
+      sent = this.attest();
+      issueFailed = sent.then(() => new Promise<never>(() => {}));
+      issueFailed.catch(() => {});
+    }
+    try {
+      const firstRead = this.budget.firstFrame(this.reader);
+      firstRead.catch(() => {});
+      const first = await Promise.race([firstRead, issueFailed]);
+      if (first.type === FRAME_VERDICT) {
+        if (first.accepted)
+          throw protocolError('frame-format', 'peer sent a verdict before its attestation frame');
+        this.peerRefused = true;
+        throw refusedByPeer(first);
+      }
+      // Room for the connection first: one that could not be kept open is not worth verifying.
+      await this.budget.holdConnection(this.socket);
+      const result = await this.verify(first);
+      sent ??= this.attest();
+      await sent;
+      await this.exchangeVerdicts();
+      return result;
+    } catch (err) {
+      if (!this.peerRefused) {
+        // The peer learns the failed check only; the values stay in this side's error (and logs).
+        const check = err === this.issuerError ? 'issuer' : checkOf(err);
+        this.write(encodeVerdictFrame(false, check, peerRefusalReason(err, check)));
+      }
+      throw err;
+    }
+  }
+
+  private write(frame: Buffer): void {
+    if (this.socket.destroyed || !this.socket.writable) return;
+    this.inFlight.push(new Promise<void>((resolve) => this.socket.write(frame, () => resolve())));
+  }
+
+  /** Quotes (within the budget) and writes our ATTESTATION frame. */
+  private async attest(): Promise<void> {
+    const issuer = this.options.issuer;
     if (issuer === undefined) {
-      write(encodeAttestationFrame('', new Uint8Array(0)));
+      this.write(encodeAttestationFrame('', new Uint8Array(0)));
       return;
     }
+    const signal = this.budget.signal;
     let document: Uint8Array;
     try {
-      const release = role === 'server' ? await options.issuanceSlots?.acquire(signal) : undefined;
-      const issuing = issuer.issue(identity.spkiHash, ownNonce, { signal, timeoutInMs });
-      // The slot covers the issuer's work itself: it is given back when the issuer settles (an
-      // aborted quote still queued on the TPM is dropped there at once), while this exchange
-      // stops waiting as soon as the connection is abandoned.
-      void issuing.then(
-        () => release?.(),
-        () => release?.(),
+      const issuing = this.budget.issuing(() =>
+        issuer.issue(this.identity.spkiHash, this.ownNonce, { signal, timeoutInMs: this.timeoutInMs }),
       );
+      // This exchange stops waiting as soon as the connection is abandoned.
       document = await untilAborted(issuing, signal);
     } catch (err) {
       if (signal.aborted) throw signal.reason;
-      const message = messageOf(err);
-      issuerError = new ConfbootError(
+      this.issuerError = new ConfbootError(
         isConfbootError(err) ? err.code : 'internal',
-        `issuing ${issuer.variant} attestation: ${message}`,
-        {
-          cause: err,
-        },
+        `issuing ${issuer.variant} attestation: ${messageOf(err)}`,
+        { cause: err },
       );
-      throw issuerError;
+      throw this.issuerError;
     }
-    write(encodeAttestationFrame(issuer.oid, document));
-  };
-  // The client attests right away (its own join; no round trip wasted), and so does a server
-  // without an issuer ("none" costs nothing, and tells a joining node at once that a join service
-  // answers). A server with an issuer attests only after the peer's ATTESTATION frame has arrived
-  // (and, with validators, passed): a peer that has not spoken, or that fails, costs no quote.
-  let sent: Promise<void> | undefined;
-  let issueFailed: Promise<never> = new Promise<never>(() => {});
-  if (role === 'client' || options.issuer === undefined) {
-    sent = attest();
-    issueFailed = sent.then(() => new Promise<never>(() => {}));
-    issueFailed.catch(() => {});
+    this.write(encodeAttestationFrame(issuer.oid, document));
   }
 
-  try {
-    let firstRead: ReturnType<FrameReader['next']>;
-    if (deadlines !== undefined && phase !== undefined) {
-      const started = Date.now();
-      phase.arm('attestation-timeout', deadlines.attestationMs, 'complete ATTESTATION frame from the peer');
-      firstRead = reader.next((type, length) => {
-        if (type !== FRAME_ATTESTATION) return;
-        const ms =
-          deadlines.attestationMs +
-          (length * 1000) / deadlines.attestationMinBytesPerSecond -
-          (Date.now() - started);
-        phase.arm(
-          'attestation-timeout',
-          Math.max(1, ms),
-          `complete ATTESTATION frame of ${length} bytes from the peer`,
-        );
-      });
-    } else firstRead = reader.next();
-    firstRead.catch(() => {});
-    const first = await Promise.race([firstRead, issueFailed]);
-    phase?.clear();
-    options.onPeerAnswered?.();
-    if (first.type === FRAME_VERDICT) {
-      if (first.accepted)
-        throw protocolError('frame-format', 'peer sent a verdict before its attestation frame');
-      peerRefused = true;
-      throw refusedByPeer(first);
-    }
-    let result: PeerAttestation | undefined;
-    if (options.connectionSlots !== undefined) {
-      // Room for the connection first: one that could not be kept open is not worth verifying.
-      const releaseConnection = await options.connectionSlots.acquire(signal);
-      if (socket.destroyed) releaseConnection();
-      else socket.once('close', releaseConnection);
-    }
-    if (validators.length > 0) {
-      // Verification is CPU work: it runs under a slot, taken only now that the frame is here, and
-      // given back as soon as the connection is abandoned (a validator waiting on the network, e.g.
-      // for a certificate, must not keep the slot for a peer that has gone).
-      const release = await options.verificationSlots?.acquire(signal);
+  /**
+   * Verifies the peer's frame within the budget (CPU work, taken only now that the frame is here,
+   * and given up as soon as the connection is abandoned: a validator waiting on the network, e.g.
+   * for a certificate, must not keep working for a peer that has gone).
+   */
+  private async verify(frame: AttestationFrame): Promise<PeerAttestation | undefined> {
+    const validators = this.options.validators ?? [];
+    if (validators.length === 0) return undefined;
+    const signal = this.budget.signal;
+    return this.budget.verifying(async () => {
       try {
         // The validator learns who is calling (e.g. to look up the caller's registered key).
-        result = await untilAborted(
-          verifyPeerAttestation(first, socket, peerNonce, validators, options.clock, {
+        return await untilAborted(
+          verifyPeerAttestation(frame, this.socket, this.peerNonce, validators, this.options.clock, {
             signal,
-            timeoutInMs,
-            ...(socket.remoteAddress !== undefined ? { peerAddress: socket.remoteAddress } : {}),
+            timeoutInMs: this.timeoutInMs,
+            ...(this.socket.remoteAddress !== undefined ? { peerAddress: this.socket.remoteAddress } : {}),
           }),
           signal,
         );
       } catch (err) {
-        if (
-          options.onEvidenceRefused !== undefined &&
-          isAttestationError(err) &&
-          validators.some((v) => v.oid === first.oid)
-        )
-          options.onEvidenceRefused({
-            peerAddress: socket.remoteAddress,
-            oid: first.oid,
-            document: first.document,
-            nonce: peerNonce,
+        const onRefused = this.options.onEvidenceRefused;
+        if (onRefused !== undefined && isAttestationError(err) && validators.some((v) => v.oid === frame.oid))
+          onRefused({
+            peerAddress: this.socket.remoteAddress,
+            oid: frame.oid,
+            document: frame.document,
+            nonce: this.peerNonce,
             error: err,
           });
         throw err;
-      } finally {
-        release?.();
       }
-    }
-    sent ??= attest();
-    await sent;
-    write(encodeVerdictFrame(true));
-    if (deadlines !== undefined) phase?.arm('verdict-timeout', deadlines.verdictMs, 'VERDICT from the peer');
-    const second = await reader.next();
-    phase?.clear();
+    });
+  }
+
+  /** Sends our accepting VERDICT and reads the peer's. */
+  private async exchangeVerdicts(): Promise<void> {
+    this.write(encodeVerdictFrame(true));
+    const second = await this.budget.verdict(this.reader);
     if (second.type !== FRAME_VERDICT)
       throw protocolError('frame-format', 'peer sent a second attestation frame instead of its verdict');
     if (!second.accepted) {
-      peerRefused = true;
+      this.peerRefused = true;
       throw refusedByPeer(second);
     }
-    await Promise.all(inFlight);
-    return result;
-  } catch (err) {
-    phase?.clear();
-    if (!peerRefused) {
-      // The peer learns the failed check only; the values stay in this side's error (and logs).
-      const check = err === issuerError ? 'issuer' : checkOf(err);
-      write(encodeVerdictFrame(false, check, peerRefusalReason(err, check)));
-    }
-    throw err;
+    await Promise.all(this.inFlight);
   }
 }

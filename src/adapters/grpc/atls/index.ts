@@ -1,17 +1,21 @@
 /** Attested TLS for grpc-js (adapter layer): public surface of src/adapters/grpc/atls. See docs/atls.md. */
 export { checkPeerCertificate, createTlsIdentity, spkiHashOf, type TlsIdentity } from './certificate.js';
-export { ALPN_PROTOCOL, attestSocket, closeSoon } from './connection.js';
+export { ClientDeadline, type ClientDeadlines } from './client-deadline.js';
+export { ALPN_PROTOCOL, type AttestSocketExtras, attestSocket, closeSoon } from './connection.js';
 export {
   type AtlsCredentialsOptions,
   AttestedChannelCredentials,
+  type ConnectOutcome,
   type SecureConnector,
 } from './credentials.js';
 export {
   type AtlsOptions,
   type AttestedPeer,
   DEFAULT_HANDSHAKE_TIMEOUT_MS,
+  type ExchangeBudget,
   exchangeAttestations,
   exporterNonce,
+  type HandshakeBudget,
   type PeerAttestation,
   type TlsRole,
   verifyPeerAttestation,

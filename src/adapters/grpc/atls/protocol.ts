@@ -9,8 +9,7 @@
  * VERDICT body:     status u8 (0 accept, 1 deny) | check length u8 | check (ASCII) | reason (UTF-8, rest)
  */
 import type { Readable } from 'node:stream';
-import { AttestationError } from '../../../ports/errors.js';
-import { AdmissionDrop } from './admission.js';
+import { AttestationError, ConfbootError } from '../../../ports/errors.js';
 
 /** First four bytes of every frame: ASCII "CBAT" (ConfBoot ATtested). */
 export const FRAME_MAGIC = Buffer.from('CBAT', 'ascii');
@@ -127,10 +126,20 @@ export function decodeBody(type: number, body: Buffer): Frame {
 export class FrameReader {
   private readonly socket: Readable;
   private readonly maxDocumentBytes: number;
+  private readonly closed: (message: string) => Error;
 
-  constructor(socket: Readable, maxDocumentBytes = DEFAULT_MAX_DOCUMENT_BYTES) {
+  /**
+   * `closed` makes the error for a connection that closed or failed between frames (default
+   * `unavailable`); an end of the connection inside a frame is always a truncated frame.
+   */
+  constructor(
+    socket: Readable,
+    maxDocumentBytes = DEFAULT_MAX_DOCUMENT_BYTES,
+    closed: (message: string) => Error = (message) => new ConfbootError('unavailable', message),
+  ) {
     this.socket = socket;
     this.maxDocumentBytes = Math.min(maxDocumentBytes, DEFAULT_MAX_DOCUMENT_BYTES * 64);
+    this.closed = closed;
   }
 
   /**
@@ -187,16 +196,11 @@ export class FrameReader {
               `connection closed inside the ${what} (${rest.length} of ${n} bytes)`,
             ),
           );
-        else
-          reject(
-            new AdmissionDrop('peer-closed', `connection closed by the peer while waiting for the ${what}`),
-          );
+        else reject(this.closed(`connection closed by the peer while waiting for the ${what}`));
       };
       const onError = (err: Error) => {
         cleanup();
-        reject(
-          new AdmissionDrop('peer-closed', `connection failed while reading the ${what}: ${err.message}`),
-        );
+        reject(this.closed(`connection failed while reading the ${what}: ${err.message}`));
       };
       const attempt = () => {
         const chunk = socket.read(n) as Buffer | null;

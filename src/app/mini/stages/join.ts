@@ -4,9 +4,10 @@
  * join service, which names every mismatching PCR (expected and actual) in its audit line. Also
  * waits until the control plane runs the key service and the join service after init.
  */
+import { formatMismatch } from '../../../ports/measurement-policy.js';
 import { JOIN_SERVICE_PORT } from '../../defaults.js';
 import type { MiniCluster } from '../context.js';
-import type { MiniNodeSpec } from '../types.js';
+import type { MiniNodeSpec, PcrMismatch } from '../types.js';
 import { followBoot } from './boot-evidence.js';
 
 /** A join-service (or other pino) line forwarded by the control-plane VM, parsed. */
@@ -40,6 +41,13 @@ export function mismatchesOf(detail: string): { pcr: number; expected: string; a
     expected: m[2] ?? '',
     actual: m[3] === 'nothing' ? null : (m[3] ?? null),
   }));
+}
+
+/** A parsed mismatch in the one mismatch text (`PCR9: expected <hex>, got <hex>`). */
+export function describePcrMismatch(m: PcrMismatch): string {
+  const bytes = (hex: string) => Buffer.from(hex, 'hex');
+  const actual = m.actual === null ? undefined : bytes(m.actual);
+  return formatMismatch({ index: m.pcr, expected: bytes(m.expected), actual, warnOnly: false });
 }
 
 /** Waits (bounded by the run's deadline) for the join service's refusal of `ip`; throws when `gaveUp` says so. */
@@ -97,16 +105,7 @@ export async function workerStage(c: MiniCluster, n: MiniNodeSpec, stays = false
     const pcr15s = () => c.reports(n.name).filter((y) => y.type === 'pcr15').length;
     const seen = pcr15s();
     await c.waitReport(vm, (x) => x.type === 'pcr15' && pcr15s() > seen);
-    c.say(
-      n.name,
-      'refused',
-      r.mismatches
-        .map(
-          (m) =>
-            `PCR ${m.pcr}: expected ${m.expected.slice(0, 16)}…, actual ${m.actual?.slice(0, 16) ?? 'none'}…`,
-        )
-        .join('; '),
-    );
+    c.say(n.name, 'refused', r.mismatches.map(describePcrMismatch).join('; '));
   } catch (err) {
     c.fail(n.name, err);
   }

@@ -5,8 +5,19 @@
 import { createHash } from 'node:crypto';
 import { expect, it } from 'vitest';
 import { parseAzureHclReport } from '../../../../src/adapters/attestation/azure/hcl-report.js';
-import { checkHclRuntimeData } from '../../../../src/adapters/attestation/azure/hcl-runtime-data.js';
+import {
+  checkHclRuntimeData,
+  type RsaAk,
+} from '../../../../src/adapters/attestation/azure/hcl-runtime-data.js';
+import { CheckRecorder } from '../../../../src/adapters/attestation/shared/checks.js';
 import { describeVectors, vec } from '../snp/vectors.js';
+
+/** The checks checkHclRuntimeData records. */
+function hclChecks(reportData: Uint8Array, runtimeData: Uint8Array, ak: RsaAk) {
+  const rec = new CheckRecorder();
+  checkHclRuntimeData(reportData, runtimeData, ak, rec);
+  return rec.checks;
+}
 
 describeVectors('Azure TDX HCL report', () => {
   const hcl = () => Buffer.from(vec('constellation/azure-tdx/hclreport.bin'));
@@ -36,20 +47,19 @@ describeVectors('Azure TDX HCL report', () => {
     const ak = json.keys.find((k) => k.kid === 'HCLAkPub');
     expect(ak).toBeDefined();
     const modulus = Buffer.from(ak?.n ?? '', 'base64url');
-    expect(
-      checkHclRuntimeData(r.reportData, r.runtimeData, { modulus, exponent: 0 }).every((c) => c.ok),
-    ).toBe(true);
-    expect(
-      checkHclRuntimeData(r.reportData, r.runtimeData, { modulus, exponent: 65537 }).every((c) => c.ok),
-    ).toBe(true);
+    expect(hclChecks(r.reportData, r.runtimeData, { modulus, exponent: 0 }).every((c) => c.ok)).toBe(true);
+    expect(hclChecks(r.reportData, r.runtimeData, { modulus, exponent: 65537 }).every((c) => c.ok)).toBe(
+      true,
+    );
     const other = Buffer.from(modulus);
     other[10] = (other[10] as number) ^ 1;
-    expect(
-      checkHclRuntimeData(r.reportData, r.runtimeData, { modulus: other, exponent: 0 }).map((c) => c.ok),
-    ).toEqual([true, false]);
+    expect(hclChecks(r.reportData, r.runtimeData, { modulus: other, exponent: 0 }).map((c) => c.ok)).toEqual([
+      true,
+      false,
+    ]);
     const tampered = Buffer.from(r.runtimeData);
     tampered[5] = (tampered[5] as number) ^ 1;
-    expect(checkHclRuntimeData(r.reportData, tampered, { modulus, exponent: 0 })[0]?.ok).toBe(false);
+    expect(hclChecks(r.reportData, tampered, { modulus, exponent: 0 })[0]?.ok).toBe(false);
   });
 
   it('fails when the report type at 1224 is 0', () => {

@@ -1,13 +1,13 @@
 /**
  * The steps the SEV-SNP and TDX validators share after their hardware half (cvm-checks.ts): the
- * first failed check names the error, the vTPM quote is asked for with nonce
- * SHA256(InstanceInfo ‖ extraData) and the trusted AK, its rejection keeps the checks made so far,
- * and warn-only measurement mismatches come back as warnings. The vTPM verifier here is a recording
- * stub (the real one is exercised by the validators' own tests).
+ * vTPM quote is asked for with nonce SHA256(InstanceInfo ‖ extraData) and the trusted AK, its
+ * rejection keeps the checks made so far, and warn-only measurement mismatches come back as warnings. The vTPM verifier
+ * here is a recording stub (the real one is exercised by the validators' own tests).
  */
 import { createHash, generateKeyPairSync } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
-import { throwIfFailed, verifyVtpmHalf } from '../../../../src/adapters/attestation/shared/cvm-checks.js';
+import { CheckRecorder } from '../../../../src/adapters/attestation/shared/checks.js';
+import { verifyVtpmHalf } from '../../../../src/adapters/attestation/shared/cvm-checks.js';
 import type {
   VerifyVtpmQuote,
   VtpmDocument,
@@ -52,22 +52,12 @@ async function caught(p: Promise<unknown>): Promise<AttestationError> {
   return err as AttestationError;
 }
 
-describe('throwIfFailed', () => {
-  it('passes when every check is ok', () => {
-    expect(() => throwIfFailed([{ name: 'a', ok: true, detail: 'fine' }], OP)).not.toThrow();
-  });
-
-  it('names the first failed check and lists every failed one', () => {
-    const checks: AttestationCheck[] = [
-      { name: 'a', ok: true, detail: 'fine' },
-      { name: 'b', ok: false, detail: 'bad b' },
-      { name: 'c', ok: false, detail: 'bad c' },
-    ];
-    expect(() => throwIfFailed(checks, OP)).toThrow(
-      expect.objectContaining({ check: 'b', message: `${OP}: b: bad b; c: bad c`, checks }),
-    );
-  });
-});
+/** A recorder for OP holding `checks`. */
+function recorder(checks: AttestationCheck[]): CheckRecorder {
+  const rec = new CheckRecorder(OP);
+  rec.adopt(checks);
+  return rec;
+}
 
 describe('verifyVtpmHalf', () => {
   it('asks the vTPM verifier with nonce SHA256(InstanceInfo ‖ extraData) and the trusted AK', async () => {
@@ -79,8 +69,7 @@ describe('verifyVtpmHalf', () => {
     const checks: AttestationCheck[] = [{ name: 'hardware', ok: true, detail: 'ok' }];
     const res = await verifyVtpmHalf(
       { verifyVtpmQuote, doc, extraData, trustedAk, measurements: pcr4Policy(PCR4, false) },
-      OP,
-      checks,
+      recorder(checks),
     );
     const nonce = createHash('sha256').update(doc.instanceInfo).update(extraData).digest();
     expect(calls).toHaveLength(1);
@@ -100,8 +89,7 @@ describe('verifyVtpmHalf', () => {
     const err = await caught(
       verifyVtpmHalf(
         { verifyVtpmQuote, doc, extraData, trustedAk, measurements: pcr4Policy(PCR4, false) },
-        OP,
-        [{ name: 'hardware', ok: true, detail: 'ok' }],
+        recorder([{ name: 'hardware', ok: true, detail: 'ok' }]),
       ),
     );
     expect(err.check).toBe('tpm-quote');
@@ -114,18 +102,18 @@ describe('verifyVtpmHalf', () => {
     const err = await caught(
       verifyVtpmHalf(
         { verifyVtpmQuote, doc, extraData, trustedAk, measurements: pcr4Policy(other, false) },
-        OP,
-        [],
+        recorder([]),
       ),
     );
     expect(err.check).toBe('measurements');
-    expect(err.message).toMatch(/^validating test attestation: measurement validation failed: index 4: /);
+    expect(err.message).toMatch(
+      /^validating test attestation: measurement validation failed: PCR4: expected (00){32}, got (04){32}$/,
+    );
     expect(err.mismatches.map((m) => m.index)).toEqual([4]);
 
     const res = await verifyVtpmHalf(
       { verifyVtpmQuote, doc, extraData, trustedAk, measurements: pcr4Policy(other, true) },
-      OP,
-      [],
+      recorder([]),
     );
     expect(res.warnings.map((m) => m.index)).toEqual([4]);
     expect(res.checks).toEqual([expect.objectContaining({ name: 'measurements', ok: true })]);

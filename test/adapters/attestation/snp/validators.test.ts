@@ -211,7 +211,7 @@ describeVectors('azure-sev-snp validator on the real Azure report (STUB vTPM ver
     const cfg = config([], { measurements: measurements(new Map([[4, new Uint8Array(32)]])) });
     const r = await rejection(createSnpTdxValidator('azure-sev-snp', cfg).validate(doc, nonce));
     expect(r.check).toBe('measurements');
-    expect(r.message).toContain(`index 4: expected ${'00'.repeat(32)}, actual ${'04'.repeat(32)}`);
+    expect(r.message).toContain(`PCR4: expected ${'00'.repeat(32)}, got ${'04'.repeat(32)}`);
   });
 
   it('without CertChain, takes the ASK from the certificate cache (FAKE fetcher serving the real chain)', async () => {

@@ -7,11 +7,8 @@
 import type { X509Certificate } from 'node:crypto';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { loadCertificates } from '../../../../src/adapters/attestation/shared/certs.js';
-import {
-  type SnpPolicy,
-  type SnpVerification,
-  verifySnpReport,
-} from '../../../../src/adapters/attestation/snp/verify.js';
+import type { SnpPolicy } from '../../../../src/adapters/attestation/snp/policy.js';
+import { type SnpVerification, verifySnpReport } from '../../../../src/adapters/attestation/snp/verify.js';
 import { buildFakeReport, createFakeAmdPki, type FakeAmdPki } from './fake-amd-pki.js';
 import { describeVectors, vec, vecB64 } from './vectors.js';
 

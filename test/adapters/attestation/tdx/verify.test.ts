@@ -14,11 +14,8 @@ import {
 } from '../../../../src/adapters/attestation/tdx/collateral.js';
 import { pckExtensions } from '../../../../src/adapters/attestation/tdx/pck.js';
 import { parseTdxQuote, tdxMeasurements } from '../../../../src/adapters/attestation/tdx/quote.js';
-import {
-  evaluateTdxTcbLevel,
-  type TdxVerification,
-  verifyTdxQuote,
-} from '../../../../src/adapters/attestation/tdx/verify.js';
+import { evaluateTdxTcbLevel } from '../../../../src/adapters/attestation/tdx/tcb-level.js';
+import { type TdxVerification, verifyTdxQuote } from '../../../../src/adapters/attestation/tdx/verify.js';
 import { describeVectors, VECTORS, vec } from '../snp/vectors.js';
 
 const failed = (v: TdxVerification) => v.checks.filter((c) => !c.ok).map((c) => c.name);

@@ -1,0 +1,64 @@
+/**
+ * The join call (inbound port): an attested node asks the join service for a join or rejoin ticket.
+ * The domain's TicketIssuer implements it; the join service's guard (rate limit, budgets, audit)
+ * decorates it; the gRPC edge calls it. A call always resolves with its decision: the ticket, or the
+ * refusal, together with what the decision learned about the caller (for its audit event).
+ */
+import type {
+  AttestationCheck,
+  JoinTicket,
+  JoinTicketRequest,
+  MeasurementMismatch,
+  RejoinTicket,
+  RejoinTicketRequest,
+} from './types.js';
+
+/** What attested TLS verified on the caller's connection. */
+export interface CallerAttestation {
+  checks: readonly AttestationCheck[];
+  warnings: readonly MeasurementMismatch[];
+  /** SHA-256 of the caller's TLS SPKI, as attested. */
+  userData: Uint8Array;
+  /** The TLS-exporter nonce the document bound. */
+  nonce: Uint8Array;
+  /** The measurement set that matched, when the validator names one. */
+  measurementSet?: string;
+  /** The attestation document as received and its variant OID (kept for dry runs). */
+  document?: Uint8Array;
+  oid?: string;
+}
+
+/** Who is calling. */
+export interface JoinCaller {
+  /** The caller's address, `ip:port` (`[v6]:port` or `v6:port` for IPv6). */
+  peer: string;
+  /** The attested variant, e.g. `qemu-vtpm`. */
+  variant: string;
+  /**
+   * Aborts when the call is cancelled (caller gone, service shutting down): no further step runs, so
+   * nothing is issued for a ticket nobody will receive.
+   */
+  signal?: AbortSignal;
+  /** What attested TLS verified on the caller's connection. */
+  attestation?: CallerAttestation;
+}
+
+/** The decision on one call, and the node it named (known once its kubelet CSR was read). */
+export type JoinDecision<T> = ({ issued: true; ticket: T } | { issued: false; refusal: unknown }) & {
+  /** The normalised node name from the kubelet CSR, when the request had a readable one. */
+  nodeName?: string;
+};
+
+/** The join call. */
+export interface JoinCall {
+  /**
+   * Decides on a join ticket. A refusal is a ConfbootError of a precise kind (`invalid-argument`,
+   * `permission-denied`, `unavailable`, `resource-exhausted`, …) that names no secret.
+   */
+  issueJoinTicket(request: JoinTicketRequest, caller: JoinCaller): Promise<JoinDecision<JoinTicket>>;
+  /** Decides on a rejoin ticket (state disk key and measurement secret) for a rebooting node. */
+  issueRejoinTicket(request: RejoinTicketRequest, caller: JoinCaller): Promise<JoinDecision<RejoinTicket>>;
+}
+
+/** DI token for {@link JoinCall}. */
+export const JoinCall = Symbol.for('confboot.JoinCall');
