@@ -7,9 +7,9 @@
  * Documents come from the soft TPM (genuine TPM structures, no TPM process on the timed path).
  */
 import { createHash, randomBytes, verify } from 'node:crypto';
-import { parseTpmtPublic } from '../src/adapters/attestation/shared/tpm2.js';
 import { decodeVtpmDocument } from '../src/adapters/attestation/shared/vtpm-document.js';
-import { createValidator } from '../src/app/attestation/validators.js';
+import { parseTpmtPublic } from '../src/adapters/tpm/tpm2-wire.js';
+import { createValidator } from '../src/app/registry/validators.js';
 import type { MeasurementPolicy } from '../src/ports/measurement-policy.js';
 import type { MeasurementMismatch } from '../src/ports/types.js';
 import { SHA256, SoftTpm, SoftVtpmIssuer } from '../test/support/soft-tpm.js';

@@ -21,7 +21,7 @@ import { fileURLToPath } from 'node:url';
 import { createQemuVtpmIssuer } from '../src/adapters/attestation/vtpm/issuer.js';
 import { startSwtpm } from '../src/adapters/tpm/swtpm.js';
 import { Tpm2ToolsTpm } from '../src/adapters/tpm/tpm2-tools-tpm.js';
-import { createValidator } from '../src/app/attestation/validators.js';
+import { createValidator } from '../src/app/registry/validators.js';
 import { formatMismatch } from '../src/domain/measurements.js';
 import { isAttestationError, messageOf } from '../src/ports/errors.js';
 import type { MeasurementPolicy } from '../src/ports/measurement-policy.js';

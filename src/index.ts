@@ -42,12 +42,6 @@ export { SystemClock } from './adapters/system/system-clock.js';
 export { Pcr15Marker } from './adapters/tpm/pcr15-marker.js';
 export { Tpm2ToolsTpm } from './adapters/tpm/tpm2-tools-tpm.js';
 export {
-  buildValidator,
-  createValidator,
-  type ValidatorConfig,
-  type ValidatorDeps,
-} from './app/attestation/validators.js';
-export {
   type BootstrapperNode,
   type BootstrapperNodeDeps,
   type BootstrapperNodeOptions,
@@ -58,10 +52,10 @@ export {
   bootstrapperDeps,
   CSPS,
   checkWiring,
+  cloudModule,
   commonModule,
   createNodeContainer,
   ISSUER_VARIANTS_BY_CSP,
-  moduleForCsp,
   NodeConfig,
   nodeConfig,
   VARIANTS_BY_CSP,
@@ -77,6 +71,12 @@ export {
   variantNames,
   vtpmVariant,
 } from './app/registry/index.js';
+export {
+  buildValidator,
+  createValidator,
+  type ValidatorConfig,
+  type ValidatorDeps,
+} from './app/registry/validators.js';
 export * from './domain/index.js';
 export * from './ports/index.js';
 export { VERSION } from './version.js';

@@ -3,6 +3,7 @@
  * share (errors, Kubernetes node names, peer addresses). Exported as `confboot/ports`.
  */
 
+export * from './ak-registry.js';
 export * from './amd-cert-fetcher.js';
 export * from './ami-tpm-support.js';
 export * from './bootstrap-tokens.js';

@@ -1,5 +1,5 @@
 /**
- * Options from the environment (`CONFBOOT_<OPTION>`, src/app/cli/args.ts) for the long-running
+ * Options from the environment (`CONFBOOT_<OPTION>`, src/app/program/args.ts) for the long-running
  * commands join-service, key-service, bootstrapper and metadata-server: precedence flag > env >
  * default, --help naming every variable, secrets refused as values, unknown variables warned about,
  * and `CONFBOOT_LOG_LEVEL=debug confboot join-service …` taking effect in a real process (built CLI).
@@ -10,11 +10,17 @@ import { existsSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { silentLogger } from '../../src/adapters/log/pino-logger.js';
-import { bootstrapperCommand, runBootstrapper } from '../../src/app/bootstrapper/program.js';
-import { type CommandSpec, envName, parseCommand, renderHelp, UsageError } from '../../src/app/cli/args.js';
+import { bootstrapperCommand, runBootstrapper } from '../../src/app/cli/bootstrapper.js';
 import { joinServiceCommand, parseJoinServiceFlags } from '../../src/app/cli/join-service.js';
 import { keyServiceCommand, runKeyService } from '../../src/app/cli/key-service.js';
-import { METADATA_SERVER_COMMAND, run as runMetadataServer } from '../../src/app/cli/metadata-server.js';
+import { METADATA_SERVER_COMMAND, run as runMetadataServer } from '../../src/app/operator/metadata-server.js';
+import {
+  type CommandSpec,
+  envName,
+  parseCommand,
+  renderHelp,
+  UsageError,
+} from '../../src/app/program/args.js';
 import { useTmpDirs } from '../support/tmp.js';
 
 const ROOT = resolve(import.meta.dirname, '../..');

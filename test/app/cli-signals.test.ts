@@ -1,11 +1,11 @@
 /**
- * untilStopSignal (src/app/cli/signals.ts), the stop handling of join-service, key-service and
+ * untilStopSignal (src/app/program/signals.ts), the stop handling of join-service, key-service and
  * metadata-server: the first SIGTERM or SIGINT (emitted in-process as Node delivers them; only this helper listens while
  * it runs, which each case checks first) aborts the work's signal after onSignal saw its name, a
  * caller's AbortSignal stops it too (also when already aborted), and the listeners are gone after.
  */
 import { describe, expect, it } from 'vitest';
-import { untilStopSignal } from '../../src/app/cli/signals.js';
+import { untilStopSignal } from '../../src/app/program/signals.js';
 
 const counts = () => [process.listenerCount('SIGTERM'), process.listenerCount('SIGINT')];
 

@@ -9,7 +9,7 @@ import { afterEach, describe, expect, it, vi } from 'vitest';
 import { createQemuVtpmIssuer } from '../../src/adapters/attestation/vtpm/issuer.js';
 import type { AttestedGrpcServer } from '../../src/adapters/grpc/attested-server.js';
 import { createInitServer } from '../../src/adapters/grpc/init-server.js';
-import { parseClusterKmsUri } from '../../src/adapters/kms/cluster-kms-factory.js';
+import { parseClusterKmsUri } from '../../src/adapters/grpc/kms-uri.js';
 import { SystemClock } from '../../src/adapters/system/system-clock.js';
 import { Tpm2ToolsTpm } from '../../src/adapters/tpm/tpm2-tools-tpm.js';
 import { run } from '../../src/app/cli/init.js';

@@ -9,9 +9,9 @@ import {
   type RunningMetadataServer,
   startMetadataServer,
 } from '../../src/adapters/cloud/qemu/metadata-server.js';
-import { httpRequest } from '../../src/adapters/cloud/shared/http.js';
+import { httpRequest } from '../../src/adapters/http/request.js';
 import { silentLogger } from '../../src/adapters/log/pino-logger.js';
-import { parseListen, run } from '../../src/app/cli/metadata-server.js';
+import { parseListen, run } from '../../src/app/operator/metadata-server.js';
 import { leasesText } from '../adapters/cloud/qemu/fake-qemu-server.js';
 import { freePort } from '../support/net.js';
 import { useTmpDirs } from '../support/tmp.js';

@@ -21,7 +21,6 @@ import { JsonNodeStateStore } from '../../src/adapters/state/json-node-state-sto
 import { SystemClock } from '../../src/adapters/system/system-clock.js';
 import { expectedPcr15 } from '../../src/adapters/tpm/pcr15-marker.js';
 import { Tpm2ToolsTpm } from '../../src/adapters/tpm/tpm2-tools-tpm.js';
-import { buildValidator } from '../../src/app/attestation/validators.js';
 import { run as bootstrapper } from '../../src/app/cli/bootstrapper.js';
 import { run as recover } from '../../src/app/cli/recover.js';
 import { writeRecoveryShareFiles } from '../../src/app/cli/recovery-share-files.js';
@@ -31,6 +30,7 @@ import {
   measureBoot,
   TAMPERED_BOOT,
 } from '../../src/app/demo/boot-measurements.js';
+import { buildValidator } from '../../src/app/registry/validators.js';
 import { deriveClusterId, deriveDataKey } from '../../src/domain/key-derivation.js';
 import type { Validator } from '../../src/ports/validator.js';
 import { dumpMetadata, formatImage } from '../adapters/disk/luks-image.js';

@@ -28,15 +28,10 @@ const MAX_FILE_LINES = 500;
  * Functions over the limit today, `<file> <name>` (see {@link functionsOf} for names) with the
  * ceiling their length may not exceed.
  */
-const FUNCTION_ALLOWANCES: Readonly<Record<string, number>> = {
-  'src/app/modules/common.ts commonModule': 165,
-  'src/app/modules/common.ts commonModule > (anonymous)': 163,
-};
+const FUNCTION_ALLOWANCES: Readonly<Record<string, number>> = {};
 
 /** Files over the limit today, with the ceiling their length may not exceed. */
-const FILE_ALLOWANCES: Readonly<Record<string, number>> = {
-  'src/adapters/tpm/tpm2-tools-tpm.ts': 509,
-};
+const FILE_ALLOWANCES: Readonly<Record<string, number>> = {};
 
 type FunctionLike =
   | ts.FunctionDeclaration

@@ -22,9 +22,9 @@ import {
   keyServiceDnsNames,
   renderKeyServiceTlsSecrets,
 } from '../../src/adapters/pki/key-service-tls.js';
-import { renderHelp, UsageError } from '../../src/app/cli/args.js';
 import { parseJoinServiceFlags, run as runJoinServiceCli } from '../../src/app/cli/join-service.js';
 import { keyServiceCommand, runKeyService } from '../../src/app/cli/key-service.js';
+import { renderHelp, UsageError } from '../../src/app/program/args.js';
 import { APIClient } from '../../src/gen/keyservice.js';
 import { useTmpDirs } from '../support/tmp.js';
 import { validateObject } from './k8s-schema.js';

@@ -15,7 +15,6 @@ import {
   KEY_SERVICE_TLS_SECRET,
   keyServiceDnsNames,
 } from '../../src/adapters/pki/key-service-tls.js';
-import { parseCommand } from '../../src/app/cli/args.js';
 import { parseJoinServiceFlags } from '../../src/app/cli/join-service.js';
 import { keyServiceCommand } from '../../src/app/cli/key-service.js';
 import { runManifests } from '../../src/app/cli/manifests.js';
@@ -29,6 +28,7 @@ import {
 } from '../../src/app/manifests/common.js';
 import { pkiCopyScript } from '../../src/app/manifests/join-service.js';
 import { deployTargets, manifestFileName, renderManifests } from '../../src/app/manifests/manifests.js';
+import { parseCommand } from '../../src/app/program/args.js';
 import { cloudNames, cloudVariants } from '../../src/app/registry/index.js';
 import { parseAttestationConfig } from '../../src/domain/measurements.js';
 import { CONTROL_PLANE_FILE_NAMES } from '../../src/ports/kubernetes-node.js';

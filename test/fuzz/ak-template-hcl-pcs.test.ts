@@ -22,7 +22,7 @@ import { parseCrl } from '../../src/adapters/attestation/shared/crl.js';
 import { parseAzureSnpHclReport } from '../../src/adapters/attestation/snp/issuers.js';
 import { parseSignedJson } from '../../src/adapters/attestation/tdx/collateral.js';
 import { IntelPcsCollateralSource } from '../../src/adapters/attestation/tdx/pcs-client.js';
-import { codeForHttpStatus } from '../../src/adapters/cloud/shared/call.js';
+import { codeForHttpStatus } from '../../src/adapters/http/call.js';
 import { parseAkTemplate } from '../../src/adapters/tpm/nv-template-ak.js';
 import type { ConfbootErrorCode } from '../../src/ports/errors.js';
 import { simulatedTdReport } from '../adapters/attestation/tdx/azure-tdx-simulation.js';

@@ -15,11 +15,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AttestedChannelCredentials } from '../../src/adapters/grpc/atls/credentials.js';
 import type { AttestedGrpcServer } from '../../src/adapters/grpc/attested-server.js';
 import { createInitServer, type InitStreamEvent } from '../../src/adapters/grpc/init-server.js';
-import {
-  ClusterKmsFactory,
-  clusterKmsUri,
-  NO_STORE_URI,
-} from '../../src/adapters/kms/cluster-kms-factory.js';
+import { clusterKmsUri, NO_STORE_URI } from '../../src/adapters/grpc/kms-uri.js';
+import { ClusterKmsFactory } from '../../src/adapters/kms/cluster-kms-factory.js';
 import { SystemClock } from '../../src/adapters/system/system-clock.js';
 import { InitFailure } from '../../src/domain/errors.js';
 import { InitFlow } from '../../src/domain/init-flow.js';

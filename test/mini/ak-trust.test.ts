@@ -24,8 +24,8 @@ import { AttestedTlsListener } from '../../src/adapters/grpc/atls/listener.js';
 import { SystemClock } from '../../src/adapters/system/system-clock.js';
 import { type SwtpmInstance, startSwtpm } from '../../src/adapters/tpm/swtpm.js';
 import { Tpm2ToolsTpm } from '../../src/adapters/tpm/tpm2-tools-tpm.js';
-import { createValidator } from '../../src/app/attestation/validators.js';
 import { provisionTpm, registeredAkOf } from '../../src/app/mini/provision.js';
+import { createValidator } from '../../src/app/registry/validators.js';
 import { MeasurementsPolicy } from '../../src/domain/measurements.js';
 import type { Issuer } from '../../src/ports/issuer.js';
 

@@ -20,11 +20,11 @@ import {
   sweepStaleNetworks,
 } from '../../src/adapters/vm/private-network.js';
 import { OVMF_CODE, QemuVm } from '../../src/adapters/vm/qemu-vm.js';
-import { createValidator } from '../../src/app/attestation/validators.js';
 import { bundleEntry } from '../../src/app/mini/bundle.js';
 import { GUEST_CONFIG_FW_CFG, REPORT_PREFIX } from '../../src/app/mini/guest/protocol.js';
 import { buildNodeImage, defaultCacheDir, type NodeImage } from '../../src/app/mini/image.js';
 import { computedPcrs } from '../../src/app/mini/measurements.js';
+import { createValidator } from '../../src/app/registry/validators.js';
 import { MeasurementsPolicy } from '../../src/domain/measurements.js';
 
 function have(cmd: string): boolean {

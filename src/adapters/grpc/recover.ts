@@ -26,10 +26,10 @@ import type {
 } from '../../ports/recovery-endpoint.js';
 import type { CallOptions } from '../../ports/types.js';
 import type { Validator } from '../../ports/validator.js';
-import { clusterKmsUri, NO_STORE_URI, parseClusterKmsUri } from '../kms/cluster-kms-factory.js';
 import { AttestedChannelCredentials } from './atls/credentials.js';
 import type { AttestedPeer } from './atls/exchange.js';
 import { AttestedGrpcServer } from './attested-server.js';
+import { clusterKmsUri, NO_STORE_URI, parseClusterKmsUri } from './kms-uri.js';
 import { toGrpcError } from './status.js';
 import { callError, deadlineFrom, throwIfAborted } from './unary-call.js';
 

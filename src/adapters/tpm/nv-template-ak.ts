@@ -16,7 +16,7 @@
 import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { ConfbootError, wrapError } from '../../ports/errors.js';
-import { hashName, TpmAlg, TpmaObject, TpmReader } from '../attestation/shared/tpm2.js';
+import { hashName, TpmAlg, TpmaObject, TpmReader } from './tpm2-wire.js';
 
 /** NV index of GCE's RSA AK certificate (go-tpm-tools `GceAKCertNVIndexRSA`). */
 export const GCE_AK_CERT_NV_INDEX_RSA = 0x01c10000;

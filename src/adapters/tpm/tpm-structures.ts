@@ -7,7 +7,7 @@
  */
 
 import { messageOf } from '../../ports/errors.js';
-import { parseTpmsAttest } from '../attestation/shared/tpm2.js';
+import { parseTpmsAttest } from './tpm2-wire.js';
 
 /** TPM_ALG_SHA1. */
 export const TPM_ALG_SHA1 = 0x0004;
@@ -34,7 +34,7 @@ export interface QuoteInfo {
 
 /**
  * Reads a quote's TPMS_ATTEST with the verifier's parser (the one TPMS_ATTEST parser, in
- * attestation/shared/tpm2.ts), so the adapter accepts exactly what a validator accepts.
+ * tpm/tpm2-wire.ts), so the adapter accepts exactly what a validator accepts.
  * @throws Error "parsing TPMS_ATTEST: …" (the parser's AttestationError as cause): output of the
  *   local TPM that does not parse is a fault here, not a verdict on an attester
  */

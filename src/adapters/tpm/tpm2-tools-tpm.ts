@@ -3,20 +3,17 @@
  * /dev/tpmrm0 on a VM). Where it sits: the vTPM issuer quotes through it and the node lock's PCR 15
  * marker extends through it.
  *
- * Every tool runs with execFile (no shell), a bounded timeout and TPM2TOOLS_TCTI set; file outputs go
- * to a private 0700 temp dir removed after each operation. Operations on the same TCTI are queued in
- * this process, because swtpm (and /dev/tpm0) has no resource manager: two tools interleaving would
- * exhaust or steal each other's object slots. The attestation key follows go-tpm-tools'
+ * Every operation runs its tools under one deadline, queued per TCTI, with a private temp dir
+ * (tpm2-tools-exec.ts). The attestation key follows go-tpm-tools'
  * AttestationKeyRSA (an RSA-2048 restricted RSASSA-SHA256 primary key in the owner hierarchy),
  * persisted at 0x81008F01 and reused when it is already there. With `akTemplateNvIndex` it is instead
  * the key a cloud pre-provisions as a template in NV memory (GCE, nv-template-ak.ts).
  */
-import { execFile } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { readFile, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { ConfbootError, type ConfbootErrorCode, wrapError } from '../../ports/errors.js';
+import { ConfbootError } from '../../ports/errors.js';
 import type { Tpm, TpmQuote } from '../../ports/tpm.js';
 import type { CallOptions } from '../../ports/types.js';
 import { ensureTemplateAk, readTpmtPublic, type TemplateAkHierarchy } from './nv-template-ak.js';
@@ -27,6 +24,7 @@ import {
   TPM_ALG_SHA256,
   TPM_ALG_SHA384,
 } from './tpm-structures.js';
+import { type OperationContext, Tpm2ToolError, tpm2Operation } from './tpm2-tools-exec.js';
 
 /** go-tpm-tools' persistent handle for the RSA attestation key. */
 export const DEFAULT_AK_HANDLE = 0x81008f01;
@@ -47,7 +45,6 @@ const BANKS: Record<PcrBank, { alg: number; size: number; name: string }> = {
 };
 /** The pcrDigest's hash follows the AK's signing scheme; its size tells which one it is. */
 const DIGEST_HASH_BY_SIZE: Record<number, string> = { 20: 'sha1', 32: 'sha256', 48: 'sha384', 64: 'sha512' };
-const STDERR_LIMIT = 2000;
 
 /** Options for {@link Tpm2ToolsTpm}. */
 export interface Tpm2ToolsTpmOptions {
@@ -77,54 +74,7 @@ export interface Tpm2ToolsTpmOptions {
   tmpDir?: string;
 }
 
-/** A tpm2-tools invocation failed; carries the tool's name, exit code and stderr. */
-export class Tpm2ToolError extends ConfbootError {
-  override readonly name = 'Tpm2ToolError';
-  /** The tool, e.g. `tpm2_quote`. */
-  readonly tool: string;
-  /** Exit code, or undefined if the tool did not run to completion. */
-  readonly exitCode: number | undefined;
-  /** The tool's stderr (trimmed, at most 2000 characters). */
-  readonly stderr: string;
-
-  constructor(
-    code: ConfbootErrorCode,
-    tool: string,
-    exitCode: number | undefined,
-    stderr: string,
-    message: string,
-    cause?: unknown,
-  ) {
-    super(code, message, { cause });
-    this.tool = tool;
-    this.exitCode = exitCode;
-    this.stderr = stderr;
-  }
-}
-
-/** Tail of the per-TCTI operation queue; shared by every adapter instance in this process. */
-const queues = new Map<string, Promise<void>>();
-
-/** Runs `fn` after every earlier operation queued on `key` has settled. */
-function serialized<T>(key: string, fn: () => Promise<T>): Promise<T> {
-  const previous = queues.get(key) ?? Promise.resolve();
-  const result = previous.then(fn);
-  const tail = result.then(
-    () => undefined,
-    () => undefined,
-  );
-  queues.set(key, tail);
-  void tail.then(() => {
-    if (queues.get(key) === tail) queues.delete(key);
-  });
-  return result;
-}
-
-/** What an operation body gets: its private temp dir and a tool runner bound to the deadline. */
-interface OperationContext {
-  dir: string;
-  run(tool: string, args: string[]): Promise<string>;
-}
+export { Tpm2ToolError } from './tpm2-tools-exec.js';
 
 /** Validates and sorts PCR indices (0–23, no duplicates kept). */
 function normalizePcrs(pcrs: readonly number[], operation: string): number[] {
@@ -431,79 +381,21 @@ export class Tpm2ToolsTpm implements Tpm {
   }
 
   /** Queues `body` on this TCTI with a private temp dir and one deadline; wraps errors with `what`. */
-  private async operation<T>(
+  private operation<T>(
     what: string,
     options: CallOptions | undefined,
     body: (ctx: OperationContext) => Promise<T>,
   ): Promise<T> {
-    const timeoutInMs = options?.timeoutInMs ?? this.timeoutInMs;
-    const timeout = AbortSignal.timeout(timeoutInMs);
-    const signal = options?.signal ? AbortSignal.any([options.signal, timeout]) : timeout;
-    try {
-      return await serialized(this.tcti, async () => {
-        if (signal.aborted) throw abortError(signal, timeoutInMs);
-        const dir = await mkdtemp(join(this.tmpDir, 'confboot-tpm2-'));
-        try {
-          return await body({ dir, run: (tool, args) => this.exec(tool, args, signal, timeoutInMs) });
-        } finally {
-          await rm(dir, { recursive: true, force: true });
-        }
-      });
-    } catch (err) {
-      throw wrapError(`${what} (TCTI ${this.tcti})`, err);
-    }
+    return tpm2Operation(
+      {
+        what,
+        tcti: this.tcti,
+        tmpDir: this.tmpDir,
+        toolsDir: this.toolsDir,
+        timeoutInMs: options?.timeoutInMs ?? this.timeoutInMs,
+        ...(options?.signal ? { signal: options.signal } : {}),
+      },
+      body,
+    );
   }
-
-  /** Runs one tool and returns its stdout; a failure becomes a {@link Tpm2ToolError}. */
-  private exec(tool: string, args: string[], signal: AbortSignal, timeoutInMs: number): Promise<string> {
-    const file = this.toolsDir ? join(this.toolsDir, tool) : tool;
-    return new Promise((resolve, reject) => {
-      execFile(
-        file,
-        args,
-        {
-          env: { ...process.env, TPM2TOOLS_TCTI: this.tcti },
-          signal,
-          encoding: 'utf8',
-          maxBuffer: 4 * 1024 * 1024,
-          windowsHide: true,
-        },
-        (err, stdout, stderr) => {
-          if (!err) return resolve(stdout);
-          const text = stderr.trim().slice(-STDERR_LIMIT);
-          const errno = (err as NodeJS.ErrnoException).code;
-          if (signal.aborted) {
-            const base = abortError(signal, timeoutInMs);
-            return reject(
-              new Tpm2ToolError(base.code, tool, undefined, text, `${tool}: ${base.message}`, err),
-            );
-          }
-          if (errno === 'ENOENT')
-            return reject(new Tpm2ToolError('internal', tool, undefined, '', `${tool}: not installed`, err));
-          const exitCode = typeof errno === 'number' ? errno : undefined;
-          const code: ConfbootErrorCode = /tcti|connection refused|no such device/i.test(text)
-            ? 'unavailable'
-            : 'internal';
-          reject(
-            new Tpm2ToolError(
-              code,
-              tool,
-              exitCode,
-              text,
-              `${tool} failed (exit ${exitCode ?? '?'}): ${text}`,
-              err,
-            ),
-          );
-        },
-      );
-    });
-  }
-}
-
-/** The error for an aborted or timed-out operation. */
-function abortError(signal: AbortSignal, timeoutInMs: number): ConfbootError {
-  const reason: unknown = signal.reason;
-  if (reason instanceof Error && reason.name === 'TimeoutError')
-    return new ConfbootError('deadline-exceeded', `timed out after ${timeoutInMs} ms`, { cause: reason });
-  return new ConfbootError('internal', 'aborted by the caller', { cause: reason, recoverable: false });
 }

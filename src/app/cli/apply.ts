@@ -16,8 +16,8 @@ import { bringupObjects } from '../bringup/objects.js';
 import type { JoinServiceCsp } from '../join-service/production.js';
 import { DEFAULT_IMAGE, NAMESPACE } from '../manifests/common.js';
 import { deployVariants } from '../manifests/manifests.js';
+import { type CommandSpec, parseCommand, runCommand, UsageError } from '../program/args.js';
 import { cloudNames, isCloud } from '../registry/index.js';
-import { type CommandSpec, parseCommand, runCommand, UsageError } from './args.js';
 import { parseMasterSecretFile } from './operator-inputs.js';
 
 export const applyCommand: CommandSpec = {

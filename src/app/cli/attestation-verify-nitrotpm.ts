@@ -12,7 +12,7 @@ import {
   verifyNitroTpmDocument,
 } from '../../adapters/attestation/shared/nitrotpm-document.js';
 import { AttestationError, messageOf } from '../../ports/errors.js';
-import { type CommandSpec, parseCommand, runCommand, UsageError } from './args.js';
+import { type CommandSpec, parseCommand, runCommand, UsageError } from '../program/args.js';
 import { parseAt } from './attestation-verify-snp.js';
 
 const spec: CommandSpec = {

@@ -24,7 +24,7 @@ import {
 import { verifySnpReport } from '../../adapters/attestation/snp/verify.js';
 import { messageOf } from '../../ports/errors.js';
 import type { AttestationCheck } from '../../ports/types.js';
-import { type CommandSpec, parseCommand, runCommand, UsageError } from './args.js';
+import { type CommandSpec, parseCommand, runCommand, UsageError } from '../program/args.js';
 
 const spec: CommandSpec = {
   name: 'attestation verify-snp',

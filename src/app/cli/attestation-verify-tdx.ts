@@ -16,7 +16,7 @@ import { type TdxPolicy, verifyTdxQuote } from '../../adapters/attestation/tdx/v
 import { SystemClock } from '../../adapters/system/system-clock.js';
 import { messageOf } from '../../ports/errors.js';
 import type { AttestationCheck } from '../../ports/types.js';
-import { type CommandSpec, parseCommand, runCommand, UsageError } from './args.js';
+import { type CommandSpec, parseCommand, runCommand, UsageError } from '../program/args.js';
 import { parseAt } from './attestation-verify-snp.js';
 
 const spec: CommandSpec = {

@@ -12,9 +12,9 @@
 import { createPublicKey, type KeyObject } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import { parseCertificates } from '../../adapters/attestation/shared/x509-chain.js';
-import { Ec2AmiTpmSupport } from '../../adapters/attestation/variants/ec2-ami-tpm-support.js';
-import { ComputeShieldedIdentity } from '../../adapters/attestation/variants/gce-shielded-identity.js';
 import { verifyRawAttestation } from '../../adapters/attestation/vtpm/raw-attestation.js';
+import { Ec2AmiTpmSupport } from '../../adapters/cloud/aws/ami-tpm-support.js';
+import { ComputeShieldedIdentity } from '../../adapters/cloud/gcp/shielded-identity.js';
 import { SystemClock } from '../../adapters/system/system-clock.js';
 import { formatMismatch, MeasurementsPolicy, parseAttestationConfig } from '../../domain/measurements.js';
 import type { Clock } from '../../ports/clock.js';
@@ -22,8 +22,8 @@ import { isAttestationError, messageOf } from '../../ports/errors.js';
 import type { MeasurementPolicy } from '../../ports/measurement-policy.js';
 import type { AttestationCheck, MeasurementMismatch } from '../../ports/types.js';
 import type { Validator } from '../../ports/validator.js';
+import { type CommandSpec, parseCommand, runCommand, UsageError } from '../program/args.js';
 import { variantEntry, variantsOfKind } from '../registry/index.js';
-import { type CommandSpec, parseCommand, runCommand, UsageError } from './args.js';
 
 /** Flags of `confboot attestation verify`. */
 export const attestationVerifyCommand: CommandSpec = {

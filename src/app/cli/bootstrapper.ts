@@ -1,10 +1,372 @@
 /**
- * `confboot bootstrapper --csp C --attestation-variant V …` (app layer, CLI): the bootstrapper
- * program for the cloud named by `--csp`. Only that cloud's module is imported. Exits 0 once the
- * node is bootstrapped (or already was: PCR 15 set), non-zero with the reason after an unrecoverable
- * failure (past the node lock the state disk is then marked for reset).
+ * The bootstrapper program (app layer, CLI): parses the flags, builds the node's DI container (the
+ * common module and the cloud module of its cloud) and runs {@link startBootstrapperNode}. Shared by
+ * the per-cloud entrypoints (src/app/entrypoints/*.ts, cloud fixed) and `confboot bootstrapper --csp
+ * C` ({@link run}); only the chosen cloud's adapter is loaded.
+ *
+ * Exit codes: 0 once the node is bootstrapped (initialised, joined, or already bootstrapped: PCR 15
+ * set); 1 after a failure (past the node lock the state disk was marked for reset; before it nothing
+ * was changed) or when stopped by a
+ * signal first; 2 for usage errors. `--check-wiring` resolves every binding and exits 0 without
+ * touching the TPM, the disk or the network.
  */
-import { type BootstrapperRunOptions, runBootstrapper } from '../bootstrapper/program.js';
+
+import { RECOVERY_PORT } from '../../adapters/grpc/recover.js';
+import { CommandKubeletService } from '../../adapters/kubernetes/kubelet-service.js';
+import { DEFAULT_SHARE_TTL_MS } from '../../domain/recovery-shares.js';
+import { messageOf } from '../../ports/errors.js';
+import { splitHostPort } from '../../ports/peer-address.js';
+import { createNodeDiskMapper, type DiskMapperOutcome } from '../bootstrapper/disk-mapper.js';
+import { type BootstrapperNode, type BootstrapResult, startBootstrapperNode } from '../bootstrapper/node.js';
+import { BOOTSTRAPPER_PORT, JOIN_SERVICE_PORT } from '../defaults.js';
+import {
+  bootstrapperDeps,
+  type Csp,
+  checkWiring,
+  createNodeContainer,
+  type NodeConfig,
+} from '../modules/index.js';
+import { type CommandSpec, parseCommand, runCommand, UsageError } from '../program/args.js';
+import { cloudEntry, cloudNames, cloudVariants, cspFromString, nodeConfig } from '../registry/index.js';
+
+/** Options of the bootstrapper program; `csp` is added by `confboot bootstrapper` only. */
+export function bootstrapperCommand(csp?: Csp): CommandSpec {
+  const variants = csp ? cloudVariants(csp) : [...new Set(cloudNames().flatMap((c) => cloudVariants(c)))];
+  const entrypoints = cloudNames().filter((c) => cloudEntry(c).entrypoint === true);
+  return {
+    name: csp ? `bootstrapper (${csp} entrypoint)` : 'bootstrapper',
+    env: true,
+    summary:
+      'Bootstrap this node. First the disk mapper: format a blank state disk, wipe one marked for ' +
+      'reset, or reopen one set up before (rejoin ticket; on a control plane also recovery). Then ' +
+      'serve Init on the init port and ask the join service for a join ticket, side by side; ' +
+      'whichever first yields a cluster ID takes the node lock.',
+    options: {
+      ...(csp
+        ? {}
+        : {
+            csp: {
+              type: 'string',
+              valueName: 'C',
+              required: true,
+              description: `cloud: ${cloudNames().join(', ')} (own entrypoints, cloud fixed: ${entrypoints.map((c) => `entrypoints/${c}.js`).join(', ')})`,
+            },
+          }),
+      'attestation-variant': {
+        type: 'string',
+        valueName: 'V',
+        description: `attestation variant: ${variants.join(', ')} (default: the cloud's first${csp ? '' : '; each cloud takes only its own'})`,
+      },
+      tcti: { type: 'string', valueName: 'T', description: 'tpm2-tools TCTI (default device:/dev/tpmrm0)' },
+      disk: {
+        type: 'string',
+        valueName: 'DEV',
+        required: true,
+        description: 'LUKS2 state disk (device or image)',
+      },
+      'initial-passphrase-file': {
+        type: 'string',
+        valueName: 'F',
+        secret: 'file',
+        description: 'initial state disk passphrase (default /run/cryptsetup-keys.d/state.key)',
+      },
+      'init-listen': {
+        type: 'string',
+        valueName: 'HOST:PORT',
+        default: `0.0.0.0:${BOOTSTRAPPER_PORT}`,
+        description: 'where the init server listens',
+      },
+      'join-service-port': {
+        type: 'string',
+        valueName: 'PORT',
+        default: String(JOIN_SERVICE_PORT),
+        description: 'join service port on control-plane endpoints',
+      },
+      'metadata-url': {
+        type: 'string',
+        valueName: 'URL',
+        description: "metadata server / IMDS root (default the cloud's)",
+      },
+      'cloud-api-endpoint': {
+        type: 'string',
+        valueName: 'URL',
+        description: "cloud API endpoint (default the SDK's)",
+      },
+      'cloud-auth-token-file': {
+        type: 'string',
+        valueName: 'F',
+        secret: 'file',
+        description: 'file with the cloud API token, re-read per call (openstack)',
+      },
+      'metadata-local-address': {
+        type: 'string',
+        valueName: 'IP',
+        description: 'source address for metadata requests (qemu)',
+      },
+      'state-mapping': {
+        type: 'string',
+        valueName: 'NAME',
+        default: 'state',
+        description:
+          "dm-crypt mapping of a reopened state disk; 'none' only checks the key (no device-mapper)",
+      },
+      'state-mount': {
+        type: 'string',
+        valueName: 'DIR',
+        description:
+          "mount a reopened state disk's mapping at DIR before its node state is read (e.g. /run/state; default: not mounted)",
+      },
+      'format-pbkdf2-iterations': {
+        type: 'string',
+        valueName: 'N',
+        description: "format a blank disk with PBKDF2 of N iterations (default cryptsetup's Argon2id)",
+      },
+      'recovery-listen': {
+        type: 'string',
+        valueName: 'HOST:PORT',
+        default: `0.0.0.0:${RECOVERY_PORT}`,
+        description: 'where a control plane waiting for recovery serves it (attested TLS)',
+      },
+      'recovery-share-ttl-seconds': {
+        type: 'string',
+        valueName: 'N',
+        default: String(DEFAULT_SHARE_TTL_MS / 1000),
+        description: 'how long a received recovery share is kept in memory',
+      },
+      'kubelet-restart-command': {
+        type: 'string',
+        valueName: 'CMD',
+        description: "run on a node bootstrapped before, e.g. 'systemctl restart kubelet' (default: none)",
+      },
+      'node-state-file': { type: 'string', valueName: 'F', description: 'node_state.json path' },
+      'pki-dir': { type: 'string', valueName: 'DIR', description: 'control-plane files directory' },
+      'kubelet-cert': { type: 'string', valueName: 'F', description: 'kubelet client certificate path' },
+      'kubelet-key': { type: 'string', valueName: 'F', description: 'kubelet client key path' },
+      kubeadm: { type: 'string', valueName: 'PATH', description: 'kubeadm binary (default kubeadm on PATH)' },
+      'log-level': { type: 'string', valueName: 'L', default: 'info', description: 'pino log level' },
+      'check-wiring': {
+        type: 'boolean',
+        description: 'resolve every binding and exit 0 without touching hardware',
+      },
+      'preload-sdk': {
+        type: 'boolean',
+        description: "load this cloud's SDK now (for the module-isolation check)",
+      },
+    },
+    epilog:
+      'Exit codes: 0 bootstrapped (or already: PCR 15 set, e.g. rejoined after a reboot), 1 failure\n' +
+      '(after the node lock the state disk is marked for reset; before it nothing was changed)\n' +
+      'or stopped by SIGTERM/SIGINT first, 2 usage error.',
+  };
+}
+
+/** Splits `HOST:PORT` (IPv6 hosts in brackets). */
+function parseHostPort(flag: string, value: string): { host: string; port: number } {
+  const address = splitHostPort(value);
+  if (!address) throw new UsageError(`--${flag}: expected HOST:PORT, got ${JSON.stringify(value)}`);
+  return address;
+}
+
+function str(values: Record<string, unknown>, key: string): string | undefined {
+  const v = values[key];
+  return typeof v === 'string' ? v : undefined;
+}
+
+function parseCount(flag: string, value: string): number {
+  const n = Number(value);
+  if (!/^\d{1,9}$/.test(value) || n < 1)
+    throw new UsageError(`--${flag}: expected a positive integer, got ${JSON.stringify(value)}`);
+  return n;
+}
+
+function parsePort(flag: string, value: string): number {
+  const port = Number(value);
+  if (!/^\d{1,5}$/.test(value) || port < 1 || port > 65535)
+    throw new UsageError(`--${flag}: expected a port, got ${JSON.stringify(value)}`);
+  return port;
+}
+
+/** In-process options (tests, embedding). */
+export interface BootstrapperRunOptions {
+  /** Stops the node when aborted, like SIGTERM. */
+  signal?: AbortSignal;
+  /** Where the one-line outcome goes; default stdout. */
+  out?: NodeJS.WritableStream;
+  /** Called once the init server listens, with its port. */
+  onListening?: (port: number) => void;
+  /** Called once a control plane's recovery endpoint listens, with its port. */
+  onRecoveryListening?: (port: number) => void;
+  /** Called when the disk mapper has finished, with its outcome. */
+  onDiskMapped?: (outcome: DiskMapperOutcome['outcome']) => void;
+}
+
+/** Builds the node config from parsed flags; usage errors for bad values (the `dummy` variant too). */
+function configFromFlags(csp: Csp, v: Record<string, string | boolean | string[] | undefined>): NodeConfig {
+  const str = (k: string) => v[k] as string | undefined;
+  const variant = str('attestation-variant') ?? (cloudVariants(csp)[0] as string);
+  try {
+    return nodeConfig({
+      csp,
+      variant,
+      diskDevice: str('disk') as string,
+      ...(str('tcti') === undefined ? {} : { tcti: str('tcti') }),
+      ...(str('initial-passphrase-file') === undefined
+        ? {}
+        : { initialPassphrasePath: str('initial-passphrase-file') }),
+      paths: {
+        ...(str('node-state-file') === undefined ? {} : { nodeState: str('node-state-file') }),
+        ...(str('pki-dir') === undefined ? {} : { pkiDir: str('pki-dir') }),
+        ...(str('kubelet-cert') === undefined ? {} : { kubeletCertPath: str('kubelet-cert') }),
+        ...(str('kubelet-key') === undefined ? {} : { kubeletKeyPath: str('kubelet-key') }),
+      },
+      metadata: {
+        ...(str('metadata-url') === undefined ? {} : { baseUrl: str('metadata-url') }),
+        ...(str('cloud-api-endpoint') === undefined ? {} : { apiEndpoint: str('cloud-api-endpoint') }),
+        ...(str('metadata-local-address') === undefined
+          ? {}
+          : { localAddress: str('metadata-local-address') }),
+        ...(str('cloud-auth-token-file') === undefined
+          ? {}
+          : { authTokenFile: str('cloud-auth-token-file') }),
+      },
+      ...(str('kubeadm') === undefined ? {} : { kubeadmPath: str('kubeadm') }),
+      logLevel: str('log-level') ?? 'info',
+    });
+  } catch (err) {
+    throw new UsageError(messageOf(err));
+  }
+}
+
+function describe(result: BootstrapResult, mapped: DiskMapperOutcome['outcome'], restarted: boolean): string {
+  const id = result.clusterId ? ` (cluster ID ${Buffer.from(result.clusterId).toString('hex')})` : '';
+  if (result.outcome === 'already-bootstrapped' && (mapped === 'rejoined' || mapped === 'recovered'))
+    return `Node ${mapped === 'rejoined' ? 'rejoined' : 'was recovered'}: state disk open, PCR 15 marked again${restarted ? ', kubelet restarted' : ''}`;
+  switch (result.outcome) {
+    case 'initialized':
+      return `Node initialised the cluster${id}`;
+    case 'joined':
+      return `Node joined the cluster${id}`;
+    case 'already-bootstrapped':
+      return 'Node is already bootstrapped (PCR 15 is set); nothing to do';
+    case 'stopped':
+      return 'Bootstrapper stopped before the node bootstrapped';
+  }
+}
+
+/**
+ * Runs the bootstrapper program with `argv` for cloud `csp` (fixed by an entrypoint) or, when
+ * `csp` is undefined, the cloud named by `--csp`. Resolves to the exit code.
+ */
+export function runBootstrapper(
+  argv: string[],
+  csp: Csp | undefined,
+  options: BootstrapperRunOptions = {},
+): Promise<number> {
+  return runCommand(async () => {
+    const out = options.out ?? process.stdout;
+    const values = parseCommand(argv, bootstrapperCommand(csp), out);
+    if (values === undefined) return 0;
+    let cloud: Csp;
+    try {
+      cloud = csp ?? cspFromString(values.csp as string);
+    } catch (err) {
+      throw new UsageError(`--csp: ${messageOf(err)}`);
+    }
+    const config = configFromFlags(cloud, values);
+    const listen = parseHostPort('init-listen', values['init-listen'] as string);
+    const joinServicePort = parsePort('join-service-port', values['join-service-port'] as string);
+    const recoveryListen = parseHostPort('recovery-listen', values['recovery-listen'] as string);
+    const shareTtlMs =
+      parseCount('recovery-share-ttl-seconds', values['recovery-share-ttl-seconds'] as string) * 1000;
+    const iterations = str(values, 'format-pbkdf2-iterations');
+    const formatIterations =
+      iterations === undefined ? undefined : parseCount('format-pbkdf2-iterations', iterations);
+
+    if (values['preload-sdk']) await cloudEntry(cloud).preload();
+    const container = await createNodeContainer(config);
+    if (values['check-wiring']) {
+      const names = await checkWiring(container);
+      out.write(`Wiring of ${cloud}/${config.variant} resolves: ${names.length} bindings\n`);
+      return 0;
+    }
+
+    const deps = await bootstrapperDeps(container);
+    const restart = str(values, 'kubelet-restart-command');
+    if (restart !== undefined) deps.kubelet = new CommandKubeletService(restart.split(/\s+/).filter(Boolean));
+    const mapping = values['state-mapping'] as string;
+    if (mapping === 'none' && str(values, 'state-mount') !== undefined)
+      throw new UsageError('--state-mount needs a dm-crypt mapping (not --state-mapping none)');
+    const mapper = createNodeDiskMapper(deps, {
+      disk: {
+        devicePath: config.diskDevice,
+        ...(config.initialPassphrasePath === undefined
+          ? {}
+          : { initialPassphrasePath: config.initialPassphrasePath }),
+        ...(mapping === 'none' ? {} : { mappingName: mapping }),
+        ...(str(values, 'state-mount') === undefined ? {} : { mountPoint: str(values, 'state-mount') }),
+        ...(formatIterations === undefined
+          ? {}
+          : { formatPbkdfArgs: ['--pbkdf', 'pbkdf2', '--pbkdf-force-iterations', String(formatIterations)] }),
+      },
+      recoveryListen,
+      joinServicePort,
+      shares: { shareTtlMs },
+      ...(options.onRecoveryListening ? { onRecoveryListening: options.onRecoveryListening } : {}),
+    });
+    let node: BootstrapperNode | undefined;
+    let stopping = false;
+    const stop = () => {
+      stopping = true;
+      mapper.stop();
+      void node?.stop();
+    };
+    const onSignal = (sig: NodeJS.Signals) => {
+      deps.logger.info('Stopping', { signal: sig });
+      stop();
+    };
+    const onAbort = () => stop();
+    process.once('SIGTERM', onSignal);
+    process.once('SIGINT', onSignal);
+    options.signal?.addEventListener('abort', onAbort, { once: true });
+    if (options.signal?.aborted) stop();
+    try {
+      let mapped: DiskMapperOutcome;
+      try {
+        mapped = await mapper.run();
+      } catch (err) {
+        throw new Error(`disk mapper failed: ${messageOf(err)}`);
+      }
+      options.onDiskMapped?.(mapped.outcome);
+      if (mapped.outcome === 'stopped') {
+        out.write('Disk mapper stopped before the state disk was ready\n');
+        return 1;
+      }
+      node = await startBootstrapperNode(deps, {
+        initListen: listen,
+        joinServicePort,
+        paths: {
+          pkiDir: config.paths.pkiDir,
+          kubeletCertPath: config.paths.kubeletCertPath,
+          kubeletKeyPath: config.paths.kubeletKeyPath,
+        },
+      });
+      if (node.initPort !== undefined) options.onListening?.(node.initPort);
+      if (stopping) void node.stop();
+      let result: BootstrapResult;
+      try {
+        result = await node.done;
+      } catch (err) {
+        throw new Error(`bootstrapping failed: ${messageOf(err)}`);
+      }
+      out.write(`${describe(result, mapped.outcome, deps.kubelet !== undefined)}\n`);
+      return result.outcome === 'stopped' ? 1 : 0;
+    } finally {
+      process.off('SIGTERM', onSignal);
+      process.off('SIGINT', onSignal);
+      options.signal?.removeEventListener('abort', onAbort);
+    }
+  });
+}
 
 /** Runs `confboot bootstrapper`; resolves to the exit code. */
 export function run(argv: string[], options: BootstrapperRunOptions = {}): Promise<number> {

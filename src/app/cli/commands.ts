@@ -67,6 +67,6 @@ export const COMMANDS: CommandEntry[] = [
   {
     name: 'metadata-server',
     summary: 'Serve QEMU-style instance metadata from a dnsmasq leases file',
-    load: () => import('./metadata-server.js'),
+    load: () => import('../operator/metadata-server.js'),
   },
 ];

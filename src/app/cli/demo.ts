@@ -4,7 +4,7 @@
  * every tampered node was refused, and every disk state and PCR 15 value checked out.
  */
 import { type DemoResult, runDemo } from '../demo/demo.js';
-import { type CommandSpec, parseCommand, runCommand, UsageError } from './args.js';
+import { type CommandSpec, parseCommand, runCommand, UsageError } from '../program/args.js';
 
 export const demoCommand: CommandSpec = {
   name: 'demo',

@@ -15,8 +15,8 @@ import type { Variant } from '../../ports/variant.js';
 import { deriveMemoryBounds } from '../join-service/memory.js';
 import type { JoinServiceCsp } from '../join-service/production.js';
 import type { ListenAddress } from '../join-service/service.js';
+import { parseCommand, UsageError } from '../program/args.js';
 import { cloudNames, isCloud, isVariant, variantNames } from '../registry/index.js';
-import { parseCommand, UsageError } from './args.js';
 import { joinServiceCommand, LOG_LEVELS } from './join-service-spec.js';
 
 /** Parses `HOST:PORT` / `[V6]:PORT` for `--flag`. */

@@ -17,8 +17,8 @@ import {
   DEFAULT_RATE_LIMIT_PER_SECOND,
   DEFAULT_SHUTDOWN_GRACE_MS,
 } from '../join-service/service.js';
+import type { CommandSpec, OptionSpec } from '../program/args.js';
 import { cloudNames, variantNames } from '../registry/index.js';
-import type { CommandSpec, OptionSpec } from './args.js';
 
 /** Default attested gRPC listen address. */
 export const DEFAULT_JOIN_SERVICE_LISTEN = `0.0.0.0:${JOIN_SERVICE_PORT}`;

@@ -12,10 +12,10 @@ import { createPinoLogger } from '../../adapters/log/pino-logger.js';
 import { ReceiptKey } from '../../adapters/receipts/receipt-key.js';
 import type { Logger } from '../../ports/logger.js';
 import { startProductionJoinService } from '../join-service/production.js';
-import { runCommand } from './args.js';
+import { runCommand } from '../program/args.js';
+import { untilStopSignal } from '../program/signals.js';
 import { type JoinServiceFlags, parseJoinServiceFlags } from './join-service-flags.js';
 import { readPemFlag } from './pem-file.js';
-import { untilStopSignal } from './signals.js';
 
 export {
   type JoinServiceFlags,

@@ -12,9 +12,9 @@ import { startKeyServiceServer } from '../../adapters/kms/key-service-server.js'
 import { createPinoLogger } from '../../adapters/log/pino-logger.js';
 import { messageOf } from '../../ports/errors.js';
 import type { Logger } from '../../ports/logger.js';
-import { type CommandSpec, parseCommand, runCommand, UsageError } from './args.js';
+import { type CommandSpec, parseCommand, runCommand, UsageError } from '../program/args.js';
+import { untilStopSignal } from '../program/signals.js';
 import { readPemFlag } from './pem-file.js';
-import { untilStopSignal } from './signals.js';
 
 /** Default listen address (upstream `KeyServicePort`, all interfaces). */
 export const DEFAULT_KEY_SERVICE_LISTEN = '0.0.0.0:9000';

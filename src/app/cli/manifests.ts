@@ -16,8 +16,8 @@ import type { Variant } from '../../ports/variant.js';
 import type { JoinServiceCsp } from '../join-service/production.js';
 import { DEFAULT_IMAGE, type DeployTarget, NAMESPACE } from '../manifests/common.js';
 import { deployTargets, deployVariants, manifestFileName, renderManifests } from '../manifests/manifests.js';
+import { type CommandSpec, parseCommand, runCommand, UsageError } from '../program/args.js';
 import { cloudNames, isCloud } from '../registry/index.js';
-import { type CommandSpec, parseCommand, runCommand, UsageError } from './args.js';
 
 const targetList = () =>
   cloudNames()

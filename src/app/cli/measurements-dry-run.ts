@@ -13,8 +13,8 @@ import type { Validator } from '../../ports/validator.js';
 import type { Variant } from '../../ports/variant.js';
 import { dryRun, renderDryRun } from '../join-service/dry-run.js';
 import { validatorBuilder, variantLookups } from '../join-service/production.js';
+import { type CommandSpec, parseCommand, UsageError } from '../program/args.js';
 import { isVariant } from '../registry/index.js';
-import { type CommandSpec, parseCommand, UsageError } from './args.js';
 
 /** The default evidence source: the --state-dir docs/attestation-config.md suggests for the join service. */
 export const DEFAULT_EVIDENCE_SOURCE = '/var/lib/confboot/join-service';

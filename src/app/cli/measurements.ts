@@ -23,7 +23,7 @@ import {
 import { parseAttestationConfig } from '../../domain/measurements.js';
 import { isConfbootError, messageOf } from '../../ports/errors.js';
 import type { Measurements } from '../../ports/types.js';
-import { type CommandSpec, parseCommand, runCommand, UsageError } from './args.js';
+import { type CommandSpec, parseCommand, runCommand, UsageError } from '../program/args.js';
 import { runVerb, type Verb } from './verbs.js';
 
 const BANKS: ReplayBank[] = ['sha256', 'sha384'];

@@ -8,7 +8,7 @@
 import { type MiniLifecycleResult, type MiniResult, miniDown, miniUp } from '../mini/cluster.js';
 import { miniLifecycle } from '../mini/lifecycle.js';
 import { describePcrMismatch } from '../mini/stages/join.js';
-import { type CommandSpec, parseCommand, renderHelp, runCommand, UsageError } from './args.js';
+import { type CommandSpec, parseCommand, renderHelp, runCommand, UsageError } from '../program/args.js';
 
 export const miniUpCommand: CommandSpec = {
   name: 'mini up',

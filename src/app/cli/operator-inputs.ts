@@ -9,10 +9,10 @@ import { SystemClock } from '../../adapters/system/system-clock.js';
 import { messageOf } from '../../ports/errors.js';
 import type { Validator } from '../../ports/validator.js';
 import type { Variant } from '../../ports/variant.js';
-import { checkMeasurementPolicy } from '../attestation/policy-guard.js';
-import { buildValidator } from '../attestation/validators.js';
+import { type OptionSpec, UsageError } from '../program/args.js';
 import { isVariant, variantNames } from '../registry/index.js';
-import { type OptionSpec, UsageError } from './args.js';
+import { checkMeasurementPolicy } from '../registry/policy-guard.js';
+import { buildValidator } from '../registry/validators.js';
 
 /** `--allow-weak-measurement-policy` of a command that sends `what` to an attested node. */
 export function allowWeakPolicyOption(what: string): OptionSpec {

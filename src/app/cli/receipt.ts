@@ -13,7 +13,7 @@ import {
   verifyReceipt,
 } from '../../adapters/receipts/verify-receipt.js';
 import { messageOf } from '../../ports/errors.js';
-import { type CommandSpec, renderHelp, runCommand, UsageError } from './args.js';
+import { type CommandSpec, renderHelp, runCommand, UsageError } from '../program/args.js';
 import { runVerb, type Verb } from './verbs.js';
 
 /** Flags of `confboot receipt verify`. */

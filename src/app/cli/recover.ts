@@ -12,8 +12,8 @@ import { isAttestationError, messageOf } from '../../ports/errors.js';
 import { formatMismatch } from '../../ports/measurement-policy.js';
 import { joinHostPort, splitHostPort } from '../../ports/peer-address.js';
 import type { RecoverRequest } from '../../ports/recovery-endpoint.js';
+import { type CommandSpec, parseCommand, runCommand, UsageError } from '../program/args.js';
 import { variantNames } from '../registry/index.js';
-import { type CommandSpec, parseCommand, runCommand, UsageError } from './args.js';
 import {
   allowWeakPolicyOption,
   operatorValidator,

@@ -1,7 +1,7 @@
 /**
  * Join service production wiring (application layer): what `confboot join-service` runs on a
  * control plane. The real validator of the configured variant — any vTPM, SEV-SNP or TDX variant,
- * built by the app-level buildValidator (src/app/attestation) — behind an UpdatableValidator that
+ * built by the app-level buildValidator (src/app/registry) — behind an UpdatableValidator that
  * follows the attestation config file (`dummy` cannot be selected), the key service over gRPC, the
  * cluster CA from the pki directory, bootstrap tokens and cluster facts in the Kubernetes API
  * (kubeconfig or in-cluster service account), and the API server endpoint from the cloud's metadata
@@ -26,22 +26,22 @@ import type { Logger } from '../../ports/logger.js';
 import type { MetadataAPI } from '../../ports/metadata-api.js';
 import type { Validator } from '../../ports/validator.js';
 import type { Variant } from '../../ports/variant.js';
-import type { VariantLookupSettings, VariantLookups } from '../attestation/validator-deps.js';
+import type { VariantLookupSettings, VariantLookups } from '../registry/validator-deps.js';
 
-export type { VariantLookupSettings, VariantLookups } from '../attestation/validator-deps.js';
+export type { VariantLookupSettings, VariantLookups } from '../registry/validator-deps.js';
 
 import { JoinServiceMetrics } from '../../adapters/ops/metrics.js';
 import { JsonlEvidenceStore } from '../../adapters/state/jsonl-evidence-store.js';
+import { KUBERNETES_PORT, PKI_DIR } from '../defaults.js';
+import { cloudMetadataApi, isVariant, variantEntry, variantNames } from '../registry/index.js';
 import {
   checkMeasurementPolicy,
   DEFAULT_SET_EXPIRY_WARNING_MS,
   expiryWarning,
   measurementSetExpiryWarnings,
   WEAK_POLICY_OPT_IN_WARNING,
-} from '../attestation/policy-guard.js';
-import { buildValidator, createAmdCertCache } from '../attestation/validators.js';
-import { KUBERNETES_PORT, PKI_DIR } from '../defaults.js';
-import { cloudMetadataApi, isVariant, variantEntry, variantNames } from '../registry/index.js';
+} from '../registry/policy-guard.js';
+import { buildValidator, createAmdCertCache } from '../registry/validators.js';
 import { withDryRunOnLoad } from './dry-run.js';
 import {
   type JoinServiceLimits,

@@ -6,10 +6,10 @@
  * qemu-vtpm AK-trust option accepts quotes from this TPM only for this VM.
  */
 import { mkdir } from 'node:fs/promises';
-import type { QemuAkRegistry } from '../../adapters/attestation/variants/qemu-vtpm.js';
 import { startSwtpm } from '../../adapters/tpm/swtpm.js';
 import { Tpm2ToolsTpm } from '../../adapters/tpm/tpm2-tools-tpm.js';
 import { run } from '../../adapters/vm/run.js';
+import type { AkRegistry as QemuAkRegistry } from '../../ports/ak-registry.js';
 
 /** What provisioning produced. */
 export interface ProvisionedTpm {

@@ -2,12 +2,13 @@
  * The common node module (app layer, DI wiring): every binding a bootstrapper node needs that does
  * not depend on the cloud — clock, randomness, logging, the TPM and the PCR 15 marker, the state
  * disk, files and node state, kubelet CSRs, the init secret check, the cluster KMS, kubeadm, the
- * join client and the node lock. A cloud module adds MetadataAPI and Issuer. Wiring reads like a
- * table: one `bind` per token, singleton scope said explicitly, domain classes built without
- * decorators through `toResolvedValue(factory, [TOKENS])`.
+ * join client and the node lock — and the cloud module, which binds MetadataAPI from the node's
+ * cloud registry entry and Issuer from its variant registry entry. Wiring reads like a table: one
+ * `bind` per token, singleton scope said explicitly, domain classes built without decorators
+ * through `toResolvedValue(factory, [TOKENS])`.
  */
 
-import { ContainerModule } from 'inversify';
+import { ContainerModule, type ContainerModuleLoadOptions } from 'inversify';
 import { HttpComponentInstaller } from '../../adapters/components/http-component-installer.js';
 import { BcryptSecretHash } from '../../adapters/crypto/bcrypt-secret-hash.js';
 import { CryptsetupDisk } from '../../adapters/disk/cryptsetup-disk.js';
@@ -42,8 +43,8 @@ import { Random } from '../../ports/random.js';
 import { SecretHash } from '../../ports/secret-hash.js';
 import { Tpm } from '../../ports/tpm.js';
 import type { BootstrapperNodeDeps } from '../bootstrapper/node.js';
-import { CLOUDS } from '../registry/clouds.js';
-import { NodeConfig } from './node-config.js';
+import { cloudEntry, variantEntry } from '../registry/index.js';
+import { NodeConfig } from '../registry/node-config.js';
 
 /** DI token of the node lock both bootstrapper sides share (the domain's {@link NodeLock}). */
 export const SharedNodeLock = Symbol.for('confboot.NodeLock');
@@ -54,7 +55,7 @@ export const LogRing = Symbol.for('confboot.LogRing');
 /** DI token of everything `startBootstrapperNode` needs ({@link BootstrapperNodeDeps}). */
 export const BootstrapperDeps = Symbol.for('confboot.BootstrapperDeps');
 
-/** Every token a node container binds, for `--check-wiring` (cloud modules bind the first two). */
+/** Every token a node container binds, for `--check-wiring` (the cloud module binds the first two). */
 export const NODE_TOKENS: readonly symbol[] = Object.freeze([
   MetadataAPI,
   Issuer,
@@ -79,169 +80,211 @@ export const NODE_TOKENS: readonly symbol[] = Object.freeze([
   BootstrapperDeps,
 ]);
 
-/** The common module for `config`; load it together with exactly one cloud module. */
+type Bind = ContainerModuleLoadOptions['bind'];
+
+/** The common module for `config`; load it together with {@link cloudModule}. */
 export function commonModule(config: NodeConfig): ContainerModule {
   return new ContainerModule(({ bind }) => {
     bind<NodeConfig>(NodeConfig).toConstantValue(config);
-    bind<Clock>(Clock)
-      .toResolvedValue(() => new SystemClock())
-      .inSingletonScope();
-    bind<Random>(Random)
-      .toResolvedValue(() => new CryptoRandom())
-      .inSingletonScope();
-    bind<RingLogCollector>(LogRing)
-      .toResolvedValue(() => new RingLogCollector())
-      .inSingletonScope();
-    bind<Logger>(Logger)
-      .toResolvedValue(
-        (ring: RingLogCollector, c: NodeConfig) =>
-          ring.tee(createPinoLogger({ level: c.logLevel, base: { component: 'bootstrapper', csp: c.csp } })),
-        [LogRing, NodeConfig],
-      )
-      .inSingletonScope();
-    bind<LogCollector>(LogCollector)
-      .toResolvedValue((ring: RingLogCollector) => ring, [LogRing])
-      .inSingletonScope();
+    bindSystem(bind);
+    bindTpmAndDisk(bind);
+    bindCluster(bind);
+    bindBootstrapperDeps(bind);
+  });
+}
 
-    bind<Tpm>(Tpm)
-      .toResolvedValue(
-        (c: NodeConfig) =>
-          new Tpm2ToolsTpm({
-            tcti: c.tcti,
-            // The cloud's way of provisioning the AK (cloud registry), then the node's own handle.
-            ...CLOUDS[c.csp]?.tpm,
-            ...(c.akHandle === undefined ? {} : { akHandle: c.akHandle }),
-          }),
-        [NodeConfig],
-      )
-      .inSingletonScope();
-    bind<NodeMarker>(NodeMarker)
-      .toResolvedValue((tpm: Tpm) => new Pcr15Marker(tpm), [Tpm])
-      .inSingletonScope();
-    bind<NodeLock>(SharedNodeLock)
-      .toResolvedValue((marker: NodeMarker) => new NodeLock(marker), [NodeMarker])
-      .inSingletonScope();
-
-    bind<EncryptedDisk>(EncryptedDisk)
-      .toResolvedValue(
-        (c: NodeConfig) =>
-          new CryptsetupDisk({
-            devicePath: c.diskDevice,
-            ...(c.initialPassphrasePath === undefined
-              ? {}
-              : { initialPassphrasePath: c.initialPassphrasePath }),
-          }),
-        [NodeConfig],
-      )
-      .inSingletonScope();
-    bind<FileWriter>(FileWriter)
-      .toResolvedValue(() => new ExclusiveFileWriter())
-      .inSingletonScope();
-    bind<NodeStateStore>(NodeStateStore)
-      .toResolvedValue(
-        (c: NodeConfig, files: FileWriter) =>
-          new JsonNodeStateStore({ path: c.paths.nodeState, fileWriter: files }),
-        [NodeConfig, FileWriter],
-      )
-      .inSingletonScope();
-    bind<CsrFactory>(CsrFactory)
-      .toResolvedValue(() => new X509CsrFactory())
-      .inSingletonScope();
-    bind<SecretHash>(SecretHash)
-      .toResolvedValue(() => new BcryptSecretHash())
-      .inSingletonScope();
-    bind<KmsFactory>(KmsFactory)
-      .toResolvedValue(() => new ClusterKmsFactory())
-      .inSingletonScope();
-
-    bind<ClusterJoiner>(ClusterJoiner)
+/**
+ * The cloud module: MetadataAPI from the node's cloud registry entry (its adapter is imported on
+ * first use) and the Issuer of the node's variant from the variant registry, both singletons.
+ */
+export function cloudModule(): ContainerModule {
+  return new ContainerModule(({ bind }) => {
+    bind<MetadataAPI>(MetadataAPI)
       .toResolvedValue(
         (c: NodeConfig, logger: Logger) =>
-          new KubeadmJoiner({
-            ...(c.kubeadmPath === undefined ? {} : { kubeadmPath: c.kubeadmPath }),
-            logger,
-            componentInstaller: new HttpComponentInstaller({ logger }),
-          }),
+          cloudEntry(c.csp).metadataApi({ csp: c.csp, metadata: c.metadata }, logger),
         [NodeConfig, Logger],
       )
       .inSingletonScope();
-    bind<ClusterInitializer>(ClusterInitializer)
+    bind<Issuer>(Issuer)
       .toResolvedValue(
-        (c: NodeConfig, logger: Logger) =>
-          new KubeadmInitializer({
-            ...(c.kubeadmPath === undefined ? {} : { kubeadmPath: c.kubeadmPath }),
-            logger,
-            componentInstaller: new HttpComponentInstaller({ logger }),
-          }),
-        [NodeConfig, Logger],
-      )
-      .inSingletonScope();
-    bind<JoinTicketClient>(JoinTicketClient)
-      .toResolvedValue(
-        (issuer: Issuer, clock: Clock, logger: Logger) => new GrpcJoinTicketClient({ issuer, clock, logger }),
-        [Issuer, Clock, Logger],
-      )
-      .inSingletonScope();
-
-    bind<BootstrapperNodeDeps>(BootstrapperDeps)
-      .toResolvedValue(
-        (
-          metadata: MetadataAPI,
-          issuer: Issuer,
-          marker: NodeMarker,
-          lock: NodeLock,
-          disk: EncryptedDisk,
-          csrFactory: CsrFactory,
-          joinClient: JoinTicketClient,
-          files: FileWriter,
-          nodeState: NodeStateStore,
-          joiner: ClusterJoiner,
-          initializer: ClusterInitializer,
-          kmsFactory: KmsFactory,
-          secretHash: SecretHash,
-          logCollector: LogCollector,
-          clock: Clock,
-          random: Random,
-          logger: Logger,
-        ) => ({
-          metadata,
-          issuer,
-          marker,
-          lock,
-          disk,
-          csrFactory,
-          joinClient,
-          files,
-          nodeState,
-          joiner,
-          initializer,
-          kmsFactory,
-          secretHash,
-          logCollector,
-          clock,
-          random,
-          logger,
-        }),
-        [
-          MetadataAPI,
-          Issuer,
-          NodeMarker,
-          SharedNodeLock,
-          EncryptedDisk,
-          CsrFactory,
-          JoinTicketClient,
-          FileWriter,
-          NodeStateStore,
-          ClusterJoiner,
-          ClusterInitializer,
-          KmsFactory,
-          SecretHash,
-          LogCollector,
-          Clock,
-          Random,
-          Logger,
-        ],
+        (c: NodeConfig, tpm: Tpm) => variantEntry(c.variant).issuer({ config: c, tpm }),
+        [NodeConfig, Tpm],
       )
       .inSingletonScope();
   });
+}
+
+/** Clock, randomness, logging. */
+function bindSystem(bind: Bind): void {
+  bind<Clock>(Clock)
+    .toResolvedValue(() => new SystemClock())
+    .inSingletonScope();
+  bind<Random>(Random)
+    .toResolvedValue(() => new CryptoRandom())
+    .inSingletonScope();
+  bind<RingLogCollector>(LogRing)
+    .toResolvedValue(() => new RingLogCollector())
+    .inSingletonScope();
+  bind<Logger>(Logger)
+    .toResolvedValue(
+      (ring: RingLogCollector, c: NodeConfig) =>
+        ring.tee(createPinoLogger({ level: c.logLevel, base: { component: 'bootstrapper', csp: c.csp } })),
+      [LogRing, NodeConfig],
+    )
+    .inSingletonScope();
+  bind<LogCollector>(LogCollector)
+    .toResolvedValue((ring: RingLogCollector) => ring, [LogRing])
+    .inSingletonScope();
+}
+
+/** The TPM, the PCR 15 marker and the node lock; the state disk, files and node state. */
+function bindTpmAndDisk(bind: Bind): void {
+  bind<Tpm>(Tpm)
+    .toResolvedValue(
+      (c: NodeConfig) =>
+        new Tpm2ToolsTpm({
+          tcti: c.tcti,
+          // The cloud's way of provisioning the AK (cloud registry), then the node's own handle.
+          ...cloudEntry(c.csp).tpm,
+          ...(c.akHandle === undefined ? {} : { akHandle: c.akHandle }),
+        }),
+      [NodeConfig],
+    )
+    .inSingletonScope();
+  bind<NodeMarker>(NodeMarker)
+    .toResolvedValue((tpm: Tpm) => new Pcr15Marker(tpm), [Tpm])
+    .inSingletonScope();
+  bind<NodeLock>(SharedNodeLock)
+    .toResolvedValue((marker: NodeMarker) => new NodeLock(marker), [NodeMarker])
+    .inSingletonScope();
+
+  bind<EncryptedDisk>(EncryptedDisk)
+    .toResolvedValue(
+      (c: NodeConfig) =>
+        new CryptsetupDisk({
+          devicePath: c.diskDevice,
+          ...(c.initialPassphrasePath === undefined
+            ? {}
+            : { initialPassphrasePath: c.initialPassphrasePath }),
+        }),
+      [NodeConfig],
+    )
+    .inSingletonScope();
+  bind<FileWriter>(FileWriter)
+    .toResolvedValue(() => new ExclusiveFileWriter())
+    .inSingletonScope();
+  bind<NodeStateStore>(NodeStateStore)
+    .toResolvedValue(
+      (c: NodeConfig, files: FileWriter) =>
+        new JsonNodeStateStore({ path: c.paths.nodeState, fileWriter: files }),
+      [NodeConfig, FileWriter],
+    )
+    .inSingletonScope();
+}
+
+/** CSRs, the init secret check, the cluster KMS, kubeadm and the join client. */
+function bindCluster(bind: Bind): void {
+  bind<CsrFactory>(CsrFactory)
+    .toResolvedValue(() => new X509CsrFactory())
+    .inSingletonScope();
+  bind<SecretHash>(SecretHash)
+    .toResolvedValue(() => new BcryptSecretHash())
+    .inSingletonScope();
+  bind<KmsFactory>(KmsFactory)
+    .toResolvedValue(() => new ClusterKmsFactory())
+    .inSingletonScope();
+
+  bind<ClusterJoiner>(ClusterJoiner)
+    .toResolvedValue(
+      (c: NodeConfig, logger: Logger) =>
+        new KubeadmJoiner({
+          ...(c.kubeadmPath === undefined ? {} : { kubeadmPath: c.kubeadmPath }),
+          logger,
+          componentInstaller: new HttpComponentInstaller({ logger }),
+        }),
+      [NodeConfig, Logger],
+    )
+    .inSingletonScope();
+  bind<ClusterInitializer>(ClusterInitializer)
+    .toResolvedValue(
+      (c: NodeConfig, logger: Logger) =>
+        new KubeadmInitializer({
+          ...(c.kubeadmPath === undefined ? {} : { kubeadmPath: c.kubeadmPath }),
+          logger,
+          componentInstaller: new HttpComponentInstaller({ logger }),
+        }),
+      [NodeConfig, Logger],
+    )
+    .inSingletonScope();
+  bind<JoinTicketClient>(JoinTicketClient)
+    .toResolvedValue(
+      (issuer: Issuer, clock: Clock, logger: Logger) => new GrpcJoinTicketClient({ issuer, clock, logger }),
+      [Issuer, Clock, Logger],
+    )
+    .inSingletonScope();
+}
+
+/** Everything `startBootstrapperNode` needs, as one object. */
+function bindBootstrapperDeps(bind: Bind): void {
+  bind<BootstrapperNodeDeps>(BootstrapperDeps)
+    .toResolvedValue(
+      (
+        metadata: MetadataAPI,
+        issuer: Issuer,
+        marker: NodeMarker,
+        lock: NodeLock,
+        disk: EncryptedDisk,
+        csrFactory: CsrFactory,
+        joinClient: JoinTicketClient,
+        files: FileWriter,
+        nodeState: NodeStateStore,
+        joiner: ClusterJoiner,
+        initializer: ClusterInitializer,
+        kmsFactory: KmsFactory,
+        secretHash: SecretHash,
+        logCollector: LogCollector,
+        clock: Clock,
+        random: Random,
+        logger: Logger,
+      ) => ({
+        metadata,
+        issuer,
+        marker,
+        lock,
+        disk,
+        csrFactory,
+        joinClient,
+        files,
+        nodeState,
+        joiner,
+        initializer,
+        kmsFactory,
+        secretHash,
+        logCollector,
+        clock,
+        random,
+        logger,
+      }),
+      [
+        MetadataAPI,
+        Issuer,
+        NodeMarker,
+        SharedNodeLock,
+        EncryptedDisk,
+        CsrFactory,
+        JoinTicketClient,
+        FileWriter,
+        NodeStateStore,
+        ClusterJoiner,
+        ClusterInitializer,
+        KmsFactory,
+        SecretHash,
+        LogCollector,
+        Clock,
+        Random,
+        Logger,
+      ],
+    )
+    .inSingletonScope();
 }

@@ -1,39 +1,42 @@
 /**
  * Builds the DI container of a bootstrapper node (app layer, DI wiring): the common module plus the
- * module of the config's cloud. The cloud registry (src/app/registry/clouds.ts, one line per cloud)
- * is the only place that names the cloud module files, and {@link moduleForCsp} imports only the
- * chosen one, so a node for one cloud never loads another cloud's module — nor, through it,
- * another cloud's SDK.
+ * cloud module of the config's cloud, which binds the MetadataAPI of that cloud's registry entry
+ * (src/app/registry/clouds.ts) and the Issuer of the node's variant. The entry imports its adapter
+ * only when the MetadataAPI is first called, so a node for one cloud never loads another cloud's
+ * adapter — nor, through it, another cloud's SDK.
  */
 import { Container } from 'inversify';
 import type { Variant } from '../../ports/variant.js';
 import type { BootstrapperNodeDeps } from '../bootstrapper/node.js';
-import { cloudNames, cloudVariants, loadCloud, nodeConfig } from '../registry/index.js';
-import { BootstrapperDeps, commonModule, NODE_TOKENS } from './common.js';
-import type { Csp, NodeConfig, NodeConfigInput } from './node-config.js';
-import type { CloudModuleFile } from './provider.js';
+import { cloudNames, cloudVariants, nodeConfig } from '../registry/index.js';
+import type { Csp, NodeConfig, NodeConfigInput } from '../registry/node-config.js';
+import { BootstrapperDeps, cloudModule, commonModule, NODE_TOKENS } from './common.js';
 
 export {
+  type CloudEntry,
+  type CloudMetadataSettings,
+  type CloudTpmOptions,
+  cloud,
   cloudNames,
   cloudVariants,
   cspFromString,
+  DEFAULT_CLOUD_API_TOKEN_PATH,
   nodeConfig,
+  type ProviderSettings,
+  providerSettings,
   registerCloud,
   registerVariant,
   variantNames,
 } from '../registry/index.js';
-export { BootstrapperDeps, commonModule, LogRing, NODE_TOKENS, SharedNodeLock } from './common.js';
-export * from './node-config.js';
+export * from '../registry/node-config.js';
 export {
-  type CloudEntry,
-  type CloudMetadataSettings,
-  type CloudModuleFile,
-  type CloudTpmOptions,
-  DEFAULT_CLOUD_API_TOKEN_PATH,
-  metadataOnlyCloud,
-  type ProviderSettings,
-  providerSettings,
-} from './provider.js';
+  BootstrapperDeps,
+  cloudModule,
+  commonModule,
+  LogRing,
+  NODE_TOKENS,
+  SharedNodeLock,
+} from './common.js';
 
 /** The built-in clouds, in registry order (clouds registered later: {@link cloudNames}). */
 export const CSPS: readonly Csp[] = Object.freeze(cloudNames());
@@ -46,20 +49,14 @@ export const ISSUER_VARIANTS_BY_CSP: Readonly<Record<Csp, readonly Variant[]>> =
 /** Every variant of each built-in cloud (the same as {@link ISSUER_VARIANTS_BY_CSP}; a name library users know). */
 export const VARIANTS_BY_CSP = ISSUER_VARIANTS_BY_CSP;
 
-/** Imports the module file of `csp` — and no other. */
-export function moduleForCsp(csp: Csp): Promise<CloudModuleFile> {
-  return loadCloud(csp);
-}
-
 /**
  * Builds the container of a bootstrapper node: the common module plus the module of the config's
  * cloud. Accepts a checked {@link NodeConfig} or raw input (checked here: `dummy` is refused).
  */
 export async function createNodeContainer(config: NodeConfig | NodeConfigInput): Promise<Container> {
   const checked = nodeConfig(config as NodeConfigInput);
-  const cloud = await moduleForCsp(checked.csp);
   const container = new Container();
-  container.load(commonModule(checked), cloud.cloudModule());
+  container.load(commonModule(checked), cloudModule());
   return container;
 }
 

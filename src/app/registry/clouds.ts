@@ -1,17 +1,15 @@
 /**
- * The cloud registry (app layer, composition): ONE line per cloud a confboot node can run on, with
- * the loader of its module file (lazy, so a node loads no other cloud's module or SDK), the variants
- * it adopts from other clouds, whether it has its own entrypoint and its TPM defaults. Which
- * variants a cloud runs comes from the variant registry (variants.ts: each variant names its
- * clouds); src/app/registry/index.ts joins the two.
- *
- * Nothing a loader loads imports this file (the module files read the node config and the variant
- * registry only), so the lazy loaders make no import cycle.
+ * The cloud registry (app layer, composition): ONE entry per cloud a confboot node can run on, each
+ * of the same shape (cloud-entry.ts): the loader of its adapter in src/adapters/cloud/<cloud>/ (lazy,
+ * so a node loads no other cloud's adapter or SDK), how its MetadataAPI is built from the node's
+ * settings, its SDK packages, the variants it adopts from other clouds, whether it has its own
+ * entrypoint and its TPM defaults. Which variants a cloud runs comes from the variant registry
+ * (variants.ts: each variant names its clouds); src/app/registry/index.ts joins the two.
  */
 
 import { AZURE_HCL_AK_HANDLE } from '../../adapters/attestation/azure/nv-reader.js';
 import { GCE_AK_TEMPLATE_NV_INDEX_RSA } from '../../adapters/tpm/nv-template-ak.js';
-import { type CloudEntry, type CloudTpmOptions, metadataOnlyCloud } from '../modules/provider.js';
+import { type CloudEntry, type CloudTpmOptions, cloud, definedOnly } from './cloud-entry.js';
 
 /**
  * The node TPM's attestation key on GCE: the RSA AK GCE provisions, a primary key in the endorsement
@@ -36,11 +34,60 @@ const OPENSTACK_NOVA_PLACEHOLDER =
   '--cloud-api-endpoint=https://REPLACE-with-the-nova-compute-endpoint.invalid/v2.1';
 
 /** csp → cloud. The keys are the cloud names of `--csp` and of the node config, in `--help` order. */
-// biome-ignore format: the table reads one cloud per line
 export const CLOUDS: Record<string, CloudEntry> = {
-  gcp: { module: () => import('../modules/gcp.js'), entrypoint: true, tpm: GCE_TPM_OPTIONS },
-  azure: { module: () => import('../modules/azure.js'), entrypoint: true, tpm: AZURE_TPM_OPTIONS },
-  aws: { module: () => import('../modules/aws.js'), entrypoint: true },
-  qemu: { module: () => import('../modules/qemu.js'), entrypoint: true },
-  openstack: { ...metadataOnlyCloud(() => import('../../adapters/cloud/openstack/index.js'), (m, s) => new m.OpenStackMetadataAPI({ metadataBaseUrl: s.metadataUrl, computeEndpoint: s.apiEndpoint(), authToken: s.authToken, logger: s.logger })), joinServiceFlags: [OPENSTACK_NOVA_PLACEHOLDER] },
+  gcp: cloud(
+    () => import('../../adapters/cloud/gcp/metadata-api.js'),
+    (m, s) =>
+      new m.GcpMetadataAPI({
+        ...definedOnly({ metadataBaseUrl: s.metadataUrl }),
+        ...m.computeEndpointOptions(s.apiEndpointIfSet),
+        logger: s.logger,
+      }),
+    { sdkPackages: ['@google-cloud/compute'], entrypoint: true, tpm: GCE_TPM_OPTIONS },
+  ),
+  azure: cloud(
+    () => import('../../adapters/cloud/azure/metadata-api.js'),
+    (m, s) =>
+      new m.AzureMetadataAPI({
+        ...definedOnly({ imdsBaseUrl: s.metadataUrl, armEndpoint: s.apiEndpointIfSet }),
+        logger: s.logger,
+      }),
+    { sdkPackages: ['@azure/arm-compute', '@azure/arm-network'], entrypoint: true, tpm: AZURE_TPM_OPTIONS },
+  ),
+  aws: cloud(
+    () => import('../../adapters/cloud/aws/metadata-api.js'),
+    (m, s) =>
+      new m.AwsMetadataAPI({
+        ...definedOnly({ imdsBaseUrl: s.metadataUrl, endpoint: s.apiEndpointIfSet }),
+        logger: s.logger,
+      }),
+    {
+      sdkPackages: [
+        '@aws-sdk/client-ec2',
+        '@aws-sdk/client-resource-groups-tagging-api',
+        '@aws-sdk/client-elastic-load-balancing-v2',
+      ],
+      entrypoint: true,
+    },
+  ),
+  qemu: cloud(
+    () => import('../../adapters/cloud/qemu/metadata-api.js'),
+    (m, s) =>
+      new m.QemuMetadataAPI({
+        ...definedOnly({ baseUrl: s.metadataUrl, localAddress: s.localAddress }),
+        logger: s.logger,
+      }),
+    { entrypoint: true },
+  ),
+  openstack: cloud(
+    () => import('../../adapters/cloud/openstack/index.js'),
+    (m, s) =>
+      new m.OpenStackMetadataAPI({
+        metadataBaseUrl: s.metadataUrl,
+        computeEndpoint: s.apiEndpoint(),
+        authToken: s.authToken,
+        logger: s.logger,
+      }),
+    { variants: ['qemu-vtpm'], joinServiceFlags: [OPENSTACK_NOVA_PLACEHOLDER] },
+  ),
 };

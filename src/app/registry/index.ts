@@ -12,12 +12,25 @@ import { ConfbootError } from '../../ports/errors.js';
 import type { Logger } from '../../ports/logger.js';
 import type { MetadataAPI } from '../../ports/metadata-api.js';
 import type { Variant } from '../../ports/variant.js';
-import { type Csp, type NodeConfig, type NodeConfigInput, withNodeDefaults } from '../modules/node-config.js';
-import type { CloudEntry, CloudMetadataSettings, CloudModuleFile } from '../modules/provider-settings.js';
+import type { CloudEntry, CloudMetadataSettings } from './cloud-entry.js';
 import { CLOUDS } from './clouds.js';
+import { type Csp, type NodeConfig, type NodeConfigInput, withNodeDefaults } from './node-config.js';
 import { VARIANTS, type VariantEntry } from './variants.js';
 
+export {
+  type CloudEntry,
+  type CloudMetadataSettings,
+  type CloudOptions,
+  type CloudTpmOptions,
+  cloud,
+  DEFAULT_CLOUD_API_TOKEN_PATH,
+  definedOnly,
+  LazyMetadataAPI,
+  type ProviderSettings,
+  providerSettings,
+} from './cloud-entry.js';
 export { AZURE_TPM_OPTIONS, CLOUDS, GCE_TPM_OPTIONS } from './clouds.js';
+export * from './node-config.js';
 export {
   type IssuerContext,
   VARIANTS,
@@ -91,18 +104,13 @@ export function variantClouds(variant: string): string[] {
   return cloudNames().filter((c) => cloudVariants(c).includes(variant as Variant));
 }
 
-/** Imports the module file of `csp` — and no other. */
-export function loadCloud(csp: string): Promise<CloudModuleFile> {
-  return cloudEntry(csp).module();
-}
-
-/** The MetadataAPI of cloud `csp` (its SDK loads only when the API first calls the cloud). */
+/** The MetadataAPI of cloud `csp` (its adapter and SDK load only when the API first calls the cloud). */
 export async function cloudMetadataApi(
   csp: string,
   metadata: CloudMetadataSettings['metadata'],
   logger: Logger,
 ): Promise<MetadataAPI> {
-  return (await loadCloud(csp)).metadataApi({ csp, metadata }, logger);
+  return cloudEntry(csp).metadataApi({ csp, metadata }, logger);
 }
 
 /**

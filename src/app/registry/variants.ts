@@ -42,6 +42,8 @@ import type { Tpm } from '../../ports/tpm.js';
 import type { CallOptions } from '../../ports/types.js';
 import type { Validator } from '../../ports/validator.js';
 import { VARIANT_OIDS, type Variant } from '../../ports/variant.js';
+import { SERVICE_BASE_PATH } from '../defaults.js';
+import type { NodeConfig } from './node-config.js';
 import {
   amdLookups,
   azureAkRootLookups,
@@ -54,9 +56,7 @@ import {
   type ValidatorDeps,
   type VariantLookupSettings,
   type VariantLookups,
-} from '../attestation/validator-deps.js';
-import { SERVICE_BASE_PATH } from '../defaults.js';
-import type { NodeConfig } from '../modules/node-config.js';
+} from './validator-deps.js';
 
 /** What a node's Issuer is built from: the node config and the node's TPM. */
 export interface IssuerContext {

@@ -1,6 +1,6 @@
 /**
  * The attestation contract (test/contract/attestation.ts) for the five SEV-SNP/TDX variants, each a
- * real Issuer and the real Validator built by buildValidator (src/app/attestation/validators.ts):
+ * real Issuer and the real Validator built by buildValidator (src/app/registry/validators.ts):
  *  - aws-sev-snp, gcp-sev-snp: REAL swtpm (Tpm2ToolsTpm) + SIMULATED SEV-SNP firmware behind the
  *    real ConfigfsTsmDevice (snp/firmware-double.ts), reports signed by a FAKE AMD PKI; the GCE
  *    shielded-identity lookup is a FAKE returning the swtpm's AK;
@@ -24,7 +24,6 @@ import {
   tpm2NvReader,
 } from '../../../src/adapters/attestation/azure/nv-reader.js';
 import { imdsTdQuoteGetter } from '../../../src/adapters/attestation/azure/tdquote.js';
-import { parseTpmtPublic } from '../../../src/adapters/attestation/shared/tpm2.js';
 import {
   decodeVtpmDocument,
   encodeVtpmDocument,
@@ -40,7 +39,8 @@ import { createAzureTdxIssuer } from '../../../src/adapters/attestation/tdx/azur
 import { QemuTdxIssuer } from '../../../src/adapters/attestation/tdx/issuer.js';
 import { type SwtpmInstance, startSwtpm } from '../../../src/adapters/tpm/swtpm.js';
 import { Tpm2ToolsTpm } from '../../../src/adapters/tpm/tpm2-tools-tpm.js';
-import { buildValidator } from '../../../src/app/attestation/validators.js';
+import { parseTpmtPublic } from '../../../src/adapters/tpm/tpm2-wire.js';
+import { buildValidator } from '../../../src/app/registry/validators.js';
 import type { AmdCertFetcher } from '../../../src/ports/amd-cert-fetcher.js';
 import type { GceShieldedIdentity } from '../../../src/ports/gce-shielded-identity.js';
 import type { Validator } from '../../../src/ports/validator.js';

@@ -1,7 +1,7 @@
 /**
  * Child process of x509-lazy-load.test.ts (run by node through test/fuzz/harness/ts-loader.mjs, under
  * test/support/record-loads.mjs): does what the join service does at start-up with the validators
- * (imports src/app/attestation/validators.ts, builds a qemu-vtpm and an azure-trustedlaunch
+ * (imports src/app/registry/validators.ts, builds a qemu-vtpm and an azure-trustedlaunch
  * validator, and validates a qemu-vtpm document), then one azure-trustedlaunch validation. Between the
  * phases it appends a `#phase NAME` line to the record file, so the test can tell which modules each
  * phase loaded. It never imports @peculiar/x509 itself: the AK certificate chain comes from the test
@@ -27,7 +27,7 @@ if (!record || !fixturePath) throw new Error('usage: CONFBOOT_RECORD_LOADS=F nod
 const fixture = JSON.parse(readFileSync(fixturePath, 'utf8')) as LazyLoadFixture;
 const phase = (name: string) => appendFileSync(record, `#phase ${name}\n`);
 
-const { buildValidator } = await import('../../../src/app/attestation/validators.js');
+const { buildValidator } = await import('../../../src/app/registry/validators.js');
 const { SoftTpm, SoftVtpmIssuer } = await import('../../support/soft-tpm.js');
 const { FakeClock } = await import('../../fakes/fake-clock.js');
 const clock = new FakeClock(new Date(fixture.at));

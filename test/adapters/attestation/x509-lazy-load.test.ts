@@ -2,7 +2,7 @@
  * The join service's start-up path does not load @peculiar/x509 (benchmark P4): a fresh node process
  * (x509-lazy-load.child.ts, TypeScript sources through test/fuzz/harness/ts-loader.mjs, every resolved
  * module URL recorded by test/support/record-loads.mjs as in test/app/modules/isolation.test.ts)
- * imports src/app/attestation/validators.ts, builds a qemu-vtpm and an azure-trustedlaunch validator
+ * imports src/app/registry/validators.ts, builds a qemu-vtpm and an azure-trustedlaunch validator
  * (and sees a bad AK root refused at build time) and validates a qemu-vtpm document: neither
  * @peculiar/x509 nor reflect-metadata is loaded. One azure-trustedlaunch validation (a synthetic AK
  * chain made here, a soft TPM's genuine quote) then loads it and passes.
@@ -121,7 +121,7 @@ describe('@peculiar/x509 is not loaded on the join service start-up path', () =>
     const started = phases.get('started') ?? [];
     const validated = phases.get('validated') ?? [];
     // The recorder saw the validators and the azure-trustedlaunch module, so an absence means something.
-    expect(started.some((u) => u.endsWith('/src/app/attestation/validators.ts'))).toBe(true);
+    expect(started.some((u) => u.endsWith('/src/app/registry/validators.ts'))).toBe(true);
     expect(started.some((u) => u.endsWith('/src/adapters/attestation/variants/azure-trustedlaunch.ts'))).toBe(
       true,
     );

@@ -15,7 +15,7 @@ import { GrpcJoinTicketClient } from '../../../src/adapters/grpc/join-client.js'
 import { createJoinServer } from '../../../src/adapters/grpc/join-server.js';
 import { type SwtpmInstance, startSwtpm } from '../../../src/adapters/tpm/swtpm.js';
 import { Tpm2ToolsTpm } from '../../../src/adapters/tpm/tpm2-tools-tpm.js';
-import { createValidator } from '../../../src/app/attestation/validators.js';
+import { createValidator } from '../../../src/app/registry/validators.js';
 import { MeasurementsPolicy } from '../../../src/domain/measurements.js';
 import { type AttestationError, isAttestationError } from '../../../src/ports/errors.js';
 import type { Issuer } from '../../../src/ports/issuer.js';

@@ -1,11 +1,7 @@
 /** The embedded cluster KMS and the KMS factory: input checks and URI parsing. */
 import { describe, expect, it } from 'vitest';
-import {
-  ClusterKmsFactory,
-  clusterKmsUri,
-  NO_STORE_URI,
-  parseClusterKmsUri,
-} from '../../../src/adapters/kms/cluster-kms-factory.js';
+import { clusterKmsUri, NO_STORE_URI, parseClusterKmsUri } from '../../../src/adapters/grpc/kms-uri.js';
+import { ClusterKmsFactory } from '../../../src/adapters/kms/cluster-kms-factory.js';
 import { HkdfKms } from '../../../src/adapters/kms/hkdf-kms.js';
 import { ConfbootError } from '../../../src/ports/errors.js';
 import { loadHkdfVectors } from '../../contract/kms.js';

@@ -12,7 +12,6 @@ import { connect } from 'node:net';
 import { resolve } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { parseEventLog } from '../../../src/adapters/attestation/eventlog/tcg-log.js';
-import { parseTpmtPublic } from '../../../src/adapters/attestation/shared/tpm2.js';
 import { VtpmIssuer } from '../../../src/adapters/attestation/vtpm/issuer.js';
 import {
   GCE_AK_TEMPLATE_NV_INDEX_ECC,
@@ -21,7 +20,8 @@ import {
 } from '../../../src/adapters/tpm/nv-template-ak.js';
 import { type SwtpmInstance, startSwtpm } from '../../../src/adapters/tpm/swtpm.js';
 import { DEFAULT_AK_HANDLE, Tpm2ToolsTpm } from '../../../src/adapters/tpm/tpm2-tools-tpm.js';
-import { buildValidator } from '../../../src/app/attestation/validators.js';
+import { parseTpmtPublic } from '../../../src/adapters/tpm/tpm2-wire.js';
+import { buildValidator } from '../../../src/app/registry/validators.js';
 import { isAttestationError, isConfbootError } from '../../../src/ports/errors.js';
 import type { GceShieldedIdentity } from '../../../src/ports/gce-shielded-identity.js';
 import { FakeClock } from '../../fakes/fake-clock.js';

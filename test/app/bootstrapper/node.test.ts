@@ -8,16 +8,13 @@ import { Metadata, type StatusObject, status } from '@grpc/grpc-js';
 import { afterEach, describe, expect, it } from 'vitest';
 import { AttestedChannelCredentials } from '../../../src/adapters/grpc/atls/credentials.js';
 import { GrpcInitClient } from '../../../src/adapters/grpc/init-client.js';
+import { clusterKmsUri, NO_STORE_URI } from '../../../src/adapters/grpc/kms-uri.js';
 import {
   type InitStreamEvent,
   initEventFromProto,
   initRequestToProto,
 } from '../../../src/adapters/grpc/mapping.js';
-import {
-  ClusterKmsFactory,
-  clusterKmsUri,
-  NO_STORE_URI,
-} from '../../../src/adapters/kms/cluster-kms-factory.js';
+import { ClusterKmsFactory } from '../../../src/adapters/kms/cluster-kms-factory.js';
 import { RingLogCollector } from '../../../src/adapters/log/ring-log-collector.js';
 import { SystemClock } from '../../../src/adapters/system/system-clock.js';
 import { expectedPcr15 } from '../../../src/adapters/tpm/pcr15-marker.js';

@@ -17,7 +17,6 @@ import {
   tpm2NvReader,
 } from '../../../src/adapters/attestation/azure/nv-reader.js';
 import { imdsTdQuoteGetter } from '../../../src/adapters/attestation/azure/tdquote.js';
-import { parseTpmtPublic } from '../../../src/adapters/attestation/shared/tpm2.js';
 import { createAzureTdxIssuer } from '../../../src/adapters/attestation/tdx/azure-issuer.js';
 import type { TdxCollateral } from '../../../src/adapters/attestation/tdx/collateral.js';
 import { UpdatableValidator } from '../../../src/adapters/attestation/updatable/updatable-validator.js';
@@ -25,6 +24,7 @@ import { silentLogger } from '../../../src/adapters/log/pino-logger.js';
 import { SystemClock } from '../../../src/adapters/system/system-clock.js';
 import { type SwtpmInstance, startSwtpm } from '../../../src/adapters/tpm/swtpm.js';
 import { Tpm2ToolsTpm } from '../../../src/adapters/tpm/tpm2-tools-tpm.js';
+import { parseTpmtPublic } from '../../../src/adapters/tpm/tpm2-wire.js';
 import { validatorBuilder } from '../../../src/app/join-service/production.js';
 import { isAttestationError } from '../../../src/ports/errors.js';
 import {

@@ -26,7 +26,6 @@ import {
   SimulatedControlPlane,
 } from '../../../src/adapters/simulated/simulated-kubernetes.js';
 import { SystemClock } from '../../../src/adapters/system/system-clock.js';
-import { UsageError } from '../../../src/app/cli/args.js';
 import {
   joinServiceCommand,
   parseHostPort,
@@ -36,6 +35,7 @@ import {
   runJoinService,
 } from '../../../src/app/cli/join-service.js';
 import { apiServerEndpointFromMetadata, variantLookups } from '../../../src/app/join-service/production.js';
+import { UsageError } from '../../../src/app/program/args.js';
 import { HAVE_VECTORS, vec } from '../../adapters/attestation/snp/vectors.js';
 import { FAKE_PCS_FMSPC, pcsVector, startFakePcs } from '../../adapters/attestation/tdx/fake-pcs.js';
 import { FakeKubeApi } from '../../adapters/kubernetes/fake-kube-api.js';

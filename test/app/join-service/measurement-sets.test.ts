@@ -8,9 +8,9 @@
  */
 import { createHash } from 'node:crypto';
 import { afterEach, describe, expect, it } from 'vitest';
-import { checkMeasurementPolicy } from '../../../src/app/attestation/policy-guard.js';
-import { buildValidator } from '../../../src/app/attestation/validators.js';
 import { validatorBuilder } from '../../../src/app/join-service/production.js';
+import { checkMeasurementPolicy } from '../../../src/app/registry/policy-guard.js';
+import { buildValidator } from '../../../src/app/registry/validators.js';
 import { MeasurementsPolicy, parseAttestationConfig } from '../../../src/domain/measurements.js';
 import { isAttestationError } from '../../../src/ports/errors.js';
 import { FakeClock } from '../../fakes/fake-clock.js';

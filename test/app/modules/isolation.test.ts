@@ -17,7 +17,6 @@ import { useTmpDirs } from '../../support/tmp.js';
 const ROOT = resolve(import.meta.dirname, '../../..');
 const DIST_ENTRYPOINTS = join(ROOT, 'dist/src/app/entrypoints');
 const DIST_CLI = join(ROOT, 'dist/src/app/cli/main.js');
-const DIST_MODULES = join(ROOT, 'dist/src/app/modules');
 const RECORDER = join(ROOT, 'test/support/record-loads.mjs');
 const tmp = useTmpDirs('confboot-isolation-');
 
@@ -26,14 +25,6 @@ const SDK_SCOPES: Record<string, string> = { gcp: '@google-cloud', azure: '@azur
 
 /** Every cloud of the registry, with the SDK scopes its node loads. */
 const CLOUDS = cloudNames().map((cloud) => [cloud, SDK_SCOPES[cloud] ? [SDK_SCOPES[cloud]] : []] as const);
-
-/**
- * The module file a node of `cloud` imports: its own (src/app/modules/<cloud>.ts) if it has one,
- * else the shared one of metadata-only providers.
- */
-function moduleFileOf(cloud: string): string {
-  return existsSync(join(DIST_MODULES, `${cloud}.js`)) ? cloud : 'vtpm-cloud';
-}
 
 /** Runs one entrypoint and returns the resolved module URLs. */
 function loadedModules(cloud: string): Promise<{ code: number | null; stdout: string; urls: string[] }> {
@@ -92,21 +83,13 @@ describe('a node for one cloud never loads another cloud SDK', () => {
       // The recorder saw the app itself, so an empty SDK list means something.
       expect(urls.some((u) => u.endsWith('/dist/src/app/modules/common.js'))).toBe(true);
       expect(sdkScopes(urls)).toEqual(expected);
-      // Only its own cloud module file was imported (a metadata-only provider has none: it uses
-      // the shared vtpm-cloud module), and only its own provider adapter folder.
-      const modulesDir = `file://${DIST_ENTRYPOINTS.replace('entrypoints', 'modules')}`;
-      const moduleNames = new Set([...cloudNames().map(moduleFileOf), 'vtpm-cloud']);
-      const moduleFiles = urls.filter((u) => {
-        const m = /\/dist\/src\/app\/modules\/([a-z0-9-]+)\.js$/.exec(u);
-        return m !== null && moduleNames.has(m[1] as string);
-      });
-      expect(new Set(moduleFiles)).toEqual(new Set([`${modulesDir}/${moduleFileOf(cloud)}.js`]));
+      // Its own cloud adapter folder was imported (by --preload-sdk), and no other cloud's.
       const adapterFolders = new Set(
         urls.flatMap((u) => /\/dist\/src\/adapters\/cloud\/([a-z]+)\//.exec(u)?.[1] ?? []),
       );
       for (const other of cloudNames().filter((c) => c !== cloud))
         expect(adapterFolders.has(other), `${cloud} loaded the ${other} adapter`).toBe(false);
-      if (moduleFileOf(cloud) === 'vtpm-cloud') expect(adapterFolders.has(cloud)).toBe(true);
+      expect(adapterFolders.has(cloud), `${cloud} did not load its own adapter`).toBe(true);
     },
     60_000,
   );

@@ -11,8 +11,8 @@ import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { type SwtpmInstance, startSwtpm } from '../../../src/adapters/tpm/swtpm.js';
 import { Tpm2ToolsTpm } from '../../../src/adapters/tpm/tpm2-tools-tpm.js';
-import type { NodeConfig } from '../../../src/app/modules/node-config.js';
 import { variantEntry } from '../../../src/app/registry/index.js';
+import type { NodeConfig } from '../../../src/app/registry/node-config.js';
 import { VARIANT_OIDS } from '../../../src/ports/variant.js';
 
 let swtpm: SwtpmInstance;

@@ -1,12 +1,14 @@
 /**
  * The registries agree with the files they name: every cloud with `entrypoint: true` has
  * src/app/entrypoints/<cloud>.ts fixing exactly that cloud, and no other entrypoint exists; every
- * cloud loads a module file that builds a MetadataAPI; every variant's OID is unique and, for the
+ * cloud's adapter loads and builds a MetadataAPI; every variant's OID is unique and, for the
  * variants the adapters know, the one the adapters put on the wire.
  */
 import { readdirSync, readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { silentLogger } from '../../../src/adapters/log/pino-logger.js';
+import type { CloudEntry, LazyMetadataAPI } from '../../../src/app/registry/cloud-entry.js';
 import {
   CLOUDS,
   cloudNames,
@@ -29,12 +31,16 @@ describe('the cloud registry', () => {
     }
   });
 
-  it('gives every cloud at least one variant and a module file with a MetadataAPI factory', async () => {
+  it('gives every cloud at least one variant and an adapter that builds its MetadataAPI', async () => {
     for (const cloud of cloudNames()) {
       expect(cloudVariants(cloud).length, cloud).toBeGreaterThan(0);
-      const file = await CLOUDS[cloud]?.module();
-      expect(typeof file?.metadataApi, cloud).toBe('function');
-      expect(typeof file?.cloudModule, cloud).toBe('function');
+      const entry = CLOUDS[cloud] as CloudEntry;
+      await entry.preload();
+      const metadata = entry.metadataApi(
+        { csp: cloud, metadata: { apiEndpoint: 'http://127.0.0.1:9' } },
+        silentLogger,
+      );
+      expect(await (metadata as LazyMetadataAPI).adapter(), cloud).toBeDefined();
     }
   });
 });

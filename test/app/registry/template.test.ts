@@ -18,10 +18,8 @@ import { qemuVtpmChecks } from '../../../src/adapters/attestation/variants/qemu-
 import { silentLogger } from '../../../src/adapters/log/pino-logger.js';
 import { SystemClock } from '../../../src/adapters/system/system-clock.js';
 import { Tpm2ToolsTpm } from '../../../src/adapters/tpm/tpm2-tools-tpm.js';
-import { buildValidator } from '../../../src/app/attestation/validators.js';
-import { runBootstrapper } from '../../../src/app/bootstrapper/program.js';
-import { renderHelp } from '../../../src/app/cli/args.js';
 import { attestationVerifyCommand, verifyFromFlags } from '../../../src/app/cli/attestation-verify.js';
+import { runBootstrapper } from '../../../src/app/cli/bootstrapper.js';
 import { initCommand } from '../../../src/app/cli/init.js';
 import { parseJoinServiceFlags } from '../../../src/app/cli/join-service.js';
 import { runManifests } from '../../../src/app/cli/manifests.js';
@@ -32,8 +30,9 @@ import {
 } from '../../../src/app/join-service/production.js';
 import { deployTargets, renderManifests } from '../../../src/app/manifests/manifests.js';
 import { createNodeContainer } from '../../../src/app/modules/index.js';
-import { metadataOnlyCloud } from '../../../src/app/modules/provider.js';
-import { registerCloud, registerVariant, vtpmVariant } from '../../../src/app/registry/index.js';
+import { renderHelp } from '../../../src/app/program/args.js';
+import { cloud, registerCloud, registerVariant, vtpmVariant } from '../../../src/app/registry/index.js';
+import { buildValidator } from '../../../src/app/registry/validators.js';
 import { Issuer } from '../../../src/ports/issuer.js';
 import { MetadataAPI } from '../../../src/ports/metadata-api.js';
 import type { Variant } from '../../../src/ports/variant.js';
@@ -51,11 +50,11 @@ const OID = '1.3.9900.99.1';
 
 const unregister: Array<() => void> = [];
 beforeAll(() => {
-  // The one registry line of a cloud made from the template (src/app/registry/clouds.ts).
+  // The one registry entry of a cloud made from the template (src/app/registry/clouds.ts).
   unregister.push(
     registerCloud(
       CLOUD,
-      metadataOnlyCloud(
+      cloud(
         () => import('../../contract/template/index.js'),
         (m, s) =>
           new m.ExampleMetadataAPI({
@@ -64,6 +63,7 @@ beforeAll(() => {
             token: s.authToken,
             logger: s.logger,
           }),
+        { variants: ['qemu-vtpm'] },
       ),
     ),
   );

@@ -9,14 +9,14 @@
  * Paths: from src/adapters/cloud/<cloud>/ the imports below lose their `src/` segment.
  */
 
+import { parseRole, resolveTagKeys, type TagKeys } from '../../../src/adapters/cloud/shared/tags.js';
 import {
   type CommonCloudOptions,
   DEFAULT_CLOUD_TIMEOUT_IN_MS,
   type DeadlineSettings,
   withDeadline,
-} from '../../../src/adapters/cloud/shared/call.js';
-import { expectOk, httpRequest, parseJsonBody } from '../../../src/adapters/cloud/shared/http.js';
-import { parseRole, resolveTagKeys, type TagKeys } from '../../../src/adapters/cloud/shared/tags.js';
+} from '../../../src/adapters/http/call.js';
+import { expectOk, httpRequest, parseJsonBody } from '../../../src/adapters/http/request.js';
 import { ConfbootError } from '../../../src/ports/errors.js';
 import type { MetadataAPI } from '../../../src/ports/metadata-api.js';
 import type { CallOptions, Endpoint, InstanceMetadata } from '../../../src/ports/types.js';

@@ -48,7 +48,6 @@ import { SystemClock } from '../../../src/adapters/system/system-clock.js';
 import { Pcr15Marker } from '../../../src/adapters/tpm/pcr15-marker.js';
 import { type SwtpmInstance, startSwtpm } from '../../../src/adapters/tpm/swtpm.js';
 import { Tpm2ToolsTpm } from '../../../src/adapters/tpm/tpm2-tools-tpm.js';
-import { createValidator } from '../../../src/app/attestation/validators.js';
 import { type BootstrapperNode, startBootstrapperNode } from '../../../src/app/bootstrapper/node.js';
 import {
   expectedAttestationConfig,
@@ -57,6 +56,7 @@ import {
 } from '../../../src/app/demo/boot-measurements.js';
 import { createStateDiskImage, type StateDiskImage } from '../../../src/app/demo/state-disk.js';
 import { type RunningJoinService, startJoinService } from '../../../src/app/join-service/service.js';
+import { createValidator } from '../../../src/app/registry/validators.js';
 import { deriveClusterId, MEASUREMENT_SECRET_KEY_ID } from '../../../src/domain/key-derivation.js';
 import { MeasurementsPolicy, parseAttestationConfig } from '../../../src/domain/measurements.js';
 import type { ClusterJoiner } from '../../../src/ports/cluster-joiner.js';

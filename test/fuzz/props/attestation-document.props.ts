@@ -9,7 +9,6 @@
 import { createHash, type KeyObject } from 'node:crypto';
 import fc from 'fast-check';
 import type { CheckRecorder } from '../../../src/adapters/attestation/shared/checks.js';
-import { parseTpmtPublic, type TpmtPublic } from '../../../src/adapters/attestation/shared/tpm2.js';
 import {
   decodeAttestationPb,
   decodeVtpmDocument,
@@ -22,6 +21,7 @@ import { parseCertificates } from '../../../src/adapters/attestation/shared/x509
 import { verifyRawAttestation } from '../../../src/adapters/attestation/vtpm/raw-attestation.js';
 import { VtpmValidator, type VtpmVariantChecks } from '../../../src/adapters/attestation/vtpm/validator.js';
 import { sameKey } from '../../../src/adapters/attestation/vtpm/verify-attestation.js';
+import { parseTpmtPublic, type TpmtPublic } from '../../../src/adapters/tpm/tpm2-wire.js';
 import { MeasurementsPolicy } from '../../../src/domain/measurements.js';
 import { SHA1, SHA256, SoftTpm, SoftVtpmIssuer } from '../../support/soft-tpm.js';
 import { fuzzRuns } from '../harness/config.js';

@@ -1,6 +1,6 @@
 /**
  * Fuzz properties of the TPM 2.0 structure parsers: TPMT_PUBLIC, TPMS_ATTEST and TPMT_SIGNATURE of
- * the vTPM verifier (src/adapters/attestation/shared/tpm2.ts), the TPM adapter's own TPMS_ATTEST reader
+ * the vTPM verifier (src/adapters/tpm/tpm2-wire.ts), the TPM adapter's own TPMS_ATTEST reader
  * and AK-template matcher (src/adapters/tpm/tpm-structures.ts), and quote verification
  * (src/adapters/attestation/vtpm/quote.ts). Seeds are the real GCE attestation's structures and a
  * soft TPM's RSA, RSA-PSS and ECC ones. Besides "result or documented error", two cross-checks:
@@ -10,18 +10,18 @@
 import fc from 'fast-check';
 import { CheckRecorder } from '../../../src/adapters/attestation/shared/checks.js';
 import {
-  parseTpmsAttest,
-  parseTpmtPublic,
-  parseTpmtSignature,
-  TpmAlg,
-  type TpmtPublic,
-} from '../../../src/adapters/attestation/shared/tpm2.js';
-import {
   type AttestationQuote,
   decodeAttestationPb,
 } from '../../../src/adapters/attestation/shared/vtpm-document.js';
 import { verifyQuote } from '../../../src/adapters/attestation/vtpm/quote.js';
 import { matchesRsaAkTemplate, parseQuoteInfo } from '../../../src/adapters/tpm/tpm-structures.js';
+import {
+  parseTpmsAttest,
+  parseTpmtPublic,
+  parseTpmtSignature,
+  TpmAlg,
+  type TpmtPublic,
+} from '../../../src/adapters/tpm/tpm2-wire.js';
 import { SHA256, SoftTpm } from '../../support/soft-tpm.js';
 import { fuzzRuns } from '../harness/config.js';
 import {

@@ -5,7 +5,7 @@
  */
 import { ConfbootError, wrapError } from '../../../ports/errors.js';
 import type { CallOptions } from '../../../ports/types.js';
-import { expectOk, httpRequest, parseJsonBody } from '../../cloud/shared/http.js';
+import { expectOk, httpRequest, parseJsonBody } from '../../http/request.js';
 import { AZURE_IMDS_URL } from './thim.js';
 
 /** Largest quote IMDS may return (a quote with its PEM chain is about 5 KiB). */

@@ -4,7 +4,7 @@
  */
 import { ConfbootError, wrapError } from '../../../ports/errors.js';
 import type { CallOptions } from '../../../ports/types.js';
-import { expectOk, httpRequest, parseJsonBody } from '../../cloud/shared/http.js';
+import { expectOk, httpRequest, parseJsonBody } from '../../http/request.js';
 import { certificatePem, loadCertificates } from '../shared/certs.js';
 
 /** PEM certificates for azure-sev-snp's InstanceInfo. */

@@ -6,7 +6,7 @@
 import { X509Certificate } from 'node:crypto';
 import { ConfbootError, wrapError } from '../../../ports/errors.js';
 import type { CallOptions } from '../../../ports/types.js';
-import { expectOk, httpRequest } from '../../cloud/shared/http.js';
+import { expectOk, httpRequest } from '../../http/request.js';
 import type { NvIndexReader } from './nv-reader.js';
 
 /** TPM NV index holding the AK certificate on Azure trusted launch VMs. */

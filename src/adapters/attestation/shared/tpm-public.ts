@@ -2,13 +2,13 @@
  * The vTPM attestation key (the `ak_pub` of an attestation document) as the SEV-SNP and azure-tdx
  * validators need it: SEV-SNP variants bind the AK through report_data (aws-sev-snp) or the Azure
  * HCL runtime data (azure-sev-snp, azure-tdx), which names the RSA modulus and exponent. The
- * TPMT_PUBLIC itself is parsed by the vTPM verifier's parser (shared/tpm2.ts, RSA and ECC NIST
+ * TPMT_PUBLIC itself is parsed by the vTPM verifier's parser (tpm/tpm2-wire.ts, RSA and ECC NIST
  * P-256/384/521), the same one the vTPM half later checks the AK with; this module only adapts its
  * result and errors to what these validators expect.
  */
 import type { KeyObject } from 'node:crypto';
 import { messageOf } from '../../../ports/errors.js';
-import { parseTpmtPublic, TpmAlg, type TpmtPublic } from './tpm2.js';
+import { parseTpmtPublic, TpmAlg, type TpmtPublic } from '../../tpm/tpm2-wire.js';
 
 /** A decoded AK. `rsa` holds the raw modulus and the exponent as the TPM stores it (0 = 65537). */
 export interface TpmPublicKey {

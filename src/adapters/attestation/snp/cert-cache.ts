@@ -23,7 +23,7 @@ import type { AmdCertFetcher, AmdProductLine, AmdTcbSpl } from '../../../ports/a
 import type { Clock } from '../../../ports/clock.js';
 import { ConfbootError, wrapError } from '../../../ports/errors.js';
 import type { CallOptions } from '../../../ports/types.js';
-import { BoundedLookups, LOOKUP_BUDGET_EXHAUSTED, untilAborted } from '../shared/bounded-lookups.js';
+import { BoundedLookups, LOOKUP_BUDGET_EXHAUSTED, untilAborted } from '../../http/bounded-lookups.js';
 import { parseCrl } from '../shared/crl.js';
 
 /** Options of {@link AmdCertCache}. */

@@ -10,7 +10,7 @@ import { createPublicKey, X509Certificate as NodeX509Certificate } from 'node:cr
 import type { X509Certificate } from '@peculiar/x509';
 import type { Clock } from '../../../ports/clock.js';
 import { AttestationError, messageOf } from '../../../ports/errors.js';
-import { TpmAlg } from '../shared/tpm2.js';
+import { TpmAlg } from '../../tpm/tpm2-wire.js';
 import {
   certificateSpki,
   certName,

@@ -8,8 +8,8 @@
 import { createPublicKey } from 'node:crypto';
 import { isConfbootError, messageOf } from '../../../ports/errors.js';
 import type { GceShieldedIdentity } from '../../../ports/gce-shielded-identity.js';
+import { TpmAlg } from '../../tpm/tpm2-wire.js';
 import { platformState } from '../eventlog/tcg-log.js';
-import { TpmAlg } from '../shared/tpm2.js';
 import type { VtpmVariantChecks } from '../vtpm/validator.js';
 import { sameKey } from '../vtpm/verify-attestation.js';
 

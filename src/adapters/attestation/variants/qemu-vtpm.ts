@@ -9,31 +9,13 @@
  * attester — the machine calling, as the registry finds it (e.g. by the connection's source
  * address) — compared as the exact TPMT_PUBLIC bytes; any other AK fails the `ak-trust` check.
  */
-import type { CallOptions } from '../../../ports/types.js';
+import type { AkRegistry } from '../../../ports/ak-registry.js';
 import type { VtpmVariantChecks } from '../vtpm/validator.js';
-
-/** The AK registered for the attester of one validation. */
-export interface RegisteredAk {
-  /** Who the attester is, for messages (e.g. `worker-1 (10.42.0.12)`). */
-  attester: string;
-  /** Its AK public area (TPMT_PUBLIC); undefined when none is registered (the document is refused). */
-  akPub: Uint8Array | undefined;
-}
-
-/** Where registered AKs come from. */
-export interface QemuAkRegistry {
-  /**
-   * The AK registered for the attester of this validation. A registry that serves many machines
-   * tells them apart by `options.peerAddress` (the caller's address, given by the attested TLS
-   * server) and registers nothing for a call without one.
-   */
-  registeredAk(options?: CallOptions): Promise<RegisteredAk>;
-}
 
 /** Options of {@link qemuVtpmChecksWith}. */
 export interface QemuVtpmOptions {
   /** Refuse documents whose AK is not the attester's registered one. */
-  akTrust?: QemuAkRegistry;
+  akTrust?: AkRegistry;
 }
 
 /** Variant checks of qemu-vtpm, trusting the AK as carried (upstream's behaviour). */

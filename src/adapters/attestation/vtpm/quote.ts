@@ -6,7 +6,6 @@
  */
 import { createHash, constants as cryptoConstants, verify } from 'node:crypto';
 import { AttestationError } from '../../../ports/errors.js';
-import type { CheckRecorder } from '../shared/checks.js';
 import {
   algName,
   hashName,
@@ -17,7 +16,8 @@ import {
   type TpmsAttest,
   type TpmtPublic,
   type TpmtSignature,
-} from '../shared/tpm2.js';
+} from '../../tpm/tpm2-wire.js';
+import type { CheckRecorder } from '../shared/checks.js';
 
 /** One quote as carried in a go-tpm-tools `tpm.Quote`. */
 export interface QuoteInput {

@@ -12,9 +12,9 @@ import type { MeasurementPolicy } from '../../../ports/measurement-policy.js';
 import type { CallOptions } from '../../../ports/types.js';
 import type { ValidationResult, Validator } from '../../../ports/validator.js';
 import { VARIANT_OIDS, type Variant } from '../../../ports/variant.js';
+import type { TpmtPublic } from '../../tpm/tpm2-wire.js';
 import { CheckRecorder } from '../shared/checks.js';
 import { checkMeasurements } from '../shared/measurements.js';
-import type { TpmtPublic } from '../shared/tpm2.js';
 import { decodeVtpmDocument, type VtpmDocument } from '../shared/vtpm-document.js';
 import {
   parseAttestationKey,

@@ -6,9 +6,9 @@
  * and replay the event log, if any, against the quoted PCRs.
  */
 import { createPublicKey, type KeyObject } from 'node:crypto';
+import { algName, parseTpmtPublic, TpmAlg, TpmaObject, type TpmtPublic } from '../../tpm/tpm2-wire.js';
 import { checkEventLogAgainstPcrs, parseEventLog, type TcgEventLog } from '../eventlog/tcg-log.js';
 import type { CheckRecorder } from '../shared/checks.js';
-import { algName, parseTpmtPublic, TpmAlg, TpmaObject, type TpmtPublic } from '../shared/tpm2.js';
 import type { TpmAttestation } from '../shared/vtpm-document.js';
 import { type VerifiedQuote, verifyQuote } from './quote.js';
 

@@ -9,8 +9,8 @@ import type * as Tagging from '@aws-sdk/client-resource-groups-tagging-api';
 import { ConfbootError } from '../../../ports/errors.js';
 import type { MetadataAPI } from '../../../ports/metadata-api.js';
 import type { CallOptions, Endpoint, InstanceMetadata } from '../../../ports/types.js';
-import type { CommonCloudOptions, DeadlineSettings } from '../shared/call.js';
-import { expectOk, httpRequest, parseJsonBody } from '../shared/http.js';
+import type { CommonCloudOptions, DeadlineSettings } from '../../http/call.js';
+import { expectOk, httpRequest, parseJsonBody } from '../../http/request.js';
 import { deadlineSettings, LazySdk } from '../shared/sdk-calls.js';
 import { parseRole, resolveTagKeys, type TagKeys } from '../shared/tags.js';
 

@@ -4,7 +4,7 @@
  * so a node needs no @azure/identity. Plain HTTP with `Metadata: true`, never through a proxy.
  */
 import { ConfbootError } from '../../../ports/errors.js';
-import { expectOk, httpRequest, parseJsonBody } from '../shared/http.js';
+import { expectOk, httpRequest, parseJsonBody } from '../../http/request.js';
 
 /** IMDS address. */
 export const DEFAULT_AZURE_IMDS_URL = 'http://169.254.169.254';

@@ -9,7 +9,7 @@ import type * as ArmNetwork from '@azure/arm-network';
 import { ConfbootError } from '../../../ports/errors.js';
 import type { MetadataAPI } from '../../../ports/metadata-api.js';
 import type { CallOptions, Endpoint, InstanceMetadata } from '../../../ports/types.js';
-import type { CommonCloudOptions, DeadlineSettings } from '../shared/call.js';
+import type { CommonCloudOptions, DeadlineSettings } from '../../http/call.js';
 import { deadlineSettings, LazySdk } from '../shared/sdk-calls.js';
 import { parseRole, resolveTagKeys, type TagKeys } from '../shared/tags.js';
 import {

@@ -2,6 +2,7 @@
 
 export { gceInstanceInfo } from './instance-info.js';
 export {
+  computeEndpointOptions,
   DEFAULT_GCE_METADATA_URL,
   fetchCapableAuthClient,
   type GcpAuthClient,

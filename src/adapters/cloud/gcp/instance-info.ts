@@ -4,7 +4,7 @@
  */
 import { wrapError } from '../../../ports/errors.js';
 import type { CallOptions } from '../../../ports/types.js';
-import { expectOk, httpRequest } from '../shared/http.js';
+import { expectOk, httpRequest } from '../../http/request.js';
 
 /**
  * Reads go-tpm-tools' `GCEInstanceInfo` from the metadata server and renders it as Go JSON

@@ -8,8 +8,8 @@ import type * as Compute from '@google-cloud/compute';
 import { ConfbootError } from '../../../ports/errors.js';
 import type { MetadataAPI } from '../../../ports/metadata-api.js';
 import type { CallOptions, Endpoint, InstanceMetadata } from '../../../ports/types.js';
-import type { CommonCloudOptions, DeadlineSettings } from '../shared/call.js';
-import { expectOk, httpRequest } from '../shared/http.js';
+import type { CommonCloudOptions, DeadlineSettings } from '../../http/call.js';
+import { expectOk, httpRequest } from '../../http/request.js';
 import { deadlineSettings, LazySdk } from '../shared/sdk-calls.js';
 import { parseRole, resolveTagKeys, type TagKeys } from '../shared/tags.js';
 
@@ -59,6 +59,22 @@ interface Clients {
   globalForwardingRules: Compute.GlobalForwardingRulesClient;
   forwardingRules: Compute.ForwardingRulesClient;
   subnetworks: Compute.SubnetworksClient;
+}
+
+/**
+ * The Compute API options of an API endpoint URL (`http://127.0.0.1:8443` → host, port and
+ * protocol); none for undefined (the SDK's default endpoint).
+ */
+export function computeEndpointOptions(
+  url: string | undefined,
+): Pick<GcpMetadataAPIOptions, 'apiEndpoint' | 'port' | 'protocol'> {
+  if (url === undefined) return {};
+  const u = new URL(url);
+  return {
+    apiEndpoint: u.hostname,
+    protocol: u.protocol === 'http:' ? 'http' : 'https',
+    ...(u.port === '' ? {} : { port: Number(u.port) }),
+  };
 }
 
 /**

@@ -20,8 +20,8 @@ import {
   DEFAULT_CLOUD_TIMEOUT_IN_MS,
   type DeadlineSettings,
   withDeadline,
-} from '../shared/call.js';
-import { expectOk, httpRequest, parseJsonBody } from '../shared/http.js';
+} from '../../http/call.js';
+import { expectOk, httpRequest, parseJsonBody } from '../../http/request.js';
 import { parseRole, resolveTagKeys, type TagKeys } from '../shared/tags.js';
 
 /** The Nova metadata service. */

@@ -10,12 +10,12 @@
  * reservation on a bridge only its VMs are on, the same trust the metadata server places in it.
  */
 import { readFile } from 'node:fs/promises';
+import type { AkRegistry, RegisteredAk } from '../../../ports/ak-registry.js';
 import { canonicalIp } from '../../../ports/peer-address.js';
 import type { CallOptions } from '../../../ports/types.js';
-import type { QemuAkRegistry, RegisteredAk } from '../../attestation/variants/qemu-vtpm.js';
 
-/** {@link QemuAkRegistry} over an identities file, keyed by the caller's address. */
-export class FileQemuAkRegistry implements QemuAkRegistry {
+/** {@link AkRegistry} over an identities file, keyed by the caller's address. */
+export class FileQemuAkRegistry implements AkRegistry {
   constructor(private readonly path: string) {}
 
   async registeredAk(options?: CallOptions): Promise<RegisteredAk> {

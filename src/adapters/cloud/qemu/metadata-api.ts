@@ -12,8 +12,8 @@ import {
   DEFAULT_CLOUD_TIMEOUT_IN_MS,
   type DeadlineSettings,
   withDeadline,
-} from '../shared/call.js';
-import { expectOk, httpRequest, parseJsonBody } from '../shared/http.js';
+} from '../../http/call.js';
+import { expectOk, httpRequest, parseJsonBody } from '../../http/request.js';
 
 /** Upstream's address of the metadata server on the QEMU network. */
 export const DEFAULT_QEMU_METADATA_URL = 'http://10.42.0.1:8080';

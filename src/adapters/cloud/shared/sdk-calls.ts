@@ -11,7 +11,7 @@ import {
   type DeadlineSettings,
   toCloudError,
   withDeadline,
-} from './call.js';
+} from '../../http/call.js';
 
 /** The {@link DeadlineSettings} an adapter's {@link CommonCloudOptions} ask for (default 10 s). */
 export function deadlineSettings(options: CommonCloudOptions): DeadlineSettings {

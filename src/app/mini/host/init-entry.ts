@@ -16,9 +16,9 @@ import {
   uploadMasterSecret,
 } from '../../../adapters/kubernetes/master-secret-upload.js';
 import { MeasurementsPolicy, parseAttestationConfig } from '../../../domain/measurements.js';
-import { checkMeasurementPolicy } from '../../attestation/policy-guard.js';
-import { createValidator } from '../../attestation/validators.js';
-import { initCluster } from '../../cli/init.js';
+import { initCluster } from '../../operator/init-cluster.js';
+import { checkMeasurementPolicy } from '../../registry/policy-guard.js';
+import { createValidator } from '../../registry/validators.js';
 import { registeredAkOf } from '../provision.js';
 
 /** What mini passes on stdin. */

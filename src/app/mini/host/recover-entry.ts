@@ -10,8 +10,8 @@ import { GrpcRecoverClient } from '../../../adapters/grpc/recover.js';
 import { SystemClock } from '../../../adapters/system/system-clock.js';
 import { MeasurementsPolicy, parseAttestationConfig } from '../../../domain/measurements.js';
 import { isAttestationError, messageOf } from '../../../ports/errors.js';
-import { checkMeasurementPolicy } from '../../attestation/policy-guard.js';
-import { createValidator } from '../../attestation/validators.js';
+import { checkMeasurementPolicy } from '../../registry/policy-guard.js';
+import { createValidator } from '../../registry/validators.js';
 import { registeredAkOf } from '../provision.js';
 
 /** What mini passes on stdin. */

@@ -27,7 +27,6 @@ import {
 } from '../../../../src/adapters/attestation/azure/nv-reader.js';
 import { fetchAzureThimCertificates } from '../../../../src/adapters/attestation/azure/thim.js';
 import { parseVtpmDocument } from '../../../../src/adapters/attestation/shared/cvm-document.js';
-import { parseTpmtPublic } from '../../../../src/adapters/attestation/shared/tpm2.js';
 import { AmdCertCache } from '../../../../src/adapters/attestation/snp/cert-cache.js';
 import {
   encodeSnpCertTable,
@@ -49,7 +48,8 @@ import { parseSnpReport } from '../../../../src/adapters/attestation/snp/report.
 import { makeExtraData, VtpmIssuer } from '../../../../src/adapters/attestation/vtpm/issuer.js';
 import { type SwtpmInstance, startSwtpm } from '../../../../src/adapters/tpm/swtpm.js';
 import { Tpm2ToolsTpm } from '../../../../src/adapters/tpm/tpm2-tools-tpm.js';
-import { buildValidator } from '../../../../src/app/attestation/validators.js';
+import { parseTpmtPublic } from '../../../../src/adapters/tpm/tpm2-wire.js';
+import { buildValidator } from '../../../../src/app/registry/validators.js';
 import type { AmdCertFetcher } from '../../../../src/ports/amd-cert-fetcher.js';
 import { isConfbootError } from '../../../../src/ports/errors.js';
 import type { GceShieldedIdentity } from '../../../../src/ports/gce-shielded-identity.js';

@@ -20,7 +20,6 @@ import {
 } from '../../../../src/adapters/attestation/azure/nv-reader.js';
 import { imdsTdQuoteGetter } from '../../../../src/adapters/attestation/azure/tdquote.js';
 import { parseVtpmDocument } from '../../../../src/adapters/attestation/shared/cvm-document.js';
-import { parseTpmtPublic } from '../../../../src/adapters/attestation/shared/tpm2.js';
 import {
   azureTdxInstanceInfo,
   createAzureTdxIssuer,
@@ -28,7 +27,8 @@ import {
 import { parseTdxQuote } from '../../../../src/adapters/attestation/tdx/quote.js';
 import { type SwtpmInstance, startSwtpm } from '../../../../src/adapters/tpm/swtpm.js';
 import { Tpm2ToolsTpm } from '../../../../src/adapters/tpm/tpm2-tools-tpm.js';
-import { buildValidator } from '../../../../src/app/attestation/validators.js';
+import { parseTpmtPublic } from '../../../../src/adapters/tpm/tpm2-wire.js';
+import { buildValidator } from '../../../../src/app/registry/validators.js';
 import { isConfbootError } from '../../../../src/ports/errors.js';
 import { FakeClock } from '../../../fakes/fake-clock.js';
 import { attestationRejection } from '../../../support/attestation-rejection.js';

@@ -11,7 +11,7 @@ import {
   type ReloadOutcome,
   UpdatableValidator,
 } from '../../../../src/adapters/attestation/updatable/updatable-validator.js';
-import { createValidator } from '../../../../src/app/attestation/validators.js';
+import { createValidator } from '../../../../src/app/registry/validators.js';
 import { MeasurementsPolicy, parseAttestationConfig } from '../../../../src/domain/measurements.js';
 import { AttestationError } from '../../../../src/ports/errors.js';
 import type { ValidationResult, Validator } from '../../../../src/ports/validator.js';

@@ -10,7 +10,6 @@
  */
 import { createHash, randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { parseTpmtPublic } from '../../../../src/adapters/attestation/shared/tpm2.js';
 import {
   createAwsNitroTpmIssuer,
   NITROTPM_DOCUMENT_FIELD,
@@ -19,7 +18,8 @@ import {
 import { VtpmIssuer } from '../../../../src/adapters/attestation/vtpm/issuer.js';
 import { type SwtpmInstance, startSwtpm } from '../../../../src/adapters/tpm/swtpm.js';
 import { Tpm2ToolsTpm } from '../../../../src/adapters/tpm/tpm2-tools-tpm.js';
-import { createValidator, type ValidatorConfig } from '../../../../src/app/attestation/validators.js';
+import { parseTpmtPublic } from '../../../../src/adapters/tpm/tpm2-wire.js';
+import { createValidator, type ValidatorConfig } from '../../../../src/app/registry/validators.js';
 import { MeasurementsPolicy } from '../../../../src/domain/measurements.js';
 import type { AmiTpmSupport } from '../../../../src/ports/ami-tpm-support.js';
 import type { Validator } from '../../../../src/ports/validator.js';

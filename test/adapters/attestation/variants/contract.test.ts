@@ -37,7 +37,6 @@ import {
   parseEventLog,
   replayEventLog,
 } from '../../../../src/adapters/attestation/eventlog/tcg-log.js';
-import { parseTpmtPublic } from '../../../../src/adapters/attestation/shared/tpm2.js';
 import type { VtpmDocument } from '../../../../src/adapters/attestation/shared/vtpm-document.js';
 import { createAwsNitroTpmIssuer } from '../../../../src/adapters/attestation/variants/aws-nitro-tpm.js';
 import { VtpmIssuer } from '../../../../src/adapters/attestation/vtpm/issuer.js';
@@ -45,7 +44,8 @@ import { awsInstanceIdentity } from '../../../../src/adapters/cloud/aws/instance
 import { gceInstanceInfo } from '../../../../src/adapters/cloud/gcp/instance-info.js';
 import { type SwtpmInstance, startSwtpm } from '../../../../src/adapters/tpm/swtpm.js';
 import { Tpm2ToolsTpm } from '../../../../src/adapters/tpm/tpm2-tools-tpm.js';
-import { createValidator } from '../../../../src/app/attestation/validators.js';
+import { parseTpmtPublic } from '../../../../src/adapters/tpm/tpm2-wire.js';
+import { createValidator } from '../../../../src/app/registry/validators.js';
 import { MeasurementsPolicy } from '../../../../src/domain/measurements.js';
 import type { AmiTpmSupport } from '../../../../src/ports/ami-tpm-support.js';
 import { ConfbootError } from '../../../../src/ports/errors.js';

@@ -18,9 +18,9 @@ import {
   parseCertificates,
   verifyCertificateChain,
 } from '../../../../src/adapters/attestation/shared/x509-chain.js';
-import { Ec2AmiTpmSupport } from '../../../../src/adapters/attestation/variants/ec2-ami-tpm-support.js';
-import { ComputeShieldedIdentity } from '../../../../src/adapters/attestation/variants/gce-shielded-identity.js';
-import { createValidator } from '../../../../src/app/attestation/validators.js';
+import { Ec2AmiTpmSupport } from '../../../../src/adapters/cloud/aws/ami-tpm-support.js';
+import { ComputeShieldedIdentity } from '../../../../src/adapters/cloud/gcp/shielded-identity.js';
+import { createValidator } from '../../../../src/app/registry/validators.js';
 import { MeasurementsPolicy } from '../../../../src/domain/measurements.js';
 import { AttestationError, isConfbootError } from '../../../../src/ports/errors.js';
 import type { Variant } from '../../../../src/ports/variant.js';

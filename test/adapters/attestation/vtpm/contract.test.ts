@@ -8,7 +8,7 @@ import { createHash } from 'node:crypto';
 import { createQemuVtpmIssuer } from '../../../../src/adapters/attestation/vtpm/issuer.js';
 import { startSwtpm } from '../../../../src/adapters/tpm/swtpm.js';
 import { Tpm2ToolsTpm } from '../../../../src/adapters/tpm/tpm2-tools-tpm.js';
-import { createValidator } from '../../../../src/app/attestation/validators.js';
+import { createValidator } from '../../../../src/app/registry/validators.js';
 import { MeasurementsPolicy } from '../../../../src/domain/measurements.js';
 import type { Validator } from '../../../../src/ports/validator.js';
 import { type AttestationSeed, describeAttestationContract } from '../../../contract/attestation.js';

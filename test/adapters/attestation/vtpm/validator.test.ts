@@ -14,7 +14,7 @@ import {
 } from '../../../../src/adapters/attestation/shared/vtpm-document.js';
 import { createQemuVtpmIssuer } from '../../../../src/adapters/attestation/vtpm/issuer.js';
 import { Tpm2ToolsTpm } from '../../../../src/adapters/tpm/tpm2-tools-tpm.js';
-import { createValidator } from '../../../../src/app/attestation/validators.js';
+import { createValidator } from '../../../../src/app/registry/validators.js';
 import { MeasurementsPolicy } from '../../../../src/domain/measurements.js';
 import type { Measurements } from '../../../../src/ports/types.js';
 import type { Validator } from '../../../../src/ports/validator.js';

@@ -10,7 +10,7 @@ import {
   type RunningMetadataServer,
   startMetadataServer,
 } from '../../../../src/adapters/cloud/qemu/metadata-server.js';
-import { httpRequest } from '../../../../src/adapters/cloud/shared/http.js';
+import { httpRequest } from '../../../../src/adapters/http/request.js';
 import { type FakeHttpServer, startFakeHttpServer } from '../shared/fake-http.js';
 
 /** One lease line's content. */

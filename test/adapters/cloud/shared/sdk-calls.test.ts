@@ -5,8 +5,8 @@
  * function; the adapters' own tests load the real ones.
  */
 import { describe, expect, it } from 'vitest';
-import { DEFAULT_CLOUD_TIMEOUT_IN_MS } from '../../../../src/adapters/cloud/shared/call.js';
 import { deadlineSettings, LazySdk } from '../../../../src/adapters/cloud/shared/sdk-calls.js';
+import { DEFAULT_CLOUD_TIMEOUT_IN_MS } from '../../../../src/adapters/http/call.js';
 import { isConfbootError } from '../../../../src/ports/errors.js';
 import type { Logger } from '../../../../src/ports/logger.js';
 

@@ -1,12 +1,12 @@
 /**
  * A small HTTP client for metadata services (GCE metadata server, Azure IMDS, AWS IMDSv2, the QEMU
- * metadata server, OpenStack). Built on node:http so it can bind the outgoing socket to a local
+ * metadata server, OpenStack) and the attestation lookups (Azure THIM and TD quotes, Intel PCS). Built on node:http so it can bind the outgoing socket to a local
  * address (a simulated node on 127.0.0.N is told apart by its source address) and never goes
  * through a proxy, as metadata endpoints must not.
  */
 import http from 'node:http';
 import https from 'node:https';
-import { ConfbootError } from '../../../ports/errors.js';
+import { ConfbootError } from '../../ports/errors.js';
 import { codeForHttpStatus } from './call.js';
 
 /** One HTTP request. */

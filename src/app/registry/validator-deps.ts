@@ -10,8 +10,8 @@ import { AmdCertCache } from '../../adapters/attestation/snp/cert-cache.js';
 import { KdsCertFetcher } from '../../adapters/attestation/snp/kds-fetcher.js';
 import { type TdxCollateralSource, tdxCollateralGetter } from '../../adapters/attestation/tdx/config.js';
 import type { TdxValidatorConfig } from '../../adapters/attestation/tdx/validators.js';
-import type { QemuAkRegistry } from '../../adapters/attestation/variants/qemu-vtpm.js';
 import { SystemClock } from '../../adapters/system/system-clock.js';
+import type { AkRegistry } from '../../ports/ak-registry.js';
 import type { AmiTpmSupport } from '../../ports/ami-tpm-support.js';
 import type { Clock } from '../../ports/clock.js';
 import { ConfbootError, wrapError } from '../../ports/errors.js';
@@ -33,7 +33,7 @@ export interface ValidatorDeps {
   /** azure-trustedlaunch: trusted AK roots (PEM or DER). */
   azureAkRoots?: Array<Uint8Array | string>;
   /** qemu-vtpm: accept only registered attestation keys (absent: upstream's trust in the carried AK). */
-  qemuAkTrust?: QemuAkRegistry;
+  qemuAkTrust?: AkRegistry;
   /**
    * SEV-SNP: VCEK/ASK cache. Pass ONE cache for the life of a service, so config reloads keep it and
    * a join burst costs one AMD KDS request per certificate; default a new {@link createAmdCertCache}.
@@ -132,7 +132,7 @@ export async function gceLookups(
   clock: Clock = new SystemClock(),
 ): Promise<VariantLookups> {
   const { BoundedShieldedIdentity, ComputeShieldedIdentity } = await import(
-    '../../adapters/attestation/variants/gce-shielded-identity.js'
+    '../../adapters/cloud/gcp/shielded-identity.js'
   );
   return { gceShieldedIdentity: new BoundedShieldedIdentity(new ComputeShieldedIdentity(), { clock }) };
 }
@@ -142,7 +142,7 @@ export async function gceLookups(
  * only).
  */
 export async function ec2Lookups(_settings: VariantLookupSettings, clock: Clock): Promise<VariantLookups> {
-  const { Ec2AmiTpmSupport } = await import('../../adapters/attestation/variants/ec2-ami-tpm-support.js');
+  const { Ec2AmiTpmSupport } = await import('../../adapters/cloud/aws/ami-tpm-support.js');
   return { amiTpmSupport: new Ec2AmiTpmSupport({ clock }) };
 }
 

@@ -7,17 +7,17 @@ import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
+import { decodeAttestationPb } from '../../../src/adapters/attestation/shared/vtpm-document.js';
 import {
   parseTpmsAttest,
   parseTpmtPublic,
   parseTpmtSignature,
   TpmAlg,
-} from '../../../../src/adapters/attestation/shared/tpm2.js';
-import { decodeAttestationPb } from '../../../../src/adapters/attestation/shared/vtpm-document.js';
-import { isAttestationError } from '../../../../src/ports/errors.js';
-import { SHA256, SoftTpm } from '../../../support/soft-tpm.js';
+} from '../../../src/adapters/tpm/tpm2-wire.js';
+import { isAttestationError } from '../../../src/ports/errors.js';
+import { SHA256, SoftTpm } from '../../support/soft-tpm.js';
 
-const vectors = resolve(import.meta.dirname, '../../../../../shared/testvectors/go-tpm-tools');
+const vectors = resolve(import.meta.dirname, '../../../../shared/testvectors/go-tpm-tools');
 const gce = decodeAttestationPb(readFileSync(resolve(vectors, 'attestations/gce-cos-85-nonce9009.pb')));
 const gceQuote = gce.quotes.find((q) => q.pcrHashAlg === TpmAlg.SHA256);
 if (!gceQuote) throw new Error('no sha256 quote in the vector');

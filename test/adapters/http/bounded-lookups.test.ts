@@ -1,20 +1,20 @@
 /**
- * BoundedLookups (attestation/shared) and the gcp-sev-es Compute lookup built on it
+ * BoundedLookups (src/adapters/http) and the gcp-sev-es Compute lookup built on it
  * (BoundedShieldedIdentity), under fake time with a STUB lookup: answers and failures cached per
  * key, one shared lookup per key that no caller can abort, and misses beyond the budget refused at
  * once (recoverable), never queued.
  */
 import { describe, expect, it } from 'vitest';
+import { BoundedShieldedIdentity } from '../../../src/adapters/cloud/gcp/shielded-identity.js';
 import {
   BoundedLookups,
   LOOKUP_BUDGET_EXHAUSTED,
   LOOKUP_RECENTLY_FAILED,
-} from '../../../../src/adapters/attestation/shared/bounded-lookups.js';
-import { BoundedShieldedIdentity } from '../../../../src/adapters/attestation/variants/gce-shielded-identity.js';
-import { ConfbootError, isConfbootError } from '../../../../src/ports/errors.js';
-import type { GceShieldedIdentity } from '../../../../src/ports/gce-shielded-identity.js';
-import type { CallOptions } from '../../../../src/ports/types.js';
-import { FakeClock } from '../../../fakes/fake-clock.js';
+} from '../../../src/adapters/http/bounded-lookups.js';
+import { ConfbootError, isConfbootError } from '../../../src/ports/errors.js';
+import type { GceShieldedIdentity } from '../../../src/ports/gce-shielded-identity.js';
+import type { CallOptions } from '../../../src/ports/types.js';
+import { FakeClock } from '../../fakes/fake-clock.js';
 
 const flush = async () => {
   for (let i = 0; i < 20; i++) await Promise.resolve();

@@ -1,5 +1,5 @@
 /**
- * The app-level validator construction (src/app/attestation) and the join service's production
+ * The app-level validator construction (src/app/registry/validators.ts) and the join service's production
  * builder on it:
  *  - every SEV-SNP/TDX variant is built from a sample attestation config with the REAL trust
  *    anchors of ../shared/testvectors (read at test time);
@@ -26,13 +26,13 @@ import {
 } from '../../../src/adapters/attestation/tdx/config.js';
 import { createVtpmQuoteVerifier } from '../../../src/adapters/attestation/vtpm/cvm-quote.js';
 import { silentLogger } from '../../../src/adapters/log/pino-logger.js';
+import { validatorBuilder } from '../../../src/app/join-service/production.js';
 import {
   buildValidator,
   SNP_TDX_VARIANTS,
   VALIDATOR_VARIANTS,
   type ValidatorDeps,
-} from '../../../src/app/attestation/validators.js';
-import { validatorBuilder } from '../../../src/app/join-service/production.js';
+} from '../../../src/app/registry/validators.js';
 import type { AmdCertFetcher } from '../../../src/ports/amd-cert-fetcher.js';
 import { isAttestationError, isConfbootError } from '../../../src/ports/errors.js';
 import type { GceShieldedIdentity } from '../../../src/ports/gce-shielded-identity.js';

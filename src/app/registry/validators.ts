@@ -14,9 +14,10 @@
  * missing cloud lookup, `failed-precondition`) error naming the variant, so an updatable validator
  * keeps its last good one and a starting service fails closed.
  */
-import type { QemuAkRegistry } from '../../adapters/attestation/variants/qemu-vtpm.js';
+
 import { SystemClock } from '../../adapters/system/system-clock.js';
 import { type ParsedAttestationConfig, parseAttestationConfig } from '../../domain/measurements.js';
+import type { AkRegistry } from '../../ports/ak-registry.js';
 import type { AmiTpmSupport } from '../../ports/ami-tpm-support.js';
 import type { Clock } from '../../ports/clock.js';
 import { ConfbootError, wrapError } from '../../ports/errors.js';
@@ -25,7 +26,7 @@ import type { Logger } from '../../ports/logger.js';
 import type { MeasurementPolicy } from '../../ports/measurement-policy.js';
 import type { Validator } from '../../ports/validator.js';
 import type { Variant } from '../../ports/variant.js';
-import { variantEntry, variantNames, variantsOfKind } from '../registry/index.js';
+import { variantEntry, variantNames, variantsOfKind } from './index.js';
 import type { NitroTpmTrust, ValidatorDeps } from './validator-deps.js';
 
 export {
@@ -89,7 +90,7 @@ export interface ValidatorConfig {
   /** Logs tolerated warnOnly mismatches. */
   logger?: Logger;
   /** qemu-vtpm: accept only the attester's registered AK (off: the AK is trusted as carried). */
-  qemuAkTrust?: QemuAkRegistry;
+  qemuAkTrust?: AkRegistry;
   /** aws-nitro-tpm: EC2 lookup of the AMI's TpmSupport. */
   amiTpmSupport?: AmiTpmSupport;
   /** aws-nitro-tpm: trust in AWS's NitroTPM document (default AWS's Nitro root, no carried AKs). */

@@ -5,7 +5,7 @@
  * AttestationError naming the structure, never an out-of-range read.
  */
 import { createPublicKey, type KeyObject } from 'node:crypto';
-import { AttestationError } from '../../../ports/errors.js';
+import { AttestationError } from '../../ports/errors.js';
 
 /** TPM_ALG_ID values used here (TPM 2.0 part 2, table 9). */
 export const TpmAlg = {

@@ -1,7 +1,8 @@
 /**
  * Network lookups a validator makes for what an unauthenticated document names (an AMD VCEK for a
- * chip ID, a GCE instance's shielded identity), kept inside a small budget (adapter layer,
- * attestation/shared). The key space is chosen by whoever sends the document, so:
+ * chip ID, a GCE instance's shielded identity), kept inside a small budget (adapter layer, the
+ * HTTP helpers the attestation validators and the cloud lookups share). The key space is chosen by
+ * whoever sends the document, so:
  *  - answers are cached (bounded, oldest evicted first; optionally for a limited time);
  *  - failures are cached too (negative cache), so a key that failed is refused without a new
  *    request until its entry expires;
@@ -12,8 +13,8 @@
  *    refused at once with a recoverable `resource-exhausted` error, never queued.
  * Time for expiry and refill comes from the Clock port.
  */
-import type { Clock } from '../../../ports/clock.js';
-import { ConfbootError, type ConfbootErrorCode, isConfbootError, messageOf } from '../../../ports/errors.js';
+import type { Clock } from '../../ports/clock.js';
+import { ConfbootError, type ConfbootErrorCode, isConfbootError, messageOf } from '../../ports/errors.js';
 
 /** Options of {@link BoundedLookups}. */
 export interface BoundedLookupsOptions {

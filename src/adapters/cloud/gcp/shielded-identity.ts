@@ -9,8 +9,8 @@ import type { Clock } from '../../../ports/clock.js';
 import { ConfbootError, wrapError } from '../../../ports/errors.js';
 import type { GceShieldedIdentity } from '../../../ports/gce-shielded-identity.js';
 import type { CallOptions } from '../../../ports/types.js';
-import { fetchCapableAuthClient, type GcpAuthClient } from '../../cloud/gcp/metadata-api.js';
-import { BoundedLookups } from '../shared/bounded-lookups.js';
+import { BoundedLookups } from '../../http/bounded-lookups.js';
+import { fetchCapableAuthClient, type GcpAuthClient } from './metadata-api.js';
 
 /** Options of {@link ComputeShieldedIdentity}. */
 export interface ComputeShieldedIdentityOptions {

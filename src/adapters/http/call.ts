@@ -5,9 +5,9 @@
  * transient ones (network, timeout, 408/429/5xx, gRPC UNAVAILABLE/DEADLINE_EXCEEDED) are
  * `unavailable` and recoverable — callers retry and a service never crashes on them.
  */
-import { ConfbootError, type ConfbootErrorCode, isConfbootError, messageOf } from '../../../ports/errors.js';
-import type { Logger } from '../../../ports/logger.js';
-import type { CallOptions } from '../../../ports/types.js';
+import { ConfbootError, type ConfbootErrorCode, isConfbootError, messageOf } from '../../ports/errors.js';
+import type { Logger } from '../../ports/logger.js';
+import type { CallOptions } from '../../ports/types.js';
 
 /** Default deadline of one cloud call. */
 export const DEFAULT_CLOUD_TIMEOUT_IN_MS = 10_000;

@@ -8,8 +8,8 @@ import { startMetadataServer } from '../../adapters/cloud/qemu/metadata-server.j
 import { createPinoLogger } from '../../adapters/log/pino-logger.js';
 import type { Logger } from '../../ports/logger.js';
 import { splitHostPort } from '../../ports/peer-address.js';
-import { type CommandSpec, parseCommand, runCommand, UsageError } from './args.js';
-import { untilStopSignal } from './signals.js';
+import { type CommandSpec, parseCommand, runCommand, UsageError } from '../program/args.js';
+import { untilStopSignal } from '../program/signals.js';
 
 /** The command's options. */
 export const METADATA_SERVER_COMMAND: CommandSpec = {

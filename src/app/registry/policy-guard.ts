@@ -11,7 +11,7 @@ import { measurementPolicyWeaknesses } from '../../domain/measurement-guard.js';
 import { parseAttestationConfig } from '../../domain/measurements.js';
 import { ConfbootError } from '../../ports/errors.js';
 import type { Variant } from '../../ports/variant.js';
-import { variantEntry } from '../registry/index.js';
+import { variantEntry } from './index.js';
 
 /** The CLI flag (join service and `confboot init`) that lets a weak measurement policy through. */
 export const ALLOW_WEAK_POLICY_FLAG = '--allow-weak-measurement-policy';

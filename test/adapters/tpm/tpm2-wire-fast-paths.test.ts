@@ -5,10 +5,10 @@
  */
 import { createPublicKey } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
-import { algName, parseTpmtPublic, TpmAlg } from '../../../../src/adapters/attestation/shared/tpm2.js';
-import { decodeVtpmDocument } from '../../../../src/adapters/attestation/shared/vtpm-document.js';
-import { isAttestationError } from '../../../../src/ports/errors.js';
-import { SoftTpm } from '../../../support/soft-tpm.js';
+import { decodeVtpmDocument } from '../../../src/adapters/attestation/shared/vtpm-document.js';
+import { algName, parseTpmtPublic, TpmAlg } from '../../../src/adapters/tpm/tpm2-wire.js';
+import { isAttestationError } from '../../../src/ports/errors.js';
+import { SoftTpm } from '../../support/soft-tpm.js';
 
 describe('vTPM parser fast paths', () => {
   it('algName names every TpmAlg member and formats unknown IDs as hex', () => {

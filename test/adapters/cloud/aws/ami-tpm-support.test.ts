@@ -10,7 +10,7 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import {
   Ec2AmiTpmSupport,
   type Ec2AmiTpmSupportOptions,
-} from '../../../../src/adapters/attestation/variants/ec2-ami-tpm-support.js';
+} from '../../../../src/adapters/cloud/aws/ami-tpm-support.js';
 import { isConfbootError } from '../../../../src/ports/errors.js';
 import { FakeClock } from '../../../fakes/fake-clock.js';
 
