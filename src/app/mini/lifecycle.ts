@@ -2,16 +2,15 @@
  * `confboot mini lifecycle`: a cluster that survives reboots and a full outage, on real QEMU VMs.
  * The same stages as `mini up` (image, network, reference boot, provision, boot, init, join) form a
  * control plane and two workers; each node writes a marker to its mounted state disk and stays up.
- * The operator's master secret is split 2-of-3 with init's share-file writer (what `confboot init
- * --recovery-shares 3 --recovery-threshold 2` runs after init). Then the steps, each checked from
+ * The operator's master secret is split 2-of-3 into share files the way `confboot init
+ * --recovery-shares 3 --recovery-threshold 2` does after init. Then the steps, each checked from
  * real state (stages/lifecycle-steps.ts, stages/outage.ts): reboot of worker-0, tampered reboot of
  * worker-1, outage of every VM with k-of-n recovery, reset of worker-1. Everything it started is
  * gone when it returns. kubeadm and the Kubernetes API server are SIMULATED.
  */
 import { randomBytes } from 'node:crypto';
-import { mkdir, readFile } from 'node:fs/promises';
-import { join } from 'node:path';
-import { writeRecoveryShareFiles } from '../cli/recovery-share-files.js';
+import { ShamirSecretSharing } from '../../adapters/crypto/shamir-secret-sharing.js';
+import { makeRecoveryShares } from '../../domain/recovery-shares.js';
 import { formCluster, prepareCluster } from './cluster.js';
 import { MiniCluster } from './context.js';
 import type { MiniSecrets } from './stages/init.js';
@@ -28,30 +27,33 @@ import {
 
 const SHARES = { total: 3, threshold: 2 };
 
-/** Splits the master secret 2-of-3 (and another cluster's, for the foreign share) into share files. */
-async function writeShares(c: MiniCluster, secrets: MiniSecrets): Promise<LifecycleShares> {
-  const dir = join(c.workDir, 'recovery-shares');
-  const other = join(c.workDir, 'other-cluster-shares');
-  await mkdir(dir, { recursive: true, mode: 0o700 });
-  await mkdir(other, { recursive: true, mode: 0o700 });
-  const valid = await writeRecoveryShareFiles({
-    masterSecret: secrets.masterSecret,
-    masterSalt: secrets.masterSalt,
-    clusterId: secrets.clusterId,
-    ...SHARES,
-    dir,
-  });
+/**
+ * Splits the master secret 2-of-3 into share files, as `confboot init --recovery-shares 3
+ * --recovery-threshold 2` does after init (the audited Shamir library through makeRecoveryShares),
+ * and another cluster's secret the same way, for the foreign share.
+ */
+async function makeShares(secrets: MiniSecrets): Promise<LifecycleShares> {
+  const sharing = new ShamirSecretSharing();
+  const valid = await makeRecoveryShares(
+    sharing,
+    secrets.masterSecret,
+    secrets.masterSalt,
+    secrets.clusterId,
+    SHARES.total,
+    SHARES.threshold,
+  );
   const foreignClusterId = randomBytes(32);
-  const foreign = await writeRecoveryShareFiles({
-    masterSecret: randomBytes(32),
-    masterSalt: randomBytes(32),
-    clusterId: foreignClusterId,
-    ...SHARES,
-    dir: other,
-  });
+  const foreign = await makeRecoveryShares(
+    sharing,
+    randomBytes(32),
+    randomBytes(32),
+    foreignClusterId,
+    SHARES.total,
+    SHARES.threshold,
+  );
   return {
-    valid: await Promise.all(valid.map(async (f) => new Uint8Array(await readFile(f)))),
-    foreign: new Uint8Array(await readFile(foreign[0] as string)),
+    valid,
+    foreign: foreign[0] as Uint8Array,
     foreignClusterId: foreignClusterId.toString('hex'),
     ...SHARES,
   };
@@ -109,7 +111,7 @@ export async function miniLifecycle(options: MiniLifecycleOptions): Promise<Mini
       steps.push(...(await formSteps(c, secrets, started)));
     }
     if (secrets !== undefined && steps.every((s) => s.ok)) {
-      const shares = await writeShares(c, secrets);
+      const shares = await makeShares(secrets);
       steps.push(await rebootStep(c, secrets, markers, 'worker-0'));
       steps.push(await tamperedRebootStep(c, secrets, 'worker-1'));
       steps.push(...(await outageStep(c, secrets, markers, shares)));
