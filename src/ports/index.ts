@@ -19,6 +19,7 @@ export * from './deny-list.js';
 export * from './disk-bindings.js';
 export * from './encrypted-disk.js';
 export * from './errors.js';
+export * from './event-recorder.js';
 export * from './evidence-store.js';
 export * from './file-writer.js';
 export * from './gce-shielded-identity.js';

@@ -129,8 +129,8 @@ describe('bring-up through the Kubernetes API (FAKE API server, real client-node
     ).rejects.toThrow(/waiting for DaemonSet kube-system\/join-service to be ready: not ready within 20 ms/);
   });
 
-  it('the CLI applies, prints no secret, and a re-run reports nothing changed', async () => {
-    const { dir, kubeconfig } = await cluster();
+  it('the CLI applies, prints no secret, and a re-run reports nothing changed (the receipt key Secret is made once)', async () => {
+    const { api, dir, kubeconfig } = await cluster();
     const master = { key: randomBytes(32).toString('base64'), salt: randomBytes(32).toString('base64') };
     writeFileSync(join(dir, 'master.json'), JSON.stringify(master));
     writeFileSync(join(dir, 'salt.bin'), randomBytes(32));
@@ -153,9 +153,16 @@ describe('bring-up through the Kubernetes API (FAKE API server, real client-node
       join(dir, 'salt.bin'),
     ];
     expect(await run(argv)).toBe(0);
+    const receiptKeyPath = '/api/v1/namespaces/kube-system/secrets/join-service-receipt-key';
+    const receiptKey = api.objects.get(receiptKeyPath);
+    const pem = Buffer.from(receiptKey?.data['key.pem'] ?? '', 'base64').toString();
+    expect(pem).toMatch(/^-----BEGIN PRIVATE KEY-----\n/);
     expect(await run(argv)).toBe(0);
+    // The second run generated another key but kept the Secret: receipts stay verifiable.
+    expect(api.objects.get(receiptKeyPath)).toEqual(receiptKey);
     const text = out.join('');
     expect(text).toContain('Nothing changed');
+    expect(text).not.toContain(pem.split('\n')[1]);
     expect(text).not.toContain(master.key);
     expect(text).not.toContain(Buffer.from(master.key, 'base64').toString('hex'));
     expect(await run(['--cloud', 'nowhere', '--attestation-config', 'x'])).toBe(2);

@@ -4,6 +4,7 @@
  * against Kubernetes' OpenAPI schemas (offline, strict about unknown fields), and the manifests
  * must agree with the code: ports, probe paths, mount paths, and flags the real CLI parsers accept.
  */
+import { createPrivateKey } from 'node:crypto';
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, relative, resolve } from 'node:path';
@@ -426,6 +427,34 @@ describe('confboot manifests', () => {
     await expect(runManifests(['--tls-secrets', '--cloud', 'qemu'])).rejects.toThrow(/leave out --cloud/);
     await expect(runManifests(['--tls-secrets', '--tls-validity-days', '0'])).rejects.toThrow(
       /--tls-validity-days/,
+    );
+  });
+
+  it('--receipt-key-secret prints a valid Secret with a fresh P-256 receipt key the join service mounts', async () => {
+    const a = capture();
+    const b = capture();
+    expect(await runManifests(['--receipt-key-secret'], a.out)).toBe(0);
+    expect(await runManifests(['--receipt-key-secret'], b.out)).toBe(0);
+    const [secret, ...rest] = parse(a.text());
+    expect(rest).toEqual([]);
+    expect(await validateObject(secret)).toEqual([]);
+    expect(`${secret.kind}/${secret.metadata.namespace}/${secret.metadata.name}`).toBe(
+      'Secret/kube-system/join-service-receipt-key',
+    );
+    const pem = Buffer.from(secret.data['key.pem'], 'base64').toString();
+    expect(createPrivateKey(pem).asymmetricKeyDetails?.namedCurve).toBe('prime256v1');
+    expect(a.text()).not.toBe(b.text());
+    // The DaemonSet mounts that Secret and passes the key file to the service.
+    const ds = parse(readFileSync(join(dir, 'qemu/qemu-vtpm.yaml'), 'utf8')).find(
+      (o) => o.kind === 'DaemonSet',
+    );
+    const volume = ds.spec.template.spec.volumes.find((v: { name: string }) => v.name === 'receipt-key');
+    expect(volume.secret.secretName).toBe('join-service-receipt-key');
+    expect(ds.spec.template.spec.containers[0].args).toContain(
+      '--receipt-key=/etc/confboot/receipt-key/key.pem',
+    );
+    await expect(runManifests(['--receipt-key-secret', '--cloud', 'qemu'])).rejects.toThrow(
+      /leave out --cloud/,
     );
   });
 

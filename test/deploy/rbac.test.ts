@@ -1,6 +1,6 @@
 /**
  * The join service's CustomResourceDefinition and RBAC in the rendered manifests agree with what the
- * Kubernetes adapters (src/adapters/kubernetes/api.ts) really do. Every adapter call is made through
+ * Kubernetes adapters (src/adapters/kubernetes: api.ts, evidence-store.ts, event-recorder.ts) really do. Every adapter call is made through
  * the real @kubernetes/client-node against a SIMULATED Kubernetes API (fake-kube-api.ts); each
  * request it sees is turned into the attributes the API server's RBAC authorizer checks (verb,
  * group, resource, namespace, name), and the rendered Role and ClusterRole must allow every one of
@@ -21,6 +21,9 @@ import {
   KubeDiskBindings,
   loadKubeConfig,
 } from '../../src/adapters/kubernetes/api.js';
+import { KubeEventRecorder } from '../../src/adapters/kubernetes/event-recorder.js';
+import { EVIDENCE_GROUP, KubeEvidenceStore } from '../../src/adapters/kubernetes/evidence-store.js';
+import { silentLogger } from '../../src/adapters/log/pino-logger.js';
 import { diskBindingCrd } from '../../src/app/manifests/access.js';
 import { deployTargets, manifestFileName } from '../../src/app/manifests/manifests.js';
 import { FakeKubeApi } from '../adapters/kubernetes/fake-kube-api.js';
@@ -54,7 +57,12 @@ function accessOf(method: string, path: string, contentType: string | undefined)
   );
   if (!m) throw new Error(`not a resource path: ${path}`);
   const [, group = '', namespace, resource = '', name] = m;
-  const verbs: Record<string, string> = { POST: 'create', GET: name ? 'get' : 'list', PATCH: 'patch' };
+  const verbs: Record<string, string> = {
+    POST: 'create',
+    GET: name ? 'get' : 'list',
+    PATCH: 'patch',
+    DELETE: 'delete',
+  };
   const verb = verbs[method];
   if (!verb) throw new Error(`unexpected method ${method} ${path}`);
   const access = { verb, group, resource, namespace, name };
@@ -82,6 +90,39 @@ async function adapterAccesses(): Promise<Access[]> {
   const uuid = '0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0';
   await disks.bind({ diskUuid: uuid, nodeName: 'worker-1', owner: 'instance/worker-1' });
   await disks.bind({ diskUuid: uuid, nodeName: 'worker-2', owner: 'instance/worker-2' }); // 409, then get
+  // Evidence: apply (with a read for a record without a node name), the prune's list and delete.
+  const evidence = new KubeEvidenceStore({ kubeConfig, clock, logger: silentLogger, maxRecords: 1 });
+  const record = (key: string, nodeName?: string) => ({
+    key,
+    ...(nodeName !== undefined ? { nodeName } : {}),
+    peer: '10.0.0.5:4000',
+    variant: 'qemu-vtpm',
+    oid: '1.3.9900.1.2',
+    document: new Uint8Array([1]),
+    nonce: new Uint8Array(32),
+    rpc: 'IssueJoinTicket',
+    outcome: 'issued' as const,
+    reason: 'ok',
+    at: clock.now().toISOString(),
+  });
+  await evidence.record(record(`disk/${uuid}`, 'worker-1'));
+  await evidence.idle();
+  await evidence.record(record('disk/00000000-0000-0000-0000-000000000001'));
+  await evidence.idle();
+  expect(await evidence.prune()).toBe(1);
+  // Events: a refusal creates one, a repeat after the patch interval patches its count.
+  const events = new KubeEventRecorder({ kubeConfig, clock, logger: silentLogger, patchIntervalMs: 1000 });
+  const refusal = {
+    rpc: 'IssueJoinTicket',
+    peer: '10.0.0.5:4000',
+    variant: 'qemu-vtpm',
+    reason: 'deny-list',
+  };
+  events.refused(refusal);
+  await events.idle();
+  await clock.advance(1000);
+  events.refused(refusal);
+  await events.idle();
   expect(api.violations).toEqual([]);
   return api.requests.flatMap((r) => accessOf(r.method, r.path, r.contentType));
 }
@@ -154,12 +195,31 @@ describe.each(deployTargets())('join service CRD and RBAC for $cloud / $variant'
     }
     const accesses = await adapterAccesses();
     expect(accesses.map((a) => a.resource)).toEqual(
-      expect.arrayContaining(['secrets', 'configmaps', 'nodeversions', 'joiningnodes', DISK_BINDING_PLURAL]),
+      expect.arrayContaining([
+        'secrets',
+        'configmaps',
+        'nodeversions',
+        'joiningnodes',
+        DISK_BINDING_PLURAL,
+        'evidencerecords',
+        'events',
+      ]),
     );
-    expect(accesses.filter((a) => a.group === DISK_BINDING_GROUP).map((a) => a.verb)).toEqual([
-      'create',
-      'create',
-      'get',
+    expect(
+      accesses
+        .filter((a) => a.group === DISK_BINDING_GROUP && a.resource === DISK_BINDING_PLURAL)
+        .map((a) => a.verb),
+    ).toEqual(['create', 'create', 'get']);
+    expect(
+      new Set(
+        accesses
+          .filter((a) => a.group === EVIDENCE_GROUP && a.resource === 'evidencerecords')
+          .map((a) => a.verb),
+      ),
+    ).toEqual(new Set(['create', 'delete', 'get', 'list', 'patch']));
+    expect(accesses.filter((a) => a.resource === 'events').map((a) => [a.verb, a.namespace])).toEqual([
+      ['create', 'kube-system'],
+      ['patch', 'kube-system'],
     ]);
     const used = new Set<Obj>();
     for (const a of accesses) {
@@ -215,6 +275,8 @@ describe.each(deployTargets())('join service CRD and RBAC for $cloud / $variant'
         namespace: undefined,
         name: 'disk-x',
       },
+      { verb: 'delete', group: '', resource: 'events', namespace: 'kube-system', name: 'x' },
+      { verb: 'list', group: '', resource: 'events', namespace: 'kube-system', name: undefined },
       {
         verb: 'get',
         group: 'update.edgeless.systems',

@@ -120,7 +120,7 @@ export function kubeError(operation: string, err: unknown): ConfbootError {
 }
 
 /** Runs one API call with a deadline; the request keeps running in the background after it passes. */
-async function call<T>(operation: string, timeoutMs: number, fn: () => Promise<T>): Promise<T> {
+export async function call<T>(operation: string, timeoutMs: number, fn: () => Promise<T>): Promise<T> {
   let timer: NodeJS.Timeout | undefined;
   const deadline = new Promise<never>((_, reject) => {
     timer = setTimeout(
@@ -415,7 +415,8 @@ export interface KubeDiskBindingsOptions {
   logger?: Logger;
 }
 
-function hasStatus(err: unknown, code: number): boolean {
+/** Whether `err` (from {@link call}) is the API server's answer with HTTP status `code`. */
+export function hasStatus(err: unknown, code: number): boolean {
   return err instanceof ConfbootError && err.cause instanceof ApiException && err.cause.code === code;
 }
 

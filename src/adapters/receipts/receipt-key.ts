@@ -29,6 +29,12 @@ export interface JsonWebKeySet {
   keys: JWK[];
 }
 
+/** A new receipt key: an ECDSA P-256 private key as PKCS#8 PEM (what {@link ReceiptKey.load} reads). */
+export function generateReceiptKeyPem(): string {
+  const { privateKey } = generateKeyPairSync('ec', { namedCurve: 'P-256' });
+  return privateKey.export({ type: 'pkcs8', format: 'pem' }) as string;
+}
+
 /** A loaded receipt key: signs receipts and publishes the JWKS. */
 export class ReceiptKey implements ReceiptSigner {
   private constructor(
@@ -97,9 +103,8 @@ export class ReceiptKey implements ReceiptSigner {
     } catch (err) {
       if (!isMissing(err)) throw err;
     }
-    const { privateKey } = generateKeyPairSync('ec', { namedCurve: 'P-256' });
     const tmp = join(dirname(path), `.receipt-key-${randomBytes(8).toString('hex')}.tmp`);
-    await writeFile(tmp, privateKey.export({ type: 'pkcs8', format: 'pem' }), { mode: 0o600, flag: 'wx' });
+    await writeFile(tmp, generateReceiptKeyPem(), { mode: 0o600, flag: 'wx' });
     try {
       await link(tmp, path);
     } catch (err) {

@@ -1,7 +1,8 @@
 /**
  * A SIMULATED Kubernetes API server for tests and for `confboot mini`'s control-plane VM, where no
  * real API server can run. It serves only what the join service uses — bootstrap-token Secrets,
- * ConfigMaps, NodeVersion, JoiningNode and DiskBinding resources — plus the Opaque
+ * ConfigMaps, NodeVersion, JoiningNode, DiskBinding and EvidenceRecord resources, and Events in
+ * kube-system (create, merge-patch) — plus the Opaque
  * `constellation-mastersecret` Secret the operator creates after init (create once, then read) and
  * the deletion of ClusterRoleBindings (init removes kubeadm's node auto-approval), and checks every
  * request strictly (method, path, query, content type, bearer token, body fields). Anything
@@ -19,6 +20,7 @@ import { createServer as createHttpsServer } from 'node:https';
 import type { AddressInfo } from 'node:net';
 import { parse as parseYaml } from 'yaml';
 import { MASTER_SECRET_NAME } from '../kubernetes/names.js';
+import { type RecordsAnswer, SimulatedRecords } from './simulated-kube-records.js';
 
 /** One request as the fake saw it. */
 export interface SeenRequest {
@@ -79,6 +81,12 @@ export class FakeKubeApi {
   readonly joiningNodes = new Map<string, Obj>();
   /** Cluster-scoped DiskBindings (confboot.dev/v1alpha1) by name. */
   readonly diskBindings = new Map<string, Obj>();
+  /** EvidenceRecords, Events and the join-config rollout (simulated-kube-records.ts). */
+  readonly records = new SimulatedRecords(this.configMaps);
+  /** Cluster-scoped EvidenceRecords (confboot.dev/v1alpha1) by name. */
+  readonly evidenceRecords = this.records.evidenceRecords;
+  /** kube-system Events (core/v1) by name. */
+  readonly events = this.records.events;
   /** ClusterRoleBindings by name (seeded by tests; the API only deletes them). */
   readonly clusterRoleBindings = new Map<string, Obj>();
   /** Scripted failures: the next request with a matching method (any method when unset) gets `status`. */
@@ -265,6 +273,8 @@ export class FakeKubeApi {
       return this.get(res, this.diskBindings, diskBinding, 'diskbindings.confboot.dev');
     if (method === 'PATCH' && joiningNode)
       return this.applyJoiningNode(res, joiningNode, contentType, url.searchParams, body as Obj);
+    const answer = this.records.handle(method, p, contentType, url.searchParams, body as Obj);
+    if (answer !== undefined) return this.answer(res, answer);
     const binding = /^\/apis\/rbac\.authorization\.k8s\.io\/v1\/clusterrolebindings\/([^/]+)$/.exec(p)?.[1];
     if (method === 'DELETE' && binding) {
       const name = decodeURIComponent(binding);
@@ -278,6 +288,12 @@ export class FakeKubeApi {
       return this.ok(res, 200, { kind: 'Status', apiVersion: 'v1', metadata: {}, status: 'Success' });
     }
     return this.violation(res, `unexpected request ${method} ${p}`);
+  }
+
+  private answer(res: ServerResponse, a: RecordsAnswer): true {
+    if ('violation' in a) return this.violation(res, a.violation);
+    if ('reason' in a) return this.status(res, a.code, a.reason, a.message);
+    return this.ok(res, a.code, a.body);
   }
 
   private get(res: ServerResponse, store: Map<string, Obj>, name: string, kind: string): boolean {

@@ -7,7 +7,8 @@
  * `maxRefusedRecords` records of evidence refused during the handshake (so unauthenticated callers
  * cannot push out the records of real nodes), each document at most `maxDocumentBytes` (a larger
  * one is not kept), records older than `maxAgeMs` dropped. Loaded once at start; survives restarts.
- * In-cluster storage through the Kubernetes API is not provided: each replica keeps its own file.
+ * Each process keeps its own file (single-process use: the demo, one join service with a state
+ * directory); replicas share the cluster's store instead (src/adapters/kubernetes/evidence-store.ts).
  */
 import { appendFile, mkdir, readFile, rename, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -43,7 +44,8 @@ export interface JsonlEvidenceStoreOptions {
   maxAgeMs?: number;
 }
 
-interface Line {
+/** A record with its byte fields in base64. */
+export interface EvidenceLine {
   key: string;
   nodeName?: string;
   peer: string;
@@ -61,7 +63,8 @@ interface Line {
 const b64 = (b: Uint8Array) => Buffer.from(b).toString('base64');
 const bytes = (s: string) => new Uint8Array(Buffer.from(s, 'base64'));
 
-function toLine(r: EvidenceRecord): Line {
+/** The JSON form of a record (one line of the file; the spec of an EvidenceRecord resource). */
+export function evidenceLine(r: EvidenceRecord): EvidenceLine {
   return {
     key: r.key,
     ...(r.nodeName !== undefined ? { nodeName: r.nodeName } : {}),
@@ -80,9 +83,9 @@ function toLine(r: EvidenceRecord): Line {
 
 /** Parses one line of an evidence file; undefined for a line that is not a record (e.g. torn). */
 export function parseEvidenceLine(text: string): EvidenceRecord | undefined {
-  let l: Partial<Line>;
+  let l: Partial<EvidenceLine>;
   try {
-    l = JSON.parse(text) as Partial<Line>;
+    l = JSON.parse(text) as Partial<EvidenceLine>;
   } catch {
     return undefined;
   }
@@ -129,7 +132,39 @@ export function parseEvidenceFile(text: string): EvidenceRecord[] {
   return [...latest.values()];
 }
 
-const isHandshakeRefusal = (r: EvidenceRecord) => r.key.startsWith('address/');
+/** Whether a record is of evidence refused during the handshake (kept under its own bound). */
+export const isHandshakeRefusal = (r: Pick<EvidenceRecord, 'key'>) => r.key.startsWith('address/');
+
+/** The bounds every evidence store applies. */
+export interface EvidenceBounds {
+  maxRecords: number;
+  maxRefusedRecords: number;
+  maxAgeMs: number;
+}
+
+/**
+ * The keys to drop from `records` (oldest first): those older than `maxAgeMs` before `now`, and the
+ * oldest beyond each bound (ticket requests, handshake refusals).
+ */
+export function evidenceToDrop(
+  records: ReadonlyArray<Pick<EvidenceRecord, 'key' | 'at'>>,
+  bounds: EvidenceBounds,
+  now: Date,
+): Set<string> {
+  const oldest = now.getTime() - bounds.maxAgeMs;
+  const drop = new Set<string>();
+  for (const r of records) if (!(Date.parse(r.at) >= oldest)) drop.add(r.key);
+  for (const [handshake, max] of [
+    [true, bounds.maxRefusedRecords],
+    [false, bounds.maxRecords],
+  ] as const) {
+    const keys = records
+      .filter((r) => !drop.has(r.key) && isHandshakeRefusal(r) === handshake)
+      .map((r) => r.key);
+    for (const k of keys.slice(0, Math.max(0, keys.length - max))) drop.add(k);
+  }
+  return drop;
+}
 
 /** The evidence record in a JSON-lines file (see the module comment). */
 export class JsonlEvidenceStore implements EvidenceStore {
@@ -193,7 +228,7 @@ export class JsonlEvidenceStore implements EvidenceStore {
     const write = async () => {
       if (evicted || this.lines + 1 > 2 * this.maxLines()) await this.compact();
       else {
-        await appendFile(this.path, `${JSON.stringify(toLine(r))}\n`, { mode: 0o600 });
+        await appendFile(this.path, `${JSON.stringify(evidenceLine(r))}\n`, { mode: 0o600 });
         this.lines++;
       }
     };
@@ -214,33 +249,15 @@ export class JsonlEvidenceStore implements EvidenceStore {
 
   /** Drops expired records and the oldest beyond each bound; true when anything was dropped. */
   private prune(): boolean {
-    const { clock, maxAgeMs, maxRecords, maxRefusedRecords } = this.options;
-    const oldest = clock.now().getTime() - maxAgeMs;
-    let dropped = false;
-    for (const [k, r] of this.records)
-      if (Date.parse(r.at) < oldest) {
-        this.records.delete(k);
-        dropped = true;
-      }
-    for (const [handshake, max] of [
-      [true, maxRefusedRecords],
-      [false, maxRecords],
-    ] as const) {
-      const keys = [...this.records.values()]
-        .filter((r) => isHandshakeRefusal(r) === handshake)
-        .map((r) => r.key);
-      for (const k of keys.slice(0, Math.max(0, keys.length - max))) {
-        this.records.delete(k);
-        dropped = true;
-      }
-    }
-    return dropped;
+    const drop = evidenceToDrop([...this.records.values()], this.options, this.options.clock.now());
+    for (const k of drop) this.records.delete(k);
+    return drop.size > 0;
   }
 
   /** Rewrites the file with the records kept: a temporary file renamed over it. */
   private async compact(): Promise<void> {
     const tmp = `${this.path}.tmp`;
-    const text = [...this.records.values()].map((r) => `${JSON.stringify(toLine(r))}\n`).join('');
+    const text = [...this.records.values()].map((r) => `${JSON.stringify(evidenceLine(r))}\n`).join('');
     await writeFile(tmp, text, { mode: 0o600 });
     await rename(tmp, this.path);
     this.lines = this.records.size;

@@ -4,8 +4,8 @@
  * workloads of `confboot manifests` (the same generator), with their placeholders replaced by the
  * cluster's own values, plus what the join service reads at run time: the master-secret Secret, the
  * attestation config and measurement salt, the CustomResourceDefinitions (NodeVersion, JoiningNode,
- * DiskBinding), the components ConfigMap and the NodeVersion naming it, and the key-service TLS
- * Secrets.
+ * DiskBinding, EvidenceRecord), the components ConfigMap and the NodeVersion naming it, the
+ * key-service TLS Secrets and the join receipt key Secret.
  */
 import type {
   KubernetesObject,
@@ -18,6 +18,7 @@ import { MASTER_SECRET_NAME } from '../../adapters/kubernetes/names.js';
 import { type KeyServiceTls, keyServiceTlsSecrets } from '../../adapters/pki/key-service-tls.js';
 import type { Component } from '../../ports/types.js';
 import { NAMESPACE } from '../manifests/common.js';
+import { receiptKeySecret } from '../manifests/join-service.js';
 import { type RenderOptions, renderObjects } from '../manifests/manifests.js';
 
 export { MASTER_SECRET_NAME };
@@ -53,6 +54,8 @@ export interface BringupInput extends RenderOptions {
   kubernetesVersion: string;
   /** Key-service TLS material, used only when its Secrets do not exist yet. */
   tlsMaterial?: KeyServiceTls;
+  /** The join receipt key (PKCS#8 PEM), used only when its Secret does not exist yet. */
+  receiptKeyPem?: string;
 }
 
 const labels = { 'app.kubernetes.io/part-of': 'confboot' };
@@ -131,12 +134,15 @@ export function bringupObjects(input: BringupInput): BringupObject[] {
     },
   };
   const tls = input.tlsMaterial ? keyServiceTlsSecrets(input.tlsMaterial, NAMESPACE).map(([, s]) => s) : [];
+  const receiptKey = input.receiptKeyPem === undefined ? [] : [receiptKeySecret(input.receiptKeyPem)];
   return [
     ...[updateCrd('NodeVersion', 'nodeversions'), updateCrd('JoiningNode', 'joiningnodes'), ...crds].map(
       (object) => ({ object, mode: 'apply' as const }),
     ),
     { object: masterSecret, mode: 'must-match', secret: true },
     ...tls.map((object) => ({ object, mode: 'create-only' as const, secret: true })),
+    // Made once: every replica and restart signs receipts with it (one JWKS verifies them all).
+    ...receiptKey.map((object) => ({ object, mode: 'create-only' as const, secret: true })),
     { object: components, mode: 'apply' },
     { object: nodeVersion, mode: 'apply' },
     ...rest.map((object) => ({ object, mode: 'apply' as const })),

@@ -8,6 +8,7 @@ import { readFile } from 'node:fs/promises';
 import { parseComponentList } from '../../adapters/components/component-list.js';
 import { loadKubeConfig } from '../../adapters/kubernetes/api.js';
 import { createKeyServiceTls, keyServiceDnsNames } from '../../adapters/pki/key-service-tls.js';
+import { generateReceiptKeyPem } from '../../adapters/receipts/receipt-key.js';
 import { messageOf } from '../../ports/errors.js';
 import type { Component } from '../../ports/types.js';
 import type { Variant } from '../../ports/variant.js';
@@ -142,6 +143,7 @@ export async function run(argv: string[]): Promise<number> {
       kubernetesVersion: String(v['kubernetes-version']),
       // Used only when the Secrets are missing: a re-run keeps the cluster's certificates.
       tlsMaterial: await createKeyServiceTls({ serverNames: keyServiceDnsNames(NAMESPACE) }),
+      receiptKeyPem: generateReceiptKeyPem(),
     });
     progress(
       `Applying ${objects.length} objects for ${cloud}/${variant} to ${kc.getCurrentCluster()?.server}${v['dry-run'] ? ' (dry run)' : ''}`,

@@ -72,6 +72,24 @@ function parsePositive(flag: string, value: string): number {
   return n;
 }
 
+function parseOnOff(flag: string, value: string): boolean {
+  if (value !== 'on' && value !== 'off') throw new UsageError(`--${flag}: want on or off, got "${value}"`);
+  return value === 'on';
+}
+
+/** `--evidence-store`: `file` needs `--state-dir`; without the flag, `file` when a state directory is given. */
+function parseEvidenceStore(
+  value: string | undefined,
+  stateDir: string | undefined,
+): 'file' | 'cluster' | undefined {
+  if (value === undefined) return stateDir === undefined ? undefined : 'file';
+  if (value !== 'file' && value !== 'cluster')
+    throw new UsageError(`--evidence-store: want file or cluster, got "${value}"`);
+  if (value === 'file' && stateDir === undefined)
+    throw new UsageError('--evidence-store=file needs --state-dir');
+  return value;
+}
+
 /** The admission settings from their flags (every one has a default). */
 function parseAdmissionFlags(v: Record<string, unknown>): AdmissionSettings {
   const values: Partial<Record<AdmissionSettingName, number>> = {};
@@ -97,8 +115,11 @@ export interface JoinServiceFlags {
   /** `--receipt-key` and `--receipt-retired-jwks`. */
   receiptKeyPath: string | undefined;
   receiptRetiredJwksPath: string | undefined;
-  /** `--state-dir`, `--evidence-retention`, `--evidence-max-age-days`. */
+  /** `--state-dir`, `--evidence-store`, `--evidence-retention`, `--evidence-max-age-days`. */
   stateDir: string | undefined;
+  evidenceStore: 'file' | 'cluster' | undefined;
+  /** `--refusal-events`. */
+  refusalEvents: boolean;
   evidenceMaxRecords: number;
   evidenceMaxAgeMs: number;
   listen: ListenAddress;
@@ -187,6 +208,8 @@ export function parseJoinServiceFlags(
     receiptKeyPath: str('receipt-key'),
     receiptRetiredJwksPath: str('receipt-retired-jwks'),
     stateDir: str('state-dir'),
+    evidenceStore: parseEvidenceStore(str('evidence-store'), str('state-dir')),
+    refusalEvents: parseOnOff('refusal-events', str('refusal-events') as string),
     evidenceMaxRecords: parsePositive('evidence-retention', str('evidence-retention') as string),
     evidenceMaxAgeMs:
       parsePositive('evidence-max-age-days', str('evidence-max-age-days') as string) * 24 * 3600 * 1000,

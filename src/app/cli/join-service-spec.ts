@@ -107,6 +107,19 @@ export const joinServiceCommand: CommandSpec = {
       description:
         'directory of the evidence record (evidence.jsonl): the evidence behind each decision, replayed by `confboot measurements dry-run` and against every loaded attestation config. Without it nothing is recorded',
     },
+    'evidence-store': {
+      type: 'string',
+      valueName: 'file|cluster',
+      description:
+        'where the evidence record lives: `cluster` = EvidenceRecord resources through the Kubernetes API, shared by every replica and kept across restarts; `file` = evidence.jsonl under --state-dir (one process). Default: file with --state-dir, else none',
+    },
+    'refusal-events': {
+      type: 'string',
+      valueName: 'on|off',
+      default: 'on',
+      description:
+        'record each refusal as a Kubernetes Event in kube-system on DaemonSet join-service (deduplicated per caller and reason, rate-limited)',
+    },
     'evidence-retention': {
       type: 'string',
       valueName: 'N',

@@ -88,7 +88,9 @@ export async function runJoinService(argv: string[], options: JoinServiceRunOpti
           : await ReceiptKey.load(receiptKeyPath, definedOnly({ retiredJwksPath: receiptRetiredJwksPath })),
       stateDir,
       evidenceRetention:
-        stateDir === undefined ? undefined : { maxRecords: evidenceMaxRecords, maxAgeMs: evidenceMaxAgeMs },
+        config.evidenceStore === undefined
+          ? undefined
+          : { maxRecords: evidenceMaxRecords, maxAgeMs: evidenceMaxAgeMs },
     }),
     logger,
     signal: options.signal,

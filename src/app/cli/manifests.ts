@@ -6,15 +6,18 @@
  */
 import { mkdir, rename, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
+import { Document } from 'yaml';
 import {
   createKeyServiceTls,
   DEFAULT_TLS_VALIDITY_DAYS,
   keyServiceDnsNames,
   renderKeyServiceTlsSecrets,
 } from '../../adapters/pki/key-service-tls.js';
+import { generateReceiptKeyPem } from '../../adapters/receipts/receipt-key.js';
 import type { Variant } from '../../ports/variant.js';
 import type { JoinServiceCsp } from '../join-service/production.js';
 import { DEFAULT_IMAGE, type DeployTarget, NAMESPACE } from '../manifests/common.js';
+import { receiptKeySecret } from '../manifests/join-service.js';
 import { deployTargets, deployVariants, manifestFileName, renderManifests } from '../manifests/manifests.js';
 import { type CommandSpec, parseCommand, runCommand, UsageError } from '../program/args.js';
 import { cloudNames, isCloud } from '../registry/index.js';
@@ -59,6 +62,11 @@ export const manifestsCommand: CommandSpec = {
       description:
         'instead: print the two Secrets mutual TLS needs (fresh CA, key-service and join-service certificates; private keys: pipe to kubectl apply -f -, do not commit)',
     },
+    'receipt-key-secret': {
+      type: 'boolean',
+      description:
+        'instead: print the Secret with a fresh join receipt key (a private key: pipe to kubectl apply -f - once, do not commit; applying it again replaces the key)',
+    },
     'tls-validity-days': {
       type: 'string',
       valueName: 'N',
@@ -67,7 +75,7 @@ export const manifestsCommand: CommandSpec = {
     },
   },
   get epilog() {
-    return `Clouds and their variants (the first is the default): ${targetList()}.\nBy default the join service reaches the key service over mutual TLS: create its Secrets once with\n  confboot manifests --tls-secrets | kubectl apply -f -\nand restart both services after renewing them (same command).\nExit codes: 0 on success, 1 when writing fails, 2 on bad flags.`;
+    return `Clouds and their variants (the first is the default): ${targetList()}.\nBy default the join service reaches the key service over mutual TLS: create its Secrets once with\n  confboot manifests --tls-secrets | kubectl apply -f -\nand restart both services after renewing them (same command). The join service signs receipts with a key\nfrom a Secret; create it once with\n  confboot manifests --receipt-key-secret | kubectl apply -f -\n(confboot apply creates both when they are missing.)\nExit codes: 0 on success, 1 when writing fails, 2 on bad flags.`;
   },
 };
 
@@ -88,6 +96,18 @@ export async function runManifests(
   if (v === undefined) return 0;
   const image = v.image as string;
   const dir = v.out as string | undefined;
+  if (v['receipt-key-secret']) {
+    const others = ['cloud', 'variant', 'all', 'out', 'plain-key-service', 'tls-secrets'].filter(
+      (f) => v[f] !== undefined,
+    );
+    if (others.length > 0)
+      throw new UsageError(`--receipt-key-secret prints only the Secret: leave out --${others.join(', --')}`);
+    const doc = new Document(receiptKeySecret(generateReceiptKeyPem()));
+    doc.commentBefore =
+      ' The join service\'s receipt key (docs/attestation-config.md, "Join receipts"): create once;\n every replica and restart signs with it, so one JWKS verifies every receipt.';
+    out.write(doc.toString({ lineWidth: 0 }));
+    return 0;
+  }
   if (v['tls-secrets']) {
     const others = ['cloud', 'variant', 'all', 'out', 'plain-key-service'].filter((f) => v[f] !== undefined);
     if (others.length > 0)

@@ -1,6 +1,6 @@
 /**
  * `confboot measurements dry-run`: replays the join service's recorded evidence (evidence.jsonl
- * under its --state-dir) against a new attestation config and prints, per node, whether the new
+ * under its --state-dir, or the cluster's EvidenceRecord resources) against a new attestation config and prints, per node, whether the new
  * config would accept it and why (src/app/join-service/dry-run.ts). Exit 0 no joined node would be
  * refused, 1 one would, 2 usage or input error.
  */
@@ -35,7 +35,14 @@ export const dryRunCommand: CommandSpec = {
       type: 'string',
       valueName: 'SOURCE',
       default: DEFAULT_EVIDENCE_SOURCE,
-      description: "the join service's --state-dir, or its evidence.jsonl file",
+      description:
+        "the join service's --state-dir, its evidence.jsonl file, or `cluster`: the EvidenceRecord resources of the cluster (--evidence-store=cluster) through --kubeconfig",
+    },
+    kubeconfig: {
+      type: 'string',
+      valueName: 'F',
+      description:
+        'with --evidence cluster: kubeconfig of the cluster (default $KUBECONFIG, else the in-cluster service account)',
     },
     'qemu-ak-registry': {
       type: 'string',
@@ -54,11 +61,32 @@ export const dryRunCommand: CommandSpec = {
     'The evidence is what the join service verified (document and the TLS-exporter nonce it bound); each',
     "record is validated again with a validator built from NEW for the record's variant. A joined node is",
     'one whose latest ticket was issued.',
-    'Exit codes: 0 no joined node would be refused, 1 a joined node would be refused, 2 usage or input error.',
+    'Exit codes: 0 no joined node would be refused, 1 a joined node would be refused (or the cluster could not be',
+    'read), 2 usage or input error.',
   ].join('\n'),
 };
 
-async function readEvidence(source: string) {
+/** The --evidence value that reads the cluster's EvidenceRecord resources. */
+export const CLUSTER_EVIDENCE_SOURCE = 'cluster';
+
+async function readClusterEvidence(kubeconfigPath: string | undefined) {
+  const [{ loadKubeConfig }, { KubeEvidenceStore }] = await Promise.all([
+    import('../../adapters/kubernetes/api.js'),
+    import('../../adapters/kubernetes/evidence-store.js'),
+  ]);
+  let kubeConfig: ReturnType<typeof loadKubeConfig>;
+  try {
+    kubeConfig = loadKubeConfig(kubeconfigPath);
+  } catch (err) {
+    throw new UsageError(`reading evidence from the cluster: ${messageOf(err)}`);
+  }
+  const store = new KubeEvidenceStore({ kubeConfig, clock: new SystemClock(), logger: silentLogger });
+  return store.list();
+}
+
+async function readEvidence(source: string, kubeconfigPath: string | undefined) {
+  if (source === CLUSTER_EVIDENCE_SOURCE)
+    return readClusterEvidence(kubeconfigPath ?? process.env.KUBECONFIG);
   let path = source;
   try {
     if ((await stat(source)).isDirectory()) path = JsonlEvidenceStore.pathIn(source);
@@ -79,7 +107,7 @@ export async function runDryRun(argv: string[]): Promise<number> {
   } catch (err) {
     throw new UsageError(`reading ${configPath}: ${messageOf(err)}`);
   }
-  const records = await readEvidence(v.evidence as string);
+  const records = await readEvidence(v.evidence as string, v.kubeconfig as string | undefined);
   const clock = new SystemClock();
   const validators = new Map<string, Validator | undefined>();
   for (const variant of new Set(records.map((r) => r.variant))) {

@@ -1,9 +1,10 @@
 /**
- * `confboot mini up|lifecycle|down`: confboot nodes on real QEMU virtual machines
+ * `confboot mini up|lifecycle|upgrade|down`: confboot nodes on real QEMU virtual machines
  * (src/app/mini/cluster.ts, lifecycle.ts, docs/mini.md). `up` prints progress per VM and a summary
  * table (or JSON with --json) and removes everything it started, also on Ctrl-C and SIGTERM;
  * `lifecycle` runs the reboot, tampered reboot, outage-with-recovery and reset steps on one cluster;
- * `down` removes what a `--keep` run (or a crashed one) left.
+ * `upgrade` runs the rolling-upgrade scenario (mini-upgrade.ts); `down` removes what a `--keep` run
+ * (or a crashed one) left.
  */
 import { type MiniLifecycleResult, type MiniResult, miniDown, miniUp } from '../mini/cluster.js';
 import { miniLifecycle } from '../mini/lifecycle.js';
@@ -230,14 +231,17 @@ export async function run(argv: string[]): Promise<number> {
       return 0;
     }
     if (sub === 'lifecycle') return runLifecycle(rest);
+    if (sub === 'upgrade') return (await import('./mini-upgrade.js')).runMiniUpgrade(rest);
     if (sub !== 'up') {
       if (sub === undefined || sub === '--help' || sub === '-h') {
         process.stdout.write(
-          `Usage: confboot mini up|lifecycle|down [options]\n\n  up         ${miniUpCommand.summary}\n  lifecycle  ${miniLifecycleCommand.summary}\n  down       ${miniDownCommand.summary}\n\n${renderHelp(miniUpCommand)}\n`,
+          `Usage: confboot mini up|lifecycle|upgrade|down [options]\n\n  up         ${miniUpCommand.summary}\n  lifecycle  ${miniLifecycleCommand.summary}\n  upgrade    the rolling upgrade with measurement sets (confboot mini upgrade --help)\n  down       ${miniDownCommand.summary}\n\n${renderHelp(miniUpCommand)}\n`,
         );
         return sub === undefined ? 2 : 0;
       }
-      throw new UsageError(`unknown mini command ${JSON.stringify(sub)} (want up, lifecycle or down)`);
+      throw new UsageError(
+        `unknown mini command ${JSON.stringify(sub)} (want up, lifecycle, upgrade or down)`,
+      );
     }
     const v = parseCommand(rest, miniUpCommand);
     if (v === undefined) return 0;

@@ -9,6 +9,7 @@
  */
 
 import { readFile } from 'node:fs/promises';
+import { hostname } from 'node:os';
 import { join } from 'node:path';
 import type { TdxCollateralSource } from '../../adapters/attestation/tdx/config.js';
 import { UpdatableValidator } from '../../adapters/attestation/updatable/updatable-validator.js';
@@ -17,11 +18,9 @@ import { GrpcKmsClient, type GrpcKmsClientTls } from '../../adapters/kms/grpc-km
 import { WorkerCertificateAuthority } from '../../adapters/pki/worker-certificate-authority.js';
 import { SystemClock } from '../../adapters/system/system-clock.js';
 import { parseAttestationConfig } from '../../domain/measurements.js';
-import type { BootstrapTokens } from '../../ports/bootstrap-tokens.js';
 import type { Clock } from '../../ports/clock.js';
-import type { ClusterFacts } from '../../ports/cluster-facts.js';
-import type { DiskBindings } from '../../ports/disk-bindings.js';
 import { ConfbootError, wrapError } from '../../ports/errors.js';
+import type { EvidenceStore } from '../../ports/evidence-store.js';
 import type { Logger } from '../../ports/logger.js';
 import type { MetadataAPI } from '../../ports/metadata-api.js';
 import type { Validator } from '../../ports/validator.js';
@@ -43,6 +42,11 @@ import {
 } from '../registry/policy-guard.js';
 import { buildValidator, createAmdCertCache } from '../registry/validators.js';
 import { withDryRunOnLoad } from './dry-run.js';
+import { lazyKubernetes } from './lazy-kubernetes.js';
+import { withRefusalEvents } from './refusal-events.js';
+
+export { type LazyKubernetes, lazyKubernetes } from './lazy-kubernetes.js';
+
 import {
   type JoinServiceLimits,
   type JoinServiceOptions,
@@ -195,8 +199,17 @@ export interface ProductionJoinServiceConfig {
    * absent: no evidence is recorded and loaded configs are not dry-run.
    */
   stateDir?: string;
+  /**
+   * Where the evidence record lives: `cluster` (EvidenceRecord resources through the Kubernetes API,
+   * shared by every replica), or `file` (under {@link stateDir}; the default when it is given).
+   */
+  evidenceStore?: 'file' | 'cluster';
   /** Bounds of the evidence record (records kept, retention). */
   evidenceRetention?: { maxRecords?: number; maxAgeMs?: number };
+  /** Record each refusal as a Kubernetes Event (deduplicated, rate-limited). Default true. */
+  refusalEvents?: boolean;
+  /** `reportingInstance` of the events; default the host name (a pod's name). */
+  eventInstance?: string;
   /** Signs join receipts and publishes its JWKS (ReceiptKey.load); absent: no receipts. */
   receiptKey?: JoinServiceOptions['receiptKey'];
   listen: ListenAddress;
@@ -281,75 +294,6 @@ export async function apiServerEndpointFromMetadata(
   return self.vpcIp.includes(':') ? `[${self.vpcIp}]:${KUBERNETES_PORT}` : `${self.vpcIp}:${KUBERNETES_PORT}`;
 }
 
-/** Bootstrap tokens, cluster facts and disk bindings on a Kubernetes client that is loaded on demand. */
-export interface LazyKubernetes {
-  tokens: BootstrapTokens;
-  facts: ClusterFacts;
-  /** DiskBinding resources (which node each state disk belongs to). */
-  diskBindings: DiskBindings;
-  /** Loads the client and the kubeconfig (once); rejects like loadKubeConfig. */
-  load(): Promise<void>;
-  /** Whether the client is loaded and configured. */
-  loaded(): boolean;
-}
-
-/**
- * The Kubernetes adapters behind a loader. @kubernetes/client-node is by far the slowest module to
- * import, and tickets need it only after attestation, so the service listens first and loads the
- * client right after; a request arriving meanwhile waits for it.
- */
-export function lazyKubernetes(
-  options: { kubeconfigPath?: string | undefined } & (
-    | { caCertPath: string; adminConfPath?: undefined }
-    | { adminConfPath: string; caCertPath?: undefined }
-  ),
-  clock: Clock,
-  logger: Logger,
-): LazyKubernetes {
-  let adapters:
-    | Promise<{ tokens: BootstrapTokens; facts: ClusterFacts; diskBindings: DiskBindings }>
-    | undefined;
-  let done = false;
-  const get = () => {
-    adapters ??= import('../../adapters/kubernetes/api.js').then((k8s) => {
-      const kubeConfig = k8s.loadKubeConfig(options.kubeconfigPath);
-      const loaded = {
-        tokens: new k8s.KubeBootstrapTokens({
-          kubeConfig,
-          clock,
-          ...(options.caCertPath !== undefined
-            ? { caCertPath: options.caCertPath }
-            : { adminConfPath: options.adminConfPath }),
-          logger,
-        }),
-        facts: new k8s.KubeClusterFacts({ kubeConfig, clock, logger }),
-        diskBindings: new k8s.KubeDiskBindings({ kubeConfig, logger }),
-      };
-      done = true;
-      return loaded;
-    });
-    return adapters;
-  };
-  return {
-    tokens: {
-      createToken: async (ttlMs) => (await get()).tokens.createToken(ttlMs),
-      discoveryCaCertHash: async () => (await get()).tokens.discoveryCaCertHash(),
-    },
-    facts: {
-      components: async () => (await get()).facts.components(),
-      addJoiningNode: async (name, isControlPlane) =>
-        (await get()).facts.addJoiningNode(name, isControlPlane),
-    },
-    diskBindings: {
-      bind: async (binding, options) => (await get()).diskBindings.bind(binding, options),
-    },
-    load: async () => {
-      await get();
-    },
-    loaded: () => done,
-  };
-}
-
 /**
  * Builds the production adapters and starts the join service; calls `onListening` once the ports
  * listen and resolves once the Kubernetes client is configured too. Disposes what it built on failure.
@@ -400,10 +344,24 @@ export async function startProductionJoinService(
     config.apiServerEndpoint ?? (await apiServerEndpointFromMetadata(metadata, config.signal));
 
   const metrics = new JoinServiceMetrics();
-  const evidence =
-    config.stateDir === undefined
-      ? undefined
-      : await JsonlEvidenceStore.open({ dir: config.stateDir, clock, logger, ...config.evidenceRetention });
+  const kube = lazyKubernetes(
+    {
+      kubeconfigPath: config.kubeconfigPath,
+      evidenceRetention: config.evidenceRetention,
+      eventInstance: config.eventInstance ?? hostname(),
+      ...(config.adminConfPath !== undefined
+        ? { adminConfPath: config.adminConfPath }
+        : { caCertPath: join(config.pkiDir ?? PKI_DIR, 'ca.crt') }),
+    },
+    clock,
+    logger,
+  );
+  const evidence: EvidenceStore | undefined =
+    config.evidenceStore === 'cluster'
+      ? kube.evidence
+      : config.stateDir === undefined
+        ? undefined
+        : await JsonlEvidenceStore.open({ dir: config.stateDir, clock, logger, ...config.evidenceRetention });
   const validator = await UpdatableValidator.start({
     path: config.attestationConfigPath,
     // Each loaded config is dry-run against the recorded evidence (logged, counted in /metrics).
@@ -415,13 +373,6 @@ export async function startProductionJoinService(
     endpoint: config.keyServiceEndpoint,
     ...(config.keyServiceTls ? { tls: config.keyServiceTls } : {}),
   });
-  const kube = lazyKubernetes(
-    config.adminConfPath !== undefined
-      ? { kubeconfigPath: config.kubeconfigPath, adminConfPath: config.adminConfPath }
-      : { kubeconfigPath: config.kubeconfigPath, caCertPath: join(config.pkiDir ?? PKI_DIR, 'ca.crt') },
-    clock,
-    logger,
-  );
   // CSR inspection and kubelet signing (the largest CPU item of a join) on a worker thread.
   const ca = new WorkerCertificateAuthority({ clock, pkiDir: config.pkiDir ?? PKI_DIR });
   const service = await startJoinService({
@@ -435,7 +386,8 @@ export async function startProductionJoinService(
     apiServerEndpoint,
     identity: new MetadataPeerIdentity(metadata, clock, { logger }),
     clock,
-    logger,
+    // Every refused audit event also becomes a Kubernetes Event.
+    logger: config.refusalEvents === false ? logger : withRefusalEvents(logger, kube.events),
     listen: config.listen,
     httpListen: config.httpListen,
     ...(config.grpcHealthListen ? { grpcHealthListen: config.grpcHealthListen } : {}),

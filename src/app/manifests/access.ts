@@ -1,7 +1,7 @@
 /**
- * The join service's standing in the Kubernetes API: the DiskBinding CustomResourceDefinition it
- * writes, its ServiceAccount and its RBAC (exactly the Kubernetes API calls of
- * src/adapters/kubernetes/api.ts).
+ * The join service's standing in the Kubernetes API: the DiskBinding and EvidenceRecord
+ * CustomResourceDefinitions it writes, its ServiceAccount and its RBAC (exactly the Kubernetes API
+ * calls of src/adapters/kubernetes: api.ts, evidence-store.ts, event-recorder.ts).
  */
 import type {
   V1ClusterRole,
@@ -19,6 +19,12 @@ import {
   NODE_VERSION_NAME,
   UPDATE_GROUP,
 } from '../../adapters/kubernetes/api.js';
+import {
+  EVIDENCE_GROUP,
+  EVIDENCE_KIND,
+  EVIDENCE_PLURAL,
+  EVIDENCE_VERSION,
+} from '../../adapters/kubernetes/evidence-store.js';
 import { JOIN_SERVICE_ACCOUNT, labels, type ManifestBuilder, meta, NAMESPACE } from './common.js';
 
 /**
@@ -70,6 +76,59 @@ export function diskBindingCrd(): V1CustomResourceDefinition {
 }
 
 /**
+ * The EvidenceRecord CustomResourceDefinition (cluster-scoped; docs/attestation-config.md, "Dry run
+ * of a new config"): the evidence behind the join service's latest decision per node, written by
+ * KubeEvidenceStore, read by `confboot measurements dry-run --evidence cluster`.
+ */
+export function evidenceRecordCrd(): V1CustomResourceDefinition {
+  const field = () => ({ type: 'string' });
+  const required = ['key', 'peer', 'variant', 'oid', 'document', 'nonce', 'rpc', 'outcome', 'reason', 'at'];
+  return {
+    apiVersion: 'apiextensions.k8s.io/v1',
+    kind: 'CustomResourceDefinition',
+    metadata: { name: `${EVIDENCE_PLURAL}.${EVIDENCE_GROUP}`, labels: labels('confboot') },
+    spec: {
+      group: EVIDENCE_GROUP,
+      scope: 'Cluster',
+      names: {
+        kind: EVIDENCE_KIND,
+        listKind: `${EVIDENCE_KIND}List`,
+        plural: EVIDENCE_PLURAL,
+        singular: 'evidencerecord',
+      },
+      versions: [
+        {
+          name: EVIDENCE_VERSION,
+          served: true,
+          storage: true,
+          schema: {
+            openAPIV3Schema: {
+              type: 'object',
+              required: ['spec'],
+              properties: {
+                spec: {
+                  type: 'object',
+                  required,
+                  properties: Object.fromEntries(
+                    [...required, 'nodeName', 'userData'].map((k) => [k, field()]),
+                  ),
+                },
+              },
+            },
+          },
+          additionalPrinterColumns: [
+            { name: 'Node', type: 'string', jsonPath: '.spec.nodeName' },
+            { name: 'Outcome', type: 'string', jsonPath: '.spec.outcome' },
+            { name: 'Reason', type: 'string', jsonPath: '.spec.reason' },
+            { name: 'At', type: 'string', jsonPath: '.spec.at' },
+          ],
+        },
+      ],
+    },
+  };
+}
+
+/**
  * The join service's RBAC: one rule per Kubernetes API call it makes (src/adapters/kubernetes/api.ts),
  * nothing else. Namespaced objects (kube-system Secrets and ConfigMaps) through a Role in
  * kube-system, cluster-scoped resources through a ClusterRole.
@@ -97,6 +156,8 @@ export function joinServiceRbac(): {
       // KubeClusterFacts.components: reads the components ConfigMap that the NodeVersion names
       // (k8s-components-<hash>, changes with every upgrade, so not restricted by name).
       { apiGroups: [''], resources: ['configmaps'], verbs: ['get'] },
+      // KubeEventRecorder: creates an Event per refused caller and reason, patches its count.
+      { apiGroups: [''], resources: ['events'], verbs: ['create', 'patch'] },
     ],
   };
   const clusterRole: V1ClusterRole = {
@@ -117,6 +178,13 @@ export function joinServiceRbac(): {
       // KubeDiskBindings.bind: creates DiskBinding disk-<uuid>, reads it when it exists (HTTP 409).
       // No delete, update or list: releasing a disk is an administrator's `kubectl delete`.
       { apiGroups: [DISK_BINDING_GROUP], resources: [DISK_BINDING_PLURAL], verbs: ['create', 'get'] },
+      // KubeEvidenceStore: applies the record of a decision server-side (creating it when missing),
+      // reads it (a rejoin keeps the node name), lists and deletes records past the bounds.
+      {
+        apiGroups: [EVIDENCE_GROUP],
+        resources: [EVIDENCE_PLURAL],
+        verbs: ['create', 'delete', 'get', 'list', 'patch'],
+      },
     ],
   };
   return {
@@ -139,12 +207,17 @@ export function joinServiceRbac(): {
   };
 }
 
-/** The DiskBinding CustomResourceDefinition. */
+/** The DiskBinding and EvidenceRecord CustomResourceDefinitions. */
 export const diskBindingObjects: ManifestBuilder = () => [
   {
     comment:
       ' Which node each state disk belongs to (docs/identity.md): one DiskBinding disk-<uuid> per disk,\n written by the join service. Without it every join fails closed (UNAVAILABLE).',
     object: diskBindingCrd(),
+  },
+  {
+    comment:
+      ' The evidence behind the join service\'s latest decision per node (docs/attestation-config.md, "Dry\n run of a new config"): one EvidenceRecord per disk, bounded and pruned by the join service, replayed by\n confboot measurements dry-run --evidence cluster. Without it nothing is recorded (joins go on).',
+    object: evidenceRecordCrd(),
   },
 ];
 
@@ -160,13 +233,13 @@ export const joinServiceAccessObjects: ManifestBuilder = () => {
     { comment: ' Identity of the join service in the Kubernetes API.', object: serviceAccount },
     {
       comment:
-        " The join service's namespaced API calls: create bootstrap-token Secrets, read the components\n ConfigMap (both in kube-system).",
+        " The join service's namespaced API calls: create bootstrap-token Secrets, read the components\n ConfigMap, create and patch refusal Events (all in kube-system).",
       object: rbac.role,
     },
     { comment: ' Grants the Role above to the join service.', object: rbac.roleBinding },
     {
       comment:
-        " The join service's cluster-scoped API calls: read NodeVersion constellation-version, create and\n apply JoiningNodes, create and read DiskBindings. Nothing else (no list, watch, update, delete).",
+        " The join service's cluster-scoped API calls: read NodeVersion constellation-version, create and\n apply JoiningNodes, create and read DiskBindings, apply, read, list and delete EvidenceRecords.\n Nothing else (no watch, no update, no other delete).",
       object: rbac.clusterRole,
     },
     { comment: ' Grants the ClusterRole above to the join service.', object: rbac.clusterRoleBinding },

@@ -49,6 +49,13 @@ export const SECRET_FILE_MODE = 0o440;
 /** Where the join service reads qemu-vtpm's registered attestation keys (ConfigMap join-ak-registry). */
 export const AK_REGISTRY_PATH = `${SERVICE_BASE_PATH}/ak-registry/ak-registry.json`;
 
+/** The Secret holding the join receipt key (`key.pem`), the same for every replica and restart. */
+export const RECEIPT_KEY_SECRET = 'join-service-receipt-key';
+/** Where the join service mounts {@link RECEIPT_KEY_SECRET}. */
+export const RECEIPT_KEY_DIR = '/etc/confboot/receipt-key';
+/** The key file in {@link RECEIPT_KEY_SECRET}. */
+export const RECEIPT_KEY_FILE = 'key.pem';
+
 /** Name of the join service's ServiceAccount, Role, ClusterRole and their bindings. */
 export const JOIN_SERVICE_ACCOUNT = 'join-service';
 

@@ -9,6 +9,7 @@ import type {
   V1Container,
   V1DaemonSet,
   V1PodDisruptionBudget,
+  V1Secret,
   V1Service,
 } from '@kubernetes/client-node';
 import { JOIN_SERVICE_CLIENT_TLS_SECRET } from '../../adapters/pki/key-service-tls.js';
@@ -40,6 +41,9 @@ import {
   labels,
   type ManifestBuilder,
   meta,
+  RECEIPT_KEY_DIR,
+  RECEIPT_KEY_FILE,
+  RECEIPT_KEY_SECRET,
   resources,
   SECRET_FILE_MODE,
   selector,
@@ -130,6 +134,17 @@ export const joinServiceConfigObjects: ManifestBuilder = ({ variant, akRegistry,
   ];
 };
 
+/** The Secret the join service mounts its receipt key from (`key.pem`). */
+export function receiptKeySecret(pem: string): V1Secret {
+  return {
+    apiVersion: 'v1',
+    kind: 'Secret',
+    metadata: meta(RECEIPT_KEY_SECRET),
+    type: 'Opaque',
+    data: { [RECEIPT_KEY_FILE]: Buffer.from(pem).toString('base64') },
+  };
+}
+
 /** The join service's container. */
 function joinServiceContainer({ cloud, variant, image, mtls, akRegistry }: BuildContext): V1Container {
   return {
@@ -148,6 +163,10 @@ function joinServiceContainer({ cloud, variant, image, mtls, akRegistry }: Build
       `--listen=0.0.0.0:${JOIN_SERVICE_PORT}`,
       `--http-listen=0.0.0.0:${JOIN_SERVICE_HTTP_PORT}`,
       `--memory-budget-mib=${JOIN_SERVICE_MEMORY_BUDGET_MIB}`,
+      // Signs a receipt for every ticket; the key is one Secret, so every replica and restart signs alike.
+      `--receipt-key=${RECEIPT_KEY_DIR}/${RECEIPT_KEY_FILE}`,
+      // The evidence of each decision as EvidenceRecord resources: shared by the replicas, kept across restarts.
+      '--evidence-store=cluster',
       ...(mtls
         ? [
             `--key-service-ca=${KEY_SERVICE_CLIENT_TLS_DIR}/ca.crt`,
@@ -199,6 +218,7 @@ function joinServiceContainer({ cloud, variant, image, mtls, akRegistry }: Build
         : []),
       // The pki files the init container copied; the discovery CA hash is read from ca.crt.
       { name: 'pki', mountPath: PKI_DIR, readOnly: true },
+      { name: 'receipt-key', mountPath: RECEIPT_KEY_DIR, readOnly: true },
       ...(mtls
         ? [{ name: 'key-service-client', mountPath: KEY_SERVICE_CLIENT_TLS_DIR, readOnly: true }]
         : []),
@@ -259,6 +279,10 @@ function joinServiceDaemonSet(context: BuildContext): V1DaemonSet {
             { name: 'host-pki', hostPath: { path: PKI_DIR, type: 'Directory' } },
             // Memory-backed: the CA keys never reach a disk of the pod.
             { name: 'pki', emptyDir: { medium: 'Memory', sizeLimit: '1Mi' } },
+            {
+              name: 'receipt-key',
+              secret: { secretName: RECEIPT_KEY_SECRET, defaultMode: SECRET_FILE_MODE },
+            },
             ...(mtls
               ? [
                   {

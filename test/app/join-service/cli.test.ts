@@ -123,6 +123,21 @@ describe('confboot join-service flags', () => {
       [...manifestArgs().slice(1), '--evidence-retention=0'],
       /--evidence-retention: want a whole number ≥ 1/,
     ],
+    [
+      'an unknown evidence store',
+      [...manifestArgs().slice(1), '--evidence-store=s3'],
+      /want file or cluster/,
+    ],
+    [
+      'a file evidence store without a directory',
+      [...manifestArgs().slice(1), '--evidence-store=file'],
+      /needs --state-dir/,
+    ],
+    [
+      'refusal events neither on nor off',
+      [...manifestArgs().slice(1), '--refusal-events=yes'],
+      /want on or off/,
+    ],
   ])('refuses %s with a usage error', (_name, argv, message) => {
     expect(() => parseJoinServiceFlags(argv)).toThrow(UsageError);
     expect(() => parseJoinServiceFlags(argv)).toThrow(message);
@@ -130,7 +145,9 @@ describe('confboot join-service flags', () => {
 
   it('parses the receipt key and evidence record flags', () => {
     const argv = [
-      ...manifestArgs().slice(1),
+      ...manifestArgs()
+        .slice(1)
+        .filter((a) => !a.startsWith('--evidence-store') && !a.startsWith('--receipt-key')),
       '--receipt-key=/var/run/secrets/receipt/key.pem',
       '--receipt-retired-jwks=/var/config/retired.json',
       '--state-dir=/var/lib/confboot/join-service',
@@ -144,9 +161,25 @@ describe('confboot join-service flags', () => {
       evidenceMaxRecords: 50,
       evidenceMaxAgeMs: 2 * 24 * 3600 * 1000,
     });
+    // The manifests: the receipt key from its Secret, the evidence in the cluster, refusal Events on.
     expect(parseJoinServiceFlags(manifestArgs().slice(1))).toMatchObject({
-      receiptKeyPath: undefined,
+      receiptKeyPath: '/etc/confboot/receipt-key/key.pem',
       stateDir: undefined,
+      evidenceStore: 'cluster',
+      refusalEvents: true,
+    });
+    const withoutStore = manifestArgs()
+      .slice(1)
+      .filter((a) => !a.startsWith('--evidence-store') && !a.startsWith('--receipt-key'));
+    expect(parseJoinServiceFlags([...withoutStore, '--state-dir=/s'])).toMatchObject({
+      evidenceStore: 'file',
+    });
+    expect(parseJoinServiceFlags(withoutStore)).toMatchObject({
+      evidenceStore: undefined,
+      receiptKeyPath: undefined,
+    });
+    expect(parseJoinServiceFlags([...withoutStore, '--refusal-events=off'])).toMatchObject({
+      refusalEvents: false,
     });
   });
 
@@ -365,7 +398,7 @@ describe('confboot join-service flags', () => {
 });
 
 describe('confboot join-service (production wiring; simulated Kubernetes API server)', () => {
-  it('issues a ticket to a soft-TPM node, serves /readyz and /metrics, and exits 0 when aborted', async () => {
+  it('issues a ticket to a soft-TPM node, serves /readyz and /metrics, keeps evidence and refusal Events in the fake API server, and exits 0 when aborted', async () => {
     const clock = new SystemClock();
     const dir = tmp();
     // The control plane's files: pki and admin.conf as the SIMULATED kubeadm init writes them.
@@ -451,6 +484,8 @@ describe('confboot join-service (production wiring; simulated Kubernetes API ser
         `--metadata-url=http://127.0.0.1:${metadataServer.port}`,
         // The soft-TPM node's AK is not registered anywhere: trusted as carried, by explicit opt-in.
         '--trust-ak-as-carried',
+        // Evidence in the cluster (EvidenceRecord resources); refusal Events are on by default.
+        '--evidence-store=cluster',
       ],
       { signal: stop.signal, logger, onListening: (p) => listening(p) },
     );
@@ -504,6 +539,27 @@ describe('confboot join-service (production wiring; simulated Kubernetes API ser
     await expect(
       node.issueJoinTicket(`127.0.0.1:${grpcPort}`, { ...request, certificateRequest: revokedCsr.csrDer }),
     ).rejects.toMatchObject({ code: 'permission-denied' });
+
+    // The refusal is a Warning Event on the join service's DaemonSet; the decision's evidence is
+    // one EvidenceRecord of the disk (the latest decision: refused).
+    await waitFor(async () => api.events.size === 1, 'the refusal Event');
+    expect([...api.events.values()][0]).toMatchObject({
+      reason: 'DenyList',
+      type: 'Warning',
+      involvedObject: { kind: 'DaemonSet', name: 'join-service', namespace: 'kube-system' },
+    });
+    expect([...api.events.values()][0]?.message).toContain('node revoked-1');
+    await waitFor(
+      async () => api.evidenceRecords.get(`disk-${request.diskUuid}`)?.spec?.outcome === 'refused',
+      'the refused decision recorded',
+    );
+    expect(api.evidenceRecords.get(`disk-${request.diskUuid}`)?.spec).toMatchObject({
+      key: `disk/${request.diskUuid}`,
+      nodeName: 'revoked-1',
+      outcome: 'refused',
+      reason: 'deny-list',
+    });
+    expect(api.violations).toEqual([]);
 
     const metrics = await (await fetch(`http://127.0.0.1:${httpPort}/metrics`)).text();
     expect(metrics).toContain(

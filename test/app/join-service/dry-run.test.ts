@@ -9,6 +9,8 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { UpdatableValidator } from '../../../src/adapters/attestation/updatable/updatable-validator.js';
+import { loadKubeConfig } from '../../../src/adapters/kubernetes/api.js';
+import { KubeEvidenceStore } from '../../../src/adapters/kubernetes/evidence-store.js';
 import { silentLogger } from '../../../src/adapters/log/pino-logger.js';
 import { JoinServiceMetrics } from '../../../src/adapters/ops/metrics.js';
 import { JsonlEvidenceStore } from '../../../src/adapters/state/jsonl-evidence-store.js';
@@ -22,6 +24,7 @@ import {
 import { type DryRunReport, withDryRunOnLoad } from '../../../src/app/join-service/dry-run.js';
 import { validatorBuilder } from '../../../src/app/join-service/production.js';
 import { isAttestationError } from '../../../src/ports/errors.js';
+import { FakeKubeApi } from '../../adapters/kubernetes/fake-kube-api.js';
 import { type SwtpmNode, startSwtpmNode } from '../../attack/support/nodes.js';
 import { captureStdio } from '../../support/stdio.js';
 import { useTmpDirs } from '../../support/tmp.js';
@@ -124,6 +127,29 @@ describe('dry run against recorded swtpm evidence (simulated Kubernetes)', () =>
       ]),
     ).toBe(1);
     expect(stdio.stdout()).toMatch(/worker-good .*new config: REFUSED measurements/);
+
+    // The same records kept in a cluster (EvidenceRecord resources in the FAKE Kubernetes API
+    // server) are read through --evidence cluster and predict the same.
+    const api = await new FakeKubeApi().start();
+    cleanups.push(() => api.close());
+    const kubeconfig = join(dir, 'kubeconfig');
+    writeFileSync(kubeconfig, api.kubeconfig());
+    const inCluster = new KubeEvidenceStore({
+      kubeConfig: loadKubeConfig(kubeconfig),
+      clock,
+      logger: silentLogger,
+    });
+    for (const r of records) await inCluster.record(r);
+    await inCluster.idle();
+    stdio.clearStdout();
+    expect(
+      await runDryRun([
+        ...['--config', newConfigPath, '--evidence', 'cluster', '--kubeconfig', kubeconfig],
+        ...['--json', '--trust-ak-as-carried'],
+      ]),
+    ).toBe(1);
+    expect((JSON.parse(stdio.stdout()) as DryRunReport).nodes).toEqual(predicted.nodes);
+    expect(api.violations).toEqual([]);
 
     // The service loads the new config: the same check runs, is counted, and names the good node.
     const before = reports.length;

@@ -38,6 +38,7 @@ import { messageOf } from '../../../ports/errors.js';
 import { ADMIN_CONF_PATH, JOIN_SERVICE_PORT, PKI_DIR } from '../../defaults.js';
 import { isLuks, mapStateDisk, stateDisk } from './disk-mapper.js';
 import { EvidenceGate } from './evidence.js';
+import { syncJoinConfig, writeReceiptKey } from './kubelet-sync.js';
 import {
   type BootstrapConfig,
   GUEST_CONFIG_PATH,
@@ -153,6 +154,7 @@ async function runServices(config: BootstrapConfig, api: FakeKubeApi, ip: string
   });
   await writeFile(`${RUN_DIR}/attestationConfig.json`, JSON.stringify(config.attestationConfig ?? {}));
   await writeFile(`${RUN_DIR}/ak-registry.json`, JSON.stringify(config.akRegistry ?? {}));
+  await writeReceiptKey(`${RUN_DIR}/receipt-key.pem`);
   // The operator creates the master secret Secret after init (SIMULATED API server); bounded wait.
   const deadline = Date.now() + 15 * 60_000;
   let secret = api.secrets.get(MASTER_SECRET_NAME);
@@ -183,13 +185,20 @@ async function runServices(config: BootstrapConfig, api: FakeKubeApi, ip: string
     `--api-server-endpoint=${ip}:${SIMULATED_API_PORT}`,
     `--metadata-url=${config.metadataUrl}`,
     `--listen=0.0.0.0:${JOIN_SERVICE_PORT}`,
-    '--http-listen=127.0.0.1:9080',
+    // On the bridge: the operator fetches the receipts' JWKS from /.well-known/jwks.json.
+    '--http-listen=0.0.0.0:9080',
+    `--receipt-key=${RUN_DIR}/receipt-key.pem`,
+    // Evidence as EvidenceRecords in the SIMULATED API server: the operator's dry run reads them.
+    '--evidence-store=cluster',
     // TCG guests are ~100 times slower than hardware: a worker's quote takes seconds.
     '--attestation-timeout=120000',
     '--client-hello-timeout=60000',
     '--tls-handshake-timeout=60000',
     '--verdict-timeout=60000',
   ]);
+  const stopSync = syncJoinConfig(api, `${RUN_DIR}/attestationConfig.json`, (sha256) =>
+    report({ type: 'join-config-synced', sha256 }),
+  );
   let last = '';
   let saved = await saveApiServer(api, '');
   const watch = setInterval(() => {
@@ -206,6 +215,8 @@ async function runServices(config: BootstrapConfig, api: FakeKubeApi, ip: string
       joiningNodes: [...api.joiningNodes.keys()],
       diskBindings: [...api.diskBindings.values()].map((d) => d.spec),
       tokens: [...api.secrets.keys()].filter((n) => n.startsWith('bootstrap-token-')).length,
+      events: [...api.events.values()].map((e) => ({ reason: e.reason, count: e.count, message: e.message })),
+      evidenceRecords: api.evidenceRecords.size,
     });
     if (now !== last) report({ type: 'api-server', ...JSON.parse(now) });
     last = now;
@@ -215,6 +226,7 @@ async function runServices(config: BootstrapConfig, api: FakeKubeApi, ip: string
     Promise.race([key.exit, join.exit]).then((c) => [c, c]),
   ]);
   clearInterval(watch);
+  stopSync();
   throw new Error(`a control-plane service exited (key service ${k}, join service ${j})`);
 }
 

@@ -10,6 +10,7 @@
  * prints the outcome as JSON on stdout (no secrets). Importing this module runs it.
  */
 
+import { writeFile } from 'node:fs/promises';
 import {
   apiAccessFromKubeconfig,
   MasterSecretUploadError,
@@ -32,6 +33,8 @@ export interface InitEntryInput {
   measurementSalt: string;
   initSecret: string;
   timeoutMs: number;
+  /** Where to keep the admin kubeconfig init returned (mode 0600), for later operator steps. */
+  kubeconfigPath?: string;
 }
 
 async function readStdin(): Promise<string> {
@@ -86,6 +89,8 @@ async function main(): Promise<void> {
       process.stdout.write(`${JSON.stringify({ ...outcome, attempts })}\n`);
       return;
     }
+    if (input.kubeconfigPath !== undefined)
+      await writeFile(input.kubeconfigPath, outcome.kubeconfig, { mode: 0o600 });
     let masterSecretStored: true | { check: string; error: string };
     try {
       await uploadMasterSecret(

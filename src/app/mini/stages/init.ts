@@ -19,6 +19,11 @@ import { followBoot } from './boot-evidence.js';
 
 const require = createRequire(import.meta.url);
 
+/** Where the operator keeps the admin kubeconfig init returned (in the run's work directory). */
+export function adminKubeconfigPath(c: MiniCluster): string {
+  return join(c.workDir, 'admin.conf');
+}
+
 /** The cluster's secrets as the operator holds them after init. */
 export interface MiniSecrets {
   masterSecret: Buffer;
@@ -93,6 +98,7 @@ export async function initStage(
       measurementSalt: randomBytes(32).toString('base64'),
       initSecret: c.initSecret.toString('base64'),
       timeoutMs: c.remaining(),
+      kubeconfigPath: adminKubeconfigPath(c),
     };
     init = await runHostEntry<NonNullable<MiniResult['init']>>(c, 'host/init-entry', input, 'init.log');
     const r = c.result(cp.name);

@@ -1,0 +1,256 @@
+/**
+ * Join refusals as Kubernetes Events (core/v1, @kubernetes/client-node), so `kubectl get events -n
+ * kube-system` and `kubectl describe daemonset join-service` show who was refused and why. Events
+ * regard the join service's DaemonSet (a refused caller's node name is its own claim, so no Node
+ * object is named); the reason is the refusal's reason code in UpperCamelCase (`MeasurementSetExpired`),
+ * the message names the caller, its node and disk when given, the variant and the detail.
+ *
+ * Deduplicated like client-go's event correlator: refusals with the same reason from the same caller
+ * (node name, else disk UUID, else address) within the dedupe window are one Event whose `count` and
+ * `lastTimestamp` are patched (JSON merge patch), at most once per patch interval (the count in the
+ * API lags by the refusals since the last patch). Rate-limited: all writes of a recorder share one
+ * token bucket, at most a few run at once, and the correlation cache holds a bounded number of
+ * callers, so a flood of refusals costs the API server a bounded trickle; what does not fit is dropped
+ * and counted. Recording never delays or fails a request.
+ */
+import { randomBytes } from 'node:crypto';
+import { CoreV1Api, type KubeConfig, PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
+import type { Clock } from '../../ports/clock.js';
+import { messageOf } from '../../ports/errors.js';
+import type { EventRecorder, RefusalEvent } from '../../ports/event-recorder.js';
+import type { Logger } from '../../ports/logger.js';
+import { peerHost } from '../../ports/peer-address.js';
+import { TokenBucketRateLimiter } from '../ops/limits.js';
+import { call, DEFAULT_KUBE_REQUEST_TIMEOUT_MS, hasStatus, KUBE_SYSTEM, rfc3339 } from './api.js';
+
+/** The object refusal events regard by default: the join service's DaemonSet in kube-system. */
+export const JOIN_SERVICE_OBJECT = Object.freeze({
+  apiVersion: 'apps/v1',
+  kind: 'DaemonSet',
+  namespace: KUBE_SYSTEM,
+  name: 'join-service',
+});
+
+/** `source.component` and `reportingComponent` of every refusal event. */
+export const EVENT_COMPONENT = 'confboot-join-service';
+
+/** Defaults of {@link KubeEventRecorderOptions}. */
+export const EVENT_RECORDER_DEFAULTS = Object.freeze({
+  dedupeWindowMs: 10 * 60_000,
+  patchIntervalMs: 60_000,
+  burst: 25,
+  writesPerSecond: 0.2,
+  maxInFlight: 4,
+  maxCallers: 1024,
+});
+
+/** Longest event message written (the detail is cut to fit). */
+const MAX_MESSAGE_CHARS = 1024;
+
+/** Options of {@link KubeEventRecorder}. */
+export interface KubeEventRecorderOptions {
+  kubeConfig: KubeConfig;
+  clock: Clock;
+  logger: Logger;
+  /** The object the events regard; default {@link JOIN_SERVICE_OBJECT} (its namespace holds the events). */
+  involvedObject?: { apiVersion: string; kind: string; namespace: string; name: string; uid?: string };
+  /** `source.host` and `reportingInstance`, e.g. the pod name. */
+  instance?: string;
+  /** Repeats within this window of the last one are counted on the same Event. */
+  dedupeWindowMs?: number;
+  /** At most one count update per Event per this interval. */
+  patchIntervalMs?: number;
+  /** Writes (creates and patches) of the recorder: burst, then this many per second. */
+  burst?: number;
+  writesPerSecond?: number;
+  /** Writes running at once; a refusal arriving beyond it is counted and written later or dropped. */
+  maxInFlight?: number;
+  /** Callers the correlation cache holds (least recently refused forgotten first). */
+  maxCallers?: number;
+  /** Per-request timeout; default 10 s. */
+  requestTimeoutInMs?: number;
+}
+
+/** One correlated series of refusals in the cache. */
+interface Series {
+  /** Name of the Event in the API, once created. */
+  name?: string;
+  firstMs: number;
+  lastMs: number;
+  /** Refusals seen. */
+  count: number;
+  lastWriteMs: number;
+  writing: boolean;
+  message: string;
+}
+
+/** `measurement-set-expired` → `MeasurementSetExpired` (an Event reason is UpperCamelCase). */
+export function eventReason(event: Pick<RefusalEvent, 'reasonCode' | 'reason'>): string {
+  const code = event.reasonCode ?? event.reason;
+  const camel = code
+    .split(/[^A-Za-z0-9]+/)
+    .filter((w) => w !== '')
+    .map((w) => w[0]!.toUpperCase() + w.slice(1))
+    .join('');
+  return camel === '' ? 'Refused' : camel.slice(0, 128);
+}
+
+/** The event message of a refusal. */
+export function eventMessage(event: RefusalEvent): string {
+  const who = [
+    `from ${peerHost(event.peer)}`,
+    event.nodeName !== undefined ? `node ${event.nodeName}` : undefined,
+    event.diskUuid !== undefined ? `disk ${event.diskUuid}` : undefined,
+    `variant ${event.variant}`,
+  ].filter((s) => s !== undefined);
+  const code = event.reasonCode ?? event.reason;
+  const text = `${event.rpc} refused (${who.join(', ')}): ${code}${event.detail ? `: ${event.detail}` : ''}`;
+  return text.length > MAX_MESSAGE_CHARS ? `${text.slice(0, MAX_MESSAGE_CHARS - 1)}…` : text;
+}
+
+/** See the module header. */
+export class KubeEventRecorder implements EventRecorder {
+  private readonly core: CoreV1Api;
+  private readonly series = new Map<string, Series>();
+  private readonly bucket: TokenBucketRateLimiter;
+  private readonly settings: { -readonly [K in keyof typeof EVENT_RECORDER_DEFAULTS]: number };
+  private readonly involved: NonNullable<KubeEventRecorderOptions['involvedObject']>;
+  private inFlight = new Set<Promise<void>>();
+  /** Refusals whose write was dropped (rate limit, writes in flight) or failed. */
+  dropped = 0;
+  private lastDropLogMs = Number.NEGATIVE_INFINITY;
+
+  constructor(private readonly options: KubeEventRecorderOptions) {
+    this.core = options.kubeConfig.makeApiClient(CoreV1Api);
+    this.settings = {
+      dedupeWindowMs: options.dedupeWindowMs ?? EVENT_RECORDER_DEFAULTS.dedupeWindowMs,
+      patchIntervalMs: options.patchIntervalMs ?? EVENT_RECORDER_DEFAULTS.patchIntervalMs,
+      burst: options.burst ?? EVENT_RECORDER_DEFAULTS.burst,
+      writesPerSecond: options.writesPerSecond ?? EVENT_RECORDER_DEFAULTS.writesPerSecond,
+      maxInFlight: options.maxInFlight ?? EVENT_RECORDER_DEFAULTS.maxInFlight,
+      maxCallers: options.maxCallers ?? EVENT_RECORDER_DEFAULTS.maxCallers,
+    };
+    this.bucket = new TokenBucketRateLimiter({
+      ratePerSecond: this.settings.writesPerSecond,
+      burst: this.settings.burst,
+      clock: options.clock,
+      maxTrackedSources: 1,
+    });
+    this.involved = options.involvedObject ?? { ...JOIN_SERVICE_OBJECT };
+  }
+
+  /** {@inheritDoc EventRecorder.refused} */
+  refused(event: RefusalEvent): void {
+    const now = this.options.clock.now().getTime();
+    const reason = eventReason(event);
+    const who = event.nodeName ?? event.diskUuid ?? peerHost(event.peer);
+    const key = `${reason}\u0000${who}`;
+    let s = this.series.get(key);
+    if (s !== undefined && now - s.lastMs > this.settings.dedupeWindowMs) {
+      // The window passed: a new Event (the old one ages out of the API on its own).
+      this.series.delete(key);
+      s = undefined;
+    }
+    if (s === undefined) {
+      if (this.series.size >= this.settings.maxCallers) {
+        const oldest = this.series.keys().next().value;
+        if (oldest !== undefined) this.series.delete(oldest);
+      }
+      s = { firstMs: now, lastMs: now, count: 0, lastWriteMs: now, writing: false, message: '' };
+    }
+    // Most recently refused last: the cache forgets the least recently refused caller first.
+    this.series.delete(key);
+    this.series.set(key, s);
+    s.count++;
+    s.lastMs = now;
+    s.message = eventMessage(event);
+    if (s.writing) return;
+    if (s.name !== undefined && now - s.lastWriteMs < this.settings.patchIntervalMs) return;
+    if (this.inFlight.size >= this.settings.maxInFlight || !this.bucket.tryTake('events')) {
+      this.drop(now);
+      return;
+    }
+    this.write(key, s, reason);
+  }
+
+  /** Resolves once every write started so far has finished (tests, shutdown). */
+  async idle(): Promise<void> {
+    while (this.inFlight.size > 0) await Promise.allSettled([...this.inFlight]);
+  }
+
+  private drop(now: number): void {
+    this.dropped++;
+    if (now - this.lastDropLogMs >= this.settings.dedupeWindowMs) {
+      this.lastDropLogMs = now;
+      this.options.logger.warn('Refusal events dropped by the event rate limit', { dropped: this.dropped });
+    }
+  }
+
+  private write(key: string, s: Series, reason: string): void {
+    s.writing = true;
+    const count = s.count;
+    const p = (s.name === undefined ? this.create(s, reason, count) : this.patch(s, count))
+      .then(() => {
+        s.lastWriteMs = this.options.clock.now().getTime();
+      })
+      .catch((err: unknown) => {
+        this.dropped++;
+        // An Event gone from the API (aged out) is created afresh on the next refusal.
+        if (hasStatus(err, 404)) this.series.delete(key);
+        this.options.logger.warn('Recording refusal event failed', { reason, error: messageOf(err) });
+      })
+      .finally(() => {
+        s.writing = false;
+        this.inFlight.delete(p);
+      });
+    this.inFlight.add(p);
+  }
+
+  private async create(s: Series, reason: string, count: number): Promise<void> {
+    const { namespace } = this.involved;
+    const first = new Date(s.firstMs);
+    // client-go's naming: the regarded object's name and a unique suffix.
+    const name = `${this.involved.name}.${randomBytes(8).toString('hex')}`;
+    const instance = this.options.instance ?? '';
+    await call(`creating Event ${namespace}/${name}`, this.timeoutMs(), () =>
+      this.core.createNamespacedEvent({
+        namespace,
+        body: {
+          apiVersion: 'v1',
+          kind: 'Event',
+          metadata: { name, namespace },
+          involvedObject: { ...this.involved },
+          reason,
+          message: s.message,
+          type: 'Warning',
+          count,
+          firstTimestamp: first,
+          lastTimestamp: new Date(s.lastMs),
+          source: { component: EVENT_COMPONENT, ...(instance !== '' ? { host: instance } : {}) },
+          reportingComponent: EVENT_COMPONENT,
+          reportingInstance: instance,
+          action: 'Join',
+        },
+      }),
+    );
+    s.name = name;
+  }
+
+  private async patch(s: Series, count: number): Promise<void> {
+    const { namespace } = this.involved;
+    await call(`updating Event ${namespace}/${s.name}`, this.timeoutMs(), () =>
+      this.core.patchNamespacedEvent(
+        {
+          name: s.name as string,
+          namespace,
+          body: { count, lastTimestamp: rfc3339(new Date(s.lastMs)), message: s.message },
+        },
+        setHeaderOptions('Content-Type', PatchStrategy.MergePatch),
+      ),
+    );
+  }
+
+  private timeoutMs(): number {
+    return this.options.requestTimeoutInMs ?? DEFAULT_KUBE_REQUEST_TIMEOUT_MS;
+  }
+}

@@ -1,0 +1,196 @@
+/**
+ * The SIMULATED Kubernetes API server's confboot records (part of simulated-kube-api.ts):
+ * EvidenceRecord resources (server-side apply, GET, paged LIST, DELETE), kube-system Events (create,
+ * JSON merge patch) and the server-side apply of ConfigMap kube-system/join-config (an operator
+ * rolling out an attestation config). Every request is checked strictly; what is wrong is answered
+ * as a violation.
+ */
+
+// biome-ignore lint/suspicious/noExplicitAny: stored Kubernetes objects of arbitrary shape
+type Obj = Record<string, any>;
+
+/** How the server answers: an object, an error Status, or a violation (recorded, HTTP 400). */
+export type RecordsAnswer =
+  | { code: number; body: unknown }
+  | { code: number; reason: string; message: string }
+  | { violation: string };
+
+const RFC3339 = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})$/;
+const EVIDENCE_PREFIX = '/apis/confboot.dev/v1alpha1/evidencerecords';
+const EVENTS_PREFIX = '/api/v1/namespaces/kube-system/events';
+const EVIDENCE_SPEC_KEYS = [
+  'at',
+  'document',
+  'key',
+  'nonce',
+  'oid',
+  'outcome',
+  'peer',
+  'reason',
+  'rpc',
+  'variant',
+];
+const EVIDENCE_OPTIONAL_KEYS = ['nodeName', 'userData'];
+
+/** See the module header. */
+export class SimulatedRecords {
+  /** Cluster-scoped EvidenceRecords (confboot.dev/v1alpha1) by name. */
+  readonly evidenceRecords = new Map<string, Obj>();
+  /** kube-system Events (core/v1) by name. */
+  readonly events = new Map<string, Obj>();
+
+  /** `configMaps`: the server's kube-system ConfigMaps (join-config is applied into it). */
+  constructor(private readonly configMaps: Map<string, Obj>) {}
+
+  /** The answer to a request this part serves; undefined for any other request. */
+  handle(
+    method: string,
+    p: string,
+    contentType: string | undefined,
+    q: URLSearchParams,
+    body: Obj,
+  ): RecordsAnswer | undefined {
+    if (method === 'PATCH' && p === '/api/v1/namespaces/kube-system/configmaps/join-config')
+      return this.applyJoinConfig(contentType, q, body);
+    const evidence = new RegExp(`^${EVIDENCE_PREFIX}/([^/]+)$`).exec(p)?.[1];
+    if (method === 'PATCH' && evidence) return this.applyEvidenceRecord(evidence, contentType, q, body);
+    if (method === 'GET' && evidence)
+      return this.evidenceRecords.get(evidence) === undefined
+        ? { code: 404, reason: 'NotFound', message: `evidencerecords.confboot.dev "${evidence}" not found` }
+        : { code: 200, body: this.evidenceRecords.get(evidence) };
+    if (method === 'DELETE' && evidence) {
+      if (!this.evidenceRecords.delete(evidence))
+        return {
+          code: 404,
+          reason: 'NotFound',
+          message: `evidencerecords.confboot.dev "${evidence}" not found`,
+        };
+      return { code: 200, body: { kind: 'Status', apiVersion: 'v1', metadata: {}, status: 'Success' } };
+    }
+    if (method === 'GET' && p === EVIDENCE_PREFIX) return this.list(this.evidenceRecords, q);
+    const event = new RegExp(`^${EVENTS_PREFIX}/([^/]+)$`).exec(p)?.[1];
+    if (method === 'POST' && p === EVENTS_PREFIX) return this.createEvent(contentType, body);
+    if (method === 'PATCH' && event) return this.patchEvent(event, contentType, body);
+    return undefined;
+  }
+
+  /** A LIST in name order, `limit` per page, `continue` = the last name of the previous page. */
+  private list(store: Map<string, Obj>, q: URLSearchParams): RecordsAnswer {
+    const limit = q.get('limit') === null ? Number.POSITIVE_INFINITY : Number(q.get('limit'));
+    if (!(limit > 0)) return { violation: `LIST: limit ${q.get('limit')}` };
+    const after = q.get('continue');
+    const names = [...store.keys()].sort().filter((n) => after === null || n > after);
+    const page = names.slice(0, limit);
+    const more = names.length > page.length;
+    return {
+      code: 200,
+      body: {
+        apiVersion: 'v1',
+        kind: 'List',
+        metadata: more ? { continue: page[page.length - 1] } : {},
+        items: page.map((n) => store.get(n)),
+      },
+    };
+  }
+
+  private applyEvidenceRecord(
+    name: string,
+    contentType: string | undefined,
+    q: URLSearchParams,
+    e: Obj,
+  ): RecordsAnswer {
+    const problems: string[] = [];
+    if (contentType !== 'application/apply-patch+yaml')
+      problems.push(`content type ${contentType}, want application/apply-patch+yaml`);
+    if (!q.get('fieldManager')) problems.push('server-side apply without fieldManager');
+    if (e?.apiVersion !== 'confboot.dev/v1alpha1' || e?.kind !== 'EvidenceRecord')
+      problems.push('not a confboot.dev/v1alpha1 EvidenceRecord');
+    if (e?.metadata?.name !== name) problems.push('metadata.name');
+    const cls = e?.metadata?.labels?.['confboot.dev/evidence'];
+    if (cls !== 'disk' && cls !== 'address') problems.push(`label confboot.dev/evidence ${cls}`);
+    const spec = e?.spec ?? {};
+    const keys = Object.keys(spec);
+    const missing = EVIDENCE_SPEC_KEYS.filter((k) => typeof spec[k] !== 'string');
+    const unknown = keys.filter(
+      (k) => !EVIDENCE_SPEC_KEYS.includes(k) && !EVIDENCE_OPTIONAL_KEYS.includes(k),
+    );
+    if (missing.length > 0) problems.push(`spec lacks ${missing}`);
+    if (unknown.length > 0) problems.push(`unknown spec keys ${unknown}`);
+    if (!RFC3339.test(spec.at ?? '')) problems.push('spec.at not RFC 3339');
+    if (problems.length > 0) return { violation: `EvidenceRecord apply: ${problems.join(', ')}` };
+    const existed = this.evidenceRecords.has(name);
+    this.evidenceRecords.set(name, {
+      ...e,
+      metadata: { ...e.metadata, managedFields: [{ manager: q.get('fieldManager'), operation: 'Apply' }] },
+    });
+    return { code: existed ? 200 : 201, body: this.evidenceRecords.get(name) };
+  }
+
+  /**
+   * Server-side apply of ConfigMap kube-system/join-config (the operator rolling out an attestation
+   * config): `data.attestationConfig` must be a JSON object; `binaryData.measurementSalt` may come along.
+   */
+  private applyJoinConfig(contentType: string | undefined, q: URLSearchParams, c: Obj): RecordsAnswer {
+    const problems: string[] = [];
+    if (contentType !== 'application/apply-patch+yaml')
+      problems.push(`content type ${contentType}, want application/apply-patch+yaml`);
+    if (!q.get('fieldManager')) problems.push('server-side apply without fieldManager');
+    if (c?.apiVersion !== 'v1' || c?.kind !== 'ConfigMap') problems.push('not a v1 ConfigMap');
+    if (c?.metadata?.name !== 'join-config' || c?.metadata?.namespace !== 'kube-system')
+      problems.push('metadata');
+    const text = c?.data?.attestationConfig;
+    let parsed: unknown;
+    try {
+      parsed = typeof text === 'string' ? JSON.parse(text) : undefined;
+    } catch {}
+    if (typeof parsed !== 'object' || parsed === null)
+      problems.push('data.attestationConfig is not a JSON object');
+    const keys = Object.keys(c?.data ?? {}).filter((k) => k !== 'attestationConfig');
+    if (keys.length > 0) problems.push(`unexpected data keys ${keys}`);
+    if (problems.length > 0) return { violation: `join-config apply: ${problems.join(', ')}` };
+    const existed = this.configMaps.has('join-config');
+    this.configMaps.set('join-config', {
+      ...c,
+      metadata: { ...c.metadata, managedFields: [{ manager: q.get('fieldManager'), operation: 'Apply' }] },
+    });
+    return { code: existed ? 200 : 201, body: this.configMaps.get('join-config') };
+  }
+
+  private createEvent(contentType: string | undefined, e: Obj): RecordsAnswer {
+    const problems: string[] = [];
+    if (contentType !== 'application/json') problems.push(`content type ${contentType}`);
+    if (e?.apiVersion !== 'v1' || e?.kind !== 'Event') problems.push('not a v1 Event');
+    const name = e?.metadata?.name;
+    if (typeof name !== 'string' || !/^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$/.test(name))
+      problems.push('metadata.name');
+    if (e?.metadata?.namespace !== 'kube-system') problems.push('metadata.namespace');
+    const o = e?.involvedObject ?? {};
+    if (!o.kind || !o.name || o.namespace !== 'kube-system') problems.push('involvedObject');
+    if (typeof e?.reason !== 'string' || !/^[A-Z][A-Za-z0-9]*$/.test(e.reason)) problems.push('reason');
+    if (typeof e?.message !== 'string' || e.message === '') problems.push('message');
+    if (e?.type !== 'Warning' && e?.type !== 'Normal') problems.push('type');
+    if (!(e?.count >= 1)) problems.push('count');
+    for (const k of ['firstTimestamp', 'lastTimestamp'])
+      if (!RFC3339.test(e?.[k] ?? '')) problems.push(`${k} not RFC 3339`);
+    if (problems.length > 0) return { violation: `Event create: ${problems.join(', ')}` };
+    if (this.events.has(name))
+      return { code: 409, reason: 'AlreadyExists', message: `events "${name}" already exists` };
+    this.events.set(name, e);
+    return { code: 201, body: e };
+  }
+
+  private patchEvent(name: string, contentType: string | undefined, patch: Obj): RecordsAnswer {
+    const problems: string[] = [];
+    if (contentType !== 'application/merge-patch+json')
+      problems.push(`content type ${contentType}, want application/merge-patch+json`);
+    const keys = Object.keys(patch ?? {});
+    if (keys.some((k) => !['count', 'lastTimestamp', 'message'].includes(k))) problems.push(`keys ${keys}`);
+    if (patch?.lastTimestamp !== undefined && !RFC3339.test(patch.lastTimestamp))
+      problems.push('lastTimestamp');
+    if (problems.length > 0) return { violation: `Event patch: ${problems.join(', ')}` };
+    const existing = this.events.get(name);
+    if (!existing) return { code: 404, reason: 'NotFound', message: `events "${name}" not found` };
+    this.events.set(name, { ...existing, ...patch });
+    return { code: 200, body: this.events.get(name) };
+  }
+}
