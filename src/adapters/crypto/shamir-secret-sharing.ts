@@ -7,11 +7,17 @@ import { combine, split } from 'shamir-secret-sharing';
 import { ConfbootError, messageOf } from '../../ports/errors.js';
 import type { SecretSharing } from '../../ports/secret-sharing.js';
 
+/**
+ * A plain Uint8Array view of `b` (no copy): the library refuses subclasses such as Node's Buffer,
+ * which is what file reads, base64 decoding and `randomBytes` return.
+ */
+const plain = (b: Uint8Array) => new Uint8Array(b.buffer, b.byteOffset, b.byteLength);
+
 /** Shamir secret sharing through the audited library. */
 export class ShamirSecretSharing implements SecretSharing {
   async split(secret: Uint8Array, shares: number, threshold: number): Promise<Uint8Array[]> {
     try {
-      return await split(secret, shares, threshold);
+      return await split(plain(secret), shares, threshold);
     } catch (err) {
       throw new ConfbootError('invalid-argument', `splitting secret: ${messageOf(err)}`);
     }
@@ -19,7 +25,7 @@ export class ShamirSecretSharing implements SecretSharing {
 
   async combine(shares: Uint8Array[]): Promise<Uint8Array> {
     try {
-      return await combine(shares);
+      return await combine(shares.map(plain));
     } catch (err) {
       throw new ConfbootError('invalid-argument', `combining shares: ${messageOf(err)}`);
     }

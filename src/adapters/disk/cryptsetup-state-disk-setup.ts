@@ -7,8 +7,11 @@
  *   initial passphrase (mode 0400, replacing an old one in one rename) and runs `luksFormat`;
  * - `unlock` opens the disk through the validated header copy: it checks the key
  *   (`open --test-passphrase --header <copy>`) and, when a mapping name is configured, maps the disk
- *   with dm-crypt through the same copy (needs device-mapper; tests without it leave the name out).
+ *   with dm-crypt through the same copy (needs device-mapper; tests without it leave the name out);
+ *   with a mount point it then mounts the mapping there (as upstream's disk-mapper mounts the state
+ *   disk at /run/state), so the node state on the disk can be read.
  */
+import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdir, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
 import { dirname } from 'node:path';
@@ -27,6 +30,21 @@ export interface CryptsetupStateDiskSetupOptions extends CryptsetupDiskOptions {
   mappingName?: string;
   /** KDF arguments for `luksFormat` (default cryptsetup's own: Argon2id, benchmarked). */
   formatPbkdfArgs?: string[];
+  /** Mount the mapping of a reopened disk here (needs `mappingName`; `mount` from PATH). */
+  mountPoint?: string;
+}
+
+/** Mounts `device` at `dir` (created if missing) with the system's `mount`; bounded to 60 s. */
+function mount(device: string, dir: string): Promise<void> {
+  return new Promise((resolve, reject) => {
+    execFile('mount', [device, dir], { timeout: 60_000 }, (err, _out, stderr) => {
+      if (err)
+        reject(
+          new ConfbootError('internal', `mount ${device} ${dir}: ${String(stderr).trim() || err.message}`),
+        );
+      else resolve();
+    });
+  });
 }
 
 /** Length of the random initial passphrase (upstream: 32 bytes). */
@@ -144,9 +162,15 @@ export class CryptsetupStateDiskSetup implements StateDiskSetup {
           'permission-denied',
           `no keyslot of state disk ${this.#options.devicePath} opens with this key`,
         );
-      if (this.#options.mappingName !== undefined) await this.#disk.map(this.#options.mappingName, key);
+      const name = this.#options.mappingName;
+      if (name !== undefined) await this.#disk.map(name, key);
     } finally {
       await release();
+    }
+    const { mappingName, mountPoint } = this.#options;
+    if (mountPoint !== undefined && mappingName !== undefined) {
+      await mkdir(mountPoint, { recursive: true, mode: 0o700 });
+      await mount(`/dev/mapper/${mappingName}`, mountPoint);
     }
   }
 }

@@ -24,6 +24,8 @@ export interface StateDiskOptions {
   mappingName?: string;
   /** `luksFormat` KDF arguments; default cryptsetup's (Argon2id, benchmarked). */
   formatPbkdfArgs?: string[];
+  /** Mount a reopened disk's mapping here before the node state is read (needs `mappingName`). */
+  mountPoint?: string;
 }
 
 /** Options of {@link createNodeDiskMapper}. */
@@ -53,6 +55,7 @@ export function createNodeDiskMapper(deps: BootstrapperNodeDeps, options: NodeDi
           ...(options.disk.formatPbkdfArgs === undefined
             ? {}
             : { formatPbkdfArgs: options.disk.formatPbkdfArgs }),
+          ...(options.disk.mountPoint === undefined ? {} : { mountPoint: options.disk.mountPoint }),
         });
   const listen = options.recoveryListen ?? { host: '0.0.0.0', port: RECOVERY_PORT };
   const recovery = new AttestedRecoveryEndpoint({

@@ -110,6 +110,12 @@ export function bootstrapperCommand(csp?: Csp): CommandSpec {
         description:
           "dm-crypt mapping of a reopened state disk; 'none' only checks the key (no device-mapper)",
       },
+      'state-mount': {
+        type: 'string',
+        valueName: 'DIR',
+        description:
+          "mount a reopened state disk's mapping at DIR before its node state is read (e.g. /run/state; default: not mounted)",
+      },
       'format-pbkdf2-iterations': {
         type: 'string',
         valueName: 'N',
@@ -288,6 +294,8 @@ export function runBootstrapper(
     const restart = str(values, 'kubelet-restart-command');
     if (restart !== undefined) deps.kubelet = new CommandKubeletService(restart.split(/\s+/).filter(Boolean));
     const mapping = values['state-mapping'] as string;
+    if (mapping === 'none' && str(values, 'state-mount') !== undefined)
+      throw new UsageError('--state-mount needs a dm-crypt mapping (not --state-mapping none)');
     const mapper = createNodeDiskMapper(deps, {
       disk: {
         devicePath: config.diskDevice,
@@ -295,6 +303,7 @@ export function runBootstrapper(
           ? {}
           : { initialPassphrasePath: config.initialPassphrasePath }),
         ...(mapping === 'none' ? {} : { mappingName: mapping }),
+        ...(str(values, 'state-mount') === undefined ? {} : { mountPoint: str(values, 'state-mount') }),
         ...(formatIterations === undefined
           ? {}
           : { formatPbkdfArgs: ['--pbkdf', 'pbkdf2', '--pbkdf-force-iterations', String(formatIterations)] }),

@@ -1,11 +1,14 @@
 /**
- * `confboot mini up|upgrade|down`: confboot nodes on real QEMU virtual machines (src/app/mini/cluster.ts,
- * with `--control-planes N` src/app/mini/ha.ts; docs/mini.md). `up` prints progress per VM and a summary table (or JSON with --json) and removes
- * everything it started, also on Ctrl-C and SIGTERM; `down` removes what a `--keep` run (or a crashed
- * one) left; `upgrade` runs the rolling-upgrade scenario (mini-upgrade.ts).
+ * `confboot mini up|lifecycle|upgrade|down`: confboot nodes on real QEMU virtual machines
+ * (src/app/mini/cluster.ts, with `--control-planes N` ha.ts, lifecycle.ts, docs/mini.md). `up` prints
+ * progress per VM and a summary table (or JSON with --json) and removes everything it started, also on
+ * Ctrl-C and SIGTERM; `lifecycle` runs the reboot, tampered reboot, outage-with-recovery and reset
+ * steps on one cluster; `upgrade` runs the rolling-upgrade scenario (mini-upgrade.ts); `down` removes
+ * what a `--keep` run (or a crashed one) left.
  */
-import { type MiniResult, miniDown, miniUp } from '../mini/cluster.js';
+import { type MiniLifecycleResult, type MiniResult, miniDown, miniUp } from '../mini/cluster.js';
 import { type MiniHaResult, miniHa } from '../mini/ha.js';
+import { miniLifecycle } from '../mini/lifecycle.js';
 import { describePcrMismatch } from '../mini/stages/join.js';
 import { type CommandSpec, parseCommand, renderHelp, runCommand, UsageError } from '../program/args.js';
 
@@ -54,6 +57,27 @@ export const miniUpCommand: CommandSpec = {
     'every tampered VM was refused by the join service holding nothing (with --control-planes N: every node\n' +
     'joined, each control plane configured from the API, the last worker through another control plane),\n' +
     '1 otherwise, 2 usage error.',
+};
+
+export const miniLifecycleCommand: CommandSpec = {
+  name: 'mini lifecycle',
+  summary:
+    'Boot a control plane and two workers as QEMU VMs (as `mini up`), initialise the cluster with its master secret split 2-of-3 into recovery shares, and check from real state that it survives: worker-0 rebooted rejoins with its state disk and marker intact (PCR 15 the cluster marker again, the audit shows a rejoin); worker-1 rebooted with a changed kernel command line is refused naming PCR 9 with its disk closed; every VM powered off and started again: the control plane waits for recovery (one share leaves it at 1 of 2, a share of another cluster is named), a second share recovers it, and every node is back with its marker without further commands; worker-1 with its disk marked for reset is wiped and joins fresh. kubeadm and the Kubernetes API server are simulated.',
+  options: {
+    accel: miniUpCommand.options.accel as NonNullable<CommandSpec['options']>[string],
+    json: {
+      type: 'boolean',
+      description: 'print the result as JSON on stdout, one entry per step (progress goes to stderr)',
+    },
+    'cache-dir': miniUpCommand.options['cache-dir'] as NonNullable<CommandSpec['options']>[string],
+    'work-dir': miniUpCommand.options['work-dir'] as NonNullable<CommandSpec['options']>[string],
+  },
+  epilog:
+    'Needs what `mini up` needs. Under TCG the scenario takes about 15 to 30 minutes (9 VM boots).\n' +
+    'kubeadm and the Kubernetes API server are SIMULATED; the API server keeps its objects on the\n' +
+    "control plane's state disk (standing for etcd). Every VM, swtpm, dnsmasq and the namespace are gone\n" +
+    'when it returns.\n' +
+    'Exit codes: 0 every step held, 1 otherwise, 2 usage error.',
 };
 
 export const miniDownCommand: CommandSpec = {
@@ -134,6 +158,88 @@ export function renderMiniSummary(r: MiniResult): string {
   return `${out.join('\n')}\n`;
 }
 
+/** Renders the lifecycle steps as a table. */
+export function renderLifecycleSummary(r: MiniLifecycleResult): string {
+  const flag = (v: boolean | undefined) => (v === undefined ? '-' : v ? 'yes' : 'no');
+  const rows = r.steps.map((s) => [
+    s.step,
+    s.node,
+    s.ok ? 'held' : 'FAILED',
+    flag(s.rejoined ?? s.recovered),
+    flag(s.markerIntact),
+    s.pcr15 ?? '-',
+    flag(s.diskOpen),
+    `${s.seconds}s`,
+  ]);
+  const head = ['step', 'node', 'outcome', 'rejoined', 'marker intact', 'PCR 15', 'disk open', 'time'];
+  const widths = head.map((h, i) => Math.max(h.length, ...rows.map((row) => (row[i] ?? '').length)));
+  const line = (cells: string[]) => cells.map((c, i) => c.padEnd(widths[i] ?? 0)).join('  ');
+  const out = [
+    '',
+    `mini lifecycle under ${r.accel.toUpperCase()} (${(r.durationMs / 1000).toFixed(0)} s); cluster ID ${r.clusterId ?? '(none)'}; recovery shares ${r.recoveryShares.threshold} of ${r.recoveryShares.total}`,
+    '',
+    line(head),
+    line(widths.map((w) => '-'.repeat(w))),
+    ...rows.map(line),
+    '',
+    ...r.steps.map((s) => `${s.step} ${s.node}: ${s.reason}`),
+    ...r.steps.flatMap((s) => (s.recovery ?? []).map((a) => `    ${a.holder}: ${a.answer}`)),
+    `Left running: ${r.leftovers === undefined ? 'unknown' : r.leftovers.length === 0 ? 'nothing' : r.leftovers.join(', ')}.`,
+    `SIMULATED: ${r.simulated.join('; ')}.`,
+    `Logs: ${r.workDir}`,
+  ];
+  return `${out.join('\n')}\n`;
+}
+
+function accelFlag(value: unknown): 'auto' | 'kvm' | 'tcg' {
+  const accel = String(value);
+  if (accel !== 'auto' && accel !== 'kvm' && accel !== 'tcg')
+    throw new UsageError('--accel must be auto, kvm or tcg');
+  return accel;
+}
+
+/** Ctrl-C and SIGTERM stop the run (cleaning up); a second one exits at once. */
+function stopOnSignals(progress: (line: string) => void): { signal: AbortSignal; done: () => void } {
+  const controller = new AbortController();
+  const onSignal = (sig: NodeJS.Signals) => {
+    if (controller.signal.aborted) process.exit(130);
+    progress(`Received ${sig}; stopping the VMs and cleaning up (press again to exit at once)`);
+    controller.abort(new Error(`interrupted by ${sig}`));
+  };
+  process.on('SIGINT', onSignal);
+  process.on('SIGTERM', onSignal);
+  return {
+    signal: controller.signal,
+    done: () => {
+      process.off('SIGINT', onSignal);
+      process.off('SIGTERM', onSignal);
+    },
+  };
+}
+
+async function runLifecycle(rest: string[]): Promise<number> {
+  const v = parseCommand(rest, miniLifecycleCommand);
+  if (v === undefined) return 0;
+  const accel = accelFlag(v.accel);
+  const json = Boolean(v.json);
+  const progress = (line: string) => (json ? process.stderr : process.stdout).write(`${line}\n`);
+  const stop = stopOnSignals(progress);
+  try {
+    const result = await miniLifecycle({
+      accel,
+      progress,
+      signal: stop.signal,
+      ...(v['cache-dir'] === undefined ? {} : { cacheDir: String(v['cache-dir']) }),
+      ...(v['work-dir'] === undefined ? {} : { workDir: String(v['work-dir']) }),
+    });
+    if (json) process.stdout.write(`${JSON.stringify(result, null, 2)}\n`);
+    else process.stdout.write(renderLifecycleSummary(result));
+    return result.ok && !stop.signal.aborted ? 0 : 1;
+  } finally {
+    stop.done();
+  }
+}
+
 export async function run(argv: string[]): Promise<number> {
   return runCommand(async () => {
     const [sub, ...rest] = argv;
@@ -144,15 +250,18 @@ export async function run(argv: string[]): Promise<number> {
       process.stdout.write(removed.length ? `removed ${removed.join(', ')}\n` : 'nothing to remove\n');
       return 0;
     }
+    if (sub === 'lifecycle') return runLifecycle(rest);
     if (sub === 'upgrade') return (await import('./mini-upgrade.js')).runMiniUpgrade(rest);
     if (sub !== 'up') {
       if (sub === undefined || sub === '--help' || sub === '-h') {
         process.stdout.write(
-          `Usage: confboot mini up|upgrade|down [options]\n\n  up       ${miniUpCommand.summary}\n  upgrade  the rolling upgrade with measurement sets (confboot mini upgrade --help)\n  down     ${miniDownCommand.summary}\n\n${renderHelp(miniUpCommand)}\n`,
+          `Usage: confboot mini up|lifecycle|upgrade|down [options]\n\n  up         ${miniUpCommand.summary}\n  lifecycle  ${miniLifecycleCommand.summary}\n  upgrade    the rolling upgrade with measurement sets (confboot mini upgrade --help)\n  down       ${miniDownCommand.summary}\n\n${renderHelp(miniUpCommand)}\n`,
         );
         return sub === undefined ? 2 : 0;
       }
-      throw new UsageError(`unknown mini command ${JSON.stringify(sub)} (want up, upgrade or down)`);
+      throw new UsageError(
+        `unknown mini command ${JSON.stringify(sub)} (want up, lifecycle, upgrade or down)`,
+      );
     }
     const v = parseCommand(rest, miniUpCommand);
     if (v === undefined) return 0;
@@ -161,25 +270,16 @@ export async function run(argv: string[]): Promise<number> {
     if (controlPlanes === 0) throw new UsageError('--control-planes must be at least 1');
     if (controlPlanes > 1 && v.keep) throw new UsageError('--keep runs with one control plane only');
     const tampered = count('tampered', v.tampered, 20);
-    const accel = String(v.accel);
-    if (accel !== 'auto' && accel !== 'kvm' && accel !== 'tcg')
-      throw new UsageError('--accel must be auto, kvm or tcg');
+    const accel = accelFlag(v.accel);
     const json = Boolean(v.json);
     const progress = (line: string) => (json ? process.stderr : process.stdout).write(`${line}\n`);
-    const controller = new AbortController();
-    const onSignal = (sig: NodeJS.Signals) => {
-      if (controller.signal.aborted) process.exit(130);
-      progress(`Received ${sig}; stopping the VMs and cleaning up (press again to exit at once)`);
-      controller.abort(new Error(`interrupted by ${sig}`));
-    };
-    process.on('SIGINT', onSignal);
-    process.on('SIGTERM', onSignal);
+    const stop = stopOnSignals(progress);
     try {
       const common = {
         workers,
         accel,
         progress,
-        signal: controller.signal,
+        signal: stop.signal,
         ...(v['cache-dir'] === undefined ? {} : { cacheDir: String(v['cache-dir']) }),
         ...(v['work-dir'] === undefined ? {} : { workDir: String(v['work-dir']) }),
       } as const;
@@ -189,10 +289,9 @@ export async function run(argv: string[]): Promise<number> {
           : await miniUp({ ...common, tampered, keep: Boolean(v.keep) });
       if (json) process.stdout.write(`${JSON.stringify(result, null, 2)}\n`);
       else process.stdout.write(renderMiniSummary(result));
-      return result.ok && !controller.signal.aborted ? 0 : 1;
+      return result.ok && !stop.signal.aborted ? 0 : 1;
     } finally {
-      process.off('SIGINT', onSignal);
-      process.off('SIGTERM', onSignal);
+      stop.done();
     }
   });
 }

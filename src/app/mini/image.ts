@@ -40,6 +40,9 @@ export const NODE_MODULES = [
   'xts',
   'ecb',
   'cbc',
+  // The state disk's filesystem (ext2 through ext4's driver, which needs crc32c), mounted at /run/state.
+  'crc32c_generic',
+  'ext4',
 ] as const;
 
 /** Host executables copied in: the Node.js running this CLI, and tpm2-tools, cryptsetup-bin, busybox-static from Debian. */

@@ -27,7 +27,7 @@
  * config, with fixed user data, and only before the bootstrapper starts (evidence.ts).
  */
 import { spawn } from 'node:child_process';
-import { appendFileSync, readFileSync } from 'node:fs';
+import { appendFileSync, existsSync, readFileSync } from 'node:fs';
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { createInterface } from 'node:readline';
 import { createQemuVtpmIssuer, LINUX_EVENT_LOG_PATH } from '../../../adapters/attestation/vtpm/issuer.js';
@@ -38,7 +38,7 @@ import { FakeKubeApi, MASTER_SECRET_NAME } from '../../../adapters/simulated/sim
 import { DEVICE_TCTI, Tpm2ToolsTpm } from '../../../adapters/tpm/tpm2-tools-tpm.js';
 import { messageOf } from '../../../ports/errors.js';
 import { ADMIN_CONF_PATH, JOIN_SERVICE_PORT, PKI_DIR } from '../../defaults.js';
-import { mapStateDisk, stateDisk } from './disk-mapper.js';
+import { isLuks, mapStateDisk, stateDisk } from './disk-mapper.js';
 import { EvidenceGate } from './evidence.js';
 import { reportApiCredentials, runServicesFromApi } from './ha-kubelet.js';
 import { syncJoinConfig, writeReceiptKey } from './kubelet-sync.js';
@@ -51,6 +51,15 @@ import {
   REPORT_PREFIX,
   SIMULATED_API_PORT,
 } from './protocol.js';
+import {
+  bindKubernetes,
+  makeStateFilesystem,
+  readMarker,
+  restoreApiServer,
+  STATE_MOUNT,
+  saveApiServer,
+  writeMarker,
+} from './state.js';
 
 const CLI = '/opt/confboot/cli/main.js';
 const RUN_DIR = '/run/confboot';
@@ -90,7 +99,12 @@ const pcrTpm = new Tpm2ToolsTpm({ tcti: DEVICE_TCTI, timeoutInMs: 120_000 });
 async function reportPcr15(when: string): Promise<void> {
   try {
     const value = (await pcrTpm.readPcrs([15])).get(15);
-    report({ type: 'pcr15', when, value: value ? Buffer.from(value).toString('hex') : null });
+    report({
+      type: 'pcr15',
+      when,
+      value: value ? Buffer.from(value).toString('hex') : null,
+      mapped: existsSync('/dev/mapper/state'),
+    });
   } catch (err) {
     report({ type: 'pcr15', when, error: (err as Error).message });
   }
@@ -102,19 +116,27 @@ async function reportPcr15(when: string): Promise<void> {
  * still opens it.
  */
 async function reportDiskState(device: string): Promise<void> {
-  const status = (await runCryptsetup(['status', 'state'], { timeoutInMs: 60_000 })).stdout;
+  // `cryptsetup status` exits non-zero when the mapping does not exist.
+  const status =
+    (await runCryptsetup(['status', 'state'], { timeoutInMs: 60_000 }).catch(() => undefined))?.stdout ??
+    'inactive';
   const disk = stateDisk(device);
   const release = await disk.open();
   let keyslots: number[];
-  let initialOpens: boolean;
+  let initialOpens = false;
+  let uuid: string;
   try {
     keyslots = (await disk.validateHeader()).keyslots;
-    initialOpens = await disk.testPassphrase(await readFile(DEFAULT_INITIAL_PASSPHRASE_PATH));
+    uuid = await disk.uuid();
+    // After a reboot no initial passphrase exists any more (it lived in /run, a tmpfs).
+    if (existsSync(DEFAULT_INITIAL_PASSPHRASE_PATH))
+      initialOpens = await disk.testPassphrase(await readFile(DEFAULT_INITIAL_PASSPHRASE_PATH));
   } finally {
     await release();
   }
   report({
     type: 'disk-state',
+    uuid,
     active: /is active/.test(status),
     cipher: /cipher:\s+(\S+)/.exec(status)?.[1] ?? null,
     keyslots,
@@ -182,7 +204,16 @@ async function runServices(config: BootstrapConfig, api: FakeKubeApi, ip: string
     report({ type: 'join-config-synced', sha256 }),
   );
   let last = '';
+  let saved = await saveApiServer(api, '');
   const watch = setInterval(() => {
+    // The API server's objects stand for etcd: kept on the state disk, restored after a reboot.
+    void saveApiServer(api, saved).then(
+      (v) => {
+        saved = v;
+      },
+      (err: unknown) =>
+        report({ type: 'log', source: 'agent', line: `saving the API server: ${messageOf(err)}` }),
+    );
     const now = JSON.stringify({
       violations: api.violations,
       joiningNodes: [...api.joiningNodes.keys()],
@@ -211,6 +242,8 @@ async function startApiServer(done: () => boolean): Promise<FakeKubeApi | undefi
   const deadline = Date.now() + 15 * 60_000;
   for (;;) {
     const finished = done();
+    // A control plane bootstrapped before finds them on its state disk once the disk mapper mounted it.
+    await bindKubernetes();
     const credentials = await loadApiServerCredentials(PKI_DIR, ADMIN_CONF_PATH);
     if (credentials !== undefined) {
       const api = await new FakeKubeApi({ bearerToken: credentials.token, tls: credentials }).start(
@@ -218,7 +251,14 @@ async function startApiServer(done: () => boolean): Promise<FakeKubeApi | undefi
         SIMULATED_API_PORT,
       );
       api.seedComponents('k8s-components-1', []);
-      report({ type: 'api-server', simulated: true, listen: `0.0.0.0:${SIMULATED_API_PORT}`, tls: true });
+      const restored = await restoreApiServer(api);
+      report({
+        type: 'api-server',
+        simulated: true,
+        listen: `0.0.0.0:${SIMULATED_API_PORT}`,
+        tls: true,
+        restoredFromStateDisk: restored,
+      });
       return api;
     }
     if (finished) return undefined;
@@ -244,6 +284,10 @@ async function bootstrap(config: BootstrapConfig, gate: EvidenceGate | undefined
     `--disk=${config.stateDisk}`,
     `--metadata-url=${config.metadataUrl}`,
     '--kubeadm=/usr/bin/kubeadm',
+    // A disk set up before: the production disk mapper opens it (rejoin, or recovery on a control
+    // plane) and mounts it where upstream does; a disk it wipes is formatted with cheap PBKDF2.
+    `--state-mount=${STATE_MOUNT}`,
+    '--format-pbkdf2-iterations=1000',
   ]);
   let running = true;
   // Several control planes: the API server runs on the host at the load balancer (ha-kubelet.ts).
@@ -268,6 +312,12 @@ async function bootstrap(config: BootstrapConfig, gate: EvidenceGate | undefined
   await reportDiskState(config.stateDisk);
   await reportPcr15('after');
   if (code !== 0) throw new Error(`confboot bootstrapper exited with ${code}`);
+  await bindKubernetes();
+  if (config.marker !== undefined) {
+    await writeMarker(config.marker);
+    report({ type: 'marker-written' });
+  }
+  report({ type: 'marker', ...readMarker() });
   if (credentialsReported !== undefined && !(await credentialsReported))
     throw new Error('the simulated kubeadm init issued no API server certificate for the host');
   if (lb !== undefined) await runServicesFromApi(config, lb, report, program);
@@ -275,6 +325,12 @@ async function bootstrap(config: BootstrapConfig, gate: EvidenceGate | undefined
     const api = await apiStarting;
     if (api === undefined) throw new Error('the simulated kubeadm init wrote no API server credentials');
     await runServices(config, api, ip);
+  }
+  if (config.stay) {
+    report({ type: 'staying' });
+    // Until the host powers the VM off; the interval keeps the agent alive.
+    setInterval(() => void reportPcr15('staying'), 60_000);
+    await new Promise(() => {});
   }
 }
 
@@ -285,7 +341,17 @@ async function main(): Promise<void> {
   const committed = config.step === 'attest' ? config.nonce : config.evidenceNonce;
   const gate = committed === undefined ? undefined : new EvidenceGate(committed);
   if (config.stateDisk !== undefined) {
-    report({ type: 'disk', ...(await mapStateDisk(config.stateDisk)) });
+    if ((await isLuks(config.stateDisk, {})) && !existsSync(DEFAULT_INITIAL_PASSPHRASE_PATH)) {
+      // Set up on an earlier boot: the production disk mapper in the bootstrapper opens it.
+      report({ type: 'disk-set-up-before' });
+    } else {
+      const disk = await mapStateDisk(config.stateDisk);
+      if (disk.formatted) {
+        await makeStateFilesystem(disk.mapping);
+        await bindKubernetes();
+      }
+      report({ type: 'disk', ...disk, mounted: disk.formatted ? STATE_MOUNT : null });
+    }
   }
   if (config.metadataUrl !== undefined) {
     const res = await fetch(new URL('/self', config.metadataUrl), { signal: AbortSignal.timeout(60_000) });

@@ -37,7 +37,8 @@ export interface DiskMapperOptions {
   binary?: string;
 }
 
-async function isLuks(device: string, binary: { binary?: string }): Promise<boolean> {
+/** Whether `device` is a LUKS2 device already (set up on an earlier boot). */
+export async function isLuks(device: string, binary: { binary?: string }): Promise<boolean> {
   try {
     await runCryptsetup(['isLuks', '--type', 'luks2', device], { ...binary, timeoutInMs: 60_000 });
     return true;

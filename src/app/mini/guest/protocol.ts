@@ -75,6 +75,13 @@ export interface BootstrapConfig extends CommonConfig {
    * simulated `kubeadm init` signs the serving certificate (the key stays on the host).
    */
   apiServerPublicKey?: string;
+  /**
+   * A marker to write to the mounted state disk once the bootstrapper succeeded (hex, at most 64
+   * characters); every boot reports the marker it finds there.
+   */
+  marker?: string;
+  /** Keep the VM running after the bootstrapper (a worker powers off by default). */
+  stay?: boolean;
 }
 
 /** Where the agent leaves {@link BootstrapConfig.apiServerPublicKey} for the simulated `kubeadm init`. */
@@ -93,6 +100,8 @@ const KEYS: Record<GuestConfig['step'], string[]> = {
     'pcr15EverySeconds',
     'loadBalancer',
     'apiServerPublicKey',
+    'marker',
+    'stay',
   ],
 };
 
@@ -123,6 +132,12 @@ export function parseGuestConfig(text: string): GuestConfig {
     )
   )
     throw new Error('the API server public key must be a PEM public key');
+  if (
+    step === 'bootstrap' &&
+    c.marker !== undefined &&
+    !(typeof c.marker === 'string' && /^[0-9a-f]{1,64}$/.test(c.marker))
+  )
+    throw new Error('the marker must be at most 64 lower-case hex characters');
   if (step === 'bootstrap' && c.role !== 'control-plane' && c.role !== 'worker')
     throw new Error(`unknown role ${JSON.stringify(c.role)}`);
   return c as unknown as GuestConfig;

@@ -1,0 +1,218 @@
+/**
+ * The node steps of `mini lifecycle`, each on a running cluster and each checked from real state:
+ * - `reboot`: a worker restarts with the same disk and TPM; the production disk mapper gets a rejoin
+ *   ticket, opens and mounts the disk, and marks PCR 15 again; its marker reads back equal and the
+ *   join service's audit shows a rejoin, not a join;
+ * - `tampered-reboot`: a worker restarts with another kernel command line (PCR 9 differs); the join
+ *   service refuses the rejoin naming the register, nothing is issued, its disk stays unmapped and
+ *   PCR 15 stays zero (it keeps retrying with backoff);
+ * - `reset`: the host marks a stopped worker's disk for reset with the production disk adapter (what
+ *   the bootstrapper does after a failed bootstrap); on the next boot the disk mapper wipes and
+ *   formats it (a new LUKS UUID) and the node joins fresh.
+ */
+import { join } from 'node:path';
+import { CryptsetupDisk } from '../../../adapters/disk/cryptsetup-disk.js';
+import { messageOf } from '../../../ports/errors.js';
+import type { MiniCluster } from '../context.js';
+import { type LifecycleStepResult, NODE_CMDLINE, TAMPERED_CMDLINE } from '../types.js';
+import { bootstrapConfig } from './fleet.js';
+import type { MiniSecrets } from './init.js';
+import { mismatchesOf, waitForRefusal } from './join.js';
+import { auditMark, auditOf, bootEvidence, secondsSince, waitBootstrapped } from './node-evidence.js';
+
+/** Boots node `name` again (same disk and TPM) with `cmdline`, staying up; resets the step deadline. */
+async function restart(c: MiniCluster, name: string, cmdline: string, what: string): Promise<void> {
+  c.t0 = Date.now();
+  c.progress(`${name.padEnd(16)} ${what}`);
+  await c.rebootNode(name, { cmdline, config: { ...bootstrapConfig(c, c.node(name), false), stay: true } });
+}
+
+/** A step that could not be checked. */
+function failed(
+  step: LifecycleStepResult['step'],
+  node: string,
+  started: number,
+  err: unknown,
+): LifecycleStepResult {
+  return { step, node, ok: false, reason: messageOf(err), seconds: secondsSince(started) };
+}
+
+/** Step `reboot` of node `name` (see the module comment). */
+export async function rebootStep(
+  c: MiniCluster,
+  secrets: MiniSecrets,
+  markers: Map<string, string>,
+  name: string,
+): Promise<LifecycleStepResult> {
+  const started = Date.now();
+  const ip = c.result(name).ip;
+  const from = auditMark(c);
+  try {
+    await restart(c, name, NODE_CMDLINE, 'reboot (same state disk, same TPM)');
+    await waitBootstrapped(c, name);
+  } catch (err) {
+    return failed('reboot', name, started, err);
+  }
+  const e = bootEvidence(c, name, secrets);
+  const audit = auditOf(c, ip, from);
+  const rejoined =
+    /^Node rejoined/.test(e.bootstrapper ?? '') &&
+    audit.some((a) => a.rpc === 'IssueRejoinTicket' && a.outcome === 'issued') &&
+    !audit.some((a) => a.rpc === 'IssueJoinTicket');
+  const markerIntact = e.marker === markers.get(name);
+  const ok = rejoined && markerIntact && e.pcr15 === 'cluster-marker' && e.diskOpen === true;
+  c.progress(`${name.padEnd(16)} ${ok ? 'rejoined' : 'reboot did NOT hold'}: ${e.bootstrapper ?? '-'}`);
+  return {
+    step: 'reboot',
+    node: name,
+    ok,
+    rejoined,
+    markerIntact,
+    pcr15: e.pcr15,
+    diskOpen: e.diskOpen === true,
+    reason: ok
+      ? 'rejoined through the join service: disk opened with the issued key, marker intact, PCR 15 marked again'
+      : `bootstrapper: ${e.bootstrapper ?? e.error ?? 'no outcome'}`,
+    audit,
+    ...(e.bootstrapper === undefined ? {} : { bootstrapper: e.bootstrapper }),
+    seconds: secondsSince(started),
+  };
+}
+
+/** Step `tampered-reboot` of node `name` (see the module comment); the node is left running. */
+export async function tamperedRebootStep(
+  c: MiniCluster,
+  secrets: MiniSecrets,
+  name: string,
+): Promise<LifecycleStepResult> {
+  const started = Date.now();
+  const ip = c.result(name).ip;
+  const from = auditMark(c);
+  let detail: string;
+  let reason: string;
+  try {
+    await restart(c, name, TAMPERED_CMDLINE, 'reboot with a changed kernel command line');
+    const refusal = await waitForRefusal(c, ip, from, () =>
+      c.reports(name).some((x) => x.type === 'bootstrapper-exit')
+        ? 'its bootstrapper finished: the rejoin was NOT refused'
+        : undefined,
+    );
+    detail = String(refusal.detail ?? '');
+    reason = String(refusal.reason);
+    // One more PCR 15 report (with the mapping's state) after the refusal.
+    const pcr15s = () => c.reports(name).filter((y) => y.type === 'pcr15').length;
+    const seen = pcr15s();
+    await c.waitReport(c.vm(name), (x) => x.type === 'pcr15' && pcr15s() > seen);
+  } catch (err) {
+    return failed('tampered-reboot', name, started, err);
+  }
+  const e = bootEvidence(c, name, secrets);
+  const last = c
+    .reports(name)
+    .filter((x) => x.type === 'pcr15')
+    .pop();
+  const diskOpen = last?.mapped === true;
+  const audit = auditOf(c, ip, from);
+  const mismatches = mismatchesOf(detail);
+  const nothingIssued = !audit.some((a) => a.outcome === 'issued');
+  // Refused during attested TLS (the audit's rpc is then `attested-tls`): no ticket call was served.
+  const ok =
+    mismatches.some((m) => m.pcr === 9) &&
+    audit.some((a) => a.outcome === 'refused') &&
+    nothingIssued &&
+    !diskOpen &&
+    e.pcr15 === 'zero';
+  c.progress(
+    `${name.padEnd(16)} ${ok ? 'rejoin refused' : 'tampered reboot did NOT hold'}: ${mismatches.map((m) => `PCR ${m.pcr}`).join(', ')}`,
+  );
+  return {
+    step: 'tampered-reboot',
+    node: name,
+    ok,
+    rejoined: false,
+    pcr15: e.pcr15,
+    diskOpen,
+    reason: `rejoin refused by the join service (${reason}): ${detail}${nothingIssued ? '; nothing was issued' : '; SOMETHING WAS ISSUED'}`,
+    audit,
+    mismatches,
+    seconds: secondsSince(started),
+  };
+}
+
+/** Marks the stopped node's disk image for reset (production adapter, host side); returns its UUID. */
+async function markForReset(c: MiniCluster, name: string): Promise<string> {
+  const disk = new CryptsetupDisk({
+    devicePath: c.diskImage(name),
+    headerCopyDir: c.nodeDir(name),
+    initialPassphrasePath: join(c.nodeDir(name), 'initial-passphrase.bin'),
+    timeoutInMs: 120_000,
+  });
+  const release = await disk.open();
+  try {
+    const uuid = (await disk.uuid()).toLowerCase();
+    await disk.markDiskForReset();
+    return uuid;
+  } finally {
+    await release();
+  }
+}
+
+/** Step `reset` of node `name` (see the module comment). */
+export async function resetStep(
+  c: MiniCluster,
+  secrets: MiniSecrets,
+  name: string,
+): Promise<LifecycleStepResult> {
+  const started = Date.now();
+  const ip = c.result(name).ip;
+  const from = auditMark(c);
+  let before: string;
+  try {
+    await c.stopNode(name);
+    before = await markForReset(c, name);
+    c.progress(`${name.padEnd(16)} state disk ${before.slice(0, 8)}… marked for reset`);
+    await restart(c, name, NODE_CMDLINE, 'boot with the disk marked for reset');
+    await waitBootstrapped(c, name);
+  } catch (err) {
+    return failed('reset', name, started, err);
+  }
+  const e = bootEvidence(c, name, secrets);
+  const audit = auditOf(c, ip, from);
+  const wiped =
+    e.diskUuid !== undefined &&
+    e.diskUuid.toLowerCase() !== before &&
+    c
+      .reports(name)
+      .some(
+        (x) => x.type === 'log' && x.source === 'bootstrapper' && /marked for reset/.test(String(x.line)),
+      );
+  const joinedFresh =
+    /^Node joined the cluster/.test(e.bootstrapper ?? '') &&
+    audit.some(
+      (a) =>
+        a.rpc === 'IssueJoinTicket' &&
+        a.outcome === 'issued' &&
+        a.diskUuid?.toLowerCase() === e.diskUuid?.toLowerCase(),
+    ) &&
+    !audit.some((a) => a.rpc === 'IssueRejoinTicket' && a.outcome === 'issued');
+  const ok = wiped && joinedFresh && e.pcr15 === 'cluster-marker' && e.marker === null;
+  c.progress(
+    `${name.padEnd(16)} ${ok ? 'wiped and joined fresh' : 'reset did NOT hold'}: ${e.bootstrapper ?? '-'}`,
+  );
+  return {
+    step: 'reset',
+    node: name,
+    ok,
+    rejoined: false,
+    markerIntact: false,
+    pcr15: e.pcr15,
+    diskOpen: e.diskOpen === true,
+    reason: ok
+      ? 'the disk mapper wiped and formatted the disk (new LUKS UUID, the old marker is gone) and the node joined fresh'
+      : `wiped ${wiped}, joined fresh ${joinedFresh}; bootstrapper: ${e.bootstrapper ?? e.error ?? 'no outcome'}`,
+    audit,
+    diskUuid: { before, ...(e.diskUuid === undefined ? {} : { after: e.diskUuid.toLowerCase() }) },
+    ...(e.bootstrapper === undefined ? {} : { bootstrapper: e.bootstrapper }),
+    seconds: secondsSince(started),
+  };
+}

@@ -1,0 +1,143 @@
+/**
+ * `confboot mini lifecycle` end to end on ONE cluster of real QEMU VMs under TCG (a control plane and
+ * two workers, the master secret split 2-of-3): worker-0's reboot rejoins with its marker intact;
+ * worker-1's tampered reboot is refused naming PCR 9 with its disk closed; after every VM was
+ * powered off and started again the control plane waits for recovery (1 of 2), names a share of
+ * another cluster, recovers with a second share, and every node is back with its marker; worker-1's
+ * disk marked for reset is wiped and joins fresh. Each step's evidence comes from real state (the
+ * VM's dm-crypt mapping and LUKS UUID, the marker read from its mounted state disk, PCR 15 through
+ * /dev/tpmrm0, the join service's audit records). kubeadm and the Kubernetes API server are
+ * SIMULATED (named in the result's `simulated` list). Nothing is left running when it returns.
+ */
+import { execFileSync, spawnSync } from 'node:child_process';
+import { existsSync, rmSync } from 'node:fs';
+import { describe, expect, it } from 'vitest';
+import { listMiniNamespaces } from '../../src/adapters/vm/private-network.js';
+import { OVMF_CODE } from '../../src/adapters/vm/qemu-vm.js';
+import { miniLifecycle } from '../../src/app/mini/lifecycle.js';
+
+const tools = [
+  'qemu-system-x86_64',
+  'swtpm',
+  'swtpm_setup',
+  'dpkg-deb',
+  'depmod',
+  'dnsmasq',
+  'ip',
+  'cryptsetup',
+];
+const missing = tools.filter((c) => spawnSync('sh', ['-c', `command -v ${c}`]).status !== 0);
+if (!existsSync(OVMF_CODE)) missing.push(OVMF_CODE);
+if (process.getuid?.() !== 0) missing.push('root');
+
+describe.skipIf(missing.length > 0)(
+  `confboot mini lifecycle (TCG; kubeadm and API server SIMULATED)${missing.length ? ` — missing ${missing.join(', ')}` : ''}`,
+  () => {
+    it('reboot rejoins, tampered reboot is refused, a full outage is recovered with 2 of 3 shares, a reset disk is wiped and joins fresh; nothing is left running', async () => {
+      const result = await miniLifecycle({
+        accel: 'tcg',
+        ...(process.env.CONFBOOT_MINI_CACHE ? { cacheDir: process.env.CONFBOOT_MINI_CACHE } : {}),
+      });
+      let passed = false;
+      try {
+        const summary = JSON.stringify(result.steps, null, 2);
+        const step = (name: string, node: string) => {
+          const s = result.steps.find((x) => x.step === name && x.node === node);
+          expect(s, `${name} ${node}: ${summary}`).toBeDefined();
+          return s as NonNullable<typeof s>;
+        };
+        expect(result.steps.map((s) => `${s.step} ${s.node}`).sort(), summary).toEqual(
+          [
+            'form control-plane-0',
+            'form worker-0',
+            'form worker-1',
+            'reboot worker-0',
+            'tampered-reboot worker-1',
+            'outage control-plane-0',
+            'outage worker-0',
+            'outage worker-1',
+            'reset worker-1',
+          ].sort(),
+        );
+        // reboot: a rejoin (not a join) in the audit, the marker on the mounted disk, PCR 15 again.
+        const reboot = step('reboot', 'worker-0');
+        expect(reboot, summary).toMatchObject({
+          rejoined: true,
+          markerIntact: true,
+          pcr15: 'cluster-marker',
+          diskOpen: true,
+        });
+        expect(reboot.audit, summary).toContainEqual(
+          expect.objectContaining({ rpc: 'IssueRejoinTicket', outcome: 'issued' }),
+        );
+        expect(
+          reboot.audit?.some((a) => a.rpc === 'IssueJoinTicket'),
+          summary,
+        ).toBe(false);
+        // tampered reboot: refused naming PCR 9, nothing issued, no mapping, PCR 15 zero.
+        const tampered = step('tampered-reboot', 'worker-1');
+        expect(tampered, summary).toMatchObject({ rejoined: false, pcr15: 'zero', diskOpen: false });
+        expect(
+          tampered.mismatches?.map((m) => m.pcr),
+          summary,
+        ).toEqual([9]);
+        expect(
+          tampered.audit?.some((a) => a.outcome === 'issued'),
+          summary,
+        ).toBe(false);
+        expect(tampered.audit, summary).toContainEqual(expect.objectContaining({ outcome: 'refused' }));
+        // outage: 1 of 2, the foreign share named, recovered by the second share; every node back.
+        const cp = step('outage', 'control-plane-0');
+        expect(cp, summary).toMatchObject({
+          recovered: true,
+          markerIntact: true,
+          pcr15: 'cluster-marker',
+          diskOpen: true,
+        });
+        const [first, foreign, second] = cp.recovery ?? [];
+        expect(first, summary).toMatchObject({ ok: true, recovered: false });
+        expect(first?.answer, summary).toContain('1 of 2');
+        expect(foreign?.recovered, summary).toBe(false);
+        expect(second?.recovered, summary).toBe(true);
+        for (const w of ['worker-0', 'worker-1'])
+          expect(step('outage', w), summary).toMatchObject({
+            rejoined: true,
+            markerIntact: true,
+            pcr15: 'cluster-marker',
+            diskOpen: true,
+          });
+        // reset: a new LUKS UUID (wiped), a fresh join with it, PCR 15 marked, the old marker gone.
+        const reset = step('reset', 'worker-1');
+        expect(reset, summary).toMatchObject({ rejoined: false, pcr15: 'cluster-marker' });
+        expect(reset.diskUuid?.after, summary).not.toBe(reset.diskUuid?.before);
+        expect(
+          reset.audit?.some(
+            (a) =>
+              a.rpc === 'IssueJoinTicket' &&
+              a.outcome === 'issued' &&
+              a.diskUuid?.toLowerCase() === reset.diskUuid?.after,
+          ),
+          summary,
+        ).toBe(true);
+        expect(
+          result.steps.every((s) => s.ok),
+          summary,
+        ).toBe(true);
+        expect(result.ok, summary).toBe(true);
+        // Nothing left when it returned: every process it started and its namespace are gone.
+        expect(result.leftovers, summary).toEqual([]);
+        expect((await listMiniNamespaces()).map((n) => n.name)).not.toContain(result.netns);
+        const children = spawnSync('pgrep', ['-P', String(process.pid)])
+          .stdout.toString()
+          .trim();
+        const names = children
+          ? execFileSync('ps', ['-o', 'comm=', '-p', children.split('\n').join(',')]).toString()
+          : '';
+        expect(names).not.toMatch(/qemu|swtpm|dnsmasq/);
+        passed = true;
+      } finally {
+        if (passed) rmSync(result.workDir, { recursive: true, force: true });
+      }
+    }, 3_000_000);
+  },
+);
