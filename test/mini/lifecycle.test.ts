@@ -10,25 +10,13 @@
  * SIMULATED (named in the result's `simulated` list). Nothing is left running when it returns.
  */
 import { execFileSync, spawnSync } from 'node:child_process';
-import { existsSync, rmSync } from 'node:fs';
+import { rmSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { listMiniNamespaces } from '../../src/adapters/vm/private-network.js';
-import { OVMF_CODE } from '../../src/adapters/vm/qemu-vm.js';
 import { miniLifecycle } from '../../src/app/mini/lifecycle.js';
+import { missingForMiniVms } from '../support/mini-host.js';
 
-const tools = [
-  'qemu-system-x86_64',
-  'swtpm',
-  'swtpm_setup',
-  'dpkg-deb',
-  'depmod',
-  'dnsmasq',
-  'ip',
-  'cryptsetup',
-];
-const missing = tools.filter((c) => spawnSync('sh', ['-c', `command -v ${c}`]).status !== 0);
-if (!existsSync(OVMF_CODE)) missing.push(OVMF_CODE);
-if (process.getuid?.() !== 0) missing.push('root');
+const missing = missingForMiniVms();
 
 describe.skipIf(missing.length > 0)(
   `confboot mini lifecycle (TCG; kubeadm and API server SIMULATED)${missing.length ? ` — missing ${missing.join(', ')}` : ''}`,

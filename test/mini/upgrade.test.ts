@@ -8,25 +8,11 @@
  * what the join service then does with each worker. kubeadm and the Kubernetes API server are
  * SIMULATED.
  */
-import { spawnSync } from 'node:child_process';
-import { existsSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { OVMF_CODE } from '../../src/adapters/vm/qemu-vm.js';
 import { miniUpgrade } from '../../src/app/mini/upgrade.js';
+import { missingForMiniVms } from '../support/mini-host.js';
 
-const tools = [
-  'qemu-system-x86_64',
-  'swtpm',
-  'swtpm_setup',
-  'dpkg-deb',
-  'depmod',
-  'dnsmasq',
-  'ip',
-  'cryptsetup',
-];
-const missing = tools.filter((c) => spawnSync('sh', ['-c', `command -v ${c}`]).status !== 0);
-if (!existsSync(OVMF_CODE)) missing.push(OVMF_CODE);
-if (process.getuid?.() !== 0) missing.push('root');
+const missing = missingForMiniVms();
 // Four VMs and three rounds of reboots (about ten minutes under TCG), in `npm test`.
 
 describe.skipIf(missing.length > 0)(
