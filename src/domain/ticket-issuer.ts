@@ -118,7 +118,7 @@ export class TicketIssuer implements JoinCall {
    * (checkRequestSizes, by the join service's guard).
    */
   async issueJoinTicket(req: JoinTicketRequest, caller: JoinCaller): Promise<JoinDecision<JoinTicket>> {
-    const named: { nodeName?: string } = {};
+    const named: { nodeName?: string; releasedDisks?: string[] } = {};
     try {
       return { issued: true, ticket: await this.#join(req, caller, named), ...named };
     } catch (refusal) {
@@ -135,8 +135,15 @@ export class TicketIssuer implements JoinCall {
     }
   }
 
-  /** The join ticket for `req`; `named` gets the node name as soon as the CSR named it. */
-  async #join(req: JoinTicketRequest, ctx: JoinCaller, named: { nodeName?: string }): Promise<JoinTicket> {
+  /**
+   * The join ticket for `req`; `named` gets the node name as soon as the CSR named it, and the disks
+   * whose stale bindings the join released.
+   */
+  async #join(
+    req: JoinTicketRequest,
+    ctx: JoinCaller,
+    named: { nodeName?: string; releasedDisks?: string[] },
+  ): Promise<JoinTicket> {
     const { kms, ca, tokens, facts, clock, logger } = this.#deps;
     const started = clock.now().getTime();
     const op = `issuing join ticket for ${ctx.peer}`;
@@ -212,6 +219,8 @@ export class TicketIssuer implements JoinCall {
     await step('recording joining node', () => facts.addJoiningNode(nodeName, req.isControlPlane));
     if (ctx.signal?.aborted)
       throw new ConfbootError('unavailable', `${op}: the request was cancelled`, { recoverable: true });
+    const released = await this.#releaseStaleBindings(req.diskUuid.toLowerCase(), owner);
+    if (released.length > 0) named.releasedDisks = released;
 
     logger.info('Issued join ticket', {
       peer: ctx.peer,
@@ -323,6 +332,35 @@ export class TicketIssuer implements JoinCall {
       callerOwner: binding.owner,
     });
     throw new DiskBoundError(`${op}: disk ${binding.diskUuid} belongs to another node`);
+  }
+
+  /**
+   * After a fresh join with disk `keep`: removes every other binding recorded under the caller's
+   * instance (its owner strings), since an instance has one state disk and a fresh join means the
+   * old one was wiped and reformatted with a new UUID. Only with a PeerIdentity, where the owner is
+   * the instance the attested caller's address resolved to; a binding by address is never released,
+   * because addresses move between instances. Resolves with the released disk UUIDs; a failure is
+   * logged and releases nothing more (the stale record is harmless: its UUID no longer exists).
+   */
+  async #releaseStaleBindings(keep: string, owner: Owner): Promise<string[]> {
+    if (this.#deps.identity === undefined) return [];
+    const owners = owner.legacyOwner === undefined ? [owner.owner] : [owner.owner, owner.legacyOwner];
+    try {
+      const released = await this.#deps.diskBindings.releaseOthers(owners, keep);
+      if (released.length > 0)
+        this.#deps.logger.info('Released stale disk bindings of the joining instance', {
+          owner: owner.owner,
+          kept: keep,
+          released: released.map((b) => b.diskUuid),
+        });
+      return released.map((b) => b.diskUuid);
+    } catch (err) {
+      this.#deps.logger.warn('Could not release stale disk bindings of the joining instance', {
+        owner: owner.owner,
+        error: messageOf(err),
+      });
+      return [];
+    }
   }
 
   /**

@@ -31,6 +31,15 @@ export interface DiskBindings {
    * callers must then issue nothing.
    */
   bind(binding: DiskBinding, options?: CallOptions): Promise<DiskBinding>;
+  /**
+   * Removes every binding whose owner is one of `owners` except the binding of disk `keep`, and
+   * resolves with the removed bindings. The join service calls it only for an attested node that
+   * joined fresh with disk `keep` and whose address resolved to an instance of this cluster
+   * (`owners` is that instance's owner strings), so a disk that was wiped and reformatted (a new
+   * UUID) leaves no stale binding behind. Rejects (usually `unavailable`) when the record cannot be
+   * read or changed; bindings removed before the failure stay removed.
+   */
+  releaseOthers(owners: readonly string[], keep: string, options?: CallOptions): Promise<DiskBinding[]>;
 }
 
 /** DI token for {@link DiskBindings}. */

@@ -47,6 +47,11 @@ export interface JoinCaller {
 export type JoinDecision<T> = ({ issued: true; ticket: T } | { issued: false; refusal: unknown }) & {
   /** The normalised node name from the kubelet CSR, when the request had a readable one. */
   nodeName?: string;
+  /**
+   * Disks whose bindings a fresh join released (lower-case UUIDs): other disks recorded under the
+   * same attested instance, which a wiped and reformatted disk left behind.
+   */
+  releasedDisks?: string[];
 };
 
 /** The join call. */

@@ -5,13 +5,16 @@
  * (KubeDiskBindings, @kubernetes/client-node) against a SIMULATED Kubernetes API server
  * (FakeKubeApi) — and the HANDLER refuses the other node with PERMISSION_DENIED, audited with reason
  * `disk-bound`, before any key-service call, token or certificate. When the record cannot be read
- * (API server failing), nothing is issued either (fail closed).
+ * (API server failing), nothing is issued either (fail closed). A node that joins fresh (its disk
+ * was wiped and has a new UUID) releases the stale bindings of its own instance, named in its audit
+ * event; a tampered boot is refused at attestation and releases nothing.
  */
 import { randomUUID } from 'node:crypto';
 import { status } from '@grpc/grpc-js';
 import { KubeConfig } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { KubeDiskBindings } from '../../src/adapters/kubernetes/api.js';
+import { KubeDiskBindings } from '../../src/adapters/kubernetes/disk-bindings.js';
+import { TAMPERED_BOOT } from '../../src/app/demo/boot-measurements.js';
 import { FakeKubeApi } from '../adapters/kubernetes/fake-kube-api.js';
 import {
   attempt,
@@ -22,7 +25,7 @@ import {
   joinRequest,
   snapshot,
 } from './support/attack.js';
-import type { SwtpmNode } from './support/nodes.js';
+import { type SwtpmNode, startSwtpmNode } from './support/nodes.js';
 import { startTargetWithNode, type Target } from './support/target.js';
 
 /** Worker A is the default node (worker-0 on 127.0.0.1); worker B its neighbour. */
@@ -150,5 +153,47 @@ describe("an attested worker asking with another node's disk UUID (real swtpm, K
       rpc: 'IssueRejoinTicket',
     });
     expect(out.details).toMatch(/recording which node disk .* belongs to: creating DiskBinding .*HTTP 503/);
+  });
+});
+
+describe('a reset node releases its stale disk binding, and nobody else can (real swtpm, Kubernetes-recorded bindings)', () => {
+  it("a tampered boot of worker B joining fresh releases nothing: refused at attestation, B's binding stays", async () => {
+    const tampered = await startSwtpmNode(TAMPERED_BOOT);
+    try {
+      const s = snapshot(target);
+      const out = await attempt(target.endpoint, tampered.issuer, {
+        from: WORKER_B,
+        request: await joinRequest(WORKER_B.name, [WORKER_B.ip], randomUUID()),
+      });
+      await expectRefused(target, s, out, { code: status.UNAVAILABLE, check: 'measurements' });
+    } finally {
+      await tampered.stop();
+    }
+    expect(kube.diskBindings.has(`disk-${DISK_B}`)).toBe(true);
+    expect(kube.requests.filter((r) => r.method === 'DELETE')).toEqual([]);
+  });
+
+  it("worker A joining fresh with a new disk releases A's old binding only, named in its audit event", async () => {
+    expect(kube.diskBindings.has(`disk-${DISK_A}`)).toBe(true);
+    const fresh = randomUUID();
+    const s = snapshot(target);
+    const out = await attempt(target.endpoint, node.issuer, {
+      from: WORKER_A,
+      request: await joinRequest(WORKER_A.name, [WORKER_A.ip], fresh),
+    });
+    await expectIssued(target, s, out);
+    const [audit] = target.audits().slice(s.audits);
+    expect(audit).toMatchObject({ outcome: 'issued', diskUuid: fresh, releasedDisks: [DISK_A] });
+    expect(kube.diskBindings.has(`disk-${DISK_A}`)).toBe(false);
+    expect(kube.diskBindings.get(`disk-${fresh}`)?.spec).toEqual({
+      diskUUID: fresh,
+      nodeName: 'worker-0',
+      owner: 'instance/worker-0',
+    });
+    // Worker B's binding, and the twins' by instance ID, are untouched.
+    expect(kube.diskBindings.has(`disk-${DISK_B}`)).toBe(true);
+    expect(
+      [...kube.diskBindings.values()].filter((d) => d.spec.owner.startsWith('instance-id/')),
+    ).toHaveLength(1);
   });
 });

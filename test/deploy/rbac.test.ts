@@ -11,18 +11,15 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { parseAllDocuments, parse as parseYaml } from 'yaml';
+import { KubeBootstrapTokens, KubeClusterFacts, loadKubeConfig } from '../../src/adapters/kubernetes/api.js';
+import { diskBindingName, KubeDiskBindings } from '../../src/adapters/kubernetes/disk-bindings.js';
+import { KubeEventRecorder } from '../../src/adapters/kubernetes/event-recorder.js';
+import { EVIDENCE_GROUP, KubeEvidenceStore } from '../../src/adapters/kubernetes/evidence-store.js';
 import {
   DISK_BINDING_GROUP,
   DISK_BINDING_PLURAL,
   DISK_BINDING_VERSION,
-  diskBindingName,
-  KubeBootstrapTokens,
-  KubeClusterFacts,
-  KubeDiskBindings,
-  loadKubeConfig,
-} from '../../src/adapters/kubernetes/api.js';
-import { KubeEventRecorder } from '../../src/adapters/kubernetes/event-recorder.js';
-import { EVIDENCE_GROUP, KubeEvidenceStore } from '../../src/adapters/kubernetes/evidence-store.js';
+} from '../../src/adapters/kubernetes/names.js';
 import { silentLogger } from '../../src/adapters/log/pino-logger.js';
 import { createKeyServiceTls, keyServiceDnsNames } from '../../src/adapters/pki/key-service-tls.js';
 import { generateReceiptKeyPem } from '../../src/adapters/receipts/receipt-key.js';
@@ -101,6 +98,8 @@ async function adapterAccesses(componentsReference = COMPONENTS_CONFIGMAP_NAME):
   const uuid = '0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0';
   await disks.bind({ diskUuid: uuid, nodeName: 'worker-1', owner: 'instance/worker-1' });
   await disks.bind({ diskUuid: uuid, nodeName: 'worker-2', owner: 'instance/worker-2' }); // 409, then get
+  // A fresh join releases its instance's stale bindings: list by owner label, delete.
+  await disks.releaseOthers(['instance/worker-1'], '00000000-0000-0000-0000-000000000002');
   // Evidence: apply (with a read for a record without a node name), the prune's list and delete.
   const evidence = new KubeEvidenceStore({ kubeConfig, clock, logger: silentLogger, maxRecords: 1 });
   const record = (key: string, nodeName?: string) => ({
@@ -220,7 +219,7 @@ describe.each(deployTargets())('join service CRD and RBAC for $cloud / $variant'
       accesses
         .filter((a) => a.group === DISK_BINDING_GROUP && a.resource === DISK_BINDING_PLURAL)
         .map((a) => a.verb),
-    ).toEqual(['create', 'create', 'get']);
+    ).toEqual(['create', 'create', 'get', 'list', 'delete']);
     expect(
       new Set(
         accesses
@@ -301,12 +300,13 @@ describe.each(deployTargets())('join service CRD and RBAC for $cloud / $variant'
         namespace: undefined,
         name: undefined,
       },
+      // Deleting a binding is allowed (a fresh join releases its instance's stale ones); watching is not.
       {
-        verb: 'delete',
+        verb: 'watch',
         group: DISK_BINDING_GROUP,
         resource: DISK_BINDING_PLURAL,
         namespace: undefined,
-        name: 'disk-x',
+        name: undefined,
       },
       {
         verb: 'update',

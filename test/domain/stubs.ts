@@ -487,6 +487,18 @@ export class StubDiskBindings implements DiskBindings {
     this.records.set(binding.diskUuid, { ...binding });
     return Promise.resolve({ ...binding });
   }
+  readonly releaseCalls: { owners: readonly string[]; keep: string }[] = [];
+  /** `releaseErr` makes only the release fail. */
+  releaseErr?: Error;
+  releaseOthers(owners: readonly string[], keep: string): Promise<DiskBinding[]> {
+    this.releaseCalls.push({ owners, keep });
+    if (this.err ?? this.releaseErr) return Promise.reject(this.err ?? this.releaseErr);
+    const released = [...this.records.values()].filter(
+      (b) => b.diskUuid !== keep && owners.includes(b.owner),
+    );
+    for (const b of released) this.records.delete(b.diskUuid);
+    return Promise.resolve(released);
+  }
 }
 
 /** Fresh stubs for every dependency of a JoinFlow (shared by the join-flow test files). */

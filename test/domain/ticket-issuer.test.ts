@@ -863,6 +863,89 @@ describe('TicketIssuer: state disks are bound to the node that first asked for t
   });
 });
 
+describe("TicketIssuer: a fresh join releases its instance's stale disk bindings (reset rule)", () => {
+  const OLD = '11111111-2222-4333-8444-555555555555';
+  const OTHERS = '99999999-2222-4333-8444-555555555555';
+  const decide = (s: ReturnType<typeof withIdentity> | Setup, peer = PEER) =>
+    new TicketIssuer({ ...s, ...('identity' in s ? { identity: s.identity } : {}) }).issueJoinTicket(req(), {
+      peer,
+      variant: VARIANT,
+    });
+
+  it("keeps the presented disk, removes the instance's other bindings (also by its legacy name) and names them", async () => {
+    const s = withIdentity({ '192.0.2.5': { ...NODE_1, instanceId: 'i-1' } });
+    s.diskBindings.records.set(OLD, { diskUuid: OLD, nodeName: 'node-1', owner: 'instance-id/i-1' });
+    const legacy = '22222222-2222-4333-8444-555555555555';
+    s.diskBindings.records.set(legacy, { diskUuid: legacy, nodeName: 'node-1', owner: 'instance/node-1' });
+    s.diskBindings.records.set(OTHERS, { diskUuid: OTHERS, nodeName: 'node-2', owner: 'instance-id/i-2' });
+    const decision = await decide(s);
+    expect(decision.issued).toBe(true);
+    expect(decision.releasedDisks?.sort()).toEqual([legacy, OLD].sort());
+    expect(s.diskBindings.releaseCalls).toEqual([
+      { owners: ['instance-id/i-1', 'instance/node-1'], keep: UUID },
+    ]);
+    expect([...s.diskBindings.records.keys()].sort()).toEqual([OTHERS, UUID].sort());
+    expect(s.logger.events.find((e) => e.msg.startsWith('Released stale disk bindings'))?.fields).toEqual({
+      owner: 'instance-id/i-1',
+      kept: UUID,
+      released: expect.arrayContaining([OLD, legacy]),
+    });
+  });
+
+  it('a join with nothing stale names nothing; a rejoin never releases', async () => {
+    const s = withIdentity({ '192.0.2.5': NODE_1 });
+    expect((await decide(s)).releasedDisks).toBeUndefined();
+    s.diskBindings.records.set(OLD, { diskUuid: OLD, nodeName: 'node-1', owner: 'instance/node-1' });
+    s.diskBindings.releaseCalls.length = 0;
+    await s.issuer().issueRejoinTicket({ diskUuid: UUID }, { peer: PEER });
+    expect(s.diskBindings.releaseCalls).toEqual([]);
+    expect(s.diskBindings.records.has(OLD)).toBe(true);
+  });
+
+  it('without a PeerIdentity nothing is released (bindings by address are never released)', async () => {
+    const s = setup();
+    s.diskBindings.records.set(OLD, { diskUuid: OLD, nodeName: 'x', owner: 'address/192.0.2.5' });
+    const decision = await decide(s);
+    expect(decision.issued).toBe(true);
+    expect(decision.releasedDisks).toBeUndefined();
+    expect(s.diskBindings.releaseCalls).toEqual([]);
+    expect(s.diskBindings.records.has(OLD)).toBe(true);
+  });
+
+  it('a refused or cancelled join releases nothing', async () => {
+    const s = withIdentity({ '192.0.2.5': NODE_1 });
+    s.diskBindings.records.set(UUID, { diskUuid: UUID, nodeName: 'node-2', owner: 'instance/node-2' });
+    s.diskBindings.records.set(OLD, { diskUuid: OLD, nodeName: 'node-1', owner: 'instance/node-1' });
+    const refused = await decide(s);
+    expect(refused.issued).toBe(false);
+    expect(isDiskBoundError(refused.issued ? undefined : refused.refusal)).toBe(true);
+    const cancelled = new AbortController();
+    cancelled.abort();
+    s.diskBindings.records.delete(UUID);
+    const decision = await new TicketIssuer({ ...s, identity: s.identity }).issueJoinTicket(req(), {
+      peer: PEER,
+      variant: VARIANT,
+      signal: cancelled.signal,
+    });
+    expect(decision.issued).toBe(false);
+    expect(s.diskBindings.releaseCalls).toEqual([]);
+    expect(s.diskBindings.records.has(OLD)).toBe(true);
+  });
+
+  it('a release that fails is logged and the join is still issued', async () => {
+    const s = withIdentity({ '192.0.2.5': NODE_1 });
+    s.diskBindings.records.set(OLD, { diskUuid: OLD, nodeName: 'node-1', owner: 'instance/node-1' });
+    s.diskBindings.releaseErr = new ConfbootError('unavailable', 'Kubernetes API unreachable');
+    const decision = await decide(s);
+    expect(decision.issued).toBe(true);
+    expect(decision.releasedDisks).toBeUndefined();
+    expect(s.logger.events.find((e) => e.level === 'warn')).toMatchObject({
+      msg: 'Could not release stale disk bindings of the joining instance',
+      fields: { owner: 'instance/node-1', error: 'Kubernetes API unreachable' },
+    });
+  });
+});
+
 /** A deny list over fixed sets (already spelt as the issuer records them); records every question. */
 class StubDenyList implements DenyList {
   readonly asked: DenyListIdentity[] = [];

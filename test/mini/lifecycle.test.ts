@@ -94,7 +94,8 @@ describe.skipIf(missing.length > 0)(
             pcr15: 'cluster-marker',
             diskOpen: true,
           });
-        // reset: a new LUKS UUID (wiped), a fresh join with it, PCR 15 marked, the old marker gone.
+        // reset: a new LUKS UUID (wiped), a fresh join with it that released the old disk's binding,
+        // PCR 15 marked, the old marker gone.
         const reset = step('reset', 'worker-1');
         expect(reset, summary).toMatchObject({ rejoined: false, pcr15: 'cluster-marker' });
         expect(reset.diskUuid?.after, summary).not.toBe(reset.diskUuid?.before);
@@ -103,10 +104,13 @@ describe.skipIf(missing.length > 0)(
             (a) =>
               a.rpc === 'IssueJoinTicket' &&
               a.outcome === 'issued' &&
-              a.diskUuid?.toLowerCase() === reset.diskUuid?.after,
+              a.diskUuid?.toLowerCase() === reset.diskUuid?.after &&
+              a.releasedDisks?.includes(reset.diskUuid?.before ?? '') === true,
           ),
           summary,
         ).toBe(true);
+        // ...and the old disk's DiskBinding is gone from the API server, the new one recorded.
+        expect(reset.oldBindingReleased, summary).toBe(true);
         expect(
           result.steps.every((s) => s.ok),
           summary,

@@ -21,7 +21,6 @@ import {
 import type { BootstrapTokens } from '../../ports/bootstrap-tokens.js';
 import type { Clock } from '../../ports/clock.js';
 import type { ClusterFacts } from '../../ports/cluster-facts.js';
-import type { DiskBinding, DiskBindings } from '../../ports/disk-bindings.js';
 import { ConfbootError, isConfbootError } from '../../ports/errors.js';
 import { normalizeNodeName } from '../../ports/kubernetes-node.js';
 import type { Logger } from '../../ports/logger.js';
@@ -397,95 +396,7 @@ export class KubeClusterFacts implements ClusterFacts {
   }
 }
 
-/** Group, version and plural of confboot's DiskBinding resource (cluster-scoped; docs/identity.md). */
-export const DISK_BINDING_GROUP = 'confboot.dev';
-export const DISK_BINDING_VERSION = 'v1alpha1';
-export const DISK_BINDING_PLURAL = 'diskbindings';
-
-/** The DiskBinding resource name of a disk: `disk-<uuid in lower case>`. */
-export function diskBindingName(diskUuid: string): string {
-  return `disk-${diskUuid.toLowerCase()}`;
-}
-
-/** Options of {@link KubeDiskBindings}. */
-export interface KubeDiskBindingsOptions {
-  kubeConfig: KubeConfig;
-  /** Per-request timeout; default 10 s. */
-  requestTimeoutInMs?: number;
-  logger?: Logger;
-}
-
 /** Whether `err` (from {@link call}) is the API server's answer with HTTP status `code`. */
 export function hasStatus(err: unknown, code: number): boolean {
   return err instanceof ConfbootError && err.cause instanceof ApiException && err.cause.code === code;
-}
-
-/**
- * {@link DiskBindings} as cluster-scoped DiskBinding resources (`confboot.dev/v1alpha1`, name
- * `disk-<uuid>`, spec `{diskUUID, nodeName, owner}`), shared by every join service replica. Binding
- * creates the resource; the API server's create is atomic, so when it exists already (HTTP 409) the
- * existing one is read and returned. Every other failure, and a resource whose spec is not a
- * binding, rejects: the caller then issues nothing. Deleting the resource releases the disk.
- */
-export class KubeDiskBindings implements DiskBindings {
-  private readonly custom: CustomObjectsApi;
-  private readonly timeoutMs: number;
-
-  constructor(private readonly options: KubeDiskBindingsOptions) {
-    this.custom = options.kubeConfig.makeApiClient(CustomObjectsApi);
-    this.timeoutMs = options.requestTimeoutInMs ?? DEFAULT_KUBE_REQUEST_TIMEOUT_MS;
-  }
-
-  /** {@inheritDoc DiskBindings.bind} */
-  async bind(binding: DiskBinding): Promise<DiskBinding> {
-    const diskUuid = binding.diskUuid.toLowerCase();
-    const name = diskBindingName(diskUuid);
-    const target = { group: DISK_BINDING_GROUP, version: DISK_BINDING_VERSION, plural: DISK_BINDING_PLURAL };
-    const body = {
-      apiVersion: `${DISK_BINDING_GROUP}/${DISK_BINDING_VERSION}`,
-      kind: 'DiskBinding',
-      metadata: { name },
-      spec: { diskUUID: diskUuid, nodeName: binding.nodeName, owner: binding.owner },
-    };
-    // Two rounds: a binding deleted between our create (409) and our read (404) is created again.
-    for (let round = 0; round < 2; round++) {
-      try {
-        await call(`creating DiskBinding ${name}`, this.timeoutMs, () =>
-          this.custom.createClusterCustomObject({ ...target, body }),
-        );
-        this.options.logger?.info('Recorded disk binding', {
-          diskUuid,
-          node: binding.nodeName,
-          owner: binding.owner,
-        });
-        return { ...binding, diskUuid };
-      } catch (err) {
-        if (!hasStatus(err, 409)) throw err;
-      }
-      const operation = `reading DiskBinding ${name}`;
-      let existing: unknown;
-      try {
-        existing = await call(operation, this.timeoutMs, () =>
-          this.custom.getClusterCustomObject({ ...target, name }),
-        );
-      } catch (err) {
-        if (hasStatus(err, 404)) continue;
-        throw err;
-      }
-      const spec = (existing as { spec?: Record<string, unknown> } | undefined)?.spec;
-      const field = (k: string) =>
-        typeof spec?.[k] === 'string' && spec[k] !== '' ? (spec[k] as string) : undefined;
-      const [uuid, nodeName, owner] = [field('diskUUID'), field('nodeName'), field('owner')];
-      if (uuid?.toLowerCase() !== diskUuid || nodeName === undefined || owner === undefined)
-        throw new ConfbootError(
-          'internal',
-          `${operation}: spec is not {diskUUID: ${diskUuid}, nodeName, owner}`,
-        );
-      return { diskUuid, nodeName, owner };
-    }
-    throw new ConfbootError(
-      'unavailable',
-      `binding disk ${diskUuid}: DiskBinding ${name} was deleted while it was being read; retry`,
-    );
-  }
 }

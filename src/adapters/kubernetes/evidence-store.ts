@@ -30,14 +30,8 @@ import {
   isHandshakeRefusal,
   parseEvidenceLine,
 } from '../state/jsonl-evidence-store.js';
-import {
-  call,
-  DEFAULT_KUBE_REQUEST_TIMEOUT_MS,
-  DISK_BINDING_GROUP,
-  DISK_BINDING_VERSION,
-  hasStatus,
-  JOIN_SERVICE_FIELD_MANAGER,
-} from './api.js';
+import { call, DEFAULT_KUBE_REQUEST_TIMEOUT_MS, hasStatus, JOIN_SERVICE_FIELD_MANAGER } from './api.js';
+import { DISK_BINDING_GROUP, DISK_BINDING_VERSION } from './names.js';
 
 /** Group, version, kind and plural of the EvidenceRecord resource (cluster-scoped). */
 export const EVIDENCE_GROUP = DISK_BINDING_GROUP;

@@ -19,6 +19,18 @@ export class InMemoryDiskBindings implements DiskBindings {
     return { ...stored };
   }
 
+  /** {@inheritDoc DiskBindings.releaseOthers} */
+  async releaseOthers(owners: readonly string[], keep: string): Promise<DiskBinding[]> {
+    const kept = keep.toLowerCase();
+    const released: DiskBinding[] = [];
+    for (const [uuid, binding] of this.bindings) {
+      if (uuid === kept || !owners.includes(binding.owner)) continue;
+      this.bindings.delete(uuid);
+      released.push({ ...binding });
+    }
+    return released;
+  }
+
   /** Releases a disk (an operator's decision, e.g. after replacing its node). */
   release(diskUuid: string): boolean {
     return this.bindings.delete(diskUuid.toLowerCase());

@@ -52,7 +52,6 @@ export type { RouteRequest };
 export { MASTER_SECRET_NAME };
 
 const CR_PREFIX = '/apis/update.edgeless.systems/v1alpha1';
-const DISK_PREFIX = '/apis/confboot.dev/v1alpha1/diskbindings';
 
 /** Largest request body accepted (the join service's objects are a few KiB). */
 const MAX_BODY_BYTES = 1024 * 1024;
@@ -94,8 +93,8 @@ export class FakeKubeApi {
   readonly joiningNodes = new Map<string, Obj>();
   /** Cluster-scoped DiskBindings (confboot.dev/v1alpha1) by name. */
   readonly diskBindings = new Map<string, Obj>();
-  /** EvidenceRecords, Events and the join-config rollout (simulated-kube-records.ts). */
-  readonly records = new SimulatedRecords(this.configMaps);
+  /** DiskBindings, EvidenceRecords, Events and the join-config rollout (simulated-kube-records.ts). */
+  readonly records = new SimulatedRecords(this.configMaps, this.diskBindings);
   /** Cluster-scoped EvidenceRecords (confboot.dev/v1alpha1) by name. */
   readonly evidenceRecords = this.records.evidenceRecords;
   /** kube-system Events (core/v1) by name. */
@@ -314,10 +313,6 @@ export class FakeKubeApi {
       return this.get(res, this.nodeVersions, nodeVersion, 'nodeversions.update.edgeless.systems');
     if (method === 'POST' && p === `${CR_PREFIX}/joiningnodes`)
       return this.createJoiningNode(res, contentType, body as Obj);
-    const diskBinding = new RegExp(`^${DISK_PREFIX}/([^/]+)$`).exec(p)?.[1];
-    if (method === 'POST' && p === DISK_PREFIX) return this.createDiskBinding(res, contentType, body as Obj);
-    if (method === 'GET' && diskBinding)
-      return this.get(res, this.diskBindings, diskBinding, 'diskbindings.confboot.dev');
     if (method === 'PATCH' && joiningNode)
       return this.applyJoiningNode(res, joiningNode, contentType, url.searchParams, body as Obj);
     const answer = this.records.handle(method, p, contentType, url.searchParams, body as Obj);
@@ -450,27 +445,6 @@ export class FakeKubeApi {
       );
     this.joiningNodes.set(name, j);
     return this.ok(res, 201, j);
-  }
-
-  private createDiskBinding(res: ServerResponse, contentType: string | undefined, d: Obj): boolean {
-    const problems: string[] = [];
-    if (contentType !== 'application/json') problems.push(`content type ${contentType}`);
-    if (d?.apiVersion !== 'confboot.dev/v1alpha1' || d?.kind !== 'DiskBinding')
-      problems.push('not a confboot.dev/v1alpha1 DiskBinding');
-    const spec = d?.spec ?? {};
-    const keys = Object.keys(spec).sort().join(',');
-    if (keys !== 'diskUUID,nodeName,owner') problems.push(`spec keys ${keys}`);
-    if (!/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/.test(spec.diskUUID ?? ''))
-      problems.push('spec.diskUUID is not a lower-case UUID');
-    if (d?.metadata?.name !== `disk-${spec.diskUUID}`) problems.push('metadata.name is not disk-<diskUUID>');
-    for (const k of ['nodeName', 'owner'])
-      if (typeof spec[k] !== 'string' || spec[k] === '') problems.push(`spec.${k}`);
-    if (problems.length > 0) return this.violation(res, `DiskBinding create: ${problems.join(', ')}`);
-    const name = d.metadata.name as string;
-    if (this.diskBindings.has(name))
-      return this.status(res, 409, 'AlreadyExists', `diskbindings.confboot.dev "${name}" already exists`);
-    this.diskBindings.set(name, d);
-    return this.ok(res, 201, d);
   }
 
   private applyJoiningNode(

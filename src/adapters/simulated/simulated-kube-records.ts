@@ -1,10 +1,12 @@
 /**
  * The SIMULATED Kubernetes API server's confboot records (part of simulated-kube-api.ts):
- * EvidenceRecord resources (server-side apply, GET, paged LIST, DELETE), kube-system Events (create,
+ * DiskBinding resources (create, GET, LIST by owner label, DELETE), EvidenceRecord resources (server-side apply, GET, paged LIST, DELETE), kube-system Events (create,
  * JSON merge patch) and the server-side apply of ConfigMap kube-system/join-config (an operator
  * rolling out an attestation config). Every request is checked strictly; what is wrong is answered
  * as a violation.
  */
+
+import { DISK_BINDING_OWNER_LABEL, diskBindingOwnerLabel } from '../kubernetes/names.js';
 
 // biome-ignore lint/suspicious/noExplicitAny: stored Kubernetes objects of arbitrary shape
 type Obj = Record<string, any>;
@@ -17,6 +19,7 @@ export type RecordsAnswer =
 
 const RFC3339 = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})$/;
 const EVIDENCE_PREFIX = '/apis/confboot.dev/v1alpha1/evidencerecords';
+const DISK_PREFIX = '/apis/confboot.dev/v1alpha1/diskbindings';
 const EVENTS_PREFIX = '/api/v1/namespaces/kube-system/events';
 const EVIDENCE_SPEC_KEYS = [
   'at',
@@ -32,6 +35,20 @@ const EVIDENCE_SPEC_KEYS = [
 ];
 const EVIDENCE_OPTIONAL_KEYS = ['nodeName', 'userData'];
 
+/** GET or DELETE of object `name` of `store`; 404 when there is none. */
+function readOrDelete(
+  method: 'GET' | 'DELETE',
+  store: Map<string, Obj>,
+  name: string,
+  kind: string,
+): RecordsAnswer {
+  const found = store.get(name);
+  if (found === undefined) return { code: 404, reason: 'NotFound', message: `${kind} "${name}" not found` };
+  if (method === 'GET') return { code: 200, body: found };
+  store.delete(name);
+  return { code: 200, body: { kind: 'Status', apiVersion: 'v1', metadata: {}, status: 'Success' } };
+}
+
 /** See the module header. */
 export class SimulatedRecords {
   /** Cluster-scoped EvidenceRecords (confboot.dev/v1alpha1) by name. */
@@ -39,8 +56,14 @@ export class SimulatedRecords {
   /** kube-system Events (core/v1) by name. */
   readonly events = new Map<string, Obj>();
 
-  /** `configMaps`: the server's kube-system ConfigMaps (join-config is applied into it). */
-  constructor(private readonly configMaps: Map<string, Obj>) {}
+  /**
+   * `configMaps`: the server's kube-system ConfigMaps (join-config is applied into it);
+   * `diskBindings`: its cluster-scoped DiskBindings (confboot.dev/v1alpha1) by name.
+   */
+  constructor(
+    private readonly configMaps: Map<string, Obj>,
+    private readonly diskBindings: Map<string, Obj>,
+  ) {}
 
   /** The answer to a request this part serves; undefined for any other request. */
   handle(
@@ -52,26 +75,67 @@ export class SimulatedRecords {
   ): RecordsAnswer | undefined {
     if (method === 'PATCH' && p === '/api/v1/namespaces/kube-system/configmaps/join-config')
       return this.applyJoinConfig(contentType, q, body);
+    const diskBinding = new RegExp(`^${DISK_PREFIX}/([^/]+)$`).exec(p)?.[1];
+    if (method === 'POST' && p === DISK_PREFIX) return this.createDiskBinding(contentType, body);
+    if (method === 'GET' && p === DISK_PREFIX) return this.listDiskBindings(q);
+    if (diskBinding !== undefined && (method === 'GET' || method === 'DELETE'))
+      return readOrDelete(method, this.diskBindings, diskBinding, 'diskbindings.confboot.dev');
     const evidence = new RegExp(`^${EVIDENCE_PREFIX}/([^/]+)$`).exec(p)?.[1];
     if (method === 'PATCH' && evidence) return this.applyEvidenceRecord(evidence, contentType, q, body);
-    if (method === 'GET' && evidence)
-      return this.evidenceRecords.get(evidence) === undefined
-        ? { code: 404, reason: 'NotFound', message: `evidencerecords.confboot.dev "${evidence}" not found` }
-        : { code: 200, body: this.evidenceRecords.get(evidence) };
-    if (method === 'DELETE' && evidence) {
-      if (!this.evidenceRecords.delete(evidence))
-        return {
-          code: 404,
-          reason: 'NotFound',
-          message: `evidencerecords.confboot.dev "${evidence}" not found`,
-        };
-      return { code: 200, body: { kind: 'Status', apiVersion: 'v1', metadata: {}, status: 'Success' } };
-    }
+    if (evidence !== undefined && (method === 'GET' || method === 'DELETE'))
+      return readOrDelete(method, this.evidenceRecords, evidence, 'evidencerecords.confboot.dev');
     if (method === 'GET' && p === EVIDENCE_PREFIX) return this.list(this.evidenceRecords, q);
     const event = new RegExp(`^${EVENTS_PREFIX}/([^/]+)$`).exec(p)?.[1];
     if (method === 'POST' && p === EVENTS_PREFIX) return this.createEvent(contentType, body);
     if (method === 'PATCH' && event) return this.patchEvent(event, contentType, body);
     return undefined;
+  }
+
+  private createDiskBinding(contentType: string | undefined, d: Obj): RecordsAnswer {
+    const problems: string[] = [];
+    if (contentType !== 'application/json') problems.push(`content type ${contentType}`);
+    if (d?.apiVersion !== 'confboot.dev/v1alpha1' || d?.kind !== 'DiskBinding')
+      problems.push('not a confboot.dev/v1alpha1 DiskBinding');
+    const spec = d?.spec ?? {};
+    const keys = Object.keys(spec).sort().join(',');
+    if (keys !== 'diskUUID,nodeName,owner') problems.push(`spec keys ${keys}`);
+    if (!/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/.test(spec.diskUUID ?? ''))
+      problems.push('spec.diskUUID is not a lower-case UUID');
+    if (d?.metadata?.name !== `disk-${spec.diskUUID}`) problems.push('metadata.name is not disk-<diskUUID>');
+    for (const k of ['nodeName', 'owner'])
+      if (typeof spec[k] !== 'string' || spec[k] === '') problems.push(`spec.${k}`);
+    if (d?.metadata?.labels?.[DISK_BINDING_OWNER_LABEL] !== diskBindingOwnerLabel(String(spec.owner)))
+      problems.push(`metadata.labels["${DISK_BINDING_OWNER_LABEL}"] is not the owner's digest`);
+    if (problems.length > 0) return { violation: `DiskBinding create: ${problems.join(', ')}` };
+    const name = d.metadata.name as string;
+    if (this.diskBindings.has(name))
+      return {
+        code: 409,
+        reason: 'AlreadyExists',
+        message: `diskbindings.confboot.dev "${name}" already exists`,
+      };
+    this.diskBindings.set(name, d);
+    return { code: 201, body: d };
+  }
+
+  /**
+   * LIST of DiskBindings: the join service lists only by its owner label, with
+   * `labelSelector=confboot.dev/owner-sha256 in (a,b)`, paged like every LIST here.
+   */
+  private listDiskBindings(q: URLSearchParams): RecordsAnswer {
+    const selector = q.get('labelSelector') ?? '';
+    const prefix = `${DISK_BINDING_OWNER_LABEL} in (`;
+    const values =
+      selector.startsWith(prefix) && selector.endsWith(')') ? selector.slice(prefix.length, -1) : '';
+    if (!/^[0-9a-f]+(,[0-9a-f]+)*$/.test(values) || q.get('limit') === null)
+      return {
+        violation: `DiskBinding LIST: labelSelector ${JSON.stringify(selector)}, limit ${q.get('limit')}`,
+      };
+    const wanted = new Set(values.split(','));
+    const owned = [...this.diskBindings].filter(([, d]) =>
+      wanted.has(d.metadata?.labels?.[DISK_BINDING_OWNER_LABEL]),
+    );
+    return this.list(new Map(owned), q);
   }
 
   /** A LIST in name order, `limit` per page, `continue` = the last name of the previous page. */

@@ -36,6 +36,11 @@ export interface JoinAuditEvent {
   reasonCode?: string;
   /** Human-readable detail of a refusal; confboot error messages carry no secrets by contract. */
   detail?: string;
+  /**
+   * Stale disk bindings of the caller's instance that this fresh join released (lower-case UUIDs;
+   * docs/recovery.md, "Reset rule").
+   */
+  releasedDisks?: string[];
   /** The signed receipt of an issued ticket (a JWT; not a secret). */
   receipt?: string;
   /**

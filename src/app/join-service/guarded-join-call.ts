@@ -203,6 +203,7 @@ export class GuardedJoinCall implements JoinCall {
     }
     const named = decision.nodeName === undefined ? {} : { nodeName: decision.nodeName };
     Object.assign(g.event, named);
+    if (decision.releasedDisks !== undefined) g.event.releasedDisks = decision.releasedDisks;
     if (!decision.issued) return decision;
     try {
       return { issued: true, ticket: await this.withReceipt(g, decision.ticket), ...named };

@@ -59,7 +59,8 @@ export function lazyKubernetes(
       import('../../adapters/kubernetes/api.js'),
       import('../../adapters/kubernetes/event-recorder.js'),
       import('../../adapters/kubernetes/evidence-store.js'),
-    ]).then(([k8s, ev, store]) => {
+      import('../../adapters/kubernetes/disk-bindings.js'),
+    ]).then(([k8s, ev, store, disks]) => {
       const kubeConfig = k8s.loadKubeConfig(options.kubeconfigPath);
       const loaded = {
         tokens: new k8s.KubeBootstrapTokens({
@@ -71,7 +72,7 @@ export function lazyKubernetes(
           logger,
         }),
         facts: new k8s.KubeClusterFacts({ kubeConfig, clock, logger }),
-        diskBindings: new k8s.KubeDiskBindings({ kubeConfig, logger }),
+        diskBindings: new disks.KubeDiskBindings({ kubeConfig, logger }),
         events: new ev.KubeEventRecorder({
           kubeConfig,
           clock,
@@ -97,6 +98,8 @@ export function lazyKubernetes(
     },
     diskBindings: {
       bind: async (binding, options) => (await get()).diskBindings.bind(binding, options),
+      releaseOthers: async (owners, keep, options) =>
+        (await get()).diskBindings.releaseOthers(owners, keep, options),
     },
     events: {
       refused: (event) => {

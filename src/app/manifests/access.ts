@@ -11,20 +11,18 @@ import type {
   V1RoleBinding,
   V1ServiceAccount,
 } from '@kubernetes/client-node';
-import {
-  DISK_BINDING_GROUP,
-  DISK_BINDING_PLURAL,
-  DISK_BINDING_VERSION,
-  KUBE_SYSTEM,
-  NODE_VERSION_NAME,
-  UPDATE_GROUP,
-} from '../../adapters/kubernetes/api.js';
+import { KUBE_SYSTEM, NODE_VERSION_NAME, UPDATE_GROUP } from '../../adapters/kubernetes/api.js';
 import {
   EVIDENCE_GROUP,
   EVIDENCE_KIND,
   EVIDENCE_PLURAL,
   EVIDENCE_VERSION,
 } from '../../adapters/kubernetes/evidence-store.js';
+import {
+  DISK_BINDING_GROUP,
+  DISK_BINDING_PLURAL,
+  DISK_BINDING_VERSION,
+} from '../../adapters/kubernetes/names.js';
 import { JOIN_SERVICE_ACCOUNT, labels, type ManifestBuilder, meta, NAMESPACE } from './common.js';
 
 /**
@@ -176,8 +174,13 @@ export function joinServiceRbac(): {
       // JoiningNode server-side (a patch that creates the object when it is missing).
       { apiGroups: [UPDATE_GROUP], resources: ['joiningnodes'], verbs: ['create', 'patch'] },
       // KubeDiskBindings.bind: creates DiskBinding disk-<uuid>, reads it when it exists (HTTP 409).
-      // No delete, update or list: releasing a disk is an administrator's `kubectl delete`.
-      { apiGroups: [DISK_BINDING_GROUP], resources: [DISK_BINDING_PLURAL], verbs: ['create', 'get'] },
+      // KubeDiskBindings.releaseOthers: after a fresh join, lists the joining instance's bindings by
+      // their owner label and deletes the stale ones. No update or watch.
+      {
+        apiGroups: [DISK_BINDING_GROUP],
+        resources: [DISK_BINDING_PLURAL],
+        verbs: ['create', 'delete', 'get', 'list'],
+      },
       // KubeEvidenceStore: applies the record of a decision server-side (creating it when missing),
       // reads it (a rejoin keeps the node name), lists and deletes records past the bounds.
       {
@@ -239,7 +242,7 @@ export const joinServiceAccessObjects: ManifestBuilder = () => {
     { comment: ' Grants the Role above to the join service.', object: rbac.roleBinding },
     {
       comment:
-        " The join service's cluster-scoped API calls: read NodeVersion constellation-version, create and\n apply JoiningNodes, create and read DiskBindings, apply, read, list and delete EvidenceRecords.\n Nothing else (no watch, no update, no other delete).",
+        " The join service's cluster-scoped API calls: read NodeVersion constellation-version, create and\n apply JoiningNodes, create, read, list and delete DiskBindings (a fresh join releases its\n instance's stale ones), apply, read, list and delete EvidenceRecords. Nothing else (no watch, no\n update, no other delete).",
       object: rbac.clusterRole,
     },
     { comment: ' Grants the ClusterRole above to the join service.', object: rbac.clusterRoleBinding },

@@ -147,6 +147,8 @@ export interface AuditRecord {
   outcome: string;
   reason: string;
   diskUuid?: string;
+  /** Stale disk bindings a fresh join released (lower-case UUIDs). */
+  releasedDisks?: string[];
 }
 
 /** One step of `mini lifecycle` on one node, checked from real state. */
@@ -174,6 +176,11 @@ export interface LifecycleStepResult {
   recovery?: { holder: string; ok: boolean; recovered: boolean; answer: string }[];
   /** LUKS UUID of the state disk before and after the step (reset). */
   diskUuid?: { before?: string; after?: string };
+  /**
+   * Reset: whether the old disk's binding was released (named in the fresh join's audit event and
+   * gone from the API server's DiskBindings, where the new disk's binding is).
+   */
+  oldBindingReleased?: boolean;
   /** The bootstrapper's last line this boot. */
   bootstrapper?: string;
   seconds: number;

@@ -15,7 +15,6 @@ import {
   generateBootstrapToken,
   KubeBootstrapTokens,
   KubeClusterFacts,
-  KubeDiskBindings,
   loadKubeConfig,
   NODE_AUTOAPPROVE_BOOTSTRAP_BINDING,
   removeBootstrapTokenAutoApproval,
@@ -24,6 +23,8 @@ import {
   discoveryHashFromCaCert,
   discoveryHashFromKubeconfig,
 } from '../../../src/adapters/kubernetes/discovery-hash.js';
+import { KubeDiskBindings } from '../../../src/adapters/kubernetes/disk-bindings.js';
+import { DISK_BINDING_OWNER_LABEL, diskBindingOwnerLabel } from '../../../src/adapters/kubernetes/names.js';
 import { ConfbootError } from '../../../src/ports/errors.js';
 import { normalizeNodeName } from '../../../src/ports/kubernetes-node.js';
 import { FakeClock } from '../../fakes/fake-clock.js';
@@ -568,7 +569,10 @@ describe('KubeDiskBindings against a simulated Kubernetes API', () => {
     expect(api.diskBindings.get(`disk-${UUID}`)).toEqual({
       apiVersion: 'confboot.dev/v1alpha1',
       kind: 'DiskBinding',
-      metadata: { name: `disk-${UUID}` },
+      metadata: {
+        name: `disk-${UUID}`,
+        labels: { [DISK_BINDING_OWNER_LABEL]: diskBindingOwnerLabel('instance/worker-1') },
+      },
       spec: { diskUUID: UUID, nodeName: 'worker-1', owner: 'instance/worker-1' },
     });
     const theirs = { diskUuid: UUID, nodeName: 'worker-2', owner: 'instance/worker-2' };
@@ -598,6 +602,51 @@ describe('KubeDiskBindings against a simulated Kubernetes API', () => {
     expect(err.message).toMatch(/^reading DiskBinding disk-/);
     api.diskBindings.set(`disk-${UUID}`, { metadata: { name: `disk-${UUID}` }, spec: { diskUUID: UUID } });
     expect((await rejectionOf(b.bind(mine))).message).toMatch(/spec is not \{diskUUID/);
+  });
+
+  it("releaseOthers deletes only the owners' bindings other than the kept disk, page by page", async () => {
+    const { api, b } = await bindings();
+    const uuid = (i: number) => `00000000-0000-0000-0000-${String(i).padStart(12, '0')}`;
+    // 60 disks of one instance (one recorded by name before IDs: its legacy owner), one of another.
+    for (let i = 0; i < 60; i++)
+      await b.bind({
+        diskUuid: uuid(i),
+        nodeName: 'worker-1',
+        owner: i === 7 ? 'instance/worker-1' : 'instance-id/1',
+      });
+    await b.bind({ diskUuid: uuid(99), nodeName: 'worker-2', owner: 'instance-id/2' });
+    api.requests.length = 0;
+    const released = await b.releaseOthers(['instance-id/1', 'instance/worker-1'], uuid(3).toUpperCase());
+    expect(released.map((r) => r.diskUuid).sort()).toEqual(
+      Array.from({ length: 60 }, (_, i) => uuid(i)).filter((u) => u !== uuid(3)),
+    );
+    expect([...api.diskBindings.keys()].sort()).toEqual([`disk-${uuid(3)}`, `disk-${uuid(99)}`]);
+    const lists = api.requests.filter((r) => r.method === 'GET');
+    expect(lists).toHaveLength(2); // 50 per page
+    expect(api.requests.filter((r: { method: string }) => r.method === 'DELETE')).toHaveLength(59);
+    // Nothing left to release; an owner with no bindings releases nothing.
+    expect(await b.releaseOthers(['instance-id/1'], uuid(3))).toEqual([]);
+    expect(await b.releaseOthers([], uuid(3))).toEqual([]);
+  });
+
+  it('releaseOthers trusts the spec, not the label: a binding whose label lies about its owner stays', async () => {
+    const { api, b } = await bindings();
+    await b.bind({ diskUuid: UUID, nodeName: 'worker-2', owner: 'instance-id/2' });
+    const stored = api.diskBindings.get(`disk-${UUID}`) as { metadata: { labels: Record<string, string> } };
+    stored.metadata.labels[DISK_BINDING_OWNER_LABEL] = diskBindingOwnerLabel('instance-id/1');
+    expect(await b.releaseOthers(['instance-id/1'], '00000000-0000-0000-0000-000000000001')).toEqual([]);
+    expect(api.diskBindings.has(`disk-${UUID}`)).toBe(true);
+  });
+
+  it('releaseOthers rejects when the list fails, and a binding deleted meanwhile (404) is skipped', async () => {
+    const { api, b } = await bindings();
+    await b.bind({ diskUuid: UUID, nodeName: 'worker-1', owner: 'instance-id/1' });
+    api.failNext.push({ method: 'GET', status: 503 });
+    const err = await rejectionOf(b.releaseOthers(['instance-id/1'], '00000000-0000-0000-0000-000000000001'));
+    expect(err.code).toBe('unavailable');
+    expect(err.message).toMatch(/^listing DiskBindings/);
+    api.failNext.push({ method: 'DELETE', status: 404 });
+    expect(await b.releaseOthers(['instance-id/1'], '00000000-0000-0000-0000-000000000001')).toEqual([]);
   });
 
   it('an unreachable API server rejects with unavailable', async () => {

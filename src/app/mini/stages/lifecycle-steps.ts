@@ -8,7 +8,8 @@
  *   PCR 15 stays zero (it keeps retrying with backoff);
  * - `reset`: the host marks a stopped worker's disk for reset with the production disk adapter (what
  *   the bootstrapper does after a failed bootstrap); on the next boot the disk mapper wipes and
- *   formats it (a new LUKS UUID) and the node joins fresh.
+ *   formats it (a new LUKS UUID) and the node joins fresh; the join releases the old disk's binding
+ *   (named in its audit event, gone from the API server's DiskBindings).
  */
 import { join } from 'node:path';
 import { CryptsetupDisk } from '../../../adapters/disk/cryptsetup-disk.js';
@@ -18,7 +19,14 @@ import { type LifecycleStepResult, NODE_CMDLINE, TAMPERED_CMDLINE } from '../typ
 import { bootstrapConfig } from './fleet.js';
 import type { MiniSecrets } from './init.js';
 import { mismatchesOf, waitForRefusal } from './join.js';
-import { auditMark, auditOf, bootEvidence, secondsSince, waitBootstrapped } from './node-evidence.js';
+import {
+  auditMark,
+  auditOf,
+  bootEvidence,
+  secondsSince,
+  waitBindingReplaced,
+  waitBootstrapped,
+} from './node-evidence.js';
 
 /** Boots node `name` again (same disk and TPM) with `cmdline`, staying up; resets the step deadline. */
 async function restart(c: MiniCluster, name: string, cmdline: string, what: string): Promise<void> {
@@ -195,7 +203,14 @@ export async function resetStep(
         a.diskUuid?.toLowerCase() === e.diskUuid?.toLowerCase(),
     ) &&
     !audit.some((a) => a.rpc === 'IssueRejoinTicket' && a.outcome === 'issued');
-  const ok = wiped && joinedFresh && e.pcr15 === 'cluster-marker' && e.marker === null;
+  const after = e.diskUuid?.toLowerCase();
+  const oldBindingReleased =
+    after !== undefined &&
+    audit.some(
+      (a) => a.rpc === 'IssueJoinTicket' && a.outcome === 'issued' && a.releasedDisks?.includes(before),
+    ) &&
+    (await waitBindingReplaced(c, before, after));
+  const ok = wiped && joinedFresh && oldBindingReleased && e.pcr15 === 'cluster-marker' && e.marker === null;
   c.progress(
     `${name.padEnd(16)} ${ok ? 'wiped and joined fresh' : 'reset did NOT hold'}: ${e.bootstrapper ?? '-'}`,
   );
@@ -208,10 +223,11 @@ export async function resetStep(
     pcr15: e.pcr15,
     diskOpen: e.diskOpen === true,
     reason: ok
-      ? 'the disk mapper wiped and formatted the disk (new LUKS UUID, the old marker is gone) and the node joined fresh'
-      : `wiped ${wiped}, joined fresh ${joinedFresh}; bootstrapper: ${e.bootstrapper ?? e.error ?? 'no outcome'}`,
+      ? 'the disk mapper wiped and formatted the disk (new LUKS UUID, the old marker is gone), the node joined fresh and the join released the old disk binding'
+      : `wiped ${wiped}, joined fresh ${joinedFresh}, old binding released ${oldBindingReleased}; bootstrapper: ${e.bootstrapper ?? e.error ?? 'no outcome'}`,
     audit,
-    diskUuid: { before, ...(e.diskUuid === undefined ? {} : { after: e.diskUuid.toLowerCase() }) },
+    diskUuid: { before, ...(after === undefined ? {} : { after }) },
+    oldBindingReleased,
     ...(e.bootstrapper === undefined ? {} : { bootstrapper: e.bootstrapper }),
     seconds: secondsSince(started),
   };

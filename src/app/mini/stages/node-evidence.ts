@@ -70,7 +70,30 @@ export function auditOf(c: MiniCluster, ip: string, from = 0): AuditRecord[] {
       outcome: String(l.outcome),
       reason: String(l.reason),
       ...(typeof l.diskUuid === 'string' ? { diskUuid: l.diskUuid } : {}),
+      ...(Array.isArray(l.releasedDisks) ? { releasedDisks: l.releasedDisks.map(String) } : {}),
     }));
+}
+
+/**
+ * Waits until the control plane's SIMULATED API server reports a DiskBinding for disk `present`
+ * and none for disk `gone` (it reports its objects every 2 s when they change); false when the
+ * step's deadline passes first.
+ */
+export async function waitBindingReplaced(c: MiniCluster, gone: string, present: string): Promise<boolean> {
+  const uuids = (r: Record<string, unknown>) =>
+    (Array.isArray(r.diskBindings) ? r.diskBindings : []).map((d) =>
+      String((d as { diskUUID?: unknown }).diskUUID).toLowerCase(),
+    );
+  try {
+    await c.waitReport(c.vm(c.controlPlane.name), (r) => {
+      if (r.type !== 'api-server') return false;
+      const u = uuids(r);
+      return u.includes(present) && !u.includes(gone);
+    });
+    return true;
+  } catch {
+    return false;
+  }
 }
 
 /** How many join service lines the control plane's current boot has logged. */
