@@ -38,14 +38,14 @@ export function benchCaWorkers(): number {
 }
 
 /**
- * Handshake sizing (CONFBOOT_BENCH_SIZED_HANDSHAKES=1; default 0, as the production listener: only
- * the fixed caps).
+ * Handshake pacing (CONFBOOT_BENCH_HANDSHAKE_PACING=0 turns it off for a before/after; default on,
+ * as the production listener).
  */
-export function benchSizedHandshakes(): boolean {
-  const raw = process.env.CONFBOOT_BENCH_SIZED_HANDSHAKES;
-  if (raw === undefined || raw === '' || raw === '0') return false;
-  if (raw === '1') return true;
-  throw new Error(`CONFBOOT_BENCH_SIZED_HANDSHAKES must be 0 or 1, got "${raw}"`);
+export function benchHandshakePacing(): { handshakePacing?: false } {
+  const raw = process.env.CONFBOOT_BENCH_HANDSHAKE_PACING;
+  if (raw === undefined || raw === '' || raw === '1') return {};
+  if (raw === '0') return { handshakePacing: false };
+  throw new Error(`CONFBOOT_BENCH_HANDSHAKE_PACING must be 0 or 1, got "${raw}"`);
 }
 
 /**
@@ -121,7 +121,7 @@ export async function startBenchJoinService(
     limits: {
       ratePerSecond: config.ratePerSecond,
       ...(config.maxConcurrent !== undefined ? { maxConcurrent: config.maxConcurrent } : {}),
-      sizedHandshakes: benchSizedHandshakes(),
+      ...benchHandshakePacing(),
     },
     ...(signal ? { signal } : {}),
     onClose: [

@@ -37,8 +37,12 @@ import {
 } from './mapping.js';
 import { callError, DEFAULT_CALL_TIMEOUT_MS, deadlineFrom, throwIfAborted } from './unary-call.js';
 
-/** Default deadline for reaching a join service that answers at one endpoint (see connectTimeoutMs). */
-export const DEFAULT_JOIN_CONNECT_TIMEOUT_MS = 10_000;
+/**
+ * Default deadline for reaching a join service that answers at one endpoint (see connectTimeoutMs):
+ * a busy join service queues a burst's handshakes for up to 20 s before starting them, so the
+ * client waits that long plus one handshake.
+ */
+export const DEFAULT_JOIN_CONNECT_TIMEOUT_MS = 25_000;
 
 /** Options of {@link GrpcJoinTicketClient}. */
 export interface GrpcJoinTicketClientOptions {

@@ -73,7 +73,7 @@ describe('join server bounds', () => {
       deadlines: { verdictMs: 123 },
     });
     const admission = server.tls.admission;
-    expect(admission.handshakes.cap).toBe(5);
+    expect(admission.maxUnattested).toBe(5);
     expect(admission.maxConnections).toBe(3);
     expect(admission.connections?.max).toBe(3);
     expect(admission.handshakeTimeoutMs).toBe(7_000);

@@ -121,17 +121,18 @@ export class ConnectionCaps {
   }
 
   /**
-   * Admits `socket` from `address` (counted under its {@link sourceKey}), or refuses it. At the global cap, the oldest connection of the
+   * Admits `socket` from `address` (counted under its {@link sourceKey}), or refuses it. At the
+   * global cap (`limit` when it is lower than the configured one), the oldest connection of the
    * source holding the most is evicted (returned; the caller closes it) when that source holds more
    * than `source` would after admission; otherwise the new connection is refused.
    */
-  admit(address: string, socket: Socket): CapDecision {
+  admit(address: string, socket: Socket, limit = this.maxTotal): CapDecision {
     const source = sourceKey(address);
     const own = this.bySource.get(source);
     const ownCount = own?.size ?? 0;
     if (ownCount >= this.maxPerSource) return { admitted: false, reason: 'source-cap' };
     let evicted: Socket | undefined;
-    if (this.total >= this.maxTotal) {
+    if (this.total >= Math.min(limit, this.maxTotal)) {
       let heaviest: [string, Set<Socket>] | undefined;
       for (const entry of this.bySource)
         if (heaviest === undefined || entry[1].size > heaviest[1].size) heaviest = entry;

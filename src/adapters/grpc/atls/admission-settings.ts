@@ -7,13 +7,18 @@
  * table, and {@link admissionSettingsFrom} turns the parsed values into the listener's settings.
  */
 import { availableParallelism } from 'node:os';
-import type { HandshakeSizingTunables } from './admission-sizing.js';
+import type { HandshakePacingTunables } from './admission-sizing.js';
 
 /** Deadlines of the phases in which the server waits for the peer, in ms. */
 export interface AtlsDeadlines {
   /** From accept to a complete first TLS record (the ClientHello). */
   clientHelloMs: number;
-  /** From the ClientHello to the end of the TLS handshake. */
+  /**
+   * From the ClientHello to the start of the TLS handshake: in a burst, connections wait in FIFO
+   * order and start at the rate the event loop can finish them (admission-sizing.ts).
+   */
+  handshakeQueueMs: number;
+  /** From the start of the TLS handshake to its end. */
   tlsHandshakeMs: number;
   /** From the end of the TLS handshake to the peer's whole ATTESTATION frame, plus the size floor. */
   attestationMs: number;
@@ -29,6 +34,7 @@ export interface AtlsDeadlines {
 /** Default phase deadlines: a few seconds each; an honest peer needs milliseconds. */
 export const DEFAULT_ATLS_DEADLINES: Readonly<AtlsDeadlines> = Object.freeze({
   clientHelloMs: 5_000,
+  handshakeQueueMs: 20_000,
   tlsHandshakeMs: 5_000,
   attestationMs: 10_000,
   attestationMinBytesPerSecond: 64 * 1024,
@@ -37,8 +43,12 @@ export const DEFAULT_ATLS_DEADLINES: Readonly<AtlsDeadlines> = Object.freeze({
 
 /** Default unattested connections per source address. */
 export const DEFAULT_MAX_PER_SOURCE = 32;
-/** Default unattested connections in total. */
-export const DEFAULT_MAX_UNATTESTED = 2048;
+/**
+ * Default unattested connections in total: a ceiling on memory (one waiting connection holds a
+ * socket and its ClientHello, a few KiB, and no TLS state). How many may wait for their handshake
+ * is sized from the measured handshake cost (admission-sizing.ts), well below this in practice.
+ */
+export const DEFAULT_MAX_UNATTESTED = 16_384;
 /** Default attestation verifications run at once: twice the CPUs. */
 export const DEFAULT_MAX_CONCURRENT_VERIFICATIONS = 2 * availableParallelism();
 
@@ -90,10 +100,11 @@ export interface AdmissionSettings {
   /** At most one drop summary line per this interval (default 10 s). */
   dropLogIntervalMs?: number;
   /**
-   * Size the connections in their handshake at once from the measured handshake cost
-   * (admission-sizing.ts; true or the sizing's tunables); default false: only the fixed caps.
+   * Tunables of the handshake pacing (admission-sizing.ts: handshakes start at the measured rate,
+   * the rest wait up to `deadlines.handshakeQueueMs`); `false` starts every handshake at once
+   * (tests that need the old behaviour).
    */
-  sizedHandshakes?: boolean | HandshakeSizingTunables;
+  handshakePacing?: false | HandshakePacingTunables;
 }
 
 /** One admission setting. */
@@ -121,12 +132,20 @@ export const ADMISSION_SETTINGS = {
     min: 1,
     description: 'attested TLS: from accept to a complete ClientHello, in ms',
   },
+  handshakeQueueMs: {
+    flag: 'handshake-queue-timeout',
+    valueName: 'MS',
+    default: DEFAULT_ATLS_DEADLINES.handshakeQueueMs,
+    min: 1,
+    description:
+      'attested TLS: longest a connection waits, after its ClientHello, for its TLS handshake to start, in ms (a burst queues; more than can start within it are closed at accept)',
+  },
   tlsHandshakeMs: {
     flag: 'tls-handshake-timeout',
     valueName: 'MS',
     default: DEFAULT_ATLS_DEADLINES.tlsHandshakeMs,
     min: 1,
-    description: 'attested TLS: from the ClientHello to the end of the TLS handshake, in ms',
+    description: 'attested TLS: from the start of the TLS handshake to its end, in ms',
   },
   attestationMs: {
     flag: 'attestation-timeout',

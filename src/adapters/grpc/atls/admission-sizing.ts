@@ -1,135 +1,280 @@
 /**
- * Handshake sizing for the attested TLS listener (adapter layer, src/adapters/grpc/atls): how many
- * connections may be in their TLS handshake and attestation exchange at once, from the measured
- * cost of one rather than a fixed number.
+ * Handshake pacing for the attested TLS listener (adapter layer, src/adapters/grpc/atls): when a
+ * connection whose ClientHello has arrived may start its TLS handshake, at the rate the event loop
+ * can carry, rather than all admitted connections handshaking at once.
  *
- * All connections in their handshake share one event loop, so N of them started together finish
- * after about N × the loop time one costs. {@link HandshakeSizing} keeps an exponentially weighted
- * mean of that cost — event-loop busy time ÷ connections that finished their handshake (attested,
- * refused or dropped) over a sampling window — and allows
- * `min(configured cap, max(floor, tlsHandshakeMs × safety ÷ cost))` at once. A connection whose
- * ClientHello arrives while that many are in progress is closed at once (one close, no TLS), and
- * the node retries with its backoff, instead of being admitted into a handshake that would pass its
- * deadline and take the others past theirs. Windows in which nothing finished leave the mean as it
- * was (silent connections cost no loop time and say nothing about the cost).
+ * All handshakes share one event loop, so N started together finish after about N × the loop time
+ * one costs; a burst started all at once has every handshake pass its deadline together and every
+ * node retry. {@link HandshakePacer} instead starts handshakes at a rate (a token bucket with a small
+ * burst) and keeps the others waiting in FIFO order, their ClientHello unread, holding no TLS state.
+ * The rate follows the event loop's measured utilization ({@link HandshakeCostSampler}, one window
+ * per 100 ms): in a window in which connections waited, the rate is multiplied by
+ * `utilization target ÷ measured utilization` (at most ×1.5, at least ×0.5), so it settles where the
+ * loop is busy to the target — whatever a join costs, and however that cost is split between the
+ * handshake, the verification and the call. Windows without waiting connections leave it alone.
+ * Starts are also held, whatever the rate, while the connections already started wait for room for
+ * an attested connection in such numbers that more would only wait there too, holding TLS state
+ * (the loop looks idle then, since the work waits on slow peers or off the loop); windows in which
+ * starts were held leave the rate alone. A
+ * peer that stalls its handshake costs one start and holds nothing afterwards, so stalling peers
+ * cannot stop the queue. The implied cost of one handshake is `target ÷ rate`.
  *
- * {@link HandshakeCostSampler} feeds it: the listener reports each finished handshake, and a timer
- * (unref'd) closes a window every `intervalMs` with the event loop's busy time since the last one.
+ * The queue is bounded by time: {@link HandshakePacer.capacity} is how many connections can start
+ * within `queueTimeoutMs` at the current rate, which the admission uses as its global cap on
+ * connections not yet in their handshake (so what could not start in time is refused at accept),
+ * and a queued connection that has not started within `queueTimeoutMs` is dropped. The client's own TLS handshake deadline must exceed the queue
+ * timeout plus one handshake, or queued clients give up first (the join client's default does).
  */
 import { performance } from 'node:perf_hooks';
 
-/** Options of {@link HandshakeSizing}. */
-export interface HandshakeSizingOptions {
-  /** The TLS handshake deadline the sizing keeps connections within (ms). */
-  tlsHandshakeMs: number;
-  /** The configured cap; the sized cap never exceeds it. */
-  maxInProgress: number;
-  /** The sized cap never goes below this (default {@link DEFAULT_SIZING_FLOOR}, or the cap if lower). */
-  floor?: number;
-  /** Share of the deadline the admitted work may fill (default {@link DEFAULT_SIZING_SAFETY}). */
-  safety?: number;
+/** Options of {@link HandshakePacer}. */
+export interface HandshakePacerOptions {
+  /** Longest a connection waits for its handshake to start (ms). */
+  queueTimeoutMs: number;
+  /** Most connections waiting at once. */
+  maxQueued: number;
+  /**
+   * Event-loop utilization the rate steers to, 0 < u ≤ 1 (default
+   * {@link DEFAULT_PACING_UTILIZATION}).
+   */
+  utilization?: number;
+  /** Handshakes that may start back to back (default {@link DEFAULT_PACING_BURST}). */
+  burst?: number;
   /** Cost (ms of event loop per handshake) assumed before the first measurement (default 4). */
   initialCostMs?: number;
-  /** Weight of a new window in the mean, 0 < weight ≤ 1 (default 0.3). */
-  weight?: number;
+  /** Milliseconds on a monotonic clock (default performance.now). */
+  now?: () => number;
+  /**
+   * Whether starts are held now, whatever the rate: the connections already started are waiting
+   * for a later stage (room for an attested connection) in such numbers that more would only wait
+   * there too, holding TLS state. Checked before every start; default never.
+   */
+  held?: () => boolean;
 }
 
-/** The options a listener may tune (the deadline and the cap come from its own). */
-export type HandshakeSizingTunables = Pick<
-  HandshakeSizingOptions,
-  'floor' | 'safety' | 'initialCostMs' | 'weight'
->;
+/** The options a listener may tune (the bounds come from its own settings). */
+export type HandshakePacingTunables = Pick<
+  HandshakePacerOptions,
+  'utilization' | 'burst' | 'initialCostMs'
+> & {
+  /** Length of one measurement window in ms (default 100). */
+  windowMs?: number;
+};
 
-/**
- * Default share of the handshake deadline that admitted handshakes may fill. The measured cost is
- * a whole connection's loop time (TLS, attestation exchange, verification, the call), of which the
- * TLS handshake the deadline covers is a part, so the whole deadline already leaves a margin.
- */
-export const DEFAULT_SIZING_SAFETY = 1;
-/** Default lowest sized cap: twice the default per-source cap, so a few honest sources always fit. */
-export const DEFAULT_SIZING_FLOOR = 64;
+/** Default event-loop utilization the start rate steers to. */
+export const DEFAULT_PACING_UTILIZATION = 0.85;
+/** Default handshakes that may start back to back: a few nodes never wait for each other. */
+export const DEFAULT_PACING_BURST = 16;
+/** The rate moves by at most this factor per window, up or down. */
+const MAX_STEP = 1.5;
+/** The start rate stays within these bounds (per ms): one a second … 100,000 a second. */
+const MIN_RATE = 1 / 1000;
+const MAX_RATE = 100;
+/** While starts are held, the queue looks again after this many ms. */
+const HELD_POLL_MS = 10;
 
-/** The sized cap on connections in their handshake (see the file header). */
-export class HandshakeSizing {
-  private readonly tlsHandshakeMs: number;
-  private readonly maxInProgress: number;
-  private readonly floor: number;
-  private readonly safety: number;
-  private readonly weight: number;
-  private cost: number;
+/** One connection waiting for its start. */
+interface Waiter {
+  start: () => void;
+  settled: boolean;
+}
+
+/** Starts handshakes at the measured rate; see the file header. */
+export class HandshakePacer {
+  private readonly queueTimeoutMs: number;
+  private readonly maxQueued: number;
+  private readonly utilization: number;
+  private readonly burst: number;
+  private readonly now: () => number;
+  /** Starts per ms. */
+  private rate: number;
+  /** Whether a connection waited since the last window. */
+  private waited = false;
+  private readonly held: () => boolean;
+  private tokens: number;
+  private refilledAt: number;
+  private readonly queue: Waiter[] = [];
+  private head = 0;
+  /** Waiters in {@link queue} not settled yet. */
+  private waiting = 0;
+  private timer: ReturnType<typeof setTimeout> | undefined;
 
   /** @throws Error for an option out of range */
-  constructor(options: HandshakeSizingOptions) {
-    const { tlsHandshakeMs, maxInProgress } = options;
-    const safety = options.safety ?? DEFAULT_SIZING_SAFETY;
-    const weight = options.weight ?? 0.3;
+  constructor(options: HandshakePacerOptions) {
+    const utilization = options.utilization ?? DEFAULT_PACING_UTILIZATION;
+    const burst = options.burst ?? DEFAULT_PACING_BURST;
     const cost = options.initialCostMs ?? 4;
-    if (!(tlsHandshakeMs > 0)) throw new Error(`tlsHandshakeMs must be > 0, got ${tlsHandshakeMs}`);
-    if (!Number.isInteger(maxInProgress) || maxInProgress < 1)
-      throw new Error(`the handshake cap must be an integer ≥ 1, got ${maxInProgress}`);
-    if (!(safety > 0 && safety <= 1)) throw new Error(`safety must be in (0, 1], got ${safety}`);
-    if (!(weight > 0 && weight <= 1)) throw new Error(`weight must be in (0, 1], got ${weight}`);
+    if (!(options.queueTimeoutMs > 0))
+      throw new Error(`queueTimeoutMs must be > 0, got ${options.queueTimeoutMs}`);
+    if (!Number.isInteger(options.maxQueued) || options.maxQueued < 0)
+      throw new Error(`maxQueued must be an integer ≥ 0, got ${options.maxQueued}`);
+    if (!(utilization > 0 && utilization <= 1))
+      throw new Error(`utilization must be in (0, 1], got ${utilization}`);
+    if (!Number.isInteger(burst) || burst < 1) throw new Error(`burst must be an integer ≥ 1, got ${burst}`);
     if (!(cost > 0)) throw new Error(`initialCostMs must be > 0, got ${cost}`);
-    this.tlsHandshakeMs = tlsHandshakeMs;
-    this.maxInProgress = maxInProgress;
-    this.floor = Math.min(maxInProgress, options.floor ?? DEFAULT_SIZING_FLOOR);
-    this.safety = safety;
-    this.weight = weight;
-    this.cost = cost;
+    this.queueTimeoutMs = options.queueTimeoutMs;
+    this.maxQueued = options.maxQueued;
+    this.utilization = utilization;
+    this.burst = burst;
+    this.rate = Math.min(MAX_RATE, Math.max(MIN_RATE, utilization / cost));
+    this.now = options.now ?? (() => performance.now());
+    this.held = options.held ?? (() => false);
+    this.tokens = burst;
+    this.refilledAt = this.now();
   }
 
-  /** The current mean event-loop cost of one handshake (ms). */
+  /** The event-loop cost of one handshake the current rate implies (ms). */
   get costMs(): number {
-    return this.cost;
+    return this.utilization / this.rate;
   }
 
-  /** Connections allowed in their handshake at once now. */
-  get cap(): number {
-    const sized = Math.floor((this.tlsHandshakeMs * this.safety) / this.cost);
-    return Math.min(this.maxInProgress, Math.max(this.floor, sized));
+  /** Connections waiting for their start now. */
+  get queued(): number {
+    return this.waiting;
   }
 
-  /** One sampling window: `busyMs` of event-loop busy time in which `finished` handshakes ended. */
-  record(busyMs: number, finished: number): void {
-    if (!(finished > 0) || !(busyMs >= 0)) return;
-    this.cost += this.weight * (busyMs / finished - this.cost);
+  /** Handshakes started per second now. */
+  get ratePerSecond(): number {
+    return 1000 * this.rate;
+  }
+
+  /**
+   * How many connections can start their handshake within the queue timeout at the current rate
+   * (at least 1, at most `maxQueued`): the admission's sized global cap on connections not yet in
+   * their handshake.
+   */
+  get capacity(): number {
+    return Math.max(1, Math.min(this.maxQueued, Math.floor(this.rate * this.queueTimeoutMs)));
+  }
+
+  /**
+   * Waits for this connection's start. Resolves with true when it may start its handshake, false
+   * when it waited the queue timeout; `signal` (the connection's budget) rejects with its reason.
+   */
+  waitForStart(signal: AbortSignal): Promise<boolean> {
+    if (signal.aborted) return Promise.reject(signal.reason);
+    this.refill();
+    if (this.queued === 0 && this.tokens >= 1 && !this.held()) {
+      this.tokens -= 1;
+      return Promise.resolve(true);
+    }
+    return new Promise<boolean>((resolve, reject) => {
+      const waiter: Waiter = { settled: false, start: () => {} };
+      const settle = (fn: () => void) => {
+        if (waiter.settled) return;
+        waiter.settled = true;
+        this.waiting--;
+        clearTimeout(expiry);
+        signal.removeEventListener('abort', onAbort);
+        fn();
+      };
+      const onAbort = () => settle(() => reject(signal.reason));
+      const expiry = setTimeout(() => settle(() => resolve(false)), this.queueTimeoutMs);
+      expiry.unref();
+      waiter.start = () => settle(() => resolve(true));
+      signal.addEventListener('abort', onAbort, { once: true });
+      this.queue.push(waiter);
+      this.waiting++;
+      this.waited = true;
+      this.schedule();
+    });
+  }
+
+  /**
+   * One sampling window of `windowMs` in which the event loop was busy `busyMs`: when connections
+   * waited in it and starts are not held, the rate moves toward the utilization target (see the
+   * file header).
+   */
+  record(busyMs: number, windowMs: number): void {
+    const waited = this.waited || this.queued > 0;
+    this.waited = this.queued > 0;
+    // While starts are held the loop's utilization says nothing about the rate.
+    if (!waited || this.held() || !(windowMs > 0) || !(busyMs >= 0)) return;
+    const measured = Math.max(busyMs / windowMs, 0.01);
+    const step = Math.min(MAX_STEP, Math.max(1 / MAX_STEP, this.utilization / measured));
+    this.rate = Math.min(MAX_RATE, Math.max(MIN_RATE, this.rate * step));
+    this.schedule();
+  }
+
+  /** Drops every waiter's timer (the listener is closing); waiters stay unsettled. */
+  stop(): void {
+    if (this.timer !== undefined) clearTimeout(this.timer);
+    this.timer = undefined;
+  }
+
+  private refill(): void {
+    const now = this.now();
+    this.tokens = Math.min(this.burst, this.tokens + (now - this.refilledAt) * this.rate);
+    this.refilledAt = now;
+  }
+
+  /** Starts whoever the tokens allow, then waits for the next token while anyone is queued. */
+  private drain(): void {
+    this.timer = undefined;
+    this.refill();
+    if (this.held()) {
+      // Look again soon; the tokens keep filling up to the burst meanwhile.
+      this.timer = setTimeout(() => this.drain(), HELD_POLL_MS);
+      this.timer.unref();
+      return;
+    }
+    while (this.head < this.queue.length && this.tokens >= 1) {
+      const w = this.queue[this.head++] as Waiter;
+      if (w.settled) continue;
+      this.tokens -= 1;
+      w.start();
+    }
+    // Skip waiters that gave up, and compact now and then.
+    while (this.head < this.queue.length && (this.queue[this.head] as Waiter).settled) this.head++;
+    if (this.head > 1024 && this.head * 2 > this.queue.length) {
+      this.queue.splice(0, this.head);
+      this.head = 0;
+    }
+    this.schedule();
+  }
+
+  private schedule(): void {
+    if (this.queued === 0) return;
+    const waitMs = Math.max(0, (1 - this.tokens) / this.rate);
+    if (this.timer !== undefined) clearTimeout(this.timer);
+    this.timer = setTimeout(() => this.drain(), Math.ceil(waitMs));
+    this.timer.unref();
   }
 }
 
 /** Options of {@link HandshakeCostSampler}. */
 export interface HandshakeCostSamplerOptions {
-  /** Window length (default 250 ms). */
+  /** Window length (default 100 ms). */
   intervalMs?: number;
   /** Cumulative event-loop busy time in ms (default performance.eventLoopUtilization().active). */
   busyMs?: () => number;
+  /** Milliseconds on a monotonic clock (default performance.now). */
+  now?: () => number;
 }
 
-/** Feeds {@link HandshakeSizing} with windows of event-loop busy time and finished handshakes. */
+/** Feeds {@link HandshakePacer} with windows of event-loop busy time. */
 export class HandshakeCostSampler {
   private readonly busyMs: () => number;
   private readonly intervalMs: number;
   private timer: ReturnType<typeof setInterval> | undefined;
+  private readonly now: () => number;
   private lastBusy = 0;
-  private finishedInWindow = 0;
+  private lastAt = 0;
 
   constructor(
-    private readonly sizing: HandshakeSizing,
+    private readonly pacer: Pick<HandshakePacer, 'record'>,
     options: HandshakeCostSamplerOptions = {},
   ) {
     this.busyMs = options.busyMs ?? (() => performance.eventLoopUtilization().active);
-    this.intervalMs = options.intervalMs ?? 250;
-  }
-
-  /** Counts one finished handshake (attested, refused or dropped). */
-  finished(): void {
-    this.finishedInWindow++;
+    this.intervalMs = options.intervalMs ?? 100;
+    this.now = options.now ?? (() => performance.now());
   }
 
   /** Starts the windows (idempotent). */
   start(): void {
     if (this.timer !== undefined) return;
     this.lastBusy = this.busyMs();
-    this.finishedInWindow = 0;
+    this.lastAt = this.now();
     this.timer = setInterval(() => this.closeWindow(), this.intervalMs);
     this.timer.unref();
   }
@@ -140,11 +285,12 @@ export class HandshakeCostSampler {
     this.timer = undefined;
   }
 
-  /** Closes the current window: its busy time and finished handshakes go to the sizing. */
+  /** Closes the current window: its busy time and length go to the pacer. */
   closeWindow(): void {
     const busy = this.busyMs();
-    this.sizing.record(busy - this.lastBusy, this.finishedInWindow);
+    const at = this.now();
+    this.pacer.record(busy - this.lastBusy, at - this.lastAt);
     this.lastBusy = busy;
-    this.finishedInWindow = 0;
+    this.lastAt = at;
   }
 }

@@ -8,8 +8,11 @@
  *   {@link AdmissionSettings.maxUnattested}) are checked at accept. A connection over the per-source
  *   cap is refused; at the global cap the oldest connection of the source holding the most is closed
  *   instead (max-min fairness), so a source with fewer connections than the heaviest one is never
- *   refused for the global cap. With sizing (admission-sizing.ts) the connections in their handshake
- *   are also bounded by the measured cost of one.
+ *   refused for the global cap.
+ * - Handshakes start at the rate the event loop can carry (admission-sizing.ts): a connection whose
+ *   ClientHello arrived waits in FIFO order, unread, up to `handshakeQueueMs`, and the global cap is
+ *   sized to the connections in their handshake plus as many as can start within that time at the
+ *   current rate, so what could not be handshaked in time is refused at accept.
  * - Every phase that waits for the peer has its own deadline ({@link AtlsDeadlines}): ClientHello,
  *   TLS handshake, ATTESTATION frame (with a bytes-per-second floor), VERDICT; the whole handshake has
  *   `handshakeTimeoutMs`. A {@link ConnectionBudget}, one per accepted connection, arms one at a time.
@@ -34,7 +37,7 @@ import {
   DEFAULT_MAX_UNATTESTED,
   resolveDeadlines,
 } from './admission-settings.js';
-import { HandshakeCostSampler, HandshakeSizing } from './admission-sizing.js';
+import { HandshakeCostSampler, HandshakePacer } from './admission-sizing.js';
 import { DEFAULT_HANDSHAKE_TIMEOUT_MS, type HandshakeBudget } from './exchange.js';
 import { FRAME_ATTESTATION, type Frame, type FrameReader } from './protocol.js';
 
@@ -64,6 +67,8 @@ export type DropReason =
   | 'source-cap'
   /** The global cap was reached and the new connection's source holds the most connections. */
   | 'global-cap'
+  /** Waited the queue timeout after its ClientHello without its handshake starting. */
+  | 'queue-timeout'
   /** Closed to make room at the global cap: its source held the most connections. */
   | 'evicted'
   /** No complete first TLS record (the ClientHello) within its deadline. */
@@ -83,6 +88,7 @@ export type DropReason =
 export const DROP_REASONS: readonly DropReason[] = [
   'source-cap',
   'global-cap',
+  'queue-timeout',
   'evicted',
   'client-hello-timeout',
   'tls-handshake-timeout',
@@ -123,7 +129,7 @@ export type AdmitDecision =
   | { admitted: false; reason: 'source-cap' | 'global-cap' };
 
 /**
- * The listener's admission: caps, slots, handshake sizing, deadlines and the drop summary, built once
+ * The listener's admission: caps, slots, handshake pacing, deadlines and the drop summary, built once
  * from {@link AdmissionSettings}; each admitted connection gets its {@link ConnectionBudget}.
  */
 export class Admission {
@@ -136,7 +142,7 @@ export class Admission {
   readonly issuance: Slots;
   readonly connections: Slots | undefined;
   private readonly summary: DropSummary;
-  private readonly sizing: HandshakeSizing | undefined;
+  private readonly pacer: HandshakePacer | undefined;
   private readonly sampler: HandshakeCostSampler | undefined;
   private handshaking = 0;
 
@@ -163,19 +169,31 @@ export class Admission {
     this.connections = Number.isFinite(this.maxConnections)
       ? new Slots(Math.max(1, Math.floor(this.maxConnections)))
       : undefined;
-    const sized = settings.sizedHandshakes ?? false;
-    if (sized !== false) {
-      this.sizing = new HandshakeSizing({
-        ...(sized === true ? {} : sized),
-        tlsHandshakeMs: this.deadlines.tlsHandshakeMs,
-        maxInProgress: this.caps.maxTotal,
+    const pacing = settings.handshakePacing ?? {};
+    if (pacing !== false) {
+      const { windowMs, ...tunables } = pacing;
+      const connections = this.connections;
+      this.pacer = new HandshakePacer({
+        ...tunables,
+        queueTimeoutMs: this.deadlines.handshakeQueueMs,
+        maxQueued: this.caps.maxTotal,
+        // As many waiting for room as the room holds: more handshakes would only wait there too.
+        ...(connections === undefined ? {} : { held: () => connections.waiting >= connections.max }),
       });
-      this.sampler = new HandshakeCostSampler(this.sizing);
+      this.sampler = new HandshakeCostSampler(
+        this.pacer,
+        windowMs === undefined ? {} : { intervalMs: windowMs },
+      );
     }
     this.summary = new DropSummary({
       logger,
       ...(settings.dropLogIntervalMs !== undefined ? { intervalMs: settings.dropLogIntervalMs } : {}),
     });
+  }
+
+  /** The cap on unattested connections in total. */
+  get maxUnattested(): number {
+    return this.caps.maxTotal;
   }
 
   /** Unattested connections held now. */
@@ -188,12 +206,16 @@ export class Admission {
     return this.caps.sources;
   }
 
-  /** Connections in their TLS handshake or attestation exchange now, and the sized cap on them. */
-  get handshakes(): { inProgress: number; cap: number; costMs: number } {
+  /**
+   * Connections in their TLS handshake or attestation exchange now, those waiting for their start,
+   * and the pacing's measured cost and rate.
+   */
+  get handshakes(): { inProgress: number; queued: number; costMs: number; ratePerSecond: number } {
     return {
       inProgress: this.handshaking,
-      cap: this.sizing?.cap ?? this.caps.maxTotal,
-      costMs: this.sizing?.costMs ?? Number.NaN,
+      queued: this.pacer?.queued ?? 0,
+      costMs: this.pacer?.costMs ?? Number.NaN,
+      ratePerSecond: this.pacer?.ratePerSecond ?? Number.POSITIVE_INFINITY,
     };
   }
 
@@ -202,7 +224,7 @@ export class Admission {
     return this.summary.lines;
   }
 
-  /** Starts measuring the handshake cost (with sizing). */
+  /** Starts measuring the handshake cost (with pacing). */
   start(): void {
     this.sampler?.start();
   }
@@ -211,6 +233,7 @@ export class Admission {
   close(): void {
     this.caps.clear();
     this.sampler?.stop();
+    this.pacer?.stop();
     this.summary.flush();
   }
 
@@ -220,7 +243,10 @@ export class Admission {
    */
   admit(raw: Socket): AdmitDecision {
     const source = raw.remoteAddress ?? '';
-    const decision = this.caps.admit(source, raw);
+    // With pacing the global cap is sized: the connections in their handshake, plus as many more as
+    // can start their handshake within the queue timeout at the current rate.
+    const limit = this.pacer === undefined ? this.caps.maxTotal : this.handshaking + this.pacer.capacity;
+    const decision = this.caps.admit(source, raw, limit);
     if (!decision.admitted) return decision;
     const budget = new ConnectionBudget(this, raw, () => this.caps.release(source, raw));
     return decision.evicted === undefined
@@ -234,11 +260,12 @@ export class Admission {
   }
 
   /**
-   * Takes a place among the connections in their handshake; false when sizing says no more can finish
-   * before their deadline (the caller closes the connection). Give it back with {@link endHandshake}.
+   * Waits for the connection's turn to start its handshake (at once unless a burst is queued).
+   * Resolves true when it may start (give the place back with {@link endHandshake}), false when it
+   * waited the queue timeout (the caller closes it); rejects with the budget's abort reason.
    */
-  beginHandshake(): boolean {
-    if (this.sizing !== undefined && this.handshaking >= this.sizing.cap) return false;
+  async beginHandshake(budget: ConnectionBudget): Promise<boolean> {
+    if (this.pacer !== undefined && !(await this.pacer.waitForStart(budget.signal))) return false;
     this.handshaking++;
     return true;
   }
@@ -246,7 +273,6 @@ export class Admission {
   /** Gives back a place taken by {@link beginHandshake} (attested, refused or dropped). */
   endHandshake(): void {
     this.handshaking--;
-    this.sampler?.finished();
   }
 }
 
@@ -316,7 +342,9 @@ export class ConnectionBudget implements HandshakeBudget {
           length += chunk.length;
         }
         if (length === 0) return;
-        const buffered = chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks, length);
+        // Always a copy: a chunk read from the socket is a view into a 64 KiB read buffer, which a
+        // connection waiting for its handshake would otherwise keep alive.
+        const buffered = Buffer.concat(chunks, length);
         const complete =
           buffered[0] !== TLS_HANDSHAKE_RECORD ||
           (buffered.length >= 5 && buffered.length >= 5 + buffered.readUInt16BE(3));

@@ -9,8 +9,11 @@ import { ConfbootError } from '../../../ports/errors.js';
 import { DEFAULT_HANDSHAKE_TIMEOUT_MS, type HandshakeBudget } from './exchange.js';
 import type { Frame, FrameReader } from './protocol.js';
 
-/** Default deadline of the client's TLS handshake, from TCP connect. */
-export const DEFAULT_CLIENT_TLS_HANDSHAKE_MS = 5_000;
+/**
+ * Default deadline of the client's TLS handshake, from TCP connect: the server's handshake queue
+ * (a burst waits up to 20 s for its handshake to start) plus its 5 s TLS handshake deadline.
+ */
+export const DEFAULT_CLIENT_TLS_HANDSHAKE_MS = 25_000;
 
 /** The client's deadlines, in ms. */
 export interface ClientDeadlines {

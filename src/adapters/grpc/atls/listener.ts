@@ -108,8 +108,8 @@ export class AttestedTlsListener {
     return this.admission.issuance.inUse;
   }
 
-  /** Connections in their TLS handshake or attestation exchange now, and the sized cap on them. */
-  get handshakes(): { inProgress: number; cap: number; costMs: number } {
+  /** Connections in their handshake, those waiting for its start, and the pacing's cost and rate. */
+  get handshakes(): Admission['handshakes'] {
     return this.admission.handshakes;
   }
 
@@ -186,28 +186,32 @@ export class AttestedTlsListener {
       budget.release();
     };
     raw.once('close', release);
-    budget.clientHello().then(
-      () => {
-        if (raw.destroyed || !this.pending.has(raw)) {
-          release();
-          return;
-        }
-        if (!this.admission.beginHandshake()) {
-          // More handshakes than can finish before their deadline: one close, no TLS.
+    budget
+      .clientHello()
+      .then(() => this.admission.beginHandshake(budget))
+      .then(
+        (started) => {
+          if (started && (raw.destroyed || !this.pending.has(raw))) this.admission.endHandshake();
+          if (raw.destroyed || !this.pending.has(raw)) {
+            release();
+            return;
+          }
+          if (!started) {
+            // Waited the queue timeout: one close, no TLS.
+            release();
+            raw.destroy();
+            this.drop(address, 'queue-timeout');
+            return;
+          }
+          this.handshake(raw, address, budget, release);
+        },
+        (err: unknown) => {
           release();
           raw.destroy();
-          this.drop(address, 'global-cap');
-          return;
-        }
-        this.handshake(raw, address, budget, release);
-      },
-      (err: unknown) => {
-        release();
-        raw.destroy();
-        if (this.closedByUs.has(raw)) return;
-        this.drop(address, isAdmissionDrop(err) ? err.reason : 'peer-closed');
-      },
-    );
+          if (this.closedByUs.has(raw)) return;
+          this.drop(address, isAdmissionDrop(err) ? err.reason : 'peer-closed');
+        },
+      );
   }
   /** A prepared server TLS setup that is still fresh, if one is ready; starts a refill. */
   private takePrepared(): PreparedServerTls | undefined {
