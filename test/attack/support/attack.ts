@@ -309,17 +309,21 @@ export async function expectAuditedRefusal(
   expected: { rpc: string; reason: string; code?: string; ports?: number[]; peers?: string[] },
 ): Promise<Array<Record<string, unknown>>> {
   const peers = [...(expected.peers ?? []), ...(expected.ports ?? []).map((p) => `127.0.0.1:${p}`)];
+  // Only events since `since`: the OS may give a new connection the local port of an earlier one.
+  const fresh = (a: Array<Record<string, unknown>>) => a.slice(since.audits);
   const mine =
     peers.length > 0
       ? auditsOf(
-          await waitForAudits(
-            target,
-            (a) => auditsOf(a, peers).length >= peers.length,
-            `one audit event per connection (${peers.join(', ')})`,
+          fresh(
+            await waitForAudits(
+              target,
+              (a) => auditsOf(fresh(a), peers).length >= peers.length,
+              `one audit event per connection (${peers.join(', ')})`,
+            ),
           ),
           peers,
         )
-      : (await waitForAudits(target, (a) => a.length > since.audits, 'an audit event')).slice(since.audits);
+      : fresh(await waitForAudits(target, (a) => a.length > since.audits, 'an audit event'));
   if (peers.length > 0) expect(mine).toHaveLength(peers.length);
   for (const a of mine) {
     expect(a).toMatchObject({
@@ -339,8 +343,15 @@ export async function expectIssued(target: Target, since: Before, outcome: Outco
     status.OK,
   );
   expect(outcome.peers).toHaveLength(1);
+  // Only events since `since`: the OS may give a new connection the local port of an earlier one.
   const mine = auditsOf(
-    await waitForAudits(target, (a) => auditsOf(a, outcome.peers).length >= 1, 'the issued audit event'),
+    (
+      await waitForAudits(
+        target,
+        (a) => auditsOf(a.slice(since.audits), outcome.peers).length >= 1,
+        'the issued audit event',
+      )
+    ).slice(since.audits),
     outcome.peers,
   );
   expect(mine.map((a) => [a.rpc, a.outcome])).toEqual([['IssueJoinTicket', 'issued']]);
