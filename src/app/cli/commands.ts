@@ -65,6 +65,11 @@ export const COMMANDS: CommandEntry[] = [
     load: () => import('./recover.js'),
   },
   {
+    name: 'recovery-shares',
+    summary: 'Split the master secret into a new set of k-of-n recovery share files (rotate holders)',
+    load: () => import('./recovery-shares.js'),
+  },
+  {
     name: 'metadata-server',
     summary: 'Serve QEMU-style instance metadata from a dnsmasq leases file',
     load: () => import('../operator/metadata-server.js'),

@@ -8,7 +8,6 @@
 import { randomBytes } from 'node:crypto';
 import { readFile, writeFile } from 'node:fs/promises';
 import { parseComponentList } from '../../adapters/components/component-list.js';
-import { checkSplitParameters } from '../../domain/recovery-shares.js';
 import { messageOf } from '../../ports/errors.js';
 import type { Component } from '../../ports/types.js';
 import { type BringupTarget, bringUp, bringupTarget } from '../bringup/bring-up.js';
@@ -23,7 +22,11 @@ import {
   timeoutFlagMs,
   variantFlag,
 } from './operator-inputs.js';
-import { writeRecoveryShareFiles } from './recovery-share-files.js';
+import {
+  parseRecoveryShareFlags,
+  RECOVERY_SHARE_OPTIONS,
+  writeRecoveryShareFiles,
+} from './recovery-share-files.js';
 
 export const initCommand: CommandSpec = {
   name: 'init',
@@ -112,30 +115,7 @@ export const initCommand: CommandSpec = {
       description: 'bound on the whole init',
       default: '900',
     },
-    'recovery-shares': {
-      type: 'string',
-      valueName: 'N',
-      description: 'split the master secret into N recovery share files (k-of-n); 1 keeps the single file',
-      default: '1',
-    },
-    'recovery-threshold': {
-      type: 'string',
-      valueName: 'K',
-      description: 'shares needed to recover (2 ≤ K ≤ N when N ≥ 2; default N)',
-    },
-    'recovery-share-dir': {
-      type: 'string',
-      valueName: 'DIR',
-      description: 'where the share files recovery-share-<i>-of-<N>.json are written',
-      default: '.',
-    },
-    'recovery-holder-key': {
-      type: 'string',
-      multiple: true,
-      valueName: 'F',
-      description:
-        "a holder's X25519 public key (PEM); give N, in share order, to encrypt each share to its holder",
-    },
+    ...RECOVERY_SHARE_OPTIONS,
     'no-apply': {
       type: 'boolean',
       description:
@@ -184,26 +164,6 @@ async function readOrCreate(
   }
 }
 
-/** Reads and checks the recovery share flags (usage errors before anything is sent). */
-function parseRecoveryShares(v: Record<string, unknown>): {
-  total: number;
-  threshold: number;
-  dir: string;
-  recipientKeyFiles: string[];
-} {
-  const total = Number(v['recovery-shares']);
-  const threshold = v['recovery-threshold'] === undefined ? total : Number(v['recovery-threshold']);
-  try {
-    checkSplitParameters(total, threshold);
-  } catch (err) {
-    throw new UsageError(`--recovery-shares/--recovery-threshold: ${messageOf(err)}`);
-  }
-  const recipientKeyFiles = (v['recovery-holder-key'] as string[] | undefined) ?? [];
-  if (recipientKeyFiles.length !== 0 && recipientKeyFiles.length !== total)
-    throw new UsageError(`--recovery-holder-key: give ${total} keys (one per share) or none`);
-  return { total, threshold, dir: String(v['recovery-share-dir']), recipientKeyFiles };
-}
-
 /** Runs `confboot init`. */
 export async function run(argv: string[]): Promise<number> {
   return runCommand(async () => {
@@ -247,7 +207,7 @@ export async function run(argv: string[]): Promise<number> {
       }
     }
 
-    const recoveryShares = parseRecoveryShares(v);
+    const recoveryShares = parseRecoveryShareFlags(v);
     const apply = v['no-apply'] !== true;
     let target: BringupTarget | undefined;
     let readyTimeoutInMs = 0;

@@ -1,0 +1,97 @@
+/**
+ * `confboot recovery-shares`: splits an existing master secret into a new set of k-of-n recovery
+ * share files, to rotate holders or change N and K after `confboot init` (docs/recovery.md,
+ * "Rotating holders"). The cluster ID each share names is derived from the master secret and the
+ * measurement salt, the two files `confboot init` kept, exactly as the nodes derive it, so the new
+ * shares belong to the running cluster. Nothing is sent anywhere; the files are written exclusively
+ * (an existing file is never overwritten) and a failed write leaves no partial set.
+ */
+import { readFile } from 'node:fs/promises';
+import {
+  deriveClusterId,
+  deriveDataKey,
+  MEASUREMENT_SECRET_KEY_ID,
+  MEASUREMENT_SECRET_LENGTH,
+} from '../../domain/key-derivation.js';
+import { messageOf } from '../../ports/errors.js';
+import { type CommandSpec, parseCommand, runCommand, UsageError } from '../program/args.js';
+import { parseMasterSecretFile } from './operator-inputs.js';
+import {
+  parseRecoveryShareFlags,
+  RECOVERY_SHARE_OPTIONS,
+  writeRecoveryShareFiles,
+} from './recovery-share-files.js';
+
+export const recoverySharesCommand: CommandSpec = {
+  name: 'recovery-shares',
+  summary:
+    "Split the cluster's master secret into a new set of k-of-n recovery share files (rotate holders, change N or K).",
+  options: {
+    'master-secret-file': {
+      type: 'string',
+      valueName: 'F',
+      secret: 'file',
+      description: 'JSON {"key","salt"} (base64) that confboot init wrote',
+      required: true,
+    },
+    'measurement-salt-file': {
+      type: 'string',
+      valueName: 'F',
+      description:
+        'the 32-byte measurement salt confboot init wrote (the shares name the cluster ID it gives)',
+      required: true,
+    },
+    ...RECOVERY_SHARE_OPTIONS,
+    'recovery-shares': { ...RECOVERY_SHARE_OPTIONS['recovery-shares'], default: undefined, required: true },
+  },
+  epilog: [
+    'Usage: confboot recovery-shares --master-secret-file F --measurement-salt-file F --recovery-shares N',
+    '         [--recovery-threshold K] [--recovery-share-dir DIR] [--recovery-holder-key F ...]',
+    'A new split has new digests: old and new shares never combine, but until the old files are destroyed',
+    'K old shares still rebuild the same secret (rotating holders does not rotate the secret).',
+    'Exit codes: 0 written, 1 a file could not be written, 2 usage or input error.',
+  ].join('\n'),
+};
+
+async function readInput(flag: string, path: string): Promise<Buffer> {
+  try {
+    return await readFile(path);
+  } catch (err) {
+    throw new UsageError(`--${flag} ${path}: ${(err as NodeJS.ErrnoException).code ?? messageOf(err)}`);
+  }
+}
+
+/** Runs `confboot recovery-shares`. */
+export async function run(argv: string[]): Promise<number> {
+  return runCommand(async () => {
+    const v = parseCommand(argv, recoverySharesCommand);
+    if (v === undefined) return 0;
+    const shares = parseRecoveryShareFlags(v);
+    if (shares.total < 2) throw new UsageError('--recovery-shares: a split needs N ≥ 2');
+    const { masterSecret, masterSalt } = parseMasterSecretFile(
+      await readInput('master-secret-file', String(v['master-secret-file'])),
+    );
+    const measurementSalt = await readInput('measurement-salt-file', String(v['measurement-salt-file']));
+    if (measurementSalt.length !== 32)
+      throw new UsageError('--measurement-salt-file must hold exactly 32 bytes');
+    const measurementSecret = deriveDataKey(
+      masterSecret,
+      masterSalt,
+      MEASUREMENT_SECRET_KEY_ID,
+      MEASUREMENT_SECRET_LENGTH,
+    );
+    const clusterId = deriveClusterId(measurementSecret, measurementSalt);
+    measurementSecret.fill(0);
+    try {
+      const paths = await writeRecoveryShareFiles({ masterSecret, masterSalt, clusterId, ...shares });
+      process.stderr.write(
+        `recovery-shares: wrote ${paths.length} shares (any ${shares.threshold} recover the cluster): ${paths.join(', ')}\n`,
+      );
+    } finally {
+      masterSecret.fill(0);
+      masterSalt.fill(0);
+    }
+    process.stdout.write(`Cluster ID: ${Buffer.from(clusterId).toString('hex')}\n`);
+    return 0;
+  });
+}
