@@ -5,31 +5,14 @@
  * per step (or the JSON result with --json) and removes everything it started, also on Ctrl-C.
  */
 import { type MiniUpgradeResult, miniUpgrade } from '../mini/upgrade.js';
-import { type CommandSpec, parseCommand, UsageError } from '../program/args.js';
+import { type CommandSpec, parseCommand } from '../program/args.js';
+import { accelFlag, MINI_JSON_OPTION, MINI_VM_OPTIONS } from './mini-options.js';
 
 export const miniUpgradeCommand: CommandSpec = {
   name: 'mini upgrade',
   summary:
     'Roll a mini cluster from image A to image B (another kernel command line) with measurement sets: dry run of "B only" against the evidence the join service keeps in the cluster, A+B rollout through ConfigMap join-config, a B node joins, an A node reboots and rejoins, A expires and A nodes are refused with measurement-set-expired; the dry run predicts every outcome and every receipt verifies against the JWKS. kubeadm and the Kubernetes API server are simulated.',
-  options: {
-    accel: {
-      type: 'string',
-      valueName: 'A',
-      description: 'auto (KVM when a probe boot works, else TCG), kvm or tcg',
-      default: 'auto',
-    },
-    json: { type: 'boolean', description: 'print the result as JSON on stdout (progress goes to stderr)' },
-    'cache-dir': {
-      type: 'string',
-      valueName: 'DIR',
-      description: 'node image and kernel package cache (default ~/.cache/confboot/mini)',
-    },
-    'work-dir': {
-      type: 'string',
-      valueName: 'DIR',
-      description: 'where VM logs go (default a new /tmp/confboot-mini-*)',
-    },
-  },
+  options: { ...MINI_VM_OPTIONS, json: MINI_JSON_OPTION },
   epilog:
     'Needs what `confboot mini up` needs (scripts/setup.sh). Four VMs (a control plane, two A workers, one B\n' +
     'worker); under TCG a run takes tens of minutes.\n' +
@@ -55,9 +38,7 @@ export function renderUpgradeSummary(r: MiniUpgradeResult): string {
 export async function runMiniUpgrade(argv: string[]): Promise<number> {
   const v = parseCommand(argv, miniUpgradeCommand);
   if (v === undefined) return 0;
-  const accel = String(v.accel);
-  if (accel !== 'auto' && accel !== 'kvm' && accel !== 'tcg')
-    throw new UsageError('--accel must be auto, kvm or tcg');
+  const accel = accelFlag(v.accel);
   const json = Boolean(v.json);
   const progress = (line: string) => (json ? process.stderr : process.stdout).write(`${line}\n`);
   const controller = new AbortController();

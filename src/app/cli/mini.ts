@@ -11,6 +11,7 @@ import { type MiniHaResult, miniHa } from '../mini/ha.js';
 import { miniLifecycle } from '../mini/lifecycle.js';
 import { describePcrMismatch } from '../mini/stages/join.js';
 import { type CommandSpec, parseCommand, renderHelp, runCommand, UsageError } from '../program/args.js';
+import { accelFlag, MINI_JSON_OPTION, MINI_VM_OPTIONS } from './mini-options.js';
 
 export const miniUpCommand: CommandSpec = {
   name: 'mini up',
@@ -26,28 +27,15 @@ export const miniUpCommand: CommandSpec = {
       default: '1',
     },
     tampered: { type: 'string', valueName: 'K', description: 'tampered worker VMs', default: '1' },
-    accel: {
-      type: 'string',
-      valueName: 'A',
-      description: 'auto (KVM when a probe boot works, else TCG), kvm or tcg',
-      default: 'auto',
-    },
-    json: { type: 'boolean', description: 'print the result as JSON on stdout (progress goes to stderr)' },
+    accel: MINI_VM_OPTIONS.accel,
+    json: MINI_JSON_OPTION,
     keep: {
       type: 'boolean',
       description:
         'leave the control-plane VM (join and key service), namespace, dnsmasq, metadata server and work directory running and exit; remove with `confboot mini down`',
     },
-    'cache-dir': {
-      type: 'string',
-      valueName: 'DIR',
-      description: 'node image and kernel package cache (default ~/.cache/confboot/mini)',
-    },
-    'work-dir': {
-      type: 'string',
-      valueName: 'DIR',
-      description: 'where VM logs go (default a new /tmp/confboot-mini-*)',
-    },
+    'cache-dir': MINI_VM_OPTIONS['cache-dir'],
+    'work-dir': MINI_VM_OPTIONS['work-dir'],
   },
   epilog:
     'Needs root, qemu-system-x86, ovmf, swtpm, swtpm-tools, dnsmasq-base, busybox-static, kmod, cryptsetup-bin and\n' +
@@ -64,13 +52,13 @@ export const miniLifecycleCommand: CommandSpec = {
   summary:
     'Boot a control plane and two workers as QEMU VMs (as `mini up`), initialise the cluster with its master secret split 2-of-3 into recovery shares, and check from real state that it survives: worker-0 rebooted rejoins with its state disk and marker intact (PCR 15 the cluster marker again, the audit shows a rejoin); worker-1 rebooted with a changed kernel command line is refused naming PCR 9 with its disk closed; every VM powered off and started again: the control plane waits for recovery (one share leaves it at 1 of 2, a share of another cluster is named), a second share recovers it, and every node is back with its marker without further commands; worker-1 with its disk marked for reset is wiped and joins fresh. kubeadm and the Kubernetes API server are simulated.',
   options: {
-    accel: miniUpCommand.options.accel as NonNullable<CommandSpec['options']>[string],
+    accel: MINI_VM_OPTIONS.accel,
     json: {
       type: 'boolean',
       description: 'print the result as JSON on stdout, one entry per step (progress goes to stderr)',
     },
-    'cache-dir': miniUpCommand.options['cache-dir'] as NonNullable<CommandSpec['options']>[string],
-    'work-dir': miniUpCommand.options['work-dir'] as NonNullable<CommandSpec['options']>[string],
+    'cache-dir': MINI_VM_OPTIONS['cache-dir'],
+    'work-dir': MINI_VM_OPTIONS['work-dir'],
   },
   epilog:
     'Needs what `mini up` needs. Under TCG the scenario takes about 15 to 30 minutes (9 VM boots).\n' +
@@ -189,13 +177,6 @@ export function renderLifecycleSummary(r: MiniLifecycleResult): string {
     `Logs: ${r.workDir}`,
   ];
   return `${out.join('\n')}\n`;
-}
-
-function accelFlag(value: unknown): 'auto' | 'kvm' | 'tcg' {
-  const accel = String(value);
-  if (accel !== 'auto' && accel !== 'kvm' && accel !== 'tcg')
-    throw new UsageError('--accel must be auto, kvm or tcg');
-  return accel;
 }
 
 /** Ctrl-C and SIGTERM stop the run (cleaning up); a second one exits at once. */
