@@ -191,8 +191,8 @@ export class AttestedTlsListener {
       .then(() => this.admission.beginHandshake(budget))
       .then(
         (started) => {
-          if (started && (raw.destroyed || !this.pending.has(raw))) this.admission.endHandshake();
           if (raw.destroyed || !this.pending.has(raw)) {
+            if (started) this.admission.endHandshake();
             release();
             return;
           }
