@@ -1,8 +1,8 @@
 /**
  * Join service: bounds derived from one memory budget, so that nothing an attested or unattested peer
  * sends pushes the process past it. The budget (MiB, `--memory-budget-mib`) is split into a baseline
- * (Node, the loaded modules and caches, before any request) and what remains, half for requests in
- * progress and half for attested connections:
+ * (Node, the loaded modules and caches, before any request) and what remains, a third each for
+ * requests in progress, attested connections, and TLS handshakes in progress:
  *
  * - every request field has a size limit checked before parsing (REQUEST_FIELD_LIMITS in the domain),
  *   so the gRPC receive limit is the largest request those limits allow (34 KiB, not grpc-js's 4 MiB)
@@ -10,10 +10,13 @@
  * - requests held at once (running or queued for a slot) are bounded by a byte budget over their
  *   field sizes, and their number by the concurrency cap, lowered to what the request share allows;
  * - attested connections are capped, each with at most a few concurrent streams and a bounded HTTP/2
- *   session memory, so bytes still being received are bounded too.
+ *   session memory, so bytes still being received are bounded too;
+ * - connections in their TLS handshake are capped: each holds the native state of a handshake in
+ *   progress, and a burst of thousands (or peers that stall) would otherwise hold it all at once;
+ *   beyond the cap they wait, unread, in the listener's queue.
  *
- * Pre-attestation connections are bounded by the attested TLS listener (its own caps and the largest
- * attestation document).
+ * Pre-attestation connections are further bounded by the attested TLS listener (its own caps and
+ * the largest attestation document).
  */
 import { maxTicketRequestBytes } from '../../domain/ticket-issuer.js';
 import { ConfbootError } from '../../ports/errors.js';
@@ -34,6 +37,13 @@ export const MAX_STREAMS_PER_CONNECTION = 4;
 /** Memory one attested connection holds besides its streams (TLS and HTTP/2 session buffers). */
 export const PER_CONNECTION_OVERHEAD_BYTES = 192 * 1024;
 
+/**
+ * Memory one connection in its handshake holds: measured 74–83 KiB of RSS per server-side TLS 1.3
+ * handshake waiting for the client's second flight (Node 24, OpenSSL 3.5, ECDSA P-256, client
+ * certificate requested; 64 KiB on Node 20), plus the socket and its ClientHello copy.
+ */
+export const PER_HANDSHAKE_BYTES = 96 * 1024;
+
 /** What a memory budget allows. */
 export interface MemoryBounds {
   budgetMib: number;
@@ -45,6 +55,8 @@ export interface MemoryBounds {
   maxConcurrent: number;
   /** Cap on attested connections open at once. */
   maxConnections: number;
+  /** Cap on connections in their TLS handshake at once. */
+  maxHandshakes: number;
   /** Concurrent streams per connection. */
   maxStreamsPerConnection: number;
   /** HTTP/2 session memory per connection, MiB (grpc-js `grpc-node.max_session_memory`). */
@@ -67,7 +79,7 @@ export function deriveMemoryBounds(
       `memory budget must be a whole number of MiB above ${BASELINE_RESERVE_MIB + 8} (the service needs ~${BASELINE_RESERVE_MIB} MiB before any request), got ${budgetMib}`,
     );
   const maxMessageBytes = maxTicketRequestBytes();
-  const share = ((budgetMib - BASELINE_RESERVE_MIB) * MIB) / 2;
+  const share = ((budgetMib - BASELINE_RESERVE_MIB) * MIB) / 3;
   const perRequest = MESSAGE_COPIES * maxMessageBytes + PER_REQUEST_OVERHEAD_BYTES;
   const budgetRequests = Math.max(2, Math.floor(share / perRequest));
   // Requests held = running + queued (the queue is as long as the cap), so the cap is half of them.
@@ -81,6 +93,7 @@ export function deriveMemoryBounds(
     requestBytesInFlight: budgetRequests * maxMessageBytes,
     maxConcurrent,
     maxConnections: Math.max(1, Math.floor(share / perConnection)),
+    maxHandshakes: Math.max(1, Math.floor(share / PER_HANDSHAKE_BYTES)),
     maxStreamsPerConnection: MAX_STREAMS_PER_CONNECTION,
     maxSessionMemoryMib: 1,
   };

@@ -68,10 +68,10 @@ export interface ListenAddress {
 /**
  * Admission limits and timeouts: the service's own (rate, concurrency, memory, shutdown) and the
  * attested TLS listener's admission settings under their one name (atls/admission.ts); the listener's
- * defaults apply to what is not set. The cap on attested connections is derived from the memory
- * budget.
+ * defaults apply to what is not set. The caps on attested connections and on connections in their
+ * handshake are derived from the memory budget.
  */
-export interface JoinServiceLimits extends Omit<AdmissionSettings, 'maxConnections'> {
+export interface JoinServiceLimits extends Omit<AdmissionSettings, 'maxConnections' | 'maxHandshakes'> {
   /** Requests per second per caller IP; 0 disables the rate limit. Default {@link DEFAULT_RATE_LIMIT_PER_SECOND}. */
   ratePerSecond?: number;
   /** Burst per caller IP; default max(1, ceil(ratePerSecond)). */
@@ -311,6 +311,7 @@ function joinServer(start: Start, denyList: DenyList): AttestedGrpcServer {
     // or wait would be verified only to be refused, so it waits for room before verification.
     maxConnections:
       slots.max === 0 ? memory.maxConnections : Math.min(memory.maxConnections, slots.max + slots.maxQueue),
+    maxHandshakes: memory.maxHandshakes,
     ...(options.evidence !== undefined
       ? { onEvidenceRefused: recordRefusedEvidence(options.evidence, options.validators, clock) }
       : {}),

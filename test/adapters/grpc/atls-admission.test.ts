@@ -6,8 +6,8 @@
  * Deadline cases assert which reason a connection was dropped or refused with, never when.
  */
 import { createHash } from 'node:crypto';
-import type { Socket } from 'node:net';
-import type { TLSSocket } from 'node:tls';
+import { type AddressInfo, connect, createServer, type Socket } from 'node:net';
+import { type TLSSocket, connect as tlsConnect } from 'node:tls';
 import { afterEach, describe, expect, it } from 'vitest';
 import {
   ConnectionCaps,
@@ -161,11 +161,11 @@ describe('DropSummary', () => {
   });
 });
 
-async function listen(deadlines: Record<string, number>) {
+async function listen(deadlines: Record<string, number>, settings: { maxHandshakes?: number } = {}) {
   const dropped: DropReason[] = [];
   const refused: Error[] = [];
   const listener = new AttestedTlsListener(
-    { validators: [new DummyValidator()], clock, deadlines },
+    { validators: [new DummyValidator()], clock, deadlines, ...settings },
     (socket) => cleanups.push(() => socket.destroy()),
   );
   listener.onDropped = (_a, reason) => dropped.push(reason);
@@ -191,6 +191,63 @@ function spkiHash(socket: TLSSocket): Uint8Array {
       .update(cert.publicKey.export({ type: 'spki', format: 'der' }))
       .digest(),
   );
+}
+
+describe('the cap on TLS handshakes in progress', () => {
+  it('at the cap a connection whose ClientHello arrived waits unread: its TLS handshake starts only after the stalled one holding the place is dropped', async () => {
+    const { port, dropped, listener } = await listen({ tlsHandshakeMs: 1_000 }, { maxHandshakes: 1 });
+    expect(listener.admission.maxHandshakes).toBe(1);
+    // The first sends a genuine ClientHello and then nothing: its TLS handshake never finishes.
+    const stalled = connect(port, '127.0.0.1');
+    stalled.on('error', () => {});
+    cleanups.push(() => stalled.destroy());
+    stalled.write(await captureClientHello());
+    await until(() => listener.admission.handshakes.tls === 1, 'the stalled handshake to start');
+    const events: string[] = [];
+    const second = rawTlsClient(port).then((c) => {
+      events.push(`second: TLS done (stalled one dropped: ${dropped.includes('tls-handshake-timeout')})`);
+      cleanups.push(() => c.socket.destroy());
+    });
+    await until(() => listener.admission.handshakes.queued === 1, 'the second to queue');
+    await second;
+    expect(events).toEqual(['second: TLS done (stalled one dropped: true)']);
+  });
+
+  it('a connection silent after its TLS handshake holds no place: the next handshake runs while it is still open', async () => {
+    const { port, dropped, listener } = await listen({ attestationMs: 30_000 }, { maxHandshakes: 1 });
+    const silent = await rawTlsClient(port);
+    cleanups.push(() => silent.socket.destroy());
+    const second = await rawTlsClient(port);
+    cleanups.push(() => second.socket.destroy());
+    // The client is done before the server has read its Finished; then both are past TLS.
+    await until(() => listener.admission.handshakes.tls === 0, 'both TLS handshakes to end');
+    expect(listener.admission.handshakes).toMatchObject({ inProgress: 2, queued: 0 });
+    expect(dropped).toEqual([]);
+  });
+});
+
+/** A genuine TLS 1.3 ClientHello from node:tls, captured once by a plain TCP server. */
+async function captureClientHello(): Promise<Buffer> {
+  return new Promise((resolve, reject) => {
+    const srv = createServer((s) =>
+      s.once('data', (d: Buffer) => {
+        resolve(d);
+        s.destroy();
+        srv.close();
+      }),
+    );
+    srv.on('error', reject);
+    srv.listen(0, '127.0.0.1', () => {
+      const address = srv.address() as AddressInfo;
+      const c = tlsConnect({
+        port: address.port,
+        host: '127.0.0.1',
+        minVersion: 'TLSv1.3',
+        rejectUnauthorized: false,
+      });
+      c.on('error', () => {});
+    });
+  });
 }
 
 describe('phase deadlines of the attestation exchange', () => {

@@ -21,15 +21,17 @@ describe('memory bounds', () => {
     expect(deriveMemoryBounds()).toEqual({
       budgetMib: 256,
       maxMessageBytes: 34 * 1024,
-      requestBytesInFlight: 125 * 34 * 1024,
-      maxConcurrent: 62,
-      maxConnections: 149,
+      requestBytesInFlight: 83 * 34 * 1024,
+      maxConcurrent: 41,
+      maxConnections: 99,
+      maxHandshakes: 341,
       maxStreamsPerConnection: 4,
       maxSessionMemoryMib: 1,
     });
     // A configured cap below what the budget allows is kept; a larger budget allows more.
     expect(deriveMemoryBounds(256, 16).maxConcurrent).toBe(16);
-    expect(deriveMemoryBounds(1024).maxConcurrent).toBeGreaterThan(500);
+    expect(deriveMemoryBounds(1024).maxConcurrent).toBeGreaterThan(300);
+    expect(deriveMemoryBounds(1024).maxHandshakes).toBeGreaterThan(3000);
   });
 
   it('refuses a budget at or below the baseline', () => {

@@ -93,6 +93,14 @@ export interface AdmissionSettings {
    * order, within the handshake timeout).
    */
   maxConnections?: number;
+  /**
+   * Connections in their TLS handshake at once (default unlimited). Each holds the native state of
+   * a TLS handshake in progress (about 80 KiB with OpenSSL 3.5): at this cap, connections whose
+   * ClientHello has arrived wait in the pacing's FIFO queue (so it needs `handshakePacing`). A peer
+   * that stalls its TLS handshake holds a place until the TLS handshake deadline; one that stalls
+   * after it (in the attestation exchange) holds none.
+   */
+  maxHandshakes?: number;
   /** Deadlines of the phases that wait for the peer (defaults {@link DEFAULT_ATLS_DEADLINES}). */
   deadlines?: Partial<AtlsDeadlines>;
   /** Bound on the TLS handshake plus the attestation exchange, in ms (default 30 000). */

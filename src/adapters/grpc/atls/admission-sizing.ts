@@ -15,9 +15,10 @@
  * Starts are also held, whatever the rate, while the connections already started wait for room for
  * an attested connection in such numbers that more would only wait there too, holding TLS state
  * (the loop looks idle then, since the work waits on slow peers or off the loop); windows in which
- * starts were held leave the rate alone. A
- * peer that stalls its handshake costs one start and holds nothing afterwards, so stalling peers
- * cannot stop the queue. The implied cost of one handshake is `target ÷ rate`.
+ * starts were held leave the rate alone (the admission also holds them at its cap on TLS
+ * handshakes in progress). A peer that stalls its handshake costs one start and, at most, a place
+ * under that cap until its TLS deadline, so stalling peers cannot stop the queue. The implied cost
+ * of one handshake is `target ÷ rate`.
  *
  * The queue is bounded by time: {@link HandshakePacer.capacity} is how many connections can start
  * within `queueTimeoutMs` at the current rate, which the admission uses as its global cap on

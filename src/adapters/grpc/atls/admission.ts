@@ -12,7 +12,9 @@
  * - Handshakes start at the rate the event loop can carry (admission-sizing.ts): a connection whose
  *   ClientHello arrived waits in FIFO order, unread, up to `handshakeQueueMs`, and the global cap is
  *   sized to the connections in their handshake plus as many as can start within that time at the
- *   current rate, so what could not be handshaked in time is refused at accept.
+ *   current rate, so what could not be handshaked in time is refused at accept. Starts also wait
+ *   while {@link AdmissionSettings.maxHandshakes} connections are in their TLS handshake, which
+ *   bounds the native state of handshakes in progress.
  * - Every phase that waits for the peer has its own deadline ({@link AtlsDeadlines}): ClientHello,
  *   TLS handshake, ATTESTATION frame (with a bytes-per-second floor), VERDICT; the whole handshake has
  *   `handshakeTimeoutMs`. A {@link ConnectionBudget}, one per accepted connection, arms one at a time.
@@ -137,6 +139,8 @@ export class Admission {
   readonly handshakeTimeoutMs: number;
   /** Attested connections open at once (infinite without a cap). */
   readonly maxConnections: number;
+  /** Connections in their handshake at once (infinite without a cap; enforced with pacing). */
+  readonly maxHandshakes: number;
   private readonly caps: ConnectionCaps;
   readonly verification: Slots;
   readonly issuance: Slots;
@@ -145,6 +149,8 @@ export class Admission {
   private readonly pacer: HandshakePacer | undefined;
   private readonly sampler: HandshakeCostSampler | undefined;
   private handshaking = 0;
+  /** Of those, connections still in their TLS handshake (capped by {@link maxHandshakes}). */
+  private tlsHandshaking = 0;
 
   /** @throws Error for a cap, slot count or deadline out of range */
   constructor(settings: AdmissionSettings, logger?: Logger) {
@@ -169,6 +175,9 @@ export class Admission {
     this.connections = Number.isFinite(this.maxConnections)
       ? new Slots(Math.max(1, Math.floor(this.maxConnections)))
       : undefined;
+    this.maxHandshakes = settings.maxHandshakes ?? Number.POSITIVE_INFINITY;
+    if (!(this.maxHandshakes >= 1))
+      throw new Error(`maxHandshakes must be ≥ 1, got ${settings.maxHandshakes}`);
     const pacing = settings.handshakePacing ?? {};
     if (pacing !== false) {
       const { windowMs, ...tunables } = pacing;
@@ -177,8 +186,11 @@ export class Admission {
         ...tunables,
         queueTimeoutMs: this.deadlines.handshakeQueueMs,
         maxQueued: this.caps.maxTotal,
-        // As many waiting for room as the room holds: more handshakes would only wait there too.
-        ...(connections === undefined ? {} : { held: () => connections.waiting >= connections.max }),
+        // Held at the cap on TLS handshakes in progress (their native state), and while as many
+        // wait for room for an attested connection as the room holds: more would only wait there.
+        held: () =>
+          this.tlsHandshaking >= this.maxHandshakes ||
+          (connections !== undefined && connections.waiting >= connections.max),
       });
       this.sampler = new HandshakeCostSampler(
         this.pacer,
@@ -210,9 +222,16 @@ export class Admission {
    * Connections in their TLS handshake or attestation exchange now, those waiting for their start,
    * and the pacing's measured cost and rate.
    */
-  get handshakes(): { inProgress: number; queued: number; costMs: number; ratePerSecond: number } {
+  get handshakes(): {
+    inProgress: number;
+    tls: number;
+    queued: number;
+    costMs: number;
+    ratePerSecond: number;
+  } {
     return {
       inProgress: this.handshaking,
+      tls: this.tlsHandshaking,
       queued: this.pacer?.queued ?? 0,
       costMs: this.pacer?.costMs ?? Number.NaN,
       ratePerSecond: this.pacer?.ratePerSecond ?? Number.POSITIVE_INFINITY,
@@ -267,6 +286,8 @@ export class Admission {
   async beginHandshake(budget: ConnectionBudget): Promise<boolean> {
     if (this.pacer !== undefined && !(await this.pacer.waitForStart(budget.signal))) return false;
     this.handshaking++;
+    this.tlsHandshaking++;
+    budget.holdTlsPlace(() => this.tlsHandshaking--);
     return true;
   }
 
@@ -286,6 +307,7 @@ export class ConnectionBudget implements HandshakeBudget {
   private phaseTimer: ReturnType<typeof setTimeout> | undefined;
   private overallTimer: ReturnType<typeof setTimeout> | undefined;
   private released = false;
+  private leaveTls: (() => void) | undefined;
 
   constructor(
     private readonly admission: Admission,
@@ -300,9 +322,22 @@ export class ConnectionBudget implements HandshakeBudget {
 
   /** Gives the connection's place under the caps back (attested, dropped or closed); idempotent. */
   release(): void {
+    this.tlsDone();
     if (this.released) return;
     this.released = true;
     this.forget();
+  }
+
+  /** Holds a place under the cap on TLS handshakes until the TLS phase ends or the connection goes. */
+  holdTlsPlace(leave: () => void): void {
+    this.leaveTls = leave;
+  }
+
+  /** Gives the TLS handshake place back (idempotent). */
+  private tlsDone(): void {
+    const leave = this.leaveTls;
+    this.leaveTls = undefined;
+    leave?.();
   }
 
   /**
@@ -377,6 +412,7 @@ export class ConnectionBudget implements HandshakeBudget {
       return await run(this.signal);
     } finally {
       this.clearPhase();
+      this.tlsDone();
     }
   }
 
