@@ -21,6 +21,8 @@ import {
   CryptsetupDisk,
   type CryptsetupDiskOptions,
   DEFAULT_INITIAL_PASSPHRASE_PATH,
+  DEFAULT_KEYSLOT_PBKDF,
+  pbkdfArgs,
 } from './cryptsetup-disk.js';
 import { CryptsetupCommandError, runCryptsetup } from './cryptsetup-runner.js';
 
@@ -28,7 +30,7 @@ import { CryptsetupCommandError, runCryptsetup } from './cryptsetup-runner.js';
 export interface CryptsetupStateDiskSetupOptions extends CryptsetupDiskOptions {
   /** dm-crypt mapping name (upstream `state`); without it `unlock` only checks the key. */
   mappingName?: string;
-  /** KDF arguments for `luksFormat` (default cryptsetup's own: Argon2id, benchmarked). */
+  /** KDF arguments for `luksFormat` (default {@link DEFAULT_KEYSLOT_PBKDF}'s). */
   formatPbkdfArgs?: string[];
   /** Mount the mapping of a reopened disk here (needs `mappingName`; `mount` from PATH). */
   mountPoint?: string;
@@ -129,7 +131,7 @@ export class CryptsetupStateDiskSetup implements StateDiskSetup {
           '--batch-mode',
           '--type',
           'luks2',
-          ...(this.#options.formatPbkdfArgs ?? []),
+          ...(this.#options.formatPbkdfArgs ?? pbkdfArgs(DEFAULT_KEYSLOT_PBKDF)),
           '--key-file',
           next,
           device,

@@ -22,7 +22,7 @@ export interface StateDiskOptions {
   initialPassphrasePath?: string;
   /** dm-crypt mapping name when the disk is reopened; undefined checks the key only (no device-mapper). */
   mappingName?: string;
-  /** `luksFormat` KDF arguments; default cryptsetup's (Argon2id, benchmarked). */
+  /** `luksFormat` KDF arguments; default the adapter's (Argon2id, 4 passes, 64 MiB, forced). */
   formatPbkdfArgs?: string[];
   /** Mount a reopened disk's mapping here before the node state is read (needs `mappingName`). */
   mountPoint?: string;
