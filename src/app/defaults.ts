@@ -41,8 +41,10 @@ export const JOIN_SERVICE_MEMORY_HEADROOM_MIB = 64;
  * service's peak RSS was 429 MB with the default and 315 MB with 8 MiB semi-spaces, at the same wall
  * time and CPU per join (BENCHMARKS.md) — the default would pass the pod's memory limit. In a
  * 10,000-node burst V8 also let the old generation grow to ~190 MB with ~55 MB live; a fixed heap
- * growing factor of 1.5 kept it under 100 MB (peak RSS 452 → 281 MB) for about 5 % more CPU per join
- * (P1h 3.71–3.98 against 3.55–3.80 ms, alternating runs).
+ * growing factor of 1.5 (`--heap-growing-percent=50`) kept it under 100 MB: with the cap on TLS
+ * handshakes, that burst peaked at 276–306 MB instead of 445–452 MB (neither the cap nor the flag
+ * alone went below 449 MB). P1h's CPU per join: 3.48–3.98 ms with it, 3.55–3.80 ms without
+ * (alternating runs), within its run-to-run spread.
  */
 export const JOIN_SERVICE_V8_FLAGS: readonly string[] = [
   '--max-semi-space-size=8',
