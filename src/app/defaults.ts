@@ -28,7 +28,7 @@ export const PKI_DIR = '/etc/kubernetes/pki';
 
 /**
  * Join service: default memory budget in MiB (`--memory-budget-mib`). The service derives its
- * request, connection and message bounds from it (src/app/join-service/memory.ts) so that nothing a
+ * request, connection, TLS handshake and message bounds from it (src/app/join-service/memory.ts) so that nothing a
  * peer sends takes the process's RSS past it. Manifests: memory request = budget, memory limit =
  * budget + {@link JOIN_SERVICE_MEMORY_HEADROOM_MIB} (room for GC timing and allocator slack).
  */

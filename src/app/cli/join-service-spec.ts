@@ -243,7 +243,7 @@ export const joinServiceCommand: CommandSpec = {
       type: 'string',
       valueName: 'MIB',
       default: String(JOIN_SERVICE_MEMORY_BUDGET_MIB),
-      description: `memory budget in MiB; the request, connection and message limits are derived from it so peers cannot push RSS past it (container memory limit = budget + ${JOIN_SERVICE_MEMORY_HEADROOM_MIB} MiB)`,
+      description: `memory budget in MiB; the request, connection, TLS handshake and message limits are derived from it so peers cannot push RSS past it (container memory limit = budget + ${JOIN_SERVICE_MEMORY_HEADROOM_MIB} MiB)`,
     },
     // The attested TLS listener's admission settings, from their one table.
     ...admissionOptions(),

@@ -83,7 +83,7 @@ export interface JoinServiceLimits extends Omit<AdmissionSettings, 'maxConnectio
   /** Largest attestation document accepted (adapter default 1 MiB). */
   maxDocumentBytes?: number;
   /**
-   * Memory budget in MiB; request, connection and message bounds are derived from it (memory.ts).
+   * Memory budget in MiB; request, connection, TLS handshake and message bounds are derived from it (memory.ts).
    * Default {@link JOIN_SERVICE_MEMORY_BUDGET_MIB}.
    */
   memoryBudgetMib?: number;
