@@ -81,7 +81,7 @@ export class Admission {
   readonly handshakeTimeoutMs: number;
   /** Attested connections open at once (infinite without a cap). */
   readonly maxConnections: number;
-  /** Connections in their handshake at once (infinite without a cap; enforced with pacing). */
+  /** Connections in their TLS handshake at once (infinite without a cap; enforced with pacing). */
   readonly maxHandshakes: number;
   private readonly caps: ConnectionCaps;
   readonly verification: Slots;
