@@ -30,7 +30,7 @@ import { CryptsetupCommandError, runCryptsetup } from './cryptsetup-runner.js';
 export interface CryptsetupStateDiskSetupOptions extends CryptsetupDiskOptions {
   /** dm-crypt mapping name (upstream `state`); without it `unlock` only checks the key. */
   mappingName?: string;
-  /** KDF arguments for `luksFormat` (default {@link DEFAULT_KEYSLOT_PBKDF}'s). */
+  /** KDF arguments for `luksFormat` (default: those of `pbkdf`, else {@link DEFAULT_KEYSLOT_PBKDF}'s). */
   formatPbkdfArgs?: string[];
   /** Mount the mapping of a reopened disk here (needs `mappingName`; `mount` from PATH). */
   mountPoint?: string;
@@ -131,7 +131,7 @@ export class CryptsetupStateDiskSetup implements StateDiskSetup {
           '--batch-mode',
           '--type',
           'luks2',
-          ...(this.#options.formatPbkdfArgs ?? pbkdfArgs(DEFAULT_KEYSLOT_PBKDF)),
+          ...(this.#options.formatPbkdfArgs ?? pbkdfArgs(this.#options.pbkdf ?? DEFAULT_KEYSLOT_PBKDF)),
           '--key-file',
           next,
           device,

@@ -79,23 +79,19 @@ const TPM2_TOOLS = [
 /** Version of the layout below; part of the cache key. */
 const LAYOUT_VERSION = 'confboot-mini-image-3';
 
-/** Whether this Node's zlib has zstd (Node ≥ 22.15). */
-const HAS_ZSTD = typeof zlib.zstdCompressSync === 'function';
-
 /**
- * The initramfs compressor, for the cache key: its name and library version, since another version
- * may produce other bytes and so another PCR 9.
+ * The initramfs compressor: zstd level 3 where this Node's zlib has it (Node ≥ 22.15), else gzip.
+ * `name` (with the library version) is part of the cache key, since another version may produce
+ * other bytes and so another PCR 9.
  */
-function initramfsFormat(): string {
-  return HAS_ZSTD ? `zstd-3 ${process.versions.zstd ?? ''}` : `gzip-6 ${process.versions.zlib}`;
-}
-
-/** Compresses the initramfs: zstd level 3 where this Node's zlib has it, else gzip. */
-function compressInitramfs(cpio: Buffer): Buffer {
-  return HAS_ZSTD
-    ? zlib.zstdCompressSync(cpio, { params: { [zlib.constants.ZSTD_c_compressionLevel]: 3 } })
-    : zlib.gzipSync(cpio, { level: 6 });
-}
+const INITRAMFS_COMPRESSOR: { name: string; compress: (cpio: Buffer) => Buffer } =
+  typeof zlib.zstdCompressSync === 'function'
+    ? {
+        name: `zstd-3 ${process.versions.zstd ?? ''}`,
+        compress: (cpio) =>
+          zlib.zstdCompressSync(cpio, { params: { [zlib.constants.ZSTD_c_compressionLevel]: 3 } }),
+      }
+    : { name: `gzip-6 ${process.versions.zlib}`, compress: (cpio) => zlib.gzipSync(cpio, { level: 6 }) };
 
 /** The `/init` script: mounts, loads modules in order, runs the agent, powers off. */
 export function initScript(moduleFiles: readonly string[]): string {
@@ -270,7 +266,7 @@ export async function buildNodeImage(options: BuildNodeImageOptions = {}): Promi
     data: Buffer.from(`${LAYOUT_VERSION}\nkernel ${basename(deb)}\n${options.variant ?? ''}`),
   });
 
-  const h = createHash('sha256').update(LAYOUT_VERSION).update(initramfsFormat()).update(debHash);
+  const h = createHash('sha256').update(LAYOUT_VERSION).update(INITRAMFS_COMPRESSOR.name).update(debHash);
   for (const e of entries) {
     h.update(`${e.type}\0${e.path}\0`);
     if (e.type === 'file') h.update(`${e.mode ?? 0}\0`).update(createHash('sha256').update(e.data).digest());
@@ -300,7 +296,7 @@ export async function buildNodeImage(options: BuildNodeImageOptions = {}): Promi
   const tmp = `${dir}.tmp-${process.pid}`;
   await rm(tmp, { recursive: true, force: true });
   await mkdir(tmp, { recursive: true });
-  const initrd = compressInitramfs(Buffer.concat(writeCpio(entries)));
+  const initrd = INITRAMFS_COMPRESSOR.compress(Buffer.concat(writeCpio(entries)));
   const initrdSha256 = createHash('sha256').update(initrd).digest('hex');
   await writeFile(join(tmp, 'initrd.img'), initrd);
   await writeFile(join(tmp, 'vmlinuz'), await readFile(kernel.vmlinuz));
