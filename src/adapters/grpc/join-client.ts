@@ -27,6 +27,10 @@ import type {
   RejoinTicketRequest,
 } from '../../ports/types.js';
 import type { Validator } from '../../ports/validator.js';
+import {
+  DEFAULT_CLIENT_HANDSHAKE_TIMEOUT_MS,
+  DEFAULT_CLIENT_TLS_HANDSHAKE_MS,
+} from './atls/client-deadline.js';
 import { AttestedChannelCredentials } from './atls/credentials.js';
 import { processTlsIdentity } from './atls/identity-pool.js';
 import {
@@ -35,14 +39,21 @@ import {
   rejoinRequestToProto,
   rejoinTicketFromProto,
 } from './mapping.js';
-import { callError, DEFAULT_CALL_TIMEOUT_MS, deadlineFrom, throwIfAborted } from './unary-call.js';
+import { callError, deadlineFrom, throwIfAborted } from './unary-call.js';
 
 /**
  * Default deadline for reaching a join service that answers at one endpoint (see connectTimeoutMs):
- * a busy join service queues a burst's handshakes for up to 20 s before starting them, so the
- * client waits that long plus one handshake.
+ * a busy join service queues a burst's handshakes for up to 40 s before starting them, so the
+ * client waits that long plus one handshake (the client's TLS handshake deadline, 45 s).
  */
-export const DEFAULT_JOIN_CONNECT_TIMEOUT_MS = 25_000;
+export const DEFAULT_JOIN_CONNECT_TIMEOUT_MS = DEFAULT_CLIENT_TLS_HANDSHAKE_MS;
+
+/**
+ * Default deadline of one join or rejoin call, connection included: the whole attested handshake
+ * (55 s, which covers the service's handshake queue) plus 5 s for the ticket, 60 s. Upstream's join
+ * client uses 30 s, without a handshake queue in front of the service.
+ */
+export const DEFAULT_JOIN_CALL_TIMEOUT_MS = DEFAULT_CLIENT_HANDSHAKE_TIMEOUT_MS + 5_000;
 
 /** Options of {@link GrpcJoinTicketClient}. */
 export interface GrpcJoinTicketClientOptions {
@@ -51,9 +62,9 @@ export interface GrpcJoinTicketClientOptions {
   clock: Clock;
   /** Optional: also verify the join service (mutual attestation). */
   validators?: readonly Validator[];
-  /** Per-call timeout when CallOptions has none (default 30 s). */
+  /** Per-call timeout when CallOptions has none (default {@link DEFAULT_JOIN_CALL_TIMEOUT_MS}). */
   defaultTimeoutMs?: number;
-  /** Bound on TLS handshake + attestation exchange (default 30 s). */
+  /** Bound on TLS handshake + attestation exchange (default {@link DEFAULT_CLIENT_HANDSHAKE_TIMEOUT_MS}). */
   handshakeTimeoutMs?: number;
   /**
    * Deadline for reaching a join service that answers at one endpoint: TCP connect, TLS handshake
@@ -64,7 +75,7 @@ export interface GrpcJoinTicketClientOptions {
    * service queues verifications, and giving up there would only repeat the work).
    */
   connectTimeoutMs?: number;
-  /** Deadline of the TLS handshake alone, from TCP connect (default 5 s). */
+  /** Deadline of the TLS handshake alone, from TCP connect (default {@link DEFAULT_CLIENT_TLS_HANDSHAKE_MS}). */
   tlsHandshakeTimeoutMs?: number;
   logger?: Logger;
   /** Local address outgoing connections leave from (IP literal); default: the system's choice. */
@@ -159,7 +170,7 @@ export class GrpcJoinTicketClient implements JoinTicketClient {
         const call = invoke(
           client,
           new Metadata(),
-          { deadline: deadlineFrom(options, this.options.defaultTimeoutMs ?? DEFAULT_CALL_TIMEOUT_MS) },
+          { deadline: deadlineFrom(options, this.options.defaultTimeoutMs ?? DEFAULT_JOIN_CALL_TIMEOUT_MS) },
           (err, res) => {
             // One call, one connection: grpc-js would reconnect after a refusal, in the background.
             credentials.finish();

@@ -6,18 +6,28 @@
  */
 import type { TLSSocket } from 'node:tls';
 import { ConfbootError } from '../../../ports/errors.js';
-import { DEFAULT_HANDSHAKE_TIMEOUT_MS, type HandshakeBudget } from './exchange.js';
+import { DEFAULT_ATLS_DEADLINES } from './admission-settings.js';
+import type { HandshakeBudget } from './exchange.js';
 import type { Frame, FrameReader } from './protocol.js';
 
 /**
- * Default deadline of the client's TLS handshake, from TCP connect: the server's handshake queue
- * (a burst waits up to 20 s for its handshake to start) plus its 5 s TLS handshake deadline.
+ * Default deadline of the client's TLS handshake, from TCP connect: the server's default handshake
+ * queue (a burst waits up to 40 s for its handshake to start) plus its TLS handshake deadline
+ * (5 s), 45 s.
  */
-export const DEFAULT_CLIENT_TLS_HANDSHAKE_MS = 25_000;
+export const DEFAULT_CLIENT_TLS_HANDSHAKE_MS =
+  DEFAULT_ATLS_DEADLINES.handshakeQueueMs + DEFAULT_ATLS_DEADLINES.tlsHandshakeMs;
+
+/**
+ * Default bound on the client's whole handshake, from TCP connect: the TLS handshake's deadline
+ * plus 10 s for the attestation exchange (the server's deadline for the client's frame), 55 s.
+ */
+export const DEFAULT_CLIENT_HANDSHAKE_TIMEOUT_MS =
+  DEFAULT_CLIENT_TLS_HANDSHAKE_MS + DEFAULT_ATLS_DEADLINES.attestationMs;
 
 /** The client's deadlines, in ms. */
 export interface ClientDeadlines {
-  /** The whole handshake: TLS and the attestation exchange (default 30 s). */
+  /** The whole handshake: TLS and the attestation exchange (default {@link DEFAULT_CLIENT_HANDSHAKE_TIMEOUT_MS}). */
   handshakeTimeoutMs?: number;
   /** The TLS handshake alone, from TCP connect (default {@link DEFAULT_CLIENT_TLS_HANDSHAKE_MS}). */
   tlsHandshakeTimeoutMs?: number;
@@ -35,7 +45,7 @@ export class ClientDeadline implements HandshakeBudget {
 
   /** @throws Error for a deadline that is not a positive number */
   constructor(deadlines: ClientDeadlines = {}) {
-    this.handshakeMs = deadlines.handshakeTimeoutMs ?? DEFAULT_HANDSHAKE_TIMEOUT_MS;
+    this.handshakeMs = deadlines.handshakeTimeoutMs ?? DEFAULT_CLIENT_HANDSHAKE_TIMEOUT_MS;
     this.tlsMs = deadlines.tlsHandshakeTimeoutMs ?? DEFAULT_CLIENT_TLS_HANDSHAKE_MS;
     for (const [k, v] of [
       ['handshakeTimeoutMs', this.handshakeMs],

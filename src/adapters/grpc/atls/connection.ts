@@ -252,8 +252,11 @@ export async function attestSocket(
 
 /** The bounds of a connection attested outside a listener or a channel. */
 function defaultBudget(raw: Socket, role: TlsRole, options: AtlsOptions): HandshakeBudget {
-  const handshakeTimeoutMs = options.handshakeTimeoutMs ?? DEFAULT_HANDSHAKE_TIMEOUT_MS;
-  return role === 'server'
-    ? standaloneBudget(raw, { handshakeTimeoutMs })
-    : new ClientDeadline({ handshakeTimeoutMs });
+  if (role === 'client')
+    return new ClientDeadline(
+      options.handshakeTimeoutMs === undefined ? {} : { handshakeTimeoutMs: options.handshakeTimeoutMs },
+    );
+  return standaloneBudget(raw, {
+    handshakeTimeoutMs: options.handshakeTimeoutMs ?? DEFAULT_HANDSHAKE_TIMEOUT_MS,
+  });
 }

@@ -1,6 +1,11 @@
 /** Attested TLS for grpc-js (adapter layer): public surface of src/adapters/grpc/atls. See docs/atls.md. */
 export { checkPeerCertificate, createTlsIdentity, spkiHashOf, type TlsIdentity } from './certificate.js';
-export { ClientDeadline, type ClientDeadlines } from './client-deadline.js';
+export {
+  ClientDeadline,
+  type ClientDeadlines,
+  DEFAULT_CLIENT_HANDSHAKE_TIMEOUT_MS,
+  DEFAULT_CLIENT_TLS_HANDSHAKE_MS,
+} from './client-deadline.js';
 export { ALPN_PROTOCOL, type AttestSocketExtras, attestSocket, closeSoon } from './connection.js';
 export {
   type AtlsCredentialsOptions,
