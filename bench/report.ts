@@ -254,6 +254,19 @@ function renderCompare(r: BenchResults): string[] {
   const target =
     n20 !== undefined && n24 !== undefined ? ` (target ≥ 1.4: ${verdict(n24 >= 1.4 * n20)})` : '';
   row('P1h', 'one core carries N joins/s', n20, n24, 0, 'higher', target);
+  // The floor's stages on both runtimes (STAGES in the comparison run): how much of a join the
+  // runtime speeds up, stage by stage, which bounds what P1h's ratio can reach.
+  const stageCpu = (res: BenchResults, part: FloorPart) => res.stages?.find((st) => st.floor === part)?.cpuUs;
+  let floorC = 0;
+  let floorR = 0;
+  for (const [part, name] of FLOOR_PARTS) {
+    const x = stageCpu(c, part);
+    const y = stageCpu(r, part);
+    row('P8 floor', `${name}, CPU µs`, x, y, 0, 'lower');
+    floorC += x ?? Number.NaN;
+    floorR += y ?? Number.NaN;
+  }
+  row('P8 floor', 'the four together, CPU µs', floorC, floorR, 0, 'lower');
   for (const [name, x, y] of [
     ['P2', c.p2, r.p2],
     ['P2L', c.p2Large, r.p2Large],
@@ -271,6 +284,13 @@ function renderCompare(r: BenchResults): string[] {
   row('P4', '`node -e 0`, ms', c.p4?.nodeMs, r.p4?.nodeMs, 0, 'lower');
   row('P4', 'ratio (target ≤ 2.5)', c.p4?.ratio, r.p4?.ratio, 2, 'lower');
   row('P4', 'production CLI ratio', c.p4?.cliRatio, r.p4?.cliRatio, 2, 'lower');
+  const floorNote =
+    Number.isFinite(floorC) && Number.isFinite(floorR) && n20 !== undefined && n24 !== undefined
+      ? [
+          `The floor's four stages take ${fmt(floorR / floorC)} × the CPU on ${b.split(' (')[0]} that they take on ${a.split(' (')[0]}: a join made of nothing but them would let one core carry ${fmt(floorC / floorR)} × as many joins; P1h measured ${fmt(n24 / n20)} ×, and its target needs 1.4 ×.`,
+          '',
+        ]
+      : [];
   return [
     `## ${c.machine.node.split('.')[0]?.replace('v', 'Node ')} vs ${r.machine.node.split('.')[0]?.replace('v', 'Node ')} (same session)`,
     '',
@@ -280,6 +300,7 @@ function renderCompare(r: BenchResults): string[] {
     '|---|---|---|---|---|',
     ...rows,
     '',
+    ...floorNote,
   ];
 }
 

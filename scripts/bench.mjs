@@ -15,7 +15,7 @@
  *   3. the benchmarks themselves run under vitest's node runner with bench/vitest.bench.config.ts,
  *      which includes only bench/*.bench-run.ts (so `npm test` never runs them).
  * With CONFBOOT_BENCH_COMPARE_NODE=<path of another node binary> (e.g. /usr/bin/node), vitest first
- * runs the comparison rows (P4, P1, P1h, P2, P2L; CONFBOOT_BENCH_COMPARE_ONLY overrides the list)
+ * runs the comparison rows (P4, P1, the stage table, P1h, P2, P2L; CONFBOOT_BENCH_COMPARE_ONLY overrides the list)
  * on that binary — vitest's forks and every child process they spawn use process.execPath, so all of
  * them run on it — and keeps its numbers in the build directory; the main run (this process's Node)
  * then reads them (CONFBOOT_BENCH_COMPARE_RESULTS) and BENCHMARKS.md shows both side by side. The
@@ -141,7 +141,7 @@ function runVitest(node, env = {}) {
 }
 
 /** The comparison run's rows (scripts/bench.mjs header); names as CONFBOOT_BENCH_ONLY takes them. */
-const COMPARE_PARTS = 'P4,P1,HEADROOM,P2,P2L';
+const COMPARE_PARTS = 'P4,P1,STAGES,HEADROOM,P2,P2L';
 
 /**
  * Runs the comparison rows on `node` (CONFBOOT_BENCH_COMPARE_NODE); returns the environment the
