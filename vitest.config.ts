@@ -1,4 +1,5 @@
 import { defineConfig } from 'vitest/config';
+import { LongRunningFirstSequencer } from './test/support/sequencer.js';
 
 export default defineConfig({
   test: {
@@ -8,5 +9,7 @@ export default defineConfig({
     pool: 'forks',
     maxWorkers: 2,
     reporters: ['default'],
+    // The scenarios on real VMs start first, so none of them is the run's tail (test/support/sequencer.ts).
+    sequence: { sequencer: LongRunningFirstSequencer },
   },
 });

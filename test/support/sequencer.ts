@@ -1,0 +1,32 @@
+/**
+ * The order in which vitest starts test files (vitest.config.ts): the scenarios on real VMs first,
+ * longest first, then vitest's own order. Each of them runs for minutes where every other file
+ * takes seconds, and a fresh clone has no vitest timing cache, so vitest's default order (larger
+ * files first) started them mid-run and the last one to start became the run's tail on 2 workers.
+ * Measured on a fresh clone (`.ci/run`, 2026-11-26): the run took 990 s while its files' own
+ * durations add up to 1,667 s, 834 s per worker.
+ */
+import { BaseSequencer, type TestSpecification } from 'vitest/node';
+
+/** Test files that run for minutes, longest first (their durations in that fresh-clone run). */
+export const LONG_RUNNING_TEST_FILES: readonly string[] = [
+  'test/mini/lifecycle.test.ts', // 553 s
+  'test/mini/ha.test.ts', // 336 s
+  'test/mini/upgrade.test.ts', // 323 s
+  'test/mini/mini-up.test.ts', // 186 s
+];
+
+/** {@link BaseSequencer}'s order with {@link LONG_RUNNING_TEST_FILES} moved to the front. */
+export class LongRunningFirstSequencer extends BaseSequencer {
+  override async sort(files: TestSpecification[]): Promise<TestSpecification[]> {
+    const sorted = await super.sort(files);
+    const rank = (file: TestSpecification) => {
+      const i = LONG_RUNNING_TEST_FILES.findIndex((p) => file.moduleId.endsWith(`/${p}`));
+      return i === -1 ? LONG_RUNNING_TEST_FILES.length : i;
+    };
+    return sorted
+      .map((file, index) => ({ file, index }))
+      .sort((a, b) => rank(a.file) - rank(b.file) || a.index - b.index)
+      .map(({ file }) => file);
+  }
+}
