@@ -38,19 +38,32 @@ export interface StageCost {
 /** The parts of a join's floor (P8): one each per join. */
 export type FloorPart = 'tls-handshake' | 'validation' | 'inspect-csr' | 'sign';
 
+/**
+ * Warm-up before a stage is timed, at least this long and {@link WARMUP_MIN} runs: the service whose
+ * CPU per join P8 divides has run each stage thousands of times, so its code is optimised; ten
+ * runs of warm-up left the CSR inspection and the signature at 2–3 × their warm cost.
+ */
+const WARMUP_MS = 500;
+const WARMUP_MIN = 20;
+/** A stage is timed over at least this long (and at least `iterations` runs). */
+const MEASURE_MS = 1_000;
+
 async function timeUs(
   iterations: number,
   fn: () => unknown,
 ): Promise<{ us: number; busyUs: number; cpuUs: number }> {
-  for (let i = 0; i < Math.max(5, iterations / 10); i++) await fn();
+  const warmUntil = performance.now() + WARMUP_MS;
+  for (let i = 0; i < WARMUP_MIN || performance.now() < warmUntil; i++) await fn();
   const elu = performance.eventLoopUtilization();
   const cpu = process.cpuUsage();
   const t = process.hrtime.bigint();
-  for (let i = 0; i < iterations; i++) await fn();
-  const us = Number(process.hrtime.bigint() - t) / 1000 / iterations;
+  const until = performance.now() + MEASURE_MS;
+  let runs = 0;
+  for (; runs < iterations || performance.now() < until; runs++) await fn();
+  const us = Number(process.hrtime.bigint() - t) / 1000 / runs;
   const used = process.cpuUsage(cpu);
   const busy = performance.eventLoopUtilization(elu);
-  return { us, busyUs: (busy.active * 1000) / iterations, cpuUs: (used.user + used.system) / iterations };
+  return { us, busyUs: (busy.active * 1000) / runs, cpuUs: (used.user + used.system) / runs };
 }
 
 /** Times the stages on `cluster`. */
