@@ -261,7 +261,12 @@ export function compareMeasurements(
     const want = expected.get(index)!;
     const got = actual.get(index);
     if (got === undefined || !bytesEqual(want.expected, got)) {
-      mismatches.push({ index, expected: want.expected.slice(), actual: got, warnOnly: want.warnOnly });
+      mismatches.push({
+        index,
+        expected: new Uint8Array(want.expected),
+        actual: got,
+        warnOnly: want.warnOnly,
+      });
     }
   }
   return mismatches;
@@ -326,5 +331,5 @@ export class MeasurementsPolicy implements MeasurementPolicy {
 }
 
 function copy(m: Measurements): Measurements {
-  return new Map([...m].map(([i, e]) => [i, { expected: e.expected.slice(), warnOnly: e.warnOnly }]));
+  return new Map([...m].map(([i, e]) => [i, { expected: new Uint8Array(e.expected), warnOnly: e.warnOnly }]));
 }

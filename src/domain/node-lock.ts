@@ -36,7 +36,7 @@ export class NodeLock {
   get holder(): NodeLockHolder | undefined {
     return this.#holder === undefined
       ? undefined
-      : { by: this.#holder.by, clusterId: this.#holder.clusterId.slice() };
+      : { by: this.#holder.by, clusterId: new Uint8Array(this.#holder.clusterId) };
   }
 
   /** A view of this lock that takes it in the name of `by` (see {@link holder}). */
@@ -53,7 +53,7 @@ export class NodeLock {
   tryLockOnce(clusterId: Uint8Array, by = 'unnamed'): Promise<{ acquired: boolean }> {
     // Compare-and-swap before any await: two callers in the same tick cannot both see "unlocked".
     if (this.#holder !== undefined) return Promise.resolve({ acquired: false });
-    this.#holder = { by, clusterId: clusterId.slice() };
+    this.#holder = { by, clusterId: new Uint8Array(clusterId) };
     // The executor runs synchronously, so the marker is called now and a synchronous throw rejects too.
     return new Promise<void>((resolve) => resolve(this.marker.markBootstrapped(clusterId))).then(
       () => ({ acquired: true }),

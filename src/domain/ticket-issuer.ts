@@ -104,7 +104,7 @@ export class TicketIssuer implements JoinCall {
       throw new ConfbootError('invalid-argument', 'ticket issuer: empty measurement salt');
     if (deps.apiServerEndpoint === '')
       throw new ConfbootError('invalid-argument', 'ticket issuer: empty API server endpoint');
-    this.#deps = { ...deps, measurementSalt: deps.measurementSalt.slice() };
+    this.#deps = { ...deps, measurementSalt: new Uint8Array(deps.measurementSalt) };
   }
 
   /**
@@ -230,7 +230,7 @@ export class TicketIssuer implements JoinCall {
     });
     return {
       stateDiskKey,
-      measurementSalt: this.#deps.measurementSalt.slice(),
+      measurementSalt: new Uint8Array(this.#deps.measurementSalt),
       measurementSecret,
       kubeletCert,
       apiServerEndpoint: this.#deps.apiServerEndpoint,

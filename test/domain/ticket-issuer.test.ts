@@ -436,6 +436,16 @@ describe('TicketIssuer.issueJoinTicket', () => {
     expect(t2.measurementSalt).toEqual(filled(32, 0x77));
   });
 
+  it('returns a copy of the measurement salt when it was given as a Buffer (whose slice is a view)', async () => {
+    const given = Buffer.alloc(32, 0x77);
+    const issuer = throwing(new TicketIssuer({ ...setup(), measurementSalt: given }));
+    const t = await issuer.issueJoinTicket(req(), { peer: PEER });
+    t.measurementSalt.fill(0);
+    given.fill(1);
+    const t2 = await issuer.issueJoinTicket(req(), { peer: PEER });
+    expect([...t2.measurementSalt]).toEqual([...filled(32, 0x77)]);
+  });
+
   it.each([
     ['an empty measurement salt', { measurementSalt: new Uint8Array() }],
     ['an empty API server endpoint', { apiServerEndpoint: '' }],

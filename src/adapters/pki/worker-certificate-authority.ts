@@ -34,10 +34,13 @@ export interface WorkerCertificateAuthorityOptions {
 /**
  * `bytes` as an array that owns exactly its bytes. A message to a worker copies a typed array's whole
  * ArrayBuffer, and a CSR decoded from a gRPC request is a view into the 64 KiB buffer its frame was
- * read into: sent as it is, every call would copy 64 KiB and hold it in the worker's queue.
+ * read into: sent as it is, every call would copy 64 KiB and hold it in the worker's queue. The copy is
+ * `new Uint8Array(bytes)`: on a Node Buffer (what grpc-js decodes from), `slice()` is another view.
  */
 export function ownBytes(bytes: Uint8Array): Uint8Array {
-  return bytes.byteOffset === 0 && bytes.byteLength === bytes.buffer.byteLength ? bytes : bytes.slice();
+  return bytes.byteOffset === 0 && bytes.byteLength === bytes.buffer.byteLength
+    ? bytes
+    : new Uint8Array(bytes);
 }
 
 /** A request without its id (distributes over the request kinds). */

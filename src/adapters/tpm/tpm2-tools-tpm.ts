@@ -141,11 +141,11 @@ export class Tpm2ToolsTpm implements Tpm {
 
   async attestationKeyPublic(options?: CallOptions): Promise<Uint8Array> {
     const cached = this.akPublic;
-    if (cached) return cached.slice();
+    if (cached) return new Uint8Array(cached);
     const pub = await this.operation(`loading attestation key ${this.akHandleHex}`, options, (ctx) =>
       this.ensureAk(ctx),
     );
-    return pub.slice();
+    return new Uint8Array(pub);
   }
 
   async quote(

@@ -655,6 +655,16 @@ describe('WorkerCertificateAuthority sends a CSR’s own bytes (ownBytes)', () =
     expect(structuredClone(csr).buffer.byteLength).toBe(64 * 1024);
   });
 
+  it('copies a Buffer view too (Buffer#slice would be another view into the same frame)', () => {
+    const frame = Buffer.alloc(64 * 1024, 7);
+    const csr = frame.subarray(1000, 1287);
+    const own = ownBytes(csr);
+    expect(own.buffer.byteLength).toBe(287);
+    expect(structuredClone(own).buffer.byteLength).toBe(287);
+    frame.fill(0);
+    expect(own.every((b) => b === 7)).toBe(true);
+  });
+
   it('passes an array that owns its whole buffer as it is', () => {
     const whole = new Uint8Array([1, 2, 3]);
     expect(ownBytes(whole)).toBe(whole);
