@@ -6,7 +6,10 @@
  * this process and does nothing else meanwhile; the client runs in its own process (a child on the
  * same node binary), so this process's CPU (process.cpuUsage: every thread, user + system) over the
  * timed handshakes is the server side's alone: accept, handshake, the client certificate check and
- * the close. A warm-up the client runs first is not counted.
+ * the close. A warm-up the client runs first is not counted. The client closes only after the
+ * server did, and every timed handshake must have completed on the server (until 2026-11-26 the
+ * client reset the connection right after its own handshake, so the server never read the client's
+ * certificate and Finished, and the floor counted about two thirds of a handshake).
  */
 import { spawn } from 'node:child_process';
 import type { AddressInfo } from 'node:net';
@@ -38,9 +41,12 @@ let group = 'unknown';
 const once = () => new Promise((resolve, reject) => {
   const s = connect({ host: '127.0.0.1', port, ca, key, cert, minVersion: 'TLSv1.3', servername: '127.0.0.1' }, () => {
     group = s.getEphemeralKeyInfo()?.name ?? group;
-    s.destroy();
-    resolve();
+    // Wait for the server's close: destroying here would reset the connection before the server
+    // read our certificate and Finished, and its handshake would never complete.
+    s.once('close', () => resolve());
+    s.end();
   });
+  s.on('data', () => {});
   s.once('error', reject);
 });
 const run = async (n) => {
@@ -57,6 +63,8 @@ process.stdout.write('done\\n');
 /** Times `count` server-side handshakes (client in a child process, `concurrency` at a time). */
 export async function benchHandshakeFloor(count = 400, concurrency = 4): Promise<HandshakeFloor> {
   const material = await mtlsMaterial();
+  /** Server-side handshakes that completed (the client's certificate and Finished were read). */
+  let completed = 0;
   const server = createServer(
     {
       ca: material.caPem,
@@ -67,6 +75,7 @@ export async function benchHandshakeFloor(count = 400, concurrency = 4): Promise
       minVersion: 'TLSv1.3',
     },
     (socket) => {
+      completed++;
       socket.on('error', () => {});
       socket.end();
     },
@@ -118,6 +127,7 @@ export async function benchHandshakeFloor(count = 400, concurrency = 4): Promise
     });
   try {
     const group = await next('warm');
+    const completedBefore = completed;
     const cpu = process.cpuUsage();
     const elu = performance.eventLoopUtilization();
     const started = performance.now();
@@ -127,6 +137,10 @@ export async function benchHandshakeFloor(count = 400, concurrency = 4): Promise
     const wallUs = ((performance.now() - started) * 1000) / count;
     const used = process.cpuUsage(cpu);
     const busy = performance.eventLoopUtilization(elu);
+    if (completed - completedBefore !== count)
+      throw new Error(
+        `handshake floor: ${completed - completedBefore} of ${count} server-side handshakes completed`,
+      );
     return {
       handshakes: count,
       concurrency,
