@@ -4,8 +4,8 @@
  * certificate's subject and SANs are built from the identity the caller checked (node name, IP
  * addresses), never copied from the CSR, and a CSR whose subject is not exactly the kubelet subject
  * of that name is refused (docs/identity.md).
- * Parsing and signing use @peculiar/x509 over Node's WebCrypto; SEC1 and PKCS#1 keys are converted
- * to PKCS#8 with node:crypto's KeyObject first.
+ * CSRs are parsed with @peculiar/x509; certificates are assembled with @peculiar/asn1-x509 and
+ * signed with node:crypto (./kubelet-certificate.ts); the CA key may be SEC1, PKCS#1 or PKCS#8 PEM.
  *
  * Two caches keep the per-join cost down (bench/analysis.md) without weakening a check:
  * - the parsed CA certificate and imported key are kept while `stat` of ca.crt and ca.key reports
@@ -22,9 +22,7 @@ import {
   createPrivateKey,
   createPublicKey,
   type KeyObject,
-  randomBytes,
   verify as verifySignature,
-  webcrypto,
 } from 'node:crypto';
 import { statSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
@@ -42,7 +40,7 @@ import {
   type NameRdns,
 } from '../../ports/kubernetes-node.js';
 import type { ControlPlaneFile } from '../../ports/types.js';
-
+import { type KubeletCertificateSigner, kubeletCertificateSigner } from './kubelet-certificate.js';
 import { loadX509, type X509Module } from './x509-loader.js';
 
 /**
@@ -72,10 +70,10 @@ export interface FileCertificateAuthorityOptions {
   pkiDir?: string;
 }
 
-/** The CA's signing key, ready for WebCrypto, and the algorithm to sign with. */
+/** The CA's signing key and the algorithm to sign with (named as WebCrypto names it). */
 interface SigningKey {
-  key: webcrypto.CryptoKey;
-  algorithm: webcrypto.Algorithm | webcrypto.EcdsaParams;
+  keyObject: KeyObject;
+  algorithm: { name: 'ECDSA' | 'RSASSA-PKCS1-v1_5'; hash: string };
 }
 
 /** Imports a CA private key PEM of type EC PRIVATE KEY, RSA PRIVATE KEY or PRIVATE KEY. */
@@ -98,38 +96,24 @@ export async function importCaKey(pem: string): Promise<SigningKey> {
       cause: err,
     });
   }
-  const pkcs8 = keyObject.export({ format: 'der', type: 'pkcs8' });
   if (keyObject.asymmetricKeyType === 'ec') {
-    const curves: Record<string, [string, string]> = {
-      prime256v1: ['P-256', 'SHA-256'],
-      secp384r1: ['P-384', 'SHA-384'],
-      secp521r1: ['P-521', 'SHA-512'],
+    // The hash that goes with each curve (ecdsa-with-SHA256 for P-256, and so on).
+    const hashes: Record<string, string> = {
+      prime256v1: 'SHA-256',
+      secp384r1: 'SHA-384',
+      secp521r1: 'SHA-512',
     };
-    const curve = curves[keyObject.asymmetricKeyDetails?.namedCurve ?? ''];
-    if (curve === undefined) {
+    const hash = hashes[keyObject.asymmetricKeyDetails?.namedCurve ?? ''];
+    if (hash === undefined) {
       throw new ConfbootError(
         'internal',
         `CA key uses unsupported curve ${keyObject.asymmetricKeyDetails?.namedCurve}`,
       );
     }
-    const key = await webcrypto.subtle.importKey(
-      'pkcs8',
-      pkcs8,
-      { name: 'ECDSA', namedCurve: curve[0] },
-      false,
-      ['sign'],
-    );
-    return { key, algorithm: { name: 'ECDSA', hash: curve[1] } as webcrypto.EcdsaParams };
+    return { keyObject, algorithm: { name: 'ECDSA', hash } };
   }
   if (keyObject.asymmetricKeyType === 'rsa') {
-    const key = await webcrypto.subtle.importKey(
-      'pkcs8',
-      pkcs8,
-      { name: 'RSASSA-PKCS1-v1_5', hash: 'SHA-256' },
-      false,
-      ['sign'],
-    );
-    return { key, algorithm: { name: 'RSASSA-PKCS1-v1_5', hash: 'SHA-256' } as webcrypto.Algorithm };
+    return { keyObject, algorithm: { name: 'RSASSA-PKCS1-v1_5', hash: 'SHA-256' } };
   }
   throw new ConfbootError(
     'internal',
@@ -290,18 +274,8 @@ interface ParsedCsr {
 interface LoadedCa {
   /** dev/ino/size/mtime/ctime of ca.crt and ca.key when they were read. */
   version: string;
-  issuer: X509.Name;
-  /** The AuthorityKeyIdentifier of this CA (from its SubjectKeyIdentifier), if it has one. */
-  extensions: X509.Extension[];
-  signing: SigningKey;
-}
-
-/** Random serial in [1, 2^128), as hex. */
-function randomSerial(): string {
-  for (;;) {
-    const bytes = randomBytes(16);
-    if (bytes.some((b) => b !== 0)) return bytes.toString('hex');
-  }
+  /** Builds and signs kubelet certificates under this CA (./kubelet-certificate.ts). */
+  signer: KubeletCertificateSigner;
 }
 
 /** {@link CertificateAuthority} over the kubeadm pki directory. */
@@ -399,29 +373,18 @@ export class FileCertificateAuthority implements CertificateAuthority {
     } catch (err) {
       throw wrapError(`${op}: loading the cluster CA from ${this.pkiDir}`, err, 'internal');
     }
-    const { signing } = ca;
-
     const nowMs = now.getTime();
-    const extensions: X509.Extension[] = [...kubeletExtensions(), ...ca.extensions];
-    if (ips.length > 0) {
-      extensions.push(
-        new x509.SubjectAlternativeNameExtension(ips.map((value) => ({ type: 'ip' as const, value }))),
-      );
-    }
     try {
-      const cert = await x509.X509CertificateGenerator.create({
-        serialNumber: randomSerial(),
+      const der = ca.signer.sign({
         // Built from the checked values: never the CSR's own encoding of its subject.
-        subject: [{ [OID_O]: [KUBELET_CSR_ORGANIZATION] }, { [OID_CN]: [cn] }],
-        issuer: ca.issuer,
+        organization: KUBELET_CSR_ORGANIZATION,
+        commonName: cn,
+        ipAddresses: ips,
+        spki: csr.publicKey.rawData,
         notBefore: new Date(nowMs - 2 * HOUR_MS),
         notAfter: new Date(nowMs + 365 * 24 * HOUR_MS),
-        publicKey: csr.publicKey,
-        signingKey: signing.key,
-        signingAlgorithm: signing.algorithm,
-        extensions,
       });
-      return new TextEncoder().encode(`${cert.toString('pem').trim()}\n`);
+      return new TextEncoder().encode(`${x509.PemConverter.encode(der, 'CERTIFICATE').trim()}\n`);
     } catch (err) {
       throw wrapError(`${op}: creating the certificate`, err, 'internal');
     }
@@ -445,20 +408,22 @@ export class FileCertificateAuthority implements CertificateAuthority {
       const caCert = parseFirstCertificate(await readFile(certPath, 'utf8'));
       const signing = await importCaKey(await readFile(keyPath, 'utf8'));
       const ski = caCert.getExtension(OID_SKI);
-      return {
-        version,
-        issuer: new x509.Name(caCert.subjectName.toArrayBuffer()),
-        extensions:
-          ski === null
-            ? []
-            : [
-                new x509.AuthorityKeyIdentifierExtension(
-                  new x509.SubjectKeyIdentifierExtension(ski.rawData).keyId,
-                  false,
-                ),
-              ],
-        signing,
-      };
+      const authorityKeyId =
+        ski === null
+          ? []
+          : [
+              new x509.AuthorityKeyIdentifierExtension(
+                new x509.SubjectKeyIdentifierExtension(ski.rawData).keyId,
+                false,
+              ),
+            ];
+      const signer = await kubeletCertificateSigner(x509, {
+        caCert,
+        key: signing.keyObject,
+        algorithm: signing.algorithm,
+        extensions: [...kubeletExtensions(), ...authorityKeyId],
+      });
+      return { version, signer };
     })();
     const entry = { version, loaded };
     this.ca = entry;
