@@ -40,7 +40,11 @@ import {
   type NameRdns,
 } from '../../ports/kubernetes-node.js';
 import type { ControlPlaneFile } from '../../ports/types.js';
-import { type KubeletCertificateSigner, kubeletCertificateSigner } from './kubelet-certificate.js';
+import {
+  type KubeletCertificateSigner,
+  kubeletCertificateSigner,
+  kubeletProfileExtensions,
+} from './kubelet-certificate.js';
 import { loadX509, type X509Module } from './x509-loader.js';
 
 /**
@@ -241,28 +245,6 @@ async function verifyCsr(csr: X509.Pkcs10CertificateRequest): Promise<boolean> {
   }
 }
 
-let fixedKubeletExtensions: X509.Extension[] | undefined;
-
-/**
- * The extensions every kubelet certificate carries (upstream's profile): key usage digitalSignature
- * and keyEncipherment (critical), client and server auth, not a CA (critical). Built once: an
- * extension object is an immutable encoded value.
- */
-function kubeletExtensions(): X509.Extension[] {
-  fixedKubeletExtensions ??= [
-    new x509.KeyUsagesExtension(
-      x509.KeyUsageFlags.digitalSignature | x509.KeyUsageFlags.keyEncipherment,
-      true,
-    ),
-    new x509.ExtendedKeyUsageExtension(
-      [x509.ExtendedKeyUsage.clientAuth, x509.ExtendedKeyUsage.serverAuth],
-      false,
-    ),
-    new x509.BasicConstraintsExtension(false, undefined, true),
-  ];
-  return fixedKubeletExtensions;
-}
-
 /** A CSR parsed and signature-checked once, with the bytes it was parsed from. */
 interface ParsedCsr {
   /** Copy of the DER the result belongs to (the memo is reused only for equal bytes). */
@@ -421,7 +403,7 @@ export class FileCertificateAuthority implements CertificateAuthority {
         caCert,
         key: signing.keyObject,
         algorithm: signing.algorithm,
-        extensions: [...kubeletExtensions(), ...authorityKeyId],
+        extensions: [...kubeletProfileExtensions(x509), ...authorityKeyId],
       });
       return { version, signer };
     })();

@@ -37,6 +37,25 @@ const OID_O = '2.5.4.10';
 const OID_CN = '2.5.4.3';
 const OID_SAN = '2.5.29.17';
 
+/**
+ * The extensions of upstream's kubelet certificate profile, in order: key usage digitalSignature and
+ * keyEncipherment (critical), client and server auth, not a CA (critical). The CA adds its
+ * AuthorityKeyIdentifier after them, and the signer the IP SANs.
+ */
+export function kubeletProfileExtensions(x509: X509Module): X509.Extension[] {
+  return [
+    new x509.KeyUsagesExtension(
+      x509.KeyUsageFlags.digitalSignature | x509.KeyUsageFlags.keyEncipherment,
+      true,
+    ),
+    new x509.ExtendedKeyUsageExtension(
+      [x509.ExtendedKeyUsage.clientAuth, x509.ExtendedKeyUsage.serverAuth],
+      false,
+    ),
+    new x509.BasicConstraintsExtension(false, undefined, true),
+  ];
+}
+
 /** What the CA contributes to every certificate it signs. */
 export interface KubeletSignerOptions {
   /** The CA certificate (its subject is the issuer). */

@@ -11,7 +11,10 @@ import { AsnConvert } from '@peculiar/asn1-schema';
 import { Certificate } from '@peculiar/asn1-x509';
 import * as x509 from '@peculiar/x509';
 import { describe, expect, it } from 'vitest';
-import { kubeletCertificateSigner } from '../../../src/adapters/pki/kubelet-certificate.js';
+import {
+  kubeletCertificateSigner,
+  kubeletProfileExtensions,
+} from '../../../src/adapters/pki/kubelet-certificate.js';
 
 x509.cryptoProvider.set(webcrypto as unknown as Parameters<typeof x509.cryptoProvider.set>[0]);
 
@@ -48,15 +51,7 @@ async function ca(kind: Kind) {
   const signing = { name: algorithm.name, hash: algorithm.hash };
   const ski = cert.getExtension(x509.SubjectKeyIdentifierExtension);
   const extensions = [
-    new x509.KeyUsagesExtension(
-      x509.KeyUsageFlags.digitalSignature | x509.KeyUsageFlags.keyEncipherment,
-      true,
-    ),
-    new x509.ExtendedKeyUsageExtension(
-      [x509.ExtendedKeyUsage.clientAuth, x509.ExtendedKeyUsage.serverAuth],
-      false,
-    ),
-    new x509.BasicConstraintsExtension(false, undefined, true),
+    ...kubeletProfileExtensions(x509),
     new x509.AuthorityKeyIdentifierExtension((ski as x509.SubjectKeyIdentifierExtension).keyId, false),
   ];
   return { cert, keys, key, signing, extensions };
