@@ -46,7 +46,13 @@ export class AttestedGrpcServer {
   constructor(options: AttestedGrpcServerOptions) {
     assertGrpcJsInternals();
     this.logger = options.logger;
-    this.grpc = new Server({ 'grpc.max_receive_message_length': 4 * 1024 * 1024, ...options.grpcOptions });
+    this.grpc = new Server({
+      'grpc.max_receive_message_length': 4 * 1024 * 1024,
+      // grpc-js registers every connection and call in its channelz registry unless told not to;
+      // confboot serves no channelz, and each attested connection is new, so it is pure cost.
+      'grpc.enable_channelz': 0,
+      ...options.grpcOptions,
+    });
     this.injector = this.grpc.createConnectionInjector(ServerCredentials.createInsecure());
     this.listener = new AttestedTlsListener(options, (socket, peer) => this.inject(socket, peer));
   }
