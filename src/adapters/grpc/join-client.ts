@@ -164,6 +164,8 @@ export class GrpcJoinTicketClient implements JoinTicketClient {
     const connectMs = this.options.connectTimeoutMs ?? DEFAULT_JOIN_CONNECT_TIMEOUT_MS;
     const client = new JoinAPIClient(credentials.target(endpoint), credentials, {
       'grpc.use_local_subchannel_pool': 1,
+      // A channel per call: grpc-js's channelz registration (on by default) would be pure cost.
+      'grpc.enable_channelz': 0,
     });
     try {
       return await new Promise<Out>((resolve, reject) => {

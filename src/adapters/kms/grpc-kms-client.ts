@@ -50,6 +50,9 @@ export class GrpcKmsClient implements KMS {
       ? credentials.createSsl(tls.ca, tls.privateKey, tls.certChain)
       : credentials.createInsecure();
     this.#client = new APIClient(options.endpoint, channel, {
+      // No channelz registry (grpc-js's default is on): confboot serves none, and the join service
+      // makes two calls on this channel per join.
+      'grpc.enable_channelz': 0,
       'grpc.initial_reconnect_backoff_ms': 250,
       'grpc.max_reconnect_backoff_ms': 2_000,
       ...(tls?.serverName !== undefined ? { 'grpc.ssl_target_name_override': tls.serverName } : {}),
