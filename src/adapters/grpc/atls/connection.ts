@@ -193,9 +193,13 @@ export async function attestSocket(
   signal.addEventListener('abort', onAbort, { once: true });
   // A peer that goes away abandons everything done for it: a queued or running quote, a
   // verification waiting on the network, a slot waited for. Errors the exchange already saw for
-  // the close (a frame read cut short) keep their own, more precise message.
-  const peerClosed = budget.peerClosed('connection closed by the peer before it was attested');
-  const onPeerClose = () => budget.abort(peerClosed);
+  // the close (a frame read cut short) keep their own, more precise message. The error is made
+  // only when the peer does close (an error's stack trace costs microseconds on every join).
+  let peerClosed: Error | undefined;
+  const onPeerClose = () => {
+    peerClosed ??= budget.peerClosed('connection closed by the peer before it was attested');
+    budget.abort(peerClosed);
+  };
   raw.once('close', onPeerClose);
   const keepReading = () => {};
   const swallow = () => {};
@@ -235,7 +239,8 @@ export async function attestSocket(
     // grpc-js's HTTP/2 session sees the close and handles it.
     return { socket: tlsSocket, peer: { address, attestation } };
   } catch (err) {
-    const aborted = signal.aborted && !(signal.reason === peerClosed && err !== peerClosed);
+    const aborted =
+      signal.aborted && !(peerClosed !== undefined && signal.reason === peerClosed && err !== peerClosed);
     const reason = aborted ? signal.reason : err;
     if (tlsSocket) closeSoon(tlsSocket);
     else raw.destroy();
