@@ -177,7 +177,7 @@ function p8Rows(r: BenchResults): { row: string; details: string[] } | undefined
     const overheads: Array<[string, number, number]> = [
       ['attestation validation', seq.validationMeanMs * 1000, validationFloor],
       [
-        'ticket handling once attested (CSR inspection and signature in the CA worker, 2 key service calls, the ticket)',
+        'ticket handling once attested (CSR inspection and signature in the CA worker, the state disk key from the key service, the ticket)',
         seq.requestMeanMs * 1000,
         ticketFloor,
       ],

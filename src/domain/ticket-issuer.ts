@@ -97,6 +97,12 @@ interface Owner {
 /** Issues join and rejoin tickets: the domain's side of the join call. */
 export class TicketIssuer implements JoinCall {
   readonly #deps: TicketIssuerDeps;
+  /**
+   * The cluster's measurement secret, once the key service gave it: the same for every node for the
+   * cluster's life (it is derived from the master secret alone), so it is asked for once, not once
+   * per ticket. A failed request is not kept; the next ticket asks again.
+   */
+  #measurementSecret: Promise<Uint8Array> | undefined;
 
   /** Throws `invalid-argument` when the measurement salt or the API server endpoint is empty. */
   constructor(deps: TicketIssuerDeps) {
@@ -105,6 +111,20 @@ export class TicketIssuer implements JoinCall {
     if (deps.apiServerEndpoint === '')
       throw new ConfbootError('invalid-argument', 'ticket issuer: empty API server endpoint');
     this.#deps = { ...deps, measurementSalt: new Uint8Array(deps.measurementSalt) };
+  }
+
+  /** The measurement secret (a copy per ticket), asked from the key service the first time. */
+  async #getMeasurementSecret(): Promise<Uint8Array> {
+    let pending = this.#measurementSecret;
+    if (pending === undefined) {
+      const asked = this.#deps.kms.getDataKey(MEASUREMENT_SECRET_KEY_ID, MEASUREMENT_SECRET_LENGTH);
+      pending = asked;
+      this.#measurementSecret = asked;
+      asked.catch(() => {
+        if (this.#measurementSecret === asked) this.#measurementSecret = undefined;
+      });
+    }
+    return new Uint8Array(await pending);
   }
 
   /**
@@ -192,9 +212,7 @@ export class TicketIssuer implements JoinCall {
     // bootstrap token only once both keys exist, and before the CA hash is read (upstream order);
     // the kubelet certificate only once the token exists. Each step still checks the signal first.
     const [measurementSecret, stateDiskKey] = await Promise.all([
-      step('getting measurement secret', () =>
-        kms.getDataKey(MEASUREMENT_SECRET_KEY_ID, MEASUREMENT_SECRET_LENGTH),
-      ),
+      step('getting measurement secret', () => this.#getMeasurementSecret()),
       step('getting state disk key', () => kms.getDataKey(req.diskUuid.toLowerCase(), STATE_DISK_KEY_LENGTH)),
     ]);
     const [[token, discoveryTokenCaCertHash], kubernetesComponents] = await Promise.all([
@@ -434,7 +452,7 @@ export class TicketIssuer implements JoinCall {
     });
     this.#checkDenyList(op, { nodeName: bound.nodeName });
     const [measurementSecret, stateDiskKey] = await Promise.all([
-      kms.getDataKey(MEASUREMENT_SECRET_KEY_ID, MEASUREMENT_SECRET_LENGTH).catch((err: unknown) => {
+      this.#getMeasurementSecret().catch((err: unknown) => {
         throw dependencyError(`${op}: getting measurement secret`, err);
       }),
       kms.getDataKey(req.diskUuid.toLowerCase(), STATE_DISK_KEY_LENGTH).catch((err: unknown) => {

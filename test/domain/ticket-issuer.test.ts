@@ -128,6 +128,36 @@ describe('TicketIssuer.issueJoinTicket', () => {
     ]);
   });
 
+  it('asks the key service for the measurement secret once (first tickets at once share the request), each state disk key every time', async () => {
+    const s = setup();
+    const issuer = s.issuer();
+    const uuid2 = UUID.replace(/^./, 'f');
+    const [a, b] = await Promise.all([
+      issuer.issueJoinTicket(req(), { peer: PEER }),
+      issuer.issueJoinTicket(req({ diskUuid: uuid2 }), { peer: PEER }),
+    ]);
+    const c = await issuer.issueRejoinTicket({ diskUuid: UUID }, { peer: PEER });
+    expect(s.kms.calls.map((x) => x.dataKeyId)).toEqual(['measurementSecret', UUID, uuid2, UUID]);
+    const secret = StubKms.keyFor('measurementSecret', 32);
+    for (const t of [a, b, c]) expect(t.measurementSecret).toEqual(secret);
+    // Each ticket has its own copy: changing one changes no other.
+    a.measurementSecret.fill(0);
+    expect(b.measurementSecret).toEqual(secret);
+    expect((await issuer.issueJoinTicket(req(), { peer: PEER })).measurementSecret).toEqual(secret);
+  });
+
+  it('does not keep a failed measurement-secret request: the next ticket asks again', async () => {
+    const s = setup();
+    const issuer = s.issuer();
+    s.kms.errFor.set('measurementSecret', new ConfbootError('unavailable', 'key service down'));
+    const err = await issuer.issueJoinTicket(req(), { peer: PEER }).catch((e: unknown) => e);
+    expect(isConfbootError(err) && err.message).toContain('getting measurement secret: key service down');
+    s.kms.errFor.clear();
+    const t = await issuer.issueJoinTicket(req(), { peer: PEER });
+    expect(t.measurementSecret).toEqual(StubKms.keyFor('measurementSecret', 32));
+    expect(s.kms.calls.filter((x) => x.dataKeyId === 'measurementSecret')).toHaveLength(2);
+  });
+
   it('runs no further step once the call is cancelled: no token, no certificate, no record', async () => {
     const s = setup();
     const cancelled = new AbortController();
@@ -321,7 +351,7 @@ describe('TicketIssuer.issueJoinTicket', () => {
     },
     'GetDataKey fails': {
       arrange: (s) => {
-        s.kms.getDataKeyErr = new Error('connection refused');
+        s.kms.errFor.set('measurementSecret', new Error('connection refused'));
       },
       wantCode: 'unavailable',
       wantMessage: 'getting measurement secret: connection refused',

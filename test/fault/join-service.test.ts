@@ -6,12 +6,11 @@
  * once it is back.
  */
 import { afterEach, describe, expect, it } from 'vitest';
-import { MEASUREMENT_SECRET_KEY_ID } from '../../src/domain/key-derivation.js';
 import { useTmpDirs } from '../support/tmp.js';
 import { expectJoinedCleanly, expectNoSecretsInLogs, expectPristine } from './support/checks.js';
 import { FaultCluster, joinedNames, trackEnds } from './support/cluster.js';
 import { BURST_NODES, OUTAGES, report, TEST_MS, WAIT_MS } from './support/config.js';
-import { waitUntil } from './support/faults.js';
+import { stateDiskKeys, waitUntil } from './support/faults.js';
 
 const tmp = useTmpDirs('confboot-fault-js-');
 const clusters: FaultCluster[] = [];
@@ -27,7 +26,9 @@ describe('fault: join service restarted mid-burst (kubeadm and the Kubernetes AP
       clusters.push(cluster);
       const nodes = await cluster.addNodes(BURST_NODES);
       const grpcPort = cluster.joinService.grpcPort;
-      cluster.kmsGate.holdAfter(4);
+      // Two tickets' state disk keys, then derivations wait (the join service asks for the
+      // measurement secret once and keeps it).
+      cluster.kmsGate.holdAfter(2, stateDiskKeys);
       for (const n of nodes) await cluster.startNode(n);
       const ends = trackEnds(nodes);
       const gotTicket = () => new Set(cluster.logs.where('Got join ticket').map((e) => e.node as string));
@@ -65,7 +66,7 @@ describe('fault: join service restarted mid-burst (kubeadm and the Kubernetes AP
           for (const e of n.joinErrors.filter((x) => x.at >= closedAt))
             expect(e.message).toMatch(/issuing join ticket from 127\.0\.0\.2:\d+/);
         }
-        if (restart < OUTAGES) cluster.kmsGate.holdAfter(4);
+        if (restart < OUTAGES) cluster.kmsGate.holdAfter(2, stateDiskKeys);
         await cluster.startJoinService();
         expect(cluster.joinService.grpcPort).toBe(grpcPort);
       }
@@ -89,7 +90,7 @@ describe('fault: join service restarted mid-burst (kubeadm and the Kubernetes AP
     clusters.push(cluster);
     const nodes = await cluster.addNodes(2);
     // Every request gets its measurement secret, then waits for its state disk key.
-    cluster.kmsGate.holdAfter(0, (id) => id !== MEASUREMENT_SECRET_KEY_ID);
+    cluster.kmsGate.holdAfter(0, stateDiskKeys);
     for (const n of nodes) await cluster.startNode(n);
     await waitUntil('both requests in flight', () => cluster.kmsGate.held >= 2, WAIT_MS);
     const closing = cluster.stopJoinService();

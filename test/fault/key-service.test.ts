@@ -10,7 +10,7 @@ import { useTmpDirs } from '../support/tmp.js';
 import { expectJoinedCleanly, expectNoSecretsInLogs, expectPristine } from './support/checks.js';
 import { FaultCluster, joinedNames, trackEnds } from './support/cluster.js';
 import { BURST_NODES, LONG, OUTAGES, report, TEST_MS, WAIT_MS } from './support/config.js';
-import { waitUntil } from './support/faults.js';
+import { stateDiskKeys, waitUntil } from './support/faults.js';
 
 const GRPC_UNAVAILABLE = 14;
 const LONG_OUTAGE_MS = 30_000;
@@ -28,9 +28,9 @@ describe('fault: key service down mid-burst (kubeadm and the Kubernetes API simu
       clusters.push(cluster);
       const nodes = await cluster.addNodes(BURST_NODES);
       const port = cluster.keyServicePort;
-      // Two tickets' worth of keys (measurement secret + disk key each), then derivations wait:
-      // those requests are in flight when the key service goes away.
-      cluster.kmsGate.holdAfter(4);
+      // Two tickets' state disk keys, then derivations wait: those requests are in flight when the
+      // key service goes away. (The join service asks for the measurement secret once and keeps it.)
+      cluster.kmsGate.holdAfter(2, stateDiskKeys);
       for (const n of nodes) await cluster.startNode(n);
       const ends = trackEnds(nodes);
       const issuedTo = () =>
@@ -79,7 +79,7 @@ describe('fault: key service down mid-burst (kubeadm and the Kubernetes API simu
         }
         // The join service audited the outage as `unavailable`.
         expect(cluster.audits().some((a) => a.outcome === 'refused' && a.code === 'unavailable')).toBe(true);
-        if (outage < OUTAGES) cluster.kmsGate.holdAfter(4);
+        if (outage < OUTAGES) cluster.kmsGate.holdAfter(2, stateDiskKeys);
         // Long variant: the last outage lasts 30 s, long enough for the join service's gRPC channel
         // to the key service to back off between reconnects (reported, not asserted).
         if (LONG && outage === OUTAGES) await new Promise((r) => setTimeout(r, LONG_OUTAGE_MS));

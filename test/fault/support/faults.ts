@@ -10,6 +10,7 @@ import { appendFileSync, chmodSync, existsSync, readFileSync, rmSync, writeFileS
 import { createServer, type IncomingMessage, request, type ServerResponse } from 'node:http';
 import { isIPv4 } from 'node:net';
 import { join } from 'node:path';
+import { MEASUREMENT_SECRET_KEY_ID } from '../../../src/domain/key-derivation.js';
 import type { KMS } from '../../../src/ports/kms.js';
 
 /** Waits (bounded) until `cond` holds, polling every 25 ms; the error names what was awaited. */
@@ -213,6 +214,9 @@ export class StallingMetadataProxy {
  * A KMS that passes the first `passFirst` calls straight through and holds the rest at a gate
  * until {@link GateKms.open}; used to keep ticket requests in flight while a service goes away.
  */
+/** For {@link GateKms.holdAfter}: counts and holds only state disk keys, not the measurement secret. */
+export const stateDiskKeys = (dataKeyId: string): boolean => dataKeyId !== MEASUREMENT_SECRET_KEY_ID;
+
 export class GateKms implements KMS {
   /** Calls counted so far (see {@link holdAfter}'s `only`). */
   calls = 0;
