@@ -6,14 +6,16 @@
  * and joins the Kubernetes cluster. Before the lock every failure is retried with capped exponential
  * backoff and full jitter, except a round in which no endpoint had anything listening (connection
  * refused: the join service is not up yet, and asking costs it nothing), which is retried at a short
- * fixed, jittered interval so a node notices a new service within a fraction of a second. After the
- * lock every failure is final.
+ * jittered interval growing from 250–500 ms to 1–2 s, so a node notices a new service within 2 s.
+ * Such a round costs little: the key and CSR of an attempt whose connection was refused (nothing was sent)
+ * are used again, and refused attempts are logged once per {@link NOT_LISTENING_LOG_INTERVAL_MS}
+ * with their count, not once each. After the lock every failure is final.
  */
 import type { Clock } from '../ports/clock.js';
 import type { ClusterJoiner, JoinClusterArgs } from '../ports/cluster-joiner.js';
-import type { CsrFactory } from '../ports/csr-factory.js';
+import type { CsrFactory, KubeletCsr } from '../ports/csr-factory.js';
 import type { EncryptedDisk } from '../ports/encrypted-disk.js';
-import { CONNECTION_REFUSED, ConfbootError, messageOf, reasonOf, wrapError } from '../ports/errors.js';
+import { ConfbootError, messageOf, wrapError } from '../ports/errors.js';
 import type { FileWriter } from '../ports/file-writer.js';
 import type { JoinTicketClient } from '../ports/join-ticket-client.js';
 import { CONTROL_PLANE_FILE_NAMES } from '../ports/kubernetes-node.js';
@@ -28,6 +30,7 @@ import { joinServiceEndpoints } from './join-endpoints.js';
 import { checkJoinTicket } from './join-ticket-check.js';
 import { deriveClusterId } from './key-derivation.js';
 import type { NodeLockLike } from './node-lock.js';
+import { isNothingListening, NotListeningPacer, type NotListeningRetry } from './not-listening.js';
 import { withStateDisk } from './state-disk.js';
 
 /** NodePort of the join service that joining nodes dial (upstream `JoinServiceNodePort`). */
@@ -76,35 +79,18 @@ export const DEFAULT_JOIN_TIMEOUTS: Readonly<JoinTimeouts> = Object.freeze({
   joinClusterMs: 5 * 60_000,
 });
 
+export {
+  DEFAULT_NOT_LISTENING_RETRY,
+  isNothingListening,
+  NOT_LISTENING_LOG_INTERVAL_MS,
+  type NotListeningRetry,
+} from './not-listening.js';
+
 /** Default backoff: first ceiling 1 s, capped at upstream's fixed 30 s interval. */
 export const DEFAULT_JOIN_BACKOFF: Readonly<BackoffOptions> = Object.freeze({
   initialMs: 1_000,
   maxMs: 30_000,
 });
-
-/** Retry interval bounds (ms) while nothing listens at any join service endpoint. */
-export interface NotListeningRetry {
-  /** Shortest wait. */
-  minMs: number;
-  /** Longest wait; each wait is uniformly random in [minMs, maxMs). */
-  maxMs: number;
-}
-
-/** Default retry while nothing listens yet: 250–500 ms. */
-export const DEFAULT_NOT_LISTENING_RETRY: Readonly<NotListeningRetry> = Object.freeze({
-  minMs: 250,
-  maxMs: 500,
-});
-
-/**
- * Whether a join ticket call failed because nothing listens at the endpoint: the join ticket client
- * reports a refused TCP connection (before any TLS or attestation) with the reason
- * {@link CONNECTION_REFUSED}. Refusals by a running service (ResourceExhausted, attestation errors,
- * closed handshakes, timeouts) carry no such reason, whatever their message says.
- */
-export function isNothingListening(err: unknown): boolean {
-  return reasonOf(err) === CONNECTION_REFUSED;
-}
 
 /** The ports the join flow uses (only the slices it needs). */
 export interface JoinFlowDeps {
@@ -127,7 +113,7 @@ export interface JoinFlowOptions {
   joinServicePort?: number;
   paths?: Partial<JoinPaths>;
   backoff?: Partial<BackoffOptions>;
-  /** Retry interval while nothing listens at any endpoint (default 250–500 ms). */
+  /** Retry interval while nothing listens at any endpoint (default 250–500 ms, growing to 1–2 s). */
   notListeningRetry?: Partial<NotListeningRetry>;
   timeouts?: Partial<JoinTimeouts>;
   /**
@@ -166,11 +152,13 @@ export class JoinFlow {
   readonly #port: number;
   readonly #paths: JoinPaths;
   readonly #backoff: BackoffOptions;
-  readonly #notListeningRetry: NotListeningRetry;
+  readonly #notListening: NotListeningPacer;
   readonly #timeouts: JoinTimeouts;
   readonly #onPointOfNoReturn: (() => void | Promise<void>) | undefined;
   readonly #stop = new AbortController();
   #started = false;
+  /** A key and CSR made for an attempt whose connection was refused: sent nowhere, used next. */
+  #unsentCsr: KubeletCsr | undefined;
 
   /** Throws `invalid-argument` for invalid backoff bounds. */
   constructor(deps: JoinFlowDeps, options: JoinFlowOptions = {}) {
@@ -179,13 +167,7 @@ export class JoinFlow {
     this.#paths = { ...DEFAULT_JOIN_PATHS, ...options.paths };
     this.#backoff = { ...DEFAULT_JOIN_BACKOFF, ...options.backoff };
     checkBackoffOptions(this.#backoff);
-    this.#notListeningRetry = { ...DEFAULT_NOT_LISTENING_RETRY, ...options.notListeningRetry };
-    const { minMs, maxMs } = this.#notListeningRetry;
-    if (!(Number.isFinite(minMs) && Number.isFinite(maxMs) && minMs >= 0 && maxMs >= minMs))
-      throw new ConfbootError(
-        'invalid-argument',
-        `invalid not-listening retry: minMs ${minMs}, maxMs ${maxMs}`,
-      );
+    this.#notListening = new NotListeningPacer(options.notListeningRetry);
     this.#timeouts = { ...DEFAULT_JOIN_TIMEOUTS, ...options.timeouts };
     this.#onPointOfNoReturn = options.onPointOfNoReturn;
   }
@@ -224,24 +206,19 @@ export class JoinFlow {
     if (self === undefined) return this.#stopped();
     logger.info('Starting join', { name: self.name, role: self.role });
 
-    // Only refusals by a running service (or no endpoints at all) grow the backoff.
+    // Only refusals by a running service (or no endpoints at all) grow the backoff; rounds in
+    // which nothing listened grow the not-listening interval, up to its cap.
     let attempt = 0;
     for (;;) {
       const got = await this.#tryEndpoints(diskUuid, self, signal);
       if (signal.aborted) return this.#stopped();
       if (got.ticket !== undefined) return this.#startNodeAndJoin(self, got);
+      if (!got.nothingListening) this.#notListening.reset();
       const slept = got.nothingListening
-        ? await this.#sleep(this.#notListeningDelayMs(), signal)
+        ? await this.#sleep(this.#notListening.nextDelayMs(this.#deps.random), signal)
         : await this.#backoffSleep(attempt++, signal);
       if (!slept) return this.#stopped();
     }
-  }
-
-  /** A uniformly random wait in [minMs, maxMs) of the not-listening retry. */
-  #notListeningDelayMs(): number {
-    const { minMs, maxMs } = this.#notListeningRetry;
-    const f = Math.min(Math.max(this.#deps.random.float(), 0), 1);
-    return Math.floor(minMs + f * (maxMs - minMs));
   }
 
   #stopped(): JoinFlowOutcome {
@@ -346,9 +323,12 @@ export class JoinFlow {
     let nothingListening = true;
     for (const endpoint of endpoints) {
       if (signal.aborted) return { nothingListening: false };
+      let csr: KubeletCsr | undefined;
       try {
-        // A fresh key and CSR for every attempt: a key is never sent to two join services.
-        const csr = await csrFactory.create(self.name, self.vpcIp === '' ? [] : [self.vpcIp]);
+        // A key is never sent to two join services: a fresh key and CSR for every attempt, except
+        // that those of an attempt whose connection was refused (nothing was sent) are used again.
+        csr = this.#unsentCsr ?? (await csrFactory.create(self.name, self.vpcIp === '' ? [] : [self.vpcIp]));
+        this.#unsentCsr = undefined;
         const request: JoinTicketRequest = {
           diskUuid,
           certificateRequest: csr.csrDer,
@@ -368,8 +348,13 @@ export class JoinFlow {
         return { ticket, keyPem: csr.keyPem, endpoint };
       } catch (err) {
         if (signal.aborted) return { nothingListening: false };
-        if (!isNothingListening(err)) nothingListening = false;
-        logger.warn('Failed to get join ticket', { endpoint, error: messageOf(err) });
+        if (isNothingListening(err)) {
+          this.#unsentCsr = csr;
+          this.#notListening.refused(this.#deps.clock, this.#deps.logger, endpoint, err);
+        } else {
+          nothingListening = false;
+          logger.warn('Failed to get join ticket', { endpoint, error: messageOf(err) });
+        }
       }
     }
     return { nothingListening };

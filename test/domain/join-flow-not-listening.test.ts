@@ -10,6 +10,7 @@ import {
   isNothingListening,
   JoinFlow,
   type JoinFlowOptions,
+  NOT_LISTENING_LOG_INTERVAL_MS,
 } from '../../src/domain/join-flow.js';
 import { AttestationError, CONNECTION_REFUSED, ConfbootError, wrapError } from '../../src/ports/errors.js';
 import { joinFlowStubs } from './stubs.js';
@@ -55,14 +56,23 @@ function setup() {
 }
 
 describe('JoinFlow while no join service listens', () => {
-  it('retries every 250–500 ms (jittered) while the connection is refused, then joins', async () => {
+  it('retries after 250–500 ms (jittered) while the connection is refused, doubling to 1–2 s, then joins', async () => {
     const s = setup();
-    s.joinClient.ticketAnswers = [refused(), refused(), refused(), refused()];
-    s.random.floats = [0, 0, 0, 0.5, 0, 0.999, 0];
-    // floats: start index, jitter 0 → 250 ms; start index, 0.5 → 375; start index, 0.999 → 499; start index, default 0.5 → 375
+    s.joinClient.ticketAnswers = [refused(), refused(), refused(), refused(), refused()];
+    s.random.floats = [0, 0, 0, 0.5, 0, 0.999, 0, 0, 0];
+    // floats: start index, jitter 0 → 250 ms; start index, 0.5 → 2 × 375; start index, 0.999 → 4 × 499.75;
+    // start index, 0 → 4 × 250 (the cap: 4 × 500 = 2 s); start index, default 0.5 → 4 × 375
     expect((await s.run()).outcome).toBe('joined');
-    expect(s.sleeps()).toEqual([250, 375, 499, 375]);
-    expect(s.joinClient.calls).toHaveLength(5);
+    expect(s.sleeps()).toEqual([250, 750, 1_999, 1_000, 1_500]);
+    expect(s.joinClient.calls).toHaveLength(6);
+  });
+
+  it('starts the not-listening interval over once a running service answered', async () => {
+    const s = setup();
+    s.random.floatValue = 0.5;
+    s.joinClient.ticketAnswers = [refused(), refused(), refused(), overloaded, refused(), refused()];
+    expect((await s.run()).outcome).toBe('joined');
+    expect(s.sleeps()).toEqual([375, 750, 1_500, 500, 375, 750]);
   });
 
   it('keeps the exponential backoff for refusals by a running service, starting from the first one', async () => {
@@ -71,7 +81,7 @@ describe('JoinFlow while no join service listens', () => {
     s.joinClient.ticketAnswers = [refused(), refused(), refused(), overloaded, overloaded, overloaded];
     expect((await s.run()).outcome).toBe('joined');
     // Three refused connections do not count as backoff attempts: 1 s, 2 s, 4 s ceilings follow.
-    expect(s.sleeps()).toEqual([375, 375, 375, 500, 1_000, 2_000]);
+    expect(s.sleeps()).toEqual([375, 750, 1_500, 500, 1_000, 2_000]);
   });
 
   it('uses the backoff when only some endpoints of a round refuse the connection', async () => {
@@ -89,13 +99,22 @@ describe('JoinFlow while no join service listens', () => {
     s.joinClient.ticketAnswers = [refused()];
     await s.run({ notListeningRetry: { minMs: 1_000, maxMs: 3_000 } });
     expect(s.sleeps()).toEqual([2_000]);
+    const capped = setup();
+    capped.random.floatValue = 0.5;
+    capped.joinClient.ticketAnswers = [refused(), refused(), refused()];
+    // A cap at or below maxMs keeps the first interval for every round.
+    await capped.run({ notListeningRetry: { minMs: 100, maxMs: 300, capMs: 0 } });
+    expect(capped.sleeps()).toEqual([200, 200, 200]);
     expect(() => new JoinFlow(s, { notListeningRetry: { minMs: 500, maxMs: 100 } })).toThrow(
       'invalid not-listening retry',
     );
     expect(() => new JoinFlow(s, { notListeningRetry: { minMs: -1 } })).toThrow(
       'invalid not-listening retry',
     );
-    expect(DEFAULT_NOT_LISTENING_RETRY).toEqual({ minMs: 250, maxMs: 500 });
+    expect(() => new JoinFlow(s, { notListeningRetry: { capMs: Number.NaN } })).toThrow(
+      'invalid not-listening retry',
+    );
+    expect(DEFAULT_NOT_LISTENING_RETRY).toEqual({ minMs: 250, maxMs: 500, capMs: 2_000 });
   });
 
   it('a permission-denied answer keeps the exponential backoff, a refused connection does not', async () => {
@@ -104,6 +123,40 @@ describe('JoinFlow while no join service listens', () => {
     s.joinClient.ticketAnswers = [denied, denied, refused(), denied];
     expect((await s.run()).outcome).toBe('joined');
     expect(s.sleeps()).toEqual([500, 1_000, 375, 2_000]);
+  });
+
+  it('uses the key and CSR of a refused attempt again (nothing was sent), and makes new ones once a service saw them', async () => {
+    const s = setup();
+    s.random.floatValue = 0.5;
+    s.joinClient.ticketAnswers = [refused(), refused(), overloaded, refused(), denied, refused()];
+    expect((await s.run()).outcome).toBe('joined');
+    const csrs = s.joinClient.calls.map((c) => Buffer.from(c.request.certificateRequest).toString());
+    // csr-1 went nowhere twice, then to the overloaded service; csr-2 was refused, then sent to the
+    // service that denied it; csr-3 was refused and then carried the join.
+    expect(csrs).toEqual(['csr-1', 'csr-1', 'csr-1', 'csr-2', 'csr-2', 'csr-3', 'csr-3']);
+    expect(s.csrFactory.calls).toHaveLength(3);
+    // The node's kubelet key is the one of the CSR that got the ticket.
+    expect(
+      Buffer.from(s.files.written.get('/run/state/kubelet/pki/kubelet-client-key.pem') ?? []).toString(),
+    ).toBe('key-3');
+  });
+
+  it('logs refused attempts once per interval with their count, and every refusal by a running service', async () => {
+    const s = setup();
+    s.random.floatValue = 0.5; // 375 ms, 750 ms, then 1.5 s between refused rounds: 28 s in all
+    const rounds = 20;
+    s.joinClient.ticketAnswers = [...Array.from({ length: rounds }, () => refused()), denied];
+    expect((await s.run()).outcome).toBe('joined');
+    const lines = s.logger.events.filter((e) => e.msg === 'Failed to get join ticket');
+    const refusedLines = lines.filter((e) => String(e.fields?.error).includes('ECONNREFUSED'));
+    // The first at once, then one per 10 s; together they count every refused attempt.
+    expect(refusedLines).toHaveLength(3);
+    expect(refusedLines[0]?.fields?.refusedSinceLastLine).toBe(1);
+    const counted = refusedLines.reduce((n, e) => n + Number(e.fields?.refusedSinceLastLine), 0);
+    expect(counted).toBeLessThanOrEqual(rounds);
+    expect(counted).toBeGreaterThan(rounds - Math.ceil(NOT_LISTENING_LOG_INTERVAL_MS / 1_500));
+    // The refusal by a running service is logged as it happens.
+    expect(lines.filter((e) => String(e.fields?.error).includes('pcr-values'))).toHaveLength(1);
   });
 
   it('tells a refused connection from every refusal by a running service, by its reason only', () => {

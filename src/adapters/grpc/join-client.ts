@@ -15,7 +15,7 @@ import {
 } from '@grpc/grpc-js';
 import { APIClient as JoinAPIClient } from '../../gen/join.js';
 import type { Clock } from '../../ports/clock.js';
-import { ConfbootError, messageOf } from '../../ports/errors.js';
+import { CONNECTION_REFUSED, ConfbootError, messageOf, reasonOf } from '../../ports/errors.js';
 import type { Issuer } from '../../ports/issuer.js';
 import type { JoinTicketClient } from '../../ports/join-ticket-client.js';
 import type { Logger } from '../../ports/logger.js';
@@ -204,7 +204,10 @@ export class GrpcJoinTicketClient implements JoinTicketClient {
         void credentials.answered.then(() => clearTimeout(connectTimer));
       });
     } catch (err) {
-      this.options.logger?.warn('Join service call failed', {
+      // A refused connection (nothing listens yet) is the caller's to report: a node retries it
+      // several times a second until its join service starts.
+      const level = reasonOf(err) === CONNECTION_REFUSED ? 'debug' : 'warn';
+      this.options.logger?.[level]('Join service call failed', {
         endpoint,
         reason: messageOf(err),
       });

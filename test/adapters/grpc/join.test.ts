@@ -14,6 +14,7 @@ import {
   isAttestationError,
 } from '../../../src/ports/errors.js';
 import type { JoinTicketRequest } from '../../../src/ports/types.js';
+import { FakeLogger } from '../../fakes/fake-logger.js';
 import { DummyIssuer, DummyValidator } from '../../support/dummy-attestation.js';
 import { type AttestedCaller, joinCallOf, type ThrowingJoinCall } from '../../support/join-call.js';
 import { freePort } from '../../support/net.js';
@@ -175,13 +176,20 @@ describe('join over attested TLS', () => {
 
   it('a refused TCP connection carries the reason connection-refused; a refused attestation or a handler refusal does not', async () => {
     const port = await freePort();
-    const client = new GrpcJoinTicketClient({ issuer: new DummyIssuer(), clock });
+    const logger = new FakeLogger();
+    const client = new GrpcJoinTicketClient({ issuer: new DummyIssuer(), clock, logger });
     const refused = await client.issueJoinTicket(`127.0.0.1:${port}`, request).catch((x: unknown) => x);
     expect(refused).toMatchObject({ code: 'unavailable', reason: CONNECTION_REFUSED });
+    // Nothing listening is the join flow's to report (once per interval); the client logs it at debug.
+    expect(logger.events.map((e) => `${e.level} ${e.msg}`)).toEqual(['debug Join service call failed']);
 
     const { endpoint: attesting } = await start({}, [new RefusingValidator()]);
     const denied = await client.issueJoinTicket(attesting, request).catch((x: unknown) => x);
     expect(denied).toMatchObject({ code: 'permission-denied', reason: undefined });
+    expect(logger.events.map((e) => `${e.level} ${e.msg}`)).toEqual([
+      'debug Join service call failed',
+      'warn Join service call failed',
+    ]);
 
     const { endpoint: refusing } = await start({
       async issueJoinTicket() {
