@@ -11,7 +11,9 @@
  *   header, reads the measurement salt from the node state on the disk, and marks the node with the
  *   cluster ID (PCR 15) again. The bootstrapper then sees a bootstrapped node and restarts the kubelet.
  *   A refusal (e.g. the node's measurements no longer match) leaves the disk closed; the node logs
- *   the refusal and retries with capped exponential backoff and full jitter.
+ *   the refusal and retries with capped exponential backoff and full jitter. A round in which no
+ *   join service listened at all (connection refused, e.g. after a full outage) is retried within
+ *   2 s instead, as the join flow does, so the node rejoins soon after a join service starts.
  * - On a control plane, once a round of rejoin found no ticket, the node also serves recovery (the
  *   master secret, or K shares of it, from operators who verified its attestation). Whichever of
  *   rejoin and recovery first opens the disk wins; the other stops.
@@ -45,6 +47,7 @@ import {
   SALT_LENGTH,
   STATE_DISK_KEY_LENGTH,
 } from './key-derivation.js';
+import { isNothingListening, NotListeningPacer, type NotListeningRetry } from './not-listening.js';
 import { RecoveryShares, type RecoverySharesOptions } from './recovery-shares.js';
 
 /** The ports the disk mapper uses (only the slices it needs). */
@@ -68,8 +71,13 @@ export interface DiskMapperDeps {
 export interface DiskMapperOptions {
   /** Port of the join service on every endpoint (default 30090). */
   joinServicePort?: number;
-  /** Retry backoff between rejoin rounds (default 1 s → 30 s, full jitter). */
+  /**
+   * Retry backoff between rejoin rounds (default 1 s → 30 s, full jitter); a round in which every
+   * endpoint refused the connection (no join service listens yet) is retried at `notListeningRetry`.
+   */
   backoff?: Partial<BackoffOptions>;
+  /** Retry interval while nothing listens at any endpoint (default 250–500 ms, growing to 1–2 s). */
+  notListeningRetry?: Partial<NotListeningRetry>;
   /** Deadline of each metadata call in ms (default 30 s). */
   metadataTimeoutMs?: number;
   /** Deadline of each IssueRejoinTicket call in ms (default 30 s). */
@@ -115,6 +123,7 @@ export class DiskMapper {
   readonly #metadataMs: number;
   readonly #rejoinMs: number;
   readonly #sharesOptions: RecoverySharesOptions;
+  readonly #notListening: NotListeningPacer;
   /** Aborts when stopped or when the disk was opened: ends the rejoin loop and recovery. */
   readonly #end = new AbortController();
   #stopped = false;
@@ -132,6 +141,7 @@ export class DiskMapper {
     this.#metadataMs = options.metadataTimeoutMs ?? DEFAULTS.metadataTimeoutMs;
     this.#rejoinMs = options.rejoinTicketTimeoutMs ?? DEFAULTS.rejoinTicketTimeoutMs;
     this.#sharesOptions = options.shares ?? {};
+    this.#notListening = new NotListeningPacer(options.notListeningRetry, 'Failed to get rejoin ticket');
   }
 
   /** Stops waiting for rejoin or recovery; `run()` resolves `stopped` unless the disk is open already. */
@@ -220,11 +230,19 @@ export class DiskMapper {
           logger.error('Recovery endpoint failed', { error: messageOf(err) });
         });
     };
-    for (let attempt = 0; !this.#end.signal.aborted; attempt++) {
+    // A round in which nothing listened (the join service is not up yet, say after a full outage)
+    // is retried within 2 s, so the node rejoins soon after a join service starts; any other failed
+    // round grows the backoff.
+    let attempt = 0;
+    while (!this.#end.signal.aborted) {
       const got = await this.#rejoinRound(diskUuid, self);
-      if (got) break;
+      if (got.opened) break;
       startRecovery();
-      if (!(await this.#sleep(fullJitterDelayMs(attempt, this.#backoff, this.#deps.random)))) break;
+      if (!got.nothingListening) this.#notListening.reset();
+      const delayMs = got.nothingListening
+        ? this.#notListening.nextDelayMs(this.#deps.random)
+        : fullJitterDelayMs(attempt++, this.#backoff, this.#deps.random);
+      if (!(await this.#sleep(delayMs))) break;
     }
     await this.#opening;
     await recovery;
@@ -238,16 +256,24 @@ export class DiskMapper {
     return { outcome: 'stopped' };
   }
 
-  /** One round over the join service endpoints; true once the disk was opened (by anyone). */
-  async #rejoinRound(diskUuid: string, self: InstanceMetadata): Promise<boolean> {
+  /**
+   * One round over the join service endpoints: `opened` once the disk was opened (by anyone),
+   * `nothingListening` when every endpoint refused the connection.
+   */
+  async #rejoinRound(
+    diskUuid: string,
+    self: InstanceMetadata,
+  ): Promise<{ opened: boolean; nothingListening: boolean }> {
     const { rejoinClient, clock, logger } = this.#deps;
     const signal = this.#end.signal;
+    const ended = () => ({ opened: this.#won !== undefined, nothingListening: false });
     const exclude = self.role === 'ControlPlane' ? self.vpcIp : '';
     const endpoints = await joinServiceEndpoints(this.#deps, this.#port, this.#metadataMs, signal, exclude);
-    if (signal.aborted) return this.#won !== undefined;
+    if (signal.aborted) return ended();
     if (endpoints.length === 0) logger.warn('No join service endpoints found for rejoin');
+    let nothingListening = endpoints.length > 0;
     for (const endpoint of endpoints) {
-      if (signal.aborted) return this.#won !== undefined;
+      if (signal.aborted) return ended();
       let ticket: { stateDiskKey: Uint8Array; measurementSecret: Uint8Array };
       try {
         ticket = await callWithTimeout(
@@ -258,25 +284,32 @@ export class DiskMapper {
           (o) => rejoinClient.issueRejoinTicket(endpoint, { diskUuid }, o),
         );
       } catch (err) {
-        if (signal.aborted) return this.#won !== undefined;
+        if (signal.aborted) return ended();
+        if (isNothingListening(err)) {
+          this.#notListening.refused(clock, logger, endpoint, err);
+          continue;
+        }
+        nothingListening = false;
         if (isConfbootError(err) && err.code === 'permission-denied')
           logger.warn('Rejoin refused; the disk stays closed', { endpoint, reason: messageOf(err) });
         else logger.warn('Failed to get rejoin ticket', { endpoint, error: messageOf(err) });
         continue;
       }
+      nothingListening = false;
       if (ticket.stateDiskKey.length === 0 || ticket.measurementSecret.length === 0) {
         logger.warn('Rejoin ticket is incomplete', { endpoint });
         continue;
       }
       try {
         await this.#open('rejoin', ticket.stateDiskKey, ticket.measurementSecret, undefined, endpoint);
-        return true;
+        return { opened: true, nothingListening: false };
       } catch (err) {
-        if (this.#fatal !== undefined || this.#won !== undefined) return true;
+        if (this.#fatal !== undefined || this.#won !== undefined)
+          return { opened: true, nothingListening: false };
         logger.warn('Rejoin ticket did not open the state disk', { endpoint, error: messageOf(err) });
       }
     }
-    return false;
+    return { opened: false, nothingListening };
   }
 
   /** Polls metadata until this node has a name and a known role; undefined when stopped. */

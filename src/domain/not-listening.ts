@@ -1,7 +1,7 @@
 /**
- * The join flow's pace while no join service listens yet (every endpoint refused the TCP
- * connection): a short jittered retry interval that grows to a cap, and a log line per interval
- * rather than per refused attempt.
+ * The pace of the join flow and of the disk mapper's rejoin while no join service listens yet
+ * (every endpoint refused the TCP connection): a short jittered retry interval that grows to a
+ * cap, and a log line per interval rather than per refused attempt.
  */
 import type { Clock } from '../ports/clock.js';
 import { CONNECTION_REFUSED, ConfbootError, messageOf, reasonOf } from '../ports/errors.js';
@@ -59,8 +59,14 @@ export class NotListeningPacer {
   #loggedAtMs: number | undefined;
   #refused = 0;
 
-  /** Throws `invalid-argument` for invalid bounds. */
-  constructor(retry: Partial<NotListeningRetry> = {}) {
+  /**
+   * `logMessage` is the warning a refused attempt is logged with. Throws `invalid-argument` for
+   * invalid bounds.
+   */
+  constructor(
+    retry: Partial<NotListeningRetry> = {},
+    private readonly logMessage = 'Failed to get join ticket',
+  ) {
     this.#retry = { ...DEFAULT_NOT_LISTENING_RETRY, ...retry };
     const { minMs, maxMs, capMs } = this.#retry;
     if (
@@ -101,7 +107,7 @@ export class NotListeningPacer {
     const now = clock.now().getTime();
     this.#refused++;
     if (this.#loggedAtMs !== undefined && now - this.#loggedAtMs < NOT_LISTENING_LOG_INTERVAL_MS) return;
-    logger.warn('Failed to get join ticket', {
+    logger.warn(this.logMessage, {
       endpoint,
       error: messageOf(err),
       refusedSinceLastLine: this.#refused,

@@ -169,6 +169,27 @@ describe('DiskMapper', () => {
     expect(s.marker.calls).toHaveLength(1);
   });
 
+  it('nothing listening at any endpoint: retried after 250–500 ms, growing to 1–2 s; a refusal by a running service keeps the backoff and starts the interval over', async () => {
+    const s = stubs();
+    // Three endpoints a round (the load balancer and both control planes).
+    s.rejoinClient.answers = [
+      ...Array.from({ length: 9 }, unreachable),
+      refused(),
+      unreachable(),
+      unreachable(),
+      ...Array.from({ length: 3 }, unreachable),
+      goodTicket(),
+    ];
+    const result = await s.clock.runUntil(mapper(s).run());
+    expect(result.outcome).toBe('rejoined');
+    // Random 0.5: 375 ms, then doubled twice; the backoff's first ceiling is 100 ms here, so 50 ms.
+    expect(s.clock.sleeps.filter((ms) => ms !== 30_000)).toEqual([375, 750, 1_500, 50, 375]);
+    // Refused connections are logged once per 10 s with their count: here once, for the first.
+    const lines = s.logger.events.filter((e) => e.msg === 'Failed to get rejoin ticket');
+    expect(lines.map((e) => e.fields?.refusedSinceLastLine)).toEqual([1]);
+    expect(s.logger.events.filter((e) => e.msg === 'Rejoin refused; the disk stays closed')).toHaveLength(1);
+  });
+
   it('refused: the disk stays closed, the refusal is logged, the node retries until stopped', async () => {
     const s = stubs();
     s.rejoinClient.answers = Array.from({ length: 9 }, refused);
