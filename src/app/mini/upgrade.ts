@@ -14,7 +14,7 @@
  * 4. `join-b`: a fresh worker boots image B and joins, matching `image-b` (its event log replays to
  *    B's computed PCRs); `rejoin-a`: worker-0 reboots into image A and rejoins, matching `image-a`;
  * 5. `dry-run` "B only" again: only the remaining A workers are predicted refused;
- * 6. `expire-a`: the operator sets `image-a` to expire a minute later; the join service's own clock
+ * 6. `expire-a`: the operator sets `image-a` to expire 30 s later; the join service's own clock
  *    passes it without a reload; the dry run of the config in force then predicts each worker;
  * 7. every worker reboots: the A workers are refused with `measurement-set-expired`
  *    (`expired-reboot`), the B worker rejoins (`reboot-b`); `prediction`: per worker, the prediction
@@ -53,10 +53,17 @@ export { IMAGE_B_CMDLINE, type UpgradePrediction, type UpgradeStepResult } from 
 /** Options of `mini upgrade` (always a control plane, two A workers and one B worker). */
 export type MiniUpgradeOptions = Omit<MiniUpOptions, 'workers' | 'tampered' | 'keep'>;
 
-/** How long after the `expire-a` rollout set `image-a` expires. */
-const EXPIRY_DELAY_MS = 60_000;
-/** Margin past the expiry before an A node reboots (host and guest clocks may differ a little). */
-const EXPIRY_MARGIN_MS = 30_000;
+/**
+ * How long after the `expire-a` rollout starts `image-a` expires: the join service loads the new
+ * config well before (the rollout step waits for that); a set that arrives already expired would
+ * be refused the same way, only without showing the service's clock pass the expiry.
+ */
+const EXPIRY_DELAY_MS = 30_000;
+/**
+ * Margin past the expiry before an A node reboots: a TCG guest's clock starts from the host's RTC
+ * (whole seconds) and then runs at the host's rate.
+ */
+const EXPIRY_MARGIN_MS = 10_000;
 
 /** The outcome of `mini upgrade`. */
 export interface MiniUpgradeResult {
