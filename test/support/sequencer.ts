@@ -8,12 +8,15 @@
  */
 import { BaseSequencer, type TestSpecification } from 'vitest/node';
 
-/** Test files that run for minutes, longest first (their durations in that fresh-clone run). */
+/**
+ * Test files that run for minutes, longest first (their durations in a fresh-clone `.ci/run` on
+ * 2026-11-26 at 21:25, two at a time).
+ */
 export const LONG_RUNNING_TEST_FILES: readonly string[] = [
-  'test/mini/lifecycle.test.ts', // 553 s
-  'test/mini/ha.test.ts', // 336 s
-  'test/mini/upgrade.test.ts', // 323 s
-  'test/mini/mini-up.test.ts', // 186 s
+  'test/mini/lifecycle.test.ts', // 457 s
+  'test/mini/upgrade.test.ts', // 374 s
+  'test/mini/ha.test.ts', // 288 s
+  'test/mini/mini-up.test.ts', // 112 s
 ];
 
 /** {@link BaseSequencer}'s order with {@link LONG_RUNNING_TEST_FILES} moved to the front. */
