@@ -1,6 +1,6 @@
 /**
  * The order in which vitest starts test files (vitest.config.ts): the scenarios on real VMs first,
- * longest first, then vitest's own order. Each of them runs for minutes where every other file
+ * in the order below, then vitest's own order. Each of them runs for minutes where every other file
  * takes seconds, and a fresh clone has no vitest timing cache, so vitest's default order (larger
  * files first) started them mid-run and the last one to start became the run's tail on 2 workers.
  * Measured on a fresh clone (`.ci/run`, 2026-11-26): the run took 990 s while its files' own
@@ -9,13 +9,15 @@
 import { BaseSequencer, type TestSpecification } from 'vitest/node';
 
 /**
- * Test files that run for minutes, longest first (their durations in a fresh-clone `.ci/run` on
- * 2026-11-26 at 21:25, two at a time).
+ * Test files that run for minutes, in the order they start (their durations in a fresh-clone
+ * `.ci/run` on 2026-11-26 at 21:25, two at a time; 761 s in all). Starting `upgrade` before `ha`
+ * instead made `mini-up` overlap `ha` and the run 810 s (21:45, lifecycle 413 s, upgrade 364 s,
+ * ha 321 s, mini-up 217 s).
  */
 export const LONG_RUNNING_TEST_FILES: readonly string[] = [
   'test/mini/lifecycle.test.ts', // 457 s
-  'test/mini/upgrade.test.ts', // 374 s
   'test/mini/ha.test.ts', // 288 s
+  'test/mini/upgrade.test.ts', // 374 s
   'test/mini/mini-up.test.ts', // 112 s
 ];
 
