@@ -47,8 +47,8 @@ import {
   SALT_LENGTH,
   STATE_DISK_KEY_LENGTH,
 } from './key-derivation.js';
-import { isNothingListening, NotListeningPacer, type NotListeningRetry } from './not-listening.js';
 import { RecoveryShares, type RecoverySharesOptions } from './recovery-shares.js';
+import { isNothingListening, type NotListeningRetry, RoundPacer } from './round-pacer.js';
 
 /** The ports the disk mapper uses (only the slices it needs). */
 export interface DiskMapperDeps {
@@ -123,7 +123,7 @@ export class DiskMapper {
   readonly #metadataMs: number;
   readonly #rejoinMs: number;
   readonly #sharesOptions: RecoverySharesOptions;
-  readonly #notListening: NotListeningPacer;
+  readonly #pacer: RoundPacer;
   /** Aborts when stopped or when the disk was opened: ends the rejoin loop and recovery. */
   readonly #end = new AbortController();
   #stopped = false;
@@ -141,7 +141,7 @@ export class DiskMapper {
     this.#metadataMs = options.metadataTimeoutMs ?? DEFAULTS.metadataTimeoutMs;
     this.#rejoinMs = options.rejoinTicketTimeoutMs ?? DEFAULTS.rejoinTicketTimeoutMs;
     this.#sharesOptions = options.shares ?? {};
-    this.#notListening = new NotListeningPacer(options.notListeningRetry, 'Failed to get rejoin ticket');
+    this.#pacer = new RoundPacer(this.#backoff, options.notListeningRetry, 'Failed to get rejoin ticket');
   }
 
   /** Stops waiting for rejoin or recovery; `run()` resolves `stopped` unless the disk is open already. */
@@ -233,16 +233,11 @@ export class DiskMapper {
     // A round in which nothing listened (the join service is not up yet, say after a full outage)
     // is retried within 2 s, so the node rejoins soon after a join service starts; any other failed
     // round grows the backoff.
-    let attempt = 0;
     while (!this.#end.signal.aborted) {
       const got = await this.#rejoinRound(diskUuid, self);
       if (got.opened) break;
       startRecovery();
-      if (!got.nothingListening) this.#notListening.reset();
-      const delayMs = got.nothingListening
-        ? this.#notListening.nextDelayMs(this.#deps.random)
-        : fullJitterDelayMs(attempt++, this.#backoff, this.#deps.random);
-      if (!(await this.#sleep(delayMs))) break;
+      if (!(await this.#sleep(this.#pacer.afterRound(got.nothingListening, this.#deps.random)))) break;
     }
     await this.#opening;
     await recovery;
@@ -286,7 +281,7 @@ export class DiskMapper {
       } catch (err) {
         if (signal.aborted) return ended();
         if (isNothingListening(err)) {
-          this.#notListening.refused(clock, logger, endpoint, err);
+          this.#pacer.refused(clock, logger, endpoint, err);
           continue;
         }
         nothingListening = false;

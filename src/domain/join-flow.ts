@@ -30,7 +30,7 @@ import { joinServiceEndpoints } from './join-endpoints.js';
 import { checkJoinTicket } from './join-ticket-check.js';
 import { deriveClusterId } from './key-derivation.js';
 import type { NodeLockLike } from './node-lock.js';
-import { isNothingListening, NotListeningPacer, type NotListeningRetry } from './not-listening.js';
+import { isNothingListening, type NotListeningRetry, RoundPacer } from './round-pacer.js';
 import { withStateDisk } from './state-disk.js';
 
 /** NodePort of the join service that joining nodes dial (upstream `JoinServiceNodePort`). */
@@ -84,7 +84,7 @@ export {
   isNothingListening,
   NOT_LISTENING_LOG_INTERVAL_MS,
   type NotListeningRetry,
-} from './not-listening.js';
+} from './round-pacer.js';
 
 /** Default backoff: first ceiling 1 s, capped at upstream's fixed 30 s interval. */
 export const DEFAULT_JOIN_BACKOFF: Readonly<BackoffOptions> = Object.freeze({
@@ -152,7 +152,7 @@ export class JoinFlow {
   readonly #port: number;
   readonly #paths: JoinPaths;
   readonly #backoff: BackoffOptions;
-  readonly #notListening: NotListeningPacer;
+  readonly #pacer: RoundPacer;
   readonly #timeouts: JoinTimeouts;
   readonly #onPointOfNoReturn: (() => void | Promise<void>) | undefined;
   readonly #stop = new AbortController();
@@ -167,7 +167,7 @@ export class JoinFlow {
     this.#paths = { ...DEFAULT_JOIN_PATHS, ...options.paths };
     this.#backoff = { ...DEFAULT_JOIN_BACKOFF, ...options.backoff };
     checkBackoffOptions(this.#backoff);
-    this.#notListening = new NotListeningPacer(options.notListeningRetry);
+    this.#pacer = new RoundPacer(this.#backoff, options.notListeningRetry, 'Failed to get join ticket');
     this.#timeouts = { ...DEFAULT_JOIN_TIMEOUTS, ...options.timeouts };
     this.#onPointOfNoReturn = options.onPointOfNoReturn;
   }
@@ -208,16 +208,12 @@ export class JoinFlow {
 
     // Only refusals by a running service (or no endpoints at all) grow the backoff; rounds in
     // which nothing listened grow the not-listening interval, up to its cap.
-    let attempt = 0;
     for (;;) {
       const got = await this.#tryEndpoints(diskUuid, self, signal);
       if (signal.aborted) return this.#stopped();
       if (got.ticket !== undefined) return this.#startNodeAndJoin(self, got);
-      if (!got.nothingListening) this.#notListening.reset();
-      const slept = got.nothingListening
-        ? await this.#sleep(this.#notListening.nextDelayMs(this.#deps.random), signal)
-        : await this.#backoffSleep(attempt++, signal);
-      if (!slept) return this.#stopped();
+      if (!(await this.#sleep(this.#pacer.afterRound(got.nothingListening, this.#deps.random), signal)))
+        return this.#stopped();
     }
   }
 
@@ -350,7 +346,7 @@ export class JoinFlow {
         if (signal.aborted) return { nothingListening: false };
         if (isNothingListening(err)) {
           this.#unsentCsr = csr;
-          this.#notListening.refused(this.#deps.clock, this.#deps.logger, endpoint, err);
+          this.#pacer.refused(this.#deps.clock, this.#deps.logger, endpoint, err);
         } else {
           nothingListening = false;
           logger.warn('Failed to get join ticket', { endpoint, error: messageOf(err) });

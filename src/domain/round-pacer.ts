@@ -1,12 +1,15 @@
 /**
- * The pace of the join flow and of the disk mapper's rejoin while no join service listens yet
- * (every endpoint refused the TCP connection): a short jittered retry interval that grows to a
- * cap, and a log line per interval rather than per refused attempt.
+ * The pace between rounds over the join service endpoints, shared by the join flow and the disk
+ * mapper's rejoin: capped exponential backoff with full jitter after a round that a running service
+ * refused, and, while no join service listens yet (every endpoint refused the TCP connection), a
+ * short jittered interval that grows to a cap, with a log line per interval rather than per
+ * refused attempt.
  */
 import type { Clock } from '../ports/clock.js';
 import { CONNECTION_REFUSED, ConfbootError, messageOf, reasonOf } from '../ports/errors.js';
 import type { Logger } from '../ports/logger.js';
 import type { Random } from '../ports/random.js';
+import { type BackoffOptions, fullJitterDelayMs } from './backoff.js';
 
 /** Retry interval bounds (ms) while nothing listens at any join service endpoint. */
 export interface NotListeningRetry {
@@ -50,24 +53,27 @@ export function isNothingListening(err: unknown): boolean {
   return reasonOf(err) === CONNECTION_REFUSED;
 }
 
-/** The retry interval and log pacing of one join flow while nothing listens. */
-export class NotListeningPacer {
+/** The waits between the rounds of one join flow or rejoin, and the log pacing of refused attempts. */
+export class RoundPacer {
+  readonly #backoff: BackoffOptions;
   readonly #retry: NotListeningRetry;
+  readonly #logMessage: string;
+  /** Rounds a running service refused (the backoff's attempt). */
+  #refusedRounds = 0;
   /** Consecutive rounds in which nothing listened. */
-  #round = 0;
+  #quietRounds = 0;
   /** When a refused attempt was last logged (clock ms), and how many were refused since. */
   #loggedAtMs: number | undefined;
   #refused = 0;
 
   /**
-   * `logMessage` is the warning a refused attempt is logged with. Throws `invalid-argument` for
-   * invalid bounds.
+   * `backoff` is checked by the caller; `logMessage` is the warning a refused attempt is logged with.
+   * Throws `invalid-argument` for invalid not-listening bounds.
    */
-  constructor(
-    retry: Partial<NotListeningRetry> = {},
-    private readonly logMessage = 'Failed to get join ticket',
-  ) {
+  constructor(backoff: BackoffOptions, retry: Partial<NotListeningRetry> = {}, logMessage: string) {
+    this.#backoff = backoff;
     this.#retry = { ...DEFAULT_NOT_LISTENING_RETRY, ...retry };
+    this.#logMessage = logMessage;
     const { minMs, maxMs, capMs } = this.#retry;
     if (
       !(
@@ -86,20 +92,20 @@ export class NotListeningPacer {
   }
 
   /**
-   * The wait after this round in which nothing listened: uniformly random in [minMs, maxMs), both
-   * doubled per consecutive round until maxMs would pass capMs.
+   * The wait after a round without a ticket. When nothing listened: uniformly random in
+   * [minMs, maxMs), both doubled per consecutive such round until maxMs would pass capMs. Otherwise
+   * the backoff of the next refused round, and the not-listening interval starts over.
    */
-  nextDelayMs(random: Pick<Random, 'float'>): number {
+  afterRound(nothingListening: boolean, random: Pick<Random, 'float'>): number {
+    if (!nothingListening) {
+      this.#quietRounds = 0;
+      return fullJitterDelayMs(this.#refusedRounds++, this.#backoff, random);
+    }
     const { minMs, maxMs, capMs } = this.#retry;
-    const round = this.#round++;
+    const round = this.#quietRounds++;
     const scale = maxMs > 0 ? Math.max(1, Math.min(2 ** Math.min(round, 30), capMs / maxMs)) : 1;
     const f = Math.min(Math.max(random.float(), 0), 1);
     return Math.floor(scale * (minMs + f * (maxMs - minMs)));
-  }
-
-  /** A running service answered: the next round in which nothing listens starts at the first interval. */
-  reset(): void {
-    this.#round = 0;
   }
 
   /** Logs a refused connection: the first at once, then once per {@link NOT_LISTENING_LOG_INTERVAL_MS}. */
@@ -107,7 +113,7 @@ export class NotListeningPacer {
     const now = clock.now().getTime();
     this.#refused++;
     if (this.#loggedAtMs !== undefined && now - this.#loggedAtMs < NOT_LISTENING_LOG_INTERVAL_MS) return;
-    logger.warn(this.logMessage, {
+    logger.warn(this.#logMessage, {
       endpoint,
       error: messageOf(err),
       refusedSinceLastLine: this.#refused,
