@@ -304,8 +304,27 @@ export async function buildNodeImage(options: BuildNodeImageOptions = {}): Promi
     join(tmp, 'image.json'),
     `${JSON.stringify({ key, kernelRelease: kernel.release, kernelPackage: basename(deb), initrdSha256, modules }, null, 2)}\n`,
   );
-  await rm(dir, { recursive: true, force: true });
-  await rename(tmp, dir);
+  // Two runs may build the same image at once (the VM tests start together): the first rename
+  // wins and the other adopts its image. A directory is never removed under a run that uses it.
+  try {
+    await rename(tmp, dir);
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    if (code !== 'ENOTEMPTY' && code !== 'EEXIST') throw err;
+    await rm(tmp, { recursive: true, force: true });
+    const meta = JSON.parse(await readFile(metaPath, 'utf8')) as { key: string; initrdSha256: string };
+    if (meta.key !== key) throw err;
+    log(`node image ${key.slice(0, 12)} was built by another run at the same time; using it`);
+    return {
+      key,
+      kernel: kernelPath,
+      initrd: initrdPath,
+      kernelRelease: kernel.release,
+      kernelPackage: basename(deb),
+      initrdSha256: meta.initrdSha256,
+      built: false,
+    };
+  }
   await pruneImages(join(cacheDir, 'images'), dir);
   return {
     key,
