@@ -181,6 +181,29 @@ async function fileEntry(path: string, source: string, mode?: number): Promise<C
   return { type: 'file', path, data: await readFile(source), mode: mode ?? st.mode & 0o777 };
 }
 
+/**
+ * Renames the built `tmp` to `dir`; when another run renamed its build of the same image there
+ * first, removes `tmp` and returns that image's metadata instead.
+ */
+async function renameOrAdopt(
+  tmp: string,
+  dir: string,
+  metaPath: string,
+  key: string,
+): Promise<{ key: string; initrdSha256: string } | undefined> {
+  try {
+    await rename(tmp, dir);
+    return undefined;
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    if (code !== 'ENOTEMPTY' && code !== 'EEXIST') throw err;
+    await rm(tmp, { recursive: true, force: true });
+    const meta = JSON.parse(await readFile(metaPath, 'utf8')) as { key: string; initrdSha256: string };
+    if (meta.key !== key) throw err;
+    return meta;
+  }
+}
+
 /** Builds (or takes from the cache) the node image. */
 export async function buildNodeImage(options: BuildNodeImageOptions = {}): Promise<NodeImage> {
   const cacheDir = options.cacheDir ?? defaultCacheDir();
@@ -306,14 +329,8 @@ export async function buildNodeImage(options: BuildNodeImageOptions = {}): Promi
   );
   // Two runs may build the same image at once (the VM tests start together): the first rename
   // wins and the other adopts its image. A directory is never removed under a run that uses it.
-  try {
-    await rename(tmp, dir);
-  } catch (err) {
-    const code = (err as NodeJS.ErrnoException).code;
-    if (code !== 'ENOTEMPTY' && code !== 'EEXIST') throw err;
-    await rm(tmp, { recursive: true, force: true });
-    const meta = JSON.parse(await readFile(metaPath, 'utf8')) as { key: string; initrdSha256: string };
-    if (meta.key !== key) throw err;
+  const theirs = await renameOrAdopt(tmp, dir, metaPath, key);
+  if (theirs !== undefined) {
     log(`node image ${key.slice(0, 12)} was built by another run at the same time; using it`);
     return {
       key,
@@ -321,7 +338,7 @@ export async function buildNodeImage(options: BuildNodeImageOptions = {}): Promi
       initrd: initrdPath,
       kernelRelease: kernel.release,
       kernelPackage: basename(deb),
-      initrdSha256: meta.initrdSha256,
+      initrdSha256: theirs.initrdSha256,
       built: false,
     };
   }
