@@ -10,8 +10,10 @@ import {
   type CallOptions,
   type ChannelCredentials,
   Client,
+  type ClientDuplexStream,
   type ClientOptions,
   type ClientUnaryCall,
+  type handleBidiStreamingCall,
   type handleUnaryCall,
   makeGenericClientConstructor,
   type Metadata,
@@ -37,6 +39,28 @@ export interface GetDataKeyRequest {
 export interface GetDataKeyResponse {
   /** data_key bytes. */
   dataKey: Buffer;
+}
+
+/** DataKeysRequest is one GetDataKey request on a GetDataKeys call. */
+export interface DataKeysRequest {
+  /** id chosen by the client; the answer carries it back. */
+  id: number;
+  /** data_key_id as in GetDataKeyRequest. */
+  dataKeyId: string;
+  /** length as in GetDataKeyRequest. */
+  length: number;
+}
+
+/** DataKeysResponse answers one DataKeysRequest. */
+export interface DataKeysResponse {
+  /** id of the request answered. */
+  id: number;
+  /** data_key bytes; empty when code is not 0. */
+  dataKey: Buffer;
+  /** code is the gRPC status code GetDataKey would have failed with; 0 when data_key is set. */
+  code: number;
+  /** message explains a non-zero code. */
+  message: string;
 }
 
 function createBaseGetDataKeyRequest(): GetDataKeyRequest {
@@ -201,6 +225,232 @@ export const GetDataKeyResponse: MessageFns<GetDataKeyResponse> = {
   },
 };
 
+function createBaseDataKeysRequest(): DataKeysRequest {
+  return { id: 0, dataKeyId: "", length: 0 };
+}
+
+export const DataKeysRequest: MessageFns<DataKeysRequest> = {
+  encode(message: DataKeysRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.id !== 0) {
+      writer.uint32(8).uint32(message.id);
+    }
+    if (message.dataKeyId !== "") {
+      writer.uint32(18).string(message.dataKeyId);
+    }
+    if (message.length !== 0) {
+      writer.uint32(24).uint32(message.length);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): DataKeysRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseDataKeysRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 8) {
+              break;
+            }
+
+            message.id = reader.uint32();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.dataKeyId = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 24) {
+              break;
+            }
+
+            message.length = reader.uint32();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): DataKeysRequest {
+    return {
+      id: isSet(object.id) ? globalThis.Number(object.id) : 0,
+      dataKeyId: isSet(object.dataKeyId)
+        ? globalThis.String(object.dataKeyId)
+        : isSet(object.data_key_id)
+        ? globalThis.String(object.data_key_id)
+        : "",
+      length: isSet(object.length) ? globalThis.Number(object.length) : 0,
+    };
+  },
+
+  toJSON(message: DataKeysRequest): unknown {
+    const obj: any = {};
+    if (message.id !== 0) {
+      obj.id = Math.round(message.id);
+    }
+    if (message.dataKeyId !== "") {
+      obj.dataKeyId = message.dataKeyId;
+    }
+    if (message.length !== 0) {
+      obj.length = Math.round(message.length);
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<DataKeysRequest>): DataKeysRequest {
+    return DataKeysRequest.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<DataKeysRequest>): DataKeysRequest {
+    const message = createBaseDataKeysRequest();
+    message.id = object.id ?? 0;
+    message.dataKeyId = object.dataKeyId ?? "";
+    message.length = object.length ?? 0;
+    return message;
+  },
+};
+
+function createBaseDataKeysResponse(): DataKeysResponse {
+  return { id: 0, dataKey: Buffer.alloc(0), code: 0, message: "" };
+}
+
+export const DataKeysResponse: MessageFns<DataKeysResponse> = {
+  encode(message: DataKeysResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.id !== 0) {
+      writer.uint32(8).uint32(message.id);
+    }
+    if (message.dataKey.length !== 0) {
+      writer.uint32(18).bytes(message.dataKey);
+    }
+    if (message.code !== 0) {
+      writer.uint32(24).uint32(message.code);
+    }
+    if (message.message !== "") {
+      writer.uint32(34).string(message.message);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): DataKeysResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseDataKeysResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 8) {
+              break;
+            }
+
+            message.id = reader.uint32();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.dataKey = Buffer.from(reader.bytes());
+            continue;
+          }
+          case 3: {
+            if (tag !== 24) {
+              break;
+            }
+
+            message.code = reader.uint32();
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.message = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): DataKeysResponse {
+    return {
+      id: isSet(object.id) ? globalThis.Number(object.id) : 0,
+      dataKey: isSet(object.dataKey)
+        ? Buffer.from(bytesFromBase64(object.dataKey))
+        : isSet(object.data_key)
+        ? Buffer.from(bytesFromBase64(object.data_key))
+        : Buffer.alloc(0),
+      code: isSet(object.code) ? globalThis.Number(object.code) : 0,
+      message: isSet(object.message) ? globalThis.String(object.message) : "",
+    };
+  },
+
+  toJSON(message: DataKeysResponse): unknown {
+    const obj: any = {};
+    if (message.id !== 0) {
+      obj.id = Math.round(message.id);
+    }
+    if (message.dataKey.length !== 0) {
+      obj.dataKey = base64FromBytes(message.dataKey);
+    }
+    if (message.code !== 0) {
+      obj.code = Math.round(message.code);
+    }
+    if (message.message !== "") {
+      obj.message = message.message;
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<DataKeysResponse>): DataKeysResponse {
+    return DataKeysResponse.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<DataKeysResponse>): DataKeysResponse {
+    const message = createBaseDataKeysResponse();
+    message.id = object.id ?? 0;
+    message.dataKey = object.dataKey ?? Buffer.alloc(0);
+    message.code = object.code ?? 0;
+    message.message = object.message ?? "";
+    return message;
+  },
+};
+
 /** API derives data keys from the cluster master secret. */
 export type APIService = typeof APIService;
 export const APIService = {
@@ -214,11 +464,33 @@ export const APIService = {
     responseSerialize: (value: GetDataKeyResponse): Buffer => Buffer.from(GetDataKeyResponse.encode(value).finish()),
     responseDeserialize: (value: Buffer): GetDataKeyResponse => GetDataKeyResponse.decode(value),
   },
+  /**
+   * GetDataKeys (confboot's addition, not in upstream) answers many GetDataKey requests on one
+   * long-lived call: each request carries an id the client chose, and its answer carries the same id.
+   * A refused request is answered with a status code and message; the call goes on. A client that
+   * gets UNIMPLEMENTED (a key service without this method) uses GetDataKey instead.
+   */
+  getDataKeys: {
+    path: "/kms.API/GetDataKeys" as const,
+    requestStream: true as const,
+    responseStream: true as const,
+    requestSerialize: (value: DataKeysRequest): Buffer => Buffer.from(DataKeysRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): DataKeysRequest => DataKeysRequest.decode(value),
+    responseSerialize: (value: DataKeysResponse): Buffer => Buffer.from(DataKeysResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): DataKeysResponse => DataKeysResponse.decode(value),
+  },
 } as const;
 
 export interface APIServer extends UntypedServiceImplementation {
   /** GetDataKey returns HKDF(masterSecret, salt, "key-" + data_key_id, length). */
   getDataKey: handleUnaryCall<GetDataKeyRequest, GetDataKeyResponse>;
+  /**
+   * GetDataKeys (confboot's addition, not in upstream) answers many GetDataKey requests on one
+   * long-lived call: each request carries an id the client chose, and its answer carries the same id.
+   * A refused request is answered with a status code and message; the call goes on. A client that
+   * gets UNIMPLEMENTED (a key service without this method) uses GetDataKey instead.
+   */
+  getDataKeys: handleBidiStreamingCall<DataKeysRequest, DataKeysResponse>;
 }
 
 export interface APIClient extends Client {
@@ -238,6 +510,18 @@ export interface APIClient extends Client {
     options: Partial<CallOptions>,
     callback: (error: ServiceError | null, response: GetDataKeyResponse) => void,
   ): ClientUnaryCall;
+  /**
+   * GetDataKeys (confboot's addition, not in upstream) answers many GetDataKey requests on one
+   * long-lived call: each request carries an id the client chose, and its answer carries the same id.
+   * A refused request is answered with a status code and message; the call goes on. A client that
+   * gets UNIMPLEMENTED (a key service without this method) uses GetDataKey instead.
+   */
+  getDataKeys(): ClientDuplexStream<DataKeysRequest, DataKeysResponse>;
+  getDataKeys(options: Partial<CallOptions>): ClientDuplexStream<DataKeysRequest, DataKeysResponse>;
+  getDataKeys(
+    metadata: Metadata,
+    options?: Partial<CallOptions>,
+  ): ClientDuplexStream<DataKeysRequest, DataKeysResponse>;
 }
 
 export const APIClient = makeGenericClientConstructor(APIService, "kms.API") as unknown as {

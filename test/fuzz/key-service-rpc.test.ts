@@ -5,16 +5,28 @@
  * wire types, truncation — and 1–10 MB requests. Every call must end in a defined status (OK with a
  * key of the requested length, INVALID_ARGUMENT, INTERNAL only for an undecodable message,
  * RESOURCE_EXHAUSTED only for a message over the size limit), and the server must still serve a
- * valid request afterwards.
+ * valid request afterwards. GetDataKeys (many requests on one call) gets the same bytes as messages
+ * of one call: each is answered with a defined code, or the call ends with a defined status.
  */
 import { randomBytes } from 'node:crypto';
-import { credentials, status } from '@grpc/grpc-js';
+import {
+  type ClientDuplexStream,
+  credentials,
+  makeGenericClientConstructor,
+  type ServiceError,
+  status,
+} from '@grpc/grpc-js';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { HkdfKms } from '../../src/adapters/kms/hkdf-kms.js';
 import { type KeyServiceServer, startKeyServiceServer } from '../../src/adapters/kms/key-service-server.js';
 import { silentLogger } from '../../src/adapters/log/pino-logger.js';
-import { GetDataKeyRequest, GetDataKeyResponse } from '../../src/gen/keyservice.js';
+import {
+  DataKeysRequest,
+  DataKeysResponse,
+  GetDataKeyRequest,
+  GetDataKeyResponse,
+} from '../../src/gen/keyservice.js';
 import { fuzzRuns, fuzzSeed, testTimeoutMs } from './harness/config.js';
 import { type CallOutcome, RawGrpcClient, statusName } from './harness/grpc.js';
 import { GET_DATA_KEY_FIELDS, type WireRequest, wireRequest } from './harness/protobuf.js';
@@ -138,6 +150,87 @@ describe('key service gRPC requests under fuzzing', () => {
       );
     },
     testTimeoutMs(fuzzRuns(6, 'heavy'), 2000),
+  );
+});
+
+/** Sends `messages` as one GetDataKeys call and resolves with its answers and how it ended. */
+function manyOnOneCall(
+  messages: Uint8Array[],
+): Promise<{ code: status; details: string; answers: Buffer[] }> {
+  const identity = (b: Buffer) => b;
+  const Ctor = makeGenericClientConstructor(
+    {
+      Call: {
+        path: '/kms.API/GetDataKeys',
+        requestStream: true,
+        responseStream: true,
+        requestSerialize: identity,
+        requestDeserialize: identity,
+        responseSerialize: identity,
+        responseDeserialize: identity,
+      },
+    },
+    'fuzz',
+  );
+  const raw = new Ctor(`127.0.0.1:${server.port}`, credentials.createInsecure());
+  return new Promise((resolve) => {
+    const answers: Buffer[] = [];
+    const call = (raw as unknown as { Call: (o: object) => ClientDuplexStream<Buffer, Buffer> }).Call({
+      deadline: Date.now() + 10_000,
+    });
+    const done = (code: status, details: string) => {
+      raw.close();
+      resolve({ code, details, answers });
+    };
+    call.on('data', (d: Buffer) => answers.push(d));
+    call.on('error', (err: ServiceError) => done(err.code, err.details));
+    call.on('status', (st: { code: status; details: string }) => {
+      if (st.code === status.OK) done(st.code, st.details);
+    });
+    for (const m of messages) call.write(Buffer.from(m));
+    call.end();
+  });
+}
+
+describe('key service GetDataKeys messages under fuzzing', () => {
+  it(
+    'structured and random DataKeysRequest bytes: each answered with a defined code, or the call ends with one',
+    async () => {
+      const fields = [
+        { no: 1, name: 'id', type: 'uint32' as const },
+        ...GET_DATA_KEY_FIELDS.map((f) => ({ ...f, no: f.no + 1 })),
+      ];
+      await fc.assert(
+        fc.asyncProperty(fc.array(wireRequest(fields), { minLength: 1, maxLength: 4 }), async (reqs) => {
+          const out = await manyOnOneCall(reqs.map((r) => r.bytes));
+          const decoded = reqs.map((r) => {
+            try {
+              return DataKeysRequest.decode(r.bytes);
+            } catch {
+              return undefined;
+            }
+          });
+          const decodable = decoded.every((d) => d !== undefined);
+          if (out.code === status.OK) {
+            expect(decodable, 'OK for a call with an undecodable message').toBe(true);
+            expect(out.answers.length).toBe(reqs.length);
+          } else {
+            // grpc-js ends the call when a message does not decode; nothing else may end it.
+            expect([out.code, decodable], out.details).toEqual([status.INTERNAL, false]);
+          }
+          for (const a of out.answers) {
+            const answer = DataKeysResponse.decode(a);
+            const asked = decoded.find((q) => q?.id === answer.id);
+            expect(asked, `answer for id ${answer.id} nobody asked for`).toBeDefined();
+            if (answer.code === status.OK) expect(answer.dataKey.length).toBe(asked?.length);
+            else expect([answer.code, answer.message !== '']).toEqual([status.INVALID_ARGUMENT, true]);
+          }
+          await stillServes();
+        }),
+        { numRuns: fuzzRuns(150, 'heavy'), seed: fuzzSeed(), timeout: 20_000 },
+      );
+    },
+    testTimeoutMs(fuzzRuns(150, 'heavy'), 50),
   );
 });
 

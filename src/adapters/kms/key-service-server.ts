@@ -1,5 +1,6 @@
 /**
- * The key service's gRPC edge (upstream `keyservice/internal/server`): `kms.API` on plain insecure
+ * The key service's gRPC edge (upstream `keyservice/internal/server`): `kms.API` (upstream's
+ * GetDataKey, and GetDataKeys, many requests on one call: data-key-streams.ts) on plain insecure
  * gRPC as upstream, or with mutual TLS: the service then speaks only to clients whose certificate
  * chains to the configured client CA, and a client without one is refused in the handshake. It
  * checks the request the way upstream does and maps error kinds to status codes through the gRPC
@@ -8,13 +9,14 @@
  * Without TLS, whoever reaches the port can fetch any data key, which includes the measurement
  * secret and every node's state-disk key.
  */
-import { type handleUnaryCall, Server, ServerCredentials, type ServiceError, status } from '@grpc/grpc-js';
-import { APIService, type GetDataKeyRequest, type GetDataKeyResponse } from '../../gen/keyservice.js';
+import { Server, ServerCredentials, type ServiceError, status } from '@grpc/grpc-js';
+import { type APIServer, APIService } from '../../gen/keyservice.js';
 import { isConfbootError, messageOf } from '../../ports/errors.js';
 import type { KMS } from '../../ports/kms.js';
 import type { Logger } from '../../ports/logger.js';
 import { joinHostPort } from '../../ports/peer-address.js';
 import { GRPC_STATUS_BY_CODE } from '../grpc/status.js';
+import { DataKeyStreams } from './data-key-streams.js';
 import { checkDataKeyRequest } from './hkdf-kms.js';
 
 /** Options of {@link startKeyServiceServer}. */
@@ -61,12 +63,21 @@ function toServiceError(err: unknown): Partial<ServiceError> {
   return { code: status.INTERNAL, details: `getting data key: ${messageOf(err)}` };
 }
 
-/** Builds the `kms.API` handler over `kms`. Exposed for servers that host several services. */
+/**
+ * Builds the `kms.API` handlers over `kms`. Exposed for servers that host several services; call
+ * `closeStreams` when such a server shuts down, or its open GetDataKeys calls hold it until its grace
+ * period ends.
+ */
 export function keyServiceHandlers(
   kms: KMS,
   logger: Logger,
-): { getDataKey: handleUnaryCall<GetDataKeyRequest, GetDataKeyResponse> } {
-  return {
+): {
+  handlers: Pick<APIServer, 'getDataKey' | 'getDataKeys'>;
+  closeStreams: () => void;
+} {
+  const streams = new DataKeyStreams(kms, logger, toServiceError);
+  const handlers: Pick<APIServer, 'getDataKey' | 'getDataKeys'> = {
+    getDataKeys: streams.handle,
     getDataKey: (call, callback) => {
       const { dataKeyId, length } = call.request;
       const log = logger.child({ dataKeyId, length, peer: call.getPeer() });
@@ -89,6 +100,7 @@ export function keyServiceHandlers(
       );
     },
   };
+  return { handlers, closeStreams: () => streams.close() };
 }
 
 /**
@@ -99,7 +111,8 @@ export async function startKeyServiceServer(options: KeyServiceServerOptions): P
   const { kms, host, logger } = options;
   const graceMs = options.shutdownGraceInMs ?? 5_000;
   const server = new Server();
-  server.addService(APIService, keyServiceHandlers(kms, logger));
+  const { handlers, closeStreams } = keyServiceHandlers(kms, logger);
+  server.addService(APIService, handlers);
   const address = joinHostPort(host, options.port);
   const tls = options.tls;
   let credentials: ServerCredentials;
@@ -134,6 +147,7 @@ export async function startKeyServiceServer(options: KeyServiceServerOptions): P
           clearTimeout(force);
           resolve();
         });
+        closeStreams();
       });
       return stopped;
     },
