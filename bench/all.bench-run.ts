@@ -11,7 +11,8 @@
  * load-generator processes P2's and P2L's nodes are split over (1 = the benchmark process),
  * CONFBOOT_BENCH_P2_NOCAP=1 (also
  * run P2 with the concurrency cap off), CONFBOOT_BENCH_CPU_PROF=<dir> (CPU profiles of the children),
- * CONFBOOT_BENCH_KEEP_LOGS=1 (keep the children's logs and print where).
+ * CONFBOOT_BENCH_KEEP_LOGS=1 (keep the children's logs and print where), CONFBOOT_BENCH_HEADROOM_ROUNDS (3:
+ * interleaved P1h rounds per runtime when CONFBOOT_BENCH_COMPARE_NODE is set; 0 skips them).
  * Set by scripts/bench.mjs for CONFBOOT_BENCH_COMPARE_NODE: CONFBOOT_BENCH_COMPARE_OUT (the
  * comparison run writes its results there, nothing else) and CONFBOOT_BENCH_COMPARE_RESULTS (the
  * main run reads them into `compare`, rendered as the before/after section).
@@ -144,6 +145,38 @@ describe.sequential('confboot benchmarks (issue 7)', () => {
     });
     expect(results.headroom.joins).toBeGreaterThan(0);
   });
+
+  // P1h's runtime ratio from interleaved rounds: one comparison run on Node 20 and one on Node 24,
+  // minutes apart, gave ratios 1.23–1.52 across a day, because the machine's speed drifts between
+  // them; alternating the service's runtime round by round, with the same generator, cancels that.
+  const compareNode = process.env.CONFBOOT_BENCH_COMPARE_NODE;
+  const rounds = envInt('CONFBOOT_BENCH_HEADROOM_ROUNDS', 3);
+  const interleaved =
+    enabled('HEADROOM') && compareNode !== undefined && compareOut === undefined && rounds > 0;
+  (interleaved ? it : it.skip)(
+    'headroom, interleaved: the service on the comparison Node and on this one, round by round',
+    async () => {
+      const ms = parameters.p1Rounds * parameters.p1RoundMs;
+      results.headroomRounds = [];
+      for (let i = 0; i < rounds; i++)
+        for (const runtime of ['compare', 'main'] as const) {
+          const h = await benchHeadroom(cluster, logDir, {
+            concurrency: parameters.concurrency,
+            ms,
+            ...(runtime === 'compare' ? { serviceNode: compareNode } : {}),
+          });
+          const { serviceCpuMsPerJoin, oneCoreJoinPerSecond, joins, failures } = h;
+          results.headroomRounds.push({
+            runtime,
+            serviceCpuMsPerJoin,
+            oneCoreJoinPerSecond,
+            joins,
+            failures,
+          });
+        }
+      expect(results.headroomRounds.length).toBe(2 * rounds);
+    },
+  );
 
   runIf('P2L')(
     'P2 at scale: burst of 10,000 nodes against one join-service process',

@@ -4,7 +4,7 @@
  * "listening" line, its peak resident set size (VmHWM in /proc/<pid>/status) and a bounded stop.
  */
 import { type ChildProcess, spawn } from 'node:child_process';
-import { closeSync, existsSync, openSync, readFileSync } from 'node:fs';
+import { closeSync, existsSync, openSync, readdirSync, readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { createInterface } from 'node:readline';
@@ -55,19 +55,60 @@ export function peakRssOf(pid: number): number {
   }
 }
 
+/** Clock ticks per second of /proc/<pid>/task/<tid>/stat's utime and stime (USER_HZ, 100 on Linux). */
+const USER_HZ = 100;
+
+/**
+ * CPU seconds of each thread group of `pid`, by thread name (/proc/<pid>/task/<tid>/comm: Node names
+ * the main thread `MainThread`, worker threads `WorkerThread`, V8's platform threads — concurrent
+ * GC and compilation — `V8Worker`, and the libuv pool `libuv-worker`). Empty when /proc cannot be
+ * read. Threads that exited in between are missing from the later reading.
+ */
+export function threadCpuSeconds(pid: number | undefined): Record<string, number> {
+  const out: Record<string, number> = {};
+  if (pid === undefined) return out;
+  let tids: string[];
+  try {
+    tids = readdirSync(`/proc/${pid}/task`);
+  } catch {
+    return out;
+  }
+  for (const tid of tids) {
+    try {
+      const name = readFileSync(`/proc/${pid}/task/${tid}/comm`, 'utf8').trim();
+      const stat = readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8');
+      // Fields after the parenthesised name: state is field 3, utime 14 and stime 15.
+      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      const ticks = Number(fields[11]) + Number(fields[12]);
+      out[name] = (out[name] ?? 0) + ticks / USER_HZ;
+    } catch {
+      // The thread exited while we read.
+    }
+  }
+  return out;
+}
+
 function waitExit(child: ChildProcess): Promise<number | null> {
   if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve(child.exitCode);
   return new Promise((r) => child.once('exit', (code) => r(code)));
 }
 
-/** Spawns `node <args>`; stderr goes to `logPath`; resolves `listening` on the first JSON line with `listening: true`. */
-export function spawnListening(args: string[], logPath: string, timeoutMs = 60_000): ServiceProcess {
+/**
+ * Spawns `node <args>` (`node`: this process's binary unless given); stderr goes to `logPath`;
+ * resolves `listening` on the first JSON line with `listening: true`.
+ */
+export function spawnListening(
+  args: string[],
+  logPath: string,
+  timeoutMs = 60_000,
+  node = process.execPath,
+): ServiceProcess {
   const logFd = openSync(logPath, 'a');
   const spawnedAt = performance.now();
   // CONFBOOT_BENCH_CPU_PROF=<dir>: every child writes a V8 CPU profile there when it exits.
   const profDir = process.env.CONFBOOT_BENCH_CPU_PROF;
   const nodeArgs = profDir ? ['--cpu-prof', '--cpu-prof-dir', profDir] : [];
-  const child = spawn(process.execPath, [...nodeArgs, ...args], { stdio: ['ignore', 'pipe', logFd] });
+  const child = spawn(node, [...nodeArgs, ...args], { stdio: ['ignore', 'pipe', logFd] });
   closeSync(logFd);
   const listening = new Promise<Listening>((resolveListening, reject) => {
     const timer = setTimeout(
@@ -124,14 +165,17 @@ export function bundleDir(): string | undefined {
 /** Production CLI modules that scripts/bench.mjs bundles, by their path in the transpiled tree. */
 const BUNDLED_CLI: Record<string, string> = { 'src/app/cli/join-service.js': 'bundle/cli-join-service.mjs' };
 
-/** Spawns the benchmark join service (bench/join-service-process.ts, bundled when built) with `config`. */
-export function spawnJoinService(config: BenchServiceConfig, logPath: string): ServiceProcess {
+/**
+ * Spawns the benchmark join service (bench/join-service-process.ts, bundled when built) with `config`,
+ * on `node` (default: this process's binary).
+ */
+export function spawnJoinService(config: BenchServiceConfig, logPath: string, node?: string): ServiceProcess {
   const bundled = bundleDir();
   const program = bundled
     ? join(bundled, 'join-service-process.mjs')
     : join(buildDir(), 'bench', 'join-service-process.js');
   // The V8 flags the manifests give the deployed join service.
-  return spawnListening([...JOIN_SERVICE_V8_FLAGS, program, JSON.stringify(config)], logPath);
+  return spawnListening([...JOIN_SERVICE_V8_FLAGS, program, JSON.stringify(config)], logPath, 60_000, node);
 }
 
 /** Spawns a confboot CLI runner (bench/cli-process.ts), e.g. `src/app/cli/key-service.js runKeyService`. */

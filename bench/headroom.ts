@@ -9,7 +9,7 @@
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import type { JoinTicketRequest } from '../src/ports/types.js';
-import { spawnJoinService } from './child.js';
+import { spawnJoinService, threadCpuSeconds } from './child.js';
 import { akPool, type BenchCluster, joinClient, joinRequest, nodeIssuer } from './fixture.js';
 import { metricsText, metricValue } from './p2-burst.js';
 
@@ -40,6 +40,12 @@ export interface HeadroomResult {
    * for the key service and the CA worker thread).
    */
   sequential: { joins: number; serviceCpuMsPerJoin: number; validationMeanMs: number; requestMeanMs: number };
+  /**
+   * The service's CPU per join over the timed loop by thread (/proc/<pid>/task, 10 ms ticks): the
+   * event loop (`MainThread`), the CA worker (`WorkerThread`), V8's helper threads (`V8Worker`:
+   * concurrent GC and compilation for both), the libuv pool; empty without /proc.
+   */
+  threadsMsPerJoin: Record<string, number>;
 }
 
 const VALIDATION = ['confboot_attestation_validation_seconds', '{variant="qemu-vtpm",outcome="ok"}'] as const;
@@ -70,16 +76,20 @@ const meanMs = (after: Hist, before: Hist) =>
 export async function benchHeadroom(
   cluster: BenchCluster,
   logDir: string,
-  options: { concurrency: number; ms: number },
+  options: { concurrency: number; ms: number; serviceNode?: string },
 ): Promise<HeadroomResult> {
-  const { concurrency, ms } = options;
+  const { concurrency, ms, serviceNode } = options;
   const keys = akPool(Math.min(concurrency, 8));
   const clients = Array.from({ length: concurrency }, (_, i) =>
     joinClient(nodeIssuer(keys[i % keys.length] as (typeof keys)[number], cluster.pcrs)),
   );
   const requests: JoinTicketRequest[] = [];
   for (let i = 0; i < concurrency; i++) requests.push(await joinRequest(`bench-headroom-${i}`));
-  const service = spawnJoinService(cluster.serviceConfig(0), join(logDir, 'headroom-join-service.log'));
+  const service = spawnJoinService(
+    cluster.serviceConfig(0),
+    join(logDir, 'headroom-join-service.log'),
+    serviceNode,
+  );
   try {
     const { grpcPort, httpPort } = await service.listening;
     const endpoint = `127.0.0.1:${grpcPort}`;
@@ -103,11 +113,13 @@ export async function benchHeadroom(
     // Warm-up (module loading, JIT, identities), not counted.
     await loop(performance.now() + Math.min(1_000, ms));
     const before = await snapshot(httpPort);
+    const threadsBefore = threadCpuSeconds(service.child.pid);
     const genBefore = process.cpuUsage();
     const started = performance.now();
     const { joins, failures } = await loop(started + ms);
     const seconds = (performance.now() - started) / 1000;
     const gen = process.cpuUsage(genBefore);
+    const threadsAfter = threadCpuSeconds(service.child.pid);
     const after = await snapshot(httpPort);
     const cpu = after.cpu - before.cpu;
     const seq = await loop(performance.now() + Math.max(1_000, ms / 4), 1);
@@ -131,6 +143,12 @@ export async function benchHeadroom(
         validationMeanMs: meanMs(last.validation, after.validation),
         requestMeanMs: meanMs(last.request, after.request),
       },
+      threadsMsPerJoin: Object.fromEntries(
+        Object.entries(threadsAfter).map(([name, s]) => [
+          name,
+          ((s - (threadsBefore[name] ?? 0)) * 1000) / Math.max(1, joins),
+        ]),
+      ),
     };
   } finally {
     await service.stop();
