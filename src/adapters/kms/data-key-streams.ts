@@ -72,7 +72,11 @@ export class DataKeyStreams {
     call.on('data', (req: DataKeysRequest) => {
       inFlight++;
       flow();
-      this.#derive(req, log).then(answer);
+      this.#derive(req, log)
+        .then(answer)
+        .catch((err: unknown) =>
+          log.error('Answering a data key request failed', { reason: messageOf(err) }),
+        );
     });
     call.on('end', () => {
       inputEnded = true;
