@@ -16,7 +16,7 @@ import type { AddressInfo } from 'node:net';
 import { performance } from 'node:perf_hooks';
 import { createInterface } from 'node:readline';
 import { createServer } from 'node:tls';
-import { mtlsMaterial } from './p1-throughput.js';
+import { mtlsMaterial, startMtlsServer } from './p1-throughput.js';
 
 /** Result of {@link benchHandshakeFloor}. */
 export interface HandshakeFloor {
@@ -83,19 +83,99 @@ export async function benchHandshakeFloor(count = 400, concurrency = 4): Promise
   server.on('tlsClientError', () => {});
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
   const { port } = server.address() as AddressInfo;
-  const child = spawn(process.execPath, ['--input-type=module', '-e', CLIENT], {
+  try {
+    const timed = await timeServerSide(
+      CLIENT,
+      { port, ca: material.caPem, cert: material.client[0], key: material.client[1] },
+      { count, concurrency, completed: () => completed, what: 'handshake' },
+    );
+    return { handshakes: count, concurrency, ...timed, group: timed.info };
+  } finally {
+    await new Promise<void>((r) => server.close(() => r()));
+  }
+}
+
+/** Result of {@link benchGrpcCallFloor}. */
+export interface GrpcCallFloor {
+  calls: number;
+  concurrency: number;
+  /** Server-side CPU per call (µs), the handshake included. */
+  cpuUs: number;
+  busyUs: number;
+  wallUs: number;
+}
+
+/**
+ * The client process of {@link benchGrpcCallFloor}: unary calls, each on a new channel of its own
+ * (`grpc.use_local_subchannel_pool`, closed after the answer), as P1's baseline makes them.
+ */
+const GRPC_CLIENT = `
+import { credentials, makeGenericClientConstructor, Metadata } from '@grpc/grpc-js';
+import { createInterface } from 'node:readline';
+const { port, ca, key, cert, warm, count, concurrency } = JSON.parse(process.env.CONFBOOT_FLOOR);
+const id = (b) => b;
+const Client = makeGenericClientConstructor({ IssueJoinTicket: { path: '/join.API/IssueJoinTicket',
+  requestStream: false, responseStream: false, requestSerialize: id, requestDeserialize: id,
+  responseSerialize: id, responseDeserialize: id } }, 'join.API');
+const creds = credentials.createSsl(Buffer.from(ca), Buffer.from(key), Buffer.from(cert));
+const once = () => new Promise((resolve, reject) => {
+  const c = new Client('127.0.0.1:' + port, creds, { 'grpc.use_local_subchannel_pool': 1 });
+  c.IssueJoinTicket(Buffer.alloc(0), new Metadata(), { deadline: Date.now() + 30000 }, (err) => {
+    c.close();
+    if (err) reject(err); else resolve();
+  });
+});
+const run = async (n) => {
+  let left = n;
+  await Promise.all(Array.from({ length: concurrency }, async () => { while (left-- > 0) await once(); }));
+};
+await run(warm);
+process.stdout.write('warm\\ngrpc\\n');
+await new Promise((r) => createInterface({ input: process.stdin }).once('line', r));
+await run(count);
+process.stdout.write('done\\n');
+`;
+
+/**
+ * A reference for P8 (not part of its floor): the server side's CPU for one plain grpc-js unary call
+ * with mutual TLS on a fresh connection (P1's baseline server: ECDSA P-256 certificates, the client's
+ * required, a join.API handler that answers at once), client in a child process as for
+ * {@link benchHandshakeFloor}. Minus the handshake floor, it is what HTTP/2 and gRPC add to a
+ * connection that carries one call, with no confboot code on it.
+ */
+export async function benchGrpcCallFloor(count = 400, concurrency = 4): Promise<GrpcCallFloor> {
+  const material = await mtlsMaterial();
+  const server = await startMtlsServer(material);
+  try {
+    const timed = await timeServerSide(
+      GRPC_CLIENT,
+      { port: server.port, ca: material.caPem, cert: material.client[0], key: material.client[1] },
+      { count, concurrency, completed: server.answered, what: 'gRPC call' },
+    );
+    return { calls: count, concurrency, cpuUs: timed.cpuUs, busyUs: timed.busyUs, wallUs: timed.wallUs };
+  } finally {
+    await server.stop();
+  }
+}
+
+/**
+ * Runs `client` (an ES module) in a child process on this node binary: it does a warm-up, prints
+ * "warm" and one line of information, waits for a line on stdin, does `count` operations
+ * `concurrency` at a time and prints "done". Returns this process's CPU, event-loop busy time and
+ * wall time per operation over the timed part; fails unless `completed()` (the server's count of
+ * finished operations) grew by exactly `count`.
+ */
+async function timeServerSide(
+  client: string,
+  env: Record<string, unknown>,
+  options: { count: number; concurrency: number; completed: () => number; what: string },
+): Promise<{ cpuUs: number; busyUs: number; wallUs: number; info: string }> {
+  const { count, concurrency, completed, what } = options;
+  const child = spawn(process.execPath, ['--input-type=module', '-e', client], {
     stdio: ['pipe', 'pipe', 'inherit'],
     env: {
       ...process.env,
-      CONFBOOT_FLOOR: JSON.stringify({
-        port,
-        ca: material.caPem,
-        cert: material.client[0],
-        key: material.client[1],
-        warm: Math.max(20, count / 10),
-        count,
-        concurrency,
-      }),
+      CONFBOOT_FLOOR: JSON.stringify({ ...env, warm: Math.max(20, count / 10), count, concurrency }),
     },
   });
   const lines = createInterface({ input: child.stdout });
@@ -108,10 +188,7 @@ export async function benchHandshakeFloor(count = 400, concurrency = 4): Promise
   // Resolves with the line after `want` ('' when none follows yet), bounded by 120 s.
   const next = (want: string) =>
     new Promise<string>((resolve, reject) => {
-      const timer = setTimeout(
-        () => reject(new Error(`handshake client: no "${want}" after 120 s`)),
-        120_000,
-      );
+      const timer = setTimeout(() => reject(new Error(`${what} client: no "${want}" after 120 s`)), 120_000);
       const check = () => {
         const i = seen.indexOf(want);
         if (i < 0 || (want === 'warm' && seen.length < i + 2)) return;
@@ -122,12 +199,12 @@ export async function benchHandshakeFloor(count = 400, concurrency = 4): Promise
       check();
       child.once('exit', (code) => {
         clearTimeout(timer);
-        reject(new Error(`handshake client exited with ${code} before "${want}"`));
+        reject(new Error(`${what} client exited with ${code} before "${want}"`));
       });
     });
   try {
-    const group = await next('warm');
-    const completedBefore = completed;
+    const info = await next('warm');
+    const completedBefore = completed();
     const cpu = process.cpuUsage();
     const elu = performance.eventLoopUtilization();
     const started = performance.now();
@@ -137,20 +214,15 @@ export async function benchHandshakeFloor(count = 400, concurrency = 4): Promise
     const wallUs = ((performance.now() - started) * 1000) / count;
     const used = process.cpuUsage(cpu);
     const busy = performance.eventLoopUtilization(elu);
-    if (completed - completedBefore !== count)
-      throw new Error(
-        `handshake floor: ${completed - completedBefore} of ${count} server-side handshakes completed`,
-      );
+    if (completed() - completedBefore !== count)
+      throw new Error(`${what} floor: ${completed() - completedBefore} of ${count} completed on the server`);
     return {
-      handshakes: count,
-      concurrency,
       cpuUs: (used.user + used.system) / count,
       busyUs: (busy.active * 1000) / count,
       wallUs,
-      group,
+      info,
     };
   } finally {
     child.kill();
-    await new Promise<void>((r) => server.close(() => r()));
   }
 }

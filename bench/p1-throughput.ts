@@ -100,13 +100,19 @@ export async function mtlsMaterial(): Promise<{
   };
 }
 
-/** Plain grpc-js mTLS server with a trivial join.API handler; resolves with its port and a stop function. */
-async function startMtlsServer(material: Awaited<ReturnType<typeof mtlsMaterial>>) {
+/**
+ * Plain grpc-js mTLS server with a trivial join.API handler; resolves with its port, the number of
+ * calls it answered so far and a stop function.
+ */
+export async function startMtlsServer(material: Awaited<ReturnType<typeof mtlsMaterial>>) {
   const server = new Server();
   const empty = IssueJoinTicketResponse.fromPartial({});
+  let answered = 0;
   server.addService(APIService, {
-    issueJoinTicket: (_call: unknown, cb: (err: null, res: IssueJoinTicketResponse) => void) =>
-      cb(null, empty),
+    issueJoinTicket: (_call: unknown, cb: (err: null, res: IssueJoinTicketResponse) => void) => {
+      answered++;
+      cb(null, empty);
+    },
     issueRejoinTicket: (_call: unknown, cb: (err: Error) => void) =>
       cb(new Error('not used by the benchmark')),
   });
@@ -118,7 +124,11 @@ async function startMtlsServer(material: Awaited<ReturnType<typeof mtlsMaterial>
   const port = await new Promise<number>((resolve, reject) =>
     server.bindAsync('127.0.0.1:0', creds, (err, p) => (err ? reject(err) : resolve(p))),
   );
-  return { port, stop: () => new Promise<void>((r) => server.tryShutdown(() => r())) };
+  return {
+    port,
+    answered: () => answered,
+    stop: () => new Promise<void>((r) => server.tryShutdown(() => r())),
+  };
 }
 
 type Op = (worker: number) => Promise<void>;

@@ -213,7 +213,7 @@ function p8Rows(r: BenchResults): { row: string; details: string[] } | undefined
         .join('; ')}. Largest remaining overhead: **${largest?.[0] ?? 'n/a'}**.`,
     );
   }
-  const byThread = p8ByThread(h, us);
+  const byThread = p8ByThread(h, us, r.stages);
   if (byThread) details.push(byThread);
   return { row, details };
 }
@@ -222,7 +222,11 @@ function p8Rows(r: BenchResults): { row: string; details: string[] } | undefined
  * P8 by thread: the service's CPU per join in P1h's timed loop on each of its threads (CPU time, not
  * wall time, so nothing here is waiting), against the floor stages that run on that thread.
  */
-function p8ByThread(h: HeadroomResult, us: (part: FloorPart) => number): string | undefined {
+function p8ByThread(
+  h: HeadroomResult,
+  us: (part: FloorPart) => number,
+  stages: StageCost[] | undefined,
+): string | undefined {
   const t = h.threadsMsPerJoin;
   if (!t || t.MainThread === undefined) return undefined;
   const loopFloor = (us('tls-handshake') + us('validation')) / 1000;
@@ -234,7 +238,13 @@ function p8ByThread(h: HeadroomResult, us: (part: FloorPart) => number): string 
     .filter(([name]) => !['MainThread', 'WorkerThread', 'V8Worker'].includes(name))
     .reduce((a, [, ms]) => a + ms, 0);
   const signed = (x: number) => `${x >= 0 ? '+' : ''}${fmt(x, 3)}`;
-  return `- P8 by thread (P1h's timed loop, CPU time per join from /proc/<pid>/task): the event loop ${fmt(main, 3)} ms against its floor stages, handshake + validation ${fmt(loopFloor, 3)} ms (${signed(main - loopFloor)} ms: the attestation exchange, HTTP/2 + gRPC, connection set-up and close, the worker and key-service messages, logs, metrics, its own garbage collection); the CA worker thread ${fmt(ca, 3)} ms against CSR inspection + signature ${fmt(caFloor, 3)} ms (${signed(ca - caFloor)} ms; the stage table measures those two on the benchmark process's event loop as process CPU, V8's helper threads included, which are counted apart here); V8's helper threads (concurrent garbage collection and compilation for both) ${fmt(helpers, 3)} ms; the rest ${fmt(other, 3)} ms.`;
+  const callUs = stages?.find((st) => st.reference === 'grpc-call')?.cpuUs;
+  const floorWithCall = (callUs ?? 0) + us('validation') + us('inspect-csr') + us('sign');
+  const grpc =
+    callUs === undefined
+      ? ''
+      : ` For comparison, a plain grpc-js mutual-TLS server spends ${fmt(callUs / 1000, 3)} ms of CPU on one unary call on a fresh connection (stage table), ${signed((callUs - us('tls-handshake')) / 1000)} ms beyond the handshake floor: what HTTP/2 and gRPC cost a connection that carries one call, with no confboot code on it. With that call in place of the bare handshake the floor would be ${fmt(floorWithCall / 1000, 3)} ms, and the service's ${fmt(h.serviceCpuMsPerJoin, 3)} ms is ${fmt((h.serviceCpuMsPerJoin * 1000) / floorWithCall)} × that.`;
+  return `- P8 by thread (P1h's timed loop, CPU time per join from /proc/<pid>/task): the event loop ${fmt(main, 3)} ms against its floor stages, handshake + validation ${fmt(loopFloor, 3)} ms (${signed(main - loopFloor)} ms: the attestation exchange, HTTP/2 + gRPC, connection set-up and close, the worker and key-service messages, logs, metrics, its own garbage collection); the CA worker thread ${fmt(ca, 3)} ms against CSR inspection + signature ${fmt(caFloor, 3)} ms (${signed(ca - caFloor)} ms; the stage table measures those two on the benchmark process's event loop as process CPU, V8's helper threads included, which are counted apart here); V8's helper threads (concurrent garbage collection and compilation for both) ${fmt(helpers, 3)} ms; the rest ${fmt(other, 3)} ms.${grpc}`;
 }
 
 /** The interleaved P1h rounds' "one core carries" figures and medians, per runtime. */

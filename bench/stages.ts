@@ -18,7 +18,7 @@ import { FileCertificateAuthority, importCaKey } from '../src/adapters/pki/file-
 import { SystemClock } from '../src/adapters/system/system-clock.js';
 import { validatorBuilder } from '../src/app/join-service/production.js';
 import { akPool, type BenchCluster, joinRequest, nodeIssuer } from './fixture.js';
-import { benchHandshakeFloor } from './handshake-floor.js';
+import { benchGrpcCallFloor, benchHandshakeFloor } from './handshake-floor.js';
 
 /** One stage: where it runs, how often per join, and its mean cost. */
 export interface StageCost {
@@ -33,6 +33,11 @@ export interface StageCost {
   cpuUs?: number;
   /** Which part of P8's floor this stage is (one of each per join). */
   floor?: FloorPart;
+  /**
+   * `grpc-call`: a plain grpc-js mutual-TLS unary call on a fresh connection, server side (its
+   * handshake included, so 0 per join): what HTTP/2 and gRPC add to the handshake, for P8's analysis.
+   */
+  reference?: 'grpc-call';
 }
 
 /** The parts of a join's floor (P8): one each per join. */
@@ -108,6 +113,16 @@ export async function benchStages(cluster: BenchCluster, iterations = 100): Prom
       busyUs: hs.busyUs,
       cpuUs: hs.cpuUs,
       floor: 'tls-handshake',
+    });
+    const call = await benchGrpcCallFloor();
+    stages.push({
+      stage: `plain grpc-js mutual-TLS unary call on a fresh connection, handshake included, handler answers at once (server side; client in another process, ${call.concurrency} at a time): reference for what HTTP/2 and gRPC add`,
+      side: 'service, per connection',
+      perJoin: 0,
+      us: call.wallUs,
+      busyUs: call.busyUs,
+      cpuUs: call.cpuUs,
+      reference: 'grpc-call',
     });
     // Since issue 15 both ends keep one identity per process (rotated hourly): 0 per join.
     await add(
