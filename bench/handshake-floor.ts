@@ -139,13 +139,15 @@ process.stdout.write('done\\n');
 /**
  * A reference for P8 (not part of its floor): the server side's CPU for one plain grpc-js unary call
  * with mutual TLS on a fresh connection (P1's baseline server: ECDSA P-256 certificates, the client's
- * required, a join.API handler that answers at once), client in a child process as for
+ * required, a join.API handler that answers at once, channelz off as in the join service), client in
+ * a child process as for
  * {@link benchHandshakeFloor}. Minus the handshake floor, it is what HTTP/2 and gRPC add to a
  * connection that carries one call, with no confboot code on it.
  */
 export async function benchGrpcCallFloor(count = 400, concurrency = 4): Promise<GrpcCallFloor> {
   const material = await mtlsMaterial();
-  const server = await startMtlsServer(material);
+  // As the attested server runs it: no channelz registry (src/adapters/grpc/attested-server.ts).
+  const server = await startMtlsServer(material, { 'grpc.enable_channelz': 0 });
   try {
     const timed = await timeServerSide(
       GRPC_CLIENT,

@@ -18,7 +18,7 @@ import { webcrypto } from 'node:crypto';
 import { closeSync, openSync } from 'node:fs';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
-import { credentials, Metadata, Server, ServerCredentials } from '@grpc/grpc-js';
+import { credentials, Metadata, Server, ServerCredentials, type ServerOptions } from '@grpc/grpc-js';
 import * as x509 from '@peculiar/x509';
 import { joinRequestToProto } from '../src/adapters/grpc/mapping.js';
 import { createPinoLogger } from '../src/adapters/log/pino-logger.js';
@@ -101,11 +101,14 @@ export async function mtlsMaterial(): Promise<{
 }
 
 /**
- * Plain grpc-js mTLS server with a trivial join.API handler; resolves with its port, the number of
- * calls it answered so far and a stop function.
+ * Plain grpc-js mTLS server with a trivial join.API handler and grpc-js `options`; resolves with its
+ * port, the number of calls it answered so far and a stop function.
  */
-export async function startMtlsServer(material: Awaited<ReturnType<typeof mtlsMaterial>>) {
-  const server = new Server();
+export async function startMtlsServer(
+  material: Awaited<ReturnType<typeof mtlsMaterial>>,
+  options: ServerOptions = {},
+) {
+  const server = new Server(options);
   const empty = IssueJoinTicketResponse.fromPartial({});
   let answered = 0;
   server.addService(APIService, {
