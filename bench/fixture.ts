@@ -153,6 +153,23 @@ export async function joinRequest(nodeName: string, ip = '127.0.0.1'): Promise<J
   };
 }
 
+/**
+ * How many distinct join requests (each its own CSR, node name and disk UUID) a closed-loop
+ * benchmark cycles through. A real node sends its own CSR; a benchmark that resent one CSR per
+ * client would be measuring the CA worker's parse memo instead of a CSR inspection (the worker keeps
+ * the last 256 distinct CSRs, src/adapters/pki/ca-worker.ts), so cycling through twice as many
+ * means none is still there when it comes round again.
+ */
+export const DISTINCT_REQUESTS = 512;
+
+/** {@link DISTINCT_REQUESTS} join requests named `<prefix>-<i>`, and a function that hands them out in turn. */
+export async function requestCycle(prefix: string): Promise<() => JoinTicketRequest> {
+  const requests: JoinTicketRequest[] = [];
+  for (let i = 0; i < DISTINCT_REQUESTS; i++) requests.push(await joinRequest(`${prefix}-${i}`));
+  let next = 0;
+  return () => requests[next++ % requests.length] as JoinTicketRequest;
+}
+
 /** The node-side join client (production defaults: 30 s call and handshake bounds). */
 export function joinClient(issuer: SoftVtpmIssuer, localAddress?: string): GrpcJoinTicketClient {
   return new GrpcJoinTicketClient({

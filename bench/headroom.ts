@@ -8,9 +8,8 @@
  */
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
-import type { JoinTicketRequest } from '../src/ports/types.js';
 import { spawnJoinService, threadCpuSeconds } from './child.js';
-import { akPool, type BenchCluster, joinClient, joinRequest, nodeIssuer } from './fixture.js';
+import { akPool, type BenchCluster, joinClient, nodeIssuer, requestCycle } from './fixture.js';
 import { metricsText, metricValue } from './p2-burst.js';
 
 /** Result of {@link benchHeadroom}. */
@@ -83,8 +82,7 @@ export async function benchHeadroom(
   const clients = Array.from({ length: concurrency }, (_, i) =>
     joinClient(nodeIssuer(keys[i % keys.length] as (typeof keys)[number], cluster.pcrs)),
   );
-  const requests: JoinTicketRequest[] = [];
-  for (let i = 0; i < concurrency; i++) requests.push(await joinRequest(`bench-headroom-${i}`));
+  const nextRequest = await requestCycle('bench-headroom');
   const service = spawnJoinService(
     cluster.serviceConfig(0),
     join(logDir, 'headroom-join-service.log'),
@@ -97,10 +95,10 @@ export async function benchHeadroom(
       let joins = 0;
       let failures = 0;
       await Promise.all(
-        clients.slice(0, workers).map(async (client, w) => {
+        clients.slice(0, workers).map(async (client) => {
           while (performance.now() < until) {
             try {
-              await client.issueJoinTicket(endpoint, requests[w] as JoinTicketRequest);
+              await client.issueJoinTicket(endpoint, nextRequest());
               joins++;
             } catch {
               failures++;

@@ -24,7 +24,7 @@ import { joinRequestToProto } from '../src/adapters/grpc/mapping.js';
 import { createPinoLogger } from '../src/adapters/log/pino-logger.js';
 import { APIClient, APIService, IssueJoinTicketResponse } from '../src/gen/join.js';
 import type { JoinTicketRequest } from '../src/ports/types.js';
-import { akPool, type BenchCluster, joinClient, joinRequest, nodeIssuer } from './fixture.js';
+import { akPool, type BenchCluster, joinClient, joinRequest, nodeIssuer, requestCycle } from './fixture.js';
 import { startBenchJoinService } from './service-wiring.js';
 
 x509.cryptoProvider.set(webcrypto as unknown as Parameters<typeof x509.cryptoProvider.set>[0]);
@@ -180,8 +180,9 @@ export async function benchP1(
     );
     const requests: JoinTicketRequest[] = [];
     for (let i = 0; i < concurrency; i++) requests.push(await joinRequest(`bench-p1-${i}`));
+    const nextRequest = await requestCycle('bench-p1');
     const joinOp: Op = async (w) => {
-      await clients[w]?.issueJoinTicket(joinEndpoint, requests[w] as JoinTicketRequest);
+      await clients[w]?.issueJoinTicket(joinEndpoint, nextRequest());
     };
 
     const clientCreds = credentials.createSsl(
