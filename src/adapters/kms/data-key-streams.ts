@@ -11,7 +11,7 @@
  * wait to be sent (HTTP/2 flow control then holds the client back). On shutdown every open call
  * stops reading, answers what it has started and ends with OK.
  */
-import type { ServerDuplexStream, ServiceError } from '@grpc/grpc-js';
+import { type ServerDuplexStream, type ServiceError, status } from '@grpc/grpc-js';
 import type { DataKeysRequest, DataKeysResponse } from '../../gen/keyservice.js';
 import { messageOf } from '../../ports/errors.js';
 import type { KMS } from '../../ports/kms.js';
@@ -104,8 +104,13 @@ export class DataKeyStreams {
   async #derive(req: DataKeysRequest, logger: Logger): Promise<DataKeysResponse> {
     const { id, dataKeyId, length } = req;
     const refused = (err: unknown): DataKeysResponse => {
-      const status = this.toServiceError(err);
-      return { id, dataKey: Buffer.alloc(0), code: status.code ?? 13, message: status.details ?? '' };
+      const refusal = this.toServiceError(err);
+      return {
+        id,
+        dataKey: Buffer.alloc(0),
+        code: refusal.code ?? status.INTERNAL,
+        message: refusal.details ?? '',
+      };
     };
     try {
       checkDataKeyRequest(dataKeyId, length);

@@ -78,8 +78,7 @@ export class GrpcKmsClient implements KMS {
       deadline: Date.now() + (options?.timeoutInMs ?? this.#defaultTimeoutInMs),
       ...(signal ? { signal } : {}),
     };
-    if (this.#closed) return this.#unary(request);
-    if (this.#unaryOnly) return this.#unary(request);
+    if (this.#closed || this.#unaryOnly) return this.#unary(request);
     this.#stream ??= new DataKeyCall(this.#client, this.#operation, (call, moved) => {
       if (this.#stream === call) this.#stream = undefined;
       if (moved === undefined) return;
