@@ -9,6 +9,7 @@
  * nothing is left running. kubeadm, the API server and the kubelet are simulated (the result's
  * `simulated` list says how).
  */
+import { rmSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { listMiniNamespaces } from '../../src/adapters/vm/private-network.js';
 import { miniHa } from '../../src/app/mini/ha.js';
@@ -88,6 +89,8 @@ describe.skipIf(missing.length > 0)(
       expect(result.ok, summary).toBe(true);
       expect(result.leftovers, summary).toEqual([]);
       expect((await listMiniNamespaces()).map((n) => n.name)).not.toContain(result.netns);
+      // Passed: the run's logs are not needed (a failed run keeps them for reading).
+      rmSync(result.workDir, { recursive: true, force: true });
     }, 3_600_000);
   },
 );
