@@ -11,12 +11,12 @@
  * wait to be sent (HTTP/2 flow control then holds the client back). On shutdown every open call
  * stops reading, answers what it has started and ends with OK.
  */
-import { type ServerDuplexStream, type ServiceError, status } from '@grpc/grpc-js';
+import { type ServerDuplexStream, status } from '@grpc/grpc-js';
 import type { DataKeysRequest, DataKeysResponse } from '../../gen/keyservice.js';
 import { messageOf } from '../../ports/errors.js';
 import type { KMS } from '../../ports/kms.js';
 import type { Logger } from '../../ports/logger.js';
-import { checkDataKeyRequest } from './hkdf-kms.js';
+import { answerDataKeyRequest } from './data-key-answer.js';
 
 /** Requests of one call derived at once; further requests wait unread. */
 export const MAX_IN_FLIGHT = 64;
@@ -31,8 +31,6 @@ export class DataKeyStreams {
   constructor(
     private readonly kms: KMS,
     private readonly logger: Logger,
-    /** The status a failed derivation is answered with (the gRPC edge's table, as for GetDataKey). */
-    private readonly toServiceError: (err: unknown) => Partial<ServiceError>,
   ) {}
 
   /** The `getDataKeys` handler. */
@@ -45,7 +43,7 @@ export class DataKeyStreams {
     const finish = () => {
       if (finished) return;
       finished = true;
-      this.#open.delete(stop);
+      this.#open.delete(flow);
       call.end();
     };
     const flow = () => {
@@ -57,7 +55,6 @@ export class DataKeyStreams {
       if (this.#closing || inFlight >= MAX_IN_FLIGHT || waitingDrain) call.pause();
       else call.resume();
     };
-    const stop = () => flow();
     const answer = (res: DataKeysResponse) => {
       inFlight--;
       if (!finished && !call.cancelled && !call.write(res)) {
@@ -82,49 +79,27 @@ export class DataKeyStreams {
       inputEnded = true;
       flow();
     });
-    call.on('cancelled', () => {
+    const gone = () => {
       finished = true;
-      this.#open.delete(stop);
-    });
-    call.on('error', () => {
-      finished = true;
-      this.#open.delete(stop);
-    });
-    this.#open.add(stop);
+      this.#open.delete(flow);
+    };
+    call.on('cancelled', gone);
+    call.on('error', gone);
+    this.#open.add(flow);
     flow();
   };
 
   /** Stops reading every open call; each ends with OK once its started requests are answered. */
   close(): void {
     this.#closing = true;
-    for (const stop of [...this.#open]) stop();
+    for (const flow of [...this.#open]) flow();
   }
 
   /** One request's answer; never rejects. */
-  async #derive(req: DataKeysRequest, logger: Logger): Promise<DataKeysResponse> {
-    const { id, dataKeyId, length } = req;
-    const refused = (err: unknown): DataKeysResponse => {
-      const refusal = this.toServiceError(err);
-      return {
-        id,
-        dataKey: Buffer.alloc(0),
-        code: refusal.code ?? status.INTERNAL,
-        message: refusal.details ?? '',
-      };
-    };
-    try {
-      checkDataKeyRequest(dataKeyId, length);
-    } catch (err) {
-      logger.warn('Refused data key request', { dataKeyId, length, reason: messageOf(err) });
-      return refused(err);
-    }
-    try {
-      const key = await this.kms.getDataKey(dataKeyId, length);
-      logger.debug('Derived data key', { dataKeyId, length });
-      return { id, dataKey: Buffer.from(key), code: 0, message: '' };
-    } catch (err) {
-      logger.error('Deriving data key failed', { dataKeyId, length, reason: messageOf(err) });
-      return refused(err);
-    }
+  async #derive(req: DataKeysRequest, log: Logger): Promise<DataKeysResponse> {
+    const { id } = req;
+    const answer = await answerDataKeyRequest(this.kms, log, req.dataKeyId, req.length);
+    if ('key' in answer) return { id, dataKey: Buffer.from(answer.key), code: status.OK, message: '' };
+    return { id, dataKey: Buffer.alloc(0), code: answer.refusal.code, message: answer.refusal.details };
   }
 }

@@ -42,7 +42,8 @@ export interface GrpcKmsClientTls {
 /** {@link KMS} backed by a remote key service. Call {@link GrpcKmsClient.close} when done. */
 export class GrpcKmsClient implements KMS {
   readonly #client: InstanceType<typeof APIClient>;
-  readonly #endpoint: string;
+  /** Names the operation in every error. */
+  readonly #operation: string;
   readonly #defaultTimeoutInMs: number;
   #stream: DataKeyCall | undefined;
   /** The key service answered GetDataKeys with UNIMPLEMENTED: unary calls only. */
@@ -50,7 +51,7 @@ export class GrpcKmsClient implements KMS {
   #closed = false;
 
   constructor(options: GrpcKmsClientOptions) {
-    this.#endpoint = options.endpoint;
+    this.#operation = `getting data key from key service ${options.endpoint}`;
     this.#defaultTimeoutInMs = options.defaultTimeoutInMs ?? 30_000;
     // grpc-js reconnects after 1 s, backing off to 120 s; a restarted key service would then stay
     // unreachable for many seconds after it is back (measured: 11 s after a 30 s outage). Join
@@ -94,10 +95,6 @@ export class GrpcKmsClient implements KMS {
     this.#stream?.cancel();
     this.#stream = undefined;
     this.#client.close();
-  }
-
-  get #operation(): string {
-    return `getting data key from key service ${this.#endpoint}`;
   }
 
   #unary(req: KeyRequest): Promise<Uint8Array> {

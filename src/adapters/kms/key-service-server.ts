@@ -2,22 +2,21 @@
  * The key service's gRPC edge (upstream `keyservice/internal/server`): `kms.API` (upstream's
  * GetDataKey, and GetDataKeys, many requests on one call: data-key-streams.ts) on plain insecure
  * gRPC as upstream, or with mutual TLS: the service then speaks only to clients whose certificate
- * chains to the configured client CA, and a client without one is refused in the handshake. It
- * checks the request the way upstream does and maps error kinds to status codes through the gRPC
- * edge's one status table (src/adapters/grpc/status.ts).
+ * chains to the configured client CA, and a client without one is refused in the handshake. Both
+ * methods answer a request through data-key-answer.ts: checked as upstream checks it, error kinds
+ * mapped through the gRPC edge's one status table (src/adapters/grpc/status.ts).
  *
  * Without TLS, whoever reaches the port can fetch any data key, which includes the measurement
  * secret and every node's state-disk key.
  */
-import { Server, ServerCredentials, type ServiceError, status } from '@grpc/grpc-js';
+import { Server, ServerCredentials } from '@grpc/grpc-js';
 import { type APIServer, APIService } from '../../gen/keyservice.js';
-import { isConfbootError, messageOf } from '../../ports/errors.js';
+import { messageOf } from '../../ports/errors.js';
 import type { KMS } from '../../ports/kms.js';
 import type { Logger } from '../../ports/logger.js';
 import { joinHostPort } from '../../ports/peer-address.js';
-import { GRPC_STATUS_BY_CODE } from '../grpc/status.js';
+import { answerDataKeyRequest } from './data-key-answer.js';
 import { DataKeyStreams } from './data-key-streams.js';
-import { checkDataKeyRequest } from './hkdf-kms.js';
 
 /** Options of {@link startKeyServiceServer}. */
 export interface KeyServiceServerOptions {
@@ -53,17 +52,6 @@ export interface KeyServiceServer {
 }
 
 /**
- * The gRPC status for a failed key derivation: a confboot error kind goes through the one status
- * table of the gRPC edge, with its message as upstream sends it (e.g. "no data key ID specified");
- * anything else is `INTERNAL` naming the operation.
- */
-function toServiceError(err: unknown): Partial<ServiceError> {
-  if (isConfbootError(err) && err.code !== 'internal')
-    return { code: GRPC_STATUS_BY_CODE[err.code], details: err.message };
-  return { code: status.INTERNAL, details: `getting data key: ${messageOf(err)}` };
-}
-
-/**
  * Builds the `kms.API` handlers over `kms`. Exposed for servers that host several services; call
  * `closeStreams` when such a server shuts down, or its open GetDataKeys calls hold it until its grace
  * period ends.
@@ -75,28 +63,13 @@ export function keyServiceHandlers(
   handlers: Pick<APIServer, 'getDataKey' | 'getDataKeys'>;
   closeStreams: () => void;
 } {
-  const streams = new DataKeyStreams(kms, logger, toServiceError);
+  const streams = new DataKeyStreams(kms, logger);
   const handlers: Pick<APIServer, 'getDataKey' | 'getDataKeys'> = {
     getDataKeys: streams.handle,
     getDataKey: (call, callback) => {
       const { dataKeyId, length } = call.request;
-      const log = logger.child({ dataKeyId, length, peer: call.getPeer() });
-      try {
-        checkDataKeyRequest(dataKeyId, length);
-      } catch (err) {
-        log.warn('Refused data key request', { reason: messageOf(err) });
-        callback(toServiceError(err));
-        return;
-      }
-      kms.getDataKey(dataKeyId, length).then(
-        (key) => {
-          log.debug('Derived data key');
-          callback(null, { dataKey: Buffer.from(key) });
-        },
-        (err: unknown) => {
-          log.error('Deriving data key failed', { reason: messageOf(err) });
-          callback(toServiceError(err));
-        },
+      answerDataKeyRequest(kms, logger.child({ peer: call.getPeer() }), dataKeyId, length).then((answer) =>
+        'key' in answer ? callback(null, { dataKey: Buffer.from(answer.key) }) : callback(answer.refusal),
       );
     },
   };

@@ -300,19 +300,20 @@ export async function buildNodeImage(options: BuildNodeImageOptions = {}): Promi
   const kernelPath = join(dir, 'vmlinuz');
   const initrdPath = join(dir, 'initrd.img');
   const metaPath = join(dir, 'image.json');
+  const image = (initrdSha256: string, built: boolean) => ({
+    key,
+    kernel: kernelPath,
+    initrd: initrdPath,
+    kernelRelease: kernel.release,
+    kernelPackage: basename(deb),
+    initrdSha256,
+    built,
+  });
   if (existsSync(metaPath)) {
     const meta = JSON.parse(await readFile(metaPath, 'utf8')) as { key: string; initrdSha256: string };
     if (meta.key === key) {
       log(`node image ${key.slice(0, 12)} from the cache`);
-      return {
-        key,
-        kernel: kernelPath,
-        initrd: initrdPath,
-        kernelRelease: kernel.release,
-        kernelPackage: basename(deb),
-        initrdSha256: meta.initrdSha256,
-        built: false,
-      };
+      return image(meta.initrdSha256, false);
     }
   }
   log(`building node image ${key.slice(0, 12)} (${entries.length} entries, kernel ${kernel.release})`);
@@ -332,24 +333,8 @@ export async function buildNodeImage(options: BuildNodeImageOptions = {}): Promi
   const theirs = await renameOrAdopt(tmp, dir, metaPath, key);
   if (theirs !== undefined) {
     log(`node image ${key.slice(0, 12)} was built by another run at the same time; using it`);
-    return {
-      key,
-      kernel: kernelPath,
-      initrd: initrdPath,
-      kernelRelease: kernel.release,
-      kernelPackage: basename(deb),
-      initrdSha256: theirs.initrdSha256,
-      built: false,
-    };
+    return image(theirs.initrdSha256, false);
   }
   await pruneImages(join(cacheDir, 'images'), dir);
-  return {
-    key,
-    kernel: kernelPath,
-    initrd: initrdPath,
-    kernelRelease: kernel.release,
-    kernelPackage: basename(deb),
-    initrdSha256,
-    built: true,
-  };
+  return image(initrdSha256, true);
 }
