@@ -11,7 +11,7 @@
  * load-generator processes P2's and P2L's nodes are split over (1 = the benchmark process),
  * CONFBOOT_BENCH_P2_NOCAP=1 (also
  * run P2 with the concurrency cap off), CONFBOOT_BENCH_CPU_PROF=<dir> (CPU profiles of the children),
- * CONFBOOT_BENCH_KEEP_LOGS=1 (keep the children's logs and print where), CONFBOOT_BENCH_HEADROOM_ROUNDS (3:
+ * CONFBOOT_BENCH_KEEP_LOGS=1 (keep the children's logs and print where), CONFBOOT_BENCH_HEADROOM_ROUNDS (5:
  * interleaved P1h rounds per runtime when CONFBOOT_BENCH_COMPARE_NODE is set; 0 skips them).
  * Set by scripts/bench.mjs for CONFBOOT_BENCH_COMPARE_NODE: CONFBOOT_BENCH_COMPARE_OUT (the
  * comparison run writes its results there, nothing else) and CONFBOOT_BENCH_COMPARE_RESULTS (the
@@ -150,7 +150,7 @@ describe.sequential('confboot benchmarks (issue 7)', () => {
   // minutes apart, gave ratios 1.23–1.52 across a day, because the machine's speed drifts between
   // them; alternating the service's runtime round by round, with the same generator, cancels that.
   const compareNode = process.env.CONFBOOT_BENCH_COMPARE_NODE;
-  const rounds = envInt('CONFBOOT_BENCH_HEADROOM_ROUNDS', 3);
+  const rounds = envInt('CONFBOOT_BENCH_HEADROOM_ROUNDS', 5);
   const interleaved =
     enabled('HEADROOM') && compareNode !== undefined && compareOut === undefined && rounds > 0;
   (interleaved ? it : it.skip)(
@@ -165,13 +165,14 @@ describe.sequential('confboot benchmarks (issue 7)', () => {
             ms,
             ...(runtime === 'compare' ? { serviceNode: compareNode } : {}),
           });
-          const { serviceCpuMsPerJoin, oneCoreJoinPerSecond, joins, failures } = h;
+          const { serviceCpuMsPerJoin, oneCoreJoinPerSecond, joins, failures, threadsMsPerJoin } = h;
           results.headroomRounds.push({
             runtime,
             serviceCpuMsPerJoin,
             oneCoreJoinPerSecond,
             joins,
             failures,
+            threadsMsPerJoin,
           });
         }
       expect(results.headroomRounds.length).toBe(2 * rounds);

@@ -58,14 +58,12 @@ export function peakRssOf(pid: number): number {
 /** Clock ticks per second of /proc/<pid>/task/<tid>/stat's utime and stime (USER_HZ, 100 on Linux). */
 const USER_HZ = 100;
 
-/**
- * CPU seconds of each thread group of `pid`, by thread name (/proc/<pid>/task/<tid>/comm: Node names
- * the main thread `MainThread`, worker threads `WorkerThread`, V8's platform threads — concurrent
- * GC and compilation — `V8Worker`, and the libuv pool `libuv-worker`). Empty when /proc cannot be
- * read. Threads that exited in between are missing from the later reading.
- */
-export function threadCpuSeconds(pid: number | undefined): Record<string, number> {
-  const out: Record<string, number> = {};
+/** One reading of a process's threads: CPU seconds and name (/proc/<pid>/task/<tid>/comm) by tid. */
+export type ThreadReading = Map<string, { name: string; seconds: number }>;
+
+/** Reads every thread of `pid` (empty when /proc cannot be read; a thread that exits meanwhile is left out). */
+export function readThreads(pid: number | undefined): ThreadReading {
+  const out: ThreadReading = new Map();
   if (pid === undefined) return out;
   let tids: string[];
   try {
@@ -79,12 +77,41 @@ export function threadCpuSeconds(pid: number | undefined): Record<string, number
       const stat = readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8');
       // Fields after the parenthesised name: state is field 3, utime 14 and stime 15.
       const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-      const ticks = Number(fields[11]) + Number(fields[12]);
-      out[name] = (out[name] ?? 0) + ticks / USER_HZ;
+      out.set(tid, { name, seconds: (Number(fields[11]) + Number(fields[12])) / USER_HZ });
     } catch {
       // The thread exited while we read.
     }
   }
+  return out;
+}
+
+/**
+ * CPU seconds per thread group of `pid` between two readings, by thread name. Node 24 names its
+ * threads: the main thread `MainThread`, worker threads `WorkerThread`, V8's platform threads
+ * (concurrent GC and compilation) `V8Worker`, the libuv pool `libuv-worker`. Node 20 names every
+ * thread `node`; there the main thread is the one whose tid is the pid, the thread that used the most
+ * CPU of the others is taken for the one worker thread (the CA worker: in P1h it uses several times
+ * what any V8 platform thread does, which Node 24's named threads show), and the rest count as
+ * `V8Worker` (V8's threads; libuv's pool and the inspector's use next to nothing in P1h).
+ */
+export function threadCpuBetween(
+  pid: number | undefined,
+  before: ThreadReading,
+  after: ThreadReading,
+): Record<string, number> {
+  const deltas = [...after].map(([tid, t]) => ({
+    tid,
+    name: t.name,
+    seconds: t.seconds - (before.get(tid)?.seconds ?? 0),
+  }));
+  const unnamed = deltas.filter((d) => d.name === 'node');
+  if (unnamed.length === deltas.length && unnamed.length > 0) {
+    for (const d of unnamed) d.name = d.tid === String(pid) ? 'MainThread' : 'V8Worker';
+    const others = unnamed.filter((d) => d.name !== 'MainThread').sort((a, b) => b.seconds - a.seconds);
+    if (others[0] !== undefined) others[0].name = 'WorkerThread';
+  }
+  const out: Record<string, number> = {};
+  for (const d of deltas) out[d.name] = (out[d.name] ?? 0) + d.seconds;
   return out;
 }
 

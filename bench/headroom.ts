@@ -8,7 +8,7 @@
  */
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
-import { spawnJoinService, threadCpuSeconds } from './child.js';
+import { readThreads, spawnJoinService, threadCpuBetween } from './child.js';
 import { akPool, type BenchCluster, joinClient, nodeIssuer, requestCycle } from './fixture.js';
 import { metricsText, metricValue } from './p2-burst.js';
 
@@ -111,13 +111,13 @@ export async function benchHeadroom(
     // Warm-up (module loading, JIT, identities), not counted.
     await loop(performance.now() + Math.min(1_000, ms));
     const before = await snapshot(httpPort);
-    const threadsBefore = threadCpuSeconds(service.child.pid);
+    const threadsBefore = readThreads(service.child.pid);
     const genBefore = process.cpuUsage();
     const started = performance.now();
     const { joins, failures } = await loop(started + ms);
     const seconds = (performance.now() - started) / 1000;
     const gen = process.cpuUsage(genBefore);
-    const threadsAfter = threadCpuSeconds(service.child.pid);
+    const threadsAfter = readThreads(service.child.pid);
     const after = await snapshot(httpPort);
     const cpu = after.cpu - before.cpu;
     const seq = await loop(performance.now() + Math.max(1_000, ms / 4), 1);
@@ -142,9 +142,9 @@ export async function benchHeadroom(
         requestMeanMs: meanMs(last.request, after.request),
       },
       threadsMsPerJoin: Object.fromEntries(
-        Object.entries(threadsAfter).map(([name, s]) => [
+        Object.entries(threadCpuBetween(service.child.pid, threadsBefore, threadsAfter)).map(([name, s]) => [
           name,
-          ((s - (threadsBefore[name] ?? 0)) * 1000) / Math.max(1, joins),
+          (s * 1000) / Math.max(1, joins),
         ]),
       ),
     };

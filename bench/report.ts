@@ -74,6 +74,8 @@ export interface HeadroomRound {
   oneCoreJoinPerSecond: number;
   joins: number;
   failures: number;
+  /** The service's CPU per join by thread ({@link HeadroomResult.threadsMsPerJoin}); absent before 2026-11-27. */
+  threadsMsPerJoin?: Record<string, number>;
 }
 
 /** Machine information now (load average at start; the end is filled in by {@link finishMachineInfo}). */
@@ -247,23 +249,65 @@ function p8ByThread(
   return `- P8 by thread (P1h's timed loop, CPU time per join from /proc/<pid>/task): the event loop ${fmt(main, 3)} ms against its floor stages, handshake + validation ${fmt(loopFloor, 3)} ms (${signed(main - loopFloor)} ms: the attestation exchange, HTTP/2 + gRPC, connection set-up and close, the worker and key-service messages, logs, metrics, its own garbage collection); the CA worker thread ${fmt(ca, 3)} ms against CSR inspection + signature ${fmt(caFloor, 3)} ms (${signed(ca - caFloor)} ms; the stage table measures those two on the benchmark process's event loop as process CPU, V8's helper threads included, which are counted apart here); V8's helper threads (concurrent garbage collection and compilation for both) ${fmt(helpers, 3)} ms; the rest ${fmt(other, 3)} ms.${grpc}`;
 }
 
-/** The interleaved P1h rounds' "one core carries" figures and medians, per runtime. */
-export function interleavedHeadroom(
+/** The median of `xs` (non-empty). */
+function median(xs: number[]): number {
+  const s = [...xs].sort((a, b) => a - b);
+  const mid = Math.floor(s.length / 2);
+  return s.length % 2 === 1 ? (s[mid] as number) : ((s[mid - 1] as number) + (s[mid] as number)) / 2;
+}
+
+/**
+ * The interleaved P1h rounds' CPU per join on one thread group (`MainThread`, `WorkerThread`,
+ * `V8Worker`), the median over the rounds of `runtime`; undefined when a round lacks it.
+ */
+export function roundsThreadMedian(
   r: BenchResults,
-): { compare: number[]; main: number[]; compareMedian: number; mainMedian: number } | undefined {
+  runtime: HeadroomRound['runtime'],
+  thread: string,
+): number | undefined {
+  const xs = (r.headroomRounds ?? [])
+    .filter((x) => x.runtime === runtime)
+    .map((x) => x.threadsMsPerJoin?.[thread]);
+  if (xs.length === 0 || xs.some((x) => x === undefined)) return undefined;
+  return median(xs as number[]);
+}
+
+/**
+ * The interleaved P1h rounds' "one core carries" figures and medians, per runtime, and each round's
+ * ratio (main ÷ the comparison round just before it: the two ran back to back, so the machine's drift
+ * between rounds cancels in it) with their median.
+ */
+export function interleavedHeadroom(r: BenchResults):
+  | {
+      compare: number[];
+      main: number[];
+      compareMedian: number;
+      mainMedian: number;
+      pairRatios: number[];
+      pairMedian: number;
+    }
+  | undefined {
   const rounds = r.headroomRounds;
   if (!rounds || rounds.length === 0) return undefined;
   const of = (runtime: HeadroomRound['runtime']) =>
     rounds.filter((x) => x.runtime === runtime).map((x) => x.oneCoreJoinPerSecond);
-  const median = (xs: number[]) => {
-    const s = [...xs].sort((a, b) => a - b);
-    const mid = Math.floor(s.length / 2);
-    return s.length % 2 === 1 ? (s[mid] as number) : ((s[mid - 1] as number) + (s[mid] as number)) / 2;
-  };
   const compare = of('compare');
   const main = of('main');
   if (compare.length === 0 || main.length === 0) return undefined;
-  return { compare, main, compareMedian: median(compare), mainMedian: median(main) };
+  const pairRatios = rounds.flatMap((x, i) => {
+    const before = rounds[i - 1];
+    return x.runtime === 'main' && before?.runtime === 'compare'
+      ? [x.oneCoreJoinPerSecond / before.oneCoreJoinPerSecond]
+      : [];
+  });
+  return {
+    compare,
+    main,
+    compareMedian: median(compare),
+    mainMedian: median(main),
+    pairRatios,
+    pairMedian: pairRatios.length > 0 ? median(pairRatios) : Number.NaN,
+  };
 }
 
 /** "Node v… (OpenSSL …)" of a run. */
@@ -324,12 +368,26 @@ function renderCompare(r: BenchResults): string[] {
   if (rounds)
     row(
       'P1h',
-      `one core carries N joins/s, interleaved: median of ${rounds.compare.length} rounds each, the service's runtime alternating round by round (${rounds.compare.map((x) => fmt(x, 0)).join(', ')} vs ${rounds.main.map((x) => fmt(x, 0)).join(', ')})`,
+      `one core carries N joins/s, interleaved: median of ${rounds.compare.length} rounds each, the service's runtime alternating round by round (${rounds.compare.map((x) => fmt(x, 0)).join(', ')} vs ${rounds.main.map((x) => fmt(x, 0)).join(', ')}; round by round ${rounds.pairRatios.map((x) => fmt(x)).join(', ')}, median ${fmt(rounds.pairMedian)})`,
       rounds.compareMedian,
       rounds.mainMedian,
       0,
       'higher',
       ` (target ≥ 1.4: ${verdict(rounds.mainMedian >= 1.4 * rounds.compareMedian)})`,
+    );
+  // Where the runtime's speed-up went: the same rounds' CPU per join on each thread.
+  for (const [thread, what] of [
+    ['MainThread', 'the event loop'],
+    ['WorkerThread', 'the CA worker thread'],
+    ['V8Worker', "V8's helper threads"],
+  ] as const)
+    row(
+      'P1h',
+      `interleaved rounds, ${what}: CPU per join, ms (median)`,
+      roundsThreadMedian(r, 'compare', thread),
+      roundsThreadMedian(r, 'main', thread),
+      3,
+      'lower',
     );
   // The floor's stages on both runtimes (STAGES in the comparison run): how much of a join the
   // runtime speeds up, stage by stage, which bounds what P1h's ratio can reach.
@@ -361,10 +419,19 @@ function renderCompare(r: BenchResults): string[] {
   row('P4', '`node -e 0`, ms', c.p4?.nodeMs, r.p4?.nodeMs, 0, 'lower');
   row('P4', 'ratio (target ≤ 2.5)', c.p4?.ratio, r.p4?.ratio, 2, 'lower');
   row('P4', 'production CLI ratio', c.p4?.cliRatio, r.p4?.cliRatio, 2, 'lower');
+  // The floor with the plain grpc-js call in place of the bare handshake, on both runtimes.
+  const callOf = (res: BenchResults) => res.stages?.find((st) => st.reference === 'grpc-call')?.cpuUs;
+  const handshakeOf = (res: BenchResults) => stageCpu(res, 'tls-handshake');
+  const withCall = (res: BenchResults, floor: number) =>
+    floor + (callOf(res) ?? Number.NaN) - (handshakeOf(res) ?? Number.NaN);
+  const callFloorRatio = withCall(c, floorC) / withCall(r, floorR);
+  const callNote = Number.isFinite(callFloorRatio)
+    ? ` With the plain grpc-js call on a fresh connection in place of the bare handshake (what any gRPC service answering on fresh connections spends), the floor would let one core carry ${fmt(callFloorRatio)} × as many joins: that is the most a join service with no work of its own beyond those stages could reach.`
+    : '';
   const floorNote =
     Number.isFinite(floorC) && Number.isFinite(floorR) && n20 !== undefined && n24 !== undefined
       ? [
-          `The floor's four stages take ${fmt(floorR / floorC)} × the CPU on ${b.split(' (')[0]} that they take on ${a.split(' (')[0]}: a join made of nothing but them would let one core carry ${fmt(floorC / floorR)} × as many joins; P1h measured ${fmt(n24 / n20)} ×${rounds ? ` in the two single runs and ${fmt(rounds.mainMedian / rounds.compareMedian)} × in the interleaved rounds (the load generator on ${b.split(' (')[0]} for both)` : ''}, and its target needs 1.4 ×.`,
+          `The floor's four stages take ${fmt(floorR / floorC)} × the CPU on ${b.split(' (')[0]} that they take on ${a.split(' (')[0]}: a join made of nothing but them would let one core carry ${fmt(floorC / floorR)} × as many joins; P1h measured ${fmt(n24 / n20)} ×${rounds ? ` in the two single runs and ${fmt(rounds.mainMedian / rounds.compareMedian)} × in the interleaved rounds (the load generator on ${b.split(' (')[0]} for both)` : ''}, and its target needs 1.4 ×.${callNote}`,
           '',
         ]
       : [];
