@@ -426,7 +426,7 @@ function renderCompare(r: BenchResults): string[] {
     floor + (callOf(res) ?? Number.NaN) - (handshakeOf(res) ?? Number.NaN);
   const callFloorRatio = withCall(c, floorC) / withCall(r, floorR);
   const callNote = Number.isFinite(callFloorRatio)
-    ? ` With the plain grpc-js call on a fresh connection in place of the bare handshake (what any gRPC service answering on fresh connections spends), the floor would let one core carry ${fmt(callFloorRatio)} × as many joins: that is the most a join service with no work of its own beyond those stages could reach.`
+    ? ` With the plain grpc-js call on a fresh connection in place of the bare handshake (what any gRPC service answering on fresh connections spends), the floor would let one core carry ${fmt(callFloorRatio)} × as many joins: by this run's stage costs, what a join service with no work of its own beyond those stages would reach.`
     : '';
   const floorNote =
     Number.isFinite(floorC) && Number.isFinite(floorR) && n20 !== undefined && n24 !== undefined
