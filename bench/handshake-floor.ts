@@ -18,26 +18,51 @@ import { createInterface } from 'node:readline';
 import { createServer } from 'node:tls';
 import { mtlsMaterial, startMtlsServer } from './p1-throughput.js';
 
-/** Result of {@link benchHandshakeFloor}. */
-export interface HandshakeFloor {
-  handshakes: number;
+/** What one server-side operation cost, timed by {@link timeServerSide}. */
+interface ServerSideCost {
   concurrency: number;
-  /** Server-side CPU per handshake (µs). */
+  /** Server-side CPU per operation (µs). */
   cpuUs: number;
-  /** Server event-loop busy time per handshake (µs). */
+  /** Server event-loop busy time per operation (µs). */
   busyUs: number;
-  /** Wall time per handshake at this concurrency (µs). */
+  /** Wall time per operation at this concurrency (µs). */
   wallUs: number;
+}
+
+/** Result of {@link benchHandshakeFloor}. */
+export interface HandshakeFloor extends ServerSideCost {
+  handshakes: number;
   /** Key-exchange group of the last handshake (e.g. X25519MLKEM768 with OpenSSL 3.5). */
   group: string;
 }
 
-/** The client process: warm-up, "warm" and the key-exchange group on stdout, waits for a line on stdin, the timed handshakes, "done". */
-const CLIENT = `
-import { connect } from 'node:tls';
+/**
+ * A client program for {@link timeServerSide}: `setup` (ES module code after the imports it names)
+ * defines `once()`, one operation; the program runs the warm-up, prints "warm" and the value of the
+ * expression `info`, waits for a line on stdin, runs the timed operations `concurrency` at a time and
+ * prints "done".
+ */
+function clientProgram(imports: string, setup: string, info: string): string {
+  return `${imports}
 import { createInterface } from 'node:readline';
 const { port, ca, key, cert, warm, count, concurrency } = JSON.parse(process.env.CONFBOOT_FLOOR);
-let group = 'unknown';
+${setup}
+const run = async (n) => {
+  let left = n;
+  await Promise.all(Array.from({ length: concurrency }, async () => { while (left-- > 0) await once(); }));
+};
+await run(warm);
+process.stdout.write('warm\\n' + ${info} + '\\n');
+await new Promise((r) => createInterface({ input: process.stdin }).once('line', r));
+await run(count);
+process.stdout.write('done\\n');
+`;
+}
+
+/** The handshake client: one operation is a TLS connection closed after the server closed it. */
+const CLIENT = clientProgram(
+  "import { connect } from 'node:tls';",
+  `let group = 'unknown';
 const once = () => new Promise((resolve, reject) => {
   const s = connect({ host: '127.0.0.1', port, ca, key, cert, minVersion: 'TLSv1.3', servername: '127.0.0.1' }, () => {
     group = s.getEphemeralKeyInfo()?.name ?? group;
@@ -48,17 +73,9 @@ const once = () => new Promise((resolve, reject) => {
   });
   s.on('data', () => {});
   s.once('error', reject);
-});
-const run = async (n) => {
-  let left = n;
-  await Promise.all(Array.from({ length: concurrency }, async () => { while (left-- > 0) await once(); }));
-};
-await run(warm);
-process.stdout.write('warm\\n' + group + '\\n');
-await new Promise((r) => createInterface({ input: process.stdin }).once('line', r));
-await run(count);
-process.stdout.write('done\\n');
-`;
+});`,
+  'group',
+);
 
 /** Times `count` server-side handshakes (client in a child process, `concurrency` at a time). */
 export async function benchHandshakeFloor(count = 400, concurrency = 4): Promise<HandshakeFloor> {
@@ -95,25 +112,18 @@ export async function benchHandshakeFloor(count = 400, concurrency = 4): Promise
   }
 }
 
-/** Result of {@link benchGrpcCallFloor}. */
-export interface GrpcCallFloor {
+/** Result of {@link benchGrpcCallFloor}: the cost per call, the handshake included. */
+export interface GrpcCallFloor extends ServerSideCost {
   calls: number;
-  concurrency: number;
-  /** Server-side CPU per call (µs), the handshake included. */
-  cpuUs: number;
-  busyUs: number;
-  wallUs: number;
 }
 
 /**
  * The client process of {@link benchGrpcCallFloor}: unary calls, each on a new channel of its own
  * (`grpc.use_local_subchannel_pool`, closed after the answer), as P1's baseline makes them.
  */
-const GRPC_CLIENT = `
-import { credentials, makeGenericClientConstructor, Metadata } from '@grpc/grpc-js';
-import { createInterface } from 'node:readline';
-const { port, ca, key, cert, warm, count, concurrency } = JSON.parse(process.env.CONFBOOT_FLOOR);
-const id = (b) => b;
+const GRPC_CLIENT = clientProgram(
+  "import { credentials, makeGenericClientConstructor, Metadata } from '@grpc/grpc-js';",
+  `const id = (b) => b;
 const Client = makeGenericClientConstructor({ IssueJoinTicket: { path: '/join.API/IssueJoinTicket',
   requestStream: false, responseStream: false, requestSerialize: id, requestDeserialize: id,
   responseSerialize: id, responseDeserialize: id } }, 'join.API');
@@ -124,17 +134,9 @@ const once = () => new Promise((resolve, reject) => {
     c.close();
     if (err) reject(err); else resolve();
   });
-});
-const run = async (n) => {
-  let left = n;
-  await Promise.all(Array.from({ length: concurrency }, async () => { while (left-- > 0) await once(); }));
-};
-await run(warm);
-process.stdout.write('warm\\ngrpc\\n');
-await new Promise((r) => createInterface({ input: process.stdin }).once('line', r));
-await run(count);
-process.stdout.write('done\\n');
-`;
+});`,
+  "'grpc'",
+);
 
 /**
  * A reference for P8 (not part of its floor): the server side's CPU for one plain grpc-js unary call
