@@ -187,11 +187,11 @@ export function quantile(values: number[], q: number): number {
   return sorted[rank] as number;
 }
 
-/** Reads an integer environment knob with a default. */
-export function envInt(name: string, fallback: number): number {
+/** Reads an integer environment knob with a default; it must be ≥ `min` (1 unless given). */
+export function envInt(name: string, fallback: number, min = 1): number {
   const raw = process.env[name];
   if (raw === undefined || raw === '') return fallback;
   const n = Number(raw);
-  if (!Number.isInteger(n) || n <= 0) throw new Error(`${name} must be a positive integer, got "${raw}"`);
+  if (!Number.isInteger(n) || n < min) throw new Error(`${name} must be an integer ≥ ${min}, got "${raw}"`);
   return n;
 }
