@@ -59,7 +59,7 @@ describe.runIf(only?.includes('RENDER'))('BENCHMARKS.md from bench/results.json'
   });
 });
 
-describe.sequential('confboot benchmarks (issue 7)', () => {
+describe('confboot benchmarks (issue 7)', () => {
   const started = Date.now();
   const results: BenchResults = { machine: machineInfo(), parameters };
   const compareOut = process.env.CONFBOOT_BENCH_COMPARE_OUT;

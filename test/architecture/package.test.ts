@@ -12,10 +12,10 @@ describe('package', () => {
     expect(VERSION).toBe(pkg.version);
   });
 
-  it('pins TypeScript 5.9, grpc-js 1.14, client-node 1.3.0 and runs on Node 24 from the npm registry', () => {
+  it('pins TypeScript 5.9, grpc-js 1.14, client-node 2.0.1 and runs on Node 24 from the npm registry', () => {
     expect(pkg.devDependencies.typescript).toMatch(/^~5\.9\./);
     expect(pkg.dependencies['@grpc/grpc-js']).toMatch(/^~1\.14\./);
-    expect(pkg.dependencies['@kubernetes/client-node']).toBe('1.3.0');
+    expect(pkg.dependencies['@kubernetes/client-node']).toBe('2.0.1');
     expect(pkg.devDependencies['@types/node']).toMatch(/^\^?24\./);
     expect(pkg.engines.node).toBe('>=24');
     // npm scripts run on this binary (node_modules/.bin/node), whatever the system's Node is.
