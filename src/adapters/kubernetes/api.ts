@@ -27,6 +27,7 @@ import type { Logger } from '../../ports/logger.js';
 import type { Component } from '../../ports/types.js';
 import { parseComponentList } from '../components/component-list.js';
 import { discoveryHashFromCaCert, discoveryHashFromKubeconfig } from './discovery-hash.js';
+import { errorText } from './fetch-errors.js';
 
 /** Namespace of bootstrap tokens and the components ConfigMap (upstream `ConstellationNamespace`). */
 export const KUBE_SYSTEM = 'kube-system';
@@ -109,25 +110,9 @@ export function kubeError(operation: string, err: unknown): ConfbootError {
     return new ConfbootError(code, `${operation}: ${detail}`, { cause: err });
   }
   // No HTTP answer at all: connection refused, DNS, TLS, reset.
-  return new ConfbootError('unavailable', `${operation}: Kubernetes API unreachable: ${causeChain(err)}`, {
+  return new ConfbootError('unavailable', `${operation}: Kubernetes API unreachable: ${errorText(err)}`, {
     cause: err,
   });
-}
-
-/**
- * An error's message followed by its causes' (at most four deep), so that client-node 2's fetch, whose
- * own message is only "fetch failed", still names the socket error ("connect ECONNREFUSED …").
- */
-function causeChain(err: unknown): string {
-  const parts: string[] = [];
-  let e: unknown = err;
-  for (let depth = 0; depth < 4 && e !== undefined && e !== null; depth++) {
-    const code = (e as { code?: unknown }).code;
-    const text = e instanceof Error ? e.message || (typeof code === 'string' ? code : '') : String(e);
-    if (text !== '' && !parts.includes(text)) parts.push(text);
-    e = e instanceof Error ? e.cause : undefined;
-  }
-  return parts.length > 0 ? parts.join(': ') : String(err);
 }
 
 /** Runs one API call with a deadline; the request keeps running in the background after it passes. */

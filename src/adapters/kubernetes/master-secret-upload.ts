@@ -17,6 +17,7 @@
 import { createHash, timingSafeEqual, X509Certificate } from 'node:crypto';
 import { ApiException, CoreV1Api, KubeConfig, type V1Secret } from '@kubernetes/client-node';
 import { parse as parseYaml } from 'yaml';
+import { errorCode, errorText } from './fetch-errors.js';
 import { MASTER_SECRET_NAME } from './names.js';
 
 export { MASTER_SECRET_NAME };
@@ -116,8 +117,6 @@ async function within<T>(timeoutMs: number, fn: () => Promise<T>): Promise<T> {
   }
 }
 
-const codeOf = (err: unknown) => String((err as NodeJS.ErrnoException)?.code ?? '');
-
 /** A refusal for a failed call: the HTTP status, a TLS verification failure, or the network. */
 function callError(err: unknown, what: string): MasterSecretUploadError {
   if (err instanceof ApiException) {
@@ -135,14 +134,14 @@ function callError(err: unknown, what: string): MasterSecretUploadError {
       cause: err,
     });
   }
-  const code = codeOf(err);
+  const code = errorCode(err);
   if (TLS_ERROR.test(code))
     return new MasterSecretUploadError(
       'tls',
       `${what}: the API server's certificate does not verify against the cluster CA from init (${code}); nothing was sent`,
       { cause: err },
     );
-  return new MasterSecretUploadError('network', `${what}: ${code || (err as Error)?.message}`, {
+  return new MasterSecretUploadError('network', `${what}: ${code || errorText(err)}`, {
     cause: err,
   });
 }
@@ -183,7 +182,7 @@ export async function uploadMasterSecret(
           'conflict',
           `refused: Secret kube-system/${MASTER_SECRET_NAME} already exists in the API server — someone else created it before this operator; this run's master secret is not the cluster's`,
         );
-      if (CONNECT_ERRORS.has(codeOf(err)) && Date.now() + retryDelayMs < options.deadline) {
+      if (CONNECT_ERRORS.has(errorCode(err)) && Date.now() + retryDelayMs < options.deadline) {
         await new Promise((r) => setTimeout(r, retryDelayMs));
         continue;
       }

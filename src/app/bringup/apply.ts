@@ -11,7 +11,8 @@ import {
   KubernetesObjectApi,
   PatchStrategy,
 } from '@kubernetes/client-node';
-import { ConfbootError, messageOf } from '../../ports/errors.js';
+import { errorText } from '../../adapters/kubernetes/fetch-errors.js';
+import { ConfbootError } from '../../ports/errors.js';
 import type { BringupObject } from './objects.js';
 
 /** The field manager of confboot's server-side apply. */
@@ -109,7 +110,7 @@ export async function applyObjects(
     } catch (err) {
       const body = (err as { body?: unknown }).body;
       const detail = typeof body === 'string' && body.length < 500 ? `: ${body}` : '';
-      throw new ConfbootError('failed-precondition', `applying ${what}: ${messageOf(err)}${detail}`, {
+      throw new ConfbootError('failed-precondition', `applying ${what}: ${errorText(err)}${detail}`, {
         cause: err,
       });
     }
