@@ -188,7 +188,27 @@ describe('mini master secret to the SIMULATED API server: random token, verified
     const port = api.port;
     await api.close();
     const access = apiAccessFromKubeconfig(kubeconfig);
-    const upload = uploadMasterSecret(access, secret(), { deadline: soon(), retryDelayMs: 50 });
+    const waits: string[] = [];
+    let refused = () => {};
+    const firstRefusal = new Promise<void>((r) => {
+      refused = r;
+    });
+    const upload = uploadMasterSecret(access, secret(), {
+      deadline: soon(),
+      retryDelayMs: 50,
+      onWait: (line) => {
+        waits.push(line);
+        refused();
+      },
+    });
+    // The server starts only after an attempt was refused, so the wait itself is what is tested.
+    await Promise.race([
+      firstRefusal,
+      upload.then(() => {
+        throw new Error('the upload ended without waiting for the API server');
+      }),
+    ]);
+    expect(waits[0]).toMatch(/not reachable yet \(ECONNREFUSED\); retrying in 50 ms/);
     const later = await new FakeKubeApi({ bearerToken: credentials.token, tls: credentials }).start(
       '127.0.0.1',
       port,

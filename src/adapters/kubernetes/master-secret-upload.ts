@@ -150,13 +150,18 @@ const sha256 = (b: Uint8Array) => createHash('sha256').update(b).digest();
 
 /**
  * Creates the master-secret Secret and checks it holds ours. Connection refusals (nothing sent yet:
- * the API server may still be starting) are retried until `deadline` (epoch ms); everything else is
- * final. Throws {@link MasterSecretUploadError}.
+ * the API server may still be starting) are retried until `deadline` (epoch ms), each announced to
+ * `onWait` with the refusal's code; everything else is final. Throws {@link MasterSecretUploadError}.
  */
 export async function uploadMasterSecret(
   access: ApiAccess,
   secret: { masterSecret: Uint8Array; salt: Uint8Array },
-  options: { deadline: number; requestTimeoutMs?: number; retryDelayMs?: number },
+  options: {
+    deadline: number;
+    requestTimeoutMs?: number;
+    retryDelayMs?: number;
+    onWait?: (line: string) => void;
+  },
 ): Promise<void> {
   const timeoutMs = options.requestTimeoutMs ?? 60_000;
   const retryDelayMs = options.retryDelayMs ?? 1000;
@@ -182,7 +187,11 @@ export async function uploadMasterSecret(
           'conflict',
           `refused: Secret kube-system/${MASTER_SECRET_NAME} already exists in the API server — someone else created it before this operator; this run's master secret is not the cluster's`,
         );
-      if (CONNECT_ERRORS.has(errorCode(err)) && Date.now() + retryDelayMs < options.deadline) {
+      const code = errorCode(err);
+      if (CONNECT_ERRORS.has(code) && Date.now() + retryDelayMs < options.deadline) {
+        options.onWait?.(
+          `API server ${access.server.host} not reachable yet (${code}); retrying in ${retryDelayMs} ms`,
+        );
         await new Promise((r) => setTimeout(r, retryDelayMs));
         continue;
       }

@@ -186,7 +186,7 @@ async function main(): Promise<void> {
       await uploadMasterSecret(
         apiAccessFromKubeconfig(outcome.kubeconfig),
         { masterSecret: b64(input.masterSecret), salt: b64(input.masterSalt) },
-        { deadline },
+        { deadline, onWait: progress },
       );
       masterSecretStored = true;
     } catch (err) {
