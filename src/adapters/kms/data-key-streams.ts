@@ -57,7 +57,8 @@ export class DataKeyStreams {
     };
     const answer = (res: DataKeysResponse) => {
       inFlight--;
-      if (!finished && !call.cancelled && !call.write(res)) {
+      // Answers that find the buffer full wait for the same 'drain': one listener, not one each.
+      if (!finished && !call.cancelled && !call.write(res) && !waitingDrain) {
         waitingDrain = true;
         call.once('drain', () => {
           waitingDrain = false;

@@ -5,7 +5,7 @@
  * derives at once, and shutdown ends open calls without waiting for the grace period.
  */
 import { Server, ServerCredentials, type UntypedServiceImplementation } from '@grpc/grpc-js';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { MAX_IN_FLIGHT } from '../../../src/adapters/kms/data-key-streams.js';
 import { GrpcKmsClient } from '../../../src/adapters/kms/grpc-kms-client.js';
 import { HkdfKms } from '../../../src/adapters/kms/hkdf-kms.js';
@@ -19,6 +19,16 @@ import type { Logger } from '../../../src/ports/logger.js';
 const cleanups: Array<() => Promise<void> | void> = [];
 afterEach(async () => {
   for (const c of cleanups.splice(0).reverse()) await c();
+});
+
+// Answers beyond a call's write buffer wait for one 'drain' together. A listener per waiting answer
+// made Node warn of a listener leak (MaxListenersExceededWarning) at the eleventh; no test here may.
+const warnings: string[] = [];
+const onWarning = (w: Error) => warnings.push(`${w.name}: ${w.message}`);
+beforeAll(() => void process.on('warning', onWarning));
+afterAll(async () => {
+  process.off('warning', onWarning);
+  expect(warnings).toEqual([]);
 });
 
 const hkdf = () => new HkdfKms(new Uint8Array(32).fill(7), new Uint8Array(32).fill(9));
