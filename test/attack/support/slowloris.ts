@@ -123,11 +123,18 @@ export function startSlowloris(options: SlowlorisOptions): Slowloris {
       const onMessage = (m: SlowlorisStats & { id: string }) => {
         if (m.id !== id) return;
         worker.off('message', onMessage);
+        worker.off('error', onError);
         const { id: _id, ...stats } = m;
         resolve(stats);
       };
+      // Removed with the answer: untilHeld asks every 50 ms, and a listener left per question made
+      // Node warn of a listener leak on the worker.
+      const onError = (err: Error) => {
+        worker.off('message', onMessage);
+        reject(err);
+      };
       worker.on('message', onMessage);
-      worker.once('error', reject);
+      worker.once('error', onError);
       worker.postMessage(id);
     });
   let stopped: Promise<SlowlorisStats> | undefined;
