@@ -59,6 +59,45 @@ export function messageOf(cause: unknown): string {
   return cause instanceof Error ? cause.message : String(cause);
 }
 
+/*
+ * Errors whose own message says little and whose cause says what failed: undici's fetch (Node's
+ * `fetch`, and @kubernetes/client-node 2) rejects every failed request with "fetch failed" and puts
+ * `ECONNREFUSED` or a TLS verification code such as `UNABLE_TO_VERIFY_LEAF_SIGNATURE` on its `cause`.
+ */
+
+/** `err` and its causes, outermost first, at most `depth` of them. */
+function causes(err: unknown, depth = 4): unknown[] {
+  const out: unknown[] = [];
+  for (let e = err; e !== undefined && e !== null && out.length < depth; ) {
+    out.push(e);
+    e = e instanceof Error ? e.cause : undefined;
+  }
+  return out;
+}
+
+/**
+ * The first string `code` on `err` or one of its causes, outermost first (a Node system error's, or a
+ * {@link ConfbootError}'s); '' when none has one.
+ */
+export function errorCode(err: unknown): string {
+  for (const e of causes(err)) {
+    const code = (e as { code?: unknown }).code;
+    if (typeof code === 'string' && code !== '') return code;
+  }
+  return '';
+}
+
+/** {@link messageOf} for `err` and its causes, joined by ": " (repeats and empty ones left out). */
+export function errorText(err: unknown): string {
+  const parts: string[] = [];
+  for (const e of causes(err)) {
+    const code = (e as { code?: unknown }).code;
+    const text = e instanceof Error ? e.message || (typeof code === 'string' ? code : '') : String(e);
+    if (text !== '' && !parts.includes(text)) parts.push(text);
+  }
+  return parts.length > 0 ? parts.join(': ') : String(err);
+}
+
 /** The reason of a {@link ConfbootError} (see {@link ConfbootError.reason}); undefined for anything else. */
 export function reasonOf(err: unknown): string | undefined {
   return err instanceof ConfbootError ? err.reason : undefined;

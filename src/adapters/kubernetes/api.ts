@@ -21,13 +21,12 @@ import {
 import type { BootstrapTokens } from '../../ports/bootstrap-tokens.js';
 import type { Clock } from '../../ports/clock.js';
 import type { ClusterFacts } from '../../ports/cluster-facts.js';
-import { ConfbootError, isConfbootError } from '../../ports/errors.js';
+import { ConfbootError, errorText, isConfbootError } from '../../ports/errors.js';
 import { normalizeNodeName } from '../../ports/kubernetes-node.js';
 import type { Logger } from '../../ports/logger.js';
 import type { Component } from '../../ports/types.js';
 import { parseComponentList } from '../components/component-list.js';
 import { discoveryHashFromCaCert, discoveryHashFromKubeconfig } from './discovery-hash.js';
-import { errorText } from './fetch-errors.js';
 
 /** Namespace of bootstrap tokens and the components ConfigMap (upstream `ConstellationNamespace`). */
 export const KUBE_SYSTEM = 'kube-system';

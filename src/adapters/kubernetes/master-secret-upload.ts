@@ -17,7 +17,7 @@
 import { createHash, timingSafeEqual, X509Certificate } from 'node:crypto';
 import { ApiException, CoreV1Api, KubeConfig, type V1Secret } from '@kubernetes/client-node';
 import { parse as parseYaml } from 'yaml';
-import { errorCode, errorText } from './fetch-errors.js';
+import { errorCode, errorText } from '../../ports/errors.js';
 import { MASTER_SECRET_NAME } from './names.js';
 
 export { MASTER_SECRET_NAME };

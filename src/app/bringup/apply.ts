@@ -11,8 +11,7 @@ import {
   KubernetesObjectApi,
   PatchStrategy,
 } from '@kubernetes/client-node';
-import { errorText } from '../../adapters/kubernetes/fetch-errors.js';
-import { ConfbootError } from '../../ports/errors.js';
+import { ConfbootError, errorText } from '../../ports/errors.js';
 import type { BringupObject } from './objects.js';
 
 /** The field manager of confboot's server-side apply. */
