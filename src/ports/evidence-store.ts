@@ -1,8 +1,9 @@
 /** What the join service decided on for one node: the evidence, the outcome and why. */
 export interface EvidenceRecord {
   /**
-   * Whose record this is: `disk/<uuid>` for a ticket request (join and rejoin of one node share
-   * it), `address/<ip>` for evidence refused before the request named a disk.
+   * Whose record this is: `disk/<uuid>` for an issued ticket (join and rejoin of one node share it),
+   * `refused-disk/<uuid>` for a refused ticket request, `address/<ip>` for evidence refused before
+   * the request named a disk ({@link ticketEvidenceKey}).
    */
   key: string;
   /** Node name from the kubelet CSR, when a join named it (kept across a later rejoin). */
@@ -25,6 +26,15 @@ export interface EvidenceRecord {
   reason: string;
   /** When the decision was made (ISO 8601). */
   at: string;
+}
+
+/**
+ * The key of a ticket request's record. Issued and refused requests have keys of their own, so a
+ * refused request that names another node's disk UUID never replaces (or takes the node name of)
+ * the record of the ticket that disk's owner was issued.
+ */
+export function ticketEvidenceKey(diskUuid: string, outcome: EvidenceRecord['outcome']): string {
+  return `${outcome === 'issued' ? 'disk' : 'refused-disk'}/${diskUuid.toLowerCase()}`;
 }
 
 /** Bounded, persistent record of the evidence behind each ticket decision, latest per node. */

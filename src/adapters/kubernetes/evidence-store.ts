@@ -3,11 +3,12 @@
  * cluster-scoped EvidenceRecord resource (`confboot.dev/v1alpha1`) per key, shared by every join
  * service replica and kept across restarts, as DiskBinding resources are. The spec is the record as
  * the JSON-lines store writes it (byte fields in base64); the label `confboot.dev/evidence` says
- * whether it is a ticket request (`disk`) or evidence refused during the handshake (`address`).
+ * whether it is an issued ticket (`disk`), a refused ticket request (`refused`) or evidence refused
+ * during the handshake (`address`).
  *
  * Writing is one server-side apply (field manager `join-service`), so the latest decision of a key
- * replaces the previous one whichever replica made it; a rejoin, which names no node, keeps the node
- * name of the stored record. Writes run in the background, so a ticket never waits for the API
+ * replaces the previous one whichever replica made it; an issued rejoin, which names no node, keeps
+ * the node name of the stored record. Writes run in the background, so a ticket never waits for the API
  * server: a bounded queue (latest record per key), two writes at once, and a rate limit on records of
  * handshake refusals (which unauthenticated callers cause); what does not fit is dropped and counted. Bounded like the file store: documents larger than the limit are not
  * recorded; every `pruneEvery` records (and at the first record after start) one replica lists the
@@ -25,6 +26,7 @@ import { TokenBucketRateLimiter } from '../ops/limits.js';
 import {
   EVIDENCE_DEFAULTS,
   type EvidenceBounds,
+  evidenceClass,
   evidenceLine,
   evidenceToDrop,
   isHandshakeRefusal,
@@ -38,17 +40,20 @@ export const EVIDENCE_GROUP = DISK_BINDING_GROUP;
 export const EVIDENCE_VERSION = DISK_BINDING_VERSION;
 export const EVIDENCE_KIND = 'EvidenceRecord';
 export const EVIDENCE_PLURAL = 'evidencerecords';
-/** Label telling ticket-request records (`disk`) from handshake refusals (`address`). */
+/** Label telling issued tickets (`disk`), refused ticket requests (`refused`) and handshake refusals (`address`) apart. */
 export const EVIDENCE_CLASS_LABEL = 'confboot.dev/evidence';
 
 /** Records read per LIST page at most (the page also stays under a few MiB of documents). */
 const MAX_PAGE = 100;
 const PAGE_BYTES = 4 * 1024 * 1024;
 
-/** The resource name of a record key: `disk-<uuid>` for a disk UUID, else `<class>-<hash of the key>`. */
+/**
+ * The resource name of a record key: `disk-<uuid>` for an issued ticket's disk UUID,
+ * `refused-disk-<uuid>` for a refused request's, else `<class>-<hash of the key>`.
+ */
 export function evidenceRecordName(key: string): string {
-  const disk = /^disk\/([0-9a-f-]{1,64})$/.exec(key.toLowerCase());
-  if (disk) return `disk-${disk[1]}`;
+  const disk = /^(disk|refused-disk)\/([0-9a-f-]{1,64})$/.exec(key.toLowerCase());
+  if (disk) return `${disk[1]}-${disk[2]}`;
   const kind = isHandshakeRefusal({ key }) ? 'address' : 'key';
   return `${kind}-${createHash('sha256').update(key).digest('hex').slice(0, 32)}`;
 }
@@ -60,7 +65,7 @@ export interface KubeEvidenceStoreOptions {
   logger: Logger;
   /** Records of ticket requests kept (latest per disk). Default as the file store. */
   maxRecords?: number;
-  /** Records of evidence refused during the handshake kept (latest per address). */
+  /** Records of evidence refused during the handshake kept (latest per address), and as many of refused ticket requests. */
   maxRefusedRecords?: number;
   /** Documents larger than this are not recorded. */
   maxDocumentBytes?: number;
@@ -189,8 +194,9 @@ export class KubeEvidenceStore implements EvidenceStore {
     const name = evidenceRecordName(record.key);
     try {
       let r = record;
-      // A rejoin names no node: the stored record of the disk keeps its node name.
-      if (r.nodeName === undefined && !isHandshakeRefusal(r)) {
+      // An issued rejoin names no node: it keeps the name its disk's issued join recorded. A
+      // refusal carries only the name its own request gave.
+      if (r.outcome === 'issued' && r.nodeName === undefined && !isHandshakeRefusal(r)) {
         const previous = await this.read(name);
         if (previous?.key === r.key && previous.nodeName !== undefined)
           r = { ...r, nodeName: previous.nodeName };
@@ -198,7 +204,7 @@ export class KubeEvidenceStore implements EvidenceStore {
       const body = {
         apiVersion: `${EVIDENCE_GROUP}/${EVIDENCE_VERSION}`,
         kind: EVIDENCE_KIND,
-        metadata: { name, labels: { [EVIDENCE_CLASS_LABEL]: isHandshakeRefusal(r) ? 'address' : 'disk' } },
+        metadata: { name, labels: { [EVIDENCE_CLASS_LABEL]: evidenceClass(r) } },
         spec: evidenceLine(r),
       };
       await call(`applying ${EVIDENCE_KIND} ${name}`, this.timeoutMs(), () =>
@@ -298,7 +304,8 @@ export class KubeEvidenceStore implements EvidenceStore {
     const limit = Math.max(1, Math.min(MAX_PAGE, Math.floor(PAGE_BYTES / this.maxDocumentBytes)));
     let next: string | undefined;
     // Far more pages than the bounds keep only when the server misbehaves: bounded.
-    const maxPages = Math.ceil((10 * (this.bounds.maxRecords + this.bounds.maxRefusedRecords)) / limit) + 10;
+    const maxPages =
+      Math.ceil((10 * (this.bounds.maxRecords + 2 * this.bounds.maxRefusedRecords)) / limit) + 10;
     for (let page = 0; page < maxPages; page++) {
       const list = (await call(`listing ${EVIDENCE_KIND}s`, this.timeoutMs(), () =>
         this.custom.listClusterCustomObject({

@@ -171,7 +171,8 @@ export class SimulatedRecords {
       problems.push('not a confboot.dev/v1alpha1 EvidenceRecord');
     if (e?.metadata?.name !== name) problems.push('metadata.name');
     const cls = e?.metadata?.labels?.['confboot.dev/evidence'];
-    if (cls !== 'disk' && cls !== 'address') problems.push(`label confboot.dev/evidence ${cls}`);
+    if (cls !== 'disk' && cls !== 'refused' && cls !== 'address')
+      problems.push(`label confboot.dev/evidence ${cls}`);
     const spec = e?.spec ?? {};
     const keys = Object.keys(spec);
     const missing = EVIDENCE_SPEC_KEYS.filter((k) => typeof spec[k] !== 'string');

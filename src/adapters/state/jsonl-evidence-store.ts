@@ -3,9 +3,10 @@
  * decision is appended as one line (one `appendFile` call, so a crash leaves at most a torn last
  * line, which loading skips); the latest line of a key wins. When the file holds twice as many lines
  * as records kept, it is compacted: the kept records are written to a temporary file that is renamed
- * over it (atomic rotation). Bounded: at most `maxRecords` issued-or-rejoin records and
- * `maxRefusedRecords` records of evidence refused during the handshake (so unauthenticated callers
- * cannot push out the records of real nodes), each document at most `maxDocumentBytes` (a larger
+ * over it (atomic rotation). Bounded: at most `maxRecords` records of issued tickets, and
+ * `maxRefusedRecords` records of evidence refused during the handshake and as many of refused ticket
+ * requests (so neither unauthenticated nor refused callers can push out the records of real nodes),
+ * each document at most `maxDocumentBytes` (a larger
  * one is not kept), records older than `maxAgeMs` dropped. Loaded once at start; survives restarts.
  * Each process keeps its own file (single-process use: the demo, one join service with a state
  * directory); replicas share the cluster's store instead (src/adapters/kubernetes/evidence-store.ts).
@@ -36,7 +37,7 @@ export interface JsonlEvidenceStoreOptions {
   logger: Logger;
   /** Records of ticket requests kept (latest per disk). Default {@link EVIDENCE_DEFAULTS}. */
   maxRecords?: number;
-  /** Records of evidence refused during the handshake kept (latest per address). */
+  /** Records of evidence refused during the handshake kept (latest per address), and as many of refused ticket requests. */
   maxRefusedRecords?: number;
   /** Documents larger than this are not recorded. */
   maxDocumentBytes?: number;
@@ -135,6 +136,19 @@ export function parseEvidenceFile(text: string): EvidenceRecord[] {
 /** Whether a record is of evidence refused during the handshake (kept under its own bound). */
 export const isHandshakeRefusal = (r: Pick<EvidenceRecord, 'key'>) => r.key.startsWith('address/');
 
+/** Whether a record is of a refused ticket request (kept under its own bound). */
+export const isRefusedTicketRequest = (r: Pick<EvidenceRecord, 'key'>) => r.key.startsWith('refused-disk/');
+
+/**
+ * The class a record is bounded in: `address` (refused during the handshake), `refused` (a refused
+ * ticket request) or `disk` (an issued ticket; records written before refusals had keys of their own
+ * are here whatever their outcome).
+ */
+export function evidenceClass(r: Pick<EvidenceRecord, 'key'>): 'address' | 'refused' | 'disk' {
+  if (isHandshakeRefusal(r)) return 'address';
+  return isRefusedTicketRequest(r) ? 'refused' : 'disk';
+}
+
 /** The bounds every evidence store applies. */
 export interface EvidenceBounds {
   maxRecords: number;
@@ -144,7 +158,8 @@ export interface EvidenceBounds {
 
 /**
  * The keys to drop from `records` (oldest first): those older than `maxAgeMs` before `now`, and the
- * oldest beyond each bound (ticket requests, handshake refusals).
+ * oldest beyond each bound: `maxRecords` issued tickets, `maxRefusedRecords` handshake refusals and as
+ * many refused ticket requests ({@link evidenceClass}).
  */
 export function evidenceToDrop(
   records: ReadonlyArray<Pick<EvidenceRecord, 'key' | 'at'>>,
@@ -154,13 +169,12 @@ export function evidenceToDrop(
   const oldest = now.getTime() - bounds.maxAgeMs;
   const drop = new Set<string>();
   for (const r of records) if (!(Date.parse(r.at) >= oldest)) drop.add(r.key);
-  for (const [handshake, max] of [
-    [true, bounds.maxRefusedRecords],
-    [false, bounds.maxRecords],
+  for (const [cls, max] of [
+    ['address', bounds.maxRefusedRecords],
+    ['refused', bounds.maxRefusedRecords],
+    ['disk', bounds.maxRecords],
   ] as const) {
-    const keys = records
-      .filter((r) => !drop.has(r.key) && isHandshakeRefusal(r) === handshake)
-      .map((r) => r.key);
+    const keys = records.filter((r) => !drop.has(r.key) && evidenceClass(r) === cls).map((r) => r.key);
     for (const k of keys.slice(0, Math.max(0, keys.length - max))) drop.add(k);
   }
   return drop;
@@ -218,8 +232,10 @@ export class JsonlEvidenceStore implements EvidenceStore {
       return;
     }
     const previous = this.records.get(record.key);
+    // An issued rejoin names no node: it keeps the name its disk's issued join recorded. A refusal
+    // carries only the name its own request gave.
     const r: EvidenceRecord =
-      record.nodeName === undefined && previous?.nodeName !== undefined
+      record.outcome === 'issued' && record.nodeName === undefined && previous?.nodeName !== undefined
         ? { ...record, nodeName: previous.nodeName }
         : record;
     this.records.delete(r.key);
@@ -244,7 +260,7 @@ export class JsonlEvidenceStore implements EvidenceStore {
   }
 
   private maxLines(): number {
-    return this.options.maxRecords + this.options.maxRefusedRecords;
+    return this.options.maxRecords + 2 * this.options.maxRefusedRecords;
   }
 
   /** Drops expired records and the oldest beyond each bound; true when anything was dropped. */

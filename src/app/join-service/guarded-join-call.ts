@@ -15,7 +15,7 @@ import { buildReceiptClaims } from '../../domain/receipts.js';
 import { checkRequestSizes } from '../../domain/ticket-request.js';
 import type { Clock } from '../../ports/clock.js';
 import { ConfbootError } from '../../ports/errors.js';
-import type { EvidenceStore } from '../../ports/evidence-store.js';
+import { type EvidenceStore, ticketEvidenceKey } from '../../ports/evidence-store.js';
 import type { JoinCall, JoinCaller, JoinDecision } from '../../ports/join-call.js';
 import type { JoinMetrics, JoinRequestOutcome, JoinRpc } from '../../ports/join-metrics.js';
 import type { Logger } from '../../ports/logger.js';
@@ -219,7 +219,7 @@ export class GuardedJoinCall implements JoinCall {
     const { event } = g;
     if (evidence === undefined || a?.document === undefined || event.diskUuid === undefined) return;
     await evidence.store.record({
-      key: `disk/${event.diskUuid.toLowerCase()}`,
+      key: ticketEvidenceKey(event.diskUuid, outcome),
       ...(event.nodeName !== undefined ? { nodeName: event.nodeName } : {}),
       peer: g.caller.peer,
       variant: g.caller.variant,

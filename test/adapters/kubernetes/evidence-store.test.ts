@@ -73,11 +73,7 @@ describe('KubeEvidenceStore against a fake Kubernetes API server', () => {
     await clock.advance(1000);
     // Another replica (or this one after a restart) decides the node's rejoin.
     const replicaB = open();
-    const { nodeName: _n, ...rejoin } = rec(`disk/${UUID}`, clock.now(), {
-      rpc: 'IssueRejoinTicket',
-      outcome: 'refused',
-      reason: 'measurement-set-expired',
-    });
+    const { nodeName: _n, ...rejoin } = rec(`disk/${UUID}`, clock.now(), { rpc: 'IssueRejoinTicket' });
     await replicaB.record(rejoin);
     await replicaB.idle();
     const listed = await replicaA.list();
@@ -198,6 +194,7 @@ describe('KubeEvidenceStore against a fake Kubernetes API server', () => {
 
   it.each([
     [`disk/${UUID.toUpperCase()}`, `disk-${UUID}`],
+    [`refused-disk/${UUID}`, `refused-disk-${UUID}`],
     ['address/10.0.0.1', /^address-[0-9a-f]{32}$/],
     ['address/fe80::1', /^address-[0-9a-f]{32}$/],
     ['disk/../../etc', /^key-[0-9a-f]{32}$/],
