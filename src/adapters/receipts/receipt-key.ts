@@ -3,7 +3,9 @@
  * PKCS#8 PEM file that signs join receipts as ES256 JWTs, and the JWKS that publishes its public
  * half (plus retired public keys during a rotation). Every replica loads the same file (a Kubernetes
  * Secret), so receipts verify against one JWKS whichever replica signed them and across restarts.
- * The key ID is the key's RFC 7638 JWK thumbprint, so it follows from the key alone.
+ * The key ID is the key's RFC 7638 JWK thumbprint (SHA-256, base64url), so it follows from the key
+ * alone and a verifier can check that a published key carries its own kid. Signatures are written
+ * in low-S form (ecdsa-low-s.ts), so each receipt has exactly one valid token.
  */
 import {
   createPrivateKey,
@@ -17,6 +19,7 @@ import { dirname, join } from 'node:path';
 import { calculateJwkThumbprint, exportJWK, type JWK, SignJWT } from 'jose';
 import { messageOf } from '../../ports/errors.js';
 import type { ReceiptClaims, ReceiptSigner } from '../../ports/receipt-signer.js';
+import { compactJwsToLowS } from './ecdsa-low-s.js';
 
 /** The one algorithm receipts are signed and verified with. */
 export const RECEIPT_ALG = 'ES256';
@@ -115,17 +118,33 @@ export class ReceiptKey implements ReceiptSigner {
     return ReceiptKey.load(path);
   }
 
-  /** Signs `claims` as a compact ES256 JWT with header `kid` and `typ: JWT`. */
-  sign(claims: ReceiptClaims): Promise<string> {
-    return new SignJWT(claims as unknown as Record<string, unknown>)
+  /** Signs `claims` as a compact ES256 JWT with header `kid` and `typ: JWT`, its signature low-S. */
+  async sign(claims: ReceiptClaims): Promise<string> {
+    const token = await new SignJWT(claims as unknown as Record<string, unknown>)
       .setProtectedHeader({ alg: RECEIPT_ALG, kid: this.keyId, typ: 'JWT' })
       .sign(this.privateKey);
+    return compactJwsToLowS(token);
   }
 
   /** The JWKS to publish: this key's public half first, then the retired public keys. */
   jwks(): JsonWebKeySet {
     return { keys: [{ ...this.publicJwk }, ...this.retired.map((k) => ({ ...k }))] };
   }
+}
+
+/**
+ * The public JWKS of a receipt key given as PKCS#8 PEM (the content of its Secret): what the join
+ * service loading that key publishes, without retired keys. The PEM is neither kept nor echoed.
+ * @throws when it is not a P-256 private key (without quoting it)
+ */
+export async function receiptJwksFromPem(pem: string | Buffer): Promise<JsonWebKeySet> {
+  let key: KeyObject;
+  try {
+    key = createPrivateKey({ key: pem, format: 'pem' });
+  } catch (err) {
+    throw new Error(`reading the receipt key: ${keyErrorOf(err)}`);
+  }
+  return (await ReceiptKey.fromKeyObject(key)).jwks();
 }
 
 /** The receipt key file does not exist. */
