@@ -160,6 +160,9 @@ function nodeArgs(
       node.image.keyFile,
       '--state-mapping',
       'none',
+      // Plain LUKS2 images: no device-mapper here, so no dm-integrity either.
+      '--state-disk-integrity',
+      'none',
     ],
     ...['--metadata-url', metadataUrl, '--metadata-local-address', localAddress],
     ...['--init-listen', `${localAddress}:0`, '--join-service-port', String(joinPort)],

@@ -4,7 +4,12 @@
  *   directly): not LUKS2 → blank; token 0 says initialised → initialized; token 0 says not →
  *   reset; no token → formatted when the initial passphrase file opens it, else reset;
  * - `format` wipes the keyslots of a LUKS device (`cryptsetup erase`), writes a fresh random 32-byte
- *   initial passphrase (mode 0400, replacing an old one in one rename) and runs `luksFormat`;
+ *   initial passphrase (mode 0400, replacing an old one in one rename) and runs `luksFormat`, by
+ *   default with authenticated encryption (aes-xts-plain64 with HMAC-SHA256 tags in dm-integrity,
+ *   {@link stateDiskFormatArgs}): the host can then neither change nor roll back a sector unnoticed,
+ *   since a sector whose tag does not match fails to read (EIO) instead of returning changed data;
+ * - with integrity on, every header (the device's, validated before use) must carry it too, so a
+ *   host cannot downgrade the disk by rewriting the segment without it;
  * - `unlock` opens the disk through the validated header copy: it checks the key
  *   (`open --test-passphrase --header <copy>`) and, when a mapping name is configured, maps the disk
  *   with dm-crypt through the same copy (needs device-mapper; tests without it leave the name out);
@@ -26,8 +31,50 @@ import {
 } from './cryptsetup-disk.js';
 import { CryptsetupCommandError, runCryptsetup } from './cryptsetup-runner.js';
 
+/**
+ * The state disk's integrity protection: `hmac-sha256` (LUKS2 authenticated encryption, dm-integrity
+ * holding an HMAC-SHA256 tag per sector) or `none` (plain aes-xts-plain64: confidentiality only).
+ * Formatting with integrity needs device-mapper (dm-integrity), which image files on a host without
+ * it cannot use.
+ */
+export type StateDiskIntegrity = 'hmac-sha256' | 'none';
+
+/** Every value of {@link StateDiskIntegrity}, the default first. */
+export const STATE_DISK_INTEGRITY_MODES: readonly StateDiskIntegrity[] = ['hmac-sha256', 'none'];
+
+/** The LUKS2 segment integrity type (`segments.0.integrity.type`) that `integrity` formats. */
+export function segmentIntegrityType(integrity: StateDiskIntegrity): string | null {
+  return integrity === 'none' ? null : 'hmac(sha256)';
+}
+
+/**
+ * `luksFormat` arguments for the state disk before the key file and device: LUKS2, aes-xts-plain64
+ * with a 512-bit XTS key, and with `hmac-sha256` authenticated encryption (cryptsetup then adds a
+ * 256-bit HMAC key to the volume key and initialises every sector's tag, so no sector reads as an
+ * error after formatting). `pbkdf` are the keyslot's KDF arguments.
+ */
+export function stateDiskFormatArgs(integrity: StateDiskIntegrity, pbkdf: readonly string[]): string[] {
+  return [
+    'luksFormat',
+    '--batch-mode',
+    '--type',
+    'luks2',
+    '--cipher',
+    'aes-xts-plain64',
+    '--key-size',
+    '512',
+    ...(integrity === 'none' ? [] : ['--integrity', integrity]),
+    ...pbkdf,
+  ];
+}
+
 /** Options of {@link CryptsetupStateDiskSetup}. */
 export interface CryptsetupStateDiskSetupOptions extends CryptsetupDiskOptions {
+  /**
+   * Integrity protection of a disk this formats, and what every header must carry (default
+   * `hmac-sha256`; `none` only where device-mapper has no dm-integrity, e.g. image files on a host).
+   */
+  integrity?: StateDiskIntegrity;
   /** dm-crypt mapping name (upstream `state`); without it `unlock` only checks the key. */
   mappingName?: string;
   /** KDF arguments for `luksFormat` (default: those of `pbkdf`, else {@link DEFAULT_KEYSLOT_PBKDF}'s). */
@@ -58,9 +105,19 @@ export class CryptsetupStateDiskSetup implements StateDiskSetup {
   readonly #options: CryptsetupStateDiskSetupOptions;
   readonly #initialPath: string;
 
+  readonly #integrity: StateDiskIntegrity;
+
   constructor(options: CryptsetupStateDiskSetupOptions) {
     this.#options = options;
-    this.#disk = new CryptsetupDisk(options);
+    this.#integrity = options.integrity ?? 'hmac-sha256';
+    const required = segmentIntegrityType(this.#integrity);
+    this.#disk = new CryptsetupDisk({
+      ...options,
+      // With integrity on, a header without it (a host's downgrade) fails validation.
+      ...(required === null
+        ? {}
+        : { headerPolicy: { ...options.headerPolicy, segmentIntegrity: [required] } }),
+    });
     this.#initialPath = options.initialPassphrasePath ?? DEFAULT_INITIAL_PASSPHRASE_PATH;
   }
 
@@ -127,11 +184,10 @@ export class CryptsetupStateDiskSetup implements StateDiskSetup {
       await writeFile(next, passphrase, { mode: 0o400, flag: 'wx' });
       await runCryptsetup(
         [
-          'luksFormat',
-          '--batch-mode',
-          '--type',
-          'luks2',
-          ...(this.#options.formatPbkdfArgs ?? pbkdfArgs(this.#options.pbkdf ?? DEFAULT_KEYSLOT_PBKDF)),
+          ...stateDiskFormatArgs(
+            this.#integrity,
+            this.#options.formatPbkdfArgs ?? pbkdfArgs(this.#options.pbkdf ?? DEFAULT_KEYSLOT_PBKDF),
+          ),
           '--key-file',
           next,
           device,

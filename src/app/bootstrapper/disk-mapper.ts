@@ -6,7 +6,10 @@
  * the JoinClient.
  */
 import { ShamirSecretSharing } from '../../adapters/crypto/shamir-secret-sharing.js';
-import { CryptsetupStateDiskSetup } from '../../adapters/disk/cryptsetup-state-disk-setup.js';
+import {
+  CryptsetupStateDiskSetup,
+  type StateDiskIntegrity,
+} from '../../adapters/disk/cryptsetup-state-disk-setup.js';
 import { AttestedRecoveryEndpoint, RECOVERY_PORT } from '../../adapters/grpc/recover.js';
 import type { BackoffOptions } from '../../domain/backoff.js';
 import { DiskMapper, type DiskMapperOutcome } from '../../domain/disk-mapper.js';
@@ -19,6 +22,8 @@ export type { DiskMapperOutcome };
 /** Where the state disk is and how to format and map it. */
 export interface StateDiskOptions {
   devicePath: string;
+  /** Integrity protection (default `hmac-sha256`, authenticated encryption); see StateDiskIntegrity. */
+  integrity?: StateDiskIntegrity;
   initialPassphrasePath?: string;
   /** dm-crypt mapping name when the disk is reopened; undefined checks the key only (no device-mapper). */
   mappingName?: string;
@@ -48,6 +53,7 @@ export function createNodeDiskMapper(deps: BootstrapperNodeDeps, options: NodeDi
       ? options.disk
       : new CryptsetupStateDiskSetup({
           devicePath: options.disk.devicePath,
+          ...(options.disk.integrity === undefined ? {} : { integrity: options.disk.integrity }),
           ...(options.disk.initialPassphrasePath === undefined
             ? {}
             : { initialPassphrasePath: options.disk.initialPassphrasePath }),

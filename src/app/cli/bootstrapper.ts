@@ -11,6 +11,7 @@
  * touching the TPM, the disk or the network.
  */
 
+import { STATE_DISK_INTEGRITY_MODES } from '../../adapters/disk/cryptsetup-state-disk-setup.js';
 import { RECOVERY_PORT } from '../../adapters/grpc/recover.js';
 import { CommandKubeletService } from '../../adapters/kubernetes/kubelet-service.js';
 import { DEFAULT_SHARE_TTL_MS } from '../../domain/recovery-shares.js';
@@ -115,6 +116,13 @@ export function bootstrapperCommand(csp?: Csp): CommandSpec {
         valueName: 'DIR',
         description:
           "mount a reopened state disk's mapping at DIR before its node state is read (e.g. /run/state; default: not mounted)",
+      },
+      'state-disk-integrity': {
+        type: 'string',
+        valueName: 'MODE',
+        default: 'hmac-sha256',
+        description:
+          "integrity of the state disk: 'hmac-sha256' (LUKS2 authenticated encryption; a sector the host changed fails to read) or 'none' (aes-xts-plain64 only, for hosts without dm-integrity); a header without the required integrity is refused",
       },
       'format-pbkdf2-iterations': {
         type: 'string',
@@ -294,11 +302,15 @@ export function runBootstrapper(
     const restart = str(values, 'kubelet-restart-command');
     if (restart !== undefined) deps.kubelet = new CommandKubeletService(restart.split(/\s+/).filter(Boolean));
     const mapping = values['state-mapping'] as string;
+    const integrity = STATE_DISK_INTEGRITY_MODES.find((m) => m === values['state-disk-integrity']);
+    if (integrity === undefined)
+      throw new UsageError(`--state-disk-integrity: one of ${STATE_DISK_INTEGRITY_MODES.join(', ')}`);
     if (mapping === 'none' && str(values, 'state-mount') !== undefined)
       throw new UsageError('--state-mount needs a dm-crypt mapping (not --state-mapping none)');
     const mapper = createNodeDiskMapper(deps, {
       disk: {
         devicePath: config.diskDevice,
+        integrity,
         ...(config.initialPassphrasePath === undefined
           ? {}
           : { initialPassphrasePath: config.initialPassphrasePath }),

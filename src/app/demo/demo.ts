@@ -109,6 +109,10 @@ const SIMULATED = [
   'Kubernetes API server (simulated: bootstrap tokens and joining-node records in memory)',
 ];
 
+/** What the demo's state disks lack, said plainly. */
+const NO_INTEGRITY =
+  'state-disk integrity: image files on a host without device-mapper cannot use dm-integrity, so the LUKS2 disks are aes-xts-plain64 without the HMAC-SHA256 integrity that a node and `confboot mini` format with';
+
 async function waitFor(
   what: string,
   check: () => boolean,
@@ -401,6 +405,7 @@ export async function runDemo(options: DemoOptions): Promise<DemoResult> {
   try {
     say(`Work directory ${workDir}; logs in ${logFile}`);
     for (const s of SIMULATED) say(`Simulated: ${s}`);
+    say(`Not here: ${NO_INTEGRITY}`);
     const secrets = await createClusterSecrets(run);
     const keyService = await startDemoKeyService(run, secrets);
     const specs = planNodes(options);

@@ -1,12 +1,18 @@
 /**
  * The disk mapper's view of a real LUKS2 image through the real cryptsetup (no device-mapper here:
- * unlocking is `open --test-passphrase` through the validated header copy, no mapping name).
+ * unlocking is `open --test-passphrase` through the validated header copy, no mapping name). Without
+ * device-mapper there is no dm-integrity either, so these images are formatted with integrity `none`;
+ * the integrity-protected format runs in `mini`'s VMs (test/mini/lifecycle.test.ts).
  */
-import { readFile, truncate, writeFile } from 'node:fs/promises';
+import { chmod, readFile, truncate, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { CryptsetupDisk } from '../../../src/adapters/disk/cryptsetup-disk.js';
-import { CryptsetupStateDiskSetup } from '../../../src/adapters/disk/cryptsetup-state-disk-setup.js';
+import {
+  CryptsetupStateDiskSetup,
+  stateDiskFormatArgs,
+} from '../../../src/adapters/disk/cryptsetup-state-disk-setup.js';
+import { Luks2HeaderError } from '../../../src/adapters/disk/luks2-header-policy.js';
 import { useTmpDirs } from '../../support/tmp.js';
 import { FAST_PBKDF, formatImage, mustCryptsetup, verifyPassphrase } from './luks-image.js';
 
@@ -16,10 +22,59 @@ function setup(devicePath: string, keyFile: string) {
   return new CryptsetupStateDiskSetup({
     devicePath,
     initialPassphrasePath: keyFile,
+    integrity: 'none',
     formatPbkdfArgs: FAST_PBKDF,
     pbkdf: { type: 'pbkdf2', forceIterations: 1000 },
   });
 }
+
+describe('CryptsetupStateDiskSetup integrity', () => {
+  it('formats with authenticated encryption by default: aes-xts-plain64, 512-bit key, --integrity hmac-sha256', () => {
+    expect(stateDiskFormatArgs('hmac-sha256', FAST_PBKDF)).toEqual([
+      ...['luksFormat', '--batch-mode', '--type', 'luks2', '--cipher', 'aes-xts-plain64'],
+      ...['--key-size', '512', '--integrity', 'hmac-sha256', ...FAST_PBKDF],
+    ]);
+    expect(stateDiskFormatArgs('none', FAST_PBKDF)).not.toContain('--integrity');
+  });
+
+  it('the default format() asks the real cryptsetup for integrity, which needs device-mapper (absent here) and fails without writing a header', async () => {
+    const dir = tmp();
+    const path = join(dir, 'blank.img');
+    await writeFile(path, '');
+    await truncate(path, 32 * 1024 * 1024);
+    const log = join(dir, 'argv.log');
+    const binary = join(dir, 'cryptsetup-logged');
+    await writeFile(binary, `#!/bin/sh\nprintf '%s\\n' "$*" >> '${log}'\nexec cryptsetup "$@"\n`);
+    await chmod(binary, 0o755);
+    const disk = new CryptsetupStateDiskSetup({
+      devicePath: path,
+      initialPassphrasePath: join(dir, 'run', 'state.key'),
+      formatPbkdfArgs: FAST_PBKDF,
+      binary,
+    });
+    await expect(disk.format()).rejects.toThrow(/device-mapper|integrity/i);
+    const calls = (await readFile(log, 'utf8')).split('\n');
+    expect(calls.find((l) => l.startsWith('luksFormat'))).toContain('--integrity hmac-sha256');
+    // Nothing half-written: the image is still blank.
+    expect(await disk.inspect()).toBe('blank');
+  }, 60_000);
+
+  it('with integrity required (the default) a header without it is refused: a host cannot downgrade the disk', async () => {
+    const dir = tmp();
+    const image = await formatImage(dir);
+    const required = new CryptsetupStateDiskSetup({
+      devicePath: image.path,
+      initialPassphrasePath: image.keyFile,
+    });
+    const err = await required.inspect().catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(Error);
+    const cause = (err as Error & { cause?: unknown }).cause ?? err;
+    expect(String((err as Error).message)).toMatch(/integrity "?none"? is not allowed/);
+    if (cause instanceof Luks2HeaderError) expect(cause.check).toBe('segment-cipher');
+    // Where integrity is off, the same header is accepted.
+    expect(await setup(image.path, image.keyFile).inspect()).toBe('formatted');
+  }, 60_000);
+});
 
 describe('CryptsetupStateDiskSetup', () => {
   it('blank image: inspect says blank, format makes LUKS2 opened by a fresh 0400 initial passphrase', async () => {

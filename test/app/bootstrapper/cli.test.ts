@@ -138,7 +138,16 @@ describe('confboot bootstrapper on a qemu node', () => {
           ...['--disk', image.path, '--initial-passphrase-file', image.keyFile],
           // kubeadm fails after the node lock (the disk mapper leaves this formatted, never
           // initialised disk to the bootstrapper).
-          ...['--kubeadm', '/bin/false', '--state-mapping', 'none', '--format-pbkdf2-iterations', '1000'],
+          ...[
+            '--kubeadm',
+            '/bin/false',
+            '--state-mapping',
+            'none',
+            '--state-disk-integrity',
+            'none',
+            '--format-pbkdf2-iterations',
+            '1000',
+          ],
           ...['--metadata-url', `http://127.0.0.1:${metadata.port}`, '--init-listen', '127.0.0.1:0'],
           ...[
             '--join-service-port',
