@@ -5,7 +5,11 @@
  * anything that is not a well-formed, non-empty measurements map is an error.
  */
 import { AttestationError, ConfbootError } from '../ports/errors.js';
-import type { MeasurementPolicy, MeasurementVerdict } from '../ports/measurement-policy.js';
+import type {
+  MeasurementPolicy,
+  MeasurementSetValidity,
+  MeasurementVerdict,
+} from '../ports/measurement-policy.js';
 import type { Measurement, MeasurementMismatch, Measurements } from '../ports/types.js';
 
 /** The one text of a measurement mismatch (`PCR12: expected <hex>, got <hex>`). */
@@ -323,11 +327,23 @@ export class MeasurementsPolicy implements MeasurementPolicy {
         if (enforced === 0) outsideValidity.push(set.name ?? '(unnamed)');
         continue;
       }
-      if (enforced === 0) return { matched: true, set: set.name, mismatches, outsideValidity: [] };
+      if (enforced === 0)
+        return { matched: true, set: set.name, mismatches, outsideValidity: [], ...validityOf(set) };
       if (closest === undefined || enforced < closest.enforced) closest = { mismatches, enforced };
     }
     return { matched: false, set: undefined, mismatches: closest?.mismatches ?? [], outsideValidity };
   }
+}
+
+/** The validity window of `set` as a verdict carries it; nothing for a set without bounds. */
+function validityOf(set: MeasurementSet): { validity?: MeasurementSetValidity } {
+  if (set.notBefore === undefined && set.expires === undefined) return {};
+  return {
+    validity: {
+      ...(set.notBefore === undefined ? {} : { notBefore: new Date(set.notBefore) }),
+      ...(set.expires === undefined ? {} : { expires: new Date(set.expires) }),
+    },
+  };
 }
 
 function copy(m: Measurements): Measurements {

@@ -10,7 +10,9 @@
  * by join or rejoin, gets nothing, and nothing is issued when the record cannot be consulted. A
  * node or disk on the deny list (DenyList port) is refused as soon as the request names it; a
  * rejoin, which names only its disk, also by the caller's instance name and the name the disk was
- * bound under.
+ * bound under. Before anything else each call checks that the caller's attestation still holds
+ * (attestation-freshness.ts): its measurement set within its validity window, its connection
+ * attested at most a minute ago.
  * Errors carry precise kinds (the gRPC
  * edge maps them to InvalidArgument, PermissionDenied, Unavailable, FailedPrecondition, …) and never
  * contain secrets.
@@ -35,6 +37,7 @@ import type {
   RejoinTicket,
   RejoinTicketRequest,
 } from '../ports/types.js';
+import { checkAttestationHolds } from './attestation-freshness.js';
 import { dependencyError } from './errors.js';
 import {
   KUBERNETES_JOIN_TOKEN_TTL_MS,
@@ -175,6 +178,7 @@ export class TicketIssuer implements JoinCall {
           })
         : dependencyError(`${op}: ${step}`, err);
 
+    checkAttestationHolds(op, ctx.attestation, clock.now());
     try {
       checkDiskUuid(req.diskUuid);
     } catch (err) {
@@ -431,8 +435,9 @@ export class TicketIssuer implements JoinCall {
    * bindings were recorded) is bound to the caller now. Same error kinds as a join.
    */
   async #rejoin(req: RejoinTicketRequest, ctx: JoinCaller): Promise<RejoinTicket> {
-    const { kms, logger } = this.#deps;
+    const { kms, clock, logger } = this.#deps;
     const op = `issuing rejoin ticket for ${ctx.peer}`;
+    checkAttestationHolds(op, ctx.attestation, clock.now());
     try {
       checkDiskUuid(req.diskUuid);
     } catch (err) {

@@ -4,6 +4,7 @@
  * decorates it; the gRPC edge calls it. A call always resolves with its decision: the ticket, or the
  * refusal, together with what the decision learned about the caller (for its audit event).
  */
+import type { MeasurementSetValidity } from './measurement-policy.js';
 import type {
   AttestationCheck,
   JoinTicket,
@@ -23,10 +24,21 @@ export interface CallerAttestation {
   nonce: Uint8Array;
   /** The measurement set that matched, when the validator names one. */
   measurementSet?: string;
+  /** The matched set's validity window, when it has one: a ticket is issued only within it. */
+  measurementSetValidity?: MeasurementSetValidity;
+  /** When the connection passed attested TLS (the server's clock). */
+  attestedAt?: Date;
   /** The attestation document as received and its variant OID (kept for dry runs). */
   document?: Uint8Array;
   oid?: string;
 }
+
+/**
+ * The oldest attestation a ticket is issued on: a minute after the connection was attested. The
+ * join service's transport closes each connection before it is this old, so a caller reconnects
+ * and attests again against the attestation config in force then.
+ */
+export const MAX_ATTESTATION_AGE_MS = 60_000;
 
 /** Who is calling. */
 export interface JoinCaller {

@@ -1,11 +1,28 @@
 import type { MeasurementMismatch } from './types.js';
 
+/** The validity window of a measurement set: valid from `notBefore` (inclusive) until `expires` (exclusive). */
+export interface MeasurementSetValidity {
+  notBefore?: Date;
+  expires?: Date;
+}
+
+/** Whether `now` lies in `validity` (an absent bound does not limit). */
+export function isWithinValidity(validity: MeasurementSetValidity, now: Date): boolean {
+  const t = now.getTime();
+  return (
+    (validity.notBefore === undefined || t >= validity.notBefore.getTime()) &&
+    (validity.expires === undefined || t < validity.expires.getTime())
+  );
+}
+
 /** How measured values fare against a policy of one or more reference sets. */
 export interface MeasurementVerdict {
   /** True when a set that is valid now matches: every enforced value equal. */
   matched: boolean;
   /** The name of the matching set; undefined for an unnamed set, or when none matches. */
   set: string | undefined;
+  /** The matching set's validity window, when it has one (checked again when a ticket is issued). */
+  validity?: MeasurementSetValidity;
   /**
    * With a match: the warnOnly mismatches of the matching set. Without: every mismatch against the
    * closest set valid now (fewest enforced mismatches, first in order), or none when no set is valid.

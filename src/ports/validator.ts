@@ -1,3 +1,4 @@
+import type { MeasurementSetValidity } from './measurement-policy.js';
 import type { AttestationCheck, CallOptions, MeasurementMismatch } from './types.js';
 import type { Variant } from './variant.js';
 
@@ -14,6 +15,8 @@ export interface ValidationResult {
    * `measurementSets`); absent for a config with one unnamed `measurements` map.
    */
   measurementSet?: string;
+  /** The matched measurement set's validity window, when it has one. */
+  measurementSetValidity?: MeasurementSetValidity;
 }
 
 /** Verifies attestation documents of one variant. */

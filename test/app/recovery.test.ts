@@ -10,7 +10,7 @@
  */
 import { readFile, writeFile } from 'node:fs/promises';
 import { connect } from 'node:net';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { Writable } from 'node:stream';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { startMetadataServer } from '../../src/adapters/cloud/qemu/metadata-server.js';
@@ -246,6 +246,12 @@ describe('full outage: a control plane waits for k-of-n recovery (real swtpm, LU
     const node = await rebootedNode(dir, 'ControlPlane');
     const metadataUrl = await metadataServer(dir);
     const config = await attestationConfig(dir);
+    // The holders trust only the AK registered for the control plane's address (--qemu-ak-registry).
+    const akPub = Buffer.from(await node.tpm.attestationKeyPublic()).toString('base64');
+    await writeFile(
+      akRegistryBeside(config.path),
+      JSON.stringify({ 'control-plane-0': { ip: '127.0.0.1', attestationKeyPublic: akPub } }),
+    );
     // Nothing listens at the join service port: every control plane restarted at once.
     const joinPort = await freePort();
     const shareDir = tmp();
@@ -283,9 +289,17 @@ describe('full outage: a control plane waits for k-of-n recovery (real swtpm, LU
     return { dir, node, config, shares, others, otherCluster, start };
   }
 
+  /** The AK registry waitingControlPlane writes next to the attestation config. */
+  const akRegistryBeside = (config: string) => join(dirname(config), 'ak-registry.json');
+  const akTrust = (config: string) => [
+    '--variant',
+    'qemu-vtpm',
+    '--qemu-ak-registry',
+    akRegistryBeside(config),
+  ];
   const recoverArgs = (port: number, config: string, share: string) => [
     ...['--endpoint', `127.0.0.1:${port}`, '--attestation-config', config, '--share', share],
-    ...['--timeout-seconds', '30'],
+    ...['--timeout-seconds', '30', ...akTrust(config)],
   ];
 
   it('one share leaves it waiting (1 of 2), a share of another cluster is named, a second valid share recovers it', async () => {
@@ -361,7 +375,7 @@ describe('full outage: a control plane waits for k-of-n recovery (real swtpm, LU
     );
     const r = await runRecover([
       ...['--endpoint', `127.0.0.1:${port}`, '--attestation-config', cp.config.path],
-      ...['--master-secret-file', secretFile],
+      ...['--master-secret-file', secretFile, ...akTrust(cp.config.path)],
     ]);
     expect(r.code).toBe(0);
     expect(r.out).toBe('Recovered: recovered with the master secret\n');

@@ -21,6 +21,9 @@ export interface AttestedGrpcServerOptions extends AtlsListenerOptions {
   logger?: Logger;
 }
 
+/** An attested connection and when it was attested (the listener's clock). */
+export type ConnectedPeer = AttestedPeer & { attestedAt: Date };
+
 /** Resolves when `socket` has closed. */
 function socketClosed(socket: TLSSocket): Promise<void> {
   if (socket.destroyed) return Promise.resolve();
@@ -36,7 +39,8 @@ export class AttestedGrpcServer {
   readonly grpc: Server;
   private readonly injector: ConnectionInjector;
   private readonly listener: AttestedTlsListener;
-  private readonly peers = new Map<string, AttestedPeer>();
+  private readonly peers = new Map<string, ConnectedPeer>();
+  private readonly options: AttestedGrpcServerOptions;
   private readonly sockets = new Set<TLSSocket>();
   private readonly logger: Logger | undefined;
   private overCapLoggedAt = 0;
@@ -45,6 +49,7 @@ export class AttestedGrpcServer {
 
   constructor(options: AttestedGrpcServerOptions) {
     assertGrpcJsInternals();
+    this.options = options;
     this.logger = options.logger;
     this.grpc = new Server({
       'grpc.max_receive_message_length': 4 * 1024 * 1024,
@@ -72,8 +77,11 @@ export class AttestedGrpcServer {
     return this.sockets.size;
   }
 
-  /** The attested peer behind a call (`call.getPeer()`), or undefined if the connection is unknown. */
-  peerOf(call: { getPeer(): string }): AttestedPeer | undefined {
+  /**
+   * The attested peer behind a call (`call.getPeer()`) and when its connection was attested, or
+   * undefined if the connection is unknown.
+   */
+  peerOf(call: { getPeer(): string }): ConnectedPeer | undefined {
     return this.peers.get(call.getPeer());
   }
 
@@ -127,11 +135,12 @@ export class AttestedGrpcServer {
       return;
     }
     const key = `${socket.remoteAddress}:${socket.remotePort}`;
-    this.peers.set(key, peer);
+    const connected: ConnectedPeer = { ...peer, attestedAt: this.options.clock.now() };
+    this.peers.set(key, connected);
     this.sockets.add(socket);
     socket.once('close', () => {
       this.sockets.delete(socket);
-      if (this.peers.get(key) === peer) this.peers.delete(key);
+      if (this.peers.get(key) === connected) this.peers.delete(key);
     });
     this.injector.injectConnection(socket);
   }

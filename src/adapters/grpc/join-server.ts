@@ -16,7 +16,12 @@ import {
 import type { Clock } from '../../ports/clock.js';
 import { isConfbootError, messageOf } from '../../ports/errors.js';
 import type { Issuer } from '../../ports/issuer.js';
-import type { JoinCall, JoinCaller, JoinDecision } from '../../ports/join-call.js';
+import {
+  type JoinCall,
+  type JoinCaller,
+  type JoinDecision,
+  MAX_ATTESTATION_AGE_MS,
+} from '../../ports/join-call.js';
 import type { Logger } from '../../ports/logger.js';
 import type { JoinTicket, JoinTicketRequest, RejoinTicket, RejoinTicketRequest } from '../../ports/types.js';
 import type { Validator } from '../../ports/validator.js';
@@ -67,7 +72,13 @@ function unattested(operation: string): GrpcStatusError {
 export function createJoinServer(options: JoinServerOptions): AttestedGrpcServer {
   if (options.validators.length === 0) throw new Error('join server: at least one validator is required');
   const { joinCall, maxMessageBytes, maxStreamsPerConnection, maxSessionMemoryMib, ...listener } = options;
-  const grpcOptions: ServerOptions = {};
+  // Every connection is closed (GOAWAY, then the grace) before its attestation is too old for a
+  // ticket (at most 0.8 × 1.1 + 0.1 of the age: grpc-js adds up to 10 % jitter), so a client that
+  // keeps its channel reconnects and attests again against the config in force then.
+  const grpcOptions: ServerOptions = {
+    'grpc.max_connection_age_ms': MAX_ATTESTATION_AGE_MS * 0.8,
+    'grpc.max_connection_age_grace_ms': MAX_ATTESTATION_AGE_MS * 0.1,
+  };
   if (maxMessageBytes !== undefined) grpcOptions['grpc.max_receive_message_length'] = maxMessageBytes;
   if (maxStreamsPerConnection !== undefined)
     grpcOptions['grpc.max_concurrent_streams'] = maxStreamsPerConnection;
@@ -94,7 +105,7 @@ export function createJoinServer(options: JoinServerOptions): AttestedGrpcServer
       const caller: JoinCaller = {
         peer: peer.address,
         variant: peer.attestation.variant,
-        attestation: peer.attestation,
+        attestation: { ...peer.attestation, attestedAt: peer.attestedAt },
         signal: cancelled.signal,
       };
       let request: DReq;

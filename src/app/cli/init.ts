@@ -14,11 +14,14 @@ import { type BringupTarget, bringUp, bringupTarget } from '../bringup/bring-up.
 import { DEFAULT_IMAGE } from '../manifests/common.js';
 import { initCluster } from '../operator/init-cluster.js';
 import { type CommandSpec, parseCommand, runCommand, UsageError } from '../program/args.js';
-import { cloudNames, variantNames } from '../registry/index.js';
+import { cloudNames } from '../registry/index.js';
 import {
+  AK_TRUST_OPTIONS,
+  akTrustSettings,
   allowWeakPolicyOption,
   operatorValidator,
   parseMasterSecretFile,
+  secretVariantOption,
   timeoutFlagMs,
   variantFlag,
 } from './operator-inputs.js';
@@ -45,15 +48,8 @@ export const initCommand: CommandSpec = {
       description: 'expected measurements ({"measurements": {...}} or a bare map)',
       required: true,
     },
-    variant: {
-      type: 'string',
-      valueName: 'V',
-      // Read when --help is printed, so every variant of the registry is listed.
-      get description() {
-        return `attestation variant of the node: ${variantNames().join(', ')}`;
-      },
-      default: 'qemu-vtpm',
-    },
+    variant: secretVariantOption(),
+    ...AK_TRUST_OPTIONS,
     'init-secret-file': {
       type: 'string',
       valueName: 'F',
@@ -142,6 +138,9 @@ export const initCommand: CommandSpec = {
     },
   },
   epilog: [
+    "The variant decides how the node's attestation key is trusted, as in the join service: for qemu-vtpm the",
+    "key must be the one --qemu-ak-registry registers for the node's address (without a registry init refuses",
+    'to run, exit 2, unless --trust-ak-as-carried accepts any key: INSECURE).',
     'After the node is initialised and the kubeconfig written, init runs the bring-up of confboot apply',
     'through that kubeconfig (secrets, join config, CRDs, components, NodeVersion, join and key service),',
     'unless --no-apply. A failed bring-up leaves the cluster initialised; re-run confboot apply.',
@@ -178,6 +177,7 @@ export async function run(argv: string[]): Promise<number> {
       String(v['attestation-config']),
       v['allow-weak-measurement-policy'] === true,
       'init',
+      akTrustSettings(v),
     );
 
     const masterFile = await readOrCreate(

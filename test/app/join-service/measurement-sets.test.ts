@@ -152,9 +152,15 @@ describe('measurement sets in the attestation config', () => {
   });
 
   it('the join service audit record names the matched set; an expired set refuses in the handshake', async () => {
-    const clock = new FakeClock(T0);
-    const validator = validatorBuilder('qemu-vtpm', {}, clock, new FakeLogger())(Buffer.from(ROLLOUT));
-    const h = await startHarness(tmp(), { validators: [validator] });
+    // The service (its attested TLS and its ticket issuer) and the validator share one clock, which
+    // starts at the real time so the nodes' TLS certificates are valid on it.
+    const t0 = Date.now();
+    const rollout = JSON.stringify({
+      measurementSets: [set('image-a', 'A', { expires: t0 + HOUR }), set('image-b', 'B', { notBefore: t0 })],
+    });
+    const clock = new FakeClock(t0);
+    const validator = validatorBuilder('qemu-vtpm', {}, clock, new FakeLogger())(Buffer.from(rollout));
+    const h = await startHarness(tmp(), { validators: [validator], clock });
     cleanups.push(() => h.stop());
     await h.client(node('A')).issueJoinTicket(h.endpoint, await h.joinRequest('worker-1'));
     await h.client(node('B')).issueJoinTicket(h.endpoint, await h.joinRequest('worker-2'));
@@ -163,7 +169,7 @@ describe('measurement sets in the attestation config', () => {
       ['issued', 'image-a'],
       ['issued', 'image-b'],
     ]);
-    await clock.advance(2 * HOUR);
+    await clock.advance(HOUR + 1000);
     const err = await rejectionOf(
       h.client(node('A')).issueJoinTicket(h.endpoint, await h.joinRequest('worker-3')),
     );

@@ -23,12 +23,13 @@ export function acceptMeasurements(
   userData: Uint8Array,
   rec: CheckRecorder,
 ): ValidationResult {
-  const { warnings, set } = checkMeasurements(policy, measured, rec);
+  const { warnings, set, validity } = checkMeasurements(policy, measured, rec);
   return {
     userData,
     checks: [...rec.checks],
     warnings,
     ...(set === undefined ? {} : { measurementSet: set }),
+    ...(validity === undefined ? {} : { measurementSetValidity: validity }),
   };
 }
 

@@ -6,6 +6,7 @@
 import {
   formatMismatch,
   type MeasurementPolicy,
+  type MeasurementSetValidity,
   type MeasurementVerdict,
 } from '../../../ports/measurement-policy.js';
 import type { MeasurementMismatch } from '../../../ports/types.js';
@@ -36,7 +37,7 @@ function outsideValidityDetail(verdict: MeasurementVerdict): string {
 
 /**
  * Compares `actual` (PCRs, or MRTD/RTMRs) through `policy` and records the `measurements` check.
- * Returns the warnOnly mismatches and the matching set's name.
+ * Returns the warnOnly mismatches, the matching set's name and its validity window.
  * @throws AttestationError `measurements` (`measurement validation failed: PCR4: expected …, got …`,
  *   the enforced mismatches listed, every mismatch attached), or `measurement-set-expired` when no
  *   set valid now exists or only sets outside their validity window would match
@@ -45,7 +46,7 @@ export function checkMeasurements(
   policy: MeasurementPolicy,
   actual: Map<number, Uint8Array>,
   rec: CheckRecorder,
-): { warnings: MeasurementMismatch[]; set: string | undefined } {
+): { warnings: MeasurementMismatch[]; set: string | undefined; validity?: MeasurementSetValidity } {
   const verdict = measurementVerdict(policy, actual);
   const { mismatches } = verdict;
   if (!verdict.matched) {
@@ -63,5 +64,9 @@ export function checkMeasurements(
       ? `all expected measurements match${inSet}`
       : `match${inSet}, with ${warnings.length} warnOnly mismatch(es)`,
   );
-  return { warnings, set: verdict.set };
+  return {
+    warnings,
+    set: verdict.set,
+    ...(verdict.validity === undefined ? {} : { validity: verdict.validity }),
+  };
 }

@@ -124,7 +124,7 @@ export class VtpmValidator implements Validator {
       throwIfAborted(options);
       const state = quoted ?? verifyAttestationQuotes(doc.attestation, ak, tpmNonce, rec);
       await this.variantChecks.validateCvm(doc, state, rec, options);
-      const { warnings, set } = checkMeasurements(this.policy, state.quote.pcrs, rec);
+      const { warnings, set, validity } = checkMeasurements(this.policy, state.quote.pcrs, rec);
       for (const w of warnings) {
         this.options.logger?.warn('Tolerated warnOnly measurement mismatch', {
           variant: this.variant,
@@ -138,6 +138,7 @@ export class VtpmValidator implements Validator {
         checks: [...rec.checks],
         warnings,
         ...(set === undefined ? {} : { measurementSet: set }),
+        ...(validity === undefined ? {} : { measurementSetValidity: validity }),
       };
     } catch (err) {
       if (err instanceof AttestationError || options?.signal?.aborted) throw err;

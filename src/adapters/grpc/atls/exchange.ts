@@ -15,6 +15,7 @@ import {
   messageOf,
 } from '../../../ports/errors.js';
 import type { Issuer } from '../../../ports/issuer.js';
+import type { MeasurementSetValidity } from '../../../ports/measurement-policy.js';
 import type { AttestationCheck, CallOptions, MeasurementMismatch } from '../../../ports/types.js';
 import type { Validator } from '../../../ports/validator.js';
 import type { Variant } from '../../../ports/variant.js';
@@ -127,6 +128,8 @@ export interface PeerAttestation {
   nonce: Uint8Array;
   /** The measurement set the document matched (see ValidationResult.measurementSet). */
   measurementSet?: string;
+  /** That set's validity window, when it has one. */
+  measurementSetValidity?: MeasurementSetValidity;
 }
 
 /** A connection that passed attested TLS. */
@@ -220,6 +223,9 @@ export async function verifyPeerAttestation(
     document: frame.document,
     nonce,
     ...(result.measurementSet === undefined ? {} : { measurementSet: result.measurementSet }),
+    ...(result.measurementSetValidity === undefined
+      ? {}
+      : { measurementSetValidity: result.measurementSetValidity }),
   };
 }
 
