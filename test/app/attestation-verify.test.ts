@@ -167,7 +167,15 @@ describe('confboot attestation verify --format json (upstream documents)', () =>
   const userData = createHash('sha256').update('spki').digest();
   const nonce = randomBytes(32);
 
-  it('accepts a qemu-vtpm document and prints the user data; refuses another nonce', async () => {
+  /** An AK registry file (the join service's --qemu-ak-registry) holding `ak` for 10.0.0.5. */
+  const registry = (dir: string, ak: Uint8Array) =>
+    file(
+      dir,
+      'ak-registry.json',
+      JSON.stringify({ vm: { ip: '10.0.0.5', attestationKeyPublic: Buffer.from(ak).toString('base64') } }),
+    );
+
+  it('accepts a qemu-vtpm document whose AK is registered for --peer-address and prints the user data; refuses another nonce', async () => {
     const dir = tmp();
     const doc = file(dir, 'doc.json', await new SoftVtpmIssuer(tpm).issue(userData, nonce));
     const config = file(
@@ -175,10 +183,40 @@ describe('confboot attestation verify --format json (upstream documents)', () =>
       'c.json',
       JSON.stringify({ measurements: { '15': { expected: '00'.repeat(32), warnOnly: false } } }),
     );
-    expect(await run(['--document', doc, '--nonce', nonce.toString('hex'), '--config', config])).toBe(0);
+    const trust = ['--qemu-ak-registry', registry(dir, tpm.akPublic), '--peer-address', '10.0.0.5'];
+    expect(
+      await run(['--document', doc, '--nonce', nonce.toString('hex'), '--config', config, ...trust]),
+    ).toBe(0);
     expect(out).toMatch(/verdict: ACCEPTED \(json, qemu-vtpm\)/);
+    expect(out).toMatch(/ok +ak-trust +attestation key is the one registered for vm \(10\.0\.0\.5\)/);
     expect(out).toContain(`userData: ${userData.toString('hex')}`);
-    expect(await run(['--document', doc, '--nonce', randomBytes(32).toString('hex')])).toBe(1);
+    expect(await run(['--document', doc, '--nonce', randomBytes(32).toString('hex'), ...trust])).toBe(1);
+  });
+
+  it("qemu-vtpm applies the join service's AK rule: another AK is refused, no registry is a usage error unless --trust-ak-as-carried", async () => {
+    const dir = tmp();
+    const doc = file(dir, 'doc.json', await new SoftVtpmIssuer(tpm).issue(userData, nonce));
+    const base = ['--document', doc, '--nonce', nonce.toString('hex')];
+    const other = SoftTpm.create();
+    expect(
+      await run([...base, '--qemu-ak-registry', registry(dir, other.akPublic), '--peer-address', '10.0.0.5']),
+    ).toBe(1);
+    expect(out).toMatch(/reason: ak-trust: the document's attestation key is not the one registered for vm/);
+    expect(
+      await run([...base, '--qemu-ak-registry', registry(dir, tpm.akPublic), '--peer-address', '10.0.0.6']),
+    ).toBe(1);
+    expect(out).toMatch(/no VM registered at that address/);
+    expect(await run([...base, '--qemu-ak-registry', registry(dir, tpm.akPublic)])).toBe(2);
+    expect(err).toContain('--qemu-ak-registry needs --peer-address');
+    err = '';
+    expect(await run(base)).toBe(2);
+    expect(err).toContain('qemu-vtpm needs the registered attestation keys (--qemu-ak-registry F)');
+    expect(err).toContain('or pin the key with --trusted-ak');
+    err = '';
+    expect(await run([...base, '--trusted-ak', file(dir, 'ak.pem', tpm.akPublicKeyPem())])).toBe(0);
+    expect(err).toBe('');
+    expect(await run([...base, '--trust-ak-as-carried'])).toBe(0);
+    expect(err).toContain('attestation verify: SECURITY: --trust-ak-as-carried is set');
   });
 
   it('verifies a gcp-sev-es document offline with --trusted-ak (CVM check from the event log)', async () => {
@@ -246,7 +284,7 @@ describe('confboot attestation verify usage and input errors (exit 2)', () => {
   it('a document that is not an attestation is an input error', async () => {
     const dir = tmp();
     const junk = file(dir, 'junk', 'not json');
-    expect(await run(['--document', junk])).toBe(2);
+    expect(await run(['--document', junk, '--trust-ak-as-carried'])).toBe(2);
     expect(err).toMatch(/document-format|invalid JSON/);
     expect(await run(['--document', junk, '--format', 'pb', ...roots])).toBe(2);
   });

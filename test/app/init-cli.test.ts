@@ -1,7 +1,9 @@
 /**
  * `confboot init` against a node with a real swtpm and the real vTPM issuer: the CLI verifies the
- * node's TPM quote before it sends the master secret. The node's init handler is a stand-in that
- * records the request (the real init flow has its own tests and runs in the demo).
+ * node's TPM quote (and that its AK is the one the registry holds for 127.0.0.1, as the join service
+ * checks; test/app/operator-ak-trust.test.ts has the refusals) before it sends the master secret.
+ * The node's init handler is a stand-in that records the request (the real init flow has its own
+ * tests and runs in the demo).
  */
 import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -80,16 +82,25 @@ async function node(boot: typeof GOOD_BOOT, kubeconfig = 'kind: Config\n') {
   });
   servers.push(server);
   const port = await server.listen('127.0.0.1', 0);
-  return { endpoint: `127.0.0.1:${port}`, requests };
+  return { endpoint: `127.0.0.1:${port}`, requests, akPub: await tpm.attestationKeyPublic() };
 }
 
-async function files() {
+/** The operator's files; with `n`, the AK registry holds n's AK for its address 127.0.0.1. */
+async function files(n?: { akPub: Uint8Array }) {
   const dir = tmp();
   const config = join(dir, 'attestation.json');
   await writeFile(config, JSON.stringify(expectedAttestationConfig()));
   const initSecret = join(dir, 'init-secret');
   await writeFile(initSecret, 'the-init-secret');
-  return { dir, config, initSecret, kubeconfig: join(dir, 'admin.conf') };
+  const akRegistry = join(dir, 'ak-registry.json');
+  if (n !== undefined)
+    await writeFile(
+      akRegistry,
+      JSON.stringify({
+        node: { ip: '127.0.0.1', attestationKeyPublic: Buffer.from(n.akPub).toString('base64') },
+      }),
+    );
+  return { dir, config, initSecret, akRegistry, kubeconfig: join(dir, 'admin.conf') };
 }
 
 /** The flags of an init that brings nothing up (`--no-apply`); {@link applyFlags} keeps the bring-up. */
@@ -100,6 +111,10 @@ const flags = (f: Awaited<ReturnType<typeof files>>, endpoint: string) => [
 const applyFlags = (f: Awaited<ReturnType<typeof files>>, endpoint: string) => [
   '--endpoint',
   endpoint,
+  '--variant',
+  'qemu-vtpm',
+  '--qemu-ak-registry',
+  f.akRegistry,
   '--attestation-config',
   f.config,
   '--init-secret-file',
@@ -115,7 +130,7 @@ const applyFlags = (f: Awaited<ReturnType<typeof files>>, endpoint: string) => [
 describe('confboot init (real swtpm quote, stand-in init handler)', () => {
   it('verifies the node, sends the master secret in kms_uri, writes the kubeconfig and prints the cluster ID', async () => {
     const n = await node(GOOD_BOOT);
-    const f = await files();
+    const f = await files(n);
     const io = capture();
     expect(await run(flags(f, n.endpoint))).toBe(0);
     expect(io.out()).toContain(`Cluster ID: ${'07'.repeat(32)}`);
@@ -132,7 +147,7 @@ describe('confboot init (real swtpm quote, stand-in init handler)', () => {
 
   it('refuses a node whose PCRs differ, shows expected vs actual, and sends nothing', async () => {
     const n = await node(TAMPERED_BOOT);
-    const f = await files();
+    const f = await files(n);
     const io = capture();
     expect(await run(flags(f, n.endpoint))).toBe(1);
     expect(n.requests).toHaveLength(0);
@@ -155,11 +170,11 @@ describe('confboot init (real swtpm quote, stand-in init handler)', () => {
     'a config that enforces %s: exits 2 naming the opt-in, contacts no node, sends nothing',
     async (_name, measurements) => {
       const n = await node(GOOD_BOOT);
-      const f = await files();
+      const f = await files(n);
       await writeFile(f.config, JSON.stringify({ measurements }));
       const io = capture();
       expect(await run(flags(f, n.endpoint))).toBe(2);
-      expect(io.err()).toContain('--allow-weak-measurement-policy');
+      expect(io.err()).toContain('pass --allow-weak-measurement-policy to accept this knowingly');
       expect(n.requests).toHaveLength(0);
       expect(io.err()).not.toMatch(/Connecting to/);
     },
@@ -167,7 +182,7 @@ describe('confboot init (real swtpm quote, stand-in init handler)', () => {
 
   it('with --allow-weak-measurement-policy a weak config is used, with a SECURITY line', async () => {
     const n = await node(GOOD_BOOT);
-    const f = await files();
+    const f = await files(n);
     const weak = Object.fromEntries(
       Object.entries(expectedAttestationConfig().measurements).filter(([i]) => i !== '15'),
     );
@@ -192,7 +207,7 @@ describe('confboot init then the bring-up (real swtpm quote, stand-in init handl
   it('applies every object through the kubeconfig it received, one progress line each, nothing secret printed; a re-run of apply changes nothing', async () => {
     const { api, kubeconfig } = await apiServer();
     const n = await node(GOOD_BOOT, kubeconfig);
-    const f = await files();
+    const f = await files(n);
     const io = capture();
     expect(await run(applyFlags(f, n.endpoint))).toBe(0);
     // Init first (the node saw the request), then the objects through the API.
@@ -247,7 +262,7 @@ describe('confboot init then the bring-up (real swtpm quote, stand-in init handl
   it('--no-apply: the cluster is initialised and the API server receives nothing', async () => {
     const { api, kubeconfig } = await apiServer();
     const n = await node(GOOD_BOOT, kubeconfig);
-    const f = await files();
+    const f = await files(n);
     const io = capture();
     expect(await run(flags(f, n.endpoint))).toBe(0);
     expect(n.requests).toHaveLength(1);
@@ -259,7 +274,7 @@ describe('confboot init then the bring-up (real swtpm quote, stand-in init handl
     const { api, kubeconfig } = await apiServer();
     api.workloadsReady = false;
     const n = await node(GOOD_BOOT, kubeconfig);
-    const f = await files();
+    const f = await files(n);
     const io = capture();
     expect(await run([...applyFlags(f, n.endpoint), '--ready-timeout-seconds', '0.001'])).toBe(1);
     expect(await readFile(f.kubeconfig, 'utf8')).toBe(kubeconfig);

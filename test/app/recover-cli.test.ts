@@ -1,7 +1,8 @@
 /**
  * `confboot recover` reads its inputs as `confboot init` does (src/app/cli/operator-inputs.ts): the
  * master secret or a share goes only to a node whose attestation config proves its image, so a weak
- * config is a usage error before any connection (the endpoint below accepts none).
+ * config is a usage error before any connection (the endpoint below accepts none). The AK rule
+ * (--variant, --qemu-ak-registry) is tested in test/app/operator-ak-trust.test.ts.
  */
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -32,9 +33,12 @@ it.each([
   await writeFile(config, JSON.stringify({ measurements }));
   await writeFile(secret, JSON.stringify({ key: 'a'.repeat(44), salt: 'b'.repeat(44) }));
   const io = capture();
-  const argv = ['--endpoint', '127.0.0.1:1', '--attestation-config', config, '--master-secret-file', secret];
+  const argv = [
+    ...['--endpoint', '127.0.0.1:1', '--attestation-config', config, '--master-secret-file', secret],
+    ...['--variant', 'qemu-vtpm', '--qemu-ak-registry', join(dir, 'ak-registry.json')],
+  ];
   expect(await run(argv)).toBe(2);
-  expect(io.err()).toContain('--allow-weak-measurement-policy');
+  expect(io.err()).toContain('pass --allow-weak-measurement-policy to accept this knowingly');
   expect(io.err()).not.toMatch(/Connecting to/);
 });
 
@@ -54,7 +58,10 @@ it('refuses a master-secret file that is not {"key","salt"} as init does', async
   await writeFile(secret, 'not json');
   const io = capture();
   expect(
-    await run(['--endpoint', '127.0.0.1:1', '--attestation-config', config, '--master-secret-file', secret]),
+    await run([
+      ...['--endpoint', '127.0.0.1:1', '--attestation-config', config, '--master-secret-file', secret],
+      ...['--variant', 'qemu-vtpm', '--qemu-ak-registry', join(dir, 'ak-registry.json')],
+    ]),
   ).toBe(2);
   expect(io.err()).toContain('--master-secret-file is not JSON {"key","salt"}');
 });

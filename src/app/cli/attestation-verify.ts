@@ -6,6 +6,9 @@
  *   --format pb: a raw go-tpm-tools Attestation protobuf; --nonce is the quote's qualifying data as is;
  *     the AK is trusted through its AK certificate chaining to --ak-roots (roots and intermediates) at
  *     --at, or through --trusted-ak.
+ * A qemu-vtpm json document is trusted as the join service trusts it: its AK must be --trusted-ak, or
+ * the one --qemu-ak-registry registers for --peer-address (the address it came from); without either
+ * the command refuses to run (exit 2) unless --trust-ak-as-carried (SECURITY line on stderr).
  * Exit 0 accepted, 1 rejected, 2 usage or input error. The lead's dispatcher registers this module's
  * run() as the `verify` verb of `confboot attestation`; a leading `verify` argument is also accepted.
  */
@@ -24,6 +27,13 @@ import type { AttestationCheck, MeasurementMismatch } from '../../ports/types.js
 import type { Validator } from '../../ports/validator.js';
 import { type CommandSpec, parseCommand, runCommand, UsageError } from '../program/args.js';
 import { variantEntry, variantsOfKind } from '../registry/index.js';
+import type { VariantLookups } from '../registry/validator-deps.js';
+import {
+  akTrustSettings,
+  operatorLookups,
+  QEMU_AK_REGISTRY_OPTION,
+  TRUST_AK_AS_CARRIED_OPTION,
+} from './operator-inputs.js';
 
 /** Flags of `confboot attestation verify`. */
 export const attestationVerifyCommand: CommandSpec = {
@@ -65,6 +75,14 @@ export const attestationVerifyCommand: CommandSpec = {
       valueName: 'F',
       description: 'PEM public key the attestation key must equal (replaces certificate or cloud AK trust)',
     },
+    'qemu-ak-registry': QEMU_AK_REGISTRY_OPTION,
+    'peer-address': {
+      type: 'string',
+      valueName: 'IP',
+      description:
+        'with --qemu-ak-registry: the address the document came from (its registered AK is required)',
+    },
+    'trust-ak-as-carried': TRUST_AK_AS_CARRIED_OPTION,
     at: {
       type: 'string',
       valueName: 'RFC3339',
@@ -180,6 +198,7 @@ function jsonValidator(
   trustedAk: KeyObject | undefined,
   roots: Awaited<ReturnType<typeof parseCertificates>>,
   at: Date,
+  lookups: VariantLookups,
 ): Validator {
   const factory = variantEntry(variant).vtpm;
   if (factory === undefined) throw new UsageError(`--variant ${variant} is not a vTPM variant`);
@@ -190,6 +209,7 @@ function jsonValidator(
     amiTpmSupport: new Ec2AmiTpmSupport(),
     gceShieldedIdentity: new ComputeShieldedIdentity(),
     ...(roots.length > 0 ? { azureAkRoots: roots.map((r) => r.toString('pem')) } : {}),
+    ...lookups,
   };
   try {
     return factory.validator(policy, deps, trustedAk && { key: trustedAk, name: '--trusted-ak' });
@@ -198,6 +218,27 @@ function jsonValidator(
     throw new UsageError(
       `cannot build the ${variant} validator: ${messageOf(err)}${roots.length === 0 && !trustedAk ? ' (--ak-roots or --trusted-ak give AK trust)' : ''}`,
     );
+  }
+}
+
+/**
+ * qemu-vtpm's AK trust without --trusted-ak, by the join service's rule ({@link operatorLookups}):
+ * the registry (which needs --peer-address), else a usage error unless --trust-ak-as-carried.
+ */
+async function qemuAkTrust(
+  values: Record<string, unknown>,
+): Promise<{ lookups: VariantLookups; peerAddress?: string }> {
+  const peerAddress = values['peer-address'] as string | undefined;
+  if (values['qemu-ak-registry'] !== undefined && peerAddress === undefined)
+    throw new UsageError(
+      '--qemu-ak-registry needs --peer-address: the AK registered for that address is the one accepted',
+    );
+  try {
+    const lookups = await operatorLookups('qemu-vtpm', akTrustSettings(values), 'attestation verify');
+    return peerAddress === undefined ? { lookups } : { lookups, peerAddress };
+  } catch (err) {
+    if (err instanceof UsageError) throw new UsageError(`${err.message}; or pin the key with --trusted-ak`);
+    throw err;
   }
 }
 
@@ -219,6 +260,10 @@ export async function verifyFromFlags(
   const policy = await loadPolicy(values.config as string | undefined);
   const trustedAk = await loadTrustedAk(values['trusted-ak'] as string | undefined);
   const roots = await loadRoots((values['ak-roots'] as string[] | undefined) ?? []);
+  const akTrust =
+    format === 'json' && variant === 'qemu-vtpm' && trustedAk === undefined
+      ? await qemuAkTrust(values)
+      : { lookups: {} };
 
   const base = { format, ...(format === 'json' ? { variant } : {}) } as Pick<
     VerifyReport,
@@ -240,8 +285,19 @@ export async function verifyFromFlags(
         mismatches: mismatchRows(res.warnings),
       };
     }
-    const validator = jsonValidator(variant, policy ?? NO_MEASUREMENTS, trustedAk, roots, at);
-    const res = await validator.validate(document, nonce);
+    const validator = jsonValidator(
+      variant,
+      policy ?? NO_MEASUREMENTS,
+      trustedAk,
+      roots,
+      at,
+      akTrust.lookups,
+    );
+    const res = await validator.validate(
+      document,
+      nonce,
+      akTrust.peerAddress === undefined ? undefined : { peerAddress: akTrust.peerAddress },
+    );
     return {
       verdict: 'accepted',
       ...base,

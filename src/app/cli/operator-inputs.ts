@@ -2,16 +2,24 @@
  * What the operator's commands that send the master secret (or a share of it) to a node read the
  * same way: `confboot init`, `confboot recover` and `confboot apply`. The variant and timeout flags,
  * the attestation config (a validator, and the measurement-policy guard: the secret goes only to a
- * node whose attestation proves its image), and the master-secret file `{"key","salt"}`.
+ * node whose attestation proves its image), the attestation-key trust (the variant's lookups, built
+ * by its registry entry from the same settings as the join service's, so qemu-vtpm without
+ * registered attestation keys is refused unless `--trust-ak-as-carried`), and the master-secret file
+ * `{"key","salt"}`.
  */
 import { readFile } from 'node:fs/promises';
 import { SystemClock } from '../../adapters/system/system-clock.js';
-import { messageOf } from '../../ports/errors.js';
+import { isConfbootError, messageOf } from '../../ports/errors.js';
 import type { Validator } from '../../ports/validator.js';
 import type { Variant } from '../../ports/variant.js';
 import { type OptionSpec, UsageError } from '../program/args.js';
-import { isVariant, variantNames } from '../registry/index.js';
+import { isVariant, variantEntry, variantNames } from '../registry/index.js';
 import { checkMeasurementPolicy } from '../registry/policy-guard.js';
+import {
+  QEMU_AK_AS_CARRIED_WARNING,
+  type VariantLookupSettings,
+  type VariantLookups,
+} from '../registry/validator-deps.js';
 import { buildValidator } from '../registry/validators.js';
 
 /** `--allow-weak-measurement-policy` of a command that sends `what` to an attested node. */
@@ -20,6 +28,81 @@ export function allowWeakPolicyOption(what: string): OptionSpec {
     type: 'boolean',
     description: `INSECURE: send ${what} even though the attestation config enforces no boot-chain register of the variant at a measured value, or not the node-lock register (PCR 15; RTMR 2 for qemu-tdx) as zero (refused otherwise, exit 2)`,
   };
+}
+
+/**
+ * The `--variant` option of a command that sends a secret: required, since the variant decides how
+ * the node's attestation key is trusted (no default sends a secret under the weakest rule).
+ */
+export function secretVariantOption(): OptionSpec {
+  return {
+    type: 'string',
+    valueName: 'V',
+    // Read when --help is printed, so every variant of the registry is listed.
+    get description() {
+      return `attestation variant of the node: ${variantNames().join(', ')}`;
+    },
+    required: true,
+  };
+}
+
+/** `--qemu-ak-registry`: registered attestation keys, as the join service reads them. */
+export const QEMU_AK_REGISTRY_OPTION: OptionSpec = {
+  type: 'string',
+  valueName: 'F',
+  description:
+    'qemu-vtpm: JSON file {"<name>": {"ip": "<address>", "attestationKeyPublic": "<base64 TPMT_PUBLIC>"}} (the metadata server\'s --identities file, as the join service reads it); the node is accepted only with the AK registered for its address (required for qemu-vtpm unless --trust-ak-as-carried)',
+};
+
+/** `--trust-ak-as-carried`: the join service's explicit opt-in to upstream's qemu-vtpm AK trust. */
+export const TRUST_AK_AS_CARRIED_OPTION: OptionSpec = {
+  type: 'boolean',
+  description:
+    'INSECURE: qemu-vtpm without --qemu-ak-registry: trust whatever attestation key the document carries, so a software TPM extended to the expected values passes (refused otherwise, exit 2; a SECURITY line is printed)',
+};
+
+/** The attestation-key trust flags of `confboot init` and `confboot recover`. */
+export const AK_TRUST_OPTIONS: Record<string, OptionSpec> = {
+  'qemu-ak-registry': QEMU_AK_REGISTRY_OPTION,
+  'trust-ak-as-carried': TRUST_AK_AS_CARRIED_OPTION,
+  'azure-ak-roots': {
+    type: 'string',
+    valueName: 'F',
+    description: 'azure-trustedlaunch: PEM file with the trusted AK root certificates (required for it)',
+  },
+};
+
+/** The lookup settings of {@link AK_TRUST_OPTIONS} from parsed flag values. */
+export function akTrustSettings(values: Record<string, unknown>): VariantLookupSettings {
+  return {
+    qemuAkRegistryPath: values['qemu-ak-registry'] as string | undefined,
+    trustAkAsCarried: values['trust-ak-as-carried'] === true,
+    azureAkRootsPath: values['azure-ak-roots'] as string | undefined,
+  };
+}
+
+/**
+ * The lookups the validator of `variant` needs (AK trust, cloud lookups), built by the variant's
+ * registry entry from `settings` exactly as the join service builds them. A refusal of the settings
+ * (qemu-vtpm without registered attestation keys and without `trustAkAsCarried`, azure-trustedlaunch
+ * without roots) is a usage error; qemu-vtpm trusting the AK as carried prints a SECURITY line to
+ * stderr with `prefix`. Nothing is contacted: the cloud lookups ask only once a document needs them.
+ */
+export async function operatorLookups(
+  variant: Variant,
+  settings: VariantLookupSettings,
+  prefix: string,
+): Promise<VariantLookups> {
+  let lookups: VariantLookups;
+  try {
+    lookups = await variantEntry(variant).lookups(settings, new SystemClock());
+  } catch (err) {
+    if (isConfbootError(err) && err.code === 'invalid-argument') throw new UsageError(err.message);
+    throw err;
+  }
+  if (variant === 'qemu-vtpm' && lookups.qemuAkTrust === undefined)
+    process.stderr.write(`${prefix}: ${QEMU_AK_AS_CARRIED_WARNING}\n`);
+  return lookups;
 }
 
 /** The `--variant` flag: a registry variant, never the test-only dummy. */
@@ -41,18 +124,21 @@ export function timeoutFlagMs(value: unknown): number {
 }
 
 /**
- * The validator for `--attestation-config` at `path`, after the measurement-policy guard (a weak
- * policy is a usage error unless `allowWeak`; then the warning goes to stderr with `prefix`).
+ * The validator for `--attestation-config` at `path` with the AK trust of `akTrust`
+ * ({@link operatorLookups}: refused settings are a usage error), after the measurement-policy guard
+ * (a weak policy is a usage error unless `allowWeak`; then the warning goes to stderr with `prefix`).
  */
 export async function operatorValidator(
   variant: Variant,
   path: string,
   allowWeak: boolean,
   prefix: string,
+  akTrust: VariantLookupSettings,
 ): Promise<Validator> {
+  const lookups = await operatorLookups(variant, akTrust, prefix);
   try {
     const config = await readFile(path);
-    const validator = buildValidator(variant, config, { clock: new SystemClock() });
+    const validator = buildValidator(variant, config, { clock: new SystemClock(), ...lookups });
     const accepted = checkMeasurementPolicy(variant, config, allowWeak);
     if (accepted !== undefined) process.stderr.write(`${prefix}: ${accepted}\n`);
     return validator;

@@ -13,11 +13,13 @@ import { formatMismatch } from '../../ports/measurement-policy.js';
 import { joinHostPort, splitHostPort } from '../../ports/peer-address.js';
 import type { RecoverRequest } from '../../ports/recovery-endpoint.js';
 import { type CommandSpec, parseCommand, runCommand, UsageError } from '../program/args.js';
-import { variantNames } from '../registry/index.js';
 import {
+  AK_TRUST_OPTIONS,
+  akTrustSettings,
   allowWeakPolicyOption,
   operatorValidator,
   parseMasterSecretFile,
+  secretVariantOption,
   timeoutFlagMs,
   variantFlag,
 } from './operator-inputs.js';
@@ -39,14 +41,8 @@ export const recoverCommand: CommandSpec = {
       description: 'expected measurements of the cluster ({"measurements": {...}} or a bare map)',
       required: true,
     },
-    variant: {
-      type: 'string',
-      valueName: 'V',
-      get description() {
-        return `attestation variant of the node: ${variantNames().join(', ')}`;
-      },
-      default: 'qemu-vtpm',
-    },
+    variant: secretVariantOption(),
+    ...AK_TRUST_OPTIONS,
     'allow-weak-measurement-policy': allowWeakPolicyOption('the master secret or a share of it'),
     'master-secret-file': {
       type: 'string',
@@ -70,6 +66,9 @@ export const recoverCommand: CommandSpec = {
   },
   epilog:
     'Give exactly one of --master-secret-file and --share.\n' +
+    "The variant decides how the node's attestation key is trusted, as in the join service: for qemu-vtpm the\n" +
+    "key must be the one --qemu-ak-registry registers for the node's address (without a registry recover\n" +
+    'refuses to run, exit 2, unless --trust-ak-as-carried accepts any key: INSECURE).\n' +
     'Exit codes: 0 accepted (recovered, or the share was counted: "k of n received"), 1 refused or\n' +
     'failed (attestation, wrong secret, a share that does not belong), 2 usage or input error.',
 };
@@ -128,6 +127,7 @@ export async function run(argv: string[]): Promise<number> {
       String(v['attestation-config']),
       v['allow-weak-measurement-policy'] === true,
       'recover',
+      akTrustSettings(v),
     );
     const request =
       secretFile !== undefined

@@ -165,6 +165,10 @@ export async function azureAkRootLookups(settings: VariantLookupSettings): Promi
 export const QEMU_AK_AS_CARRIED_REFUSAL =
   'qemu-vtpm needs the registered attestation keys (--qemu-ak-registry F): without them any attestation key the document carries is trusted, so a software TPM extended to the expected values passes; to accept that anyway, pass --trust-ak-as-carried';
 
+/** What is logged when qemu-vtpm trusts the attestation key as carried (`--trust-ak-as-carried`). */
+export const QEMU_AK_AS_CARRIED_WARNING =
+  'SECURITY: --trust-ak-as-carried is set: any attestation key a qemu-vtpm document carries is trusted, so a software TPM extended to the expected values passes attestation';
+
 /**
  * qemu-vtpm: the registered attestation keys from `--qemu-ak-registry`. Without a registry it
  * rejects with `invalid-argument` ({@link QEMU_AK_AS_CARRIED_REFUSAL}) unless
