@@ -16,7 +16,8 @@
  *   2 s instead, as the join flow does, so the node rejoins soon after a join service starts.
  * - On a control plane, once a round of rejoin found no ticket, the node also serves recovery (the
  *   master secret, or K shares of it, from operators who verified its attestation). Whichever of
- *   rejoin and recovery first opens the disk wins; the other stops.
+ *   rejoin and recovery first opens the disk wins; the other stops. Attempts to open the disk run
+ *   one at a time in an {@link UnlockQueue}: rejoin ahead, recovery callers bounded and cancellable.
  */
 import type { Clock } from '../ports/clock.js';
 import { ConfbootError, isConfbootError, messageOf, wrapError } from '../ports/errors.js';
@@ -35,7 +36,7 @@ import type {
 } from '../ports/recovery-endpoint.js';
 import type { SecretSharing } from '../ports/secret-sharing.js';
 import type { StateDiskCondition, StateDiskSetup } from '../ports/state-disk-setup.js';
-import type { InstanceMetadata } from '../ports/types.js';
+import type { CallOptions, InstanceMetadata } from '../ports/types.js';
 import { type BackoffOptions, callWithTimeout, checkBackoffOptions, fullJitterDelayMs } from './backoff.js';
 import { unrecoverable } from './errors.js';
 import { joinServiceEndpoints } from './join-endpoints.js';
@@ -47,8 +48,9 @@ import {
   SALT_LENGTH,
   STATE_DISK_KEY_LENGTH,
 } from './key-derivation.js';
-import { RecoveryShares, type RecoverySharesOptions } from './recovery-shares.js';
+import { RecoveryShares, type RecoverySharesOptions, type ShareCallOptions } from './recovery-shares.js';
 import { isNothingListening, type NotListeningRetry, RoundPacer } from './round-pacer.js';
+import { UnlockQueue, type UnlockQueueOptions } from './unlock-queue.js';
 
 /** The ports the disk mapper uses (only the slices it needs). */
 export interface DiskMapperDeps {
@@ -84,6 +86,8 @@ export interface DiskMapperOptions {
   rejoinTicketTimeoutMs?: number;
   /** Bounds of the shares held while waiting for recovery. */
   shares?: RecoverySharesOptions;
+  /** Bounds of the recovery attempts waiting to unlock the state disk. */
+  unlocks?: UnlockQueueOptions;
 }
 
 /** How the disk mapper ended. */
@@ -128,7 +132,8 @@ export class DiskMapper {
   readonly #end = new AbortController();
   #stopped = false;
   #started = false;
-  #opening: Promise<unknown> = Promise.resolve();
+  /** Every attempt to open the disk, one at a time; rejoin first, recovery bounded. */
+  readonly #unlocks: UnlockQueue;
   #won: Extract<DiskMapperOutcome, { clusterId: Uint8Array }> | undefined;
   #fatal: unknown;
 
@@ -141,6 +146,7 @@ export class DiskMapper {
     this.#metadataMs = options.metadataTimeoutMs ?? DEFAULTS.metadataTimeoutMs;
     this.#rejoinMs = options.rejoinTicketTimeoutMs ?? DEFAULTS.rejoinTicketTimeoutMs;
     this.#sharesOptions = options.shares ?? {};
+    this.#unlocks = new UnlockQueue(options.unlocks);
     this.#pacer = new RoundPacer(this.#backoff, options.notListeningRetry, 'Failed to get rejoin ticket');
   }
 
@@ -239,7 +245,7 @@ export class DiskMapper {
       startRecovery();
       if (!(await this.#sleep(this.#pacer.afterRound(got.nothingListening, this.#deps.random)))) break;
     }
-    await this.#opening;
+    await this.#unlocks.idle();
     await recovery;
     return this.#result();
   }
@@ -340,8 +346,9 @@ export class DiskMapper {
 
   /**
    * Opens the disk with `diskKey`, reads the measurement salt, and marks the node with the cluster
-   * ID. One at a time; once one succeeded every later call is refused. Rejects `permission-denied`
-   * when the key does not open the disk (nothing changed); a failure after the disk opened is fatal.
+   * ID. One at a time through the unlock queue (a recovery call's `call` bounds and cancels its
+   * wait there); once one succeeded every later call is refused. Rejects `permission-denied` when
+   * the key does not open the disk (nothing changed); a failure after the disk opened is fatal.
    */
   #open(
     source: 'rejoin' | 'recovery',
@@ -349,8 +356,10 @@ export class DiskMapper {
     measurementSecret: Uint8Array,
     namedClusterId: Uint8Array | undefined,
     endpoint = '',
+    call: ShareCallOptions = {},
   ): Promise<Uint8Array> {
-    const run = this.#opening.then(async () => {
+    const turn = source === 'rejoin' ? { priority: true } : call;
+    return this.#unlocks.run(async () => {
       if (this.#won !== undefined || this.#fatal !== undefined)
         throw new ConfbootError('failed-precondition', 'the state disk is open already', {
           recoverable: false,
@@ -411,9 +420,7 @@ export class DiskMapper {
       } finally {
         this.#end.abort(new ConfbootError('failed-precondition', 'the state disk was opened'));
       }
-    });
-    this.#opening = run.catch(() => {});
-    return run;
+    }, turn);
   }
 
   /** The recovery handler served on a control plane: the plain master secret, or K shares of it. */
@@ -421,7 +428,7 @@ export class DiskMapper {
     const { clock, sharing, logger } = this.#deps;
     const shares =
       sharing === undefined ? undefined : new RecoveryShares({ clock, sharing, logger }, this.#sharesOptions);
-    const check = async (candidate: MasterSecretCandidate): Promise<void> => {
+    const check = async (candidate: MasterSecretCandidate, call: ShareCallOptions = {}): Promise<void> => {
       let diskKey: Uint8Array;
       let measurementSecret: Uint8Array;
       try {
@@ -439,23 +446,27 @@ export class DiskMapper {
         );
       }
       try {
-        await this.#open('recovery', diskKey, measurementSecret, candidate.clusterId);
+        await this.#open('recovery', diskKey, measurementSecret, candidate.clusterId, '', call);
       } finally {
         diskKey.fill(0);
         measurementSecret.fill(0);
       }
     };
     return {
-      recover: async (request: RecoverRequest): Promise<RecoverStatus> => {
+      recover: async (request: RecoverRequest, options?: CallOptions): Promise<RecoverStatus> => {
+        const call: ShareCallOptions = {
+          ...(options?.signal ? { signal: options.signal } : {}),
+          ...(options?.peerAddress ? { peerAddress: options.peerAddress } : {}),
+        };
         if (request.kind === 'share') {
           if (shares === undefined)
             throw new ConfbootError('failed-precondition', 'recovery: this node does not accept shares');
-          const status = await shares.add(request.share, check);
+          const status = await shares.add(request.share, check, call);
           if (status.recovered) shares.clear();
           return status;
         }
         try {
-          await check({ masterSecret: request.masterSecret, salt: request.salt });
+          await check({ masterSecret: request.masterSecret, salt: request.salt }, call);
         } catch (err) {
           if (isConfbootError(err) && err.code === 'permission-denied')
             throw new ConfbootError(

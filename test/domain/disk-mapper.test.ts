@@ -289,6 +289,49 @@ describe('DiskMapper', () => {
       expect((await run).outcome).toBe('recovered');
     });
 
+    it('recovery calls wait for the disk in a bounded queue; a cancelled call never reaches it', async () => {
+      const { s, handler, run } = await waitingForRecovery();
+      let open: () => void = () => {};
+      const gate = new Promise<void>((r) => {
+        open = r;
+      });
+      const unlock = s.disk.unlock.bind(s.disk);
+      s.disk.unlock = async (key) => {
+        await gate;
+        return unlock(key);
+      };
+      const wrong = (i: number) => ({
+        kind: 'master-secret' as const,
+        masterSecret: filled(32, 0x40 + i),
+        salt: SALT,
+      });
+      const abandon = new AbortController();
+      // One running, three waiting (the default bound), one source each.
+      const queued = [0, 1, 2, 3].map((i) =>
+        handler.recover(wrong(i), {
+          peerAddress: `198.51.100.${i}`,
+          ...(i === 3 ? { signal: abandon.signal } : {}),
+        }),
+      );
+      for (const q of queued) q.catch(() => {});
+      await expect(handler.recover(wrong(4), { peerAddress: '198.51.100.4' })).rejects.toMatchObject({
+        code: 'resource-exhausted',
+      });
+      // The abandoned call leaves, so the honest call gets its place.
+      abandon.abort();
+      await expect(queued[3]).rejects.toMatchObject({ code: 'unavailable' });
+      const honest = handler.recover(
+        { kind: 'master-secret', masterSecret: MASTER, salt: SALT },
+        { peerAddress: '203.0.113.7' },
+      );
+      open();
+      expect(await honest).toMatchObject({ recovered: true });
+      for (const q of queued.slice(0, 3)) await expect(q).rejects.toThrow(/does not belong to this node/);
+      // Three wrong keys and the right one were tried; the abandoned call's never.
+      expect(s.disk.calls.filter((c) => c === 'unlock')).toHaveLength(4);
+      expect((await run).outcome).toBe('recovered');
+    });
+
     it('rejoin wins while recovery waits: recovery stops, later calls are refused', async () => {
       const s = stubs('ControlPlane');
       const recovery = new StubRecoveryEndpoint();

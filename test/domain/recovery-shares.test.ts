@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { makeRecoveryShares, parseRecoveryShare, RecoveryShares } from '../../src/domain/recovery-shares.js';
+import { ConfbootError } from '../../src/ports/errors.js';
 import type { MasterSecretCandidate } from '../../src/ports/recovery-endpoint.js';
 import type { SecretSharing } from '../../src/ports/secret-sharing.js';
 import { FakeClock } from '../fakes/fake-clock.js';
@@ -133,17 +134,15 @@ describe('RecoveryShares', () => {
     expect(shares.held).toBe(1);
   });
 
-  it('keeps a share of another cluster apart and names it once recovery succeeds', async () => {
+  it("keeps a share of another cluster apart and never tells one split's caller about another", async () => {
     const { shares, a, b } = await setup();
     const { check, calls } = recordingCheck();
     await shares.add(at(a, 0), check);
     const other = await shares.add(at(b, 0), check);
-    expect(other.message).toMatch(
-      /1 of 2 received \(share 1 of 3 \(cluster bbbbbbbbbbbb…\)\); also holding share 1 of cluster aaaaaaaaaaaa…/,
-    );
+    expect(other.message).toBe('1 of 2 received (share 1 of 3 (cluster bbbbbbbbbbbb…))');
     const done = await shares.add(at(a, 1), check);
     expect(done.recovered).toBe(true);
-    expect(done.message).toMatch(/refused as not belonging to this node: share 1 of cluster bbbbbbbbbbbb…/);
+    expect(done.message).toBe('2 of 2 received; recovered cluster aaaaaaaaaaaa…');
     // Only cluster A's shares were ever combined.
     expect(calls).toHaveLength(1);
   });
@@ -153,7 +152,7 @@ describe('RecoveryShares', () => {
     const { check } = recordingCheck();
     await shares.add(at(b, 0), check);
     await expect(shares.add(at(b, 1), check)).rejects.toThrow(
-      /shares 1, 2 of cluster bbbbbbbbbbbb… do not belong to this node: does not open the state disk/,
+      /the 2 shares of this split \(cluster bbbbbbbbbbbb…\) do not belong to this node: does not open the state disk/,
     );
     expect(shares.held).toBe(0);
     // The right shares still recover afterwards.
@@ -173,12 +172,77 @@ describe('RecoveryShares', () => {
     expect(status).toMatchObject({ recovered: false, received: 1 });
   });
 
-  it('holds at most maxShares and refuses more with resource-exhausted', async () => {
+  it('holds at most maxShares and refuses a share whose split is no nearer completion', async () => {
     const { shares, a, b } = await setup({ maxShares: 1 });
     const { check } = recordingCheck();
     await shares.add(at(a, 0), check);
     await expect(shares.add(at(b, 0), check)).rejects.toMatchObject({ code: 'resource-exhausted' });
     expect(shares.held).toBe(1);
+  });
+
+  it('when full, evicts the split farthest from completion instead of refusing a nearer one', async () => {
+    const { shares, sharing, a } = await setup({ maxShares: 3 });
+    const { check } = recordingCheck();
+    const far = await makeRecoveryShares(sharing, filled(32, 4), SALT, CLUSTER_B, 255, 255);
+    for (const i of [0, 1, 2]) await shares.add(at(far, i), check, { peerAddress: '192.0.2.9' });
+    expect(shares.held).toBe(3);
+    expect(await shares.add(at(a, 0), check, { peerAddress: '198.51.100.1' })).toMatchObject({ received: 1 });
+    // The K = 255 split (252 missing) went whole; cluster A's share is held.
+    expect(shares.held).toBe(1);
+    expect((await shares.add(at(a, 1), check)).recovered).toBe(true);
+  });
+
+  it('holds at most maxSharesPerSource from one IPv4 address or IPv6 /64', async () => {
+    const clock = new FakeClock();
+    const sharing = new StubSharing();
+    const shares = new RecoveryShares(
+      { clock, sharing, logger: new RecordingLogger() },
+      { maxSharesPerSource: 2 },
+    );
+    const { check } = recordingCheck();
+    const far = await makeRecoveryShares(sharing, filled(32, 4), SALT, CLUSTER_B, 5, 5);
+    await shares.add(at(far, 0), check, { peerAddress: '2001:db8::1' });
+    await shares.add(at(far, 1), check, { peerAddress: '2001:db8::2' });
+    // Same /64, same split: nothing farther to evict.
+    await expect(shares.add(at(far, 2), check, { peerAddress: '2001:db8::3' })).rejects.toMatchObject({
+      code: 'resource-exhausted',
+    });
+    // Another /64 has its own quota.
+    expect(await shares.add(at(far, 2), check, { peerAddress: '2001:db8:0:1::1' })).toMatchObject({
+      received: 3,
+    });
+  });
+
+  it('forgets the completing share when the check fails for the moment, so it can be sent again', async () => {
+    const { shares, a } = await setup();
+    const { check } = recordingCheck();
+    const busy = async () => {
+      throw new ConfbootError(
+        'resource-exhausted',
+        'recovery: the unlock queue is full; send it again later',
+      );
+    };
+    await shares.add(at(a, 0), check);
+    await expect(shares.add(at(a, 1), busy)).rejects.toMatchObject({ code: 'resource-exhausted' });
+    expect(shares.held).toBe(1);
+    expect((await shares.add(at(a, 1), check)).recovered).toBe(true);
+  });
+
+  it('refuses a share of a split while its K shares are checked, and holds nothing extra', async () => {
+    const { shares, a } = await setup();
+    const { check } = recordingCheck();
+    let open: () => void = () => {};
+    const gated = async (c: MasterSecretCandidate) => {
+      await new Promise<void>((r) => {
+        open = r;
+      });
+      await check(c);
+    };
+    await shares.add(at(a, 0), check);
+    const completing = shares.add(at(a, 1), gated);
+    await expect(shares.add(at(a, 2), check)).rejects.toMatchObject({ code: 'unavailable' });
+    open();
+    expect((await completing).recovered).toBe(true);
   });
 
   it('a restart loses every share: a new accumulator starts at 0 of K (K−1 received before)', async () => {
