@@ -11,6 +11,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { loadKubeConfig } from '../../src/adapters/kubernetes/api.js';
+import { ReceiptKey } from '../../src/adapters/receipts/receipt-key.js';
+import { signingKeyPin } from '../../src/adapters/receipts/receipt-key-pin.js';
 import { applyObjects } from '../../src/app/bringup/apply.js';
 import { type BringupInput, bringupObjects, MASTER_SECRET_NAME } from '../../src/app/bringup/objects.js';
 import { run } from '../../src/app/cli/apply.js';
@@ -140,6 +142,11 @@ describe('bring-up through the Kubernetes API (FAKE API server, real client-node
       out.push(String(c));
       return true;
     });
+    const stdout: string[] = [];
+    vi.spyOn(process.stdout, 'write').mockImplementation((c: string | Uint8Array) => {
+      stdout.push(String(c));
+      return true;
+    });
     const argv = [
       '--kubeconfig',
       kubeconfig,
@@ -157,14 +164,58 @@ describe('bring-up through the Kubernetes API (FAKE API server, real client-node
     const receiptKey = api.objects.get(receiptKeyPath);
     const pem = Buffer.from(receiptKey?.data['key.pem'] ?? '', 'base64').toString();
     expect(pem).toMatch(/^-----BEGIN PRIVATE KEY-----\n/);
+    // apply prints the pins of the key in the Secret (read back through the API).
+    const keyPath = join(dir, 'receipt-key.pem');
+    writeFileSync(keyPath, pem);
+    const pin = await signingKeyPin((await ReceiptKey.load(keyPath)).jwks());
+    expect(stdout.join('')).toBe(`Receipt key kid: ${pin.kid}\nReceipt key jwks-sha256: ${pin.jwksSha256}\n`);
+    stdout.length = 0;
     expect(await run(argv)).toBe(0);
-    // The second run generated another key but kept the Secret: receipts stay verifiable.
+    // The second run generated another key but kept the Secret: receipts stay verifiable, and the
+    // pins printed are still those of the kept key.
     expect(api.objects.get(receiptKeyPath)).toEqual(receiptKey);
+    expect(stdout.join('')).toBe(`Receipt key kid: ${pin.kid}\nReceipt key jwks-sha256: ${pin.jwksSha256}\n`);
     const text = out.join('');
     expect(text).toContain('Nothing changed');
     expect(text).not.toContain(pem.split('\n')[1]);
     expect(text).not.toContain(master.key);
     expect(text).not.toContain(Buffer.from(master.key, 'base64').toString('hex'));
     expect(await run(['--cloud', 'nowhere', '--attestation-config', 'x'])).toBe(2);
+  });
+
+  it('the CLI dry run on a cluster whose receipt key Secret is gone prints no pins and says why', async () => {
+    const { api, dir, kubeconfig } = await cluster();
+    writeFileSync(
+      join(dir, 'master.json'),
+      JSON.stringify({ key: randomBytes(32).toString('base64'), salt: randomBytes(32).toString('base64') }),
+    );
+    writeFileSync(join(dir, 'salt.bin'), randomBytes(32));
+    writeFileSync(join(dir, 'att.json'), input().attestationConfig);
+    const err: string[] = [];
+    vi.spyOn(process.stderr, 'write').mockImplementation((c: string | Uint8Array) => {
+      err.push(String(c));
+      return true;
+    });
+    const out = vi.spyOn(process.stdout, 'write').mockImplementation(() => true);
+    const argv = [
+      '--kubeconfig',
+      kubeconfig,
+      '--cloud',
+      'qemu',
+      '--attestation-config',
+      join(dir, 'att.json'),
+    ];
+    argv.push(
+      '--master-secret-file',
+      join(dir, 'master.json'),
+      '--measurement-salt-file',
+      join(dir, 'salt.bin'),
+    );
+    expect(await run(argv)).toBe(0);
+    api.objects.delete('/api/v1/namespaces/kube-system/secrets/join-service-receipt-key');
+    out.mockClear();
+    expect(await run([...argv, '--dry-run'])).toBe(0);
+    expect(out).not.toHaveBeenCalled();
+    expect(err.join('')).toContain('No join receipt key in the cluster yet (dry run)');
   });
 });

@@ -12,10 +12,12 @@ import { createQemuVtpmIssuer } from '../../src/adapters/attestation/vtpm/issuer
 import type { AttestedGrpcServer } from '../../src/adapters/grpc/attested-server.js';
 import { createInitServer } from '../../src/adapters/grpc/init-server.js';
 import { parseClusterKmsUri } from '../../src/adapters/grpc/kms-uri.js';
+import { ReceiptKey } from '../../src/adapters/receipts/receipt-key.js';
 import { SystemClock } from '../../src/adapters/system/system-clock.js';
 import { Tpm2ToolsTpm } from '../../src/adapters/tpm/tpm2-tools-tpm.js';
 import { run as runApply } from '../../src/app/cli/apply.js';
 import { run } from '../../src/app/cli/init.js';
+import { run as runReceipt } from '../../src/app/cli/receipt.js';
 import {
   expectedAttestationConfig,
   GOOD_BOOT,
@@ -23,6 +25,7 @@ import {
   TAMPERED_BOOT,
 } from '../../src/app/demo/boot-measurements.js';
 import { variantOid } from '../../src/app/registry/index.js';
+import { buildReceiptClaims } from '../../src/domain/receipts.js';
 import type { InitRequest } from '../../src/ports/types.js';
 import { SsaApiServer } from '../support/ssa-api-server.js';
 import { useSwtpm } from '../support/swtpm.js';
@@ -236,6 +239,9 @@ describe('confboot init then the bring-up (real swtpm quote, stand-in init handl
     expect(err).toMatch(/init: apply: Deployment kube-system\/key-service ready/);
     for (const secretText of [master.key, master.salt, 'fake-admin-token', 'the-init-secret'])
       expect(err + io.out()).not.toContain(secretText);
+    // The receipt key's kid and thumbprint init printed pin the key the cluster's join service signs with.
+    const pins = printedPins(io.out());
+    await expectPinsVerify(api, f.dir, pins);
 
     // The operator re-runs the bring-up: nothing changes, and it says so.
     const writes = api.requests.filter((r) => r.method !== 'GET').length;
@@ -255,6 +261,7 @@ describe('confboot init then the bring-up (real swtpm quote, stand-in init handl
       ]),
     ).toBe(0);
     expect(again.err()).toContain('Nothing changed');
+    expect(printedPins(again.out())).toEqual(pins);
     const rewrites = api.requests.slice(writes).filter((r) => r.method === 'POST');
     expect(rewrites).toEqual([]);
   });
@@ -295,3 +302,57 @@ describe('confboot init then the bring-up (real swtpm quote, stand-in init handl
     expect(io.err()).not.toMatch(/Connecting to/);
   });
 });
+
+/** The receipt key pins `confboot init` / `apply` printed on stdout. */
+function printedPins(out: string): { kid: string; jwksSha256: string } {
+  const kid = /^Receipt key kid: (\S+)$/m.exec(out)?.[1];
+  const jwksSha256 = /^Receipt key jwks-sha256: ([0-9a-f]{64})$/m.exec(out)?.[1];
+  expect(kid, out).toBeDefined();
+  expect(jwksSha256, out).toBeDefined();
+  return { kid: kid as string, jwksSha256: jwksSha256 as string };
+}
+
+/**
+ * Signs a receipt with the key Secret as the API server stores it (what every join-service replica
+ * mounts), then: `receipt verify` with the JWKS `receipt jwks` reads through the API and the printed
+ * pins accepts it; with another key's JWKS answering for the same pins it refuses.
+ */
+async function expectPinsVerify(
+  api: SsaApiServer,
+  dir: string,
+  pins: { kid: string; jwksSha256: string },
+): Promise<void> {
+  const secret = api.objects.get('/api/v1/namespaces/kube-system/secrets/join-service-receipt-key');
+  await writeFile(join(dir, 'receipt-key.pem'), Buffer.from(secret?.data['key.pem'], 'base64'));
+  const key = await ReceiptKey.load(join(dir, 'receipt-key.pem'));
+  const receipt = join(dir, 'receipt.jwt');
+  await writeFile(
+    receipt,
+    await key.sign(
+      buildReceiptClaims(
+        {
+          rpc: 'IssueJoinTicket',
+          nodeName: 'worker-1',
+          diskUuid: '11111111-2222-4333-8444-555555555555',
+          peer: '127.0.0.1:5000',
+          variant: 'qemu-vtpm',
+          checks: [{ name: 'quote-signature', ok: true }],
+          warnings: [],
+          nonce: new Uint8Array(32),
+          userData: new Uint8Array(32),
+        },
+        { issuedAt: new Date('2026-11-26T00:00:00Z'), build: 'confboot test' },
+      ),
+    ),
+  );
+  const io = capture();
+  expect(await runReceipt(['jwks', '--kubeconfig', join(dir, 'admin.conf')])).toBe(0);
+  await writeFile(join(dir, 'jwks.json'), io.out());
+  const verify = (jwks: string) =>
+    runReceipt(['verify', '--jwks', jwks, '--kid', pins.kid, '--jwks-sha256', pins.jwksSha256, receipt]);
+  expect(await verify(join(dir, 'jwks.json'))).toBe(0);
+  const other = await ReceiptKey.loadOrGenerate(join(dir, 'other-key.pem'));
+  const forged = { keys: other.jwks().keys.map((k) => ({ ...k, kid: pins.kid })) };
+  await writeFile(join(dir, 'forged.json'), JSON.stringify(forged));
+  expect(await verify(join(dir, 'forged.json'))).toBe(1);
+}

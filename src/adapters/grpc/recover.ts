@@ -2,7 +2,10 @@
  * The recovery edge (adapter layer, src/adapters/grpc): recoverproto.API over attested TLS.
  * - Server (a control plane waiting for recovery): this node attests with its Issuer; the caller
  *   verifies it. {@link AttestedRecoveryEndpoint} serves a {@link RecoveryHandler} until told to
- *   stop, as the {@link RecoveryEndpoint} port.
+ *   stop, as the {@link RecoveryEndpoint} port. Callers are not attested, so everything a caller
+ *   can hold is bounded per connection and per source: one call per connection, connections closed
+ *   when idle and at a maximum age, and attested connections capped per source (IPv4 address or
+ *   IPv6 /64) besides the cap in total ({@link RECOVERY_CONNECTION_LIMITS}).
  * - Client (`confboot recover`): validates the node's attestation with the cluster's Validators
  *   before a single request byte is sent, then sends the master secret (upstream's `kms_uri`) or one
  *   share file. One call, one connection.
@@ -18,6 +21,7 @@ import type { Clock } from '../../ports/clock.js';
 import { ConfbootError, isConfbootError, messageOf } from '../../ports/errors.js';
 import type { Issuer } from '../../ports/issuer.js';
 import type { Logger } from '../../ports/logger.js';
+import { callerIp, peerHost } from '../../ports/peer-address.js';
 import type {
   RecoverRequest,
   RecoverStatus,
@@ -37,6 +41,20 @@ import { callError, deadlineFrom, throwIfAborted } from './unary-call.js';
 export const RECOVERY_PORT = 9999;
 /** Largest recovery message accepted (a share file is at most 64 KiB). */
 export const MAX_RECOVER_MESSAGE_BYTES = 128 * 1024;
+
+/** The bounds on recovery connections (each overridable in {@link RecoveryEndpointOptions}). */
+export const RECOVERY_CONNECTION_LIMITS = {
+  /** Attested connections open at once. */
+  maxConnections: 16,
+  /** Attested connections open at once from one source (IPv4 address or IPv6 /64). */
+  maxConnectionsPerSource: 2,
+  /** A connection without a call in flight for this long is closed, ms. */
+  idleMs: 5_000,
+  /** A connection is closed this long after it was attested (grpc-js adds ±10 % jitter), ms. */
+  maxAgeMs: 20_000,
+  /** A call still running at the maximum age may finish within this, ms. */
+  maxAgeGraceMs: 10_000,
+} as const;
 
 /** Maps a proto message to the port's request; `invalid-argument` for anything else. */
 export function recoverRequestFromProto(msg: RecoverMessage): RecoverRequest {
@@ -76,6 +94,12 @@ export interface RecoveryEndpointOptions {
   handshakeTimeoutMs?: number;
   /** Attested connections open at once (default 16). */
   maxConnections?: number;
+  /** Attested connections open at once from one source (default 2). */
+  maxConnectionsPerSource?: number;
+  /** Idle time after which a connection is closed, ms (default 5 s). */
+  idleMs?: number;
+  /** Age at which a connection is closed, ms (default 20 s, then 10 s grace for a call in flight). */
+  maxAgeMs?: number;
   /** How long stopping waits for a call in flight, ms (default 5 s). */
   shutdownGraceMs?: number;
   /** Called with the bound port once listening. */
@@ -94,23 +118,47 @@ export class AttestedRecoveryEndpoint implements RecoveryEndpoint {
       clock: o.clock,
       ...(log ? { logger: log } : {}),
       ...(o.handshakeTimeoutMs === undefined ? {} : { handshakeTimeoutMs: o.handshakeTimeoutMs }),
-      maxConnections: o.maxConnections ?? 16,
-      grpcOptions: { 'grpc.max_receive_message_length': MAX_RECOVER_MESSAGE_BYTES },
+      maxConnections: o.maxConnections ?? RECOVERY_CONNECTION_LIMITS.maxConnections,
+      maxConnectionsPerSource:
+        o.maxConnectionsPerSource ?? RECOVERY_CONNECTION_LIMITS.maxConnectionsPerSource,
+      grpcOptions: {
+        'grpc.max_receive_message_length': MAX_RECOVER_MESSAGE_BYTES,
+        // One call at a time on a connection; `called` below refuses a second one.
+        'grpc.max_concurrent_streams': 1,
+        'grpc.max_connection_idle_ms': o.idleMs ?? RECOVERY_CONNECTION_LIMITS.idleMs,
+        'grpc.max_connection_age_ms': o.maxAgeMs ?? RECOVERY_CONNECTION_LIMITS.maxAgeMs,
+        'grpc.max_connection_age_grace_ms': RECOVERY_CONNECTION_LIMITS.maxAgeGraceMs,
+      },
     });
     let inFlight = 0;
+    /** Connections (their attested peers) that have made their one call. */
+    const called = new WeakSet<AttestedPeer>();
     const recover = async (
       call: ServerUnaryCall<RecoverMessage, RecoverResponse>,
       callback: sendUnaryData<RecoverResponse>,
     ): Promise<void> => {
       const operation = `recovering for ${call.getPeer()}`;
-      if (server.peerOf(call) === undefined) {
+      const peer = server.peerOf(call);
+      if (peer === undefined) {
         const details = `${operation}: connection is not attested`;
         callback({ code: status.PERMISSION_DENIED, details, message: details });
         return;
       }
+      if (called.has(peer)) {
+        const details = `${operation}: one call per connection; connect again`;
+        callback({ code: status.RESOURCE_EXHAUSTED, details, message: details });
+        return;
+      }
+      called.add(peer);
+      // The call's cancellation (the caller gave up or went away) reaches a wait for the disk.
+      const cancelled = new AbortController();
+      call.once('cancelled', () => cancelled.abort());
       inFlight++;
       try {
-        const s = await handler.recover(recoverRequestFromProto(call.request));
+        const s = await handler.recover(recoverRequestFromProto(call.request), {
+          signal: cancelled.signal,
+          peerAddress: callerIp(call.getPeer()) ?? peerHost(call.getPeer()),
+        });
         log?.info('Recovery call answered', {
           peer: call.getPeer(),
           recovered: s.recovered,
@@ -184,6 +232,8 @@ export interface GrpcRecoverClientOptions {
   /** Bound on the whole call when CallOptions has none (default 60 s). */
   defaultTimeoutMs?: number;
   handshakeTimeoutMs?: number;
+  /** Local address the connection leaves from (IPv4 or IPv6 literal); default: the system's choice. */
+  localAddress?: string;
 }
 
 /** A recovery call's answer and the attested node that gave it. */
@@ -214,6 +264,7 @@ export class GrpcRecoverClient {
       ...(this.options.handshakeTimeoutMs === undefined
         ? {}
         : { handshakeTimeoutMs: this.options.handshakeTimeoutMs }),
+      ...(this.options.localAddress === undefined ? {} : { localAddress: this.options.localAddress }),
     });
     const client = new RecoverAPIClient(credentials.target(endpoint), credentials, {
       'grpc.use_local_subchannel_pool': 1,

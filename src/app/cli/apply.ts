@@ -3,12 +3,15 @@
  * kubeconfig `confboot init` wrote): the master-secret Secret and measurement salt, the join config,
  * the CRDs, the components ConfigMap and NodeVersion, the key-service TLS Secrets and the join-service
  * and key-service workloads (src/app/bringup). Idempotent: a second run changes nothing and says so.
+ * Then prints the join receipt key's kid and thumbprint as read back through the API, the pins for
+ * `confboot receipt verify`.
  */
 import { readFile } from 'node:fs/promises';
 import { parseComponentList } from '../../adapters/components/component-list.js';
 import { messageOf } from '../../ports/errors.js';
 import type { Component } from '../../ports/types.js';
 import { type BringupTarget, bringUp, bringupTarget } from '../bringup/bring-up.js';
+import { receiptKeyAfterBringUp, receiptKeyLines } from '../bringup/receipt-key.js';
 import { DEFAULT_IMAGE } from '../manifests/common.js';
 import { type CommandSpec, parseCommand, runCommand, UsageError } from '../program/args.js';
 import { cloudNames } from '../registry/index.js';
@@ -76,7 +79,11 @@ export const applyCommand: CommandSpec = {
       description: 'bound on waiting for the workloads to be ready',
     },
   },
-  epilog: 'Exit codes: 0 applied (or nothing to change), 1 an object failed (named), 2 usage or input error.',
+  epilog: [
+    "Prints the join receipt key's kid and RFC 7638 SHA-256 thumbprint (read back through the API) for",
+    'confboot receipt verify --kid / --jwks-sha256.',
+    'Exit codes: 0 applied (or nothing to change), 1 an object failed (named), 2 usage or input error.',
+  ].join('\n'),
 };
 
 /** Runs `confboot apply`. */
@@ -136,6 +143,14 @@ export async function run(argv: string[]): Promise<number> {
       readyTimeoutInMs: timeoutSeconds * 1000,
       progress,
     });
+    const pin = await receiptKeyAfterBringUp(String(v.kubeconfig), v['dry-run'] === true);
+    if (pin === undefined) progress('No join receipt key in the cluster yet (dry run): no kid to print');
+    else
+      process.stdout.write(
+        receiptKeyLines(pin)
+          .map((line) => `${line}\n`)
+          .join(''),
+      );
     return 0;
   });
 }

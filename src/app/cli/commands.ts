@@ -44,7 +44,8 @@ export const COMMANDS: CommandEntry[] = [
   },
   {
     name: 'receipt',
-    summary: "Verify a join service's signed join receipt (EAR JWT) against its JWKS",
+    summary:
+      "Join receipts: verify one against the receipt key's JWKS (pinned), or print that JWKS, kid and thumbprint from the cluster",
     load: () => import('./receipt.js'),
   },
   { name: 'key-service', summary: 'Serve HKDF data keys over gRPC', load: () => import('./key-service.js') },

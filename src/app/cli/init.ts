@@ -2,8 +2,9 @@
  * `confboot init`: the operator side of the init flow. Verifies the first node's
  * attestation over attested TLS before sending anything, then sends the InitRequest — master secret
  * and salt inside `kms_uri` as upstream, a fresh measurement salt, the init secret and the cluster
- * name — shows progress, writes the admin kubeconfig and prints the cluster ID. On failure it prints
- * the log lines the node streamed back.
+ * name — shows progress, writes the admin kubeconfig and prints the cluster ID; after the bring-up
+ * it prints the join receipt key's kid and thumbprint, read through the kubeconfig's CA-verified API.
+ * On failure it prints the log lines the node streamed back.
  */
 import { randomBytes } from 'node:crypto';
 import { readFile, writeFile } from 'node:fs/promises';
@@ -11,6 +12,7 @@ import { parseComponentList } from '../../adapters/components/component-list.js'
 import { messageOf } from '../../ports/errors.js';
 import type { Component } from '../../ports/types.js';
 import { type BringupTarget, bringUp, bringupTarget } from '../bringup/bring-up.js';
+import { receiptKeyAfterBringUp, receiptKeyLines } from '../bringup/receipt-key.js';
 import { DEFAULT_IMAGE } from '../manifests/common.js';
 import { initCluster } from '../operator/init-cluster.js';
 import { type CommandSpec, parseCommand, runCommand, UsageError } from '../program/args.js';
@@ -144,6 +146,8 @@ export const initCommand: CommandSpec = {
     'After the node is initialised and the kubeconfig written, init runs the bring-up of confboot apply',
     'through that kubeconfig (secrets, join config, CRDs, components, NodeVersion, join and key service),',
     'unless --no-apply. A failed bring-up leaves the cluster initialised; re-run confboot apply.',
+    "Then it prints the join receipt key's kid and RFC 7638 SHA-256 thumbprint, the pins for",
+    'confboot receipt verify --kid / --jwks-sha256.',
     'Exit codes: 0 initialised (and brought up), 1 refused or failed, 2 usage or input error.',
   ].join('\n'),
 };
@@ -280,6 +284,14 @@ export async function run(argv: string[]): Promise<number> {
       );
       return 1;
     }
+    // The pins for `confboot receipt verify`: the key Secret as the CA-verified API returns it.
+    const pin = await receiptKeyAfterBringUp(String(v.kubeconfig), false);
+    if (pin !== undefined)
+      process.stdout.write(
+        receiptKeyLines(pin)
+          .map((line) => `${line}\n`)
+          .join(''),
+      );
     return 0;
   });
 }

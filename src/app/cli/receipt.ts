@@ -1,20 +1,35 @@
 /**
- * `confboot receipt <verb>`: join receipts, offline.
- *   verify  checks one receipt (a JWT in the EAR format, signed ES256 by a join service's receipt
- *           key) against a JWKS from a file or a URL, and prints its claims.
- * Exit 0 valid, 1 invalid (or the JWKS could not be fetched), 2 usage.
+ * `confboot receipt <verb>`: join receipts.
+ *   verify  checks one receipt (a JWT in the EAR format, signed ES256 over P-256 in low-S form by a
+ *           join service's receipt key) against a JWKS from a file or an https URL, optionally pins
+ *           the signing key (`--kid`, `--jwks-sha256`), requires every component's EAR status to be
+ *           at least `--require-status`, and prints the claims. Offline but for the URL.
+ *   jwks    reads the receipt key through the cluster's CA-verified Kubernetes API (the admin
+ *           kubeconfig) and prints its public JWKS, kid and thumbprint: the trusted way to get them.
+ * Exit 0 valid / printed, 1 invalid, not accepted or unreadable, 2 usage.
  */
 import { readFile } from 'node:fs/promises';
 import { type ParseArgsConfig, parseArgs } from 'node:util';
+import { loadKubeConfig } from '../../adapters/kubernetes/api.js';
+import { fetchJwksText, isJwksFetchError } from '../../adapters/receipts/fetch-jwks.js';
 import { type JsonWebKeySet, parseJwks } from '../../adapters/receipts/receipt-key.js';
+import { isSha256Hex } from '../../adapters/receipts/receipt-key-pin.js';
 import {
+  EAR_STATUS_ORDER,
+  isEarStatus,
   isReceiptVerificationError,
   MAX_RECEIPT_BYTES,
+  type ReceiptPins,
+  submodsBelow,
   verifyReceipt,
 } from '../../adapters/receipts/verify-receipt.js';
 import { messageOf } from '../../ports/errors.js';
-import { type CommandSpec, renderHelp, runCommand, UsageError } from '../program/args.js';
+import type { EarStatus } from '../../ports/receipt-signer.js';
+import { RECEIPT_KEY_SECRET_REF, readClusterReceiptKey, receiptKeyLines } from '../bringup/receipt-key.js';
+import { type CommandSpec, parseCommand, renderHelp, runCommand, UsageError } from '../program/args.js';
 import { runVerb, type Verb } from './verbs.js';
+
+type Values = Record<string, string | boolean | string[] | undefined>;
 
 /** Flags of `confboot receipt verify`. */
 export const verifyCommand: CommandSpec = {
@@ -27,16 +42,65 @@ export const verifyCommand: CommandSpec = {
       valueName: 'FILE|URL',
       required: true,
       description:
-        'JWKS of the receipt key: a file, or an http(s) URL such as http://<join-service>:30091/.well-known/jwks.json',
+        'JWKS of the receipt key: a file (e.g. from confboot receipt jwks --kubeconfig F), or an https:// URL (needs --kid or --jwks-sha256)',
     },
-    json: { type: 'boolean', description: 'print {valid, header, claims} (or {valid, error}) as JSON' },
+    kid: {
+      type: 'string',
+      valueName: 'K',
+      description:
+        'pin: the receipt must name this key ID (confboot init/apply print it as "Receipt key kid")',
+    },
+    'jwks-sha256': {
+      type: 'string',
+      valueName: 'HEX',
+      description:
+        'pin: the RFC 7638 SHA-256 thumbprint, in hex, of the JWKS key the receipt\'s kid selects (init/apply print it as "Receipt key jwks-sha256")',
+    },
+    'insecure-jwks-url': {
+      type: 'boolean',
+      description: 'allow an http:// JWKS URL (anyone on the path can answer it; a pin still decides)',
+    },
+    'require-status': {
+      type: 'string',
+      valueName: 'S',
+      default: 'affirming',
+      description: `every component's ear.status must be at least S (${[...EAR_STATUS_ORDER].reverse().join(' > ')})`,
+    },
+    json: {
+      type: 'boolean',
+      description: 'print {valid, header, claims, key} (or {valid, error}) as JSON',
+    },
   },
   epilog: [
-    'Usage: confboot receipt verify --jwks FILE|URL [--json] RECEIPT',
-    'The signature must verify with the JWKS key named by the receipt\'s "kid" (ES256 only), every part',
-    'must be canonical base64url and the claims must be an EAR join receipt (docs/attestation-config.md,',
-    '"Join receipts").',
-    'Exit codes: 0 valid, 1 invalid or the JWKS could not be read, 2 usage error.',
+    'Usage: confboot receipt verify --jwks FILE|URL [--kid K] [--jwks-sha256 HEX] [--require-status S] [--json] RECEIPT',
+    'The signature must verify with the JWKS key named by the receipt\'s "kid" (ES256 over P-256 only, low-S:',
+    "s <= n/2), that kid must be the key's own RFC 7638 thumbprint, every part must be canonical base64url",
+    'and the claims must be an EAR join receipt (docs/attestation-config.md, "Join receipts").',
+    'Whoever serves a JWKS URL can put any key in it: a URL needs a pin (--kid or --jwks-sha256, from the',
+    'output of confboot init/apply or confboot receipt jwks), and http:// also --insecure-jwks-url.',
+    'Exit codes: 0 valid and every status at least --require-status, 1 invalid, a status below it or the',
+    'JWKS could not be read, 2 usage error.',
+  ].join('\n'),
+};
+
+/** Flags of `confboot receipt jwks`. */
+export const jwksCommand: CommandSpec = {
+  name: 'receipt jwks',
+  summary:
+    "Print the join receipt key's public JWKS (stdout) and its kid and RFC 7638 SHA-256 thumbprint (stderr), read through the cluster's Kubernetes API.",
+  options: {
+    kubeconfig: {
+      type: 'string',
+      valueName: 'F',
+      default: 'constellation-admin.conf',
+      description: 'admin kubeconfig from confboot init (its CA authenticates the API server)',
+    },
+  },
+  epilog: [
+    `Reads ${RECEIPT_KEY_SECRET_REF} (which confboot apply creates and every join-service replica mounts)`,
+    'and prints only its public half. Save it for offline checks:',
+    '  confboot receipt jwks --kubeconfig constellation-admin.conf > jwks.json',
+    'Exit codes: 0 printed, 1 no key in the cluster or the API could not be read, 2 usage error.',
   ].join('\n'),
 };
 
@@ -66,17 +130,68 @@ async function readStdin(max: number): Promise<Buffer> {
   return Buffer.concat(chunks);
 }
 
-async function loadJwks(source: string): Promise<JsonWebKeySet> {
+/** The parsed flags of `receipt verify`. */
+interface VerifyFlags {
+  jwks: string;
+  isUrl: boolean;
+  pins: ReceiptPins;
+  requireStatus: EarStatus;
+  json: boolean;
+  receipt: string;
+}
+
+/** Checks the flags of `receipt verify`; throws UsageError for any that do not fit together. */
+function verifyFlags(values: Values, positionals: string[]): VerifyFlags {
+  const usage = (why: string) => new UsageError(`${why}\n\n${renderHelp(verifyCommand)}`);
+  if (typeof values.jwks !== 'string' || values.jwks === '') throw usage('missing required option --jwks');
+  if (positionals.length !== 1)
+    throw usage(`want exactly one RECEIPT (a file, or - for stdin), got ${positionals.length}`);
+  const pins: ReceiptPins = {};
+  if (values.kid !== undefined) {
+    if (String(values.kid) === '') throw usage('--kid must not be empty');
+    pins.kid = String(values.kid);
+  }
+  if (values['jwks-sha256'] !== undefined) {
+    const hex = String(values['jwks-sha256']);
+    if (!isSha256Hex(hex))
+      throw usage(`--jwks-sha256 must be 64 hex digits (a SHA-256), got ${JSON.stringify(hex)}`);
+    pins.jwksSha256 = hex.toLowerCase();
+  }
+  const requireStatus = String(values['require-status'] ?? 'affirming');
+  if (!isEarStatus(requireStatus))
+    throw usage(
+      `--require-status must be one of ${EAR_STATUS_ORDER.join(', ')}, got ${JSON.stringify(requireStatus)}`,
+    );
+  const scheme = /^([a-z][a-z0-9+.-]*):\/\//i.exec(values.jwks)?.[1]?.toLowerCase();
+  if (scheme !== undefined) {
+    if (scheme === 'http' && values['insecure-jwks-url'] !== true)
+      throw usage(
+        `--jwks ${values.jwks} is plain HTTP, which anyone on the path can answer: use confboot receipt jwks --kubeconfig F > jwks.json, an https:// URL, or --insecure-jwks-url`,
+      );
+    if (scheme !== 'http' && scheme !== 'https') throw usage(`--jwks: unsupported URL scheme ${scheme}`);
+    if (pins.kid === undefined && pins.jwksSha256 === undefined)
+      throw usage(
+        `--jwks ${values.jwks} is a URL, and whoever answers it decides its keys: pin the key with --kid or --jwks-sha256 (printed by confboot init/apply and confboot receipt jwks)`,
+      );
+  }
+  return {
+    jwks: values.jwks,
+    isUrl: scheme !== undefined,
+    pins,
+    requireStatus,
+    json: values.json === true,
+    receipt: positionals[0] as string,
+  };
+}
+
+async function loadJwks(source: string, isUrl: boolean): Promise<JsonWebKeySet> {
   let text: string;
-  if (/^https?:\/\//i.test(source)) {
+  if (isUrl) {
     try {
-      const res = await fetch(source, { signal: AbortSignal.timeout(FETCH_TIMEOUT_MS), redirect: 'error' });
-      if (!res.ok) throw new Error(`HTTP ${res.status}`);
-      const body = Buffer.from(await res.arrayBuffer());
-      if (body.length > MAX_JWKS_BYTES) throw new Error(`larger than ${MAX_JWKS_BYTES} bytes`);
-      text = body.toString('utf8');
+      text = await fetchJwksText(source, { maxBytes: MAX_JWKS_BYTES, timeoutInMs: FETCH_TIMEOUT_MS });
     } catch (err) {
-      throw new JwksError(`fetching JWKS ${source}: ${messageOf(err)}`);
+      if (isJwksFetchError(err)) throw new JwksError(err.message);
+      throw err;
     }
   } else {
     try {
@@ -94,15 +209,15 @@ async function loadJwks(source: string): Promise<JsonWebKeySet> {
 }
 
 async function verify(argv: string[]): Promise<number> {
-  const options: NonNullable<ParseArgsConfig['options']> = {
-    help: { type: 'boolean', short: 'h' },
-    jwks: { type: 'string' },
-    json: { type: 'boolean' },
-  };
-  let values: Record<string, unknown>;
+  const options: NonNullable<ParseArgsConfig['options']> = { help: { type: 'boolean', short: 'h' } };
+  for (const [name, o] of Object.entries(verifyCommand.options)) options[name] = { type: o.type };
+  let values: Values;
   let positionals: string[];
   try {
-    ({ values, positionals } = parseArgs({ args: argv, options, strict: true, allowPositionals: true }));
+    ({ values, positionals } = parseArgs({ args: argv, options, strict: true, allowPositionals: true }) as {
+      values: Values;
+      positionals: string[];
+    });
   } catch (err) {
     throw new UsageError(`${messageOf(err)}\n\n${renderHelp(verifyCommand)}`);
   }
@@ -110,64 +225,93 @@ async function verify(argv: string[]): Promise<number> {
     process.stdout.write(`${renderHelp(verifyCommand)}\n`);
     return 0;
   }
-  if (typeof values.jwks !== 'string' || values.jwks === '')
-    throw new UsageError(`missing required option --jwks\n\n${renderHelp(verifyCommand)}`);
-  if (positionals.length !== 1)
-    throw new UsageError(
-      `want exactly one RECEIPT (a file, or - for stdin), got ${positionals.length}\n\n${renderHelp(verifyCommand)}`,
-    );
-  const source = positionals[0] as string;
+  const flags = verifyFlags(values, positionals);
   let token: string;
   try {
-    token = await readBounded(source, 'receipt', MAX_RECEIPT_BYTES);
+    token = await readBounded(flags.receipt, 'receipt', MAX_RECEIPT_BYTES);
   } catch (err) {
     if (err instanceof UsageError) throw err;
-    throw new UsageError(`reading receipt ${source}: ${messageOf(err)}`);
+    throw new UsageError(`reading receipt ${flags.receipt}: ${messageOf(err)}`);
   }
-  const json = Boolean(values.json);
-  const refuse = (why: string): number => {
-    if (json) process.stdout.write(`${JSON.stringify({ valid: false, error: why }, null, 2)}\n`);
+  const refuse = (why: string, extra: Record<string, unknown> = {}): number => {
+    if (flags.json)
+      process.stdout.write(`${JSON.stringify({ valid: false, error: why, ...extra }, null, 2)}\n`);
     process.stderr.write(`confboot receipt verify: receipt is NOT valid: ${why}\n`);
     return 1;
   };
   let jwks: JsonWebKeySet;
   try {
-    jwks = await loadJwks(values.jwks);
+    jwks = await loadJwks(flags.jwks, flags.isUrl);
   } catch (err) {
     if (err instanceof JwksError) return refuse(err.message);
     throw err;
   }
+  let verified: Awaited<ReturnType<typeof verifyReceipt>>;
   try {
-    const { header, claims } = await verifyReceipt(token, jwks);
-    if (json) process.stdout.write(`${JSON.stringify({ valid: true, header, claims }, null, 2)}\n`);
-    else {
-      const s = claims['confboot.receipt'];
-      process.stdout.write(
-        [
-          `receipt valid: signed ${header.alg} by key ${header.kid ?? '(no kid)'}`,
-          `node ${s.node ?? '(rejoin)'} disk ${s.diskUuid} variant ${s.variant} measurement set ${s.measurementSet}`,
-          `issued ${new Date(claims.iat * 1000).toISOString()} (${s.rpc}, caller ${s.peer})`,
-          ...Object.entries(claims.submods).map(([name, a]) => `  ${name}: ${a['ear.status']}`),
-          'claims:',
-          JSON.stringify(claims, null, 2),
-          '',
-        ].join('\n'),
-      );
-    }
-    return 0;
+    verified = await verifyReceipt(token, jwks, flags.pins);
   } catch (err) {
     if (isReceiptVerificationError(err)) return refuse(err.message);
     throw err;
   }
+  const { header, claims, key } = verified;
+  const below = submodsBelow(claims, flags.requireStatus);
+  if (below.length > 0)
+    return refuse(
+      `${below.map((b) => `${b.name} is ${b.status}`).join(', ')}; --require-status ${flags.requireStatus} wants every component at least ${flags.requireStatus}`,
+      { header, claims },
+    );
+  if (flags.json) {
+    process.stdout.write(`${JSON.stringify({ valid: true, header, claims, key }, null, 2)}\n`);
+    return 0;
+  }
+  const pinned = flags.pins.kid !== undefined || flags.pins.jwksSha256 !== undefined;
+  const s = claims['confboot.receipt'];
+  process.stdout.write(
+    [
+      `receipt valid: signed ${header.alg} by key ${key.kid} (jwks-sha256 ${key.jwksSha256}, ${pinned ? 'pinned' : 'not pinned: trusted because the JWKS file is'})`,
+      `node ${s.node ?? '(rejoin)'} disk ${s.diskUuid} variant ${s.variant} measurement set ${s.measurementSet}`,
+      `issued ${new Date(claims.iat * 1000).toISOString()} (${s.rpc}, caller ${s.peer})`,
+      `every component at least ${flags.requireStatus}:`,
+      ...Object.entries(claims.submods).map(([name, a]) => `  ${name}: ${a['ear.status']}`),
+      'claims:',
+      JSON.stringify(claims, null, 2),
+      '',
+    ].join('\n'),
+  );
+  return 0;
+}
+
+async function jwks(argv: string[]): Promise<number> {
+  const v = parseCommand(argv, jwksCommand);
+  if (v === undefined) return 0;
+  const key = await readClusterReceiptKey(loadKubeConfig(String(v.kubeconfig)));
+  if (key === undefined) {
+    process.stderr.write(
+      `confboot receipt jwks: no join receipt key: ${RECEIPT_KEY_SECRET_REF} does not exist (confboot apply creates it)\n`,
+    );
+    return 1;
+  }
+  process.stdout.write(`${JSON.stringify(key.jwks, null, 2)}\n`);
+  process.stderr.write(
+    receiptKeyLines(key.pin)
+      .map((line) => `${line}\n`)
+      .join(''),
+  );
+  return 0;
 }
 
 const VERBS: Record<string, Verb> = {
   verify: {
-    summary: "check a join receipt against the join service's JWKS and print its claims",
+    summary: "check a join receipt against the join service's JWKS (pinned) and print its claims",
     run: (argv) => runCommand(() => verify(argv)),
+  },
+  jwks: {
+    summary: "print the receipt key's JWKS, kid and thumbprint, read through the cluster's Kubernetes API",
+    run: (argv) => runCommand(() => jwks(argv)),
   },
 };
 
+/** Runs `confboot receipt <verb>`. */
 export function run(argv: string[]): Promise<number> {
   return runVerb('receipt', VERBS, argv);
 }

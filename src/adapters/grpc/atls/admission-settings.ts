@@ -100,6 +100,12 @@ export interface AdmissionSettings {
    */
   maxConnections?: number;
   /**
+   * Attested connections open at once from one source, an IPv4 address or an IPv6 /64 (default
+   * unlimited). Checked before the connection waits for a slot under `maxConnections`, so one source
+   * cannot hold every slot; one more is dropped (`source-cap`) without being verified.
+   */
+  maxConnectionsPerSource?: number;
+  /**
    * Connections in their TLS handshake at once (default unlimited). Each holds the native state of
    * a TLS handshake in progress (about 80 KiB with OpenSSL 3.5): at this cap, connections whose
    * ClientHello has arrived wait in the pacing's FIFO queue (so it needs `handshakePacing`). A peer

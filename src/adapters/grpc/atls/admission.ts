@@ -87,6 +87,8 @@ export class Admission {
   readonly verification: Slots;
   readonly issuance: Slots;
   readonly connections: Slots | undefined;
+  /** Attested connections per source, when capped ({@link AdmissionSettings.maxConnectionsPerSource}). */
+  private readonly attestedPerSource: ConnectionCaps | undefined;
   private readonly summary: DropSummary;
   private readonly pacer: HandshakePacer | undefined;
   private readonly sampler: HandshakeCostSampler | undefined;
@@ -117,6 +119,10 @@ export class Admission {
     this.connections = Number.isFinite(this.maxConnections)
       ? new Slots(Math.max(1, Math.floor(this.maxConnections)))
       : undefined;
+    this.attestedPerSource =
+      settings.maxConnectionsPerSource === undefined
+        ? undefined
+        : new ConnectionCaps(settings.maxConnectionsPerSource, Number.MAX_SAFE_INTEGER);
     this.maxHandshakes = settings.maxHandshakes ?? Number.POSITIVE_INFINITY;
     if (!(this.maxHandshakes >= 1))
       throw new Error(`maxHandshakes must be ≥ 1, got ${settings.maxHandshakes}`);
@@ -193,6 +199,7 @@ export class Admission {
   /** Forgets every connection, stops measuring and writes the pending drop summary. */
   close(): void {
     this.caps.clear();
+    this.attestedPerSource?.clear();
     this.sampler?.stop();
     this.pacer?.stop();
     this.summary.flush();
@@ -213,6 +220,22 @@ export class Admission {
     return decision.evicted === undefined
       ? { admitted: true, budget }
       : { admitted: true, budget, evicted: decision.evicted };
+  }
+
+  /**
+   * Counts `raw` under the cap on attested connections per source until the caller's release;
+   * throws an {@link AdmissionDrop} (`source-cap`) when its source holds as many already.
+   */
+  holdSource(raw: Socket): () => void {
+    const caps = this.attestedPerSource;
+    if (caps === undefined) return () => {};
+    const address = raw.remoteAddress ?? '';
+    if (!caps.admit(address, raw).admitted)
+      throw new AdmissionDrop(
+        'source-cap',
+        `${caps.maxPerSource} attested connections from this source are open already`,
+      );
+    return () => caps.release(address, raw);
   }
 
   /** Counts one dropped or refused connection in the summary (`reason`: a drop reason or a refusal). */
@@ -402,9 +425,19 @@ export class ConnectionBudget implements HandshakeBudget {
   }
 
   async holdConnection(socket: TLSSocket): Promise<void> {
+    const leaveSource = this.admission.holdSource(this.raw);
     const slots = this.admission.connections;
-    if (slots === undefined) return;
-    const release = await slots.acquire(this.signal);
+    let releaseSlot: () => void = () => {};
+    try {
+      if (slots !== undefined) releaseSlot = await slots.acquire(this.signal);
+    } catch (err) {
+      leaveSource();
+      throw err;
+    }
+    const release = () => {
+      leaveSource();
+      releaseSlot();
+    };
     if (socket.destroyed) release();
     else socket.once('close', release);
   }
