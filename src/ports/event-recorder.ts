@@ -14,8 +14,17 @@ export interface RefusalEvent {
   reasonCode?: string;
   /** Short stable reason: the failed check, `deny-list`, `disk-bound`, `rate-limited`, … */
   reason: string;
-  /** Human-readable detail; never a key, token or secret. */
+  /**
+   * Human-readable detail; never a key, token or secret. Of an unattested refusal it may name what
+   * the unverified document claims (certificate names): text an attacker chose.
+   */
   detail?: string;
+  /**
+   * Whether the caller's attestation had passed (a refusal of its ticket request) or not (refused
+   * during attested TLS, before it proved anything). Unattested refusals are reported on a budget of
+   * their own, so a flood of them cannot crowd out the refusals of attested nodes.
+   */
+  attested: boolean;
 }
 
 /**

@@ -127,6 +127,7 @@ async function adapterAccesses(componentsReference = COMPONENTS_CONFIGMAP_NAME):
     peer: '10.0.0.5:4000',
     variant: 'qemu-vtpm',
     reason: 'deny-list',
+    attested: true,
   };
   events.refused(refusal);
   await events.idle();

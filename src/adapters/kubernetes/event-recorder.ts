@@ -3,15 +3,20 @@
  * kube-system` and `kubectl describe daemonset join-service` show who was refused and why. Events
  * regard the join service's DaemonSet (a refused caller's node name is its own claim, so no Node
  * object is named); the reason is the refusal's reason code in UpperCamelCase (`MeasurementSetExpired`),
- * the message names the caller, its node and disk when given, the variant and the detail.
+ * the message names the caller, its node and disk when given, the variant and the detail. Text that
+ * reaches a message is stripped of C0 and C1 control characters (and of Unicode direction and line
+ * separators), so an Event cannot carry terminal escapes to whoever reads it (the CVE-2021-25743
+ * class); the detail of a refusal during attested TLS, which can name what an unverified document
+ * claims (certificate names), is quoted as such, never written as the join service's own words.
  *
  * Deduplicated like client-go's event correlator: refusals with the same reason from the same caller
  * (node name, else disk UUID, else address) within the dedupe window are one Event whose `count` and
  * `lastTimestamp` are patched (JSON merge patch), at most once per patch interval (the count in the
- * API lags by the refusals since the last patch). Rate-limited: all writes of a recorder share one
- * token bucket, at most a few run at once, and the correlation cache holds a bounded number of
- * callers, so a flood of refusals costs the API server a bounded trickle; what does not fit is dropped
- * and counted. Recording never delays or fails a request.
+ * API lags by the refusals since the last patch). Rate-limited, with two budgets: refusals of attested
+ * callers and refusals during attested TLS (callers that proved nothing, so anyone can cause them)
+ * each have their own token bucket, writes at once and correlation cache, so a flood of unattested
+ * refusals cannot suppress the Events of real refusals, and either costs the API server a bounded
+ * trickle; what does not fit is dropped and counted. Recording never delays or fails a request.
  */
 import { randomBytes } from 'node:crypto';
 import { CoreV1Api, type KubeConfig, PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
@@ -47,6 +52,27 @@ export const EVENT_RECORDER_DEFAULTS = Object.freeze({
 /** Longest event message written (the detail is cut to fit). */
 const MAX_MESSAGE_CHARS = 1024;
 
+/** Whether `c` is a control or formatting code point no Event message may carry. */
+function isControl(c: number): boolean {
+  return (
+    c < 0x20 || // C0, including ESC
+    (c >= 0x7f && c <= 0x9f) || // DEL and C1, including CSI
+    c === 0x200e ||
+    c === 0x200f || // left-to-right and right-to-left marks
+    c === 0x2028 ||
+    c === 0x2029 || // line and paragraph separators
+    (c >= 0x202a && c <= 0x202e) || // direction embeddings and overrides
+    (c >= 0x2066 && c <= 0x2069) // direction isolates
+  );
+}
+
+/** `text` without C0/C1 control characters, direction controls and line separators. */
+export function stripControls(text: string): string {
+  let out = '';
+  for (const ch of text) if (!isControl(ch.codePointAt(0) as number)) out += ch;
+  return out;
+}
+
 /** Options of {@link KubeEventRecorder}. */
 export interface KubeEventRecorderOptions {
   kubeConfig: KubeConfig;
@@ -60,12 +86,12 @@ export interface KubeEventRecorderOptions {
   dedupeWindowMs?: number;
   /** At most one count update per Event per this interval. */
   patchIntervalMs?: number;
-  /** Writes (creates and patches) of the recorder: burst, then this many per second. */
+  /** Writes (creates and patches) of each budget (attested, unattested): burst, then this many per second. */
   burst?: number;
   writesPerSecond?: number;
-  /** Writes running at once; a refusal arriving beyond it is counted and written later or dropped. */
+  /** Writes of each budget running at once; a refusal arriving beyond it is counted and written later or dropped. */
   maxInFlight?: number;
-  /** Callers the correlation cache holds (least recently refused forgotten first). */
+  /** Callers each budget's correlation cache holds (least recently refused forgotten first). */
   maxCallers?: number;
   /** Per-request timeout; default 10 s. */
   requestTimeoutInMs?: number;
@@ -84,6 +110,13 @@ interface Series {
   message: string;
 }
 
+/** One budget of Event writes: its correlation cache, token bucket and writes in flight. */
+interface Lane {
+  series: Map<string, Series>;
+  bucket: TokenBucketRateLimiter;
+  inFlight: Set<Promise<void>>;
+}
+
 /** `measurement-set-expired` → `MeasurementSetExpired` (an Event reason is UpperCamelCase). */
 export function eventReason(event: Pick<RefusalEvent, 'reasonCode' | 'reason'>): string {
   const code = event.reasonCode ?? event.reason;
@@ -95,7 +128,23 @@ export function eventReason(event: Pick<RefusalEvent, 'reasonCode' | 'reason'>):
   return camel === '' ? 'Refused' : camel.slice(0, 128);
 }
 
-/** The event message of a refusal. */
+/** `text` as a JSON string of at most `max` characters (cut, with `…`, to fit; quotes kept). */
+function quotedWithin(text: string, max: number): string {
+  let cut = text;
+  let quoted = JSON.stringify(cut);
+  // Each round cuts at least the excess; escapes at most double a character, so few rounds run.
+  while (quoted.length > max && cut.length > 0) {
+    cut = cut.slice(0, Math.max(0, cut.length - (quoted.length - max) - 1));
+    quoted = JSON.stringify(`${cut}…`);
+  }
+  return quoted;
+}
+
+/**
+ * The event message of a refusal, every field stripped of control characters. The detail of an
+ * unattested refusal is quoted (JSON string) after `unverified document:`, so names it carries from
+ * the document read as the document's claims.
+ */
 export function eventMessage(event: RefusalEvent): string {
   const who = [
     `from ${peerHost(event.peer)}`,
@@ -104,18 +153,24 @@ export function eventMessage(event: RefusalEvent): string {
     `variant ${event.variant}`,
   ].filter((s) => s !== undefined);
   const code = event.reasonCode ?? event.reason;
-  const text = `${event.rpc} refused (${who.join(', ')}): ${code}${event.detail ? `: ${event.detail}` : ''}`;
+  const head = stripControls(`${event.rpc} refused (${who.join(', ')}): ${code}`);
+  const detail = event.detail ? stripControls(event.detail) : '';
+  const text =
+    detail === ''
+      ? head
+      : event.attested
+        ? `${head}: ${detail}`
+        : `${head}: unverified document: ${quotedWithin(detail, MAX_MESSAGE_CHARS - head.length - 23)}`;
   return text.length > MAX_MESSAGE_CHARS ? `${text.slice(0, MAX_MESSAGE_CHARS - 1)}…` : text;
 }
 
 /** See the module header. */
 export class KubeEventRecorder implements EventRecorder {
   private readonly core: CoreV1Api;
-  private readonly series = new Map<string, Series>();
-  private readonly bucket: TokenBucketRateLimiter;
   private readonly settings: { -readonly [K in keyof typeof EVENT_RECORDER_DEFAULTS]: number };
   private readonly involved: NonNullable<KubeEventRecorderOptions['involvedObject']>;
-  private inFlight = new Set<Promise<void>>();
+  /** The budgets of refusals of attested callers and of refusals during attested TLS. */
+  private readonly lanes: { attested: Lane; unattested: Lane };
   /** Refusals whose write was dropped (rate limit, writes in flight) or failed. */
   dropped = 0;
   private lastDropLogMs = Number.NEGATIVE_INFINITY;
@@ -130,12 +185,17 @@ export class KubeEventRecorder implements EventRecorder {
       maxInFlight: options.maxInFlight ?? EVENT_RECORDER_DEFAULTS.maxInFlight,
       maxCallers: options.maxCallers ?? EVENT_RECORDER_DEFAULTS.maxCallers,
     };
-    this.bucket = new TokenBucketRateLimiter({
-      ratePerSecond: this.settings.writesPerSecond,
-      burst: this.settings.burst,
-      clock: options.clock,
-      maxTrackedSources: 1,
+    const lane = (): Lane => ({
+      series: new Map(),
+      bucket: new TokenBucketRateLimiter({
+        ratePerSecond: this.settings.writesPerSecond,
+        burst: this.settings.burst,
+        clock: options.clock,
+        maxTrackedSources: 1,
+      }),
+      inFlight: new Set(),
     });
+    this.lanes = { attested: lane(), unattested: lane() };
     this.involved = options.involvedObject ?? { ...JOIN_SERVICE_OBJECT };
   }
 
@@ -145,37 +205,40 @@ export class KubeEventRecorder implements EventRecorder {
     const reason = eventReason(event);
     const who = event.nodeName ?? event.diskUuid ?? peerHost(event.peer);
     const key = `${reason}\u0000${who}`;
-    let s = this.series.get(key);
+    const lane = event.attested ? this.lanes.attested : this.lanes.unattested;
+    const { series } = lane;
+    let s = series.get(key);
     if (s !== undefined && now - s.lastMs > this.settings.dedupeWindowMs) {
       // The window passed: a new Event (the old one ages out of the API on its own).
-      this.series.delete(key);
+      series.delete(key);
       s = undefined;
     }
     if (s === undefined) {
-      if (this.series.size >= this.settings.maxCallers) {
-        const oldest = this.series.keys().next().value;
-        if (oldest !== undefined) this.series.delete(oldest);
+      if (series.size >= this.settings.maxCallers) {
+        const oldest = series.keys().next().value;
+        if (oldest !== undefined) series.delete(oldest);
       }
       s = { firstMs: now, lastMs: now, count: 0, lastWriteMs: now, writing: false, message: '' };
     }
     // Most recently refused last: the cache forgets the least recently refused caller first.
-    this.series.delete(key);
-    this.series.set(key, s);
+    series.delete(key);
+    series.set(key, s);
     s.count++;
     s.lastMs = now;
     s.message = eventMessage(event);
     if (s.writing) return;
     if (s.name !== undefined && now - s.lastWriteMs < this.settings.patchIntervalMs) return;
-    if (this.inFlight.size >= this.settings.maxInFlight || !this.bucket.tryTake('events')) {
+    if (lane.inFlight.size >= this.settings.maxInFlight || !lane.bucket.tryTake('events')) {
       this.drop(now);
       return;
     }
-    this.write(key, s, reason);
+    this.write(lane, key, s, reason);
   }
 
   /** Resolves once every write started so far has finished (tests, shutdown). */
   async idle(): Promise<void> {
-    while (this.inFlight.size > 0) await Promise.allSettled([...this.inFlight]);
+    const inFlight = () => [...this.lanes.attested.inFlight, ...this.lanes.unattested.inFlight];
+    while (inFlight().length > 0) await Promise.allSettled(inFlight());
   }
 
   private drop(now: number): void {
@@ -186,7 +249,7 @@ export class KubeEventRecorder implements EventRecorder {
     }
   }
 
-  private write(key: string, s: Series, reason: string): void {
+  private write(lane: Lane, key: string, s: Series, reason: string): void {
     s.writing = true;
     const count = s.count;
     const p = (s.name === undefined ? this.create(s, reason, count) : this.patch(s, count))
@@ -196,14 +259,14 @@ export class KubeEventRecorder implements EventRecorder {
       .catch((err: unknown) => {
         this.dropped++;
         // An Event gone from the API (aged out) is created afresh on the next refusal.
-        if (hasStatus(err, 404)) this.series.delete(key);
+        if (hasStatus(err, 404)) lane.series.delete(key);
         this.options.logger.warn('Recording refusal event failed', { reason, error: messageOf(err) });
       })
       .finally(() => {
         s.writing = false;
-        this.inFlight.delete(p);
+        lane.inFlight.delete(p);
       });
-    this.inFlight.add(p);
+    lane.inFlight.add(p);
   }
 
   private async create(s: Series, reason: string, count: number): Promise<void> {

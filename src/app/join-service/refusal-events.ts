@@ -21,8 +21,11 @@ export function refusalOfAudit(
     const v = str(k);
     return v === undefined ? {} : { [k]: v };
   };
+  const rpc = str('rpc') ?? 'unknown';
   return {
-    rpc: str('rpc') ?? 'unknown',
+    rpc,
+    // Join calls run only on attested connections; refusals during attested TLS precede attestation.
+    attested: rpc === 'IssueJoinTicket' || rpc === 'IssueRejoinTicket',
     peer: str('peer') ?? 'unknown',
     variant: str('variant') ?? 'unknown',
     reason: str('reason') ?? str('code') ?? 'refused',

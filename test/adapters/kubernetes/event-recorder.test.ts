@@ -55,6 +55,7 @@ const expired: RefusalEvent = {
   reasonCode: 'measurement-set-expired',
   reason: 'measurement-set-expired',
   detail: 'it matches only measurement sets that are not valid now (expired or not yet valid): image-a',
+  attested: true,
 };
 
 describe('KubeEventRecorder against a fake Kubernetes API server', () => {
@@ -132,6 +133,7 @@ describe('KubeEventRecorder against a fake Kubernetes API server', () => {
         peer: `10.9.${i >> 8}.${i & 255}:5000`,
         variant: 'unknown',
         reason: 'signature',
+        attested: false,
       });
     await r.idle();
     expect(api.events.size).toBe(5);
@@ -139,6 +141,52 @@ describe('KubeEventRecorder against a fake Kubernetes API server', () => {
     expect(
       logger.events.filter((e) => e.msg === 'Refusal events dropped by the event rate limit'),
     ).toHaveLength(1);
+  });
+
+  it('a flood of unattested refusals has its own budget: the Event of an attested node’s refusal is still written', async () => {
+    const { api, r } = await recorder({ burst: 5, writesPerSecond: 0.2, maxInFlight: 2 });
+    for (let i = 0; i < 1000; i++)
+      r.refused({
+        rpc: 'attested-tls',
+        peer: `10.9.${i >> 8}.${i & 255}:5000`,
+        variant: 'unknown',
+        reason: 'signature',
+        attested: false,
+      });
+    r.refused(expired);
+    await r.idle();
+    const reasons = [...api.events.values()].map((e) => e.reason);
+    expect(reasons.filter((x) => x === 'Signature')).toHaveLength(2);
+    expect(reasons.filter((x) => x === 'MeasurementSetExpired')).toHaveLength(1);
+  });
+
+  it('text from the caller reaches the Event without control characters; an unverified document’s detail is quoted as its claim', async () => {
+    const { api, r } = await recorder();
+    // Terminal escapes (OSC 8 hyperlink, SGR colour, C1 CSI clear-screen) and a forged second line.
+    const forged =
+      'certificate "\u001b]8;;https://evil.example\u0007AMD ARK\u001b]8;;\u0007\u001b[32m" is not signed\n' +
+      'IssueJoinTicket issued (from 10.0.0.1): ok\u009b2J\u202e';
+    r.refused({
+      rpc: 'attested-tls',
+      peer: '10.9.0.1:5000',
+      variant: 'unknown',
+      reason: 'certificate-chain',
+      detail: forged,
+      attested: false,
+    });
+    r.refused({ ...expired, nodeName: 'worker-\u001b[2Ja1', detail: 'refused\u0085 again\u0007' });
+    await r.idle();
+    const messages = [...api.events.values()].map((e) => e.message as string);
+    const control = (c: string) => {
+      const n = c.codePointAt(0) as number;
+      return n < 0x20 || (n >= 0x7f && n <= 0x9f) || (n >= 0x202a && n <= 0x202e);
+    };
+    for (const m of messages) expect([...m].filter(control)).toEqual([]);
+    expect(messages).toEqual([
+      'attested-tls refused (from 10.9.0.1, variant unknown): certificate-chain: unverified document: "certificate \\"]8;;https://evil.exampleAMD ARK]8;;[32m\\" is not signed' +
+        'IssueJoinTicket issued (from 10.0.0.1): ok2J"',
+      'IssueRejoinTicket refused (from 10.42.0.7, node worker-[2Ja1, disk 0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0, variant qemu-vtpm): measurement-set-expired: refused again',
+    ]);
   });
 
   it('the correlation cache is bounded: the least recently refused caller is forgotten first', async () => {

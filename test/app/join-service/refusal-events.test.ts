@@ -39,11 +39,28 @@ describe('withRefusalEvents', () => {
         reason: 'measurement-set-expired',
         reasonCode: 'measurement-set-expired',
         detail: 'no measurement set is valid now',
+        attested: true,
       },
     ]);
     expect(base.events.map((e) => [e.level, e.msg, e.fields.component])).toEqual([
       ['warn', 'Join audit', 'join-service'],
     ]);
+  });
+
+  it('a refusal during attested TLS is reported as unattested: the caller proved nothing', () => {
+    const { seen, logger } = setup();
+    emitAudit(logger, {
+      event: AUDIT_EVENT,
+      rpc: 'attested-tls',
+      peer: '10.9.0.1:5000',
+      variant: 'unknown',
+      outcome: 'refused',
+      code: 'permission-denied',
+      reason: 'certificate-chain',
+      detail: 'certificate "CN=AMD ARK" is not signed',
+      durationMs: 0,
+    });
+    expect(seen).toEqual([expect.objectContaining({ rpc: 'attested-tls', attested: false })]);
   });
 
   it('issued tickets and other warnings are logged only', () => {
