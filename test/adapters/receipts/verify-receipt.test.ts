@@ -8,7 +8,13 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { SignJWT } from 'jose';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { flipS, isLowS, P256_HALF_ORDER, P256_ORDER } from '../../../src/adapters/receipts/ecdsa-low-s.js';
+import {
+  compactJwsToLowS,
+  flipS,
+  isLowS,
+  P256_HALF_ORDER,
+  P256_ORDER,
+} from '../../../src/adapters/receipts/ecdsa-low-s.js';
 import { ReceiptKey } from '../../../src/adapters/receipts/receipt-key.js';
 import { jwkSha256Hex, signingKeyPin } from '../../../src/adapters/receipts/receipt-key-pin.js';
 import {
@@ -91,9 +97,11 @@ describe('receipt verification: one token per receipt, self-certifying kid, pins
     const [otherJwk] = other.jwks().keys;
     // The other key published under this key's kid: what a JWKS answering for the kid could do.
     const jwks = { keys: [{ ...otherJwk, kid: key.keyId }] };
-    const token = await new SignJWT(claims() as unknown as Record<string, unknown>)
-      .setProtectedHeader({ alg: 'ES256', kid: key.keyId, typ: 'JWT' })
-      .sign(createPrivateKey(await readFile(join(dir, 'other.pem'))));
+    const token = compactJwsToLowS(
+      await new SignJWT(claims() as unknown as Record<string, unknown>)
+        .setProtectedHeader({ alg: 'ES256', kid: key.keyId, typ: 'JWT' })
+        .sign(createPrivateKey(await readFile(join(dir, 'other.pem')))),
+    );
     await expect(verifyReceipt(token, jwks)).rejects.toThrow(/not its own RFC 7638 thumbprint/);
   });
 
