@@ -23,13 +23,21 @@ export interface RecoverStatus {
   threshold: number;
   /** Shares made (N); 1 for the plain form. */
   total: number;
-  /** Human-readable status, e.g. `1 of 2 received`, naming refused shares. */
+  /**
+   * Human-readable status of the caller's own split, e.g. `1 of 2 received (share 1 of 3 (cluster
+   * ab12…))`. Never names another split: the caller is not attested.
+   */
   message: string;
 }
 
 /** The node's side of recovery, called once per recovery call. */
 export interface RecoveryHandler {
-  /** Handles one call; rejects (`permission-denied`, `invalid-argument`, …) naming what was refused. */
+  /**
+   * Handles one call; rejects (`permission-denied`, `invalid-argument`, `resource-exhausted` at a
+   * bound, …) naming what was refused. `options.signal` is the call's cancellation (a call waiting
+   * for the state disk stops waiting); `options.peerAddress` is the caller's IP address, which
+   * per-source bounds count under.
+   */
   recover(request: RecoverRequest, options?: CallOptions): Promise<RecoverStatus>;
 }
 
