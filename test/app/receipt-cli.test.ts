@@ -160,6 +160,16 @@ describe('confboot receipt verify', () => {
     expect(await run(['verify', '--jwks', s.jwksPath, '--require-status', 'great', s.receiptPath])).toBe(2);
   });
 
+  it('a JWKS file or receipt over 64 KiB is a usage error (exit 2)', async () => {
+    const s = await setup();
+    const big = join(s.dir, 'big');
+    writeFileSync(big, Buffer.alloc(64 * 1024 + 1, 0x20));
+    expect(await run(['verify', '--jwks', big, s.receiptPath])).toBe(2);
+    expect(stdio.stderr()).toContain(`JWKS ${big} is larger than 65536 bytes`);
+    expect(await run(['verify', '--jwks', s.jwksPath, big])).toBe(2);
+    expect(stdio.stderr()).toContain(`receipt ${big} is larger than 65536 bytes`);
+  });
+
   it('a high-S copy of a valid token is refused (exit 1)', async () => {
     const s = await setup();
     const [h, p, sig] = s.receipt.split('.') as [string, string, string];

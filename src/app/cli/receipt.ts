@@ -8,7 +8,7 @@
  *           kubeconfig) and prints its public JWKS, kid and thumbprint: the trusted way to get them.
  * Exit 0 valid / printed, 1 invalid, not accepted or unreadable, 2 usage.
  */
-import { readFile } from 'node:fs/promises';
+import { createReadStream } from 'node:fs';
 import { type ParseArgsConfig, parseArgs } from 'node:util';
 import { loadKubeConfig } from '../../adapters/kubernetes/api.js';
 import { fetchJwksText, isJwksFetchError } from '../../adapters/receipts/fetch-jwks.js';
@@ -112,16 +112,17 @@ const FETCH_TIMEOUT_MS = 10_000;
 /** Thrown when the JWKS cannot be read: the verification could not run (exit 1). */
 class JwksError extends Error {}
 
+/** A file (or `-`, stdin) of at most `max` bytes; reading stops after `max + 1`, so a larger one is never read whole. */
 async function readBounded(path: string, what: string, max: number): Promise<string> {
-  const data = path === '-' ? await readStdin(max) : await readFile(path);
+  const data = await readPrefix(path === '-' ? process.stdin : createReadStream(path, { end: max }), max);
   if (data.length > max) throw new UsageError(`${what} ${path} is larger than ${max} bytes`);
   return data.toString('utf8');
 }
 
-async function readStdin(max: number): Promise<Buffer> {
+async function readPrefix(stream: AsyncIterable<unknown>, max: number): Promise<Buffer> {
   const chunks: Buffer[] = [];
   let total = 0;
-  for await (const chunk of process.stdin) {
+  for await (const chunk of stream) {
     const b = chunk as Buffer;
     total += b.length;
     chunks.push(b);
