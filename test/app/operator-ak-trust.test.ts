@@ -5,11 +5,15 @@
  * before any connection (a plain TCP listener records whether one arrived). With the registry the
  * VM whose AK is registered receives the secret, and a second real swtpm booted the same way (PCRs
  * equal, PCR 15 zero: a software TPM replaying the image's public measurements) receives nothing.
- * `--trust-ak-as-carried` is the explicit opt-in, printed as a SECURITY line.
+ * `--trust-ak-as-carried` is the explicit opt-in, printed as a SECURITY line. mini's operator
+ * programs (src/app/mini/host/{init,recover}-entry.ts, bundled and run as mini runs them, here
+ * without the network namespace) apply the same rule with the identities file.
  */
+import { spawn } from 'node:child_process';
 import { writeFile } from 'node:fs/promises';
+import { createRequire } from 'node:module';
 import { createServer, type Server } from 'node:net';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { createQemuVtpmIssuer } from '../../src/adapters/attestation/vtpm/issuer.js';
 import type { AttestedGrpcServer } from '../../src/adapters/grpc/attested-server.js';
@@ -21,6 +25,7 @@ import { Tpm2ToolsTpm } from '../../src/adapters/tpm/tpm2-tools-tpm.js';
 import { run as runInit } from '../../src/app/cli/init.js';
 import { run as runRecover } from '../../src/app/cli/recover.js';
 import { expectedAttestationConfig, GOOD_BOOT, measureBoot } from '../../src/app/demo/boot-measurements.js';
+import { bundleEntry } from '../../src/app/mini/bundle.js';
 import { variantOid } from '../../src/app/registry/index.js';
 import type { Issuer } from '../../src/ports/issuer.js';
 import type { InitRequest } from '../../src/ports/types.js';
@@ -275,5 +280,72 @@ describe('with --qemu-ak-registry: the registered VM is trusted, a software TPM 
     ).toBe(0);
     expect(node.kinds).toEqual(['master-secret']);
     expect(io.err()).toContain('recover: SECURITY: --trust-ak-as-carried is set');
+  });
+
+  /** Bundles mini's host entry `entry` and runs it as mini does (input on stdin, JSON line out). */
+  async function runMiniEntry(entry: string, input: unknown): Promise<{ ok: boolean; error?: string }> {
+    const bundle = join(tmp(), `${entry.replace(/^host\//, '')}.mjs`);
+    await writeFile(bundle, await bundleEntry(entry));
+    const grpcPackage = createRequire(import.meta.url).resolve('@grpc/grpc-js/package.json');
+    const child = spawn(process.execPath, [bundle], {
+      stdio: ['pipe', 'pipe', 'pipe'],
+      env: { ...process.env, NODE_PATH: join(dirname(grpcPackage), '..', '..') },
+    });
+    let out = '';
+    child.stdout.on('data', (c: Buffer) => {
+      out += c.toString();
+    });
+    child.stderr.resume();
+    const closed = new Promise<void>((r) => child.on('close', () => r()));
+    child.stdin.end(JSON.stringify(input));
+    await closed;
+    return JSON.parse(out.trim().split('\n').pop() ?? '') as { ok: boolean; error?: string };
+  }
+
+  it("mini's recover entry sends the share to the registered VM only", { timeout: 180_000 }, async () => {
+    const f = await operatorFiles(registry());
+    const input = (endpoint: string) => ({
+      endpoint,
+      attestationConfig: expectedAttestationConfig(),
+      akRegistryPath: f.akRegistry,
+      share: Buffer.from('{"a share"}').toString('base64'),
+      timeoutMs: 60_000,
+    });
+    const good = await recoveryNode(vm);
+    expect(await runMiniEntry('host/recover-entry', input(good.endpoint))).toMatchObject({ ok: true });
+    expect(good.kinds).toEqual(['share']);
+    const fake = await recoveryNode(impostor);
+    const refused = await runMiniEntry('host/recover-entry', input(fake.endpoint));
+    expect(refused.ok).toBe(false);
+    expect(refused.error).toContain(
+      "the document's attestation key is not the one registered for control-plane-0",
+    );
+    expect(fake.kinds).toEqual([]);
+  });
+
+  it("mini's init entry sends the master secret to the registered VM only", {
+    timeout: 180_000,
+  }, async () => {
+    const f = await operatorFiles(registry());
+    const b64 = (n: number) => Buffer.alloc(32, n).toString('base64');
+    const input = (endpoint: string) => ({
+      endpoint,
+      attestationConfig: expectedAttestationConfig(),
+      akRegistryPath: f.akRegistry,
+      masterSecret: b64(1),
+      masterSalt: b64(2),
+      measurementSalt: b64(3),
+      initSecret: b64(4),
+      timeoutMs: 60_000,
+    });
+    const good = await initNode(vm);
+    // Init succeeds; the master-secret upload after it finds no API server here (not under test).
+    await runMiniEntry('host/init-entry', input(good.endpoint));
+    expect(good.requests).toHaveLength(1);
+    const fake = await initNode(impostor);
+    const refused = await runMiniEntry('host/init-entry', input(fake.endpoint));
+    expect(refused.ok).toBe(false);
+    expect(refused.error).toMatch(/ak-trust|not the one registered for control-plane-0/);
+    expect(fake.requests).toHaveLength(0);
   });
 });

@@ -2,7 +2,8 @@
  * Entry point bundled by mini and run inside its network namespace (`ip netns exec`), the
  * operator's side of the bridge: `confboot init`'s code path (initCluster) against the
  * control-plane VM's init server. It verifies the VM's real qemu-vtpm quote with the expected
- * measurements and the AK the host registered for that VM before anything secret is sent, then,
+ * measurements and, by the rule of `confboot init --qemu-ak-registry` and the join service, the AK
+ * the host registered for the VM's address in the identities file before anything secret is sent, then,
  * like the operator's CLI does after init, creates the master-secret Secret through the (SIMULATED)
  * Kubernetes API server on the control plane, reached with the admin kubeconfig init returned (its
  * address, cluster CA and admin token): over HTTPS verified against that CA, and checked to be this
@@ -19,21 +20,24 @@ import {
   uploadMasterSecret,
 } from '../../../adapters/kubernetes/master-secret-upload.js';
 import { MASTER_SECRET_NAME } from '../../../adapters/kubernetes/names.js';
-import { MeasurementsPolicy, parseAttestationConfig } from '../../../domain/measurements.js';
+import { SystemClock } from '../../../adapters/system/system-clock.js';
 import type { Component } from '../../../ports/types.js';
 import { bringUp } from '../../bringup/bring-up.js';
 import { DEFAULT_IMAGE } from '../../manifests/common.js';
 import { initCluster } from '../../operator/init-cluster.js';
 import { checkMeasurementPolicy } from '../../registry/policy-guard.js';
-import { createValidator } from '../../registry/validators.js';
-import { registeredAkOf } from '../provision.js';
+import { qemuAkLookups } from '../../registry/validator-deps.js';
+import { buildValidator } from '../../registry/validators.js';
 
 /** What mini passes on stdin. */
 export interface InitEntryInput {
   endpoint: string;
   attestationConfig: unknown;
-  /** Name and base64 AK public area of the control-plane VM. */
-  node: { name: string; attestationKeyPublic: string };
+  /**
+   * The registered attestation keys (the metadata server's identities file, `--qemu-ak-registry`):
+   * the control plane is trusted only with the AK registered for the address init connects to.
+   */
+  akRegistryPath: string;
   masterSecret: string;
   masterSalt: string;
   measurementSalt: string;
@@ -132,11 +136,11 @@ async function bringUpAfterInit(
 async function main(): Promise<void> {
   const input = JSON.parse(await readStdin()) as InitEntryInput;
   // The same fail-closed rules as `confboot init`: the master secret goes only to a proven image.
-  checkMeasurementPolicy('qemu-vtpm', JSON.stringify(input.attestationConfig), false);
-  const config = parseAttestationConfig(input.attestationConfig);
-  const validator = createValidator('qemu-vtpm', {
-    policy: new MeasurementsPolicy(config.measurements),
-    qemuAkTrust: registeredAkOf(input.node.name, b64(input.node.attestationKeyPublic)),
+  const config = JSON.stringify(input.attestationConfig);
+  checkMeasurementPolicy('qemu-vtpm', config, false);
+  const validator = buildValidator('qemu-vtpm', Buffer.from(config), {
+    clock: new SystemClock(),
+    ...(await qemuAkLookups({ qemuAkRegistryPath: input.akRegistryPath })),
   });
   const deadline = Date.now() + input.timeoutMs;
   const progress = (line: string) => process.stderr.write(`init: ${line}\n`);

@@ -1,25 +1,28 @@
 /**
  * Entry point bundled by mini and run inside its network namespace: one share holder's
  * `confboot recover --share` against a control plane that waits for recovery. It verifies the
- * node's real qemu-vtpm quote (the cluster's expected measurements and the AK the host registered
- * for that VM) over attested TLS before the share is sent, retrying while the recovery endpoint does
- * not listen yet. Reads its input as JSON on stdin (it holds the share), prints the node's answer as
- * JSON on stdout (no secrets). Importing this module runs it.
+ * node's real qemu-vtpm quote (the cluster's expected measurements and, by the rule of `confboot
+ * recover --qemu-ak-registry` and the join service, the AK the host registered for the VM's address
+ * in the identities file) over attested TLS before the share is sent, retrying while the recovery
+ * endpoint does not listen yet. Reads its input as JSON on stdin (it holds the share), prints the
+ * node's answer as JSON on stdout (no secrets). Importing this module runs it.
  */
 import { GrpcRecoverClient } from '../../../adapters/grpc/recover.js';
 import { SystemClock } from '../../../adapters/system/system-clock.js';
-import { MeasurementsPolicy, parseAttestationConfig } from '../../../domain/measurements.js';
 import { isAttestationError, messageOf } from '../../../ports/errors.js';
 import { checkMeasurementPolicy } from '../../registry/policy-guard.js';
-import { createValidator } from '../../registry/validators.js';
-import { registeredAkOf } from '../provision.js';
+import { qemuAkLookups } from '../../registry/validator-deps.js';
+import { buildValidator } from '../../registry/validators.js';
 
 /** What mini passes on stdin. */
 export interface RecoverEntryInput {
   endpoint: string;
   attestationConfig: unknown;
-  /** Name and base64 AK public area of the control-plane VM. */
-  node: { name: string; attestationKeyPublic: string };
+  /**
+   * The registered attestation keys (the metadata server's identities file, `--qemu-ak-registry`):
+   * the node is trusted only with the AK registered for the address the share goes to.
+   */
+  akRegistryPath: string;
   /** The share file's bytes, base64. */
   share: string;
   timeoutMs: number;
@@ -46,11 +49,11 @@ const b64 = (s: string) => new Uint8Array(Buffer.from(s, 'base64'));
 
 async function main(): Promise<RecoverEntryOutput> {
   const input = JSON.parse(await readStdin()) as RecoverEntryInput;
-  checkMeasurementPolicy('qemu-vtpm', JSON.stringify(input.attestationConfig), false);
-  const config = parseAttestationConfig(input.attestationConfig);
-  const validator = createValidator('qemu-vtpm', {
-    policy: new MeasurementsPolicy(config.measurements),
-    qemuAkTrust: registeredAkOf(input.node.name, b64(input.node.attestationKeyPublic)),
+  const config = JSON.stringify(input.attestationConfig);
+  checkMeasurementPolicy('qemu-vtpm', config, false);
+  const validator = buildValidator('qemu-vtpm', Buffer.from(config), {
+    clock: new SystemClock(),
+    ...(await qemuAkLookups({ qemuAkRegistryPath: input.akRegistryPath })),
   });
   // A TCG guest on a loaded host quotes slowly: seconds to minutes per handshake.
   const client = new GrpcRecoverClient({

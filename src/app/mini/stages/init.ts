@@ -103,7 +103,7 @@ export async function initStage(
     const input: InitEntryInput = {
       endpoint: `${cpIp}:9000`,
       attestationConfig: c.expected.attestationConfig,
-      node: { name: cp.name, attestationKeyPublic: c.identities[cp.name]?.attestationKeyPublic ?? '' },
+      akRegistryPath: c.identitiesFile,
       masterSecret: masterSecret.toString('base64'),
       masterSalt: masterSalt.toString('base64'),
       measurementSalt: randomBytes(32).toString('base64'),

@@ -38,7 +38,7 @@ async function send(c: MiniCluster, holder: string, share: Uint8Array): Promise<
     {
       endpoint: `${c.result(cp).ip}:${RECOVERY_PORT}`,
       attestationConfig: c.expected.attestationConfig,
-      node: { name: cp, attestationKeyPublic: c.identities[cp]?.attestationKeyPublic ?? '' },
+      akRegistryPath: c.identitiesFile,
       share: Buffer.from(share).toString('base64'),
       timeoutMs: c.remaining(),
     },
