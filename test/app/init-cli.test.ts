@@ -18,6 +18,7 @@ import { Tpm2ToolsTpm } from '../../src/adapters/tpm/tpm2-tools-tpm.js';
 import { run as runApply } from '../../src/app/cli/apply.js';
 import { run } from '../../src/app/cli/init.js';
 import { run as runReceipt } from '../../src/app/cli/receipt.js';
+import { MAX_RECOVERY_THRESHOLD } from '../../src/app/cli/recovery-share-files.js';
 import {
   expectedAttestationConfig,
   GOOD_BOOT,
@@ -292,6 +293,26 @@ describe('confboot init then the bring-up (real swtpm quote, stand-in init handl
     expect(io.err()).toContain(
       `confboot apply --cloud qemu --variant qemu-vtpm --kubeconfig ${f.kubeconfig}`,
     );
+  });
+
+  it('a recovery threshold above the shares a node keeps from one source is a usage error (exit 2) before any file is written or the node contacted', async () => {
+    const n = await node(GOOD_BOOT);
+    const f = await files(n);
+    const io = capture();
+    const k = MAX_RECOVERY_THRESHOLD + 1;
+    const args = [
+      ...flags(f, n.endpoint),
+      '--recovery-shares',
+      String(k + 2),
+      '--recovery-threshold',
+      String(k),
+    ];
+    expect(await run([...args, '--recovery-share-dir', f.dir])).toBe(2);
+    expect(io.err()).toContain(`K = ${k} is more than the ${MAX_RECOVERY_THRESHOLD} shares`);
+    expect(n.requests).toEqual([]);
+    await expect(readFile(join(f.dir, 'master.json'))).rejects.toMatchObject({ code: 'ENOENT' });
+    await expect(readFile(join(f.dir, 'salt.bin'))).rejects.toMatchObject({ code: 'ENOENT' });
+    expect(io.err()).not.toMatch(/Connecting to/);
   });
 
   it('a variant whose cloud is ambiguous needs --cloud before any node is contacted (exit 2)', async () => {

@@ -175,6 +175,9 @@ export async function run(argv: string[]): Promise<number> {
     const progress = (line: string) => process.stderr.write(`init: ${line}\n`);
     const variant = variantFlag(v.variant);
     const timeoutInMs = timeoutFlagMs(v['timeout-seconds']);
+    // Checked before any file is created or anything is sent: a split that cannot be made or
+    // recovered is a usage error, not a cluster without its shares.
+    const recoveryShares = parseRecoveryShareFlags(v);
     // The master secret goes only to a node whose attestation proves its image.
     const validator = await operatorValidator(
       variant,
@@ -211,7 +214,6 @@ export async function run(argv: string[]): Promise<number> {
       }
     }
 
-    const recoveryShares = parseRecoveryShareFlags(v);
     const apply = v['no-apply'] !== true;
     let target: BringupTarget | undefined;
     let readyTimeoutInMs = 0;

@@ -10,9 +10,21 @@ import { readFile, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { ShamirSecretSharing } from '../../adapters/crypto/shamir-secret-sharing.js';
 import { encryptShare } from '../../adapters/crypto/share-encryption.js';
-import { checkSplitParameters, makeRecoveryShares } from '../../domain/recovery-shares.js';
+import {
+  checkSplitParameters,
+  DEFAULT_MAX_SHARES,
+  DEFAULT_MAX_SHARES_PER_SOURCE,
+  makeRecoveryShares,
+} from '../../domain/recovery-shares.js';
 import { messageOf } from '../../ports/errors.js';
 import { type CommandSpec, UsageError } from '../program/args.js';
+
+/**
+ * The largest K a split may have: the shares a waiting node keeps from one source (an IPv4 address
+ * or an IPv6 /64), and never more than it keeps in all. A split with a larger K could be recovered
+ * only by holders on different networks; sent from one machine it never completes.
+ */
+export const MAX_RECOVERY_THRESHOLD = Math.min(DEFAULT_MAX_SHARES_PER_SOURCE, DEFAULT_MAX_SHARES);
 
 /** The flags that say how to split: `confboot init` and `confboot recovery-shares` share them. */
 export const RECOVERY_SHARE_OPTIONS = {
@@ -25,7 +37,7 @@ export const RECOVERY_SHARE_OPTIONS = {
   'recovery-threshold': {
     type: 'string',
     valueName: 'K',
-    description: 'shares needed to recover (2 ≤ K ≤ N when N ≥ 2; default N)',
+    description: `shares needed to recover (2 ≤ K ≤ N when N ≥ 2, K ≤ ${MAX_RECOVERY_THRESHOLD}: the shares a node keeps from one source; default N)`,
   },
   'recovery-share-dir': {
     type: 'string',
@@ -42,7 +54,10 @@ export const RECOVERY_SHARE_OPTIONS = {
   },
 } satisfies CommandSpec['options'];
 
-/** Reads and checks the recovery share flags (usage errors before anything is sent). */
+/**
+ * Reads and checks the recovery share flags (usage errors before anything is written or sent): K
+ * and N as the split needs them, K at most {@link MAX_RECOVERY_THRESHOLD}, one holder key per share.
+ */
 export function parseRecoveryShareFlags(v: Record<string, unknown>): {
   total: number;
   threshold: number;
@@ -56,6 +71,10 @@ export function parseRecoveryShareFlags(v: Record<string, unknown>): {
   } catch (err) {
     throw new UsageError(`--recovery-shares/--recovery-threshold: ${messageOf(err)}`);
   }
+  if (threshold > MAX_RECOVERY_THRESHOLD)
+    throw new UsageError(
+      `--recovery-threshold: K = ${threshold} is more than the ${MAX_RECOVERY_THRESHOLD} shares a waiting node keeps from one source, so the split could not be recovered from one machine; give --recovery-threshold ${MAX_RECOVERY_THRESHOLD} or less`,
+    );
   const recipientKeyFiles = (v['recovery-holder-key'] as string[] | undefined) ?? [];
   if (recipientKeyFiles.length !== 0 && recipientKeyFiles.length !== total)
     throw new UsageError(`--recovery-holder-key: give ${total} keys (one per share) or none`);

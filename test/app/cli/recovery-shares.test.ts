@@ -9,9 +9,14 @@ import { join } from 'node:path';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { ShamirSecretSharing } from '../../../src/adapters/crypto/shamir-secret-sharing.js';
 import { SystemClock } from '../../../src/adapters/system/system-clock.js';
+import { MAX_RECOVERY_THRESHOLD } from '../../../src/app/cli/recovery-share-files.js';
 import { run } from '../../../src/app/cli/recovery-shares.js';
 import { deriveClusterId, deriveDataKey } from '../../../src/domain/key-derivation.js';
-import { parseRecoveryShare, RecoveryShares } from '../../../src/domain/recovery-shares.js';
+import {
+  DEFAULT_MAX_SHARES_PER_SOURCE,
+  parseRecoveryShare,
+  RecoveryShares,
+} from '../../../src/domain/recovery-shares.js';
 import { RecordingLogger } from '../../domain/stubs.js';
 import { useTmpDirs } from '../../support/tmp.js';
 
@@ -94,6 +99,36 @@ describe('confboot recovery-shares', () => {
     expect(await held.add(shares[2] as Uint8Array, check)).toMatchObject({ recovered: false });
     expect(await held.add(shares[0] as Uint8Array, check)).toMatchObject({ recovered: true });
     expect(rebuilt).toEqual(MASTER);
+  });
+
+  it('K above the shares a waiting node keeps from one source is a usage error before anything is written; K at that cap splits', async () => {
+    const { args } = inputs();
+    expect(MAX_RECOVERY_THRESHOLD).toBe(DEFAULT_MAX_SHARES_PER_SOURCE);
+    const cap = MAX_RECOVERY_THRESHOLD;
+    const empty = tmp();
+    for (const extra of [
+      ['--recovery-shares', String(cap + 8), '--recovery-threshold', String(cap + 1)],
+      // K defaults to N.
+      ['--recovery-shares', String(cap + 1)],
+    ]) {
+      const r = await cli([...args, ...extra, '--recovery-share-dir', empty]);
+      expect(r.code, r.err).toBe(2);
+      expect(r.err).toContain(
+        `K = ${cap + 1} is more than the ${cap} shares a waiting node keeps from one source`,
+      );
+    }
+    expect(readdirSync(empty)).toEqual([]);
+    const atCap = await cli([
+      ...args,
+      '--recovery-shares',
+      String(cap + 1),
+      '--recovery-threshold',
+      String(cap),
+      '--recovery-share-dir',
+      empty,
+    ]);
+    expect(atCap.code, atCap.err).toBe(0);
+    expect(readdirSync(empty)).toHaveLength(cap + 1);
   });
 
   it('never overwrites an existing set, and refuses bad input before writing anything', async () => {
