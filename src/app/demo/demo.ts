@@ -50,6 +50,7 @@ import type { Validator } from '../../ports/validator.js';
 import { AUDIT_MESSAGE } from '../join-service/audit.js';
 import { startJoinService } from '../join-service/service.js';
 import { initCluster } from '../operator/init-cluster.js';
+import { qemuAkLookups } from '../registry/validator-deps.js';
 import { buildValidator } from '../registry/validators.js';
 import { expectedAttestationConfig, GOOD_BOOT, measureBoot, TAMPERED_BOOT } from './boot-measurements.js';
 import { type DemoNode, type NodeWiring, startDemoNode } from './node.js';
@@ -268,6 +269,22 @@ async function bootNodes(run: DemoRun, specs: NodeSpec[]): Promise<DemoNode[]> {
   return nodes;
 }
 
+/**
+ * The operator's AK registry (`confboot init --qemu-ak-registry`): each node's AK, keyed by its
+ * address as the QEMU metadata server's identities file is. Returns its path.
+ */
+async function writeAkRegistry(workDir: string, nodes: DemoNode[]): Promise<string> {
+  const path = join(workDir, 'ak-registry.json');
+  const entries = await Promise.all(
+    nodes.map(async (n) => {
+      const ak = Buffer.from(await n.tpm.attestationKeyPublic()).toString('base64');
+      return [n.name, { ip: n.ip, attestationKeyPublic: ak }] as const;
+    }),
+  );
+  await writeFile(path, JSON.stringify(Object.fromEntries(entries)));
+  return path;
+}
+
 /** Stage 5: the first control plane's bootstrapper waits for `confboot init`, which the operator runs. */
 async function initFirstControlPlane(
   run: DemoRun,
@@ -280,7 +297,9 @@ async function initFirstControlPlane(
   await startDemoNode(wiring, first);
   const initEndpoint = `${first.ip}:${first.bootstrapper?.initPort}`;
   say(`${first.name}: bootstrapper waiting for init on ${initEndpoint}`);
-  say(`Operator: confboot init --endpoint ${initEndpoint} (verifies the node's TPM quote first)`);
+  say(
+    `Operator: confboot init --variant qemu-vtpm --qemu-ak-registry ak-registry.json --endpoint ${initEndpoint} (verifies the node's TPM quote and registered AK first)`,
+  );
   const init = await initCluster({
     endpoint: initEndpoint,
     validators: [newValidator()],
@@ -418,7 +437,10 @@ export async function runDemo(options: DemoOptions): Promise<DemoResult> {
     const joinPort = await freePortOn('127.0.0.2');
     const wiring: NodeWiring = { logger, clock, metadataUrl, cp, joinPort, cleanups: run.cleanups };
     const first = nodes[0] as DemoNode;
-    const clusterId = await initFirstControlPlane(run, wiring, first, secrets, newValidator);
+    // The operator trusts the node's AK as `confboot init` does: only the one registered for its address.
+    const akTrust = await qemuAkLookups({ qemuAkRegistryPath: await writeAkRegistry(workDir, nodes) });
+    const initValidator = (): Validator => buildValidator('qemu-vtpm', config, { clock, logger, ...akTrust });
+    const clusterId = await initFirstControlPlane(run, wiring, first, secrets, initValidator);
     const receiptKey = await startDemoJoinService(
       run,
       wiring,
