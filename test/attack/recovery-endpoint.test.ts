@@ -362,13 +362,18 @@ describe('recovery connections are one call long and do not outlive their use', 
     expect(received).toHaveLength(1);
   });
 
-  it('an attested connection that makes no call is closed by the node', async () => {
-    const node = await controlPlane({ idleMs: 200, maxAgeMs: 600_000 });
+  it('an attested connection that makes no call is closed by the node, and its place is free again', async () => {
+    const node = await controlPlane({ idleMs: 200, maxAgeMs: 600_000, maxConnectionsPerSource: 1 });
     const conn = await idleConnection(node, '127.0.0.61');
     expect(conn.attested).toBe(true);
     await waitUntil('the node to close the idle connection', () => !conn.open());
-    // The per-source place it held is free again: the same source is attested twice more.
-    const again = await Promise.all([0, 1].map(() => idleConnection(node, '127.0.0.61')));
-    expect(again.map((c) => c.attested)).toEqual([true, true]);
+    // The node gives the per-source place back once the socket has closed on its side (the client
+    // may see the GOAWAY first): the same source is attested again within a bounded number of tries.
+    let again = false;
+    for (let attempt = 0; attempt < 20 && !again; attempt++) {
+      again = (await idleConnection(node, '127.0.0.61')).attested;
+      if (!again) await new Promise((r) => setTimeout(r, 50));
+    }
+    expect(again).toBe(true);
   });
 });
