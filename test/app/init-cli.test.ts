@@ -315,6 +315,24 @@ describe('confboot init then the bring-up (real swtpm quote, stand-in init handl
     expect(io.err()).not.toMatch(/Connecting to/);
   });
 
+  it('a split of a master secret shorter than 32 bytes is a usage error (exit 2) before the salt file is written or the node contacted', async () => {
+    const n = await node(GOOD_BOOT);
+    const f = await files(n);
+    await writeFile(
+      join(f.dir, 'master.json'),
+      JSON.stringify({
+        key: Buffer.alloc(16, 1).toString('base64'),
+        salt: Buffer.alloc(32, 2).toString('base64'),
+      }),
+    );
+    const io = capture();
+    const split = ['--recovery-shares', '3', '--recovery-threshold', '2', '--recovery-share-dir', f.dir];
+    expect(await run([...flags(f, n.endpoint), ...split])).toBe(2);
+    expect(io.err()).toContain('the master secret has 16 bytes; a split needs at least 32');
+    expect(n.requests).toEqual([]);
+    await expect(readFile(join(f.dir, 'salt.bin'))).rejects.toMatchObject({ code: 'ENOENT' });
+  });
+
   it('a variant whose cloud is ambiguous needs --cloud before any node is contacted (exit 2)', async () => {
     const f = await files();
     const io = capture();

@@ -28,6 +28,7 @@ import {
   variantFlag,
 } from './operator-inputs.js';
 import {
+  checkSplitSecret,
   parseRecoveryShareFlags,
   RECOVERY_SHARE_OPTIONS,
   writeRecoveryShareFiles,
@@ -196,6 +197,7 @@ export async function run(argv: string[]): Promise<number> {
       (b) => b,
     );
     const { masterSecret, masterSalt } = parseMasterSecretFile(masterFile);
+    if (recoveryShares.total >= 2) checkSplitSecret(masterSecret);
     const measurementSalt = await readOrCreate(
       String(v['measurement-salt-file']),
       () => randomBytes(32),

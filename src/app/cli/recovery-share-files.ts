@@ -10,6 +10,7 @@ import { readFile, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { ShamirSecretSharing } from '../../adapters/crypto/shamir-secret-sharing.js';
 import { encryptShare } from '../../adapters/crypto/share-encryption.js';
+import { MASTER_SECRET_LENGTH_DEFAULT } from '../../domain/key-derivation.js';
 import {
   checkSplitParameters,
   DEFAULT_MAX_SHARES,
@@ -25,6 +26,21 @@ import { type CommandSpec, UsageError } from '../program/args.js';
  * only by holders on different networks; sent from one machine it never completes.
  */
 export const MAX_RECOVERY_THRESHOLD = Math.min(DEFAULT_MAX_SHARES_PER_SOURCE, DEFAULT_MAX_SHARES);
+
+/**
+ * The smallest master secret that may be split, in bytes (what `confboot init` creates). The share
+ * files carry SHA-256 digests of every share, so whoever holds K − 1 shares can test guesses of a
+ * missing one offline: the secret must not be shorter than a 256-bit key.
+ */
+export const MIN_SPLIT_SECRET_BYTES = MASTER_SECRET_LENGTH_DEFAULT;
+
+/** Throws a usage error when `masterSecret` is too short to be split ({@link MIN_SPLIT_SECRET_BYTES}). */
+export function checkSplitSecret(masterSecret: Uint8Array): void {
+  if (masterSecret.length < MIN_SPLIT_SECRET_BYTES)
+    throw new UsageError(
+      `--recovery-shares: the master secret has ${masterSecret.length} bytes; a split needs at least ${MIN_SPLIT_SECRET_BYTES} (keep the single master-secret file, or use a cluster whose master secret has ${MIN_SPLIT_SECRET_BYTES} bytes)`,
+    );
+}
 
 /** The flags that say how to split: `confboot init` and `confboot recovery-shares` share them. */
 export const RECOVERY_SHARE_OPTIONS = {
@@ -100,6 +116,7 @@ export function shareFileName(index: number, total: number): string {
 
 /** Splits and writes the share files; resolves with their paths. */
 export async function writeRecoveryShareFiles(o: RecoveryShareFilesOptions): Promise<string[]> {
+  checkSplitSecret(o.masterSecret);
   const recipients = o.recipientKeyFiles ?? [];
   if (recipients.length !== 0 && recipients.length !== o.total)
     throw new Error(`want one holder key per share: ${o.total} shares, ${recipients.length} keys`);

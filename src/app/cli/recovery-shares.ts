@@ -17,6 +17,7 @@ import { messageOf } from '../../ports/errors.js';
 import { type CommandSpec, parseCommand, runCommand, UsageError } from '../program/args.js';
 import { parseMasterSecretFile } from './operator-inputs.js';
 import {
+  checkSplitSecret,
   parseRecoveryShareFlags,
   RECOVERY_SHARE_OPTIONS,
   writeRecoveryShareFiles,
@@ -71,6 +72,7 @@ export async function run(argv: string[]): Promise<number> {
     const { masterSecret, masterSalt } = parseMasterSecretFile(
       await readInput('master-secret-file', String(v['master-secret-file'])),
     );
+    checkSplitSecret(masterSecret);
     const measurementSalt = await readInput('measurement-salt-file', String(v['measurement-salt-file']));
     if (measurementSalt.length !== 32)
       throw new UsageError('--measurement-salt-file must hold exactly 32 bytes');

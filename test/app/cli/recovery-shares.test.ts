@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { ShamirSecretSharing } from '../../../src/adapters/crypto/shamir-secret-sharing.js';
 import { SystemClock } from '../../../src/adapters/system/system-clock.js';
-import { MAX_RECOVERY_THRESHOLD } from '../../../src/app/cli/recovery-share-files.js';
+import { MAX_RECOVERY_THRESHOLD, MIN_SPLIT_SECRET_BYTES } from '../../../src/app/cli/recovery-share-files.js';
 import { run } from '../../../src/app/cli/recovery-shares.js';
 import { deriveClusterId, deriveDataKey } from '../../../src/domain/key-derivation.js';
 import {
@@ -129,6 +129,36 @@ describe('confboot recovery-shares', () => {
     ]);
     expect(atCap.code, atCap.err).toBe(0);
     expect(readdirSync(empty)).toHaveLength(cap + 1);
+  });
+
+  it('a master secret shorter than 32 bytes is a usage error before anything is written: splits need 32-byte secrets', async () => {
+    const { dir, args } = inputs();
+    const short = join(dir, 'short-master.json');
+    writeFileSync(
+      short,
+      JSON.stringify({
+        key: Buffer.alloc(16, 0x11).toString('base64'),
+        salt: Buffer.from(SALT).toString('base64'),
+      }),
+    );
+    const empty = tmp();
+    const r = await cli([
+      '--master-secret-file',
+      short,
+      ...args.slice(2),
+      '--recovery-shares',
+      '3',
+      '--recovery-threshold',
+      '2',
+      '--recovery-share-dir',
+      empty,
+    ]);
+    expect(r.code, r.err).toBe(2);
+    expect(r.err).toContain(
+      `the master secret has 16 bytes; a split needs at least ${MIN_SPLIT_SECRET_BYTES}`,
+    );
+    expect(r.out).toBe('');
+    expect(readdirSync(empty)).toEqual([]);
   });
 
   it('never overwrites an existing set, and refuses bad input before writing anything', async () => {
