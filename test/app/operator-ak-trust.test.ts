@@ -117,6 +117,15 @@ describe('without the AK rule settled, init and recover contact no node (exit 2)
     if (name === 'init') expect(io.out()).not.toContain('Cluster ID');
   });
 
+  it.each(commands)('%s --variant azure-trustedlaunch without --azure-ak-roots', async (_name, run, args) => {
+    const target = await listener();
+    const f = await operatorFiles();
+    const io = capture();
+    expect(await run([...args(f, target.endpoint), '--variant', 'azure-trustedlaunch'])).toBe(2);
+    expect(io.err()).toContain('azure-trustedlaunch needs the trusted AK roots (--azure-ak-roots F, PEM)');
+    expect(target.connections()).toBe(0);
+  });
+
   it.each(commands)('%s without --variant', async (_name, run, args) => {
     const target = await listener();
     const f = await operatorFiles();
