@@ -7,10 +7,23 @@
  * carried: a document whose ak_pub is not the key that signed the quote, and a software key that
  * is not a restricted TPM signing key. Quotes are genuine TPM-format (soft TPM) or real swtpm ones.
  */
+import { randomBytes } from 'node:crypto';
+import { createServer } from 'node:net';
 import { status } from '@grpc/grpc-js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { encodeAttestationFrame } from '../../src/adapters/grpc/atls/protocol.js';
+import { variantOid } from '../../src/app/registry/index.js';
 import { type AkPki, createAkPki } from './support/ak-pki.js';
-import { attempt, expectIssued, expectRefused, snapshot } from './support/attack.js';
+import {
+  attempt,
+  closed,
+  expectAuditedRefusal,
+  expectIssued,
+  expectRefused,
+  rawTlsClient,
+  readVerdict,
+  snapshot,
+} from './support/attack.js';
 import { MutatingIssuer, SoftTpm, SoftVtpmIssuer, type SwtpmNode, softTpmNode } from './support/nodes.js';
 import { startTarget, startTargetWithNode, type Target } from './support/target.js';
 
@@ -123,5 +136,52 @@ describe('qemu-vtpm: the AK is trusted as carried, so it must be the key that si
     const out = await attempt(target.endpoint, new SoftVtpmIssuer(tpm));
     const [audit] = await expectRefused(target, b, out, { code: status.UNAVAILABLE, check: 'ak-attributes' });
     expect(audit?.detail).toContain('are not those of a restricted signing key');
+  });
+});
+
+/** A local port nothing holds now. */
+async function freeLocalPort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as { port: number };
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+  return port;
+}
+
+/**
+ * Why this file once saw two audit events for one connection: the audit names a connection by its
+ * peer `address:port`, and a refused connection's local port is free again at once (the join service
+ * closes first, so the TIME_WAIT is its own), so the kernel can hand it to the next connection of the
+ * same test file. Two refused attempts from one local port are pinned here to show it: each is
+ * audited once under the same peer, and the suite's helpers count only the events since their
+ * attempt's snapshot, so each sees exactly its own.
+ */
+describe('the audit count per connection the attack suite relies on', () => {
+  let target: Target;
+  beforeAll(async () => {
+    target = await startTarget();
+  });
+  afterAll(() => target?.stop());
+
+  it('two refused connections from one local port are two audit events under one peer; each attempt counts only its own', async () => {
+    const localPort = await freeLocalPort();
+    const peer = `127.0.0.1:${localPort}`;
+    for (let i = 0; i < 2; i++) {
+      const s = snapshot(target);
+      const { socket, frames } = await rawTlsClient(target.port, undefined, { localPort });
+      expect(socket.localPort).toBe(localPort);
+      socket.write(encodeAttestationFrame(variantOid('qemu-vtpm'), randomBytes(64)));
+      expect(await readVerdict(frames)).toMatchObject({ accepted: false, check: 'document-format' });
+      await closed(socket);
+      const mine = await expectAuditedRefusal(target, s, {
+        rpc: 'attested-tls',
+        reason: 'document-format',
+        ports: [localPort],
+      });
+      expect(mine).toHaveLength(1);
+    }
+    // Matching by peer over the whole log, as the helpers once did, finds two events for the second
+    // connection.
+    expect(target.audits().filter((a) => a.peer === peer)).toHaveLength(2);
   });
 });

@@ -9,15 +9,20 @@ import { FRAME_VERDICT, type Frame, FrameReader } from '../../src/adapters/grpc/
 import { SystemClock } from '../../src/adapters/system/system-clock.js';
 import type { Clock } from '../../src/ports/clock.js';
 
-/** Connects to 127.0.0.1:`port`; rejects if the server closes during the TLS handshake. */
+/**
+ * Connects to 127.0.0.1:`port` (from 127.0.0.1:`localPort` when given); rejects if the server
+ * closes during the TLS handshake.
+ */
 export async function rawTlsClient(
   port: number,
   clock: Clock = new SystemClock(),
+  options: { localPort?: number } = {},
 ): Promise<{ socket: TLSSocket; frames: FrameReader }> {
   const id = await createTlsIdentity(clock);
   const socket = tlsConnect({
     host: '127.0.0.1',
     port,
+    ...(options.localPort !== undefined ? { localAddress: '127.0.0.1', localPort: options.localPort } : {}),
     key: id.keyPem,
     cert: id.certPem,
     rejectUnauthorized: false,
