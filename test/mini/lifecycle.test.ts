@@ -4,7 +4,9 @@
  * worker-1's tampered reboot is refused naming PCR 9 with its disk closed; after every VM was
  * powered off and started again the control plane waits for recovery (1 of 2), names a share of
  * another cluster, recovers with a second share, and every node is back with its marker; worker-1's
- * disk marked for reset is wiped and joins fresh. Each step's evidence comes from real state (the
+ * disk marked for reset is wiped and joins fresh; every state disk is LUKS2 with HMAC-SHA256
+ * integrity (authenticated encryption), and after the host flips bytes of worker-0's encrypted disk
+ * the node's read fails (EIO) instead of returning changed data. Each step's evidence comes from real state (the
  * VM's dm-crypt mapping and LUKS UUID, the marker read from its mounted state disk, PCR 15 through
  * /dev/tpmrm0, the join service's audit records). kubeadm and the Kubernetes API server are
  * SIMULATED (named in the result's `simulated` list). Nothing is left running when it returns.
@@ -45,6 +47,7 @@ describe.skipIf(missing.length > 0)(
             'outage worker-0',
             'outage worker-1',
             'reset worker-1',
+            'tampered-disk worker-0',
           ].sort(),
         );
         // reboot: a rejoin (not a join) in the audit, the marker on the mounted disk, PCR 15 again.
@@ -111,6 +114,20 @@ describe.skipIf(missing.length > 0)(
         ).toBe(true);
         // ...and the old disk's DiskBinding is gone from the API server, the new one recorded.
         expect(reset.oldBindingReleased, summary).toBe(true);
+        // Every state disk is mapped with authenticated encryption: worker-1's as the production
+        // disk mapper formatted it in the reset, the others as first boot formatted them.
+        expect(result.diskIntegrity, summary).toEqual({
+          'control-plane-0': 'hmac(sha256)',
+          'worker-0': 'hmac(sha256)',
+          'worker-1': 'hmac(sha256)',
+        });
+        // tampered disk: flipped ciphertext is refused by the kernel's integrity check; nothing of
+        // the disk is used (no marker read, PCR 15 not marked).
+        const tamperedDisk = step('tampered-disk', 'worker-0');
+        expect(tamperedDisk, summary).toMatchObject({ ok: true, pcr15: 'zero' });
+        expect(tamperedDisk.kernel ?? tamperedDisk.bootstrapper, summary).toMatch(
+          /INTEGRITY AEAD ERROR|Input\/output error|I\/O error/,
+        );
         expect(
           result.steps.every((s) => s.ok),
           summary,

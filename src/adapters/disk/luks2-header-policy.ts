@@ -122,6 +122,8 @@ export interface Luks2HeaderSummary {
   tokens: Map<number, Record<string, unknown>>;
   /** Every area on disk (both headers, keyslots, the data segment). */
   areas: Luks2Area[];
+  /** The data segment's integrity type (e.g. `hmac(sha256)`), `null` without integrity protection. */
+  integrity: string | null;
 }
 
 type Json = Record<string, unknown>;
@@ -259,6 +261,7 @@ interface Segment {
   ids: number[];
   seg: Json;
   sectorSize: number;
+  integrity: string | null;
 }
 
 /**
@@ -289,7 +292,7 @@ function checkSegment(segments: Json, policy: Luks2HeaderPolicy): Segment {
     fail('segment-type', `segment 0 sector size ${sectorSize} is invalid`);
   if (seg.flags !== undefined)
     fail('segment-type', 'segment 0 carries flags (e.g. a reencryption in progress)');
-  return { ids: segIds, seg, sectorSize };
+  return { ids: segIds, seg, sectorSize, integrity };
 }
 
 /** One keyslot: luks2 with the luks1 splitter, an allowed raw area cipher, a bounded KDF, its area inside the keyslots area. */
@@ -482,5 +485,5 @@ export function validateLuks2Metadata(
   ];
   checkNoOverlap(areas);
   checkDigests(digests, policy, slots.ids, segment.ids);
-  return { keyslots: slots.ids, tokens: checkTokens(tokens, policy), areas };
+  return { keyslots: slots.ids, tokens: checkTokens(tokens, policy), areas, integrity: segment.integrity };
 }

@@ -1,7 +1,7 @@
 /**
  * The mini node image: a Debian generic kernel and an initramfs holding everything the node runs —
  * busybox (init and shell), node, the bundled in-VM agent, tpm2-tools, cryptsetup, their shared
- * libraries and the kernel modules for virtio, dm-crypt and fw_cfg. Under OVMF the kernel is
+ * libraries and the kernel modules for virtio, dm-crypt, dm-integrity and fw_cfg. Under OVMF the kernel is
  * measured into PCR 4 and the command line and the initramfs into PCR 9 (by the kernel's EFI stub),
  * so any change to the node's software changes a PCR. The initramfs is zstd-compressed (Node's
  * zlib; gzip where it has no zstd): under TCG the firmware and the EFI stub load and hash the whole
@@ -41,6 +41,10 @@ export const NODE_MODULES = [
   'virtio_net',
   'qemu_fw_cfg',
   'dm_crypt',
+  // The state disk's authenticated encryption: dm-integrity holds the tags, authenc(hmac(sha256),
+  // xts(aes)) computes them (hmac and sha256 are built into the Debian kernel).
+  'dm_integrity',
+  'authenc',
   'xts',
   'ecb',
   'cbc',
@@ -77,7 +81,7 @@ const TPM2_TOOLS = [
 ];
 
 /** Version of the layout below; part of the cache key. */
-const LAYOUT_VERSION = 'confboot-mini-image-3';
+const LAYOUT_VERSION = 'confboot-mini-image-4';
 
 /**
  * The initramfs compressor: zstd level 3 where this Node's zlib has it (Node ≥ 22.15), else gzip.

@@ -18,6 +18,7 @@ import { rebootStep, resetStep, tamperedRebootStep } from './stages/lifecycle-st
 import { bootEvidence, secondsSince, waitBootstrapped } from './stages/node-evidence.js';
 import { type LifecycleShares, outageStep } from './stages/outage.js';
 import { MINI_SIMULATED } from './stages/outcome.js';
+import { tamperedDiskStep } from './stages/tampered-disk.js';
 import {
   type LifecycleStepResult,
   type MiniLifecycleOptions,
@@ -59,6 +60,18 @@ async function makeShares(secrets: MiniSecrets): Promise<LifecycleShares> {
   };
 }
 
+/**
+ * The integrity of node `name`'s state disk as its VM read it from the validated LUKS2 header after
+ * its bootstrapper (last report of the current boot), e.g. `hmac(sha256)`.
+ */
+function headerIntegrity(c: MiniCluster, name: string): string | null {
+  const state = c
+    .reports(name)
+    .filter((r) => r.type === 'disk-state')
+    .pop();
+  return typeof state?.headerIntegrity === 'string' ? state.headerIntegrity : null;
+}
+
 /** One `form` entry per node: initialised or joined, marker written, PCR 15 the cluster's marker. */
 async function formSteps(
   c: MiniCluster,
@@ -96,6 +109,7 @@ export async function miniLifecycle(options: MiniLifecycleOptions): Promise<Mini
   const c = await MiniCluster.open({ ...options, workers: 2, tampered: 0 }, planNodes(2, 0));
   const markers = new Map(c.nodes.map((n) => [n.name, randomBytes(16).toString('hex')]));
   const steps: LifecycleStepResult[] = [];
+  const diskIntegrity: Record<string, string | null> = {};
   let clusterId: string | undefined;
   let result: MiniLifecycleResult | undefined;
   try {
@@ -116,18 +130,22 @@ export async function miniLifecycle(options: MiniLifecycleOptions): Promise<Mini
       steps.push(await tamperedRebootStep(c, secrets, 'worker-1'));
       steps.push(...(await outageStep(c, secrets, markers, shares)));
       steps.push(await resetStep(c, secrets, 'worker-1'));
+      // Every disk as its header says (worker-1's as the production disk mapper formatted it).
+      for (const n of c.nodes) diskIntegrity[n.name] = headerIntegrity(c, n.name);
+      steps.push(await tamperedDiskStep(c, secrets, markers, 'worker-0'));
     }
     result = {
       accel: c.accel,
       ...(clusterId === undefined ? {} : { clusterId }),
       recoveryShares: SHARES,
+      diskIntegrity,
       steps,
       netns: c.network.netns,
       workDir: c.workDir,
       durationMs: 0,
       simulated: MINI_SIMULATED,
-      // Every step ran (form ×3, reboot, tampered reboot, outage ×3, reset) and held.
-      ok: steps.length === 3 + 1 + 1 + 3 + 1 && steps.every((s) => s.ok),
+      // Every step ran (form ×3, reboot, tampered reboot, outage ×3, reset, tampered disk) and held.
+      ok: steps.length === 3 + 1 + 1 + 3 + 1 + 1 && steps.every((s) => s.ok),
     };
   } finally {
     const leftovers = await c.teardown(false);

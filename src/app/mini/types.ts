@@ -75,9 +75,16 @@ export interface MiniNodeResult {
   /** That event log equals the one /init sent before any node software ran. */
   eventLogMatchesBootReport?: boolean;
   /** The disk-mapper's result (LUKS2 formatted and mapped with dm-crypt in the VM). */
-  disk?: { uuid: string; cipher: string; mapping: string; formatted: boolean };
+  disk?: { uuid: string; cipher: string; integrity: string; mapping: string; formatted: boolean };
   /** The state disk as the VM saw it after the bootstrapper. */
-  diskInVm?: { active: boolean; cipher: string | null; keyslots: number[]; initialPassphraseOpens: boolean };
+  diskInVm?: {
+    active: boolean;
+    cipher: string | null;
+    /** The mapping's integrity, e.g. `hmac(sha256)` (authenticated encryption); `none` without. */
+    integrity: string | null;
+    keyslots: number[];
+    initialPassphraseOpens: boolean;
+  };
   /** The disk image checked on the host after the VM stopped. */
   diskOnHost?: { opensWithInitialPassphrase: boolean; opensWithDerivedKey: boolean };
   /** PCR 15 read from the VM's TPM (last report) against SHA256(0^32 || SHA256(cluster ID)). */
@@ -153,7 +160,7 @@ export interface AuditRecord {
 
 /** One step of `mini lifecycle` on one node, checked from real state. */
 export interface LifecycleStepResult {
-  step: 'form' | 'reboot' | 'tampered-reboot' | 'outage' | 'reset';
+  step: 'form' | 'reboot' | 'tampered-reboot' | 'outage' | 'reset' | 'tampered-disk';
   node: string;
   ok: boolean;
   /** The node opened its state disk with a rejoin ticket (not a fresh join). */
@@ -174,6 +181,8 @@ export interface LifecycleStepResult {
   mismatches?: PcrMismatch[];
   /** Each share holder's answer (outage, control plane). */
   recovery?: { holder: string; ok: boolean; recovered: boolean; answer: string }[];
+  /** The kernel's console line that showed the step (tampered-disk: dm-crypt's AEAD error). */
+  kernel?: string;
   /** LUKS UUID of the state disk before and after the step (reset). */
   diskUuid?: { before?: string; after?: string };
   /**
@@ -191,6 +200,8 @@ export interface MiniLifecycleResult {
   accel: 'kvm' | 'tcg';
   clusterId?: string;
   recoveryShares: { total: number; threshold: number };
+  /** Each node's state-disk integrity as its VM read the validated LUKS2 header (e.g. `hmac(sha256)`). */
+  diskIntegrity: Record<string, string | null>;
   steps: LifecycleStepResult[];
   netns: string;
   workDir: string;

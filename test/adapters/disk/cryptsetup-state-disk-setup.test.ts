@@ -71,6 +71,9 @@ describe('CryptsetupStateDiskSetup integrity', () => {
     const cause = (err as Error & { cause?: unknown }).cause ?? err;
     expect(String((err as Error).message)).toMatch(/integrity "?none"? is not allowed/);
     if (cause instanceof Luks2HeaderError) expect(cause.check).toBe('segment-cipher');
+    // The validated header says so itself.
+    const plain = new CryptsetupDisk({ devicePath: image.path });
+    expect((await plain.validateHeader()).integrity).toBeNull();
     // Where integrity is off, the same header is accepted.
     expect(await setup(image.path, image.keyFile).inspect()).toBe('formatted');
   }, 60_000);

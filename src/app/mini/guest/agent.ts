@@ -38,7 +38,7 @@ import { FakeKubeApi, MASTER_SECRET_NAME } from '../../../adapters/simulated/sim
 import { DEVICE_TCTI, Tpm2ToolsTpm } from '../../../adapters/tpm/tpm2-tools-tpm.js';
 import { messageOf } from '../../../ports/errors.js';
 import { ADMIN_CONF_PATH, JOIN_SERVICE_PORT, PKI_DIR } from '../../defaults.js';
-import { isLuks, mapStateDisk, stateDisk } from './disk-mapper.js';
+import { isLuks, mappingModes, mapStateDisk, stateDisk } from './disk-mapper.js';
 import { EvidenceGate } from './evidence.js';
 import { reportApiCredentials, runServicesFromApi } from './ha-kubelet.js';
 import { syncJoinConfig, writeReceiptKey } from './kubelet-sync.js';
@@ -123,10 +123,13 @@ async function reportDiskState(device: string): Promise<void> {
   const disk = stateDisk(device);
   const release = await disk.open();
   let keyslots: number[];
+  let headerIntegrity: string | null;
   let initialOpens = false;
   let uuid: string;
   try {
-    keyslots = (await disk.validateHeader()).keyslots;
+    const header = await disk.validateHeader();
+    keyslots = header.keyslots;
+    headerIntegrity = header.integrity;
     uuid = await disk.uuid();
     // After a reboot no initial passphrase exists any more (it lived in /run, a tmpfs).
     if (existsSync(DEFAULT_INITIAL_PASSPHRASE_PATH))
@@ -138,8 +141,10 @@ async function reportDiskState(device: string): Promise<void> {
     type: 'disk-state',
     uuid,
     active: /is active/.test(status),
-    cipher: /cipher:\s+(\S+)/.exec(status)?.[1] ?? null,
+    ...(/is active/.test(status) ? mappingModes(status) : { cipher: null, integrity: null }),
     keyslots,
+    // From the validated header: also known when the disk is not mapped (a fresh join after a reset).
+    headerIntegrity: headerIntegrity ?? 'none',
     initialPassphraseOpens: initialOpens,
     status: status.trim(),
   });

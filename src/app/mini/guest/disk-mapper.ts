@@ -6,6 +6,8 @@
  * the LUKS2 header policy and maps the disk with dm-crypt through that copy (`cryptsetup open
  * --header <validated copy>`), so a header the host writes after the check is never used (no udev:
  * DM_DISABLE_UDEV=1, lock directory in /run).
+ * The format is the production one ({@link stateDiskFormatArgs}): authenticated encryption,
+ * aes-xts-plain64 with HMAC-SHA256 tags in dm-integrity, so a sector the host changes fails to read.
  * PBKDF2 with few iterations: the initial passphrase is random, and Argon2id's memory cost would
  * dominate a TCG boot; the bootstrapper's issued key replaces it later.
  */
@@ -14,6 +16,7 @@ import { existsSync } from 'node:fs';
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { CryptsetupDisk, DEFAULT_INITIAL_PASSPHRASE_PATH } from '../../../adapters/disk/cryptsetup-disk.js';
 import { runCryptsetup } from '../../../adapters/disk/cryptsetup-runner.js';
+import { stateDiskFormatArgs } from '../../../adapters/disk/cryptsetup-state-disk-setup.js';
 import { INITIAL_PASSPHRASE_GUEST_PATH } from './protocol.js';
 
 /** What the step did. */
@@ -23,6 +26,16 @@ export interface DiskMapperResult {
   formatted: boolean;
   uuid: string;
   cipher: string;
+  /** The mapping's integrity (`cryptsetup status`), e.g. `hmac(sha256)`; `none` without. */
+  integrity: string;
+}
+
+/** The cipher and integrity of an active mapping, from `cryptsetup status NAME`. */
+export function mappingModes(status: string): { cipher: string; integrity: string } {
+  return {
+    cipher: /cipher:\s+(\S+)/.exec(status)?.[1] ?? 'unknown',
+    integrity: /integrity:\s+(\S+)/.exec(status)?.[1] ?? 'none',
+  };
 }
 
 /** Where things are; the defaults are the VM's (tests give their own). */
@@ -77,14 +90,7 @@ export async function mapStateDisk(
     await writeFile(keyFile, initial, { mode: 0o400, flag: 'wx' });
     await runCryptsetup(
       [
-        'luksFormat',
-        '--batch-mode',
-        '--type',
-        'luks2',
-        '--pbkdf',
-        'pbkdf2',
-        '--pbkdf-force-iterations',
-        '1000',
+        ...stateDiskFormatArgs('hmac-sha256', ['--pbkdf', 'pbkdf2', '--pbkdf-force-iterations', '1000']),
         '--key-file',
         keyFile,
         device,
@@ -103,7 +109,6 @@ export async function mapStateDisk(
     await release();
   }
   const { stdout } = await runCryptsetup(['status', name], { ...binary, timeoutInMs: 60_000 });
-  const cipher = /cipher:\s+(\S+)/.exec(stdout)?.[1] ?? 'unknown';
   if (!/is active/.test(stdout)) throw new Error(`dm-crypt mapping ${name} is not active: ${stdout.trim()}`);
-  return { device, mapping: `/dev/mapper/${name}`, formatted, uuid, cipher };
+  return { device, mapping: `/dev/mapper/${name}`, formatted, uuid, ...mappingModes(stdout) };
 }

@@ -60,6 +60,7 @@ export async function followBoot(c: MiniCluster, name: string): Promise<void> {
     res.disk = {
       uuid: String(disk.uuid),
       cipher: String(disk.cipher),
+      integrity: String(disk.integrity ?? 'none'),
       mapping: String(disk.mapping),
       formatted: disk.formatted === true,
     };
@@ -67,6 +68,6 @@ export async function followBoot(c: MiniCluster, name: string): Promise<void> {
   c.say(
     name,
     'bootstrapping',
-    `(confboot bootstrapper; ${res.disk ? `${res.disk.mapping} ${res.disk.cipher}` : 'no disk'})`,
+    `(confboot bootstrapper; ${res.disk ? `${res.disk.mapping} ${res.disk.cipher}, integrity ${res.disk.integrity}` : 'no disk'})`,
   );
 }

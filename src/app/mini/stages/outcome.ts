@@ -59,6 +59,7 @@ export async function collectOutcome(c: MiniCluster, secrets: MiniSecrets | unde
       r.diskInVm = {
         active: state.active === true,
         cipher: (state.cipher as string | null) ?? null,
+        integrity: (state.integrity as string | null) ?? null,
         keyslots: (state.keyslots as number[]) ?? [],
         initialPassphraseOpens: state.initialPassphraseOpens === true,
       };
