@@ -497,16 +497,12 @@ describe("the join service's pki copy (the init container's script, run for real
           const st = statSync(join(pod, f));
           expect([st.uid, st.gid, st.mode & 0o777], f).toEqual([65532, 65532, 0o400]);
         }
-        // Read back as the service's user, in a child process that runs as 65532.
-        const read = execFileSync(
-          process.execPath,
-          [
-            '-e',
-            `const fs=require('node:fs');process.stdout.write(fs.readFileSync(${JSON.stringify(join(pod, 'ca.key'))},'utf8'));fs.readFileSync(${JSON.stringify(join(pod, 'etcd/ca.key'))})`,
-          ],
-          { uid: 65532, gid: 65532, encoding: 'utf8' },
-        );
-        expect(read).toBe('content of ca.key\n');
+        // Read back as the service's user, in a child process that runs as 65532. The system's `cat`,
+        // not this clone's Node: the clone's parent directory may not be searchable by 65532 (a
+        // `mktemp -d` folder is mode 0700), which says nothing about the copies.
+        const asService = { uid: 65532, gid: 65532, encoding: 'utf8' } as const;
+        expect(execFileSync('cat', [join(pod, 'ca.key')], asService)).toBe('content of ca.key\n');
+        expect(execFileSync('cat', [join(pod, 'etcd/ca.key')], asService)).toBe('content of etcd/ca.key\n');
         // A missing file fails the copy (the pod does not start half-provisioned).
         rmSync(join(host, 'sa.pub'));
         expect(() =>

@@ -7,18 +7,75 @@
  *   libraries loaded with dlopen that are named explicitly (the tpm2-tss TCTI modules).
  */
 import { existsSync } from 'node:fs';
-import { mkdir, readdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
-import { join } from 'node:path';
+import { mkdir, mkdtemp, readdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
+import { dirname, join } from 'node:path';
 import { run } from './run.js';
 
 /** Kernel packages this builder accepts: Debian's generic amd64 6.1 kernel (not -cloud, not -rt). */
 export const KERNEL_PACKAGE_RE = /^linux-image-6\.1\.0-(\d+)-amd64$/;
 
+/** Options of {@link ensureKernelDeb}. */
+export interface KernelDebOptions {
+  /** Download attempts before giving up (default 4). */
+  attempts?: number;
+  /** Wait before the n-th retry, ms (default 3 s, 10 s, 30 s, …). */
+  retryDelayMs?: (retry: number) => number;
+}
+
+/** How many the first retries wait: a Debian mirror that is syncing answers again within seconds. */
+const DOWNLOAD_RETRY_DELAYS_MS = [3_000, 10_000, 30_000];
+
+/**
+ * `apt-get download pkg` into a fresh private directory inside `debDir`, retried: a Debian mirror in
+ * the middle of a sync answers `File has unexpected size … Mirror sync in progress?` for a while.
+ * The finished .deb is renamed into `debDir` in one step, so another build reading `debDir` at the
+ * same time sees the whole file or none, never a partial one, and two builds downloading at once
+ * each rename a whole copy of the same file.
+ */
+async function downloadDeb(
+  debDir: string,
+  pkg: string,
+  options: KernelDebOptions,
+  log?: (line: string) => void,
+): Promise<string> {
+  const attempts = options.attempts ?? 4;
+  const delay =
+    options.retryDelayMs ??
+    ((n: number) => DOWNLOAD_RETRY_DELAYS_MS[n - 1] ?? DOWNLOAD_RETRY_DELAYS_MS[2] ?? 0);
+  for (let attempt = 1; ; attempt++) {
+    const dir = await mkdtemp(join(debDir, '.download-'));
+    try {
+      await run('apt-get', ['download', pkg], { cwd: dir, timeoutMs: 600_000 });
+      const got = (await readdir(dir)).find((n) => n.startsWith(`${pkg}_`) && n.endsWith('.deb'));
+      if (got === undefined) throw new Error(`apt-get download ${pkg} left no .deb`);
+      await rename(join(dir, got), join(debDir, got));
+      return got;
+    } catch (err) {
+      if (attempt >= attempts)
+        throw new Error(`downloading ${pkg} (${attempts} attempts): ${(err as Error).message}`, {
+          cause: err,
+        });
+      const wait = delay(attempt);
+      log?.(
+        `apt-get download ${pkg} failed (attempt ${attempt} of ${attempts}); retrying in ${wait} ms: ${(err as Error).message.split('\n')[0]}`,
+      );
+      await new Promise((r) => setTimeout(r, wait));
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  }
+}
+
 /**
  * The kernel .deb to use: the newest `linux-image-6.1.0-N-amd64_*.deb` already in `debDir`, else the
- * newest such package apt knows, downloaded into `debDir` with `apt-get download`.
+ * newest such package apt knows, downloaded into `debDir` with `apt-get download` (retried; see
+ * downloadDeb).
  */
-export async function ensureKernelDeb(debDir: string, log?: (line: string) => void): Promise<string> {
+export async function ensureKernelDeb(
+  debDir: string,
+  log?: (line: string) => void,
+  options: KernelDebOptions = {},
+): Promise<string> {
   await mkdir(debDir, { recursive: true });
   const newest = (names: string[]) =>
     names
@@ -41,10 +98,7 @@ export async function ensureKernelDeb(debDir: string, log?: (line: string) => vo
       'no linux-image-6.1.0-N-amd64 package known to apt (run apt-get update, or scripts/setup.sh)',
     );
   log?.(`downloading ${pkg} with apt-get download`);
-  await run('apt-get', ['download', pkg], { cwd: debDir, timeoutMs: 600_000 });
-  const got = newest((await readdir(debDir)).filter((n) => n.startsWith(`${pkg}_`) && n.endsWith('.deb')));
-  if (got === undefined) throw new Error(`apt-get download ${pkg} left no .deb in ${debDir}`);
-  return join(debDir, got);
+  return join(debDir, await downloadDeb(debDir, pkg, options, log));
 }
 
 /** An unpacked kernel package. */
@@ -57,20 +111,34 @@ export interface UnpackedKernel {
   root: string;
 }
 
-/** Unpacks `deb` into `dir` (once; reused when complete) and runs depmod for its modules. */
+/**
+ * Unpacks `deb` into `dir` (once; reused when complete) and runs depmod for its modules. The unpacked
+ * tree is completed in a private directory and renamed into place with its completion mark inside,
+ * so two builds at once never remove or read each other's half-written tree: the first rename wins
+ * and the other build's copy is discarded.
+ */
 export async function unpackKernel(deb: string, dir: string): Promise<UnpackedKernel> {
   const done = join(dir, '.complete');
   if (!existsSync(done)) {
-    const tmp = `${dir}.tmp-${process.pid}`;
-    await rm(tmp, { recursive: true, force: true });
-    await mkdir(tmp, { recursive: true });
-    await run('dpkg-deb', ['-x', deb, tmp], { timeoutMs: 600_000 });
-    const rel = (await readdir(join(tmp, 'lib/modules')))[0];
-    if (rel === undefined) throw new Error(`${deb}: no lib/modules/<release>`);
-    await run('depmod', ['-b', tmp, rel], { timeoutMs: 300_000 });
-    await rm(dir, { recursive: true, force: true });
-    await rename(tmp, dir);
-    await writeFile(done, `${rel}\n`);
+    await mkdir(dirname(dir), { recursive: true });
+    const tmp = await mkdtemp(`${dir}.tmp-`);
+    try {
+      await run('dpkg-deb', ['-x', deb, tmp], { timeoutMs: 600_000 });
+      const rel = (await readdir(join(tmp, 'lib/modules')))[0];
+      if (rel === undefined) throw new Error(`${deb}: no lib/modules/<release>`);
+      await run('depmod', ['-b', tmp, rel], { timeoutMs: 300_000 });
+      await writeFile(join(tmp, '.complete'), `${rel}\n`);
+      // A tree without its mark was left by a build that was stopped: replace it.
+      if (existsSync(dir) && !existsSync(done)) await rm(dir, { recursive: true, force: true });
+      try {
+        await rename(tmp, dir);
+      } catch (err) {
+        const code = (err as NodeJS.ErrnoException).code;
+        if ((code !== 'ENOTEMPTY' && code !== 'EEXIST') || !existsSync(done)) throw err;
+      }
+    } finally {
+      await rm(tmp, { recursive: true, force: true });
+    }
   }
   const release = (await readFile(done, 'utf8')).trim();
   return { release, vmlinuz: join(dir, 'boot', `vmlinuz-${release}`), root: dir };
