@@ -24,7 +24,7 @@ import { X509CsrFactory } from '../../../src/adapters/pki/x509-csr-factory.js';
 import {
   SimulatedClusterInitializer,
   SimulatedControlPlane,
-} from '../../../src/adapters/simulated/simulated-kubernetes.js';
+} from '../../../src/testbed/simulated/simulated-kubernetes.js';
 import { SystemClock } from '../../../src/adapters/system/system-clock.js';
 import {
   joinServiceCommand,
@@ -540,8 +540,9 @@ describe('confboot join-service (production wiring; simulated Kubernetes API ser
       node.issueJoinTicket(`127.0.0.1:${grpcPort}`, { ...request, certificateRequest: revokedCsr.csrDer }),
     ).rejects.toMatchObject({ code: 'permission-denied' });
 
-    // The refusal is a Warning Event on the join service's DaemonSet; the decision's evidence is
-    // one EvidenceRecord of the disk (the latest decision: refused).
+    // The refusal is a Warning Event on the join service's DaemonSet; the decision's evidence is an
+    // EvidenceRecord of its own (refused-disk-<uuid>), beside the disk's issued record, which it
+    // does not replace.
     await waitFor(async () => api.events.size === 1, 'the refusal Event');
     expect([...api.events.values()][0]).toMatchObject({
       reason: 'DenyList',
@@ -550,14 +551,18 @@ describe('confboot join-service (production wiring; simulated Kubernetes API ser
     });
     expect([...api.events.values()][0]?.message).toContain('node revoked-1');
     await waitFor(
-      async () => api.evidenceRecords.get(`disk-${request.diskUuid}`)?.spec?.outcome === 'refused',
+      async () => api.evidenceRecords.get(`refused-disk-${request.diskUuid}`)?.spec?.outcome === 'refused',
       'the refused decision recorded',
     );
-    expect(api.evidenceRecords.get(`disk-${request.diskUuid}`)?.spec).toMatchObject({
-      key: `disk/${request.diskUuid}`,
-      nodeName: 'revoked-1',
+    expect(api.evidenceRecords.get(`refused-disk-${request.diskUuid}`)?.spec).toMatchObject({
+      key: `refused-disk/${request.diskUuid}`,
       outcome: 'refused',
       reason: 'deny-list',
+    });
+    expect(api.evidenceRecords.get(`disk-${request.diskUuid}`)?.spec).toMatchObject({
+      key: `disk/${request.diskUuid}`,
+      nodeName: 'worker-1',
+      outcome: 'issued',
     });
     expect(api.violations).toEqual([]);
 
