@@ -369,13 +369,12 @@ export class DiskMapper {
       try {
         await disk.unlock(diskKey);
       } catch (err) {
-        throw new ConfbootError(
-          'permission-denied',
-          `the key does not open this node's state disk: ${messageOf(err)}`,
-          {
-            cause: err,
-          },
-        );
+        // The disk's own words (its device path, cryptsetup's output) stay in this node's log: the
+        // refusal goes to callers who are not authenticated (recovery).
+        logger.warn('State disk did not open with the key', { source, error: messageOf(err) });
+        throw new ConfbootError('permission-denied', "the key does not open this node's state disk", {
+          cause: err,
+        });
       }
       // Point of no return: the disk is open. A failure below ends the mapper (reboot to retry).
       try {

@@ -46,7 +46,8 @@ class StubStateDisk implements StateDiskSetup {
   }
   async unlock(key: Uint8Array): Promise<void> {
     this.calls.push('unlock');
-    if (!Buffer.from(key).equals(Buffer.from(DISK_KEY))) throw new Error('no keyslot opens with this key');
+    if (!Buffer.from(key).equals(Buffer.from(DISK_KEY)))
+      throw new Error('no keyslot of state disk /dev/disk/by-id/secret-path opens with this key');
     this.unlocked.push(key.slice());
   }
 }
@@ -274,6 +275,12 @@ describe('DiskMapper', () => {
       await expect(
         handler.recover({ kind: 'master-secret', masterSecret: filled(32, 5), salt: SALT }),
       ).rejects.toThrow(/does not belong to this node/);
+      // The caller is not authenticated: the disk's own error (its device path) stays in the log.
+      const refusal = await handler
+        .recover({ kind: 'master-secret', masterSecret: filled(32, 6), salt: SALT })
+        .catch((e: unknown) => e as Error);
+      expect(refusal.message).not.toContain('secret-path');
+      expect(s.logger.events.some((e) => JSON.stringify(e.fields ?? {}).includes('secret-path'))).toBe(true);
       expect(s.marker.calls).toHaveLength(0);
       m.stop();
       expect(await run).toEqual({ outcome: 'stopped' });
