@@ -27,6 +27,7 @@ import { run as runRecover } from '../../src/app/cli/recover.js';
 import { expectedAttestationConfig, GOOD_BOOT, measureBoot } from '../../src/app/demo/boot-measurements.js';
 import { bundleEntry } from '../../src/app/mini/bundle.js';
 import { variantOid } from '../../src/app/registry/index.js';
+import { ConfbootError } from '../../src/ports/errors.js';
 import type { Issuer } from '../../src/ports/issuer.js';
 import type { InitRequest } from '../../src/ports/types.js';
 import { useTmpDirs } from '../support/tmp.js';
@@ -203,8 +204,10 @@ describe('with --qemu-ak-registry: the registered VM is trusted, a software TPM 
     return { endpoint: `127.0.0.1:${port}`, requests };
   }
 
-  async function recoveryNode(node: SwtpmNode) {
+  async function recoveryNode(node: SwtpmNode, busyAnswers = 0) {
     const kinds: string[] = [];
+    let busy = busyAnswers;
+
     const stop = new AbortController();
     let onListening!: (port: number) => void;
     const listening = new Promise<number>((r) => {
@@ -221,6 +224,11 @@ describe('with --qemu-ak-registry: the registered VM is trusted, a software TPM 
       {
         async recover(request) {
           kinds.push(request.kind);
+          if (busy-- > 0)
+            throw new ConfbootError(
+              'resource-exhausted',
+              'recovery: 3 attempts already wait to open the state disk',
+            );
           return { recovered: true, received: 0, threshold: 1, total: 1, message: 'recovered' };
         },
       },
@@ -263,6 +271,24 @@ describe('with --qemu-ak-registry: the registered VM is trusted, a software TPM 
     expect(await runRecover([...recoverArgs(f, node.endpoint), ...withRegistry(f)])).toBe(0);
     expect(node.kinds).toEqual(['master-secret']);
     expect(io.out()).toBe('Recovered: recovered\n');
+  });
+
+  it('recover sends again while the node answers busy (resource-exhausted), and only once with --retry-seconds 0', {
+    timeout: 120_000,
+  }, async () => {
+    const node = await recoveryNode(vm, 2);
+    const f = await operatorFiles(registry());
+    const io = capture();
+    expect(await runRecover([...recoverArgs(f, node.endpoint), ...withRegistry(f)])).toBe(0);
+    // Two busy answers, then the same request was counted: three calls, each attested anew.
+    expect(node.kinds).toEqual(['master-secret', 'master-secret', 'master-secret']);
+    expect(io.err().match(/Node busy \(.*3 attempts already wait.*\); sending again in/g)).toHaveLength(2);
+    expect(io.out()).toBe('Recovered: recovered\n');
+    const once = await recoveryNode(vm, 1);
+    expect(
+      await runRecover([...recoverArgs(f, once.endpoint), ...withRegistry(f), '--retry-seconds', '0']),
+    ).toBe(1);
+    expect(once.kinds).toEqual(['master-secret']);
   });
 
   it('recover refuses the software TPM with the same PCRs and sends it nothing (exit 1)', {

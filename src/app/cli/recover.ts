@@ -3,12 +3,17 @@
  * master secret (`--master-secret-file`, upstream's form: kms_uri with key and salt) or one share
  * file (`--share`, k-of-n). The node's attestation is verified against the cluster's measurements
  * over attested TLS before anything is sent. Prints the node's answer, e.g. `1 of 2 received`.
+ * A node that answers busy (`resource-exhausted`: its unlock queue or share store is full, as under
+ * a flood of other callers; `unavailable`: not listening yet, or checking a split) is sent the same
+ * request again, with capped backoff and jitter, for up to `--retry-seconds`; a refusal (attestation,
+ * a secret or share that does not belong) is final at once.
  */
 import { readFile } from 'node:fs/promises';
 import { decryptShare, isEncryptedShare } from '../../adapters/crypto/share-encryption.js';
 import { GrpcRecoverClient, RECOVERY_PORT } from '../../adapters/grpc/recover.js';
 import { SystemClock } from '../../adapters/system/system-clock.js';
-import { isAttestationError, messageOf } from '../../ports/errors.js';
+import type { Clock } from '../../ports/clock.js';
+import { isAttestationError, isConfbootError, messageOf } from '../../ports/errors.js';
 import { formatMismatch } from '../../ports/measurement-policy.js';
 import { joinHostPort, splitHostPort } from '../../ports/peer-address.js';
 import type { RecoverRequest } from '../../ports/recovery-endpoint.js';
@@ -62,16 +67,65 @@ export const recoverCommand: CommandSpec = {
       secret: 'file',
       description: "the holder's X25519 private key (PEM) when the share file is encrypted",
     },
-    'timeout-seconds': { type: 'string', valueName: 'N', description: 'bound on the call', default: '60' },
+    'timeout-seconds': { type: 'string', valueName: 'N', description: 'bound on each call', default: '60' },
+    'retry-seconds': {
+      type: 'string',
+      valueName: 'N',
+      default: '120',
+      description:
+        'while the node answers busy (resource-exhausted or unavailable), send again for up to N seconds, 1 s to 10 s apart (0: once)',
+    },
   },
   epilog:
     'Give exactly one of --master-secret-file and --share.\n' +
     "The variant decides how the node's attestation key is trusted, as in the join service: for qemu-vtpm the\n" +
     "key must be the one --qemu-ak-registry registers for the node's address (without a registry recover\n" +
     'refuses to run, exit 2, unless --trust-ak-as-carried accepts any key: INSECURE).\n' +
+    'A busy node (resource-exhausted, unavailable) is sent the same request again for up to --retry-seconds.\n' +
     'Exit codes: 0 accepted (recovered, or the share was counted: "k of n received"), 1 refused or\n' +
-    'failed (attestation, wrong secret, a share that does not belong), 2 usage or input error.',
+    'failed (attestation, wrong secret, a share that does not belong, still busy), 2 usage or input error.',
 };
+
+/** First and largest wait between sends to a busy node, ms. */
+const RETRY_FIRST_MS = 1_000;
+const RETRY_MAX_MS = 10_000;
+
+/** A node's answer that asks the holder to send again later, not a refusal of what was sent. */
+function isBusy(err: unknown): boolean {
+  return (
+    !isAttestationError(err) &&
+    isConfbootError(err) &&
+    (err.code === 'resource-exhausted' || err.code === 'unavailable')
+  );
+}
+
+/**
+ * Calls `send` until it succeeds, fails with something other than {@link isBusy}, or the next wait
+ * would end after `retryMs` from now: waits 1 s, doubling to 10 s, each with full jitter in its upper
+ * half, and says so through `progress`.
+ */
+async function sendWhileBusy<T>(
+  send: () => Promise<T>,
+  retryMs: number,
+  clock: Clock,
+  progress: (line: string) => void,
+): Promise<T> {
+  const until = clock.now().getTime() + retryMs;
+  let wait = RETRY_FIRST_MS;
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await send();
+    } catch (err) {
+      const pause = Math.round(wait / 2 + Math.random() * (wait / 2));
+      if (!isBusy(err) || clock.now().getTime() + pause > until) throw err;
+      progress(
+        `Node busy (${messageOf(err)}); sending again in ${(pause / 1000).toFixed(1)} s (attempt ${attempt + 1})`,
+      );
+      await clock.sleep(pause);
+      wait = Math.min(wait * 2, RETRY_MAX_MS);
+    }
+  }
+}
 
 async function readMasterSecret(path: string): Promise<RecoverRequest> {
   let content: Buffer;
@@ -111,6 +165,9 @@ export async function run(argv: string[]): Promise<number> {
     const progress = (line: string) => process.stderr.write(`recover: ${line}\n`);
     const variant = variantFlag(v.variant);
     const timeoutInMs = timeoutFlagMs(v['timeout-seconds']);
+    const retrySeconds = Number(v['retry-seconds']);
+    if (!Number.isFinite(retrySeconds) || retrySeconds < 0)
+      throw new UsageError('--retry-seconds must be a number of seconds, 0 or more');
     const endpointArg = String(v.endpoint);
     const hp = splitHostPort(endpointArg);
     const endpoint = hp ? joinHostPort(hp.host, hp.port) : joinHostPort(endpointArg, RECOVERY_PORT);
@@ -134,10 +191,16 @@ export async function run(argv: string[]): Promise<number> {
         ? await readMasterSecret(secretFile)
         : await readShare(shareFile as string, v['share-key'] as string | undefined);
 
-    const client = new GrpcRecoverClient({ validators: [validator], clock: new SystemClock() });
+    const clock = new SystemClock();
+    const client = new GrpcRecoverClient({ validators: [validator], clock });
     progress(`Connecting to ${endpoint} and verifying the node's attestation`);
     try {
-      const { status } = await client.recover(endpoint, request, { timeoutInMs });
+      const { status } = await sendWhileBusy(
+        () => client.recover(endpoint, request, { timeoutInMs }),
+        retrySeconds * 1000,
+        clock,
+        progress,
+      );
       progress('Node attested');
       process.stdout.write(`${status.recovered ? 'Recovered' : 'Waiting'}: ${status.message}\n`);
       return 0;
