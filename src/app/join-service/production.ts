@@ -25,7 +25,11 @@ import type { Logger } from '../../ports/logger.js';
 import type { MetadataAPI } from '../../ports/metadata-api.js';
 import type { Validator } from '../../ports/validator.js';
 import type { Variant } from '../../ports/variant.js';
-import type { VariantLookupSettings, VariantLookups } from '../registry/validator-deps.js';
+import {
+  QEMU_AK_AS_CARRIED_WARNING,
+  type VariantLookupSettings,
+  type VariantLookups,
+} from '../registry/validator-deps.js';
 
 export type { VariantLookupSettings, VariantLookups } from '../registry/validator-deps.js';
 
@@ -309,9 +313,7 @@ export async function startProductionJoinService(
     config.trustAkAsCarried === true &&
     config.qemuAkRegistryPath === undefined
   )
-    logger.error(
-      'SECURITY: --trust-ak-as-carried is set: any attestation key a qemu-vtpm document carries is trusted, so a software TPM extended to the expected values passes attestation',
-    );
+    logger.error(QEMU_AK_AS_CARRIED_WARNING);
   const build = validatorBuilder(
     config.variant,
     await variantLookups(
