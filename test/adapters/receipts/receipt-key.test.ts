@@ -3,7 +3,7 @@ import { mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { ReceiptKey } from '../../../src/adapters/receipts/receipt-key.js';
+import { ReceiptKey, readJwksFile } from '../../../src/adapters/receipts/receipt-key.js';
 import { verifyReceipt } from '../../../src/adapters/receipts/verify-receipt.js';
 import { buildReceiptClaims } from '../../../src/domain/receipts.js';
 import { EAR_PROFILE } from '../../../src/ports/receipt-signer.js';
@@ -138,5 +138,11 @@ describe('join receipts: ES256 JWT in the EAR format, verified against a JWKS', 
     const err = await ReceiptKey.load(join(dir, 'junk.pem')).catch((e: Error) => e);
     expect(String(err)).not.toContain('secret-looking');
     expect(await readFile(join(dir, 'junk.pem'), 'utf8')).toBe('secret-looking junk');
+  });
+});
+
+describe("readJwksFile (the join service's retired keys)", () => {
+  it('refuses a file over 64 KiB after reading one byte past the cap, never the whole file (/dev/zero has no end)', async () => {
+    await expect(readJwksFile('/dev/zero')).rejects.toThrow(/larger than 65536 bytes/);
   });
 });
