@@ -16,12 +16,12 @@ import { join } from 'node:path';
 import { GrpcJoinTicketClient } from '../src/adapters/grpc/join-client.js';
 import { silentLogger } from '../src/adapters/log/pino-logger.js';
 import { X509CsrFactory } from '../src/adapters/pki/x509-csr-factory.js';
+import { SystemClock } from '../src/adapters/system/system-clock.js';
+import type { JoinTicketRequest } from '../src/ports/types.js';
 import {
   SimulatedClusterInitializer,
   SimulatedControlPlane,
-} from '../src/adapters/simulated/simulated-kubernetes.js';
-import { SystemClock } from '../src/adapters/system/system-clock.js';
-import type { JoinTicketRequest } from '../src/ports/types.js';
+} from '../src/testbed/simulated/simulated-kubernetes.js';
 import { SHA256, SoftTpm, SoftVtpmIssuer } from '../test/support/soft-tpm.js';
 import { type ServiceProcess, spawnCli } from './child.js';
 import type { BenchServiceConfig } from './service-wiring.js';

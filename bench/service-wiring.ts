@@ -15,15 +15,15 @@ import { UpdatableValidator } from '../src/adapters/attestation/updatable/updata
 import { GrpcKmsClient } from '../src/adapters/kms/grpc-kms-client.js';
 import { FileCertificateAuthority } from '../src/adapters/pki/file-certificate-authority.js';
 import { WorkerCertificateAuthority } from '../src/adapters/pki/worker-certificate-authority.js';
-import {
-  InMemoryBootstrapTokens,
-  InMemoryClusterFacts,
-  SimulatedControlPlane,
-} from '../src/adapters/simulated/simulated-kubernetes.js';
 import { SystemClock } from '../src/adapters/system/system-clock.js';
 import { validatorBuilder } from '../src/app/join-service/production.js';
 import { type RunningJoinService, startJoinService } from '../src/app/join-service/service.js';
 import type { Logger } from '../src/ports/logger.js';
+import {
+  InMemoryBootstrapTokens,
+  InMemoryClusterFacts,
+  SimulatedControlPlane,
+} from '../src/testbed/simulated/simulated-kubernetes.js';
 
 /**
  * CA worker threads (CONFBOOT_BENCH_CA_WORKERS; default 1, as the production wiring; 0 = the CSR

@@ -19,15 +19,15 @@ import { run as runApply } from '../../src/app/cli/apply.js';
 import { run } from '../../src/app/cli/init.js';
 import { run as runReceipt } from '../../src/app/cli/receipt.js';
 import { MAX_RECOVERY_THRESHOLD } from '../../src/app/cli/recovery-share-files.js';
+import { variantOid } from '../../src/app/registry/index.js';
+import { buildReceiptClaims } from '../../src/domain/receipts.js';
+import type { InitRequest } from '../../src/ports/types.js';
 import {
   expectedAttestationConfig,
   GOOD_BOOT,
   measureBoot,
   TAMPERED_BOOT,
-} from '../../src/app/demo/boot-measurements.js';
-import { variantOid } from '../../src/app/registry/index.js';
-import { buildReceiptClaims } from '../../src/domain/receipts.js';
-import type { InitRequest } from '../../src/ports/types.js';
+} from '../../src/testbed/demo/boot-measurements.js';
 import { SsaApiServer } from '../support/ssa-api-server.js';
 import { useSwtpm } from '../support/swtpm.js';
 import { useTmpDirs } from '../support/tmp.js';

@@ -6,7 +6,7 @@
  * VM whose AK is registered receives the secret, and a second real swtpm booted the same way (PCRs
  * equal, PCR 15 zero: a software TPM replaying the image's public measurements) receives nothing.
  * `--trust-ak-as-carried` is the explicit opt-in, printed as a SECURITY line. mini's operator
- * programs (src/app/mini/host/{init,recover}-entry.ts, bundled and run as mini runs them, here
+ * programs (src/testbed/mini/host/{init,recover}-entry.ts, bundled and run as mini runs them, here
  * without the network namespace) apply the same rule with the identities file.
  */
 import { spawn } from 'node:child_process';
@@ -24,12 +24,16 @@ import { type SwtpmInstance, startSwtpm } from '../../src/adapters/tpm/swtpm.js'
 import { Tpm2ToolsTpm } from '../../src/adapters/tpm/tpm2-tools-tpm.js';
 import { run as runInit } from '../../src/app/cli/init.js';
 import { run as runRecover } from '../../src/app/cli/recover.js';
-import { expectedAttestationConfig, GOOD_BOOT, measureBoot } from '../../src/app/demo/boot-measurements.js';
-import { bundleEntry } from '../../src/app/mini/bundle.js';
 import { variantOid } from '../../src/app/registry/index.js';
 import { ConfbootError } from '../../src/ports/errors.js';
 import type { Issuer } from '../../src/ports/issuer.js';
 import type { InitRequest } from '../../src/ports/types.js';
+import {
+  expectedAttestationConfig,
+  GOOD_BOOT,
+  measureBoot,
+} from '../../src/testbed/demo/boot-measurements.js';
+import { bundleEntry } from '../../src/testbed/mini/bundle.js';
 import { useTmpDirs } from '../support/tmp.js';
 
 const tmp = useTmpDirs('confboot-operator-ak-');

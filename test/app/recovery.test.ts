@@ -24,15 +24,15 @@ import { Tpm2ToolsTpm } from '../../src/adapters/tpm/tpm2-tools-tpm.js';
 import { run as bootstrapper } from '../../src/app/cli/bootstrapper.js';
 import { run as recover } from '../../src/app/cli/recover.js';
 import { writeRecoveryShareFiles } from '../../src/app/cli/recovery-share-files.js';
+import { buildValidator } from '../../src/app/registry/validators.js';
+import { deriveClusterId, deriveDataKey } from '../../src/domain/key-derivation.js';
+import type { Validator } from '../../src/ports/validator.js';
 import {
   expectedAttestationConfig,
   GOOD_BOOT,
   measureBoot,
   TAMPERED_BOOT,
-} from '../../src/app/demo/boot-measurements.js';
-import { buildValidator } from '../../src/app/registry/validators.js';
-import { deriveClusterId, deriveDataKey } from '../../src/domain/key-derivation.js';
-import type { Validator } from '../../src/ports/validator.js';
+} from '../../src/testbed/demo/boot-measurements.js';
 import { dumpMetadata, formatImage } from '../adapters/disk/luks-image.js';
 import { joinCallOf } from '../support/join-call.js';
 import { freePort } from '../support/net.js';

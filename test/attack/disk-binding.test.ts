@@ -14,7 +14,7 @@ import { status } from '@grpc/grpc-js';
 import { KubeConfig } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { KubeDiskBindings } from '../../src/adapters/kubernetes/disk-bindings.js';
-import { TAMPERED_BOOT } from '../../src/app/demo/boot-measurements.js';
+import { TAMPERED_BOOT } from '../../src/testbed/demo/boot-measurements.js';
 import { FakeKubeApi } from '../adapters/kubernetes/fake-kube-api.js';
 import {
   attempt,

@@ -7,9 +7,9 @@
 import { status } from '@grpc/grpc-js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { silentLogger } from '../../src/adapters/log/pino-logger.js';
-import { expectedAttestationConfig } from '../../src/app/demo/boot-measurements.js';
 import { validatorBuilder } from '../../src/app/join-service/production.js';
 import { variantOid } from '../../src/app/registry/index.js';
+import { expectedAttestationConfig } from '../../src/testbed/demo/boot-measurements.js';
 import { DummyIssuer } from '../support/dummy-attestation.js';
 import { attempt, clock, EMPTY_REQUEST, expectIssued, expectRefused, snapshot } from './support/attack.js';
 import { FixedDocumentIssuer, SoftVtpmIssuer, type SwtpmNode, softTpmNode } from './support/nodes.js';

@@ -9,9 +9,9 @@ import { status } from '@grpc/grpc-js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createQemuVtpmIssuer } from '../../src/adapters/attestation/vtpm/issuer.js';
 import { expectedPcr15, Pcr15Marker } from '../../src/adapters/tpm/pcr15-marker.js';
-import { GOOD_BOOT, replayBoot, TAMPERED_BOOT } from '../../src/app/demo/boot-measurements.js';
 import { variantOid } from '../../src/app/registry/index.js';
 import { isAttestationError } from '../../src/ports/errors.js';
+import { GOOD_BOOT, replayBoot, TAMPERED_BOOT } from '../../src/testbed/demo/boot-measurements.js';
 import { attempt, expectIssued, expectRefused, snapshot } from './support/attack.js';
 import {
   MutatingIssuer,

@@ -21,7 +21,6 @@ import {
   type RecoveryEndpointOptions,
   recoverRequestToProto,
 } from '../../src/adapters/grpc/recover.js';
-import { expectedAttestationConfig } from '../../src/app/demo/boot-measurements.js';
 import { buildValidator } from '../../src/app/registry/validators.js';
 import { DiskMapper, type DiskMapperOptions } from '../../src/domain/disk-mapper.js';
 import { deriveClusterId, deriveDataKey } from '../../src/domain/key-derivation.js';
@@ -32,6 +31,7 @@ import type { RecoverRequest } from '../../src/ports/recovery-endpoint.js';
 import type { StateDiskCondition, StateDiskSetup } from '../../src/ports/state-disk-setup.js';
 import type { RejoinTicket } from '../../src/ports/types.js';
 import type { Validator } from '../../src/ports/validator.js';
+import { expectedAttestationConfig } from '../../src/testbed/demo/boot-measurements.js';
 import {
   RecordingLogger,
   StubMarker,

@@ -6,7 +6,7 @@
  */
 import { status } from '@grpc/grpc-js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { replayBoot, TAMPERED_BOOT } from '../../src/app/demo/boot-measurements.js';
+import { replayBoot, TAMPERED_BOOT } from '../../src/testbed/demo/boot-measurements.js';
 import { attempt, expectIssued, expectRefused, snapshot } from './support/attack.js';
 import { flipBit, MutatingIssuer, type SwtpmNode, sha256, withSha256Quote } from './support/nodes.js';
 import { startTargetWithNode, type Target } from './support/target.js';

@@ -12,7 +12,7 @@ import { existsSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { afterEach, describe, expect, it } from 'vitest';
 import { CryptsetupDisk } from '../../src/adapters/disk/cryptsetup-disk.js';
-import { opensWithKey } from '../../src/app/demo/state-disk.js';
+import { opensWithKey } from '../../src/testbed/demo/state-disk.js';
 import { useTmpDirs } from '../support/tmp.js';
 import {
   expectJoinedCleanly,

@@ -9,8 +9,8 @@
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import { KubeadmJoiner } from '../../src/adapters/kubernetes/kubeadm.js';
-import { SimulatedClusterJoiner } from '../../src/adapters/simulated/simulated-kubernetes.js';
 import type { ClusterJoiner } from '../../src/ports/cluster-joiner.js';
+import { SimulatedClusterJoiner } from '../../src/testbed/simulated/simulated-kubernetes.js';
 import { FAKE_KUBEADM, FakeKubeadmWorld } from '../adapters/kubernetes/fake-kubeadm.js';
 import { useTmpDirs } from '../support/tmp.js';
 import { expectJoinedCleanly, expectMarkedForReset, expectNoSecretsInLogs } from './support/checks.js';

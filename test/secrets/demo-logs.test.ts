@@ -14,9 +14,9 @@ import { join } from 'node:path';
 import { PassThrough } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createPinoLogger } from '../../src/adapters/log/pino-logger.js';
-import { renderSummary } from '../../src/app/cli/demo.js';
-import { type DemoResult, runDemo } from '../../src/app/demo/demo.js';
 import type { Logger } from '../../src/ports/logger.js';
+import { renderSummary } from '../../src/testbed/cli/demo.js';
+import { type DemoResult, runDemo } from '../../src/testbed/demo/demo.js';
 import { formsOf, pemSecrets, type Secret, searchSecrets } from './search.js';
 
 interface Run {

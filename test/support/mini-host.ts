@@ -4,7 +4,7 @@
  */
 import { spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { OVMF_CODE } from '../../src/adapters/vm/qemu-vm.js';
+import { OVMF_CODE } from '../../src/testbed/vm/qemu-vm.js';
 
 const TOOLS = [
   'qemu-system-x86_64',

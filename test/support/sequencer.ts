@@ -15,10 +15,10 @@ import { BaseSequencer, type TestSpecification } from 'vitest/node';
  * between runs is larger than what the order of these four changes.
  */
 export const LONG_RUNNING_TEST_FILES: readonly string[] = [
-  'test/mini/lifecycle.test.ts', // 457 s
-  'test/mini/ha.test.ts', // 288 s
-  'test/mini/upgrade.test.ts', // 374 s
-  'test/mini/mini-up.test.ts', // 112 s
+  'test/testbed/mini/lifecycle.test.ts', // 457 s
+  'test/testbed/mini/ha.test.ts', // 288 s
+  'test/testbed/mini/upgrade.test.ts', // 374 s
+  'test/testbed/mini/mini-up.test.ts', // 112 s
 ];
 
 /** {@link BaseSequencer}'s order with {@link LONG_RUNNING_TEST_FILES} moved to the front. */

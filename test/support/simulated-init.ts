@@ -5,12 +5,12 @@
  */
 import { join } from 'node:path';
 import { silentLogger } from '../../src/adapters/log/pino-logger.js';
-import { issueApiServerCredentials } from '../../src/adapters/simulated/apiserver-credentials.js';
+import { SystemClock } from '../../src/adapters/system/system-clock.js';
+import { issueApiServerCredentials } from '../../src/testbed/simulated/apiserver-credentials.js';
 import {
   SimulatedClusterInitializer,
   SimulatedControlPlane,
-} from '../../src/adapters/simulated/simulated-kubernetes.js';
-import { SystemClock } from '../../src/adapters/system/system-clock.js';
+} from '../../src/testbed/simulated/simulated-kubernetes.js';
 
 /** Runs the simulated init in `dir`; admin.conf names `controlPlaneEndpoint` (default the node at 127.0.0.1). */
 export async function simulatedInit(

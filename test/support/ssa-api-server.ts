@@ -8,7 +8,7 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { parse as parseYaml } from 'yaml';
-import { BRINGUP_RESOURCES, storedForm } from '../../src/adapters/simulated/simulated-cluster-api.js';
+import { BRINGUP_RESOURCES, storedForm } from '../../src/testbed/simulated/simulated-cluster-api.js';
 
 // biome-ignore lint/suspicious/noExplicitAny: stored Kubernetes objects of arbitrary shape
 type Obj = Record<string, any>;

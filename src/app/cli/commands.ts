@@ -1,8 +1,10 @@
 /**
  * The CLI's command table. Each entry loads its module lazily, so `confboot --help` and a node for
- * one cloud never load code (or cloud SDKs) they do not use. Add one line per command.
+ * one cloud never load code (or cloud SDKs) they do not use. Add one line per command. `demo` and
+ * `mini` are the testbed's (src/testbed, only in a clone of the repository), loaded by testbed.ts.
  */
 import type { CommandEntry, CommandModule } from './command.js';
+import { loadTestbedCommand } from './testbed.js';
 
 export type { CommandEntry, CommandModule };
 
@@ -25,7 +27,7 @@ export const COMMANDS: CommandEntry[] = [
   {
     name: 'demo',
     summary: 'Run the whole flow on loopback with real TPMs and LUKS2 disks (kubeadm simulated)',
-    load: () => import('./demo.js'),
+    load: () => loadTestbedCommand('demo'),
   },
   {
     name: 'init',
@@ -57,7 +59,7 @@ export const COMMANDS: CommandEntry[] = [
   {
     name: 'mini',
     summary: 'The same flow on real QEMU VMs: measured boot, vTPM quotes, dm-crypt, private network',
-    load: () => import('./mini.js'),
+    load: () => loadTestbedCommand('mini'),
   },
   {
     name: 'recover',

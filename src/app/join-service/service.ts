@@ -11,6 +11,7 @@ import type { RefusedEvidence } from '../../adapters/grpc/atls/exchange.js';
 import type { AttestedGrpcServer } from '../../adapters/grpc/attested-server.js';
 import { createJoinServer } from '../../adapters/grpc/join-server.js';
 import { createPinoLogger } from '../../adapters/log/pino-logger.js';
+import { InMemoryDiskBindings } from '../../adapters/memory/in-memory-disk-bindings.js';
 import {
   HealthServiceDefinition,
   HealthStatus,
@@ -26,7 +27,6 @@ import { ConcurrencyLimiter, TokenBucketRateLimiter } from '../../adapters/ops/l
 import { JoinServiceMetrics, type JoinServiceMetricsOptions } from '../../adapters/ops/metrics.js';
 import { TimedValidator } from '../../adapters/ops/timed-validator.js';
 import type { JsonWebKeySet } from '../../adapters/receipts/receipt-key.js';
-import { InMemoryDiskBindings } from '../../adapters/simulated/in-memory-disk-bindings.js';
 import { SystemClock } from '../../adapters/system/system-clock.js';
 import { TicketIssuer } from '../../domain/ticket-issuer.js';
 import type { BootstrapTokens } from '../../ports/bootstrap-tokens.js';

@@ -1,10 +1,11 @@
 /**
- * `confboot demo`: runs the whole flow on this machine (see src/app/demo/demo.ts), prints progress,
+ * `confboot demo`: runs the whole flow on this machine (see src/testbed/demo/demo.ts), prints progress,
  * a summary table and, with --json, a machine-readable result. Exit 0 when every good node joined,
  * every tampered node was refused, and every disk state and PCR 15 value checked out.
  */
+
+import { type CommandSpec, parseCommand, runCommand, UsageError } from '../../app/program/args.js';
 import { type DemoResult, runDemo } from '../demo/demo.js';
-import { type CommandSpec, parseCommand, runCommand, UsageError } from '../program/args.js';
 
 export const demoCommand: CommandSpec = {
   name: 'demo',

@@ -2,7 +2,7 @@
  * The flags every `confboot mini` scenario that boots VMs takes (`up`, `lifecycle`, `upgrade`),
  * declared once, and the check of `--accel`.
  */
-import { type CommandSpec, UsageError } from '../program/args.js';
+import { type CommandSpec, UsageError } from '../../app/program/args.js';
 
 type Option = NonNullable<CommandSpec['options']>[string];
 

@@ -1,11 +1,12 @@
 /**
- * `confboot mini upgrade`: the rolling-upgrade scenario on real QEMU VMs (src/app/mini/upgrade.ts):
+ * `confboot mini upgrade`: the rolling-upgrade scenario on real QEMU VMs (src/testbed/mini/upgrade.ts):
  * image A, image B's measurements, the dry run against the cluster's evidence, the A+B rollout, a B
  * node joining, an A node rejoining, image A expiring, and every receipt verified. Prints one line
  * per step (or the JSON result with --json) and removes everything it started, also on Ctrl-C.
  */
+
+import { type CommandSpec, parseCommand } from '../../app/program/args.js';
 import { type MiniUpgradeResult, miniUpgrade } from '../mini/upgrade.js';
-import { type CommandSpec, parseCommand } from '../program/args.js';
 import { accelFlag, MINI_JSON_OPTION, MINI_VM_OPTIONS } from './mini-options.js';
 
 export const miniUpgradeCommand: CommandSpec = {

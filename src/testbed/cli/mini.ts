@@ -1,16 +1,23 @@
 /**
  * `confboot mini up|lifecycle|upgrade|down`: confboot nodes on real QEMU virtual machines
- * (src/app/mini/cluster.ts, with `--control-planes N` ha.ts, lifecycle.ts, docs/mini.md). `up` prints
+ * (src/testbed/mini/cluster.ts, with `--control-planes N` ha.ts, lifecycle.ts, docs/mini.md). `up` prints
  * progress per VM and a summary table (or JSON with --json) and removes everything it started, also on
  * Ctrl-C and SIGTERM; `lifecycle` runs the reboot, tampered reboot, outage-with-recovery and reset
  * steps on one cluster; `upgrade` runs the rolling-upgrade scenario (mini-upgrade.ts); `down` removes
  * what a `--keep` run (or a crashed one) left.
  */
+
+import {
+  type CommandSpec,
+  parseCommand,
+  renderHelp,
+  runCommand,
+  UsageError,
+} from '../../app/program/args.js';
 import { type MiniLifecycleResult, type MiniResult, miniDown, miniUp } from '../mini/cluster.js';
 import { type MiniHaResult, miniHa } from '../mini/ha.js';
 import { miniLifecycle } from '../mini/lifecycle.js';
 import { describePcrMismatch } from '../mini/stages/join.js';
-import { type CommandSpec, parseCommand, renderHelp, runCommand, UsageError } from '../program/args.js';
 import { accelFlag, MINI_JSON_OPTION, MINI_VM_OPTIONS } from './mini-options.js';
 
 export const miniUpCommand: CommandSpec = {

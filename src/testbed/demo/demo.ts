@@ -35,23 +35,23 @@ import { type KeyServiceServer, startKeyServiceServer } from '../../adapters/kms
 import { createPinoLogger } from '../../adapters/log/pino-logger.js';
 import { FileCertificateAuthority } from '../../adapters/pki/file-certificate-authority.js';
 import { ReceiptKey } from '../../adapters/receipts/receipt-key.js';
-import {
-  InMemoryBootstrapTokens,
-  InMemoryClusterFacts,
-  SimulatedControlPlane,
-} from '../../adapters/simulated/simulated-kubernetes.js';
 import { freePortOn } from '../../adapters/system/free-port.js';
 import { SystemClock } from '../../adapters/system/system-clock.js';
 import { startSwtpm } from '../../adapters/tpm/swtpm.js';
 import { Tpm2ToolsTpm } from '../../adapters/tpm/tpm2-tools-tpm.js';
+import { AUDIT_MESSAGE } from '../../app/join-service/audit.js';
+import { startJoinService } from '../../app/join-service/service.js';
+import { initCluster } from '../../app/operator/init-cluster.js';
+import { qemuAkLookups } from '../../app/registry/validator-deps.js';
+import { buildValidator } from '../../app/registry/validators.js';
 import { parseAttestationConfig } from '../../domain/measurements.js';
 import type { Logger } from '../../ports/logger.js';
 import type { Validator } from '../../ports/validator.js';
-import { AUDIT_MESSAGE } from '../join-service/audit.js';
-import { startJoinService } from '../join-service/service.js';
-import { initCluster } from '../operator/init-cluster.js';
-import { qemuAkLookups } from '../registry/validator-deps.js';
-import { buildValidator } from '../registry/validators.js';
+import {
+  InMemoryBootstrapTokens,
+  InMemoryClusterFacts,
+  SimulatedControlPlane,
+} from '../simulated/simulated-kubernetes.js';
 import { expectedAttestationConfig, GOOD_BOOT, measureBoot, TAMPERED_BOOT } from './boot-measurements.js';
 import { type DemoNode, type NodeWiring, startDemoNode } from './node.js';
 import type { DemoResult } from './result.js';

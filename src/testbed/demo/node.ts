@@ -8,13 +8,10 @@ import { join } from 'node:path';
 import { CryptsetupDisk } from '../../adapters/disk/cryptsetup-disk.js';
 import { GrpcJoinTicketClient } from '../../adapters/grpc/join-client.js';
 import type { RingLogCollector } from '../../adapters/log/ring-log-collector.js';
-import {
-  SimulatedClusterInitializer,
-  SimulatedClusterJoiner,
-  type SimulatedControlPlane,
-} from '../../adapters/simulated/simulated-kubernetes.js';
 import type { SwtpmInstance } from '../../adapters/tpm/swtpm.js';
 import type { Tpm2ToolsTpm } from '../../adapters/tpm/tpm2-tools-tpm.js';
+import { type BootstrapperNode, startBootstrapperNode } from '../../app/bootstrapper/node.js';
+import { bootstrapperDeps, createNodeContainer, LogRing } from '../../app/modules/index.js';
 import type { Clock } from '../../ports/clock.js';
 import { ClusterInitializer } from '../../ports/cluster-initializer.js';
 import { ClusterJoiner } from '../../ports/cluster-joiner.js';
@@ -24,8 +21,11 @@ import { Issuer } from '../../ports/issuer.js';
 import { JoinTicketClient } from '../../ports/join-ticket-client.js';
 import { Logger } from '../../ports/logger.js';
 import { Tpm } from '../../ports/tpm.js';
-import { type BootstrapperNode, startBootstrapperNode } from '../bootstrapper/node.js';
-import { bootstrapperDeps, createNodeContainer, LogRing } from '../modules/index.js';
+import {
+  SimulatedClusterInitializer,
+  SimulatedClusterJoiner,
+  type SimulatedControlPlane,
+} from '../simulated/simulated-kubernetes.js';
 import { DEMO_PBKDF, type StateDiskImage } from './state-disk.js';
 
 /** A demo node while the demo runs. */

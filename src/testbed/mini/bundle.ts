@@ -1,5 +1,5 @@
 /**
- * Bundles a mini entry point (a module under src/app/mini, given without extension) into one ESM
+ * Bundles a mini entry point (a module under src/testbed/mini, given without extension) into one ESM
  * file with esbuild, from the compiled .js next to this file or, under a TypeScript runner, the .ts
  * source. One file loads far faster than a module tree, which matters inside a TCG guest where Node
  * runs about 100 times slower. esbuild is a devDependency: mini is a development tool.
@@ -55,9 +55,9 @@ export async function bundleEntry(entry: string): Promise<string> {
 }
 
 /**
- * Bundles `entry` (e.g. `../cli/main`, the `confboot` CLI) with code splitting: `main.js` plus
- * chunks that load only when a command imports them, so `confboot bootstrapper` in a VM parses
- * what the bootstrapper needs and no more. Returns file name → content, in name order.
+ * Bundles `entry` (e.g. `../../app/cli/main`, the product's `confboot` CLI) with code splitting:
+ * `main.js` plus chunks that load only when a command imports them, so `confboot bootstrapper` in a
+ * VM parses what the bootstrapper needs and no more. Returns file name → content, in name order.
  */
 export async function bundleSplit(entry: string): Promise<Map<string, string>> {
   const esbuild = await loadEsbuild();

@@ -24,7 +24,7 @@
  * reference boot, provision, boot, init (with the control plane's boot evidence), join (each
  * worker's boot evidence and outcome), services, outcome; other scenarios (`mini lifecycle`) reuse
  * them with steps of their own. kubeadm and the Kubernetes API server are SIMULATED
- * (guest/kubeadm-sim.ts, adapters/simulated/simulated-kube-api.ts); the result says so.
+ * (guest/kubeadm-sim.ts, src/testbed/simulated/simulated-kube-api.ts); the result says so.
  */
 import { MiniCluster } from './context.js';
 import { type BootExtras, bootStage, provisionStage } from './stages/fleet.js';

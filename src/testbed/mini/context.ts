@@ -12,12 +12,8 @@ import { existsSync } from 'node:fs';
 import { mkdir, mkdtemp, truncate, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import {
-  type NetworkSlot,
-  type PrivateNetwork,
-  sweepStaleNetworks,
-} from '../../adapters/vm/private-network.js';
-import { QemuVm } from '../../adapters/vm/qemu-vm.js';
+import { type NetworkSlot, type PrivateNetwork, sweepStaleNetworks } from '../vm/private-network.js';
+import { QemuVm } from '../vm/qemu-vm.js';
 import {
   GUEST_CONFIG_FW_CFG,
   type GuestConfig,

@@ -18,13 +18,8 @@ import { createRequire } from 'node:module';
 import { homedir } from 'node:os';
 import { basename, dirname, join } from 'node:path';
 import zlib from 'node:zlib';
-import { type CpioEntry, writeCpio } from '../../adapters/vm/cpio.js';
-import {
-  ensureKernelDeb,
-  moduleLoadOrder,
-  sharedLibraries,
-  unpackKernel,
-} from '../../adapters/vm/image-parts.js';
+import { type CpioEntry, writeCpio } from '../vm/cpio.js';
+import { ensureKernelDeb, moduleLoadOrder, sharedLibraries, unpackKernel } from '../vm/image-parts.js';
 import { bundleEntry, bundleSplit } from './bundle.js';
 
 const require = createRequire(import.meta.url);
@@ -221,7 +216,7 @@ export async function buildNodeImage(options: BuildNodeImageOptions = {}): Promi
   const libs = await sharedLibraries(Object.values(EXECUTABLES), DLOPENED);
   const agent = await bundleEntry('guest/agent');
   const kubeadm = await bundleEntry('guest/kubeadm-sim');
-  const cli = await bundleSplit('../cli/main');
+  const cli = await bundleSplit('../../app/cli/main');
 
   const entries: CpioEntry[] = [];
   const dirs = new Set<string>();

@@ -10,7 +10,7 @@
 import { createHash } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import { replayEventLog, type TcgEventLog } from '../../adapters/attestation/eventlog/tcg-log.js';
-import { extend, kernelMeasurement, loadOptionsMeasurement } from '../../adapters/vm/linux-boot.js';
+import { extend, kernelMeasurement, loadOptionsMeasurement } from '../vm/linux-boot.js';
 
 const SHA256 = 11;
 const sha256 = (b: Uint8Array | string) => createHash('sha256').update(b).digest();

@@ -8,8 +8,8 @@
 import { mkdir } from 'node:fs/promises';
 import { startSwtpm } from '../../adapters/tpm/swtpm.js';
 import { Tpm2ToolsTpm } from '../../adapters/tpm/tpm2-tools-tpm.js';
-import { run } from '../../adapters/vm/run.js';
 import type { AkRegistry as QemuAkRegistry } from '../../ports/ak-registry.js';
+import { run } from '../vm/run.js';
 
 /** What provisioning produced. */
 export interface ProvisionedTpm {

@@ -6,8 +6,8 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { mkdir, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { listMiniNamespaces, removeNamespace } from '../../adapters/vm/private-network.js';
-import { run } from '../../adapters/vm/run.js';
+import { listMiniNamespaces, removeNamespace } from '../vm/private-network.js';
+import { run } from '../vm/run.js';
 
 /** Where a `--keep` run notes its work directory per namespace, for `mini down` (root's tmpfs). */
 const KEPT_DIR = '/run/confboot-mini';

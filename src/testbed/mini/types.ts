@@ -23,7 +23,7 @@ export interface MiniUpOptions {
   controlPlaneCpus?: number;
   /**
    * The host's bridge address is the cluster's load balancer: the metadata server answers it on
-   * `/endpoint` (several control planes, src/app/mini/ha.ts). Default: control-plane-0's address.
+   * `/endpoint` (several control planes, src/testbed/mini/ha.ts). Default: control-plane-0's address.
    */
   loadBalancer?: boolean;
   /** Deadline of the whole run after the VMs started, default 900 s under TCG and 300 s under KVM. */

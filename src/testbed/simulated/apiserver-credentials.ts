@@ -16,7 +16,7 @@ import { readFile, rename, rm, writeFile } from 'node:fs/promises';
 import { isIP } from 'node:net';
 import { join } from 'node:path';
 import { parse as parseYaml, stringify as stringifyYaml } from 'yaml';
-import { loadX509, type X509Module } from '../pki/x509-loader.js';
+import { loadX509, type X509Module } from '../../adapters/pki/x509-loader.js';
 
 /** The serving certificate and key kubeadm writes into the PKI directory. */
 export const APISERVER_CERT = 'apiserver.crt';

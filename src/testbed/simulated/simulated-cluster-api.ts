@@ -14,7 +14,7 @@
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { isDeepStrictEqual } from 'node:util';
-import { MASTER_SECRET_NAME } from '../kubernetes/names.js';
+import { MASTER_SECRET_NAME } from '../../adapters/kubernetes/names.js';
 import { FakeKubeApi, type FakeKubeApiOptions, type RouteRequest } from './simulated-kube-api.js';
 
 // biome-ignore lint/suspicious/noExplicitAny: stored Kubernetes objects of arbitrary shape

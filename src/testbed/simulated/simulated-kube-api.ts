@@ -19,7 +19,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import { createServer as createHttpsServer } from 'node:https';
 import type { AddressInfo } from 'node:net';
 import { parse as parseYaml } from 'yaml';
-import { MASTER_SECRET_NAME } from '../kubernetes/names.js';
+import { MASTER_SECRET_NAME } from '../../adapters/kubernetes/names.js';
 import { isAdminCertificate, type RouteRequest } from './route-request.js';
 import { type RecordsAnswer, SimulatedRecords } from './simulated-kube-records.js';
 

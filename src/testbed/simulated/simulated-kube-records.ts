@@ -6,7 +6,7 @@
  * as a violation.
  */
 
-import { DISK_BINDING_OWNER_LABEL, diskBindingOwnerLabel } from '../kubernetes/names.js';
+import { DISK_BINDING_OWNER_LABEL, diskBindingOwnerLabel } from '../../adapters/kubernetes/names.js';
 
 // biome-ignore lint/suspicious/noExplicitAny: stored Kubernetes objects of arbitrary shape
 type Obj = Record<string, any>;

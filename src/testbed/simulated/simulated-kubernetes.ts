@@ -18,6 +18,7 @@ import {
 } from 'node:crypto';
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
+import { loadX509 } from '../../adapters/pki/x509-loader.js';
 import type { BootstrapTokens } from '../../ports/bootstrap-tokens.js';
 import type { Clock } from '../../ports/clock.js';
 import type { ClusterFacts } from '../../ports/cluster-facts.js';
@@ -26,7 +27,6 @@ import type { ClusterJoiner, JoinClusterArgs } from '../../ports/cluster-joiner.
 import { ConfbootError } from '../../ports/errors.js';
 import type { Logger } from '../../ports/logger.js';
 import type { Component } from '../../ports/types.js';
-import { loadX509 } from '../pki/x509-loader.js';
 
 const TOKEN_ALPHABET = 'abcdefghijklmnopqrstuvwxyz0123456789';
 const randomToken = (n: number) => Array.from({ length: n }, () => TOKEN_ALPHABET[randomInt(36)]).join('');

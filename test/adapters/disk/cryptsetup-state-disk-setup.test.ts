@@ -2,7 +2,7 @@
  * The disk mapper's view of a real LUKS2 image through the real cryptsetup (no device-mapper here:
  * unlocking is `open --test-passphrase` through the validated header copy, no mapping name). Without
  * device-mapper there is no dm-integrity either, so these images are formatted with integrity `none`;
- * the integrity-protected format runs in `mini`'s VMs (test/mini/lifecycle.test.ts).
+ * the integrity-protected format runs in `mini`'s VMs (test/testbed/mini/lifecycle.test.ts).
  */
 import { chmod, readFile, truncate, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';

@@ -1,6 +1,6 @@
 /**
  * KubeEventRecorder through the real @kubernetes/client-node against the FAKE Kubernetes API server
- * (src/adapters/simulated/simulated-kube-api.ts: the real REST paths of core/v1 Events, every request
+ * (src/testbed/simulated/simulated-kube-api.ts: the real REST paths of core/v1 Events, every request
  * checked), under fake time: one Event per caller and reason, counts patched at most once per patch
  * interval, a flood costs a bounded number of writes, failures never reach the caller.
  */

@@ -1,6 +1,6 @@
 /**
  * KubeEvidenceStore through the real @kubernetes/client-node against the FAKE Kubernetes API server
- * (src/adapters/simulated/simulated-kube-api.ts: the real REST paths of a cluster-scoped custom
+ * (src/testbed/simulated/simulated-kube-api.ts: the real REST paths of a cluster-scoped custom
  * resource — server-side apply, GET, paged LIST, DELETE — every request checked), under fake time.
  */
 import { writeFileSync } from 'node:fs';

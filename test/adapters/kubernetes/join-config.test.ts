@@ -1,6 +1,6 @@
 /**
  * rollOutAttestationConfig through the real @kubernetes/client-node against the FAKE Kubernetes API
- * server (src/adapters/simulated/simulated-kube-api.ts), which checks the server-side apply.
+ * server (src/testbed/simulated/simulated-kube-api.ts), which checks the server-side apply.
  */
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';

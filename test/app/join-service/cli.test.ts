@@ -21,10 +21,6 @@ import { startKeyServiceServer } from '../../../src/adapters/kms/key-service-ser
 import { discoveryHashFromCaCert } from '../../../src/adapters/kubernetes/discovery-hash.js';
 import { silentLogger } from '../../../src/adapters/log/pino-logger.js';
 import { X509CsrFactory } from '../../../src/adapters/pki/x509-csr-factory.js';
-import {
-  SimulatedClusterInitializer,
-  SimulatedControlPlane,
-} from '../../../src/testbed/simulated/simulated-kubernetes.js';
 import { SystemClock } from '../../../src/adapters/system/system-clock.js';
 import {
   joinServiceCommand,
@@ -36,6 +32,10 @@ import {
 } from '../../../src/app/cli/join-service.js';
 import { apiServerEndpointFromMetadata, variantLookups } from '../../../src/app/join-service/production.js';
 import { UsageError } from '../../../src/app/program/args.js';
+import {
+  SimulatedClusterInitializer,
+  SimulatedControlPlane,
+} from '../../../src/testbed/simulated/simulated-kubernetes.js';
 import { HAVE_VECTORS, vec } from '../../adapters/attestation/snp/vectors.js';
 import { FAKE_PCS_FMSPC, pcsVector, startFakePcs } from '../../adapters/attestation/tdx/fake-pcs.js';
 import { FakeKubeApi } from '../../adapters/kubernetes/fake-kube-api.js';

@@ -16,14 +16,14 @@ import { JoinServiceMetrics } from '../../../src/adapters/ops/metrics.js';
 import { JsonlEvidenceStore } from '../../../src/adapters/state/jsonl-evidence-store.js';
 import { SystemClock } from '../../../src/adapters/system/system-clock.js';
 import { runDryRun } from '../../../src/app/cli/measurements-dry-run.js';
+import { type DryRunReport, withDryRunOnLoad } from '../../../src/app/join-service/dry-run.js';
+import { validatorBuilder } from '../../../src/app/join-service/production.js';
+import { isAttestationError } from '../../../src/ports/errors.js';
 import {
   expectedAttestationConfig,
   replayBoot,
   TAMPERED_BOOT,
-} from '../../../src/app/demo/boot-measurements.js';
-import { type DryRunReport, withDryRunOnLoad } from '../../../src/app/join-service/dry-run.js';
-import { validatorBuilder } from '../../../src/app/join-service/production.js';
-import { isAttestationError } from '../../../src/ports/errors.js';
+} from '../../../src/testbed/demo/boot-measurements.js';
 import { FakeKubeApi } from '../../adapters/kubernetes/fake-kube-api.js';
 import { type SwtpmNode, startSwtpmNode } from '../../attack/support/nodes.js';
 import { captureStdio } from '../../support/stdio.js';

@@ -22,12 +22,6 @@ import {
 } from '../../../src/adapters/ops/grpc-health.js';
 import { FileCertificateAuthority } from '../../../src/adapters/pki/file-certificate-authority.js';
 import { X509CsrFactory } from '../../../src/adapters/pki/x509-csr-factory.js';
-import {
-  InMemoryBootstrapTokens,
-  InMemoryClusterFacts,
-  SimulatedClusterInitializer,
-  SimulatedControlPlane,
-} from '../../../src/adapters/simulated/simulated-kubernetes.js';
 import { SystemClock } from '../../../src/adapters/system/system-clock.js';
 import {
   type JoinServiceOptions,
@@ -38,6 +32,12 @@ import type { Clock } from '../../../src/ports/clock.js';
 import type { Issuer } from '../../../src/ports/issuer.js';
 import type { KMS } from '../../../src/ports/kms.js';
 import type { JoinTicketRequest } from '../../../src/ports/types.js';
+import {
+  InMemoryBootstrapTokens,
+  InMemoryClusterFacts,
+  SimulatedClusterInitializer,
+  SimulatedControlPlane,
+} from '../../../src/testbed/simulated/simulated-kubernetes.js';
 import { DummyIssuer, DummyValidator } from '../../support/dummy-attestation.js';
 import { freePort } from '../../support/net.js';
 

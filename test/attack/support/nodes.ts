@@ -15,11 +15,11 @@ import {
 import { createQemuVtpmIssuer } from '../../../src/adapters/attestation/vtpm/issuer.js';
 import { type SwtpmInstance, startSwtpm } from '../../../src/adapters/tpm/swtpm.js';
 import { Tpm2ToolsTpm } from '../../../src/adapters/tpm/tpm2-tools-tpm.js';
-import { type BootEvent, GOOD_BOOT, measureBoot } from '../../../src/app/demo/boot-measurements.js';
 import { variantOid } from '../../../src/app/registry/index.js';
 import type { Issuer } from '../../../src/ports/issuer.js';
 import type { CallOptions } from '../../../src/ports/types.js';
 import type { Variant } from '../../../src/ports/variant.js';
+import { type BootEvent, GOOD_BOOT, measureBoot } from '../../../src/testbed/demo/boot-measurements.js';
 import { SoftTpm, type SoftTpmOptions, SoftVtpmIssuer } from '../../support/soft-tpm.js';
 
 /** A node with a real swtpm, booted (measured) like the demo image. */

@@ -19,14 +19,7 @@ import { HkdfKms } from '../../../src/adapters/kms/hkdf-kms.js';
 import { startKeyServiceServer } from '../../../src/adapters/kms/key-service-server.js';
 import { createPinoLogger, silentLogger } from '../../../src/adapters/log/pino-logger.js';
 import { FileCertificateAuthority } from '../../../src/adapters/pki/file-certificate-authority.js';
-import {
-  InMemoryBootstrapTokens,
-  InMemoryClusterFacts,
-  SimulatedClusterInitializer,
-  SimulatedControlPlane,
-} from '../../../src/adapters/simulated/simulated-kubernetes.js';
 import { SystemClock } from '../../../src/adapters/system/system-clock.js';
-import { expectedAttestationConfig } from '../../../src/app/demo/boot-measurements.js';
 import { type VariantLookups, validatorBuilder } from '../../../src/app/join-service/production.js';
 import {
   type JoinServiceLimits,
@@ -44,6 +37,13 @@ import type { KMS } from '../../../src/ports/kms.js';
 import type { ControlPlaneFile } from '../../../src/ports/types.js';
 import type { Validator } from '../../../src/ports/validator.js';
 import type { Variant } from '../../../src/ports/variant.js';
+import { expectedAttestationConfig } from '../../../src/testbed/demo/boot-measurements.js';
+import {
+  InMemoryBootstrapTokens,
+  InMemoryClusterFacts,
+  SimulatedClusterInitializer,
+  SimulatedControlPlane,
+} from '../../../src/testbed/simulated/simulated-kubernetes.js';
 import { FakeMetadataAPI } from '../../fakes/fake-metadata-api.js';
 import { CONTROL_PLANE_0, DEFAULT_NODE, type Instance } from './attack.js';
 import { type SwtpmNode, startSwtpmNode } from './nodes.js';

@@ -14,8 +14,8 @@ import { CryptsetupDisk, type StateDiskToken } from '../../../src/adapters/disk/
 import { HkdfKms } from '../../../src/adapters/kms/hkdf-kms.js';
 import { decodeNodeState } from '../../../src/adapters/state/json-node-state-store.js';
 import { expectedPcr15 } from '../../../src/adapters/tpm/pcr15-marker.js';
-import { opensWithKey } from '../../../src/app/demo/state-disk.js';
 import { MEASUREMENT_SECRET_KEY_ID } from '../../../src/domain/key-derivation.js';
+import { opensWithKey } from '../../../src/testbed/demo/state-disk.js';
 import { pemSecrets, type Secret, searchSecrets } from '../../secrets/search.js';
 import { type FaultCluster, type FaultNode, filesUnder, readIfExists } from './cluster.js';
 

@@ -34,13 +34,6 @@ import { createPinoLogger } from '../../../src/adapters/log/pino-logger.js';
 import { RingLogCollector } from '../../../src/adapters/log/ring-log-collector.js';
 import { FileCertificateAuthority } from '../../../src/adapters/pki/file-certificate-authority.js';
 import { X509CsrFactory } from '../../../src/adapters/pki/x509-csr-factory.js';
-import {
-  InMemoryBootstrapTokens,
-  InMemoryClusterFacts,
-  SimulatedClusterInitializer,
-  SimulatedClusterJoiner,
-  SimulatedControlPlane,
-} from '../../../src/adapters/simulated/simulated-kubernetes.js';
 import { ExclusiveFileWriter } from '../../../src/adapters/state/exclusive-file-writer.js';
 import { JsonNodeStateStore } from '../../../src/adapters/state/json-node-state-store.js';
 import { CryptoRandom } from '../../../src/adapters/system/crypto-random.js';
@@ -49,12 +42,6 @@ import { Pcr15Marker } from '../../../src/adapters/tpm/pcr15-marker.js';
 import { type SwtpmInstance, startSwtpm } from '../../../src/adapters/tpm/swtpm.js';
 import { Tpm2ToolsTpm } from '../../../src/adapters/tpm/tpm2-tools-tpm.js';
 import { type BootstrapperNode, startBootstrapperNode } from '../../../src/app/bootstrapper/node.js';
-import {
-  expectedAttestationConfig,
-  GOOD_BOOT,
-  measureBoot,
-} from '../../../src/app/demo/boot-measurements.js';
-import { createStateDiskImage, type StateDiskImage } from '../../../src/app/demo/state-disk.js';
 import { type RunningJoinService, startJoinService } from '../../../src/app/join-service/service.js';
 import { variantOid } from '../../../src/app/registry/index.js';
 import { createValidator } from '../../../src/app/registry/validators.js';
@@ -65,6 +52,19 @@ import { messageOf } from '../../../src/ports/errors.js';
 import type { JoinTicketClient } from '../../../src/ports/join-ticket-client.js';
 import type { Logger } from '../../../src/ports/logger.js';
 import type { Tpm } from '../../../src/ports/tpm.js';
+import {
+  expectedAttestationConfig,
+  GOOD_BOOT,
+  measureBoot,
+} from '../../../src/testbed/demo/boot-measurements.js';
+import { createStateDiskImage, type StateDiskImage } from '../../../src/testbed/demo/state-disk.js';
+import {
+  InMemoryBootstrapTokens,
+  InMemoryClusterFacts,
+  SimulatedClusterInitializer,
+  SimulatedClusterJoiner,
+  SimulatedControlPlane,
+} from '../../../src/testbed/simulated/simulated-kubernetes.js';
 import { freePort } from '../../support/net.js';
 import { SoftTpm } from '../../support/soft-tpm.js';
 import { CryptsetupWrapper, GateKms, StallingMetadataProxy } from './faults.js';

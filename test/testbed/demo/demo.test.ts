@@ -9,10 +9,10 @@ import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it, vi } from 'vitest';
-import { demoSucceeded, renderSummary } from '../../src/app/cli/demo.js';
-import { run as receiptCli } from '../../src/app/cli/receipt.js';
-import { expectedAttestationConfig } from '../../src/app/demo/boot-measurements.js';
-import { type DemoNodeResult, type DemoResult, runDemo } from '../../src/app/demo/demo.js';
+import { run as receiptCli } from '../../../src/app/cli/receipt.js';
+import { demoSucceeded, renderSummary } from '../../../src/testbed/cli/demo.js';
+import { expectedAttestationConfig } from '../../../src/testbed/demo/boot-measurements.js';
+import { type DemoNodeResult, type DemoResult, runDemo } from '../../../src/testbed/demo/demo.js';
 
 /** Processes whose command line mentions `dir` (the demo's swtpm state dirs live under it). */
 const processesUnder = (dir: string) => {

@@ -15,20 +15,20 @@ import { connect as netConnect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { decodeVtpmDocument } from '../../src/adapters/attestation/shared/vtpm-document.js';
-import { createQemuVtpmIssuer } from '../../src/adapters/attestation/vtpm/issuer.js';
-import { FileQemuAkRegistry } from '../../src/adapters/cloud/qemu/ak-registry.js';
-import { attestSocket } from '../../src/adapters/grpc/atls/connection.js';
-import type { AttestedPeer } from '../../src/adapters/grpc/atls/exchange.js';
-import { AttestedTlsListener } from '../../src/adapters/grpc/atls/listener.js';
-import { SystemClock } from '../../src/adapters/system/system-clock.js';
-import { type SwtpmInstance, startSwtpm } from '../../src/adapters/tpm/swtpm.js';
-import { Tpm2ToolsTpm } from '../../src/adapters/tpm/tpm2-tools-tpm.js';
-import { provisionTpm, registeredAkOf } from '../../src/app/mini/provision.js';
-import { variantOid } from '../../src/app/registry/index.js';
-import { createValidator } from '../../src/app/registry/validators.js';
-import { MeasurementsPolicy } from '../../src/domain/measurements.js';
-import type { Issuer } from '../../src/ports/issuer.js';
+import { decodeVtpmDocument } from '../../../src/adapters/attestation/shared/vtpm-document.js';
+import { createQemuVtpmIssuer } from '../../../src/adapters/attestation/vtpm/issuer.js';
+import { FileQemuAkRegistry } from '../../../src/adapters/cloud/qemu/ak-registry.js';
+import { attestSocket } from '../../../src/adapters/grpc/atls/connection.js';
+import type { AttestedPeer } from '../../../src/adapters/grpc/atls/exchange.js';
+import { AttestedTlsListener } from '../../../src/adapters/grpc/atls/listener.js';
+import { SystemClock } from '../../../src/adapters/system/system-clock.js';
+import { type SwtpmInstance, startSwtpm } from '../../../src/adapters/tpm/swtpm.js';
+import { Tpm2ToolsTpm } from '../../../src/adapters/tpm/tpm2-tools-tpm.js';
+import { variantOid } from '../../../src/app/registry/index.js';
+import { createValidator } from '../../../src/app/registry/validators.js';
+import { MeasurementsPolicy } from '../../../src/domain/measurements.js';
+import type { Issuer } from '../../../src/ports/issuer.js';
+import { provisionTpm, registeredAkOf } from '../../../src/testbed/mini/provision.js';
 
 const missing = ['swtpm', 'swtpm_setup', 'tpm2_quote'].filter(
   (c) => spawnSync('sh', ['-c', `command -v ${c}`]).status !== 0,

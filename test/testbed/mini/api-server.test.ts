@@ -18,11 +18,11 @@ import {
   apiAccessFromKubeconfig,
   MasterSecretUploadError,
   uploadMasterSecret,
-} from '../../src/adapters/kubernetes/master-secret-upload.js';
-import { loadApiServerCredentials } from '../../src/adapters/simulated/apiserver-credentials.js';
-import { FakeKubeApi, MASTER_SECRET_NAME } from '../../src/adapters/simulated/simulated-kube-api.js';
-import { simulatedInit as simulatedInitIn } from '../support/simulated-init.js';
-import { useTmpDirs } from '../support/tmp.js';
+} from '../../../src/adapters/kubernetes/master-secret-upload.js';
+import { loadApiServerCredentials } from '../../../src/testbed/simulated/apiserver-credentials.js';
+import { FakeKubeApi, MASTER_SECRET_NAME } from '../../../src/testbed/simulated/simulated-kube-api.js';
+import { simulatedInit as simulatedInitIn } from '../../support/simulated-init.js';
+import { useTmpDirs } from '../../support/tmp.js';
 
 const tmp = useTmpDirs('confboot-mini-api-');
 

@@ -11,21 +11,21 @@ import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { parseEventLog, replayEventLog } from '../../src/adapters/attestation/eventlog/tcg-log.js';
-import { decodeVtpmDocument } from '../../src/adapters/attestation/shared/vtpm-document.js';
+import { parseEventLog, replayEventLog } from '../../../src/adapters/attestation/eventlog/tcg-log.js';
+import { decodeVtpmDocument } from '../../../src/adapters/attestation/shared/vtpm-document.js';
+import { createValidator } from '../../../src/app/registry/validators.js';
+import { MeasurementsPolicy } from '../../../src/domain/measurements.js';
+import { bundleEntry } from '../../../src/testbed/mini/bundle.js';
+import { GUEST_CONFIG_FW_CFG, REPORT_PREFIX } from '../../../src/testbed/mini/guest/protocol.js';
+import { buildNodeImage, defaultCacheDir, type NodeImage } from '../../../src/testbed/mini/image.js';
+import { computedPcrs } from '../../../src/testbed/mini/measurements.js';
 import {
   createPrivateNetwork,
   listMiniNamespaces,
   type PrivateNetwork,
   sweepStaleNetworks,
-} from '../../src/adapters/vm/private-network.js';
-import { OVMF_CODE, QemuVm } from '../../src/adapters/vm/qemu-vm.js';
-import { bundleEntry } from '../../src/app/mini/bundle.js';
-import { GUEST_CONFIG_FW_CFG, REPORT_PREFIX } from '../../src/app/mini/guest/protocol.js';
-import { buildNodeImage, defaultCacheDir, type NodeImage } from '../../src/app/mini/image.js';
-import { computedPcrs } from '../../src/app/mini/measurements.js';
-import { createValidator } from '../../src/app/registry/validators.js';
-import { MeasurementsPolicy } from '../../src/domain/measurements.js';
+} from '../../../src/testbed/vm/private-network.js';
+import { OVMF_CODE, QemuVm } from '../../../src/testbed/vm/qemu-vm.js';
 
 function have(cmd: string): boolean {
   try {
@@ -39,7 +39,7 @@ const missing = ['qemu-system-x86_64', 'swtpm', 'swtpm_setup', 'dpkg-deb', 'depm
   (c) => !have(c),
 );
 if (!existsSync(OVMF_CODE)) missing.push(OVMF_CODE);
-// test/mini/mini-up.test.ts proves the same on three VMs in `npm test`; this single-VM test (about two
+// test/testbed/mini/mini-up.test.ts proves the same on three VMs in `npm test`; this single-VM test (about two
 // minutes under TCG) runs with CONFBOOT_MINI_ALL=1.
 if (process.env.CONFBOOT_MINI_ALL !== '1') missing.push('CONFBOOT_MINI_ALL=1');
 const CMDLINE = 'console=ttyS0 quiet panic=-1 no_timer_check';

@@ -1,5 +1,5 @@
 #!/bin/bash
-# The host around cryptsetup for test/mini/disk-mapper.test.ts.
+# The host around cryptsetup for test/testbed/mini/disk-mapper.test.ts.
 # Usage: cryptsetup-host.sh LOG DONE TRIGGER ATTACK_SCRIPT -- cryptsetup arguments…
 # Logs every argv to LOG; the first time the subcommand is TRIGGER it runs ATTACK_SCRIPT and logs
 # ATTACK first. No device-mapper exists where the tests run, so the dm-crypt mapping is SUBSTITUTED:

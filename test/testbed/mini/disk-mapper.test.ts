@@ -12,9 +12,9 @@ import { chmod, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import { mapStateDisk } from '../../src/app/mini/guest/disk-mapper.js';
-import { formatImage, mustCryptsetup } from '../adapters/disk/luks-image.js';
-import { useTmpDirs } from '../support/tmp.js';
+import { mapStateDisk } from '../../../src/testbed/mini/guest/disk-mapper.js';
+import { formatImage, mustCryptsetup } from '../../adapters/disk/luks-image.js';
+import { useTmpDirs } from '../../support/tmp.js';
 
 const tmp = useTmpDirs('confboot-mini-mapper-');
 const ATTACKER_UUID = '0badc0de-0000-4000-8000-000000000002';

@@ -2,12 +2,12 @@
  * The mini guest agent quotes for the host only for the flow's own purpose: one evidence document
  * per boot, before the bootstrapper starts, for the nonce the host committed to in its pre-boot
  * config, with user data fixed by the agent (never the host's). Gate logic with a recording issuer
- * standing in for the TPM (the real qemu-vtpm issuer on a VM's TPM runs in test/mini/mini-up.test.ts).
+ * standing in for the TPM (the real qemu-vtpm issuer on a VM's TPM runs in test/testbed/mini/mini-up.test.ts).
  */
 import { createHash, randomBytes } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
-import { EVIDENCE_USER_DATA, EvidenceGate } from '../../src/app/mini/guest/evidence.js';
-import { parseGuestConfig } from '../../src/app/mini/guest/protocol.js';
+import { EVIDENCE_USER_DATA, EvidenceGate } from '../../../src/testbed/mini/guest/evidence.js';
+import { parseGuestConfig } from '../../../src/testbed/mini/guest/protocol.js';
 
 function recordingIssuer() {
   const calls: Array<{ userData: string; nonce: string }> = [];

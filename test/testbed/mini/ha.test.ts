@@ -11,9 +11,9 @@
  */
 import { rmSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { listMiniNamespaces } from '../../src/adapters/vm/private-network.js';
-import { miniHa } from '../../src/app/mini/ha.js';
-import { missingForMiniVms } from '../support/mini-host.js';
+import { miniHa } from '../../../src/testbed/mini/ha.js';
+import { listMiniNamespaces } from '../../../src/testbed/vm/private-network.js';
+import { missingForMiniVms } from '../../support/mini-host.js';
 
 const missing = missingForMiniVms();
 

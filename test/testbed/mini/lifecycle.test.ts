@@ -14,9 +14,9 @@
 import { execFileSync, spawnSync } from 'node:child_process';
 import { rmSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { listMiniNamespaces } from '../../src/adapters/vm/private-network.js';
-import { miniLifecycle } from '../../src/app/mini/lifecycle.js';
-import { missingForMiniVms } from '../support/mini-host.js';
+import { miniLifecycle } from '../../../src/testbed/mini/lifecycle.js';
+import { listMiniNamespaces } from '../../../src/testbed/vm/private-network.js';
+import { missingForMiniVms } from '../../support/mini-host.js';
 
 const missing = missingForMiniVms();
 

@@ -11,9 +11,9 @@
 import { execFileSync, spawnSync } from 'node:child_process';
 import { rmSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { listMiniNamespaces } from '../../src/adapters/vm/private-network.js';
-import { miniUp } from '../../src/app/mini/cluster.js';
-import { missingForMiniVms } from '../support/mini-host.js';
+import { miniUp } from '../../../src/testbed/mini/cluster.js';
+import { listMiniNamespaces } from '../../../src/testbed/vm/private-network.js';
+import { missingForMiniVms } from '../../support/mini-host.js';
 
 const missing = missingForMiniVms();
 const workers = Number(process.env.CONFBOOT_MINI_WORKERS ?? '1');

@@ -12,7 +12,7 @@ import {
   listMiniNamespaces,
   NETNS_PREFIX,
   sweepStaleNetworks,
-} from '../../src/adapters/vm/private-network.js';
+} from '../../../src/testbed/vm/private-network.js';
 
 function have(cmd: string): boolean {
   return spawnSync('sh', ['-c', `command -v ${cmd}`]).status === 0;

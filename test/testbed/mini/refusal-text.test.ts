@@ -4,8 +4,8 @@
  * and prints it in that same text. No VM here: the text round-trips through the parser.
  */
 import { describe, expect, it } from 'vitest';
-import { describePcrMismatch, mismatchesOf } from '../../src/app/mini/stages/join.js';
-import { formatMismatch } from '../../src/ports/measurement-policy.js';
+import { formatMismatch } from '../../../src/ports/measurement-policy.js';
+import { describePcrMismatch, mismatchesOf } from '../../../src/testbed/mini/stages/join.js';
 
 const expected = Buffer.alloc(32, 0x11);
 const actual = Buffer.alloc(32, 0x22);

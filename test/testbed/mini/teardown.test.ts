@@ -5,7 +5,7 @@
  */
 import { spawn } from 'node:child_process';
 import { describe, expect, it } from 'vitest';
-import { trackProcess, waitGone } from '../../src/app/mini/teardown.js';
+import { trackProcess, waitGone } from '../../../src/testbed/mini/teardown.js';
 
 const exited = (child: ReturnType<typeof spawn>) => new Promise((r) => child.once('exit', r));
 

@@ -1,10 +1,10 @@
 /**
  * The comparison `mini upgrade` makes between the dry run's predictions and the reboots' outcomes
- * (src/app/mini/stages/upgrade-steps.ts), without VMs: a refused A node and a rejoined B node agree
+ * (src/testbed/mini/stages/upgrade-steps.ts), without VMs: a refused A node and a rejoined B node agree
  * with "refused" and "accepted"; a step that did not hold, or a node without a record, does not.
  */
 import { describe, expect, it } from 'vitest';
-import { predictionSteps, type UpgradeStepResult } from '../../src/app/mini/stages/upgrade-steps.js';
+import { predictionSteps, type UpgradeStepResult } from '../../../src/testbed/mini/stages/upgrade-steps.js';
 
 const step = (
   s: Partial<UpgradeStepResult> & Pick<UpgradeStepResult, 'step' | 'node' | 'ok'>,

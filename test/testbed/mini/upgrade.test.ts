@@ -10,8 +10,8 @@
  */
 import { rmSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { miniUpgrade } from '../../src/app/mini/upgrade.js';
-import { missingForMiniVms } from '../support/mini-host.js';
+import { miniUpgrade } from '../../../src/testbed/mini/upgrade.js';
+import { missingForMiniVms } from '../../support/mini-host.js';
 
 const missing = missingForMiniVms();
 // Four VMs and three rounds of reboots (about ten minutes under TCG), in `npm test`.

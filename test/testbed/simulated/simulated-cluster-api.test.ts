@@ -16,16 +16,16 @@ import {
   KubeClusterFacts,
   loadKubeConfig,
 } from '../../../src/adapters/kubernetes/api.js';
+import { SystemClock } from '../../../src/adapters/system/system-clock.js';
+import { bringUp } from '../../../src/app/bringup/bring-up.js';
+import { COMPONENTS_CONFIGMAP_NAME, MASTER_SECRET_NAME } from '../../../src/app/bringup/objects.js';
 import {
   loadApiServerCredentials,
   loadPublicApiServerCredentials,
   writeControlPlaneAdminConf,
-} from '../../../src/adapters/simulated/apiserver-credentials.js';
-import { kubeconfigAccess, readVolumes } from '../../../src/adapters/simulated/kubelet-volumes.js';
-import { SimulatedClusterApi } from '../../../src/adapters/simulated/simulated-cluster-api.js';
-import { SystemClock } from '../../../src/adapters/system/system-clock.js';
-import { bringUp } from '../../../src/app/bringup/bring-up.js';
-import { COMPONENTS_CONFIGMAP_NAME, MASTER_SECRET_NAME } from '../../../src/app/bringup/objects.js';
+} from '../../../src/testbed/simulated/apiserver-credentials.js';
+import { kubeconfigAccess, readVolumes } from '../../../src/testbed/simulated/kubelet-volumes.js';
+import { SimulatedClusterApi } from '../../../src/testbed/simulated/simulated-cluster-api.js';
 import { simulatedInit as simulatedInitIn } from '../../support/simulated-init.js';
 import { useTmpDirs } from '../../support/tmp.js';
 

@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { FileCertificateAuthority } from '../../../src/adapters/pki/file-certificate-authority.js';
 import { X509CsrFactory } from '../../../src/adapters/pki/x509-csr-factory.js';
+import type { JoinClusterArgs } from '../../../src/ports/cluster-joiner.js';
 import {
   caCertHash,
   InMemoryBootstrapTokens,
@@ -11,8 +12,7 @@ import {
   SimulatedClusterInitializer,
   SimulatedClusterJoiner,
   SimulatedControlPlane,
-} from '../../../src/adapters/simulated/simulated-kubernetes.js';
-import type { JoinClusterArgs } from '../../../src/ports/cluster-joiner.js';
+} from '../../../src/testbed/simulated/simulated-kubernetes.js';
 import { FakeClock } from '../../fakes/fake-clock.js';
 import { FakeLogger } from '../../fakes/fake-logger.js';
 import { useTmpDirs } from '../../support/tmp.js';

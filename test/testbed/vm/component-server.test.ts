@@ -14,7 +14,7 @@ import {
   type RunningComponentServer,
   startComponentServer,
   tamperedBytes,
-} from '../../../src/adapters/vm/component-server.js';
+} from '../../../src/testbed/vm/component-server.js';
 import { useTmpDirs } from '../../support/tmp.js';
 
 const tmp = useTmpDirs('confboot-component-server-');

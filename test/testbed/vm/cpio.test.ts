@@ -3,7 +3,7 @@ import { existsSync, mkdtempSync, readFileSync, readlinkSync, rmSync } from 'nod
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { writeCpio } from '../../../src/adapters/vm/cpio.js';
+import { writeCpio } from '../../../src/testbed/vm/cpio.js';
 
 const entries = [
   { type: 'dir' as const, path: 'bin' },

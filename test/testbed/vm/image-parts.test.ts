@@ -7,7 +7,7 @@
 import { chmod, mkdir, readdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { ensureKernelDeb } from '../../../src/adapters/vm/image-parts.js';
+import { ensureKernelDeb } from '../../../src/testbed/vm/image-parts.js';
 import { useTmpDirs } from '../../support/tmp.js';
 
 const tmp = useTmpDirs('confboot-image-parts-');

@@ -16,9 +16,9 @@
  */
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { MASTER_SECRET_NAME } from '../../../adapters/kubernetes/names.js';
-import { loadPublicApiServerCredentials } from '../../../adapters/simulated/apiserver-credentials.js';
-import { kubeconfigAccess, readVolumes } from '../../../adapters/simulated/kubelet-volumes.js';
-import { ADMIN_CONF_PATH, JOIN_SERVICE_PORT, PKI_DIR } from '../../defaults.js';
+import { ADMIN_CONF_PATH, JOIN_SERVICE_PORT, PKI_DIR } from '../../../app/defaults.js';
+import { loadPublicApiServerCredentials } from '../../simulated/apiserver-credentials.js';
+import { kubeconfigAccess, readVolumes } from '../../simulated/kubelet-volumes.js';
 import type { BootstrapConfig } from './protocol.js';
 
 const RUN_DIR = '/run/confboot';

@@ -7,7 +7,7 @@
  *   (SimulatedClusterInitializer), writing /etc/kubernetes/pki and /etc/kubernetes/admin.conf, so
  *   the join service signs kubelet certificates with a real CA; then, as kubeadm does for the API
  *   server, a serving certificate for the node's address signed by that CA (pki/apiserver.crt) and
- *   a random admin bearer token in admin.conf (adapters/simulated/apiserver-credentials.ts), which the simulated API server
+ *   a random admin bearer token in admin.conf (src/testbed/simulated/apiserver-credentials.ts), which the simulated API server
  *   on this VM serves with;
  * - `join`: checks what the JoinConfiguration carries — a bootstrap token of kubeadm's format, a
  *   `sha256:` discovery hash, the API server endpoint, and a kubelet certificate that matches its
@@ -19,18 +19,15 @@ import { existsSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { parseAllDocuments } from 'yaml';
 import { silentLogger } from '../../../adapters/log/pino-logger.js';
+import { SystemClock } from '../../../adapters/system/system-clock.js';
+import { ADMIN_CONF_PATH, PKI_DIR } from '../../../app/defaults.js';
+import { messageOf } from '../../../ports/errors.js';
 import {
   issueApiServerCredentials,
   writeControlPlaneAdminConf,
-} from '../../../adapters/simulated/apiserver-credentials.js';
-import { kubeletCertificateProblems } from '../../../adapters/simulated/kubelet-certificate-check.js';
-import {
-  SimulatedClusterInitializer,
-  SimulatedControlPlane,
-} from '../../../adapters/simulated/simulated-kubernetes.js';
-import { SystemClock } from '../../../adapters/system/system-clock.js';
-import { messageOf } from '../../../ports/errors.js';
-import { ADMIN_CONF_PATH, PKI_DIR } from '../../defaults.js';
+} from '../../simulated/apiserver-credentials.js';
+import { kubeletCertificateProblems } from '../../simulated/kubelet-certificate-check.js';
+import { SimulatedClusterInitializer, SimulatedControlPlane } from '../../simulated/simulated-kubernetes.js';
 import { API_SERVER_PUBLIC_KEY_PATH } from './protocol.js';
 
 // biome-ignore lint/suspicious/noExplicitAny: kubeadm configuration documents of arbitrary shape

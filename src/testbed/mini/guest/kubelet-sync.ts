@@ -8,7 +8,7 @@
  */
 import { createHash, generateKeyPairSync } from 'node:crypto';
 import { rename, writeFile } from 'node:fs/promises';
-import type { FakeKubeApi } from '../../../adapters/simulated/simulated-kube-api.js';
+import type { FakeKubeApi } from '../../simulated/simulated-kube-api.js';
 
 /** Writes a fresh receipt key (PKCS#8 PEM, ECDSA P-256) to `path`, readable by its owner only. */
 export async function writeReceiptKey(path: string): Promise<void> {

@@ -12,7 +12,7 @@
 import { execFile } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { mkdir, readFile, rename, writeFile } from 'node:fs/promises';
-import type { FakeKubeApi } from '../../../adapters/simulated/simulated-kube-api.js';
+import type { FakeKubeApi } from '../../simulated/simulated-kube-api.js';
 
 /** Where the state disk's mapping is mounted. */
 export const STATE_MOUNT = '/run/state';

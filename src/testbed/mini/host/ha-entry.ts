@@ -3,12 +3,12 @@
  * services of a mini cluster with several control planes, on the load balancer's address (the
  * host's bridge address, a stable address on the private network).
  *
- * - At once: the component server (adapters/vm/component-server.ts) on `<address>:8081`, serving
+ * - At once: the component server (src/testbed/vm/component-server.ts) on `<address>:8081`, serving
  *   the components the cluster vouches for (altered bytes to the addresses listed as tampered); it
  *   prints `{"type":"components","list":[…]}`.
  * - On the second stdin line (the serving certificate control-plane-0's simulated `kubeadm init`
  *   issued from the cluster CA for the host's key, and a digest of the admin token): the
- *   SIMULATED Kubernetes API server (adapters/simulated/simulated-cluster-api.ts) on `<address>:6443`
+ *   SIMULATED Kubernetes API server (src/testbed/simulated/simulated-cluster-api.ts) on `<address>:6443`
  *   over HTTPS, the stand-in for the control planes' load-balanced API servers. It accepts the admin
  *   token (checked against its digest) and admin client certificates from the cluster CA (what a control plane that joined
  *   holds). It prints `{"type":"api-server",…}` and then, whenever it changed, the API server's
@@ -23,8 +23,8 @@
  * secrets). Runs until stopped. Importing this module runs it.
  */
 import { createInterface } from 'node:readline';
-import { SimulatedClusterApi } from '../../../adapters/simulated/simulated-cluster-api.js';
-import { startComponentServer } from '../../../adapters/vm/component-server.js';
+import { SimulatedClusterApi } from '../../simulated/simulated-cluster-api.js';
+import { startComponentServer } from '../../vm/component-server.js';
 
 /** The first stdin line. */
 export interface HaEntryStart {

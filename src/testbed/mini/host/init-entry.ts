@@ -21,13 +21,13 @@ import {
 } from '../../../adapters/kubernetes/master-secret-upload.js';
 import { MASTER_SECRET_NAME } from '../../../adapters/kubernetes/names.js';
 import { SystemClock } from '../../../adapters/system/system-clock.js';
+import { bringUp } from '../../../app/bringup/bring-up.js';
+import { DEFAULT_IMAGE } from '../../../app/manifests/common.js';
+import { initCluster } from '../../../app/operator/init-cluster.js';
+import { checkMeasurementPolicy } from '../../../app/registry/policy-guard.js';
+import { qemuAkLookups } from '../../../app/registry/validator-deps.js';
+import { buildValidator } from '../../../app/registry/validators.js';
 import type { Component } from '../../../ports/types.js';
-import { bringUp } from '../../bringup/bring-up.js';
-import { DEFAULT_IMAGE } from '../../manifests/common.js';
-import { initCluster } from '../../operator/init-cluster.js';
-import { checkMeasurementPolicy } from '../../registry/policy-guard.js';
-import { qemuAkLookups } from '../../registry/validator-deps.js';
-import { buildValidator } from '../../registry/validators.js';
 
 /** What mini passes on stdin. */
 export interface InitEntryInput {

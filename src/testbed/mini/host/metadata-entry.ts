@@ -3,6 +3,6 @@
  * production `confboot metadata-server` command, so it listens on the bridge where the VMs are.
  * Arguments as for `confboot metadata-server`. Importing this module runs it.
  */
-import { run } from '../../operator/metadata-server.js';
+import { run } from '../../../app/operator/metadata-server.js';
 
 run(process.argv.slice(2)).then((code) => process.exit(code));

@@ -9,10 +9,10 @@
  */
 import { GrpcRecoverClient } from '../../../adapters/grpc/recover.js';
 import { SystemClock } from '../../../adapters/system/system-clock.js';
+import { checkMeasurementPolicy } from '../../../app/registry/policy-guard.js';
+import { qemuAkLookups } from '../../../app/registry/validator-deps.js';
+import { buildValidator } from '../../../app/registry/validators.js';
 import { isAttestationError, messageOf } from '../../../ports/errors.js';
-import { checkMeasurementPolicy } from '../../registry/policy-guard.js';
-import { qemuAkLookups } from '../../registry/validator-deps.js';
-import { buildValidator } from '../../registry/validators.js';
 
 /** What mini passes on stdin. */
 export interface RecoverEntryInput {

@@ -18,9 +18,9 @@ import { silentLogger } from '../../../adapters/log/pino-logger.js';
 import { parseJwks } from '../../../adapters/receipts/receipt-key.js';
 import { verifyReceipt } from '../../../adapters/receipts/verify-receipt.js';
 import { SystemClock } from '../../../adapters/system/system-clock.js';
+import { type DryRunReport, dryRun } from '../../../app/join-service/dry-run.js';
+import { validatorBuilder, variantLookups } from '../../../app/join-service/production.js';
 import { messageOf } from '../../../ports/errors.js';
-import { type DryRunReport, dryRun } from '../../join-service/dry-run.js';
-import { validatorBuilder, variantLookups } from '../../join-service/production.js';
 
 /** What `mini upgrade` passes on stdin. */
 export type UpgradeEntryInput =

@@ -5,7 +5,7 @@
 import { existsSync } from 'node:fs';
 import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
-import { QemuVm } from '../../../adapters/vm/qemu-vm.js';
+import { QemuVm } from '../../vm/qemu-vm.js';
 import type { MiniCluster } from '../context.js';
 import { REPORT_PREFIX } from '../guest/protocol.js';
 import { buildNodeImage, type NodeImage } from '../image.js';

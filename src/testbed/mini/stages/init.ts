@@ -74,7 +74,7 @@ export async function runHostEntry<T extends { ok?: boolean; error?: string }>(
   });
 }
 
-/** What a scenario adds to the init stage (several control planes: src/app/mini/ha.ts). */
+/** What a scenario adds to the init stage (several control planes: src/testbed/mini/ha.ts). */
 export interface InitStageExtras {
   /** The bring-up after init, through the kubeconfig init returned (instead of the master-secret upload). */
   bringUp?: InitEntryInput['bringUp'];

@@ -4,8 +4,9 @@
  * join service, which names every mismatching PCR (expected and actual) in its audit line. Also
  * waits until the control plane runs the key service and the join service after init.
  */
+
+import { JOIN_SERVICE_PORT } from '../../../app/defaults.js';
 import { formatMismatch } from '../../../ports/measurement-policy.js';
-import { JOIN_SERVICE_PORT } from '../../defaults.js';
 import type { MiniCluster } from '../context.js';
 import type { MiniNodeSpec, PcrMismatch } from '../types.js';
 import { followBoot } from './boot-evidence.js';

@@ -6,7 +6,7 @@
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { hashInitSecret } from '../../../adapters/crypto/bcrypt-secret-hash.js';
-import { createPrivateNetwork } from '../../../adapters/vm/private-network.js';
+import { createPrivateNetwork } from '../../vm/private-network.js';
 import { bundleEntry } from '../bundle.js';
 import type { MiniCluster } from '../context.js';
 

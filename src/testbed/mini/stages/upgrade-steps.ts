@@ -1,5 +1,5 @@
 /**
- * The steps of `mini upgrade` (src/app/mini/upgrade.ts), each on the running cluster and checked
+ * The steps of `mini upgrade` (src/testbed/mini/upgrade.ts), each on the running cluster and checked
  * from real state: the operator's dry run against the evidence the join service keeps in the cluster
  * and the rollout of a config through ConfigMap join-config (both through host/upgrade-entry.ts in the
  * network namespace), a fresh worker joining with image B, reboots that rejoin or are refused, the
@@ -7,8 +7,8 @@
  */
 import { join } from 'node:path';
 import { replayEventLog } from '../../../adapters/attestation/eventlog/tcg-log.js';
+import type { DryRunReport } from '../../../app/join-service/dry-run.js';
 import { messageOf } from '../../../ports/errors.js';
-import type { DryRunReport } from '../../join-service/dry-run.js';
 import type { MiniCluster } from '../context.js';
 import type { UpgradeEntryInput, UpgradeEntryOutput } from '../host/upgrade-entry.js';
 import { type MiniNodeSpec, NODE_CMDLINE } from '../types.js';
