@@ -3,15 +3,19 @@
  *   domain   → ports, node:crypto (and other domain files)
  *   ports    → ports
  *   adapters → ports, generated proto code, packages and node built-ins; never domain or app
- *   app      → anything
- * Generated proto code (src/gen) is for adapters/grpc and app only.
+ *   app      → anything but the testbed
+ *   testbed  → anything (src/testbed: the rigs — mini, demo, the VM adapters, simulated Kubernetes)
+ * Generated proto code (src/gen) is for adapters/grpc, app and the testbed only. Nothing outside
+ * src/testbed imports it, with one exception: the loader of the testbed's CLI commands
+ * (src/app/cli/testbed.ts), and only with a dynamic `import()`, so the product runs without the
+ * testbed, which the npm package leaves out.
  * And no import cycle anywhere in src/: every relative import counts, type-only and dynamic
  * `import()` included, so a lazily loaded module that imports its loader is a cycle too.
  */
 import { readFileSync } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { filesUnder, importsOf, resolveRelative } from './imports.js';
+import { filesUnder, importsOf, importsWithKindOf, resolveRelative } from './imports.js';
 
 const root = resolve(import.meta.dirname, '../..');
 const src = join(root, 'src');
@@ -66,20 +70,31 @@ function importGraph(files: readonly string[]): Map<string, string[]> {
   return graph;
 }
 
-type Layer = 'domain' | 'ports' | 'adapters' | 'app' | 'gen' | 'other';
+const LAYERS = ['domain', 'ports', 'adapters', 'app', 'gen', 'testbed'] as const;
+type Layer = (typeof LAYERS)[number] | 'other';
 function layerOf(absPath: string): Layer {
   const rel = relative(src, absPath).split('/')[0];
-  if (rel === 'domain' || rel === 'ports' || rel === 'adapters' || rel === 'app' || rel === 'gen') return rel;
-  return 'other';
+  return LAYERS.find((l) => l === rel) ?? 'other';
 }
 
-/** Returns why `spec` imported from `file` breaks the rule, or undefined. */
-function violation(file: string, spec: string): string | undefined {
+/** The one file outside src/testbed that may import it, and only with a dynamic `import()`. */
+const TESTBED_LOADER = join(src, 'app/cli/testbed.ts');
+
+/** Why an import of the testbed from `file` (not in it) breaks the rule, or undefined. */
+function testbedViolation(file: string, from: Layer, dynamic: boolean): string | undefined {
+  if (file !== TESTBED_LOADER) return `${from} may not import the testbed (only app/cli/testbed.ts loads it)`;
+  return dynamic ? undefined : 'the testbed loader may import the testbed only with a dynamic import()';
+}
+
+/** Returns why `spec` imported from `file` (dynamically: `dynamic`) breaks the rule, or undefined. */
+function violation(file: string, spec: string, dynamic = false): string | undefined {
   const from = layerOf(file);
   const isTest = file.endsWith('.test.ts');
   if (spec.startsWith('.')) {
     const target = resolve(dirname(file), spec);
     const to = target.startsWith(src) ? layerOf(target) : 'other';
+    if (from === 'testbed') return undefined;
+    if (to === 'testbed') return testbedViolation(file, from, dynamic);
     if (from === 'domain' && to !== 'domain' && to !== 'ports') return `domain may not import ${to}`;
     if (from === 'ports' && to !== 'ports') return `ports may not import ${to}`;
     if (from === 'adapters' && (to === 'domain' || to === 'app') && !isTest)
@@ -96,6 +111,16 @@ function violation(file: string, spec: string): string | undefined {
   return undefined;
 }
 
+/** Every import of `code` (the text of `file`) that breaks the rule, as `<file>: <spec> (<why>)`. */
+function problemsIn(file: string, code: string): string[] {
+  const problems: string[] = [];
+  for (const { spec, dynamic } of importsWithKindOf(code)) {
+    const why = violation(file, spec, dynamic);
+    if (why !== undefined) problems.push(`${relative(root, file)}: ${spec} (${why})`);
+  }
+  return problems;
+}
+
 describe('dependency rule', () => {
   const files = filesUnder(src);
 
@@ -104,13 +129,7 @@ describe('dependency rule', () => {
   });
 
   it('holds for every import in src/', () => {
-    const problems: string[] = [];
-    for (const file of files) {
-      for (const spec of importsOf(readFileSync(file, 'utf8'))) {
-        const why = violation(file, spec);
-        if (why !== undefined) problems.push(`${relative(root, file)}: ${spec} (${why})`);
-      }
-    }
+    const problems = files.flatMap((file) => problemsIn(file, readFileSync(file, 'utf8')));
     expect(problems).toEqual([]);
   });
 
@@ -163,12 +182,64 @@ describe('dependency rule', () => {
     ['src/adapters/tpm/x.ts', '../../app/cli/main.js', true],
     ['src/adapters/grpc/x.ts', '../../gen/join.js', false],
     ['src/app/x.ts', '../domain/node-lock.js', false],
+    ['src/app/join-service/x.ts', '../../testbed/simulated/simulated-kubernetes.js', true],
+    ['src/adapters/kms/x.ts', '../../testbed/vm/run.js', true],
+    ['src/domain/x.ts', '../testbed/demo/demo.js', true],
+    ['src/x.ts', './testbed/mini/cluster.js', true],
+    ['src/app/cli/testbed.ts', '../../testbed/cli/mini.js', true],
+    ['src/testbed/mini/x.ts', '../../app/cli/main.js', false],
+    ['src/testbed/vm/x.ts', '../../domain/node-lock.js', false],
+    ['src/testbed/mini/x.ts', '../../gen/join.js', false],
+    ['src/testbed/mini/x.ts', '../../../test/fakes/index.js', false],
   ])('%s importing %s is a violation: %s', (file, spec, bad) => {
     expect(violation(join(root, file), spec) !== undefined).toBe(bad);
+  });
+
+  it.each([
+    ['src/app/cli/testbed.ts', false],
+    ['src/app/cli/commands.ts', true],
+    ['src/adapters/tpm/x.ts', true],
+  ])('%s importing the testbed with a dynamic import() is a violation: %s', (file, bad) => {
+    expect(violation(join(root, file), '../../testbed/cli/mini.js', true) !== undefined).toBe(bad);
+  });
+
+  it('the testbed is its own layer, and the product loads it in one place, lazily', () => {
+    expect(files.filter((f) => layerOf(f) === 'testbed').length).toBeGreaterThan(50);
+    const outside = files.filter((f) => layerOf(f) !== 'testbed');
+    const importers = outside.filter((f) =>
+      importsOf(readFileSync(f, 'utf8')).some(
+        (spec) => spec.startsWith('.') && layerOf(resolve(dirname(f), spec)) === 'testbed',
+      ),
+    );
+    expect(importers.map((f) => relative(src, f))).toEqual(['app/cli/testbed.ts']);
+  });
+
+  it('catches an import of the testbed planted in a copy of a real product file', () => {
+    const service = join(src, 'app/join-service/service.ts');
+    const real = readFileSync(service, 'utf8');
+    expect(problemsIn(service, real)).toEqual([]);
+    const planted = `import { SimulatedControlPlane } from '../../testbed/simulated/simulated-kubernetes.js';\n${real}`;
+    expect(problemsIn(service, planted)).toEqual([
+      'src/app/join-service/service.ts: ../../testbed/simulated/simulated-kubernetes.js (app may not import the testbed (only app/cli/testbed.ts loads it))',
+    ]);
+  });
+
+  it("catches a static import of the testbed planted in a copy of the testbed's loader", () => {
+    const real = readFileSync(TESTBED_LOADER, 'utf8');
+    expect(importsWithKindOf(real).filter((i) => i.spec.includes('/testbed/'))).toEqual([
+      { spec: '../../testbed/cli/demo.js', dynamic: true },
+      { spec: '../../testbed/cli/mini.js', dynamic: true },
+    ]);
+    expect(problemsIn(TESTBED_LOADER, real)).toEqual([]);
+    const planted = `import { run } from '../../testbed/cli/mini.js';\n${real}`;
+    expect(problemsIn(TESTBED_LOADER, planted)).toEqual([
+      'src/app/cli/testbed.ts: ../../testbed/cli/mini.js (the testbed loader may import the testbed only with a dynamic import())',
+    ]);
   });
 
   it('sees static, type-only, re-export and dynamic imports', () => {
     const code = `import a from 'a';\nimport type { B } from "b";\nexport * from './c.js';\nconst d = await import('d');\nimport 'e';`;
     expect(importsOf(code)).toEqual(['a', 'b', './c.js', 'd', 'e']);
+    expect(importsWithKindOf(code).map((i) => i.dynamic)).toEqual([false, false, false, true, false]);
   });
 });

@@ -1,9 +1,10 @@
 /**
- * No two folders directly under src/adapters, and no two directly under src/app, import each other:
- * if a file in folder A imports one in folder B, no file in B imports one in A. Together with the
- * file-level cycle check (dependency-rule.test.ts) this keeps each folder a room with one-way doors:
- * what two folders share lives in a third (or in src/ports). Every relative import counts: type-only,
- * re-export and dynamic `import()` too. Files directly in src/adapters or src/app belong to no folder.
+ * No two folders directly under src/adapters, none directly under src/app and none directly under
+ * src/testbed import each other: if a file in folder A imports one in folder B, no file in B imports
+ * one in A. Together with the file-level cycle check (dependency-rule.test.ts) this keeps each folder
+ * a room with one-way doors: what two folders share lives in a third (or in src/ports). Every relative
+ * import counts: type-only, re-export and dynamic `import()` too. Files directly in src/adapters,
+ * src/app or src/testbed belong to no folder.
  * The checker runs on a made-up tree with planted pairs as well, so a checker that sees nothing
  * cannot pass.
  */
@@ -55,7 +56,7 @@ function sources(dir: string): Map<string, string> {
 }
 
 describe('no two folders import each other', () => {
-  it.each(['adapters', 'app'])('directly under src/%s', (layer) => {
+  it.each(['adapters', 'app', 'testbed'])('directly under src/%s', (layer) => {
     const base = join(src, layer);
     const files = sources(base);
     // The check sees the folders it guards: some import another one way.

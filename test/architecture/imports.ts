@@ -20,11 +20,16 @@ export function filesUnder(dir: string): string[] {
 const importRe =
   /(?:^|\n)\s*(?:import|export)\s+(?:type\s+)?(?:[^'";]*?\s+from\s+)?['"]([^'"]+)['"]|import\(\s*['"]([^'"]+)['"]\s*\)/g;
 
+/** Every module specifier a file imports, with whether the import is a dynamic `import()`. */
+export function importsWithKindOf(code: string): { spec: string; dynamic: boolean }[] {
+  return [...code.matchAll(importRe)].map((m) =>
+    m[1] !== undefined ? { spec: m[1], dynamic: false } : { spec: m[2] as string, dynamic: true },
+  );
+}
+
 /** Every module specifier a file imports, statically or dynamically. */
 export function importsOf(code: string): string[] {
-  const found: string[] = [];
-  for (const m of code.matchAll(importRe)) found.push((m[1] ?? m[2]) as string);
-  return found;
+  return importsWithKindOf(code).map((i) => i.spec);
 }
 
 /** The source file a relative specifier names (`./x.js` → `x.ts`, `./dir` → `dir/index.ts`), if any. */
