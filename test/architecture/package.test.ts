@@ -39,6 +39,39 @@ describe('package', () => {
       expect(readFileSync(resolve(root, 'test/fakes', f), 'utf8'), f).not.toMatch(/from 'vitest'/);
   });
 
+  it('gives every exports entry types first and a default condition last', () => {
+    for (const [key, entry] of Object.entries(
+      pkg.exports as Record<string, string | Record<string, string>>,
+    )) {
+      if (typeof entry === 'string') continue;
+      const conditions = Object.keys(entry);
+      expect(conditions[0], key).toBe('types');
+      // default is the condition every resolver falls back to (bundlers, require() of ES modules on Node 24).
+      expect(conditions.at(-1), key).toBe('default');
+      expect(entry.default, key).toBe(entry.import);
+    }
+  });
+
+  it('builds dist/ before packing and for a git install, and CI checks the packed package', () => {
+    expect(pkg.scripts.prepack).toMatch(/\bnpm run build\b/);
+    // npm installs a git dependency by running only `prepare` in its clone before packing it.
+    expect(pkg.scripts.prepare).toMatch(/\bnpm run build\b/);
+    expect(pkg.scripts['package:check']).toBe('bash scripts/package-check.sh');
+    expect(readFileSync(resolve(root, '.ci/run'), 'utf8')).toMatch(/^bash scripts\/package-check\.sh$/m);
+    // exact pins: the package check's verdicts do not change under a new minor version of a linter
+    expect(pkg.devDependencies.publint).toMatch(/^0\.3\.\d+$/);
+    expect(pkg.devDependencies['@arethetypeswrong/cli']).toMatch(/^0\.18\.\d+$/);
+  });
+
+  it('has its licence text, repository and changelog', () => {
+    expect(pkg.license).toBe('Apache-2.0');
+    expect(readFileSync(resolve(root, 'LICENSE'), 'utf8')).toMatch(
+      /Apache License\s+Version 2\.0, January 2004/,
+    );
+    expect(pkg.repository.url).toMatch(/^git\+https:\/\/.+\.git$/);
+    expect(readFileSync(resolve(root, 'CHANGELOG.md'), 'utf8')).toMatch(/^## \[Unreleased\]$/m);
+  });
+
   const bin = resolve(root, pkg.bin.confboot);
   it.runIf(existsSync(bin))('the confboot bin prints --help and --version', () => {
     const help = execFileSync(process.execPath, [bin, '--help'], { encoding: 'utf8' });
