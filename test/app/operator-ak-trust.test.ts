@@ -211,7 +211,6 @@ describe('with --qemu-ak-registry: the registered VM is trusted, a software TPM 
   async function recoveryNode(node: SwtpmNode, busyAnswers = 0) {
     const kinds: string[] = [];
     let busy = busyAnswers;
-
     const stop = new AbortController();
     let onListening!: (port: number) => void;
     const listening = new Promise<number>((r) => {
