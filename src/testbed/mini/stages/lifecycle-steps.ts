@@ -36,7 +36,7 @@ async function restart(c: MiniCluster, name: string, cmdline: string, what: stri
 }
 
 /** A step that could not be checked. */
-function failed(
+export function failed(
   step: LifecycleStepResult['step'],
   node: string,
   started: number,

@@ -12,11 +12,11 @@
  */
 import { open, readFile } from 'node:fs/promises';
 import { runCryptsetup } from '../../../adapters/disk/cryptsetup-runner.js';
-import { messageOf } from '../../../ports/errors.js';
 import type { MiniCluster } from '../context.js';
 import { type LifecycleStepResult, NODE_CMDLINE } from '../types.js';
 import { bootstrapConfig } from './fleet.js';
 import type { MiniSecrets } from './init.js';
+import { failed } from './lifecycle-steps.js';
 import { bootEvidence, secondsSince } from './node-evidence.js';
 
 /** dm-integrity's on-disk constants (sectors of 512 bytes). */
@@ -132,13 +132,7 @@ export async function tamperedDiskStep(
     aeadError = /[^\n]*INTEGRITY AEAD ERROR[^\n]*/.exec(console)?.[0]?.trim();
     await c.stopNode(name);
   } catch (err) {
-    return {
-      step: 'tampered-disk',
-      node: name,
-      ok: false,
-      reason: messageOf(err),
-      seconds: secondsSince(started),
-    };
+    return failed('tampered-disk', name, started, err);
   }
   const e = bootEvidence(c, name, secrets);
   const markerRead = c.reports(name).some((x) => x.type === 'marker' && x.marker === markers.get(name));
