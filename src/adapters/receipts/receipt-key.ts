@@ -14,11 +14,12 @@ import {
   type KeyObject,
   randomBytes,
 } from 'node:crypto';
-import { link, open, readFile, unlink, writeFile } from 'node:fs/promises';
+import { link, readFile, unlink, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { calculateJwkThumbprint, exportJWK, type JWK, SignJWT } from 'jose';
 import { messageOf } from '../../ports/errors.js';
 import type { ReceiptClaims, ReceiptSigner } from '../../ports/receipt-signer.js';
+import { readFilePrefix } from '../fs/read-prefix.js';
 import { compactJwsToLowS } from './ecdsa-low-s.js';
 
 /** The one algorithm receipts are signed and verified with. */
@@ -171,21 +172,7 @@ function keyErrorOf(err: unknown): string {
 export async function readJwksFile(path: string): Promise<JsonWebKeySet> {
   let text: string;
   try {
-    // At most one byte past the cap is read: a larger file is refused without reading it whole.
-    const fh = await open(path, 'r');
-    let buf: Buffer;
-    try {
-      buf = Buffer.alloc(MAX_KEY_FILE_BYTES + 1);
-      let got = 0;
-      while (got < buf.length) {
-        const { bytesRead } = await fh.read(buf, got, buf.length - got, null);
-        if (bytesRead === 0) break;
-        got += bytesRead;
-      }
-      buf = buf.subarray(0, got);
-    } finally {
-      await fh.close();
-    }
+    const buf = await readFilePrefix(path, MAX_KEY_FILE_BYTES);
     if (buf.length > MAX_KEY_FILE_BYTES) throw new Error(`larger than ${MAX_KEY_FILE_BYTES} bytes`);
     text = buf.toString('utf8');
   } catch (err) {

@@ -8,8 +8,8 @@
  *           kubeconfig) and prints its public JWKS, kid and thumbprint: the trusted way to get them.
  * Exit 0 valid / printed, 1 invalid, not accepted or unreadable, 2 usage.
  */
-import { createReadStream } from 'node:fs';
 import { type ParseArgsConfig, parseArgs } from 'node:util';
+import { readFilePrefix, readPrefix } from '../../adapters/fs/read-prefix.js';
 import { loadKubeConfig } from '../../adapters/kubernetes/api.js';
 import { fetchJwksText, isJwksFetchError } from '../../adapters/receipts/fetch-jwks.js';
 import { type JsonWebKeySet, parseJwks } from '../../adapters/receipts/receipt-key.js';
@@ -114,21 +114,9 @@ class JwksError extends Error {}
 
 /** A file (or `-`, stdin) of at most `max` bytes; reading stops after `max + 1`, so a larger one is never read whole. */
 async function readBounded(path: string, what: string, max: number): Promise<string> {
-  const data = await readPrefix(path === '-' ? process.stdin : createReadStream(path, { end: max }), max);
+  const data = await (path === '-' ? readPrefix(process.stdin, max) : readFilePrefix(path, max));
   if (data.length > max) throw new UsageError(`${what} ${path} is larger than ${max} bytes`);
   return data.toString('utf8');
-}
-
-async function readPrefix(stream: AsyncIterable<unknown>, max: number): Promise<Buffer> {
-  const chunks: Buffer[] = [];
-  let total = 0;
-  for await (const chunk of stream) {
-    const b = chunk as Buffer;
-    total += b.length;
-    chunks.push(b);
-    if (total > max) break;
-  }
-  return Buffer.concat(chunks);
 }
 
 /** The parsed flags of `receipt verify`. */
