@@ -6,6 +6,7 @@
  * (receipt-key-pin.ts) before trusting what this returns.
  */
 import { messageOf } from '../../ports/errors.js';
+import { readPrefix } from '../fs/read-prefix.js';
 
 /** Options of {@link fetchJwksText}. */
 export interface FetchJwksOptions {
@@ -39,22 +40,13 @@ export async function fetchJwksText(url: string, options: FetchJwksOptions): Pro
       throw new Error(`HTTP ${res.status}`);
     }
     if (res.body === null) return '';
-    const reader = res.body.getReader();
-    const chunks: Uint8Array[] = [];
-    let total = 0;
-    for (;;) {
-      const { done, value } = await reader.read();
-      if (done) break;
-      total += value.byteLength;
-      if (total > options.maxBytes) {
-        // Stop the transfer here: neither the rest of the body nor its end is waited for.
-        abort.abort();
-        await reader.cancel().catch(() => {});
-        throw new Error(`larger than ${options.maxBytes} bytes`);
-      }
-      chunks.push(value);
+    // Leaving the body's iteration early cancels the stream: the rest of the body is not waited for.
+    const body = await readPrefix(res.body, options.maxBytes);
+    if (body.length > options.maxBytes) {
+      abort.abort();
+      throw new Error(`larger than ${options.maxBytes} bytes`);
     }
-    return Buffer.concat(chunks).toString('utf8');
+    return body.toString('utf8');
   } catch (err) {
     throw new JwksFetchError(`fetching JWKS ${url}: ${messageOf(err)}`, { cause: err });
   }
