@@ -5,10 +5,11 @@
  * anything that is not a well-formed, non-empty measurements map is an error.
  */
 import { AttestationError, ConfbootError } from '../ports/errors.js';
-import type {
-  MeasurementPolicy,
-  MeasurementSetValidity,
-  MeasurementVerdict,
+import {
+  isWithinValidity,
+  type MeasurementPolicy,
+  type MeasurementSetValidity,
+  type MeasurementVerdict,
 } from '../ports/measurement-policy.js';
 import type { Measurement, MeasurementMismatch, Measurements } from '../ports/types.js';
 
@@ -238,10 +239,7 @@ export function parseAttestationConfig(json: unknown): ParsedAttestationConfig {
 
 /** Whether `set` is valid at `now`: not before its `notBefore`, and before its `expires`. */
 export function isSetValidAt(set: MeasurementSet, now: Date): boolean {
-  return (
-    (set.notBefore === undefined || now.getTime() >= set.notBefore.getTime()) &&
-    (set.expires === undefined || now.getTime() < set.expires.getTime())
-  );
+  return isWithinValidity(set, now);
 }
 
 function bytesEqual(a: Uint8Array, b: Uint8Array): boolean {
