@@ -17,11 +17,6 @@ export interface ReceiptKeyPin {
   jwksSha256: string;
 }
 
-/** The RFC 7638 SHA-256 thumbprint of `jwk` (its public members only), lowercase hex. */
-export async function jwkSha256Hex(jwk: JWK): Promise<string> {
-  return Buffer.from(await calculateJwkThumbprint(jwk, 'sha256'), 'base64url').toString('hex');
-}
-
 /** The pins of `jwk`: its thumbprint as the key ID (base64url) and as hex. */
 export async function pinOf(jwk: JWK): Promise<ReceiptKeyPin> {
   const kid = await calculateJwkThumbprint(jwk, 'sha256');

@@ -2,7 +2,7 @@
  * Receipt verification beyond the signature itself: one token per receipt (low-S only), the key's
  * kid is its own thumbprint, the pins of the signing key, and the EAR status order.
  */
-import { createPrivateKey, createPublicKey, verify } from 'node:crypto';
+import { createHash, createPrivateKey, createPublicKey, verify } from 'node:crypto';
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -16,7 +16,7 @@ import {
   P256_ORDER,
 } from '../../../src/adapters/receipts/ecdsa-low-s.js';
 import { ReceiptKey } from '../../../src/adapters/receipts/receipt-key.js';
-import { jwkSha256Hex, signingKeyPin } from '../../../src/adapters/receipts/receipt-key-pin.js';
+import { signingKeyPin } from '../../../src/adapters/receipts/receipt-key-pin.js';
 import {
   EAR_STATUS_ORDER,
   submodsBelow,
@@ -109,7 +109,10 @@ describe('receipt verification: one token per receipt, self-certifying kid, pins
     const token = await key.sign(claims());
     const pin = await signingKeyPin(key.jwks());
     expect(pin.kid).toBe(key.keyId);
-    expect(pin.jwksSha256).toBe(await jwkSha256Hex(key.jwks().keys[0] as never));
+    // RFC 7638 by hand: SHA-256 of the required members in lexicographic order, no whitespace.
+    const { crv, kty, x, y } = key.jwks().keys[0] as unknown as Record<string, string>;
+    const rfc7638 = createHash('sha256').update(JSON.stringify({ crv, kty, x, y })).digest('hex');
+    expect(pin.jwksSha256).toBe(rfc7638);
     expect(pin.jwksSha256).toMatch(/^[0-9a-f]{64}$/);
     const ok = await verifyReceipt(token, key.jwks(), {
       kid: pin.kid,
