@@ -16,6 +16,13 @@ command -v dnsmasq >/dev/null 2>&1 || need+=(dnsmasq-base)
 [ -x /bin/busybox ] && /bin/busybox --list >/dev/null 2>&1 && ! ldd /bin/busybox >/dev/null 2>&1 || need+=(busybox-static)
 command -v depmod >/dev/null 2>&1 || need+=(kmod)
 command -v ip >/dev/null 2>&1 || need+=(iproute2)
+# npm run image: assembles the OCI image archive from a root filesystem folder (no base image pulled)
+command -v umoci >/dev/null 2>&1 || need+=(umoci)
+# kustomize overlays are rendered in the tests with kubectl kustomize (Debian's kubectl when none is present)
+command -v kubectl >/dev/null 2>&1 || need+=(kubernetes-client)
+# emergency SSH is tested against a real OpenSSH server and client
+command -v sshd >/dev/null 2>&1 || [ -x /usr/sbin/sshd ] || need+=(openssh-server)
+command -v ssh-keygen >/dev/null 2>&1 || need+=(openssh-client)
 SUDO=""
 [ "$(id -u)" -ne 0 ] && SUDO="sudo"
 # confboot mini downloads a Debian kernel package (apt-get download) for its node image: apt must
