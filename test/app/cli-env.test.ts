@@ -149,7 +149,7 @@ describe('CONFBOOT_<OPTION> in parseCommand', () => {
     const warnings: string[] = [];
     expect(() =>
       parseCommand([], plain, undefined, { env: { CONFBOOT_ENDPOINT: 'e' }, warn: (l) => warnings.push(l) }),
-    ).toThrow(/missing required option --endpoint$/m);
+    ).toThrow(/^missing required option --endpoint; see confboot .* --help$/);
     expect(renderHelp(plain)).not.toMatch(/CONFBOOT_/);
     expect(warnings).toEqual([]);
   });

@@ -24,6 +24,32 @@ export type OptionSpec = NonNullable<ParseArgsConfig['options']>[string] & {
    * into a pod spec by mistake.
    */
   secret?: 'value' | 'file';
+  /**
+   * Other names of the option, kept for compatibility (upstream's `--csp` for `--cloud`). A string
+   * alias takes the option's value; `{ flag, sets }` is a boolean flag that sets the option to `sets`
+   * (`--json` for `-o json`). Aliases are not read from the environment.
+   */
+  aliases?: readonly OptionAlias[];
+  /**
+   * Turns the raw text (from the command line, the environment or the default) into the typed value;
+   * throws {@link UsageError} naming `--<flag>` for text it refuses. Applied per element when
+   * `multiple`. Used by parseOptions (options.ts).
+   */
+  parse?: (raw: string, flag: string) => unknown;
+};
+
+/** Another name of an option (see {@link OptionSpec.aliases}). */
+export type OptionAlias = string | { flag: string; sets: string };
+
+/** The exit codes of every command. */
+export const EXIT = { ok: 0, failed: 1, usage: 2, undecided: 3 } as const;
+
+/** What each exit code means unless a command says more precisely (CommandSpec.exitCodes). */
+const EXIT_MEANINGS: Record<0 | 1 | 2 | 3, string> = {
+  0: 'ok',
+  1: 'refused or failed',
+  2: 'usage error',
+  3: 'could not decide',
 };
 
 export interface CommandSpec {
@@ -38,6 +64,13 @@ export interface CommandSpec {
    * Kubernetes manifest). Options added later get it too; mark secrets with `secret`.
    */
   env?: boolean;
+  /** A command's own words for what an exit code means (the --help footer); defaults above. */
+  exitCodes?: Partial<Record<0 | 1 | 2 | 3, string>>;
+  /**
+   * `service`: runs until stopped (a server) and prints no result; every other command prints a
+   * result and takes `-o table|json` (the CLI rule test checks both).
+   */
+  kind?: 'service';
 }
 
 /** Prefix of the environment variables that set options. */
@@ -84,10 +117,12 @@ export class UsageError extends Error {
 /** Renders `confboot <name> --help`. */
 export function renderHelp(spec: CommandSpec): string {
   const rows = Object.entries(spec.options).map(([name, o]) => {
-    const flag = `--${name}${o.type === 'string' ? ` ${o.valueName ?? 'VALUE'}` : ''}${o.multiple ? ' …' : ''}`;
+    const short = o.short ? `-${o.short}, ` : '';
+    const flag = `${short}--${name}${o.type === 'string' ? ` ${o.valueName ?? 'VALUE'}` : ''}${o.multiple ? ' …' : ''}`;
     const def = o.default !== undefined ? ` (default ${String(o.default)})` : '';
     const env = spec.env ? (o.secret === 'value' ? ' [not from env]' : ` [${envName(name)}]`) : '';
-    return [flag, `${o.description}${o.required ? ' (required)' : ''}${def}${env}`] as const;
+    const also = aliasHelp(name, o);
+    return [flag, `${o.description}${o.required ? ' (required)' : ''}${def}${also}${env}`] as const;
   });
   rows.push(['--help', 'show this help']);
   const width = Math.max(...rows.map(([f]) => f.length));
@@ -100,7 +135,25 @@ export function renderHelp(spec: CommandSpec): string {
     ...rows.map(([f, d]) => `  ${f.padEnd(width)}  ${d}`),
     ...(spec.env ? ['', ...envHelp(spec)] : []),
     ...(spec.epilog ? ['', spec.epilog] : []),
+    '',
+    exitCodesHelp(spec),
   ].join('\n');
+}
+
+function aliasHelp(name: string, o: OptionSpec): string {
+  if (!o.aliases || o.aliases.length === 0) return '';
+  const names = o.aliases.map((a) =>
+    typeof a === 'string' ? `--${a}` : `--${a.flag} = --${name} ${a.sets}`,
+  );
+  return ` (also ${names.join(', ')})`;
+}
+
+/** The --help footer: `Exit codes: 0 ok, 1 …`. */
+export function exitCodesHelp(spec: Pick<CommandSpec, 'exitCodes'>): string {
+  const meanings = { ...EXIT_MEANINGS, ...spec.exitCodes };
+  return `Exit codes: ${Object.entries(meanings)
+    .map(([code, meaning]) => `${code} ${meaning}`)
+    .join(', ')}.`;
 }
 
 type Values = Record<string, string | boolean | string[] | undefined>;
@@ -180,7 +233,11 @@ export function parseCommand(
   for (const [name, o] of Object.entries(spec.options)) {
     // Defaults are applied last, so that the environment can come between flag and default.
     const { description: _d, valueName: _v, required: _r, secret: _s, default: _def, ...rest } = o;
-    options[name] = rest;
+    const { aliases, parse: _p, ...parseArgsOption } = rest;
+    options[name] = parseArgsOption;
+    for (const a of aliases ?? [])
+      options[typeof a === 'string' ? a : a.flag] =
+        typeof a === 'string' ? withoutShort(parseArgsOption) : { type: 'boolean' };
   }
   let values: Values;
   try {
@@ -188,12 +245,13 @@ export function parseCommand(
       values: Values;
     });
   } catch (err) {
-    throw new UsageError(`${messageOf(err)}\n\n${renderHelp(spec)}`);
+    throw new UsageError(`${firstLine(messageOf(err))}${seeHelp(spec)}`);
   }
   if (values.help) {
     out.write(`${renderHelp(spec)}\n`);
     return undefined;
   }
+  foldAliases(values, spec);
   if (spec.env) {
     const warn = envOptions.warn ?? ((line: string) => process.stderr.write(`${line}\n`));
     applyEnv(values, spec, envOptions.env ?? process.env, warn);
@@ -202,10 +260,38 @@ export function parseCommand(
     if (values[name] === undefined && o.default !== undefined) values[name] = o.default as Values[string];
     if (o.required && values[name] === undefined) {
       const orEnv = spec.env && o.secret !== 'value' ? ` (or ${envName(name)})` : '';
-      throw new UsageError(`missing required option --${name}${orEnv}\n\n${renderHelp(spec)}`);
+      throw new UsageError(`missing required option --${name}${orEnv}${seeHelp(spec)}`);
     }
   }
   return values;
+}
+
+function firstLine(text: string): string {
+  return text.split('\n', 1)[0] ?? text;
+}
+
+/** `; see confboot <name> --help`, the end of a usage error's one line. */
+function seeHelp(spec: CommandSpec): string {
+  return `; see confboot ${spec.name} --help`;
+}
+
+function withoutShort<T extends { short?: string }>(o: T): Omit<T, 'short'> {
+  const { short: _s, ...rest } = o;
+  return rest;
+}
+
+/** Moves the values given under an alias to the option's own name; both at once is a usage error. */
+function foldAliases(values: Values, spec: CommandSpec): void {
+  for (const [name, o] of Object.entries(spec.options))
+    for (const a of o.aliases ?? []) {
+      const alias = typeof a === 'string' ? a : a.flag;
+      const given = values[alias];
+      delete values[alias];
+      if (given === undefined || given === false) continue;
+      if (values[name] !== undefined)
+        throw new UsageError(`--${alias} is another name of --${name}; give one of them`);
+      values[name] = typeof a === 'string' ? given : a.sets;
+    }
 }
 
 /** Runs a command body, mapping UsageError to exit code 2 and other errors to 1. */
