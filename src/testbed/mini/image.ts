@@ -9,7 +9,9 @@
  * compressed one 13.0 s (the kernel's zstd decompression costs less than the bytes it saves).
  *
  * Cached under `<cacheDir>/images/<key>/`, where the key is a SHA-256 over every input (kernel
- * package, file paths, modes and contents); a changed input gives a new key and a new build.
+ * package, file paths, modes and contents); a changed input gives a new key and a new build. Two runs
+ * that need the same image at once build it once: the second waits on the entry's lock
+ * (vm/cache-lock.ts) and takes the first's result.
  */
 import { createHash } from 'node:crypto';
 import { existsSync } from 'node:fs';
@@ -18,6 +20,7 @@ import { createRequire } from 'node:module';
 import { homedir } from 'node:os';
 import { basename, dirname, join } from 'node:path';
 import zlib from 'node:zlib';
+import { withCacheLock } from '../vm/cache-lock.js';
 import { type CpioEntry, writeCpio } from '../vm/cpio.js';
 import { ensureKernelDeb, moduleLoadOrder, sharedLibraries, unpackKernel } from '../vm/image-parts.js';
 import { bundleEntry, bundleSplit } from './bundle.js';
@@ -165,7 +168,13 @@ export interface BuildNodeImageOptions {
 async function pruneImages(imagesDir: string, keep: string): Promise<void> {
   const dirs = await Promise.all(
     (await readdir(imagesDir, { withFileTypes: true }))
-      .filter((e) => e.isDirectory() && !e.name.includes('.tmp-') && join(imagesDir, e.name) !== keep)
+      .filter(
+        (e) =>
+          e.isDirectory() &&
+          !e.name.includes('.tmp-') &&
+          !e.name.endsWith('.lock') &&
+          join(imagesDir, e.name) !== keep,
+      )
       .map(async (e) => ({
         path: join(imagesDir, e.name),
         mtime: (await stat(join(imagesDir, e.name))).mtimeMs,
@@ -315,25 +324,39 @@ export async function buildNodeImage(options: BuildNodeImageOptions = {}): Promi
       return image(meta.initrdSha256, false);
     }
   }
-  log(`building node image ${key.slice(0, 12)} (${entries.length} entries, kernel ${kernel.release})`);
-  const tmp = `${dir}.tmp-${process.pid}`;
-  await rm(tmp, { recursive: true, force: true });
-  await mkdir(tmp, { recursive: true });
-  const initrd = INITRAMFS_COMPRESSOR.compress(Buffer.concat(writeCpio(entries)));
-  const initrdSha256 = createHash('sha256').update(initrd).digest('hex');
-  await writeFile(join(tmp, 'initrd.img'), initrd);
-  await writeFile(join(tmp, 'vmlinuz'), await readFile(kernel.vmlinuz));
-  await writeFile(
-    join(tmp, 'image.json'),
-    `${JSON.stringify({ key, kernelRelease: kernel.release, kernelPackage: basename(deb), initrdSha256, modules }, null, 2)}\n`,
+  // One build per image at a time: a second run waits for the first and takes its result.
+  return withCacheLock(
+    `${dir}.lock`,
+    async () => {
+      if (existsSync(metaPath)) {
+        const meta = JSON.parse(await readFile(metaPath, 'utf8')) as { key: string; initrdSha256: string };
+        if (meta.key === key) {
+          log(`node image ${key.slice(0, 12)} was built by another run meanwhile; using it`);
+          return image(meta.initrdSha256, false);
+        }
+      }
+      log(`building node image ${key.slice(0, 12)} (${entries.length} entries, kernel ${kernel.release})`);
+      const tmp = `${dir}.tmp-${process.pid}`;
+      await rm(tmp, { recursive: true, force: true });
+      await mkdir(tmp, { recursive: true });
+      const initrd = INITRAMFS_COMPRESSOR.compress(Buffer.concat(writeCpio(entries)));
+      const initrdSha256 = createHash('sha256').update(initrd).digest('hex');
+      await writeFile(join(tmp, 'initrd.img'), initrd);
+      await writeFile(join(tmp, 'vmlinuz'), await readFile(kernel.vmlinuz));
+      await writeFile(
+        join(tmp, 'image.json'),
+        `${JSON.stringify({ key, kernelRelease: kernel.release, kernelPackage: basename(deb), initrdSha256, modules }, null, 2)}\n`,
+      );
+      // A run that takes no lock (an older confboot sharing the cache) may rename its build of the
+      // same image first: then this one adopts it. A directory is never removed under a run using it.
+      const theirs = await renameOrAdopt(tmp, dir, metaPath, key);
+      if (theirs !== undefined) {
+        log(`node image ${key.slice(0, 12)} was built by another run at the same time; using it`);
+        return image(theirs.initrdSha256, false);
+      }
+      await pruneImages(join(cacheDir, 'images'), dir);
+      return image(initrdSha256, true);
+    },
+    { log },
   );
-  // Two runs may build the same image at once (the VM tests start together): the first rename
-  // wins and the other adopts its image. A directory is never removed under a run that uses it.
-  const theirs = await renameOrAdopt(tmp, dir, metaPath, key);
-  if (theirs !== undefined) {
-    log(`node image ${key.slice(0, 12)} was built by another run at the same time; using it`);
-    return image(theirs.initrdSha256, false);
-  }
-  await pruneImages(join(cacheDir, 'images'), dir);
-  return image(initrdSha256, true);
 }

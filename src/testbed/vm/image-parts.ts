@@ -9,6 +9,7 @@
 import { existsSync } from 'node:fs';
 import { mkdir, mkdtemp, readdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
+import { withCacheLock } from './cache-lock.js';
 import { run } from './run.js';
 
 /** Kernel packages this builder accepts: Debian's generic amd64 6.1 kernel (not -cloud, not -rt). */
@@ -69,7 +70,7 @@ async function downloadDeb(
 /**
  * The kernel .deb to use: the newest `linux-image-6.1.0-N-amd64_*.deb` already in `debDir`, else the
  * newest such package apt knows, downloaded into `debDir` with `apt-get download` (retried; see
- * downloadDeb).
+ * downloadDeb) by one build at a time (a lock in `debDir`).
  */
 export async function ensureKernelDeb(
   debDir: string,
@@ -82,10 +83,29 @@ export async function ensureKernelDeb(
       .map((n) => ({ n, v: Number(/^linux-image-6\.1\.0-(\d+)-amd64/.exec(n)?.[1] ?? -1) }))
       .filter((x) => x.v >= 0)
       .sort((a, b) => b.v - a.v)[0]?.n;
-  const cached = newest(
-    (await readdir(debDir)).filter((n) => n.endsWith('_amd64.deb') && !n.includes('.part')),
-  );
+  const cachedDeb = async () =>
+    newest((await readdir(debDir)).filter((n) => n.endsWith('_amd64.deb') && !n.includes('.part')));
+  const cached = await cachedDeb();
   if (cached !== undefined) return join(debDir, cached);
+  // One download at a time: a second build waits for the first and takes the .deb it left.
+  return withCacheLock(
+    join(debDir, '.download.lock'),
+    async () => {
+      const meanwhile = await cachedDeb();
+      if (meanwhile !== undefined) return join(debDir, meanwhile);
+      return downloadKernelDeb(debDir, newest, options, log);
+    },
+    log === undefined ? {} : { log },
+  );
+}
+
+/** Finds the newest kernel package apt knows and downloads it into `debDir`. */
+async function downloadKernelDeb(
+  debDir: string,
+  newest: (names: string[]) => string | undefined,
+  options: KernelDebOptions,
+  log?: (line: string) => void,
+): Promise<string> {
   const search = await run('apt-cache', ['search', '--names-only', '^linux-image-6\\.1\\.0-[0-9]+-amd64$']);
   const pkg = newest(
     search.stdout
