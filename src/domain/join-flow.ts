@@ -32,6 +32,7 @@ import { deriveClusterId } from './key-derivation.js';
 import type { NodeLockLike } from './node-lock.js';
 import { isNothingListening, type NotListeningRetry, RoundPacer } from './round-pacer.js';
 import { withStateDisk } from './state-disk.js';
+import { sleepUnlessAborted, waitForSelf } from './waits.js';
 
 /** NodePort of the join service that joining nodes dial (upstream `JoinServiceNodePort`). */
 export const JOIN_SERVICE_NODE_PORT = 30090;
@@ -202,7 +203,11 @@ export class JoinFlow {
 
     const diskUuid = await this.#readDiskUuidRetrying(signal);
     if (diskUuid === undefined) return this.#stopped();
-    const self = await this.#waitForSelf(signal);
+    const self = await waitForSelf(this.#deps, {
+      metadataTimeoutMs: this.#timeouts.metadataMs,
+      backoff: this.#backoff,
+      signal,
+    });
     if (self === undefined) return this.#stopped();
     logger.info('Starting join', { name: self.name, role: self.role });
 
@@ -212,7 +217,13 @@ export class JoinFlow {
       const got = await this.#tryEndpoints(diskUuid, self, signal);
       if (signal.aborted) return this.#stopped();
       if (got.ticket !== undefined) return this.#startNodeAndJoin(self, got);
-      if (!(await this.#sleep(this.#pacer.afterRound(got.nothingListening, this.#deps.random), signal)))
+      if (
+        !(await sleepUnlessAborted(
+          this.#deps.clock,
+          this.#pacer.afterRound(got.nothingListening, this.#deps.random),
+          signal,
+        ))
+      )
         return this.#stopped();
     }
   }
@@ -224,17 +235,8 @@ export class JoinFlow {
 
   /** Sleeps the jittered backoff of `attempt`; false when stopped meanwhile. */
   async #backoffSleep(attempt: number, signal: AbortSignal): Promise<boolean> {
-    return this.#sleep(fullJitterDelayMs(attempt, this.#backoff, this.#deps.random), signal);
-  }
-
-  /** Sleeps `delayMs`; false when stopped meanwhile. */
-  async #sleep(delayMs: number, signal: AbortSignal): Promise<boolean> {
-    try {
-      await this.#deps.clock.sleep(delayMs, signal);
-    } catch {
-      // Clock.sleep rejects only on abort.
-    }
-    return !signal.aborted;
+    const pause = fullJitterDelayMs(attempt, this.#backoff, this.#deps.random);
+    return sleepUnlessAborted(this.#deps.clock, pause, signal);
   }
 
   /**
@@ -276,29 +278,6 @@ export class JoinFlow {
       await release().catch((err: unknown) =>
         logger.warn('Failed to release state disk', { error: messageOf(err) }),
       );
-    }
-  }
-
-  /** Polls metadata until this node has a name and a known role; undefined when stopped. */
-  async #waitForSelf(signal: AbortSignal): Promise<InstanceMetadata | undefined> {
-    const { metadata, clock, logger } = this.#deps;
-    for (let attempt = 0; ; attempt++) {
-      if (signal.aborted) return undefined;
-      try {
-        const self = await callWithTimeout(
-          clock,
-          'getting own metadata',
-          this.#timeouts.metadataMs,
-          signal,
-          (o) => metadata.self(o),
-        );
-        if (self.name !== '' && (self.role === 'ControlPlane' || self.role === 'Worker')) return self;
-        logger.warn('Metadata has no name or role for this node yet', { name: self.name, role: self.role });
-      } catch (err) {
-        if (signal.aborted) return undefined;
-        logger.warn('Failed to get own metadata', { error: messageOf(err) });
-      }
-      if (!(await this.#backoffSleep(attempt, signal))) return undefined;
     }
   }
 
