@@ -73,6 +73,11 @@ export const COMMANDS: CommandEntry[] = [
     load: () => import('./recovery-shares.js'),
   },
   {
+    name: 'ssh',
+    summary: 'Sign a short-lived emergency SSH user certificate with the cluster CA (from the master secret)',
+    load: () => import('./ssh.js'),
+  },
+  {
     name: 'metadata-server',
     summary: 'Serve QEMU-style instance metadata from a dnsmasq leases file',
     load: () => import('../operator/metadata-server.js'),
