@@ -46,6 +46,7 @@ import { awsNitroTpmIssuer, azureNv, gceInstance, type IssuerContext, tsm } from
 
 export type { IssuerContext };
 
+import { AMD_ARK_MILAN_PEM, INTEL_SGX_ROOT_CA_PEM } from './trust-anchors.js';
 import {
   amdLookups,
   azureAkRootLookups,
@@ -245,20 +246,17 @@ function vtpmQuote(deps: ValidatorDeps) {
   return deps.verifyVtpmQuote ?? createVtpmQuoteVerifier();
 }
 
-/** The attestation config placeholder of every SEV-SNP variant (docs/attestation-config.md). */
+/** The attestation config template of every SEV-SNP variant (docs/attestation-config.md). */
 const SNP_DEPLOY: VariantDeploy = {
   attestationConfig: {
     bootloaderVersion: 0,
     teeVersion: 0,
     snpVersion: 0,
     microcodeVersion: 0,
-    amdRootKey: 'REPLACE: PEM of the AMD root key ARK-Milan (docs/attestation-config.md)',
+    amdRootKey: AMD_ARK_MILAN_PEM,
     amdProduct: 'milan',
   },
 };
-
-/** Intel's root, which every TDX attestation config names. */
-const INTEL_ROOT_PLACEHOLDER = 'REPLACE: PEM of the Intel SGX Root CA (docs/attestation-config.md)';
 
 /** The entry of an SEV-SNP variant (a vTPM whose AK the SNP report binds). */
 function snpVariant(
@@ -339,7 +337,7 @@ function tdxVariant(
     // azure-tdx compares the PCRs of its vTPM; qemu-tdx compares MRTD and the RTMRs.
     registers: name === 'qemu-tdx' ? QEMU_TDX_REGISTERS : VTPM_REGISTERS,
     deploy: {
-      attestationConfig: { ...attestationConfig, intelRootKey: INTEL_ROOT_PLACEHOLDER },
+      attestationConfig: { ...attestationConfig, intelRootKey: INTEL_SGX_ROOT_CA_PEM },
       joinServiceFlags: ['--tdx-collateral=pcs'],
     },
   };
@@ -394,7 +392,10 @@ export const VARIANTS: Record<string, VariantEntry> = {
     },
     lookups: azureAkRootLookups,
     deploy: {
-      configFiles: { azureAkRoots: '# REPLACE: PEM of the trusted Azure AK root certificates\n' },
+      configFiles: {
+        azureAkRoots:
+          '# The PEM certificates of the Azure AK roots to trust (docs/attestation-config.md): without one, no azure-trustedlaunch node is admitted\n',
+      },
       joinServiceFlags: [`--azure-ak-roots=${SERVICE_BASE_PATH}/azureAkRoots`],
     },
   }),
