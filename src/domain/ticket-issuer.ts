@@ -46,6 +46,7 @@ import {
   STATE_DISK_KEY_LENGTH,
 } from './key-derivation.js';
 
+import { kubeletGrant } from './kubelet-csr-approval.js';
 import { checkDiskUuid, checkIps, checkKubeletCsr } from './ticket-request.js';
 
 export {
@@ -238,7 +239,10 @@ export class TicketIssuer implements JoinCall {
         ? step('loading control-plane files', () => ca.controlPlaneFiles())
         : Promise.resolve<ControlPlaneFile[]>([]),
     ]);
-    await step('recording joining node', () => facts.addJoiningNode(nodeName, req.isControlPlane));
+    // The record also says which bootstrap token and key the kubelet's client CSR must use.
+    await step('recording joining node', () =>
+      facts.addJoiningNode(nodeName, req.isControlPlane, kubeletGrant(token, kubeletCert)),
+    );
     if (ctx.signal?.aborted)
       throw new ConfbootError('unavailable', `${op}: the request was cancelled`, { recoverable: true });
     const released = await this.#releaseStaleBindings(req.diskUuid.toLowerCase(), owner);

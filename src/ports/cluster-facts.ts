@@ -1,3 +1,4 @@
+import type { KubeletCredentialsGrant } from './joining-nodes.js';
 import type { Component } from './types.js';
 
 /** Facts the join service reads from and records in the Kubernetes API (components, JoiningNodes). */
@@ -6,9 +7,10 @@ export interface ClusterFacts {
   components(): Promise<Component[]>;
   /**
    * Records a joining node (the JoiningNode resource). Rejects with `failed-precondition` when another
-   * control plane is already joining.
+   * control plane is already joining. `grant` names the bootstrap token and kubelet key the node's
+   * client CSR must use (the node operator approves only that CSR).
    */
-  addJoiningNode(nodeName: string, isControlPlane: boolean): Promise<void>;
+  addJoiningNode(nodeName: string, isControlPlane: boolean, grant?: KubeletCredentialsGrant): Promise<void>;
 }
 
 /** DI token for {@link ClusterFacts}. */

@@ -18,6 +18,7 @@ import type { DiskBinding, DiskBindings } from '../../src/ports/disk-bindings.js
 import type { EncryptedDisk } from '../../src/ports/encrypted-disk.js';
 import type { FileWriter } from '../../src/ports/file-writer.js';
 import type { JoinTicketClient } from '../../src/ports/join-ticket-client.js';
+import type { KubeletCredentialsGrant } from '../../src/ports/joining-nodes.js';
 import type { KMS } from '../../src/ports/kms.js';
 import type { KmsFactory } from '../../src/ports/kms-factory.js';
 import type { LogCollector } from '../../src/ports/log-collector.js';
@@ -409,7 +410,23 @@ export class StubCa implements CertificateAuthority {
   inspectCsrErr?: Error;
   signKubeletCsrErr?: Error;
   controlPlaneFilesErr?: Error;
-  cert = bytes('-----BEGIN CERTIFICATE-----\nkubelet\n');
+  /** A real certificate (P-256, self-signed for system:node:node-1): the ticket issuer reads its key. */
+  cert = bytes(
+    [
+      '-----BEGIN CERTIFICATE-----',
+      'MIIBvjCCAWWgAwIBAgIUdTz3dOAbY+NKyR5bRMPVJKKaMPswCgYIKoZIzj0EAwIw',
+      'NDEVMBMGA1UECgwMc3lzdGVtOm5vZGVzMRswGQYDVQQDDBJzeXN0ZW06bm9kZTpu',
+      'b2RlLTEwIBcNMjYxMjA3MDY0NjI0WhgPMjEyNjExMTMwNjQ2MjRaMDQxFTATBgNV',
+      'BAoMDHN5c3RlbTpub2RlczEbMBkGA1UEAwwSc3lzdGVtOm5vZGU6bm9kZS0xMFkw',
+      'EwYHKoZIzj0CAQYIKoZIzj0DAQcDQgAEwowRtp8wYaSXR4nyAJKxgmmITMy7Tmbf',
+      'wCt/BDzi5Jbq05vRfqkjMNkVSJB4jTISszUMMlKfTi0ReNlI0cRFx6NTMFEwHQYD',
+      'VR0OBBYEFCQ5NC7spjJAKxBRilyEb6kj/edRMB8GA1UdIwQYMBaAFCQ5NC7spjJA',
+      'KxBRilyEb6kj/edRMA8GA1UdEwEB/wQFMAMBAf8wCgYIKoZIzj0EAwIDRwAwRAIg',
+      'KbW/yEVn6uVPOGDxpFZniyt3PIYKNaYcxBewCmD3Fq4CIHh4kITSDiODVN7xOYal',
+      'OdS74fvn39raRKXJe5lrCbOg',
+      '-----END CERTIFICATE-----',
+    ].join('\n'),
+  );
   files: ControlPlaneFile[] = [{ name: 'ca.crt', data: bytes('ca') }];
   calls: string[] = [];
 
@@ -462,14 +479,14 @@ export class StubFacts implements ClusterFacts {
   ];
   componentsErr?: Error;
   addJoiningNodeErr?: Error;
-  joiningNodes: Array<{ nodeName: string; isControlPlane: boolean }> = [];
+  joiningNodes: Array<{ nodeName: string; isControlPlane: boolean; grant?: KubeletCredentialsGrant }> = [];
 
   components(): Promise<Component[]> {
     return answer([], this.componentsErr, this.componentsValue);
   }
-  addJoiningNode(nodeName: string, isControlPlane: boolean): Promise<void> {
+  addJoiningNode(nodeName: string, isControlPlane: boolean, grant?: KubeletCredentialsGrant): Promise<void> {
     if (this.addJoiningNodeErr) return Promise.reject(this.addJoiningNodeErr);
-    this.joiningNodes.push({ nodeName, isControlPlane });
+    this.joiningNodes.push({ nodeName, isControlPlane, ...(grant ? { grant } : {}) });
     return Promise.resolve();
   }
 }

@@ -28,6 +28,7 @@ import {
   StubDiskBindings,
   StubFacts,
   StubKms,
+  StubRandom,
   StubTokens,
   someErr,
 } from './stubs.js';
@@ -47,6 +48,7 @@ function setup() {
     measurementSalt: filled(32, 0x77),
     apiServerEndpoint: '10.0.0.1:6443',
     clock: new FakeClock(),
+    random: new StubRandom(),
     logger: new RecordingLogger(),
     order,
   };
@@ -105,7 +107,18 @@ describe('TicketIssuer.issueJoinTicket', () => {
       authorizedCaPublicKey: new Uint8Array(),
       hostCertificate: new Uint8Array(),
     });
-    expect(s.facts.joiningNodes).toEqual([{ nodeName: 'node-1', isControlPlane: false }]);
+    // The record names the ticket's bootstrap token and kubelet key (SHA-256 of the stub
+    // certificate's SubjectPublicKeyInfo, computed with openssl): only that CSR is approved.
+    expect(s.facts.joiningNodes).toEqual([
+      {
+        nodeName: 'node-1',
+        isControlPlane: false,
+        grant: {
+          bootstrapTokenId: 'abcdef',
+          kubeletKeySha256: 'b2122d62a42874121370dbb0e529cb24c2ea2c168f41a43f708bb98e22b6be6f',
+        },
+      },
+    ]);
     expect(s.ca.calls).not.toContain('controlPlaneFiles');
   });
 
@@ -113,7 +126,7 @@ describe('TicketIssuer.issueJoinTicket', () => {
     const s = setup();
     const t = await s.issuer().issueJoinTicket(req({ isControlPlane: true }), { peer: PEER });
     expect(t.controlPlaneFiles).toEqual(s.ca.files);
-    expect(s.facts.joiningNodes).toEqual([{ nodeName: 'node-1', isControlPlane: true }]);
+    expect(s.facts.joiningNodes).toMatchObject([{ nodeName: 'node-1', isControlPlane: true }]);
   });
 
   it.each([
@@ -646,7 +659,7 @@ describe('TicketIssuer: the kubelet CSR is bound to the caller', () => {
       const s = withIdentity({ '192.0.2.5': { ...NODE_1, ips: ['192.0.2.5', '192.0.2.6'] } });
       await s.issuer().issueJoinTicket(req(), { peer: PEER });
       expect(s.identity.asked).toEqual(['192.0.2.5']);
-      expect(s.facts.joiningNodes).toEqual([{ nodeName: 'node-1', isControlPlane: false }]);
+      expect(s.facts.joiningNodes).toMatchObject([{ nodeName: 'node-1', isControlPlane: false }]);
     });
 
     it('asks with the IPv4 address of an IPv4-mapped caller', async () => {
@@ -686,7 +699,7 @@ describe('TicketIssuer: the kubelet CSR is bound to the caller', () => {
       const s = withIdentity({ '192.0.2.5': { ...NODE_1, name: 'Node_1' } });
       s.ca.csrInfo = { ...s.ca.csrInfo, commonName: 'system:node:NODE-1' };
       await s.issuer().issueJoinTicket(req(), { peer: PEER });
-      expect(s.facts.joiningNodes).toEqual([{ nodeName: 'node-1', isControlPlane: false }]);
+      expect(s.facts.joiningNodes).toMatchObject([{ nodeName: 'node-1', isControlPlane: false }]);
     });
 
     it("IP addresses that are not the instance's: invalid-argument naming the extra ones", async () => {

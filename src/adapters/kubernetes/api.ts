@@ -22,6 +22,7 @@ import type { BootstrapTokens } from '../../ports/bootstrap-tokens.js';
 import type { Clock } from '../../ports/clock.js';
 import type { ClusterFacts } from '../../ports/cluster-facts.js';
 import { ConfbootError, errorText, isConfbootError } from '../../ports/errors.js';
+import type { KubeletCredentialsGrant } from '../../ports/joining-nodes.js';
 import { normalizeNodeName } from '../../ports/kubernetes-node.js';
 import type { Logger } from '../../ports/logger.js';
 import type { Component } from '../../ports/types.js';
@@ -344,7 +345,11 @@ export class KubeClusterFacts implements ClusterFacts {
    * `join-service`, deadline now+48 h); a control plane is created as `control-plane` (deadline
    * now+10 min), so a second concurrently joining control plane fails with `failed-precondition`.
    */
-  async addJoiningNode(nodeName: string, isControlPlane: boolean): Promise<void> {
+  async addJoiningNode(
+    nodeName: string,
+    isControlPlane: boolean,
+    grant?: KubeletCredentialsGrant,
+  ): Promise<void> {
     const name = normalizeNodeName(nodeName);
     const ref = await this.componentsReference();
     const now = this.options.clock.now().getTime();
@@ -360,6 +365,10 @@ export class KubeClusterFacts implements ClusterFacts {
         deadline: rfc3339(
           new Date(now + (isControlPlane ? CONTROL_PLANE_JOIN_DEADLINE_MS : WORKER_JOIN_DEADLINE_MS)),
         ),
+        // What the node operator approves the kubelet's client CSR for (not secret).
+        ...(grant === undefined
+          ? {}
+          : { bootstraptokenid: grant.bootstrapTokenId, kubeletkeysha256: grant.kubeletKeySha256 }),
       },
     };
     const target = { group: UPDATE_GROUP, version: UPDATE_VERSION, plural: 'joiningnodes' };

@@ -422,7 +422,15 @@ export class FakeKubeApi {
       problems.push('metadata.name');
     const spec = j?.spec ?? {};
     const keys = Object.keys(spec).sort().join(',');
-    if (keys !== 'componentsreference,deadline,iscontrolplane,name') problems.push(`spec keys ${keys}`);
+    if (
+      keys !== 'componentsreference,deadline,iscontrolplane,name' &&
+      keys !== 'bootstraptokenid,componentsreference,deadline,iscontrolplane,kubeletkeysha256,name'
+    )
+      problems.push(`spec keys ${keys}`);
+    if (spec.bootstraptokenid !== undefined && !TOKEN_ID.test(spec.bootstraptokenid))
+      problems.push('spec.bootstraptokenid is not a token ID');
+    if (spec.kubeletkeysha256 !== undefined && !/^[0-9a-f]{64}$/.test(spec.kubeletkeysha256))
+      problems.push('spec.kubeletkeysha256 is not a SHA-256');
     if (typeof spec.name !== 'string' || spec.name === '') problems.push('spec.name');
     if (typeof spec.componentsreference !== 'string' || spec.componentsreference === '')
       problems.push('spec.componentsreference');
