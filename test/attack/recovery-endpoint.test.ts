@@ -24,7 +24,7 @@ import {
 import { buildValidator } from '../../src/app/registry/validators.js';
 import { DiskMapper, type DiskMapperOptions } from '../../src/domain/disk-mapper.js';
 import { deriveClusterId, deriveDataKey } from '../../src/domain/key-derivation.js';
-import { makeRecoveryShares } from '../../src/domain/recovery-shares.js';
+import { makeRecoveryShares } from '../../src/domain/recovery-share-file.js';
 import { APIClient as RecoverAPIClient } from '../../src/gen/recover.js';
 import { ConfbootError, messageOf } from '../../src/ports/errors.js';
 import type { RecoverRequest } from '../../src/ports/recovery-endpoint.js';

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { DiskMapper, type DiskMapperDeps } from '../../src/domain/disk-mapper.js';
 import { deriveClusterId, deriveDataKey } from '../../src/domain/key-derivation.js';
-import { makeRecoveryShares } from '../../src/domain/recovery-shares.js';
+import { makeRecoveryShares } from '../../src/domain/recovery-share-file.js';
 import { ConfbootError } from '../../src/ports/errors.js';
 import type { RecoveryEndpoint, RecoveryHandler } from '../../src/ports/recovery-endpoint.js';
 import type { SecretSharing } from '../../src/ports/secret-sharing.js';

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { deriveDataKey } from '../../src/domain/key-derivation.js';
 import { stateDiskRecoveryHandler } from '../../src/domain/recovery-handler.js';
-import { makeRecoveryShares } from '../../src/domain/recovery-shares.js';
+import { makeRecoveryShares } from '../../src/domain/recovery-share-file.js';
 import type { UnlockAttempt } from '../../src/domain/unlock-race.js';
 import { ConfbootError } from '../../src/ports/errors.js';
 import type { SecretSharing } from '../../src/ports/secret-sharing.js';

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { makeRecoveryShares, parseRecoveryShare, RecoveryShares } from '../../src/domain/recovery-shares.js';
+import { makeRecoveryShares } from '../../src/domain/recovery-share-file.js';
+import { RecoveryShares } from '../../src/domain/recovery-shares.js';
 import { ConfbootError } from '../../src/ports/errors.js';
 import type { MasterSecretCandidate } from '../../src/ports/recovery-endpoint.js';
 import type { SecretSharing } from '../../src/ports/secret-sharing.js';
@@ -57,49 +58,6 @@ async function setup(options: { ttlMs?: number; maxShares?: number } = {}) {
 }
 
 const at = (files: Uint8Array[], i: number) => files[i] as Uint8Array;
-
-describe('recovery share files', () => {
-  it('name their index, K, N and cluster ID, and parse back', async () => {
-    const { a } = await setup();
-    const s = parseRecoveryShare(at(a, 1));
-    expect(s).toMatchObject({ index: 2, threshold: 2, total: 3 });
-    expect(Buffer.from(s.clusterId).equals(Buffer.from(CLUSTER_A))).toBe(true);
-  });
-
-  it('a flipped byte in the share is named as corrupted', async () => {
-    const { a } = await setup();
-    const o = JSON.parse(new TextDecoder().decode(at(a, 0)));
-    const raw = Buffer.from(o.share, 'base64');
-    raw[0] = (raw[0] as number) ^ 1;
-    o.share = raw.toString('base64');
-    expect(() => parseRecoveryShare(new TextEncoder().encode(JSON.stringify(o)))).toThrow(
-      /share 1 of cluster aaaaaaaaaaaa… is corrupted/,
-    );
-  });
-
-  it.each([
-    ['not JSON', 'nope', /not JSON/],
-    [
-      'an index out of range',
-      JSON.stringify({ type: 'confboot-recovery-share', version: 1, index: 4, threshold: 2, shares: 3 }),
-      /index 4 is not in 1..3/,
-    ],
-    [
-      'a threshold above N',
-      JSON.stringify({ type: 'confboot-recovery-share', version: 1, index: 1, threshold: 4, shares: 3 }),
-      /threshold/,
-    ],
-    ['another type', JSON.stringify({ type: 'x' }), /type is not/],
-  ])('refuses %s', (_name, text, pattern) => {
-    expect(() => parseRecoveryShare(new TextEncoder().encode(text))).toThrow(pattern);
-  });
-
-  it('refuses to split with K = 1 of N > 1 or K > N', async () => {
-    const sharing = new StubSharing();
-    await expect(makeRecoveryShares(sharing, SECRET, SALT, CLUSTER_A, 3, 1)).rejects.toThrow(/threshold ≥ 2/);
-    await expect(makeRecoveryShares(sharing, SECRET, SALT, CLUSTER_A, 2, 3)).rejects.toThrow(/threshold/);
-  });
-});
 
 describe('RecoveryShares', () => {
   it('answers "1 of 2 received" below K and never combines fewer than K', async () => {

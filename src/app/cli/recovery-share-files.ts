@@ -11,12 +11,8 @@ import { join } from 'node:path';
 import { ShamirSecretSharing } from '../../adapters/crypto/shamir-secret-sharing.js';
 import { encryptShare } from '../../adapters/crypto/share-encryption.js';
 import { MASTER_SECRET_LENGTH_DEFAULT } from '../../domain/key-derivation.js';
-import {
-  checkSplitParameters,
-  DEFAULT_MAX_SHARES,
-  DEFAULT_MAX_SHARES_PER_SOURCE,
-  makeRecoveryShares,
-} from '../../domain/recovery-shares.js';
+import { checkSplitParameters, makeRecoveryShares } from '../../domain/recovery-share-file.js';
+import { DEFAULT_MAX_SHARES, DEFAULT_MAX_SHARES_PER_SOURCE } from '../../domain/recovery-shares.js';
 import { messageOf } from '../../ports/errors.js';
 import { type CommandSpec, UsageError } from '../program/args.js';
 

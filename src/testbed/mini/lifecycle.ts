@@ -10,7 +10,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import { ShamirSecretSharing } from '../../adapters/crypto/shamir-secret-sharing.js';
-import { makeRecoveryShares } from '../../domain/recovery-shares.js';
+import { makeRecoveryShares } from '../../domain/recovery-share-file.js';
 import { formCluster, prepareCluster } from './cluster.js';
 import { MiniCluster } from './context.js';
 import type { MiniSecrets } from './stages/init.js';

@@ -12,11 +12,8 @@ import { SystemClock } from '../../../src/adapters/system/system-clock.js';
 import { MAX_RECOVERY_THRESHOLD, MIN_SPLIT_SECRET_BYTES } from '../../../src/app/cli/recovery-share-files.js';
 import { run } from '../../../src/app/cli/recovery-shares.js';
 import { deriveClusterId, deriveDataKey } from '../../../src/domain/key-derivation.js';
-import {
-  DEFAULT_MAX_SHARES_PER_SOURCE,
-  parseRecoveryShare,
-  RecoveryShares,
-} from '../../../src/domain/recovery-shares.js';
+import { parseRecoveryShare } from '../../../src/domain/recovery-share-file.js';
+import { DEFAULT_MAX_SHARES_PER_SOURCE, RecoveryShares } from '../../../src/domain/recovery-shares.js';
 import { RecordingLogger } from '../../domain/stubs.js';
 import { useTmpDirs } from '../../support/tmp.js';
 
