@@ -4,8 +4,9 @@
  * Whichever first holds a cluster ID takes the lock and the other side stops: init wins → the join
  * flow stops; join wins → the init side stops accepting calls (a call in flight is refused at the
  * lock). A failure past the lock, on either side, leaves a node marked with a cluster ID it did not
- * finish with, so the state disk is marked for reset (exactly once) and bootstrapping ends with the
- * failure. A node marked before (PCR 15 set: the disk mapper reopened its state disk after a
+ * finish with, so the state disk is marked for reset (exactly once), the machine is rebooted when a
+ * {@link PowerControl} is given (only a reboot clears PCR 15; the disk mapper then wipes the disk and
+ * the node joins fresh), and bootstrapping ends with the failure. A node marked before (PCR 15 set: the disk mapper reopened its state disk after a
  * reboot) starts neither side; its kubelet is restarted from the existing state.
  *
  * The init side's transport (a gRPC server in production) stays outside: the caller passes every
@@ -14,6 +15,7 @@
 import { messageOf, wrapError } from '../ports/errors.js';
 import type { KubeletService } from '../ports/kubelet-service.js';
 import type { NodeMarker } from '../ports/node-marker.js';
+import type { PowerControl } from '../ports/power-control.js';
 import type { InitRequest, InitResult } from '../ports/types.js';
 import { isInitFailure } from './errors.js';
 import { InitFlow, type InitFlowDeps, type InitFlowOptions } from './init-flow.js';
@@ -39,7 +41,23 @@ export type BootstrapperDeps = Omit<JoinFlowDeps, 'lock'> &
     lock?: NodeLock;
     /** Restarted when the node is bootstrapped already (a reboot); kubeadm does not run again. */
     kubelet?: Pick<KubeletService, 'restartKubelet'>;
+    /**
+     * Reboots the machine after a failure past the node lock, once both sides stopped (an Init
+     * caller has its failure and logs by then); without it the failure only ends bootstrapping.
+     */
+    power?: Pick<PowerControl, 'reboot'>;
   };
+
+/** How the reboot after a failure past the node lock is asked for. */
+export interface RebootOptions {
+  /** Requests before giving up when each is refused (default 3). */
+  attempts?: number;
+  /** Pause after a refused request, in ms (default 10 s). */
+  retryMs?: number;
+}
+
+/** Default {@link RebootOptions}. */
+export const REBOOT_DEFAULTS = { attempts: 3, retryMs: 10_000 } as const;
 
 /** Tuning of both sides, and the hook that stops the init side's transport. */
 export interface BootstrapperOptions {
@@ -50,9 +68,12 @@ export interface BootstrapperOptions {
    * when the join side took the lock, or when bootstrapping ended. A rejection is logged.
    */
   stopInit?: () => Promise<void>;
+  /** The reboot after a failure past the node lock (needs `power`). */
+  reboot?: RebootOptions;
 }
 
-type Ending = { ok: BootstrapResult } | { err: unknown };
+/** How bootstrapping ends; `pastLock` names the side that failed after taking the node lock. */
+type Ending = { ok: BootstrapResult } | { err: unknown; pastLock?: { side: BootstrapSide; marked: boolean } };
 
 const resetNote = (marked: boolean) =>
   marked ? 'state disk marked for reset' : 'marking the state disk for reset failed too';
@@ -173,9 +194,7 @@ export class Bootstrapper {
         const marked =
           (isInitFailure(err) && err.diskMarkedForReset) ||
           (await markStateDiskForReset(this.#deps.disk, this.#deps.logger));
-        this.#finish({
-          err: wrapError(`bootstrapper: init failed after the node lock (${resetNote(marked)})`, err),
-        });
+        this.#finish({ err, pastLock: { side: 'init', marked } });
       }
       throw err;
     }
@@ -199,9 +218,7 @@ export class Bootstrapper {
         }
         if (holder === 'join') {
           const marked = await markStateDiskForReset(this.#deps.disk, logger);
-          this.#finish({
-            err: wrapError(`bootstrapper: join failed after the node lock (${resetNote(marked)})`, err),
-          });
+          this.#finish({ err, pastLock: { side: 'join', marked } });
         } else {
           this.#finish({ err: wrapError('bootstrapper: join flow cannot run', err) });
         }
@@ -238,7 +255,10 @@ export class Bootstrapper {
     return this.#initStopped;
   }
 
-  /** Ends bootstrapping once: stops both sides, then settles `done`. Never awaited by a side. */
+  /**
+   * Ends bootstrapping once: stops both sides, reboots after a failure past the node lock, then
+   * settles `done`. Never awaited by a side.
+   */
   #finish(ending: Ending): void {
     if (this.#decided) return;
     this.#decided = true;
@@ -246,7 +266,36 @@ export class Bootstrapper {
     void (async () => {
       await this.#stopInit();
       await this.#joinRun;
-      this.#settle(ending);
+      if (!('pastLock' in ending) || ending.pastLock === undefined) return this.#settle(ending);
+      const { side, marked } = ending.pastLock;
+      const notes = [resetNote(marked), ...(await this.#reboot())];
+      this.#settle({
+        err: wrapError(`bootstrapper: ${side} failed after the node lock (${notes.join('; ')})`, ending.err),
+      });
     })();
+  }
+
+  /**
+   * Past the point of no return and failed: asks for a reboot whether or not the disk could be
+   * marked (a node marked with a cluster ID must not carry on in this boot), again after a refusal,
+   * up to the attempts. Returns the note for the failure's message; none without `power`.
+   */
+  async #reboot(): Promise<string[]> {
+    const { power, clock, logger } = this.#deps;
+    if (power === undefined) return [];
+    const attempts = this.#options.reboot?.attempts ?? REBOOT_DEFAULTS.attempts;
+    const retryMs = this.#options.reboot?.retryMs ?? REBOOT_DEFAULTS.retryMs;
+    for (let attempt = 1; ; attempt++) {
+      logger.warn('Rebooting to start over after a failure past the node lock', { attempt });
+      try {
+        await power.reboot();
+        return ['reboot requested'];
+      } catch (err) {
+        logger.error('Failed to request a reboot', { attempt, error: messageOf(err) });
+        if (attempt >= attempts)
+          return [`requesting a reboot failed ${attempts} times, last: ${messageOf(err)}`];
+      }
+      await clock.sleep(retryMs);
+    }
   }
 }

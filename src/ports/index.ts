@@ -44,6 +44,7 @@ export * from './node-marker.js';
 export * from './node-state-store.js';
 export * from './peer-address.js';
 export * from './peer-identity.js';
+export * from './power-control.js';
 export * from './random.js';
 export * from './rate-limit.js';
 export * from './receipt-signer.js';

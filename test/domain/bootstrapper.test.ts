@@ -338,3 +338,133 @@ describe('Bootstrapper', () => {
     ).toBe(true);
   });
 });
+
+/** A recording PowerControl: the time of each request and what had happened by then; scripted refusals. */
+class StubPower {
+  readonly requests: Array<{ atMs: number; resets: number; initStops: number }> = [];
+  refusals: Error[] = [];
+  constructor(private readonly s: ReturnType<typeof setup>) {}
+  async reboot(): Promise<void> {
+    this.requests.push({
+      atMs: this.s.clock.now().getTime(),
+      resets: this.s.disk.resets,
+      initStops: this.s.initSide.stops,
+    });
+    const refusal = this.refusals.shift();
+    if (refusal) throw refusal;
+  }
+}
+
+function withPower(options: Parameters<typeof setup>[0] = {}) {
+  const s = setup(options);
+  return { s, power: new StubPower(s) };
+}
+
+describe('Bootstrapper: reboot after a failure past the node lock', () => {
+  function makeWith(s: ReturnType<typeof setup>, power: StubPower, extra: BootstrapperOptions = {}) {
+    const { lock: _l, initSide: _i, make: _m, ...ports } = s;
+    return new Bootstrapper(
+      { ...ports, power },
+      {
+        join: {
+          timeouts: { metadataMs: TIMEOUT, joinTicketMs: TIMEOUT, joinClusterMs: TIMEOUT },
+          backoff: { initialMs: 1_000, maxMs: 30_000 },
+        },
+        stopInit: async () => {
+          s.initSide.stops++;
+        },
+        ...extra,
+      },
+    );
+  }
+
+  it('on join: the disk is marked for reset first, then one reboot is requested, then done rejects saying so', async () => {
+    const { s, power } = withPower();
+    s.joiner.joinClusterErr = new Error('kubeadm join: preflight failed');
+    const b = makeWith(s, power);
+    b.runJoin();
+    const { err } = await outcome(s, b.done);
+    expect((err as Error).message).toMatch(
+      /^bootstrapper: join failed after the node lock \(state disk marked for reset; reboot requested\): .*kubeadm join: preflight failed/,
+    );
+    expect(power.requests).toHaveLength(1);
+    expect(power.requests[0]).toMatchObject({ resets: 1, initStops: 1 });
+    expect(
+      s.logger.events.some((e) => e.msg === 'Rebooting to start over after a failure past the node lock'),
+    ).toBe(true);
+  });
+
+  it('on init: the reboot comes after the Init call failed and the init side stopped', async () => {
+    const { s, power } = withPower({ joinServiceUp: false });
+    s.initializer.initClusterErr = new ConfbootError('internal', 'kubeadm init: preflight failed');
+    const b = makeWith(s, power);
+    const done = outcome(s, b.done);
+    b.runJoin();
+    const { err } = await outcome(s, b.init(request()));
+    expect(isInitFailure(err) && err.diskMarkedForReset).toBe(true);
+    expect((await done).err).toBeInstanceOf(Error);
+    expect(((await done).err as Error).message).toMatch(
+      /^bootstrapper: init failed after the node lock \(state disk marked for reset; reboot requested\)/,
+    );
+    expect(power.requests).toEqual([expect.objectContaining({ resets: 1, initStops: 1 })]);
+  });
+
+  it('a refused request is made again after the pause, until one is accepted', async () => {
+    const { s, power } = withPower();
+    s.joiner.joinClusterErr = someErr;
+    power.refusals = [new Error('Transaction is destructive'), new Error('Transaction is destructive')];
+    const b = makeWith(s, power, { reboot: { attempts: 3, retryMs: 10_000 } });
+    b.runJoin();
+    const { err } = await outcome(s, b.done);
+    expect((err as Error).message).toMatch(/\(state disk marked for reset; reboot requested\)/);
+    const times = power.requests.map((r) => r.atMs);
+    expect(times).toHaveLength(3);
+    expect([(times[1] ?? 0) - (times[0] ?? 0), (times[2] ?? 0) - (times[1] ?? 0)]).toEqual([10_000, 10_000]);
+    expect(s.logger.events.filter((e) => e.msg === 'Failed to request a reboot')).toHaveLength(2);
+  });
+
+  it('gives up after the attempts and says so in the failure', async () => {
+    const { s, power } = withPower();
+    s.joiner.joinClusterErr = someErr;
+    power.refusals = [1, 2, 3, 4].map((i) => new Error(`refused ${i}`));
+    const b = makeWith(s, power);
+    b.runJoin();
+    const { err } = await outcome(s, b.done);
+    expect((err as Error).message).toMatch(
+      /\(state disk marked for reset; requesting a reboot failed 3 times, last: refused 3\)/,
+    );
+    expect(power.requests).toHaveLength(3);
+  });
+
+  it('reboots even when marking the disk for reset failed', async () => {
+    const { s, power } = withPower();
+    s.joiner.joinClusterErr = someErr;
+    s.disk.markDiskForResetErr = new Error('disk gone');
+    const b = makeWith(s, power);
+    b.runJoin();
+    const { err } = await outcome(s, b.done);
+    expect((err as Error).message).toMatch(
+      /\(marking the state disk for reset failed too; reboot requested\)/,
+    );
+    expect(power.requests).toHaveLength(1);
+  });
+
+  it.each([
+    ['a join', () => ({}), 'joined'],
+    [
+      'a join side that cannot read its disk (before the lock)',
+      (s: ReturnType<typeof setup>) => {
+        s.disk.uuidErr = someErr;
+      },
+      'error',
+    ],
+  ] as const)('never reboots after %s', async (_name, arrange, ended) => {
+    const { s, power } = withPower();
+    arrange(s);
+    const b = makeWith(s, power);
+    b.runJoin();
+    const r = await outcome(s, b.done);
+    expect(r.err === undefined ? r.value?.outcome : 'error').toBe(ended);
+    expect(power.requests).toHaveLength(0);
+  });
+});

@@ -5,12 +5,13 @@
  * server hands every Init call to the Bootstrapper and is stopped through its `stopInit` hook.
  *
  * Differences from upstream (docs/upstream.md): a failure after the lock, on either side, marks the
- * state disk for reset and is reported through `done` (upstream's Init path did not).
+ * state disk for reset, reboots through `power` once the init server stopped (an Init caller has its
+ * failure and logs first), and is reported through `done` (upstream's Init path did neither).
  */
 import type { AttestedGrpcServer } from '../../adapters/grpc/attested-server.js';
 import { createInitServer, type InitStreamEvent } from '../../adapters/grpc/init-server.js';
 import type { BackoffOptions } from '../../domain/backoff.js';
-import { Bootstrapper, type BootstrapResult } from '../../domain/bootstrapper.js';
+import { Bootstrapper, type BootstrapResult, type RebootOptions } from '../../domain/bootstrapper.js';
 import { isInitFailure } from '../../domain/errors.js';
 import type { JoinPaths, JoinTimeouts } from '../../domain/join-flow.js';
 import type { NodeLock } from '../../domain/node-lock.js';
@@ -30,6 +31,7 @@ import type { Logger } from '../../ports/logger.js';
 import type { MetadataAPI } from '../../ports/metadata-api.js';
 import type { NodeMarker } from '../../ports/node-marker.js';
 import type { NodeStateStore } from '../../ports/node-state-store.js';
+import type { PowerControl } from '../../ports/power-control.js';
 import type { Random } from '../../ports/random.js';
 import type { SecretHash } from '../../ports/secret-hash.js';
 import type { InitRequest } from '../../ports/types.js';
@@ -59,6 +61,8 @@ export interface BootstrapperNodeDeps {
   logger: Logger;
   /** Restarts the kubelet of a node bootstrapped before (a reboot); without it nothing is restarted. */
   kubelet?: KubeletService;
+  /** Reboots the machine after a failure past the node lock; without it the failure only ends `done`. */
+  power?: PowerControl;
   /**
    * The node lock both sides share; default a new {@link NodeLock} on `marker`. Pass one only to
    * share it with something else in the same process (e.g. a DI container's singleton).
@@ -90,6 +94,8 @@ export interface BootstrapperNodeOptions {
   handshakeTimeoutMs?: number;
   /** How long stopping waits for an Init call in flight, in ms; default 30 s. */
   shutdownGraceMs?: number;
+  /** Retries of a refused reboot request after a failure past the node lock. */
+  reboot?: RebootOptions;
 }
 
 /** A running bootstrapper. */
@@ -99,7 +105,8 @@ export interface BootstrapperNode {
   /**
    * Settles once bootstrapping ended and both sides are shut down: resolves with the outcome
    * (`stopped` when {@link stop} came first), rejects with the reason of an unrecoverable failure
-   * after the node lock (the state disk was then marked for reset) or of an unusable state disk.
+   * after the node lock (the state disk was then marked for reset and, with `power`, a reboot asked
+   * for) or of an unusable state disk.
    */
   done: Promise<BootstrapResult>;
   /**
@@ -137,6 +144,7 @@ export async function startBootstrapperNode(
         ? {}
         : { initClusterTimeoutMs: options.initClusterTimeoutMs },
     stopInit: () => server?.shutdown(graceMs) ?? Promise.resolve(),
+    ...(options.reboot ? { reboot: options.reboot } : {}),
   });
   if (await bootstrapper.isBootstrapped()) {
     return { initPort: undefined, done: bootstrapper.done, stop: async () => {} };

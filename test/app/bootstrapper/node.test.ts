@@ -301,6 +301,30 @@ describe('startBootstrapperNode', () => {
     expect(h.deps.disk.diskIsInitialized).toBe(false);
   });
 
+  it('init fails after the lock with a PowerControl: the reboot comes after the caller got its failure and the server stopped', async () => {
+    const h = harness();
+    h.deps.initializer.initError = new ConfbootError('internal', 'kubeadm init: preflight failed');
+    let answered = false;
+    const atReboot: Array<{ answered: boolean; serverGone: boolean; diskMarked: boolean }> = [];
+    let port = 0;
+    h.deps.power = {
+      reboot: async () => {
+        // The server closed every connection after the call's last frame: the caller has its answer.
+        const serverGone = await refusesConnections(port);
+        atReboot.push({ answered, serverGone, diskMarked: !h.deps.disk.diskIsInitialized });
+      },
+    };
+    const node = await start(h);
+    port = node.initPort as number;
+    const outcome = await initClient().init(`127.0.0.1:${port}`, initRequest());
+    answered = true;
+    expect(outcome.kind).toBe('failure');
+    await expect(node.done).rejects.toThrow(
+      /init failed after the node lock \(state disk marked for reset; reboot requested\)/,
+    );
+    expect(atReboot).toEqual([{ answered: true, serverGone: true, diskMarked: true }]);
+  });
+
   it('a wrong init secret is refused and the node keeps serving', async () => {
     const h = harness();
     const node = await start(h);
