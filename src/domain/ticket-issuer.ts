@@ -12,7 +12,9 @@
  * rejoin, which names only its disk, also by the caller's instance name and the name the disk was
  * bound under. Before anything else each call checks that the caller's attestation still holds
  * (attestation-freshness.ts): its measurement set within its validity window, its connection
- * attested at most a minute ago.
+ * attested at most a minute ago. Each join ticket also carries the emergency SSH CA and a host
+ * certificate for the node's SSH host key (ssh-ticket.ts); who the caller is and which disk is
+ * theirs is decided in caller-binding.ts.
  * Errors carry precise kinds (the gRPC
  * edge maps them to InvalidArgument, PermissionDenied, Unavailable, FailedPrecondition, …) and never
  * contain secrets.
@@ -22,14 +24,13 @@ import type { CertificateAuthority, CsrInfo } from '../ports/certificate-authori
 import type { Clock } from '../ports/clock.js';
 import type { ClusterFacts } from '../ports/cluster-facts.js';
 import { DENY_LIST_REASON, type DenyList, type DenyListIdentity } from '../ports/deny-list.js';
-import { type DiskBinding, type DiskBindings, DiskBoundError } from '../ports/disk-bindings.js';
+import type { DiskBindings } from '../ports/disk-bindings.js';
 import { ConfbootError, isConfbootError, messageOf } from '../ports/errors.js';
 import type { JoinCall, JoinCaller, JoinDecision } from '../ports/join-call.js';
 import type { KMS } from '../ports/kms.js';
-import { foldNodeName } from '../ports/kubernetes-node.js';
 import type { Logger } from '../ports/logger.js';
-import { callerIp } from '../ports/peer-address.js';
-import type { PeerIdentity, PeerInstance } from '../ports/peer-identity.js';
+import type { PeerIdentity } from '../ports/peer-identity.js';
+import type { Random } from '../ports/random.js';
 import type {
   ControlPlaneFile,
   JoinTicket,
@@ -38,6 +39,7 @@ import type {
   RejoinTicketRequest,
 } from '../ports/types.js';
 import { checkAttestationHolds } from './attestation-freshness.js';
+import { bindDisk, checkCaller, ownerOf, releaseStaleBindings, resolveCaller } from './caller-binding.js';
 import { dependencyError } from './errors.js';
 import {
   KUBERNETES_JOIN_TOKEN_TTL_MS,
@@ -47,7 +49,8 @@ import {
 } from './key-derivation.js';
 
 import { kubeletGrant } from './kubelet-csr-approval.js';
-import { checkDiskUuid, checkIps, checkKubeletCsr } from './ticket-request.js';
+import { hostCertificatePrincipals, requestedHostKey, SshTicketSigner } from './ssh-ticket.js';
+import { checkDiskUuid, checkKubeletCsr } from './ticket-request.js';
 
 export {
   checkDiskUuid,
@@ -68,6 +71,8 @@ export interface TicketIssuerDeps {
   /** `<vpcIP>:6443` of this control plane. */
   apiServerEndpoint: string;
   clock: Clock;
+  /** Nonces of the emergency SSH host certificates. */
+  random: Pick<Random, 'bytes'>;
   logger: Logger;
   /**
    * Which node each state disk belongs to. Consulted (and written on first use) before any state
@@ -89,15 +94,6 @@ export interface TicketIssuerDeps {
   denyList?: DenyList;
 }
 
-const KNOWN_ROLES: ReadonlySet<string> = new Set(['ControlPlane', 'Worker']);
-
-/** Who a disk binding names as its owner, and the by-name owner a binding made before IDs may name. */
-interface Owner {
-  owner: string;
-  /** `instance/<name>` when `owner` is an instance ID: bindings recorded by name still match. */
-  legacyOwner?: string;
-}
-
 /** Issues join and rejoin tickets: the domain's side of the join call. */
 export class TicketIssuer implements JoinCall {
   readonly #deps: TicketIssuerDeps;
@@ -107,6 +103,8 @@ export class TicketIssuer implements JoinCall {
    * per ticket. A failed request is not kept; the next ticket asks again.
    */
   #measurementSecret: Promise<Uint8Array> | undefined;
+  /** Fields 11 and 12 (emergency SSH); derives the SSH CA once. */
+  readonly #ssh: SshTicketSigner;
 
   /** Throws `invalid-argument` when the measurement salt or the API server endpoint is empty. */
   constructor(deps: TicketIssuerDeps) {
@@ -115,6 +113,7 @@ export class TicketIssuer implements JoinCall {
     if (deps.apiServerEndpoint === '')
       throw new ConfbootError('invalid-argument', 'ticket issuer: empty API server endpoint');
     this.#deps = { ...deps, measurementSalt: new Uint8Array(deps.measurementSalt) };
+    this.#ssh = new SshTicketSigner(deps);
   }
 
   /** The measurement secret (a copy per ticket), asked from the key service the first time. */
@@ -190,6 +189,12 @@ export class TicketIssuer implements JoinCall {
     }
     let nodeName: string;
     let csr: CsrInfo;
+    let hostKey: ReturnType<typeof requestedHostKey>;
+    try {
+      hostKey = requestedHostKey(req.hostPublicKey);
+    } catch (err) {
+      throw fail('checking request', err);
+    }
     try {
       csr = await ca.inspectCsr(req.certificateRequest);
       nodeName = checkKubeletCsr(csr);
@@ -199,8 +204,22 @@ export class TicketIssuer implements JoinCall {
     }
     named.nodeName = nodeName;
     this.#checkDenyList(op, { nodeName, diskUuid: req.diskUuid });
-    const { ipAddresses, ...owner } = await this.#checkCaller(op, ctx, req, nodeName, csr);
-    await this.#bindDisk(op, { diskUuid: req.diskUuid.toLowerCase(), nodeName, ...owner });
+    const { ipAddresses, addresses, ...owner } = await checkCaller(
+      this.#deps.identity,
+      op,
+      ctx,
+      req,
+      nodeName,
+      csr,
+    );
+    const ssh = hostCertificatePrincipals(req.hostCertificatePrincipals, { nodeName, addresses });
+    if (hostKey !== undefined && ssh.dropped.length > 0)
+      logger.warn('Left names that are not the node out of its SSH host certificate', {
+        peer: ctx.peer,
+        nodeName,
+        dropped: ssh.dropped,
+      });
+    await bindDisk(this.#deps, op, { diskUuid: req.diskUuid.toLowerCase(), nodeName, ...owner });
 
     const step = async <T>(name: string, fn: () => Promise<T>): Promise<T> => {
       if (ctx.signal?.aborted)
@@ -216,9 +235,10 @@ export class TicketIssuer implements JoinCall {
     // Independent reads run together; what has an effect keeps upstream's order after them: the
     // bootstrap token only once both keys exist, and before the CA hash is read (upstream order);
     // the kubelet certificate only once the token exists. Each step still checks the signal first.
-    const [measurementSecret, stateDiskKey] = await Promise.all([
+    const [measurementSecret, stateDiskKey, sshFields] = await Promise.all([
       step('getting measurement secret', () => this.#getMeasurementSecret()),
       step('getting state disk key', () => kms.getDataKey(req.diskUuid.toLowerCase(), STATE_DISK_KEY_LENGTH)),
+      step('signing emergency SSH host certificate', () => this.#ssh.fields(hostKey, ssh.principals)),
     ]);
     const [[token, discoveryTokenCaCertHash], kubernetesComponents] = await Promise.all([
       (async () => {
@@ -245,7 +265,7 @@ export class TicketIssuer implements JoinCall {
     );
     if (ctx.signal?.aborted)
       throw new ConfbootError('unavailable', `${op}: the request was cancelled`, { recoverable: true });
-    const released = await this.#releaseStaleBindings(req.diskUuid.toLowerCase(), owner);
+    const released = await releaseStaleBindings(this.#deps, req.diskUuid.toLowerCase(), owner);
     if (released.length > 0) named.releasedDisks = released;
 
     logger.info('Issued join ticket', {
@@ -265,8 +285,7 @@ export class TicketIssuer implements JoinCall {
       controlPlaneFiles,
       kubernetesVersion: '',
       kubernetesComponents,
-      authorizedCaPublicKey: new Uint8Array(0),
-      hostCertificate: new Uint8Array(0),
+      ...sshFields,
     };
   }
 
@@ -279,157 +298,6 @@ export class TicketIssuer implements JoinCall {
       recoverable: false,
       reason: DENY_LIST_REASON,
     });
-  }
-
-  /**
-   * Who the caller is: its address, and with a PeerIdentity its instance of this cluster (name
-   * normalised). Throws `permission-denied` when the caller is not an instance of this cluster and
-   * `unavailable` when the cloud cannot say or has not named it yet.
-   */
-  async #resolveCaller(
-    op: string,
-    ctx: JoinCaller,
-  ): Promise<{ ip: string | undefined; instance?: PeerInstance; name?: string }> {
-    const ip = callerIp(ctx.peer);
-    const identity = this.#deps.identity;
-    if (identity === undefined) return { ip };
-    const denied = (why: string) =>
-      new ConfbootError('permission-denied', `${op}: ${why}`, { recoverable: false });
-    if (ip === undefined) throw denied(`caller ${ctx.peer} is not an instance of this cluster`);
-    let instance: PeerInstance | undefined;
-    try {
-      instance = await identity.resolve(ip);
-    } catch (err) {
-      throw dependencyError(`${op}: resolving the caller's instance`, err);
-    }
-    if (instance === undefined) throw denied(`caller ${ip} is not an instance of this cluster`);
-    const name = foldNodeName(instance.name);
-    if (name === '' || !KNOWN_ROLES.has(instance.role)) {
-      throw new ConfbootError(
-        'unavailable',
-        `${op}: the cloud has not assigned a name and role to caller ${ip} yet (name ${JSON.stringify(instance.name)}, role ${instance.role})`,
-      );
-    }
-    return { ip, instance, name };
-  }
-
-  /**
-   * The owner string a disk binding records for a resolved caller: the cloud's immutable instance
-   * ID where it has one (`instance-id/<id>`), else the folded instance name (`instance/<name>`),
-   * else the address (`address/<ip>`, without a PeerIdentity).
-   */
-  static #ownerOf(
-    caller: { ip: string | undefined; instance?: PeerInstance; name?: string },
-    peer: string,
-  ): Owner {
-    const byName = caller.name !== undefined ? `instance/${caller.name}` : `address/${caller.ip ?? peer}`;
-    const id = caller.instance?.instanceId;
-    if (id !== undefined && id !== '') return { owner: `instance-id/${id}`, legacyOwner: byName };
-    return { owner: byName };
-  }
-
-  /**
-   * Whether the binding in force belongs to the caller: the same owner, or a binding recorded by
-   * name before instance IDs were recorded (`instance/<name>`) for the caller's folded name.
-   */
-  static #ownedBy(inForce: DiskBinding, binding: DiskBinding & Owner): boolean {
-    return inForce.owner === binding.owner || inForce.owner === binding.legacyOwner;
-  }
-
-  /**
-   * Binds the state disk to the caller, or refuses when it is bound to someone else
-   * ({@link DiskBoundError}); resolves with the binding in force (the caller's). Fails closed: when
-   * the record cannot be consulted nothing is issued.
-   */
-  async #bindDisk(op: string, request: DiskBinding & Owner): Promise<DiskBinding> {
-    const { legacyOwner: _, ...binding } = request;
-    let inForce: DiskBinding;
-    try {
-      inForce = await this.#deps.diskBindings.bind(binding);
-    } catch (err) {
-      throw dependencyError(`${op}: recording which node disk ${binding.diskUuid} belongs to`, err);
-    }
-    if (TicketIssuer.#ownedBy(inForce, request)) return inForce;
-    this.#deps.logger.warn('Refused a state disk bound to another node', {
-      diskUuid: binding.diskUuid,
-      boundTo: inForce.nodeName,
-      boundOwner: inForce.owner,
-      caller: binding.nodeName,
-      callerOwner: binding.owner,
-    });
-    throw new DiskBoundError(`${op}: disk ${binding.diskUuid} belongs to another node`);
-  }
-
-  /**
-   * After a fresh join with disk `keep`: removes every other binding recorded under the caller's
-   * instance (its owner strings), since an instance has one state disk and a fresh join means the
-   * old one was wiped and reformatted with a new UUID. Only with a PeerIdentity, where the owner is
-   * the instance the attested caller's address resolved to; a binding by address is never released,
-   * because addresses move between instances. Resolves with the released disk UUIDs; a failure is
-   * logged and releases nothing more (the stale record is harmless: its UUID no longer exists).
-   */
-  async #releaseStaleBindings(keep: string, owner: Owner): Promise<string[]> {
-    if (this.#deps.identity === undefined) return [];
-    const owners = owner.legacyOwner === undefined ? [owner.owner] : [owner.owner, owner.legacyOwner];
-    try {
-      const released = await this.#deps.diskBindings.releaseOthers(owners, keep);
-      if (released.length > 0)
-        this.#deps.logger.info('Released stale disk bindings of the joining instance', {
-          owner: owner.owner,
-          kept: keep,
-          released: released.map((b) => b.diskUuid),
-        });
-      return released.map((b) => b.diskUuid);
-    } catch (err) {
-      this.#deps.logger.warn('Could not release stale disk bindings of the joining instance', {
-        owner: owner.owner,
-        error: messageOf(err),
-      });
-      return [];
-    }
-  }
-
-  /**
-   * Binds the request to its caller (before any key-service call): the caller's instance (with a
-   * PeerIdentity) or address (without) decides which node name, IP addresses and role it may ask for.
-   * Returns the caller's owner string for the disk binding and the checked IP addresses the kubelet
-   * certificate may name.
-   */
-  async #checkCaller(
-    op: string,
-    ctx: JoinCaller,
-    req: JoinTicketRequest,
-    nodeName: string,
-    csr: CsrInfo,
-  ): Promise<Owner & { ipAddresses: string[] }> {
-    const caller = await this.#resolveCaller(op, ctx);
-    const { ip, instance } = caller;
-    if (instance === undefined) {
-      const ipAddresses = checkIps(
-        op,
-        csr.ipAddresses,
-        ip === undefined ? [] : [ip],
-        `the caller's address ${ip ?? ctx.peer}`,
-      );
-      return { ...TicketIssuer.#ownerOf(caller, ctx.peer), ipAddresses };
-    }
-    const denied = (why: string) =>
-      new ConfbootError('permission-denied', `${op}: ${why}`, { recoverable: false });
-    const resolvedName = caller.name as string;
-    if (resolvedName !== nodeName) {
-      throw denied(
-        `kubelet CSR is for node ${JSON.stringify(nodeName)}, but caller ${ip} is node ${JSON.stringify(resolvedName)}`,
-      );
-    }
-    const ipAddresses = checkIps(op, csr.ipAddresses, instance.ips, `node ${JSON.stringify(resolvedName)}`);
-    if (req.isControlPlane !== (instance.role === 'ControlPlane')) {
-      throw denied(
-        req.isControlPlane
-          ? `node ${JSON.stringify(resolvedName)} is a worker and may not join as a control plane (no control-plane files)`
-          : `node ${JSON.stringify(resolvedName)} is a control plane and may not join as a worker`,
-      );
-    }
-    return { ...TicketIssuer.#ownerOf(caller, ctx.peer), ipAddresses };
   }
 
   /**
@@ -450,14 +318,14 @@ export class TicketIssuer implements JoinCall {
       });
     }
     this.#checkDenyList(op, { diskUuid: req.diskUuid });
-    const caller = await this.#resolveCaller(op, ctx);
+    const caller = await resolveCaller(this.#deps.identity, op, ctx);
     // A rejoin names no node itself: the deny list is asked for the caller's resolved instance
     // name, and for the name the disk was bound under when it joined.
     if (caller.name !== undefined) this.#checkDenyList(op, { nodeName: caller.name });
-    const bound = await this.#bindDisk(op, {
+    const bound = await bindDisk(this.#deps, op, {
       diskUuid: req.diskUuid.toLowerCase(),
       nodeName: caller.name ?? caller.ip ?? ctx.peer,
-      ...TicketIssuer.#ownerOf(caller, ctx.peer),
+      ...ownerOf(caller, ctx.peer),
     });
     this.#checkDenyList(op, { nodeName: bound.nodeName });
     const [measurementSecret, stateDiskKey] = await Promise.all([

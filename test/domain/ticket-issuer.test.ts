@@ -5,6 +5,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { KUBERNETES_JOIN_TOKEN_TTL_MS } from '../../src/domain/key-derivation.js';
+import { SshCertificateAuthority } from '../../src/domain/ssh-ca.js';
 import { TicketIssuer } from '../../src/domain/ticket-issuer.js';
 import {
   DENY_LIST_REASON,
@@ -104,7 +105,10 @@ describe('TicketIssuer.issueJoinTicket', () => {
       controlPlaneFiles: [],
       kubernetesVersion: '',
       kubernetesComponents: s.facts.componentsValue,
-      authorizedCaPublicKey: new Uint8Array(),
+      // Emergency SSH: the CA of data key ca_emergency_ssh; no host key sent, so no host certificate.
+      authorizedCaPublicKey: bytes(
+        SshCertificateAuthority.fromSeed(StubKms.keyFor('ca_emergency_ssh', 32)).authorizedKey(),
+      ),
       hostCertificate: new Uint8Array(),
     });
     // The record names the ticket's bootstrap token and kubelet key (SHA-256 of the stub
@@ -138,6 +142,7 @@ describe('TicketIssuer.issueJoinTicket', () => {
     expect(s.kms.calls).toEqual([
       { dataKeyId: 'measurementSecret', length: 32 },
       { dataKeyId: UUID, length: 32 },
+      { dataKeyId: 'ca_emergency_ssh', length: 32 },
     ]);
   });
 
@@ -150,7 +155,13 @@ describe('TicketIssuer.issueJoinTicket', () => {
       issuer.issueJoinTicket(req({ diskUuid: uuid2 }), { peer: PEER }),
     ]);
     const c = await issuer.issueRejoinTicket({ diskUuid: UUID }, { peer: PEER });
-    expect(s.kms.calls.map((x) => x.dataKeyId)).toEqual(['measurementSecret', UUID, uuid2, UUID]);
+    expect(s.kms.calls.map((x) => x.dataKeyId)).toEqual([
+      'measurementSecret',
+      UUID,
+      'ca_emergency_ssh',
+      uuid2,
+      UUID,
+    ]);
     const secret = StubKms.keyFor('measurementSecret', 32);
     for (const t of [a, b, c]) expect(t.measurementSecret).toEqual(secret);
     // Each ticket has its own copy: changing one changes no other.

@@ -27,6 +27,7 @@ import { ConcurrencyLimiter, TokenBucketRateLimiter } from '../../adapters/ops/l
 import { JoinServiceMetrics, type JoinServiceMetricsOptions } from '../../adapters/ops/metrics.js';
 import { TimedValidator } from '../../adapters/ops/timed-validator.js';
 import type { JsonWebKeySet } from '../../adapters/receipts/receipt-key.js';
+import { CryptoRandom } from '../../adapters/system/crypto-random.js';
 import { SystemClock } from '../../adapters/system/system-clock.js';
 import { TicketIssuer } from '../../domain/ticket-issuer.js';
 import type { BootstrapTokens } from '../../ports/bootstrap-tokens.js';
@@ -263,6 +264,7 @@ function joinServer(start: Start, denyList: DenyList): AttestedGrpcServer {
     measurementSalt,
     apiServerEndpoint,
     clock,
+    random: new CryptoRandom(),
     logger,
     diskBindings: options.diskBindings ?? new InMemoryDiskBindings(),
     ...(identity ? { identity } : {}),
