@@ -168,6 +168,8 @@ function nodeArgs(
     ...['--init-listen', `${localAddress}:0`, '--join-service-port', String(joinPort)],
     ...['--node-state-file', node.nodeState, '--recovery-listen', `${localAddress}:0`],
     ...['--log-level', process.env.RECOVERY_LOG ?? 'silent'],
+    // `true` stands in for systemctl (this machine's kubelet and power are never touched).
+    ...['--kubelet-restart-command', 'true restart kubelet', '--reboot-command', 'none'],
   ];
 }
 
@@ -208,7 +210,7 @@ describe('reboot: the disk mapper rejoins (real swtpm, LUKS2, aTLS, metadata ser
 
     const out = sink();
     const code = await bootstrapper(nodeArgs(node, metadataUrl, '127.0.0.2', joinPort), { out });
-    expect(out.text()).toBe('Node rejoined: state disk open, PCR 15 marked again\n');
+    expect(out.text()).toBe('Node rejoined: state disk open, PCR 15 marked again, kubelet restarted\n');
     expect(code).toBe(0);
     expect(service.rejoins).toEqual([node.uuid]);
     expect(await pcr15(node.tpm)).toBe(hex(expectedPcr15(CLUSTER_ID)));
@@ -320,7 +322,7 @@ describe('full outage: a control plane waits for k-of-n recovery (real swtpm, LU
       new RegExp(`^Recovered: 2 of 2 received; recovered cluster ${hex(CLUSTER_ID).slice(0, 12)}…\\n$`),
     );
     expect(await exit).toBe(0);
-    expect(out.text()).toBe('Node was recovered: state disk open, PCR 15 marked again\n');
+    expect(out.text()).toBe('Node was recovered: state disk open, PCR 15 marked again, kubelet restarted\n');
     expect(await pcr15(cp.node.tpm)).toBe(hex(expectedPcr15(CLUSTER_ID)));
   }, 90_000);
 

@@ -3,7 +3,11 @@
  * node's ports, the cryptsetup state disk (validated detached header), and on control planes the
  * recovery endpoint (recoverproto.API over attested TLS, this node attesting) with the audited
  * Shamir library for k-of-n shares. The bootstrapper program runs it before the InitServer and
- * the JoinClient.
+ * the JoinClient (and alone with `--disk-mapper-only`, the disk mapper's own systemd unit).
+ *
+ * A node marked already (PCR 15 set) whose state disk is marked for reset failed after the node lock
+ * earlier in this boot (its reboot did not happen, or the bootstrapper was started again): it must
+ * not carry on as a bootstrapped node, so the disk mapper asks for the reboot again and fails.
  */
 import { ShamirSecretSharing } from '../../adapters/crypto/shamir-secret-sharing.js';
 import {
@@ -14,6 +18,7 @@ import { AttestedRecoveryEndpoint, RECOVERY_PORT } from '../../adapters/grpc/rec
 import type { BackoffOptions } from '../../domain/backoff.js';
 import { DiskMapper, type DiskMapperOutcome } from '../../domain/disk-mapper.js';
 import type { RecoverySharesOptions } from '../../domain/recovery-shares.js';
+import { ConfbootError, messageOf } from '../../ports/errors.js';
 import type { StateDiskSetup } from '../../ports/state-disk-setup.js';
 import type { BootstrapperNodeDeps, ListenAddress } from './node.js';
 
@@ -46,8 +51,51 @@ export interface NodeDiskMapperOptions {
   handshakeTimeoutMs?: number;
 }
 
+/** The node's disk mapper: `run()` once before the bootstrapper, `stop()` from anywhere. */
+export interface NodeDiskMapper {
+  /**
+   * Gets the state disk ready (the domain {@link DiskMapper}); rejects `failed-precondition` for a
+   * node that failed after the node lock earlier in this boot, once the reboot was asked for.
+   */
+  run(): Promise<DiskMapperOutcome>;
+  stop(): void;
+}
+
+/**
+ * Refuses a node marked with a cluster ID whose state disk is marked for reset (see the module
+ * comment), after asking `power` for the reboot. A disk that cannot be read is logged and let be:
+ * without it the bootstrapper cannot tell and carries on as before.
+ */
+async function refuseFailedThisBoot(disk: StateDiskSetup, deps: BootstrapperNodeDeps): Promise<void> {
+  let condition: Awaited<ReturnType<StateDiskSetup['inspect']>>;
+  try {
+    condition = await disk.inspect();
+  } catch (err) {
+    deps.logger.warn('Could not read the state disk of a marked node', { error: messageOf(err) });
+    return;
+  }
+  if (condition !== 'reset') return;
+  deps.logger.error('Node failed after the node lock earlier in this boot; rebooting');
+  let note = 'no reboot configured';
+  if (deps.power !== undefined) {
+    try {
+      await deps.power.reboot();
+      note = 'reboot requested';
+    } catch (err) {
+      note = `requesting a reboot failed: ${messageOf(err)}`;
+    }
+  }
+  throw new ConfbootError(
+    'failed-precondition',
+    `disk mapper: the node failed after the node lock earlier in this boot: PCR 15 is set and the state disk is marked for reset (${note})`,
+  );
+}
+
 /** Builds the node's disk mapper; `run()` it once before the bootstrapper. */
-export function createNodeDiskMapper(deps: BootstrapperNodeDeps, options: NodeDiskMapperOptions): DiskMapper {
+export function createNodeDiskMapper(
+  deps: BootstrapperNodeDeps,
+  options: NodeDiskMapperOptions,
+): NodeDiskMapper {
   const disk =
     'inspect' in options.disk
       ? options.disk
@@ -73,7 +121,7 @@ export function createNodeDiskMapper(deps: BootstrapperNodeDeps, options: NodeDi
     ...(options.handshakeTimeoutMs === undefined ? {} : { handshakeTimeoutMs: options.handshakeTimeoutMs }),
     ...(options.onRecoveryListening ? { onListening: options.onRecoveryListening } : {}),
   });
-  return new DiskMapper(
+  const mapper = new DiskMapper(
     {
       disk,
       rejoinClient: deps.joinClient,
@@ -92,4 +140,12 @@ export function createNodeDiskMapper(deps: BootstrapperNodeDeps, options: NodeDi
       ...(options.shares ? { shares: options.shares } : {}),
     },
   );
+  return {
+    stop: () => mapper.stop(),
+    run: async () => {
+      const mapped = await mapper.run();
+      if (mapped.outcome === 'already-marked') await refuseFailedThisBoot(disk, deps);
+      return mapped;
+    },
+  };
 }

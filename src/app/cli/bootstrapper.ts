@@ -5,15 +5,20 @@
  * C` ({@link run}); only the chosen cloud's adapter is loaded.
  *
  * Exit codes: 0 once the node is bootstrapped (initialised, joined, or already bootstrapped: PCR 15
- * set); 1 after a failure (past the node lock the state disk was marked for reset; before it nothing
- * was changed) or when stopped by a
+ * set, its kubelet restarted); 1 after a failure (past the node lock the state disk was marked for
+ * reset and the reboot command run; before it nothing was changed) or when stopped by a
  * signal first; 2 for usage errors. `--check-wiring` resolves every binding and exits 0 without
  * touching the TPM, the disk or the network.
  */
 
 import { STATE_DISK_INTEGRITY_MODES } from '../../adapters/disk/cryptsetup-state-disk-setup.js';
 import { RECOVERY_PORT } from '../../adapters/grpc/recover.js';
-import { CommandKubeletService } from '../../adapters/kubernetes/kubelet-service.js';
+import {
+  CommandKubeletService,
+  SYSTEMCTL_RESTART_KUBELET,
+} from '../../adapters/kubernetes/kubelet-service.js';
+import { commandWords } from '../../adapters/system/bounded-command.js';
+import { CommandPowerControl, SYSTEMCTL_REBOOT } from '../../adapters/system/command-power-control.js';
 import { DEFAULT_SHARE_TTL_MS } from '../../domain/recovery-shares.js';
 import { messageOf } from '../../ports/errors.js';
 import { splitHostPort } from '../../ports/peer-address.js';
@@ -144,7 +149,21 @@ export function bootstrapperCommand(csp?: Csp): CommandSpec {
       'kubelet-restart-command': {
         type: 'string',
         valueName: 'CMD',
-        description: "run on a node bootstrapped before, e.g. 'systemctl restart kubelet' (default: none)",
+        default: SYSTEMCTL_RESTART_KUBELET.join(' '),
+        description:
+          "run on a node bootstrapped before (a reboot; words split on spaces, no shell); 'none' restarts nothing",
+      },
+      'reboot-command': {
+        type: 'string',
+        valueName: 'CMD',
+        default: SYSTEMCTL_REBOOT.join(' '),
+        description:
+          "run after a failure past the node lock, once the state disk is marked for reset; 'none' only exits 1",
+      },
+      'disk-mapper-only': {
+        type: 'boolean',
+        description:
+          'run only the disk mapper and exit 0 once the state disk is ready (its own systemd unit)',
       },
       'node-state-file': { type: 'string', valueName: 'F', description: 'node_state.json path' },
       'pki-dir': { type: 'string', valueName: 'DIR', description: 'control-plane files directory' },
@@ -162,9 +181,9 @@ export function bootstrapperCommand(csp?: Csp): CommandSpec {
       },
     },
     epilog:
-      'Exit codes: 0 bootstrapped (or already: PCR 15 set, e.g. rejoined after a reboot), 1 failure\n' +
-      '(after the node lock the state disk is marked for reset; before it nothing was changed)\n' +
-      'or stopped by SIGTERM/SIGINT first, 2 usage error.',
+      'Exit codes: 0 bootstrapped (or already: PCR 15 set, e.g. rejoined after a reboot, the kubelet\n' +
+      'restarted), 1 failure (after the node lock the state disk is marked for reset and the reboot\n' +
+      'command run; before it nothing was changed) or stopped by SIGTERM/SIGINT first, 2 usage error.',
   };
 }
 
@@ -178,6 +197,15 @@ function parseHostPort(flag: string, value: string): { host: string; port: numbe
 function str(values: Record<string, unknown>, key: string): string | undefined {
   const v = values[key];
   return typeof v === 'string' ? v : undefined;
+}
+
+/** A command flag's words; undefined for `none`; a usage error when it holds no word. */
+function commandFlag(values: Record<string, unknown>, flag: string): string[] | undefined {
+  const line = str(values, flag) ?? '';
+  if (line.trim() === 'none') return undefined;
+  const words = commandWords(line);
+  if (words.length === 0) throw new UsageError(`--${flag}: expected a command or 'none'`);
+  return words;
 }
 
 function parseCount(flag: string, value: string): number {
@@ -255,7 +283,7 @@ function describe(result: BootstrapResult, mapped: DiskMapperOutcome['outcome'],
     case 'joined':
       return `Node joined the cluster${id}`;
     case 'already-bootstrapped':
-      return 'Node is already bootstrapped (PCR 15 is set); nothing to do';
+      return `Node is already bootstrapped (PCR 15 is set); ${restarted ? 'kubelet restarted' : 'nothing to do'}`;
     case 'stopped':
       return 'Bootstrapper stopped before the node bootstrapped';
   }
@@ -290,6 +318,9 @@ export function runBootstrapper(
     const formatIterations =
       iterations === undefined ? undefined : parseCount('format-pbkdf2-iterations', iterations);
 
+    const restart = commandFlag(values, 'kubelet-restart-command');
+    const reboot = commandFlag(values, 'reboot-command');
+
     if (values['preload-sdk']) await cloudEntry(cloud).preload();
     const container = await createNodeContainer(config);
     if (values['check-wiring']) {
@@ -299,8 +330,8 @@ export function runBootstrapper(
     }
 
     const deps = await bootstrapperDeps(container);
-    const restart = str(values, 'kubelet-restart-command');
-    if (restart !== undefined) deps.kubelet = new CommandKubeletService(restart.split(/\s+/).filter(Boolean));
+    if (restart !== undefined) deps.kubelet = new CommandKubeletService(restart);
+    if (reboot !== undefined) deps.power = new CommandPowerControl(reboot);
     const mapping = values['state-mapping'] as string;
     const integrity = STATE_DISK_INTEGRITY_MODES.find((m) => m === values['state-disk-integrity']);
     if (integrity === undefined)
@@ -352,6 +383,10 @@ export function runBootstrapper(
       if (mapped.outcome === 'stopped') {
         out.write('Disk mapper stopped before the state disk was ready\n');
         return 1;
+      }
+      if (values['disk-mapper-only'] === true) {
+        out.write(`State disk ready (${mapped.outcome})\n`);
+        return 0;
       }
       node = await startBootstrapperNode(deps, {
         initListen: listen,

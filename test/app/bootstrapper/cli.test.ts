@@ -4,7 +4,8 @@
  * cryptsetup), the real QEMU metadata server, real attested TLS with the qemu-vtpm validator. No
  * join service runs (the join side just retries), and kubeadm is never reached.
  */
-import { writeFile } from 'node:fs/promises';
+import { existsSync } from 'node:fs';
+import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import { afterEach, describe, expect, it, vi } from 'vitest';
@@ -37,6 +38,20 @@ function sink(): Writable & { text: () => string } {
     },
   });
   return Object.assign(w, { text: () => Buffer.concat(chunks).toString('utf8') });
+}
+
+/**
+ * A script standing in for systemctl (this machine's kubelet and power are never touched): appends
+ * its arguments to a log and exits with `exitCode`.
+ */
+async function recorder(dir: string, name: string, exitCode = 0) {
+  const path = join(dir, name);
+  const log = join(dir, `${name}.log`);
+  await writeFile(path, `#!/bin/sh\necho "$*" >> '${log}'\nexit ${exitCode}\n`, { mode: 0o755 });
+  return {
+    command: (...args: string[]) => [path, ...args].join(' '),
+    calls: async () => (existsSync(log) ? (await readFile(log, 'utf8')).trim().split('\n') : []),
+  };
 }
 
 const stderr: string[] = [];
@@ -89,6 +104,15 @@ describe('confboot bootstrapper: flags', () => {
     expect(stderr.join('')).toMatch(message);
   });
 
+  it.each(['--reboot-command', '--kubelet-restart-command'])(
+    '%s with no command is a usage error',
+    async (flag) => {
+      captureStderr();
+      expect(await run(['--csp', 'qemu', '--disk', '/d', flag, '  '])).toBe(2);
+      expect(stderr.join('')).toContain(`${flag}: expected a command or 'none'`);
+    },
+  );
+
   it('--csp and --disk are required', async () => {
     captureStderr();
     expect(await run(['--disk', '/d'])).toBe(2);
@@ -97,23 +121,71 @@ describe('confboot bootstrapper: flags', () => {
 });
 
 describe('confboot bootstrapper on a qemu node', () => {
-  it('already bootstrapped (PCR 15 set on the TPM): says so, starts nothing and exits 0', async () => {
+  /** Runs the bootstrapper on a TPM whose PCR 15 is set, with `extra` flags. */
+  async function runBootstrapped(extra: string[]): Promise<{ code: number; out: string }> {
     const tpm = await swtpm();
     await new Tpm2ToolsTpm({ tcti: tpm.tcti }).pcrEvent(15, new Uint8Array(32).fill(1));
-    const port = await freePort();
     const out = sink();
     const code = await run(
       [
         ...['--csp', 'qemu', '--tcti', tpm.tcti, '--disk', '/nonexistent'],
-        ...['--init-listen', `127.0.0.1:${port}`, '--log-level', 'silent'],
+        ...['--init-listen', `127.0.0.1:${await freePort()}`, '--log-level', 'silent', ...extra],
       ],
       { out },
     );
+    return { code, out: out.text() };
+  }
+
+  it('already bootstrapped (PCR 15 set on the TPM): restarts the kubelet, starts nothing else and exits 0', async () => {
+    const kubelet = await recorder(tmp(), 'systemctl');
+    const { code, out } = await runBootstrapped([
+      '--kubelet-restart-command',
+      kubelet.command('restart', 'kubelet'),
+    ]);
     expect(code).toBe(0);
-    expect(out.text()).toBe('Node is already bootstrapped (PCR 15 is set); nothing to do\n');
+    expect(out).toBe('Node is already bootstrapped (PCR 15 is set); kubelet restarted\n');
+    expect(await kubelet.calls()).toEqual(['restart kubelet']);
   });
 
-  it('init fails after the node lock: the LUKS2 disk is marked for reset and the exit code is 1 with the reason', async () => {
+  it('already bootstrapped with --kubelet-restart-command none: nothing to do', async () => {
+    const { code, out } = await runBootstrapped(['--kubelet-restart-command', 'none']);
+    expect(code).toBe(0);
+    expect(out).toBe('Node is already bootstrapped (PCR 15 is set); nothing to do\n');
+  });
+
+  it('already bootstrapped and the kubelet restart fails: exit 1 naming the command', async () => {
+    const kubelet = await recorder(tmp(), 'systemctl', 5);
+    captureStderr();
+    const { code } = await runBootstrapped([
+      '--kubelet-restart-command',
+      kubelet.command('restart', 'kubelet'),
+    ]);
+    expect(code).toBe(1);
+    expect(stderr.join('')).toMatch(
+      /restarting the kubelet of a bootstrapped node: restarting the kubelet \(.*systemctl restart kubelet\): exit code 5/,
+    );
+  });
+
+  it('--disk-mapper-only gets the state disk ready and exits 0 without starting the init server', async () => {
+    const dir = tmp();
+    const tpm = await swtpm();
+    const image = await formatImage(dir);
+    const out = sink();
+    let listened = false;
+    const code = await run(
+      [
+        ...['--csp', 'qemu', '--tcti', tpm.tcti, '--disk-mapper-only'],
+        ...['--disk', image.path, '--initial-passphrase-file', image.keyFile],
+        ...['--state-mapping', 'none', '--state-disk-integrity', 'none', '--log-level', 'silent'],
+      ],
+      { out, onListening: () => (listened = true) },
+    );
+    expect(code).toBe(0);
+    expect(out.text()).toBe('State disk ready (fresh)\n');
+    expect(listened).toBe(false);
+  });
+
+  it('init fails after the node lock: the LUKS2 disk is marked for reset, the reboot command runs, exit 1 with the reason; started again in the same boot it reboots again', async () => {
     const dir = tmp();
     const tpm = await swtpm();
     const image = await formatImage(dir);
@@ -132,33 +204,32 @@ describe('confboot bootstrapper on a qemu node', () => {
         onListening = resolve;
       });
       const out = sink();
-      const exit = run(
-        [
-          ...['--csp', 'qemu', '--attestation-variant', 'qemu-vtpm', '--tcti', tpm.tcti],
-          ...['--disk', image.path, '--initial-passphrase-file', image.keyFile],
-          // kubeadm fails after the node lock (the disk mapper leaves this formatted, never
-          // initialised disk to the bootstrapper).
-          ...[
-            '--kubeadm',
-            '/bin/false',
-            '--state-mapping',
-            'none',
-            '--state-disk-integrity',
-            'none',
-            '--format-pbkdf2-iterations',
-            '1000',
-          ],
-          ...['--metadata-url', `http://127.0.0.1:${metadata.port}`, '--init-listen', '127.0.0.1:0'],
-          ...[
-            '--join-service-port',
-            String(await freePort()),
-            '--node-state-file',
-            join(dir, 'node_state.json'),
-          ],
-          ...['--log-level', 'silent'],
+      const reboot = await recorder(dir, 'systemctl');
+      const args = [
+        ...['--csp', 'qemu', '--attestation-variant', 'qemu-vtpm', '--tcti', tpm.tcti],
+        ...['--disk', image.path, '--initial-passphrase-file', image.keyFile],
+        // kubeadm fails after the node lock (the disk mapper leaves this formatted, never
+        // initialised disk to the bootstrapper).
+        ...[
+          '--kubeadm',
+          '/bin/false',
+          '--state-mapping',
+          'none',
+          '--state-disk-integrity',
+          'none',
+          '--format-pbkdf2-iterations',
+          '1000',
         ],
-        { out, onListening },
-      );
+        ...['--metadata-url', `http://127.0.0.1:${metadata.port}`, '--init-listen', '127.0.0.1:0'],
+        ...[
+          '--join-service-port',
+          String(await freePort()),
+          '--node-state-file',
+          join(dir, 'node_state.json'),
+        ],
+        ...['--log-level', 'silent', '--reboot-command', reboot.command('reboot')],
+      ];
+      const exit = run(args, { out, onListening });
       const port = await Promise.race([
         listening,
         exit.then((c) => Promise.reject(new Error(`exited ${c}`))),
@@ -190,14 +261,23 @@ describe('confboot bootstrapper on a qemu node', () => {
 
       expect(await exit).toBe(1);
       expect(stderr.join('')).toMatch(
-        /bootstrapping failed: bootstrapper: init failed after the node lock \(state disk marked for reset\): .*kubeadm/,
+        /bootstrapping failed: bootstrapper: init failed after the node lock \(state disk marked for reset; reboot requested\): .*kubeadm/,
       );
+      expect(await reboot.calls()).toEqual(['reboot']);
       const meta = (await dumpMetadata(image.path)) as {
         tokens: Record<string, { diskIsInitialized?: boolean }>;
       };
       expect(meta.tokens['0']?.diskIsInitialized).toBe(false);
       const pcr15 = (await new Tpm2ToolsTpm({ tcti: tpm.tcti }).readPcrs([15])).get(15) as Uint8Array;
       expect(pcr15.some((b) => b !== 0)).toBe(true);
+
+      // The reboot did not happen (a stand-in ran): started again, the node must not pass as bootstrapped.
+      stderr.length = 0;
+      expect(await run(args, { out: sink(), onListening: () => {} })).toBe(1);
+      expect(stderr.join('')).toMatch(
+        /disk mapper failed: disk mapper: the node failed after the node lock earlier in this boot: PCR 15 is set and the state disk is marked for reset \(reboot requested\)/,
+      );
+      expect(await reboot.calls()).toEqual(['reboot', 'reboot']);
     } finally {
       await metadata.close();
     }
