@@ -191,15 +191,15 @@ describe('the four long-running commands read CONFBOOT_<OPTION>', () => {
     }))
       vi.stubEnv(k, v);
     expect(parseJoinServiceFlags([])).toMatchObject({
-      csp: 'qemu',
-      variant: 'qemu-vtpm',
-      keyServiceEndpoint: 'key-service.kube-system:9000',
+      cloud: { cloud: 'qemu' },
+      attestation: { variant: 'qemu-vtpm' },
+      keyService: { endpoint: 'key-service.kube-system:9000' },
       logLevel: 'debug',
-      ratePerSecond: 3,
+      limits: { rateLimit: 3 },
     });
     expect(parseJoinServiceFlags(['--log-level', 'warn', '--rate-limit=0'])).toMatchObject({
       logLevel: 'warn',
-      ratePerSecond: 0,
+      limits: { rateLimit: 0 },
     });
     // A bad value from env is checked like the flag.
     vi.stubEnv('CONFBOOT_LOG_LEVEL', 'loud');

@@ -266,13 +266,17 @@ describe('confboot key-service and join-service mutual-TLS flags', () => {
       '--measurement-salt-file=/y',
       '--key-service-endpoint=key-service.kube-system:9000',
     ];
-    expect(parseJoinServiceFlags(base)?.keyServiceTlsPaths).toBeUndefined();
+    expect(parseJoinServiceFlags(base)?.keyService).toMatchObject({
+      ca: undefined,
+      cert: undefined,
+      key: undefined,
+    });
     const tls = [
       `--key-service-ca=${f.ca}`,
       `--key-service-cert=${f.clientCert}`,
       `--key-service-key=${f.clientKey}`,
     ];
-    expect(parseJoinServiceFlags([...base, ...tls])?.keyServiceTlsPaths).toEqual({
+    expect(parseJoinServiceFlags([...base, ...tls])?.keyService).toMatchObject({
       ca: f.ca,
       cert: f.clientCert,
       key: f.clientKey,

@@ -154,7 +154,7 @@ describe.each(targets)('manifests for $cloud / $variant', (target) => {
   it('passes flags the real join-service and key-service parsers accept, for this cloud and variant', () => {
     expect(jc.args[0]).toBe('join-service');
     const flags = parseJoinServiceFlags(jc.args.slice(1));
-    expect(flags).toMatchObject({ csp: target.cloud, variant: target.variant });
+    expect(flags).toMatchObject({ cloud: { cloud: target.cloud }, attestation: { variant: target.variant } });
     expect(kc.args[0]).toBe('key-service');
     expect(parseCommand(kc.args.slice(1), keyServiceCommand)).toBeDefined();
     expect(jc.image).toBe(DEFAULT_IMAGE);
@@ -227,7 +227,7 @@ describe.each(targets)('manifests for $cloud / $variant', (target) => {
 
   it('never trusts an attestation key as carried: qemu-vtpm checks the registered AKs (empty: nobody yet)', () => {
     expect(jargs['trust-ak-as-carried']).toBeUndefined();
-    expect(parseJoinServiceFlags(jc.args.slice(1))?.trustAkAsCarried).toBe(false);
+    expect(parseJoinServiceFlags(jc.args.slice(1))?.attestation.trustAkAsCarried).toBe(false);
     if (target.variant !== 'qemu-vtpm') {
       expect(jargs['qemu-ak-registry']).toBeUndefined();
       return;
@@ -247,7 +247,7 @@ describe.each(targets)('manifests for $cloud / $variant', (target) => {
     const pod = ds.spec.template.spec;
     // No --admin-conf: the discovery hash comes from <pki-dir>/ca.crt.
     expect(jargs['admin-conf']).toBeUndefined();
-    expect(parseJoinServiceFlags(jc.args.slice(1))?.adminConfPath).toBeUndefined();
+    expect(parseJoinServiceFlags(jc.args.slice(1))?.cluster.adminConf).toBeUndefined();
     // The service itself mounts no host path at all; the pki volume is memory-backed.
     const volume = (name: string) => pod.volumes.find((v: Obj) => v.name === name);
     for (const m of jc.volumeMounts) expect(volume(m.name).hostPath, m.name).toBeUndefined();
@@ -339,7 +339,7 @@ describe.each(targets)('manifests for $cloud / $variant', (target) => {
       'client-ca': `${KEY_SERVICE_TLS_DIR}/ca.crt`,
     });
     expect(mountOf(keyPod, kc, KEY_SERVICE_TLS_DIR).secret.secretName).toBe(KEY_SERVICE_TLS_SECRET);
-    expect(parseJoinServiceFlags(jc.args.slice(1))?.keyServiceTlsPaths).toEqual({
+    expect(parseJoinServiceFlags(jc.args.slice(1))?.keyService).toMatchObject({
       ca: `${KEY_SERVICE_CLIENT_TLS_DIR}/ca.crt`,
       cert: `${KEY_SERVICE_CLIENT_TLS_DIR}/tls.crt`,
       key: `${KEY_SERVICE_CLIENT_TLS_DIR}/tls.key`,

@@ -14,7 +14,7 @@ import { messageOf } from '../../ports/errors.js';
 import type { Logger } from '../../ports/logger.js';
 import { type CommandSpec, parseCommand, runCommand, UsageError } from '../program/args.js';
 import { untilStopSignal } from '../program/signals.js';
-import { readPemFlag } from './pem-file.js';
+import { readPemFlag } from '../program/pem-file.js';
 
 /** Default listen address (upstream `KeyServicePort`, all interfaces). */
 export const DEFAULT_KEY_SERVICE_LISTEN = '0.0.0.0:9000';

@@ -11,7 +11,6 @@
 import { readFile } from 'node:fs/promises';
 import { hostname } from 'node:os';
 import { join } from 'node:path';
-import type { TdxCollateralSource } from '../../adapters/attestation/tdx/config.js';
 import { UpdatableValidator } from '../../adapters/attestation/updatable/updatable-validator.js';
 import { MetadataPeerIdentity } from '../../adapters/identity/metadata-peer-identity.js';
 import { GrpcKmsClient, type GrpcKmsClientTls } from '../../adapters/kms/grpc-kms-client.js';
@@ -34,8 +33,10 @@ import {
 export type { VariantLookupSettings, VariantLookups } from '../registry/validator-deps.js';
 
 import { JoinServiceMetrics } from '../../adapters/ops/metrics.js';
+import { ReceiptKey } from '../../adapters/receipts/receipt-key.js';
 import { JsonlEvidenceStore } from '../../adapters/state/jsonl-evidence-store.js';
-import { KUBERNETES_PORT, PKI_DIR } from '../defaults.js';
+import { KUBERNETES_PORT } from '../defaults.js';
+import { readPemFlag } from '../program/pem-file.js';
 import { cloudMetadataApi, isVariant, variantEntry, variantNames } from '../registry/index.js';
 import {
   checkMeasurementPolicy,
@@ -48,18 +49,13 @@ import { buildValidator, createAmdCertCache } from '../registry/validators.js';
 import { withDryRunOnLoad } from './dry-run.js';
 import { lazyKubernetes } from './lazy-kubernetes.js';
 import { withRefusalEvents } from './refusal-events.js';
+import type { JoinServiceSettings } from './settings-by-owner.js';
 
 export { type LazyKubernetes, lazyKubernetes } from './lazy-kubernetes.js';
 
-import {
-  type JoinServiceLimits,
-  type JoinServiceOptions,
-  type ListenAddress,
-  type RunningJoinService,
-  startJoinService,
-} from './service.js';
+import { type JoinServiceLimits, type RunningJoinService, startJoinService } from './service.js';
 
-/** A cloud of the cloud registry the join service runs on (`--csp`). */
+/** A cloud of the cloud registry the join service runs on (`--cloud`). */
 export type JoinServiceCsp = string;
 
 /** Upstream's bound on asking metadata for this node's VPC IP at start. */
@@ -185,83 +181,17 @@ export function variantLookups(
   return variantEntry(variant).lookups(settings, clock);
 }
 
-/** Configuration of {@link startProductionJoinService} (the CLI flags, parsed). */
+/**
+ * Configuration of {@link startProductionJoinService}: the settings by owner (the CLI flags, parsed;
+ * settings.ts), each group read whole by the part of the wiring it configures.
+ */
 export interface ProductionJoinServiceConfig {
-  csp: JoinServiceCsp;
-  variant: Variant;
-  /** Attestation config file (watched), e.g. `/var/config/attestationConfig`. */
-  attestationConfigPath: string;
-  /** Measurement salt file, e.g. `/var/config/measurementSalt`. */
-  measurementSaltPath: string;
-  /** `host:port` of the key service. */
-  keyServiceEndpoint: string;
-  /** Mutual TLS to the key service; absent: plain gRPC. */
-  keyServiceTls?: GrpcKmsClientTls;
-  denyListPath?: string;
-  /**
-   * State directory of the evidence record (JSON lines, survives restarts) that dry runs replay;
-   * absent: no evidence is recorded and loaded configs are not dry-run.
-   */
-  stateDir?: string;
-  /**
-   * Where the evidence record lives: `cluster` (EvidenceRecord resources through the Kubernetes API,
-   * shared by every replica), or `file` (under {@link stateDir}; the default when it is given).
-   */
-  evidenceStore?: 'file' | 'cluster';
-  /** Bounds of the evidence record (records kept, retention). */
-  evidenceRetention?: { maxRecords?: number; maxAgeMs?: number };
-  /** Record each refusal as a Kubernetes Event (deduplicated, rate-limited). Default true. */
-  refusalEvents?: boolean;
-  /** `reportingInstance` of the events; default the host name (a pod's name). */
-  eventInstance?: string;
-  /** Signs join receipts and publishes its JWKS (ReceiptKey.load); absent: no receipts. */
-  receiptKey?: JoinServiceOptions['receiptKey'];
-  listen: ListenAddress;
-  httpListen: ListenAddress;
-  grpcHealthListen?: ListenAddress;
-  /** kubeconfig file; default the in-cluster service account. */
-  kubeconfigPath?: string;
-  /**
-   * admin.conf to compute the discovery CA hash from, for deployments that mount it; default: the
-   * CA certificate `<pkiDir>/ca.crt` (the service then needs no cluster-admin credential).
-   */
-  adminConfPath?: string;
-  /** Cluster pki directory; default `/etc/kubernetes/pki`. */
-  pkiDir?: string;
-  /** `host:port` put into tickets; default `<metadata VPC IP>:6443`. */
-  apiServerEndpoint?: string;
-  /** Metadata base URL override (QEMU metadata server, IMDS, GCE metadata). */
-  metadataUrl?: string;
-  /** Cloud API endpoint (metadata-only providers such as OpenStack: the Nova endpoint). */
-  cloudApiEndpoint?: string;
-  /** File holding the cloud API token of metadata-only providers. */
-  cloudAuthTokenFile?: string;
-  /** azure-trustedlaunch: PEM file with the trusted AK roots. */
-  azureAkRootsPath?: string;
-  /**
-   * qemu-vtpm: registered attestation keys (`--qemu-ak-registry`); absent: the service refuses to
-   * start unless {@link trustAkAsCarried}.
-   */
-  qemuAkRegistryPath?: string;
-  /** qemu-vtpm without a registry: trust the AK as carried (logged at error level). Default false. */
-  trustAkAsCarried?: boolean;
-  /** SEV-SNP: AMD KDS or a mirror for VCEK/ASK fetches; default `https://kdsintf.amd.com`. */
-  amdKdsUrl?: string;
-  /** TDX: directory with Intel PCS collateral; absent: quote, QE report and PCK chain only. */
-  tdxCollateralDir?: string;
-  /** TDX: where collateral comes from (a directory or Intel PCS); wins over `tdxCollateralDir`. */
-  tdxCollateral?: TdxCollateralSource;
-  limits?: JoinServiceLimits;
-  /**
-   * Accept an attestation config that enforces no boot-chain register, or not the node-lock register
-   * as zero (logged at error level each time it loads). Default false.
-   */
-  allowWeakMeasurementPolicy?: boolean;
-  /** Warn about a measurement set that expires within this many ms; default 24 hours. */
-  setExpiryWarningMs?: number;
+  settings: Omit<JoinServiceSettings, 'logLevel'>;
   logger: Logger;
   signal?: AbortSignal;
   clock?: Clock;
+  /** `reportingInstance` of refusal Events; default the host name (a pod's name). */
+  eventInstance?: string;
   /** Called as soon as the ports listen (before the Kubernetes client has loaded; see readiness). */
   onListening?: (service: RunningJoinService) => void;
 }
@@ -305,78 +235,70 @@ export async function apiServerEndpointFromMetadata(
 export async function startProductionJoinService(
   config: ProductionJoinServiceConfig,
 ): Promise<RunningJoinService> {
-  const { logger } = config;
+  const { logger, settings } = config;
+  const { attestation, cluster, cloud, evidence, listen } = settings;
   const clock = config.clock ?? new SystemClock();
-  if (config.allowWeakMeasurementPolicy === true) logger.warn(WEAK_POLICY_OPT_IN_WARNING);
-  if (
-    config.variant === 'qemu-vtpm' &&
-    config.trustAkAsCarried === true &&
-    config.qemuAkRegistryPath === undefined
-  )
-    logger.error(QEMU_AK_AS_CARRIED_WARNING);
-  const build = validatorBuilder(
-    config.variant,
-    await variantLookups(
-      config.variant,
-      {
-        azureAkRootsPath: config.azureAkRootsPath,
-        qemuAkRegistryPath: config.qemuAkRegistryPath,
-        trustAkAsCarried: config.trustAkAsCarried === true,
-        amdKdsUrl: config.amdKdsUrl,
-        tdxCollateralDir: config.tdxCollateralDir,
-        tdxCollateral: config.tdxCollateral,
-      },
-      clock,
-    ),
-    clock,
-    logger,
-    {
-      allowWeakMeasurementPolicy: config.allowWeakMeasurementPolicy === true,
-      ...(config.setExpiryWarningMs === undefined ? {} : { setExpiryWarningMs: config.setExpiryWarningMs }),
-    },
-  );
-  const measurementSalt = await readMeasurementSalt(config.measurementSaltPath);
+  // The files named by flags first: a missing one is a usage error before anything starts.
+  const keyServiceTls = await readKeyServiceTls(settings.keyService);
+  const receiptKey =
+    settings.receipts.key === undefined
+      ? undefined
+      : await ReceiptKey.load(
+          settings.receipts.key,
+          settings.receipts.retiredJwks === undefined
+            ? {}
+            : { retiredJwksPath: settings.receipts.retiredJwks },
+        );
+  const build = await attestationValidatorBuilder(attestation, clock, logger);
+  const measurementSalt = await readMeasurementSalt(cluster.measurementSaltFile);
   // The cloud's metadata binds each caller's address to its instance name, IPs and role, so an
   // attested node can only get a kubelet certificate for itself (see docs/identity.md).
-  const metadata = await metadataApiFor(config.csp, logger, config.metadataUrl, {
-    endpoint: config.cloudApiEndpoint,
-    authTokenFile: config.cloudAuthTokenFile,
+  const metadata = await metadataApiFor(cloud.cloud, logger, cloud.metadataUrl, {
+    endpoint: cloud.cloudApiEndpoint,
+    authTokenFile: cloud.cloudAuthTokenFile,
   });
   const apiServerEndpoint =
-    config.apiServerEndpoint ?? (await apiServerEndpointFromMetadata(metadata, config.signal));
+    cluster.apiServerEndpoint ?? (await apiServerEndpointFromMetadata(metadata, config.signal));
+  const evidenceRetention =
+    evidence.evidenceStore === undefined
+      ? undefined
+      : { maxRecords: evidence.evidenceRetention, maxAgeMs: evidence.evidenceMaxAge };
 
   const metrics = new JoinServiceMetrics();
   const kube = lazyKubernetes(
     {
-      kubeconfigPath: config.kubeconfigPath,
-      evidenceRetention: config.evidenceRetention,
+      kubeconfigPath: cluster.kubeconfig,
+      evidenceRetention,
       eventInstance: config.eventInstance ?? hostname(),
-      ...(config.adminConfPath !== undefined
-        ? { adminConfPath: config.adminConfPath }
-        : { caCertPath: join(config.pkiDir ?? PKI_DIR, 'ca.crt') }),
+      ...(cluster.adminConf !== undefined
+        ? { adminConfPath: cluster.adminConf }
+        : { caCertPath: join(cluster.pkiDir, 'ca.crt') }),
     },
     clock,
     logger,
   );
-  const evidence: EvidenceStore | undefined =
-    config.evidenceStore === 'cluster'
+  const evidenceStore: EvidenceStore | undefined =
+    evidence.evidenceStore === 'cluster'
       ? kube.evidence
-      : config.stateDir === undefined
+      : evidence.stateDir === undefined
         ? undefined
-        : await JsonlEvidenceStore.open({ dir: config.stateDir, clock, logger, ...config.evidenceRetention });
+        : await JsonlEvidenceStore.open({ dir: evidence.stateDir, clock, logger, ...evidenceRetention });
   const validator = await UpdatableValidator.start({
-    path: config.attestationConfigPath,
+    path: attestation.attestationConfig,
     // Each loaded config is dry-run against the recorded evidence (logged, counted in /metrics).
-    build: evidence === undefined ? build : withDryRunOnLoad(build, { store: evidence, metrics, logger }),
+    build:
+      evidenceStore === undefined
+        ? build
+        : withDryRunOnLoad(build, { store: evidenceStore, metrics, logger }),
     logger,
     onReload: (o) => metrics.configReloads.inc({ config: 'attestation', result: o.ok ? 'ok' : 'error' }),
   });
   const kms = new GrpcKmsClient({
-    endpoint: config.keyServiceEndpoint,
-    ...(config.keyServiceTls ? { tls: config.keyServiceTls } : {}),
+    endpoint: settings.keyService.endpoint,
+    ...(keyServiceTls ? { tls: keyServiceTls } : {}),
   });
   // CSR inspection and kubelet signing (the largest CPU item of a join) on a worker thread.
-  const ca = new WorkerCertificateAuthority({ clock, pkiDir: config.pkiDir ?? PKI_DIR });
+  const ca = new WorkerCertificateAuthority({ clock, pkiDir: cluster.pkiDir });
   const service = await startJoinService({
     validators: [validator],
     kms,
@@ -389,14 +311,14 @@ export async function startProductionJoinService(
     identity: new MetadataPeerIdentity(metadata, clock, { logger }),
     clock,
     // Every refused audit event also becomes a Kubernetes Event.
-    logger: config.refusalEvents === false ? logger : withRefusalEvents(logger, kube.events),
-    listen: config.listen,
-    httpListen: config.httpListen,
-    ...(config.grpcHealthListen ? { grpcHealthListen: config.grpcHealthListen } : {}),
-    ...(config.denyListPath !== undefined ? { denyListPath: config.denyListPath } : {}),
-    ...(config.receiptKey !== undefined ? { receiptKey: config.receiptKey } : {}),
-    ...(evidence !== undefined ? { evidence } : {}),
-    ...(config.limits ? { limits: config.limits } : {}),
+    logger: evidence.refusalEvents ? withRefusalEvents(logger, kube.events) : logger,
+    listen: listen.listen,
+    httpListen: listen.httpListen,
+    ...(listen.grpcHealthListen ? { grpcHealthListen: listen.grpcHealthListen } : {}),
+    ...(cluster.denyList !== undefined ? { denyListPath: cluster.denyList } : {}),
+    ...(receiptKey !== undefined ? { receiptKey } : {}),
+    ...(evidenceStore !== undefined ? { evidence: evidenceStore } : {}),
+    limits: joinServiceLimits(settings),
     ...(config.signal ? { signal: config.signal } : {}),
     metrics,
     readinessChecks: { kubernetes: kube.loaded },
@@ -410,4 +332,62 @@ export async function startProductionJoinService(
     throw err;
   }
   return service;
+}
+
+/**
+ * The validator builder of the attestation settings: the variant's lookups (AK trust, AMD KDS, TDX
+ * collateral) and the measurement policy, with the security warnings of the opt-ins.
+ */
+async function attestationValidatorBuilder(
+  attestation: JoinServiceSettings['attestation'],
+  clock: Clock,
+  logger: Logger,
+): Promise<(config: Uint8Array) => Validator> {
+  if (attestation.allowWeakMeasurementPolicy) logger.warn(WEAK_POLICY_OPT_IN_WARNING);
+  if (
+    attestation.variant === 'qemu-vtpm' &&
+    attestation.trustAkAsCarried &&
+    attestation.qemuAkRegistry === undefined
+  )
+    logger.error(QEMU_AK_AS_CARRIED_WARNING);
+  const lookups = await variantLookups(
+    attestation.variant,
+    {
+      azureAkRootsPath: attestation.azureAkRoots,
+      qemuAkRegistryPath: attestation.qemuAkRegistry,
+      trustAkAsCarried: attestation.trustAkAsCarried,
+      amdKdsUrl: attestation.amdKdsUrl,
+      tdxCollateral: attestation.tdxCollateral,
+    },
+    clock,
+  );
+  return validatorBuilder(attestation.variant, lookups, clock, logger, {
+    allowWeakMeasurementPolicy: attestation.allowWeakMeasurementPolicy,
+    setExpiryWarningMs: attestation.measurementSetExpiryWarning,
+  });
+}
+
+/** The service's limits: the limit settings and the attested TLS admission settings. */
+function joinServiceLimits(settings: Pick<JoinServiceSettings, 'limits' | 'admission'>): JoinServiceLimits {
+  const { limits, admission } = settings;
+  return {
+    ratePerSecond: limits.rateLimit,
+    maxConcurrent: limits.maxConcurrent,
+    memoryBudgetMib: limits.memoryBudgetMib,
+    shutdownGraceMs: limits.shutdownGrace,
+    ...admission,
+  };
+}
+
+/** Reads the `--key-service-*` files (all three or none); a file without PEM is a usage error. */
+async function readKeyServiceTls(
+  keyService: JoinServiceSettings['keyService'],
+): Promise<GrpcKmsClientTls | undefined> {
+  const { ca, cert, key } = keyService;
+  if (ca === undefined || cert === undefined || key === undefined) return undefined;
+  return {
+    ca: await readPemFlag('key-service-ca', ca),
+    certChain: await readPemFlag('key-service-cert', cert),
+    privateKey: await readPemFlag('key-service-key', key),
+  };
 }

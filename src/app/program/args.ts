@@ -27,7 +27,8 @@ export type OptionSpec = NonNullable<ParseArgsConfig['options']>[string] & {
   /**
    * Other names of the option, kept for compatibility (upstream's `--csp` for `--cloud`). A string
    * alias takes the option's value; `{ flag, sets }` is a boolean flag that sets the option to `sets`
-   * (`--json` for `-o json`). Aliases are not read from the environment.
+   * (`--json` for `-o json`). A string alias's `CONFBOOT_<ALIAS>` is read when the option's own
+   * variable is unset.
    */
   aliases?: readonly OptionAlias[];
   /**
@@ -183,6 +184,10 @@ function applyEnv(
   warn: (line: string) => void,
 ): void {
   const byVariable = new Map(Object.keys(spec.options).map((n) => [envName(n), n]));
+  // A string alias's variable (CONFBOOT_CSP for --cloud) counts when the option's own is unset.
+  for (const [n, o] of Object.entries(spec.options))
+    for (const a of o.aliases ?? [])
+      if (typeof a === 'string' && !env[envName(n)]) byVariable.set(envName(a), n);
   const secretNamed = new Map(
     Object.entries(spec.options)
       .filter(([n, o]) => o.secret === 'file' && n.endsWith('-file'))

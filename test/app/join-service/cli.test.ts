@@ -32,6 +32,7 @@ import {
 } from '../../../src/app/cli/join-service.js';
 import { apiServerEndpointFromMetadata, variantLookups } from '../../../src/app/join-service/production.js';
 import { UsageError } from '../../../src/app/program/args.js';
+import { formatDuration } from '../../../src/app/program/options.js';
 import {
   SimulatedClusterInitializer,
   SimulatedControlPlane,
@@ -77,19 +78,21 @@ describe('confboot join-service flags', () => {
     expect(command).toBe('join-service');
     for (const a of argv) {
       const name = /^--([a-z-]+)=/.exec(a)?.[1];
-      expect(name !== undefined && name in joinServiceCommand.options, `flag ${a}`).toBe(true);
+      const known = Object.entries(joinServiceCommand.options).some(
+        ([n, o]) => n === name || ('aliases' in o && o.aliases.some((alias: unknown) => alias === name)),
+      );
+      expect(known, `flag ${a}`).toBe(true);
     }
     expect(parseJoinServiceFlags(argv)).toMatchObject({
-      csp: 'qemu',
-      variant: 'qemu-vtpm',
-      attestationConfigPath: '/var/config/attestationConfig',
-      measurementSaltPath: '/var/config/measurementSalt',
-      denyListPath: '/var/config/denylist/denylist.json',
-      keyServiceEndpoint: 'key-service.kube-system:9000',
-      listen: { host: '0.0.0.0', port: 30090 },
-      httpListen: { host: '0.0.0.0', port: 30091 },
-      ratePerSecond: 10,
-      maxConcurrent: 64,
+      cloud: { cloud: 'qemu' },
+      attestation: { variant: 'qemu-vtpm', attestationConfig: '/var/config/attestationConfig' },
+      cluster: {
+        measurementSaltFile: '/var/config/measurementSalt',
+        denyList: '/var/config/denylist/denylist.json',
+      },
+      keyService: { endpoint: 'key-service.kube-system:9000' },
+      listen: { listen: { host: '0.0.0.0', port: 30090 }, httpListen: { host: '0.0.0.0', port: 30091 } },
+      limits: { rateLimit: 10, maxConcurrent: 64 },
     });
   });
 
@@ -106,9 +109,9 @@ describe('confboot join-service flags', () => {
   });
 
   it.each([
-    ['a missing required flag', ['--csp', 'qemu'], /missing required option --attestation-variant/],
+    ['a missing required flag', ['--csp', 'qemu'], /missing required option --variant/],
     ['an unknown flag', [...manifestArgs().slice(1), '--frobnicate'], /Unknown option/],
-    ['an unknown CSP', [...manifestArgs().slice(1), '--csp=mars'], /--csp: want one of/],
+    ['an unknown CSP', [...manifestArgs().slice(1), '--csp=mars'], /--cloud: want one of/],
     [
       'the dummy variant',
       [...manifestArgs().slice(1), '--attestation-variant=dummy'],
@@ -126,7 +129,7 @@ describe('confboot join-service flags', () => {
     [
       'an unknown evidence store',
       [...manifestArgs().slice(1), '--evidence-store=s3'],
-      /want file or cluster/,
+      /want one of file, cluster/,
     ],
     [
       'a file evidence store without a directory',
@@ -155,31 +158,33 @@ describe('confboot join-service flags', () => {
       '--evidence-max-age-days=2',
     ];
     expect(parseJoinServiceFlags(argv)).toMatchObject({
-      receiptKeyPath: '/var/run/secrets/receipt/key.pem',
-      receiptRetiredJwksPath: '/var/config/retired.json',
-      stateDir: '/var/lib/confboot/join-service',
-      evidenceMaxRecords: 50,
-      evidenceMaxAgeMs: 2 * 24 * 3600 * 1000,
+      receipts: { key: '/var/run/secrets/receipt/key.pem', retiredJwks: '/var/config/retired.json' },
+      evidence: {
+        stateDir: '/var/lib/confboot/join-service',
+        evidenceRetention: 50,
+        evidenceMaxAge: 2 * 24 * 3600 * 1000,
+      },
     });
+    expect(
+      parseJoinServiceFlags([...argv.slice(0, -1), '--evidence-max-age=36h'])?.evidence.evidenceMaxAge,
+    ).toBe(36 * 3600 * 1000);
     // The manifests: the receipt key from its Secret, the evidence in the cluster, refusal Events on.
     expect(parseJoinServiceFlags(manifestArgs().slice(1))).toMatchObject({
-      receiptKeyPath: '/etc/confboot/receipt-key/key.pem',
-      stateDir: undefined,
-      evidenceStore: 'cluster',
-      refusalEvents: true,
+      receipts: { key: '/etc/confboot/receipt-key/key.pem' },
+      evidence: { stateDir: undefined, evidenceStore: 'cluster', refusalEvents: true },
     });
     const withoutStore = manifestArgs()
       .slice(1)
       .filter((a) => !a.startsWith('--evidence-store') && !a.startsWith('--receipt-key'));
     expect(parseJoinServiceFlags([...withoutStore, '--state-dir=/s'])).toMatchObject({
-      evidenceStore: 'file',
+      evidence: { evidenceStore: 'file' },
     });
     expect(parseJoinServiceFlags(withoutStore)).toMatchObject({
-      evidenceStore: undefined,
-      receiptKeyPath: undefined,
+      evidence: { evidenceStore: undefined },
+      receipts: { key: undefined },
     });
     expect(parseJoinServiceFlags([...withoutStore, '--refusal-events=off'])).toMatchObject({
-      refusalEvents: false,
+      evidence: { refusalEvents: false },
     });
   });
 
@@ -190,24 +195,30 @@ describe('confboot join-service flags', () => {
       '--max-unattested-per-source=3',
       '--max-concurrent-verifications=0',
       '--client-hello-timeout=900',
+      '--tls-handshake-timeout=2s',
       '--attestation-min-rate=1000',
     ];
     expect(parseJoinServiceFlags(argv)?.admission).toEqual({
       maxUnattested: 7,
       maxUnattestedPerSource: 3,
       maxConcurrentVerifications: 0,
-      deadlines: { ...DEFAULT_ATLS_DEADLINES, clientHelloMs: 900, attestationMinBytesPerSecond: 1000 },
+      deadlines: {
+        ...DEFAULT_ATLS_DEADLINES,
+        clientHelloMs: 900,
+        tlsHandshakeMs: 2000,
+        attestationMinBytesPerSecond: 1000,
+      },
     });
     for (const setting of Object.values(ADMISSION_SETTINGS))
       expect(joinServiceCommand.options[setting.flag]).toMatchObject({
-        default: String(setting.default),
+        default: setting.valueName === 'MS' ? formatDuration(setting.default) : String(setting.default),
         description: setting.description,
       });
     expect(() => parseJoinServiceFlags([...manifestArgs().slice(1), '--max-unattested=0'])).toThrow(
       '--max-unattested: want a whole number ≥ 1, got "0"',
     );
     expect(() => parseJoinServiceFlags([...manifestArgs().slice(1), '--verdict-timeout=soon'])).toThrow(
-      '--verdict-timeout: want a whole number ≥ 0, got "soon"',
+      '--verdict-timeout: want a duration such as 30s, 5m or 24h, got "soon"',
     );
   });
 
@@ -231,7 +242,7 @@ describe('confboot join-service flags', () => {
     const text = stderr.mock.calls.map((c) => String(c[0])).join('');
     expect(text).toContain('qemu-vtpm needs the registered attestation keys (--qemu-ak-registry F)');
     expect(text).toContain('pass --trust-ak-as-carried');
-    expect(parseJoinServiceFlags(manifestArgs().slice(1))?.trustAkAsCarried).toBe(false);
+    expect(parseJoinServiceFlags(manifestArgs().slice(1))?.attestation.trustAkAsCarried).toBe(false);
   });
 
   it('exits 2 on bad flags and 1 when the attestation config is missing', async () => {
@@ -269,25 +280,31 @@ describe('confboot join-service flags', () => {
   it('accepts the SEV-SNP/TDX variants and their attestation flags', () => {
     const argv = manifestArgs().slice(1);
     for (const variant of ['aws-sev-snp', 'gcp-sev-snp', 'azure-sev-snp', 'azure-tdx', 'qemu-tdx'])
-      expect(parseJoinServiceFlags([...argv, `--attestation-variant=${variant}`])?.variant).toBe(variant);
+      expect(parseJoinServiceFlags([...argv, `--attestation-variant=${variant}`])?.attestation.variant).toBe(
+        variant,
+      );
     expect(
       parseJoinServiceFlags([...argv, '--amd-kds-url=http://127.0.0.1:1', '--tdx-collateral=/etc/tdx']),
-    ).toMatchObject({ amdKdsUrl: 'http://127.0.0.1:1', tdxCollateralDir: '/etc/tdx' });
+    ).toMatchObject({
+      attestation: { amdKdsUrl: 'http://127.0.0.1:1', tdxCollateral: { kind: 'dir', dir: '/etc/tdx' } },
+    });
   });
 
   it('--tdx-collateral takes a directory, pcs (Intel PCS) or pcs:URL (a mirror), and refuses a bad URL', async () => {
     const argv = [...manifestArgs().slice(1), '--attestation-variant=qemu-tdx'];
     expect(parseJoinServiceFlags([...argv, '--tdx-collateral=/etc/tdx'])).toMatchObject({
-      tdxCollateralDir: '/etc/tdx',
-      tdxCollateral: { kind: 'dir', dir: '/etc/tdx' },
+      attestation: { tdxCollateral: { kind: 'dir', dir: '/etc/tdx' } },
     });
     const pcs = parseJoinServiceFlags([...argv, '--tdx-collateral=pcs']);
-    expect(pcs?.tdxCollateral).toEqual({ kind: 'pcs', baseUrl: 'https://api.trustedservices.intel.com' });
-    expect(pcs?.tdxCollateralDir).toBeUndefined();
+    expect(pcs?.attestation.tdxCollateral).toEqual({
+      kind: 'pcs',
+      baseUrl: 'https://api.trustedservices.intel.com',
+    });
     expect(
-      parseJoinServiceFlags([...argv, '--tdx-collateral', 'pcs:http://pccs.kube-system:8081'])?.tdxCollateral,
+      parseJoinServiceFlags([...argv, '--tdx-collateral', 'pcs:http://pccs.kube-system:8081'])?.attestation
+        .tdxCollateral,
     ).toEqual({ kind: 'pcs', baseUrl: 'http://pccs.kube-system:8081' });
-    expect(parseJoinServiceFlags(argv)?.tdxCollateral).toBeUndefined();
+    expect(parseJoinServiceFlags(argv)?.attestation.tdxCollateral).toBeUndefined();
     for (const bad of ['pcs:ftp://mirror', 'pcs:', ''])
       expect(() => parseJoinServiceFlags([...argv, `--tdx-collateral=${bad}`])).toThrow(/--tdx-collateral/);
 
@@ -323,10 +340,14 @@ describe('confboot join-service flags', () => {
           `--tdx-collateral=pcs:${pcs.base}`,
           `--tdx-root-crl-url=${pcs.rootCrlUrl}`,
         ]);
-        expect(flags?.tdxCollateral).toEqual({ kind: 'pcs', baseUrl: pcs.base, rootCrlUrl: pcs.rootCrlUrl });
+        expect(flags?.attestation.tdxCollateral).toEqual({
+          kind: 'pcs',
+          baseUrl: pcs.base,
+          rootCrlUrl: pcs.rootCrlUrl,
+        });
         const lookups = await variantLookups(
           'qemu-tdx',
-          { tdxCollateral: flags?.tdxCollateral },
+          { tdxCollateral: flags?.attestation.tdxCollateral },
           new SystemClock(),
         );
         const collateral = await lookups.getTdxCollateral?.(FAKE_PCS_FMSPC);

@@ -134,10 +134,11 @@ describe('attestation config that proves nothing about the node (join service)',
       '--measurement-salt-file=/s',
       '--key-service-endpoint=k:9000',
     ];
-    expect(parseJoinServiceFlags(base)?.allowWeakMeasurementPolicy).toBe(false);
-    expect(parseJoinServiceFlags([...base, OPT_IN])?.allowWeakMeasurementPolicy).toBe(true);
+    expect(parseJoinServiceFlags(base)?.attestation.allowWeakMeasurementPolicy).toBe(false);
+    expect(parseJoinServiceFlags([...base, OPT_IN])?.attestation.allowWeakMeasurementPolicy).toBe(true);
     expect(
-      parseJoinServiceFlags([...base, '--allow-unenforced-measurements'])?.allowWeakMeasurementPolicy,
+      parseJoinServiceFlags([...base, '--allow-unenforced-measurements'])?.attestation
+        .allowWeakMeasurementPolicy,
     ).toBe(true);
   });
 });

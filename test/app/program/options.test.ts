@@ -10,7 +10,6 @@ import {
   parseOptions,
   wholeNumber,
 } from '../../../src/app/program/options.js';
-import { printResult } from '../../../src/app/program/output.js';
 import { cloudOption, OUTPUT_OPTION, variantOption } from '../../../src/app/program/shared-options.js';
 
 const spec = defineCommand({
@@ -153,21 +152,5 @@ describe('duration', () => {
   ])('formats %d ms as %s', (ms, text) => {
     expect(formatDuration(ms)).toBe(text);
     expect(duration('ms')(text, 'd')).toBe(ms);
-  });
-});
-
-describe('printResult', () => {
-  it('prints one envelope for -o json and the text for -o table', () => {
-    const out: string[] = [];
-    const sink = { write: (c: string) => out.push(c) } as unknown as NodeJS.WritableStream;
-    expect(printResult('json', 'example', 1, { a: 1 }, () => 'text', sink)).toBe(1);
-    expect(JSON.parse(out[0] ?? '')).toEqual({
-      command: 'example',
-      status: 'refused',
-      exitCode: 1,
-      result: { a: 1 },
-    });
-    printResult('table', 'example', 0, { a: 1 }, (r) => `a=${r.a}`, sink);
-    expect(out[1]).toBe('a=1\n');
   });
 });

@@ -105,9 +105,9 @@ describe('a template cloud (one folder + one registry line) appears everywhere',
   it('in join-service --help and its --csp check', () => {
     const { out, text } = capture();
     expect(parseJoinServiceFlags(['--help'], out)).toBeUndefined();
-    expect(helpLine(text(), 'csp')).toMatch(/cloud provider: .*\bexample\b/);
+    expect(helpLine(text(), 'cloud')).toMatch(/cloud provider: .*\bexample\b/);
     const flags = parseJoinServiceFlags([`--csp=${CLOUD}`, '--attestation-variant=qemu-vtpm', ...JOIN_FLAGS]);
-    expect(flags?.csp).toBe(CLOUD);
+    expect(flags?.cloud.cloud).toBe(CLOUD);
   });
 
   it('in bootstrapper --help, and a node of it resolves every binding (--check-wiring)', async () => {
@@ -174,9 +174,9 @@ describe('a template vTPM variant (one entry) appears everywhere', () => {
   it('in join-service --help and its --attestation-variant check', () => {
     const { out, text } = capture();
     parseJoinServiceFlags(['--help'], out);
-    expect(helpLine(text(), 'attestation-variant')).toContain(VARIANT);
+    expect(helpLine(text(), 'variant')).toContain(VARIANT);
     const flags = parseJoinServiceFlags(['--csp=qemu', `--attestation-variant=${VARIANT}`, ...JOIN_FLAGS]);
-    expect(flags?.variant).toBe(VARIANT);
+    expect(flags?.attestation.variant).toBe(VARIANT);
   });
 
   it('in bootstrapper --help and confboot init --help', async () => {

@@ -5,7 +5,7 @@
  */
 import { readFile } from 'node:fs/promises';
 import { messageOf } from '../../ports/errors.js';
-import { UsageError } from '../program/args.js';
+import { UsageError } from './args.js';
 
 /** The bytes of the PEM file `path` given as `--<flag>`. @throws UsageError */
 export async function readPemFlag(flag: string, path: string): Promise<Buffer> {
