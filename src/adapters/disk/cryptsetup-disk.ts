@@ -8,7 +8,7 @@
  * between a check and the cryptsetup call that relies on it (CVE-2025-59054 / CVE-2025-58356 class).
  * So confboot never lets cryptsetup read keyslots or segments from the device itself:
  * - `open()` copies the header and keyslot areas (`luksHeaderBackup`) into a fresh private directory
- *   (mode 0700, file mode 0600) and validates THAT copy ({@link validateLuks2Metadata});
+ *   (mode 0700, file mode 0600) and validates THAT copy (luks2-header-copy.ts);
  * - every later call that reads the header, keyslots or segments passes `--header <copy>`
  *   (`luksDump`, `luksUUID`, `open --test-passphrase`, `luksChangeKey`, `token import`, and the
  *   dm-crypt mapping `open` of {@link CryptsetupDisk.map}), so whatever the host writes to the device
@@ -21,65 +21,22 @@
  * - releasing the last opener removes the private directory.
  * cryptsetup refuses keyslot areas over 128 MiB, which bounds the copy's size.
  */
-import { chmod, copyFile, mkdtemp, readFile, rename, rm, stat } from 'node:fs/promises';
+import { readFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import type { EncryptedDisk } from '../../ports/encrypted-disk.js';
 import { ConfbootError, wrapError } from '../../ports/errors.js';
 import { CryptsetupCommandError, type CryptsetupRunnerOptions, runCryptsetup } from './cryptsetup-runner.js';
+import { DEFAULT_KEYSLOT_PBKDF, type PbkdfOptions, pbkdfArgs } from './keyslot-pbkdf.js';
+import { HeaderCopier, type HeaderCopy, removeCopy } from './luks2-header-copy.js';
 import {
   DEFAULT_LUKS2_HEADER_POLICY,
-  Luks2HeaderError,
   type Luks2HeaderPolicy,
   type Luks2HeaderSummary,
   STATE_DISK_TOKEN_TYPE,
-  validateLuks2Metadata,
 } from './luks2-header-policy.js';
 
 /** Upstream's initial passphrase file, written by the disk-mapper on first boot. */
 export const DEFAULT_INITIAL_PASSPHRASE_PATH = '/run/cryptsetup-keys.d/state.key';
-
-/** Key-derivation settings for the keyslot that receives the issued key. */
-export interface PbkdfOptions {
-  type: 'pbkdf2' | 'argon2i' | 'argon2id';
-  /** `--pbkdf-force-iterations` (PBKDF2 iterations or Argon2 time cost); skips benchmarking. */
-  forceIterations?: number;
-  /** `--pbkdf-memory` in KiB (Argon2 only). */
-  memoryKiB?: number;
-  /** `--pbkdf-parallel` (Argon2 only). */
-  parallel?: number;
-  /** `--iter-time` in ms, when iterations are not forced. */
-  iterTimeInMs?: number;
-  /** `--hash` for PBKDF2, e.g. `sha256`. */
-  hash?: string;
-}
-
-/**
- * Default KDF of the state disk's keyslots. Every passphrase confboot puts on the disk is 32 random
- * bytes (the initial passphrase, or the key HKDF derives from the master secret), so stretching it
- * buys nothing against guessing; cryptsetup's own default (Argon2id benchmarked to 2 s, up to 1 GiB
- * of memory) would only slow every boot and could exhaust a small node's memory. This is RFC 9106's
- * second recommended setting (64 MiB, 4 lanes) at 4 passes — cryptsetup's minimum for Argon2 —
- * forced, so nothing is benchmarked. Measured in a TCG guest: `luksChangeKey` 8.8 s and each open
- * 2.2 s with the default.
- */
-export const DEFAULT_KEYSLOT_PBKDF: Readonly<PbkdfOptions> = Object.freeze({
-  type: 'argon2id',
-  forceIterations: 4,
-  memoryKiB: 64 * 1024,
-  parallel: 4,
-});
-
-/** The `cryptsetup` arguments that select `p`. */
-export function pbkdfArgs(p: PbkdfOptions): string[] {
-  const args = ['--pbkdf', p.type];
-  if (p.forceIterations !== undefined) args.push('--pbkdf-force-iterations', String(p.forceIterations));
-  if (p.iterTimeInMs !== undefined) args.push('--iter-time', String(p.iterTimeInMs));
-  if (p.memoryKiB !== undefined) args.push('--pbkdf-memory', String(p.memoryKiB));
-  if (p.parallel !== undefined) args.push('--pbkdf-parallel', String(p.parallel));
-  if (p.hash !== undefined) args.push('--hash', p.hash);
-  return args;
-}
 
 /** Options for {@link CryptsetupDisk}. */
 export interface CryptsetupDiskOptions extends CryptsetupRunnerOptions {
@@ -109,21 +66,13 @@ export interface StateDiskToken {
 /** Token ID the state-disk token lives in (upstream uses 0). */
 const TOKEN_ID = '0';
 
-/** A validated private copy of the header: `path` inside the private directory `dir`. */
-interface HeaderCopy {
-  dir: string;
-  path: string;
-  summary: Luks2HeaderSummary;
-}
-
 /** The state disk through cryptsetup, using a validated detached header. See the module comment. */
 export class CryptsetupDisk implements EncryptedDisk {
   private readonly devicePath: string;
   private readonly initialPassphrasePath: string;
-  private readonly policy: Luks2HeaderPolicy;
   private readonly runner: CryptsetupRunnerOptions;
   private readonly pbkdf: PbkdfOptions | undefined;
-  private readonly headerCopyDir: string;
+  private readonly headers: HeaderCopier;
   private openCount = 0;
   private cachedUuid: string | undefined;
   /** The session's validated copy, while the disk is open. */
@@ -134,13 +83,17 @@ export class CryptsetupDisk implements EncryptedDisk {
   constructor(options: CryptsetupDiskOptions) {
     this.devicePath = options.devicePath;
     this.initialPassphrasePath = options.initialPassphrasePath ?? DEFAULT_INITIAL_PASSPHRASE_PATH;
-    this.policy = { ...DEFAULT_LUKS2_HEADER_POLICY, ...options.headerPolicy };
     this.runner = {
       ...(options.binary === undefined ? {} : { binary: options.binary }),
       ...(options.timeoutInMs === undefined ? {} : { timeoutInMs: options.timeoutInMs }),
     };
     this.pbkdf = options.pbkdf;
-    this.headerCopyDir = options.headerCopyDir ?? tmpdir();
+    this.headers = new HeaderCopier({
+      devicePath: this.devicePath,
+      runner: this.runner,
+      policy: { ...DEFAULT_LUKS2_HEADER_POLICY, ...options.headerPolicy },
+      headerCopyDir: options.headerCopyDir ?? tmpdir(),
+    });
   }
 
   /**
@@ -150,7 +103,7 @@ export class CryptsetupDisk implements EncryptedDisk {
   async open(): Promise<() => Promise<void>> {
     try {
       if (this.session === undefined) {
-        const copy = await this.copyHeader();
+        const copy = await this.headers.copy();
         try {
           this.cachedUuid = await this.readUuid(copy.path);
         } catch (err) {
@@ -338,100 +291,22 @@ export class CryptsetupDisk implements EncryptedDisk {
    * {@link Luks2HeaderError} naming the failed check.
    */
   async validateHeader(): Promise<Luks2HeaderSummary> {
-    const copy = await this.copyHeader();
+    const copy = await this.headers.copy();
     await removeCopy(copy);
     return copy.summary;
   }
 
-  /** `luksHeaderBackup` into a fresh 0700 directory, then validates the copy (never the device). */
-  private async copyHeader(): Promise<HeaderCopy> {
-    let size: number;
-    try {
-      size = await deviceSize(this.devicePath);
-    } catch (err) {
-      throw new Luks2HeaderError(
-        'header-read',
-        `reading size of ${this.devicePath}: ${(err as Error).message}`,
-        { cause: err },
-      );
-    }
-    let dir: string;
-    try {
-      dir = await mkdtemp(join(this.headerCopyDir, 'confboot-luks2-header-'));
-      await chmod(dir, 0o700);
-    } catch (err) {
-      throw new Luks2HeaderError(
-        'header-read',
-        `making a private directory for the header copy in ${this.headerCopyDir}: ${(err as Error).message}`,
-        { cause: err },
-      );
-    }
-    const path = join(dir, 'header');
-    try {
-      try {
-        await runCryptsetup(
-          ['luksHeaderBackup', '--batch-mode', this.devicePath, '--header-backup-file', path],
-          this.runner,
-        );
-        // cryptsetup creates the backup read-only for its owner; confboot changes the copy in place.
-        await chmod(path, 0o600);
-      } catch (err) {
-        throw new Luks2HeaderError('header-read', (err as Error).message, { cause: err });
-      }
-      const summary = await this.validateCopy(path, size);
-      return { dir, path, summary };
-    } catch (err) {
-      await rm(dir, { recursive: true, force: true });
-      throw err;
-    }
-  }
-
-  /** Reads the metadata of the header file `path` (`luksDump --header`) and validates it for the device. */
-  private async validateCopy(path: string, deviceSizeBytes: number): Promise<Luks2HeaderSummary> {
-    let stdout: string;
-    try {
-      ({ stdout } = await runCryptsetup(
-        ['luksDump', '--dump-json-metadata', '--header', path, this.devicePath],
-        this.runner,
-      ));
-    } catch (err) {
-      throw new Luks2HeaderError('header-read', (err as Error).message, { cause: err });
-    }
-    let metadata: unknown;
-    try {
-      metadata = JSON.parse(stdout);
-    } catch (err) {
-      throw new Luks2HeaderError('json-structure', `metadata is not JSON: ${(err as Error).message}`, {
-        cause: err,
-      });
-    }
-    return validateLuks2Metadata(metadata, deviceSizeBytes, this.policy);
-  }
-
   /**
-   * Applies `change` to a scratch copy of the session's header, validates the result, writes it over
-   * the device's header and makes it the session's copy. On any failure the scratch copy is dropped
-   * and neither the device nor the session's copy changes (unless the write-back itself failed part
-   * way, which cryptsetup reports).
+   * Applies `change` to a scratch copy of the session's header, validates it, writes it over the
+   * device's header and makes it the session's copy ({@link HeaderCopier.writeBack}); one change at
+   * a time.
    */
   private async mutate(op: string, change: (scratchPath: string) => Promise<void>): Promise<void> {
     const run = this.mutating.then(async () => {
       const copy = this.requireOpen(op);
-      const scratch = join(copy.dir, 'header.next');
       try {
-        await rm(scratch, { force: true });
-        await copyFile(copy.path, scratch);
-        await chmod(scratch, 0o600);
-        await change(scratch);
-        const summary = await this.validateCopy(scratch, await deviceSize(this.devicePath));
-        await runCryptsetup(
-          ['luksHeaderRestore', '--batch-mode', this.devicePath, '--header-backup-file', scratch],
-          this.runner,
-        );
-        await rename(scratch, copy.path);
-        copy.summary = summary;
+        await this.headers.writeBack(copy, change);
       } catch (err) {
-        await rm(scratch, { force: true });
         throw wrapError(op, err);
       }
     });
@@ -471,23 +346,4 @@ export class CryptsetupDisk implements EncryptedDisk {
       throw new ConfbootError('failed-precondition', `${op}: the state disk is not open`);
     return this.session;
   }
-}
-
-async function removeCopy(copy: HeaderCopy): Promise<void> {
-  await rm(copy.dir, { recursive: true, force: true });
-}
-
-/** Size in bytes of a regular file or block device (from sysfs for devices). */
-export async function deviceSize(path: string): Promise<number> {
-  const st = await stat(path, { bigint: true });
-  if (st.isFile()) return Number(st.size);
-  if (st.isBlockDevice()) {
-    const rdev = st.rdev;
-    const major = ((rdev >> 8n) & 0xfffn) | ((rdev >> 32n) & ~0xfffn);
-    const minor = (rdev & 0xffn) | ((rdev >> 12n) & ~0xffn);
-    const sectors = (await readFile(`/sys/dev/block/${major}:${minor}/size`, 'utf8')).trim();
-    if (!/^\d+$/.test(sectors)) throw new Error(`sysfs reports size ${JSON.stringify(sectors)}`);
-    return Number(sectors) * 512;
-  }
-  throw new Error('not a regular file or block device');
 }

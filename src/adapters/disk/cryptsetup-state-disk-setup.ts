@@ -26,10 +26,9 @@ import {
   CryptsetupDisk,
   type CryptsetupDiskOptions,
   DEFAULT_INITIAL_PASSPHRASE_PATH,
-  DEFAULT_KEYSLOT_PBKDF,
-  pbkdfArgs,
 } from './cryptsetup-disk.js';
 import { CryptsetupCommandError, runCryptsetup } from './cryptsetup-runner.js';
+import { DEFAULT_KEYSLOT_PBKDF, pbkdfArgs } from './keyslot-pbkdf.js';
 
 /**
  * The state disk's integrity protection: `hmac-sha256` (LUKS2 authenticated encryption, dm-integrity

@@ -3,11 +3,10 @@
  * contract, and hand-crafted malicious headers (CVE-2025-59054 class) that must be refused before use.
  */
 import { createHash } from 'node:crypto';
-import { existsSync, readFileSync } from 'node:fs';
 import { chmod, readFile, rm, truncate, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { CryptsetupDisk, deviceSize } from '../../../src/adapters/disk/cryptsetup-disk.js';
+import { CryptsetupDisk } from '../../../src/adapters/disk/cryptsetup-disk.js';
 import { isLuks2HeaderError } from '../../../src/adapters/disk/luks2-header-policy.js';
 import { isConfbootError } from '../../../src/ports/errors.js';
 import { useTmpDirs } from '../../support/tmp.js';
@@ -361,31 +360,5 @@ describe('CryptsetupDisk', () => {
       const release = await diskFor(image).open();
       await release();
     });
-  });
-});
-
-describe('deviceSize', () => {
-  it('is the length of an image file', async () => {
-    const image = await formatImage(tmp(), { sizeMiB: 20 });
-    expect(await deviceSize(image.path)).toBe(20 * 1024 * 1024);
-  });
-
-  const blockDevice = existsSync('/proc/partitions')
-    ? readFileSync('/proc/partitions', 'utf8')
-        .split('\n')
-        .slice(2)
-        .map((l) => l.trim().split(/\s+/)[3])
-        .find((name) => name !== undefined && existsSync(`/dev/${name}`))
-    : undefined;
-  it.skipIf(blockDevice === undefined)('of a block device matches /proc/partitions', async () => {
-    const line = readFileSync('/proc/partitions', 'utf8')
-      .split('\n')
-      .find((l) => l.trim().endsWith(` ${blockDevice}`));
-    const kib = Number(line?.trim().split(/\s+/)[2]);
-    expect(await deviceSize(`/dev/${blockDevice}`)).toBe(kib * 1024);
-  });
-
-  it('refuses a directory', async () => {
-    await expect(deviceSize(tmp())).rejects.toThrow('not a regular file or block device');
   });
 });
