@@ -23,6 +23,8 @@ command -v kubectl >/dev/null 2>&1 || need+=(kubernetes-client)
 # emergency SSH is tested against a real OpenSSH server and client
 command -v sshd >/dev/null 2>&1 || [ -x /usr/sbin/sshd ] || need+=(openssh-server)
 command -v ssh-keygen >/dev/null 2>&1 || need+=(openssh-client)
+# the node's systemd units are checked with systemd-analyze verify
+command -v systemd-analyze >/dev/null 2>&1 || need+=(systemd)
 SUDO=""
 [ "$(id -u)" -ne 0 ] && SUDO="sudo"
 # confboot mini downloads a Debian kernel package (apt-get download) for its node image: apt must
