@@ -3,9 +3,16 @@
  * it loads. Kept apart from the table so that command modules with sub-commands (attestation.ts)
  * can name the type without importing the table that imports them.
  */
+import type { CommandSpec } from '../program/args.js';
+
 export interface CommandModule {
   /** Runs the command with its own argv (after the command name); resolves to the exit code. */
   run(argv: string[]): Promise<number>;
+  /**
+   * The option tables of the command (one per verb for commands made of verbs), read by --help, by
+   * docs/cli.md (cli-docs.ts) and by the CLI rule test.
+   */
+  commandSpecs?: readonly CommandSpec[];
 }
 
 export interface CommandEntry {

@@ -13,6 +13,7 @@ import { startProductionJoinService } from '../join-service/production.js';
 import { runCommand } from '../program/args.js';
 import { untilStopSignal } from '../program/signals.js';
 import { parseJoinServiceFlags } from './join-service-flags.js';
+import { joinServiceCommand } from './join-service-spec.js';
 
 export {
   type JoinServiceSettings,
@@ -46,7 +47,7 @@ export async function runJoinService(argv: string[], options: JoinServiceRunOpti
   const { logLevel, ...settings } = parsed;
   const logger = options.logger ?? createPinoLogger({ level: logLevel, base: { component: 'join-service' } });
   // Paths, addresses and limits only: the settings hold no secret values.
-  logger.debug('Configuration', { ...settings });
+  logger.debug('Configuration', { logLevel, ...settings });
   const service = await startProductionJoinService({
     settings,
     logger,
@@ -62,3 +63,6 @@ export async function runJoinService(argv: string[], options: JoinServiceRunOpti
 export function run(argv: string[]): Promise<number> {
   return untilStopSignal((signal) => runCommand(() => runJoinService(argv, { signal })));
 }
+
+/** The command's option table. */
+export const commandSpecs = [joinServiceCommand];

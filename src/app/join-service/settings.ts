@@ -285,7 +285,7 @@ export const CLUSTER_SETTINGS = {
   },
   'pki-dir': {
     type: 'string',
-    valueName: 'D',
+    valueName: 'DIR',
     default: PKI_DIR,
     description: 'cluster pki directory (ca.crt, ca.key and the control-plane files)',
   },

@@ -120,7 +120,9 @@ export function renderHelp(spec: CommandSpec): string {
   const rows = Object.entries(spec.options).map(([name, o]) => {
     const short = o.short ? `-${o.short}, ` : '';
     const flag = `${short}--${name}${o.type === 'string' ? ` ${o.valueName ?? 'VALUE'}` : ''}${o.multiple ? ' …' : ''}`;
-    const def = o.default !== undefined ? ` (default ${String(o.default)})` : '';
+    // A description that states its default (one computed on this machine, say) gets no second one.
+    const def =
+      o.default !== undefined && !/\bdefault\b/i.test(o.description) ? ` (default ${String(o.default)})` : '';
     const env = spec.env ? (o.secret === 'value' ? ' [not from env]' : ` [${envName(name)}]`) : '';
     const also = aliasHelp(name, o);
     return [flag, `${o.description}${o.required ? ' (required)' : ''}${def}${also}${env}`] as const;
