@@ -161,3 +161,38 @@ export function onOff(raw: string, flag: string): boolean {
   if (raw !== 'on' && raw !== 'off') throw new UsageError(`--${flag}: want on or off, got "${raw}"`);
   return raw === 'on';
 }
+
+// ---- groups of options handed to the code that owns them ----
+
+/** `log-level` → `logLevel`. */
+type CamelCase<S extends string> = S extends `${infer H}-${infer T}` ? `${H}${Capitalize<CamelCase<T>>}` : S;
+
+/** `key-service-endpoint` with prefix `key-service-` → `endpoint`. */
+type WithoutPrefix<S, P extends string> = S extends `${P}${infer R}` ? R : S;
+
+/**
+ * The parsed values of one group of options (a sub-table), by their names without `prefix` in
+ * camelCase: `{ 'key-service-endpoint': … }` with prefix `key-service-` gives `{ endpoint }`.
+ */
+export type OptionGroup<T, P extends string = ''> = {
+  -readonly [K in keyof T as K extends string ? CamelCase<WithoutPrefix<K, P>> : never]: OptionValue<T[K]>;
+};
+
+/** `log-level` → `logLevel`. */
+function camelCase(name: string): string {
+  return name.replace(/-([a-z0-9])/g, (_m, c: string) => c.toUpperCase());
+}
+
+/** The values of `group`'s options out of a command's parsed values (see {@link OptionGroup}). */
+export function optionGroup<T extends OptionTable, const P extends string = ''>(
+  values: Readonly<Record<string, unknown>>,
+  group: T,
+  prefix?: P,
+): OptionGroup<T, P> {
+  const out: Record<string, unknown> = {};
+  for (const name of Object.keys(group)) {
+    const key = prefix && name.startsWith(prefix) ? name.slice(prefix.length) : name;
+    out[camelCase(key)] = values[name];
+  }
+  return out as OptionGroup<T, P>;
+}
