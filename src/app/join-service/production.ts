@@ -372,6 +372,7 @@ function joinServiceLimits(settings: Pick<JoinServiceSettings, 'limits' | 'admis
   const { limits, admission } = settings;
   return {
     ratePerSecond: limits.rateLimit,
+    ...(limits.rateBurst === undefined ? {} : { burst: limits.rateBurst }),
     maxConcurrent: limits.maxConcurrent,
     memoryBudgetMib: limits.memoryBudgetMib,
     shutdownGraceMs: limits.shutdownGrace,

@@ -233,6 +233,13 @@ export const LIMIT_SETTINGS = {
     description: 'requests per second per caller IP (burst N); 0 disables',
     parse: parseRateLimit,
   },
+  'rate-burst': {
+    type: 'string',
+    valueName: 'N',
+    description:
+      'requests one caller IP may send at once before --rate-limit paces it (default: the rate rounded up, at least 1)',
+    parse: wholeNumber(1),
+  },
   'max-concurrent': {
     type: 'string',
     valueName: 'N',

@@ -43,6 +43,12 @@ describe('joinServiceSettings', () => {
     expect(() => settings(...extra)).toThrow(message);
   });
 
+  it('hands the limits their rate burst', () => {
+    expect(settings().limits.rateBurst).toBeUndefined();
+    expect(settings('--rate-burst=5').limits.rateBurst).toBe(5);
+    expect(() => settings('--rate-burst=0')).toThrow('--rate-burst: want a whole number ≥ 1, got "0"');
+  });
+
   it('keeps evidence in a file when a state directory is given, else nowhere unless told', () => {
     expect(settings('--state-dir=/d').evidence.evidenceStore).toBe('file');
     expect(settings().evidence.evidenceStore).toBeUndefined();
