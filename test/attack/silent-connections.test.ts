@@ -17,7 +17,7 @@
  */
 import { status } from '@grpc/grpc-js';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { DEFAULT_MAX_PER_SOURCE } from '../../src/adapters/grpc/atls/admission.js';
+import { DEFAULT_MAX_PER_SOURCE } from '../../src/adapters/grpc/atls/admission-settings.js';
 import { attempt } from './support/attack.js';
 import type { SwtpmNode } from './support/nodes.js';
 import { startSwtpmNode } from './support/nodes.js';

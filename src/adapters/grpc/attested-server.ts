@@ -9,9 +9,9 @@
 import type { TLSSocket } from 'node:tls';
 import { type ConnectionInjector, Server, ServerCredentials, type ServerOptions } from '@grpc/grpc-js';
 import type { Logger } from '../../ports/logger.js';
-import type { AttestedPeer } from './atls/exchange.js';
 import { assertGrpcJsInternals } from './atls/grpc-hook.js';
 import { type AtlsListenerOptions, AttestedTlsListener } from './atls/listener.js';
+import type { AttestedPeer } from './atls/peer-attestation.js';
 
 /** Options of {@link AttestedGrpcServer}. */
 export interface AttestedGrpcServerOptions extends AtlsListenerOptions {

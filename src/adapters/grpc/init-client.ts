@@ -11,7 +11,7 @@ import type { Issuer } from '../../ports/issuer.js';
 import type { CallOptions, InitRequest, InitResult } from '../../ports/types.js';
 import type { Validator } from '../../ports/validator.js';
 import { AttestedChannelCredentials } from './atls/credentials.js';
-import type { AttestedPeer } from './atls/exchange.js';
+import type { AttestedPeer } from './atls/peer-attestation.js';
 import { initEventFromProto, initRequestToProto } from './mapping.js';
 import { callError, deadlineFrom, throwIfAborted } from './unary-call.js';
 

@@ -16,7 +16,7 @@ import type { Issuer } from '../../ports/issuer.js';
 import type { Logger } from '../../ports/logger.js';
 import type { InitRequest } from '../../ports/types.js';
 import type { Validator } from '../../ports/validator.js';
-import type { PeerAttestation } from './atls/exchange.js';
+import type { PeerAttestation } from './atls/peer-attestation.js';
 import { AttestedGrpcServer } from './attested-server.js';
 import { type InitStreamEvent, initEventToProto, initRequestFromProto } from './mapping.js';
 import { toGrpcError } from './status.js';

@@ -31,7 +31,7 @@ import type {
 import type { CallOptions } from '../../ports/types.js';
 import type { Validator } from '../../ports/validator.js';
 import { AttestedChannelCredentials } from './atls/credentials.js';
-import type { AttestedPeer } from './atls/exchange.js';
+import type { AttestedPeer } from './atls/peer-attestation.js';
 import { AttestedGrpcServer } from './attested-server.js';
 import { clusterKmsUri, NO_STORE_URI, parseClusterKmsUri } from './kms-uri.js';
 import { toGrpcError } from './status.js';

@@ -7,7 +7,7 @@
  */
 import { FileDenyList } from '../../adapters/fs/file-deny-list.js';
 import type { AdmissionSettings } from '../../adapters/grpc/atls/admission-settings.js';
-import type { RefusedEvidence } from '../../adapters/grpc/atls/exchange.js';
+import type { RefusedEvidence } from '../../adapters/grpc/atls/peer-attestation.js';
 import type { AttestedGrpcServer } from '../../adapters/grpc/attested-server.js';
 import { createJoinServer } from '../../adapters/grpc/join-server.js';
 import { createPinoLogger } from '../../adapters/log/pino-logger.js';

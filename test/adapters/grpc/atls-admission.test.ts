@@ -9,12 +9,8 @@ import { createHash } from 'node:crypto';
 import { type AddressInfo, connect, createServer, type Socket } from 'node:net';
 import { type TLSSocket, connect as tlsConnect } from 'node:tls';
 import { afterEach, describe, expect, it } from 'vitest';
-import {
-  ConnectionCaps,
-  type DropReason,
-  DropSummary,
-  Slots,
-} from '../../../src/adapters/grpc/atls/admission.js';
+import type { DropReason } from '../../../src/adapters/grpc/atls/admission-drop.js';
+import { ConnectionCaps, DropSummary, Slots } from '../../../src/adapters/grpc/atls/admission-limits.js';
 import { exporterNonce } from '../../../src/adapters/grpc/atls/exchange.js';
 import { AttestedTlsListener } from '../../../src/adapters/grpc/atls/listener.js';
 import {

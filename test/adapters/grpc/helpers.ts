@@ -6,7 +6,8 @@
 import { createServer, connect as netConnect, type Socket } from 'node:net';
 import type { TLSSocket } from 'node:tls';
 import { attestSocket } from '../../../src/adapters/grpc/atls/connection.js';
-import type { AtlsOptions, AttestedPeer } from '../../../src/adapters/grpc/atls/exchange.js';
+import type { AtlsOptions } from '../../../src/adapters/grpc/atls/exchange.js';
+import type { AttestedPeer } from '../../../src/adapters/grpc/atls/peer-attestation.js';
 import { SystemClock } from '../../../src/adapters/system/system-clock.js';
 import { variantOid } from '../../../src/app/registry/index.js';
 import { AttestationError } from '../../../src/ports/errors.js';

@@ -5,7 +5,7 @@
  * the server, keeps waiting past its connect deadline) and is then served.
  */
 import { afterEach, describe, expect, it } from 'vitest';
-import { DEFAULT_ATLS_DEADLINES } from '../../../src/adapters/grpc/atls/admission.js';
+import { DEFAULT_ATLS_DEADLINES } from '../../../src/adapters/grpc/atls/admission-settings.js';
 import type { AttestedGrpcServer } from '../../../src/adapters/grpc/attested-server.js';
 import { GrpcJoinTicketClient } from '../../../src/adapters/grpc/join-client.js';
 import { createJoinServer } from '../../../src/adapters/grpc/join-server.js';

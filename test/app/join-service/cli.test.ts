@@ -13,8 +13,10 @@ import { afterEach, describe, expect, it, vi } from 'vitest';
 import { parseAllDocuments } from 'yaml';
 import { startMetadataServer } from '../../../src/adapters/cloud/qemu/metadata-server.js';
 import { parseDenyList } from '../../../src/adapters/fs/file-deny-list.js';
-import { DEFAULT_ATLS_DEADLINES } from '../../../src/adapters/grpc/atls/admission.js';
-import { ADMISSION_SETTINGS } from '../../../src/adapters/grpc/atls/admission-settings.js';
+import {
+  ADMISSION_SETTINGS,
+  DEFAULT_ATLS_DEADLINES,
+} from '../../../src/adapters/grpc/atls/admission-settings.js';
 import { GrpcJoinTicketClient } from '../../../src/adapters/grpc/join-client.js';
 import { HkdfKms } from '../../../src/adapters/kms/hkdf-kms.js';
 import { startKeyServiceServer } from '../../../src/adapters/kms/key-service-server.js';

@@ -19,8 +19,8 @@ import { decodeVtpmDocument } from '../../../src/adapters/attestation/shared/vtp
 import { createQemuVtpmIssuer } from '../../../src/adapters/attestation/vtpm/issuer.js';
 import { FileQemuAkRegistry } from '../../../src/adapters/cloud/qemu/ak-registry.js';
 import { attestSocket } from '../../../src/adapters/grpc/atls/connection.js';
-import type { AttestedPeer } from '../../../src/adapters/grpc/atls/exchange.js';
 import { AttestedTlsListener } from '../../../src/adapters/grpc/atls/listener.js';
+import type { AttestedPeer } from '../../../src/adapters/grpc/atls/peer-attestation.js';
 import { SystemClock } from '../../../src/adapters/system/system-clock.js';
 import { type SwtpmInstance, startSwtpm } from '../../../src/adapters/tpm/swtpm.js';
 import { Tpm2ToolsTpm } from '../../../src/adapters/tpm/tpm2-tools-tpm.js';

@@ -17,17 +17,17 @@
  *   bounds the native state of handshakes in progress.
  * - Every phase that waits for the peer has its own deadline ({@link AtlsDeadlines}): ClientHello,
  *   TLS handshake, ATTESTATION frame (with a bytes-per-second floor), VERDICT; the whole handshake has
- *   `handshakeTimeoutMs`. A {@link ConnectionBudget}, one per accepted connection, arms one at a time.
+ *   `handshakeTimeoutMs`. A {@link ConnectionBudget} (connection-budget.ts), one per accepted
+ *   connection, arms one at a time.
  * - Slots are the scarce resources: verifying an attestation (CPU), our own quote for an inbound peer
  *   (TPM) and room for an attested connection, each taken only after the peer's frame has arrived.
  * - Drops become one log line per interval (admission-limits.ts), so logs never amplify an attack.
  * See docs/atls.md ("Admission").
  */
 import type { Socket } from 'node:net';
-import type { TLSSocket } from 'node:tls';
 import type { Logger } from '../../../ports/logger.js';
 import { peerHost } from '../../../ports/peer-address.js';
-import { AdmissionDrop, type DropReason } from './admission-drop.js';
+import { AdmissionDrop } from './admission-drop.js';
 import { ConnectionCaps, DropSummary, Slots } from './admission-limits.js';
 import {
   type AdmissionSettings,
@@ -40,32 +40,8 @@ import {
   resolveDeadlines,
 } from './admission-settings.js';
 import { HandshakeCostSampler, HandshakePacer } from './admission-sizing.js';
-import { DEFAULT_HANDSHAKE_TIMEOUT_MS, type HandshakeBudget } from './exchange.js';
-import { FRAME_ATTESTATION, type Frame, type FrameReader } from './protocol.js';
-
-export { AdmissionDrop, DROP_REASONS, type DropReason, isAdmissionDrop } from './admission-drop.js';
-export {
-  type CapDecision,
-  ConnectionCaps,
-  DEFAULT_DROP_LOG_INTERVAL_MS,
-  DropSummary,
-  type DropSummaryOptions,
-  type Release,
-  Slots,
-} from './admission-limits.js';
-export {
-  type AdmissionSettings,
-  type AtlsDeadlines,
-  DEFAULT_ATLS_DEADLINES,
-  DEFAULT_MAX_CONCURRENT_ISSUANCE,
-  DEFAULT_MAX_CONCURRENT_VERIFICATIONS,
-  DEFAULT_MAX_PER_SOURCE,
-  DEFAULT_MAX_QUEUED_ISSUANCE,
-  DEFAULT_MAX_UNATTESTED,
-} from './admission-settings.js';
-
-/** TLS record type of a handshake record (the ClientHello arrives in one). */
-const TLS_HANDSHAKE_RECORD = 0x16;
+import { ConnectionBudget } from './connection-budget.js';
+import { DEFAULT_HANDSHAKE_TIMEOUT_MS } from './exchange.js';
 
 /** What {@link Admission.admit} decided for a new connection. */
 export type AdmitDecision =
@@ -259,230 +235,6 @@ export class Admission {
   /** Gives back a place taken by {@link beginHandshake} (attested, refused or dropped). */
   endHandshake(): void {
     this.handshaking--;
-  }
-}
-
-/**
- * The admission budget of one accepted connection: its caps entry, its phase deadlines (one armed
- * at a time) and the overall handshake bound, and the slots its work runs under. Expiry aborts
- * {@link signal} with an {@link AdmissionDrop} naming the phase.
- */
-export class ConnectionBudget implements HandshakeBudget {
-  private readonly controller = new AbortController();
-  private phaseTimer: ReturnType<typeof setTimeout> | undefined;
-  private overallTimer: ReturnType<typeof setTimeout> | undefined;
-  private released = false;
-  private leaveTls: (() => void) | undefined;
-
-  constructor(
-    private readonly admission: Admission,
-    private readonly raw: Socket,
-    private readonly forget: () => void,
-  ) {}
-
-  /** Aborts with the reason the connection is dropped or refused. */
-  get signal(): AbortSignal {
-    return this.controller.signal;
-  }
-
-  /** Gives the connection's place under the caps back (attested, dropped or closed); idempotent. */
-  release(): void {
-    this.tlsDone();
-    if (this.released) return;
-    this.released = true;
-    this.forget();
-  }
-
-  /** Holds a place under the cap on TLS handshakes until the TLS phase ends or the connection goes. */
-  holdTlsPlace(leave: () => void): void {
-    this.leaveTls = leave;
-  }
-
-  /** Gives the TLS handshake place back (idempotent). */
-  private tlsDone(): void {
-    const leave = this.leaveTls;
-    this.leaveTls = undefined;
-    leave?.();
-  }
-
-  /**
-   * Waits until the socket holds a complete first TLS record (the ClientHello) without consuming it
-   * (the bytes are given back to the socket for TLS); resolves at once for a first byte that cannot
-   * start TLS (the handshake then refuses it). Rejects with an {@link AdmissionDrop} on the deadline
-   * or when the peer closes.
-   *
-   * The bytes read so far are kept here and given back (`unshift`) once, when the record is
-   * complete: giving an incomplete record back from a 'readable' handler would make the stream emit
-   * 'readable' again on the next tick, for ever, and starve the event loop (a peer sending three
-   * bytes would stop the whole process).
-   */
-  clientHello(): Promise<void> {
-    const raw = this.raw;
-    const ms = this.admission.deadlines.clientHelloMs;
-    return new Promise<void>((resolve, reject) => {
-      const chunks: Buffer[] = [];
-      let length = 0;
-      const cleanup = () => {
-        this.clearPhase();
-        raw.off('readable', check);
-        raw.off('close', onClose);
-        raw.off('end', onClose);
-      };
-      this.armPhase('client-hello-timeout', ms, `no complete ClientHello within ${ms} ms`, (drop) => {
-        cleanup();
-        reject(drop);
-      });
-      const onClose = () => {
-        cleanup();
-        reject(new AdmissionDrop('peer-closed', 'connection closed before its ClientHello'));
-      };
-      const check = () => {
-        for (let chunk = raw.read() as Buffer | null; chunk !== null; chunk = raw.read() as Buffer | null) {
-          chunks.push(chunk);
-          length += chunk.length;
-        }
-        if (length === 0) return;
-        // Always a copy: a chunk read from the socket is a view into a 64 KiB read buffer, which a
-        // connection waiting for its handshake would otherwise keep alive.
-        const buffered = Buffer.concat(chunks, length);
-        const complete =
-          buffered[0] !== TLS_HANDSHAKE_RECORD ||
-          (buffered.length >= 5 && buffered.length >= 5 + buffered.readUInt16BE(3));
-        if (!complete) return;
-        cleanup();
-        raw.unshift(buffered);
-        resolve();
-      };
-      raw.on('readable', check);
-      raw.once('close', onClose);
-      raw.once('end', onClose);
-    });
-  }
-
-  /** Starts the bound on the whole handshake (TLS and attestation exchange). */
-  begin(): void {
-    const ms = this.admission.handshakeTimeoutMs;
-    this.overallTimer = setTimeout(() => {
-      this.abort(
-        new AdmissionDrop('handshake-timeout', `attested TLS handshake not completed within ${ms} ms`),
-      );
-    }, ms);
-    this.overallTimer.unref();
-  }
-
-  async tlsHandshake<T>(run: (signal: AbortSignal) => Promise<T>): Promise<T> {
-    const ms = this.admission.deadlines.tlsHandshakeMs;
-    this.armPhase('tls-handshake-timeout', ms, `no completed TLS handshake within ${ms} ms`);
-    try {
-      return await run(this.signal);
-    } finally {
-      this.clearPhase();
-      this.tlsDone();
-    }
-  }
-
-  async firstFrame(reader: FrameReader): Promise<Frame> {
-    const { attestationMs, attestationMinBytesPerSecond } = this.admission.deadlines;
-    const started = Date.now();
-    const what = 'complete ATTESTATION frame';
-    this.armPhase(
-      'attestation-timeout',
-      attestationMs,
-      `no ${what} from the peer within ${attestationMs} ms`,
-    );
-    try {
-      return await reader.next((type, length) => {
-        if (type !== FRAME_ATTESTATION) return;
-        const ms = Math.max(
-          1,
-          attestationMs + (length * 1000) / attestationMinBytesPerSecond - (Date.now() - started),
-        );
-        const message = `no ${what} of ${length} bytes from the peer within ${Math.round(ms)} ms`;
-        this.armPhase('attestation-timeout', ms, message);
-      });
-    } finally {
-      this.clearPhase();
-    }
-  }
-
-  async verdict(reader: FrameReader): Promise<Frame> {
-    const ms = this.admission.deadlines.verdictMs;
-    this.armPhase('verdict-timeout', ms, `no VERDICT from the peer within ${ms} ms`);
-    try {
-      return await reader.next();
-    } finally {
-      this.clearPhase();
-    }
-  }
-
-  async issuing<T>(issue: () => Promise<T>): Promise<T> {
-    const release = await this.admission.issuance.acquire(this.signal);
-    const issued = issue();
-    // The slot covers the issuer's work itself: it is given back when the issuer settles (an
-    // aborted quote still queued on the TPM is dropped there at once).
-    void issued.then(release, release);
-    return issued;
-  }
-
-  async holdConnection(socket: TLSSocket): Promise<void> {
-    const leaveSource = this.admission.holdSource(this.raw);
-    const slots = this.admission.connections;
-    let releaseSlot: () => void = () => {};
-    try {
-      if (slots !== undefined) releaseSlot = await slots.acquire(this.signal);
-    } catch (err) {
-      leaveSource();
-      throw err;
-    }
-    const release = () => {
-      leaveSource();
-      releaseSlot();
-    };
-    if (socket.destroyed) release();
-    else socket.once('close', release);
-  }
-
-  async verifying<T>(verify: () => Promise<T>): Promise<T> {
-    const release = await this.admission.verification.acquire(this.signal);
-    try {
-      return await verify();
-    } finally {
-      release();
-    }
-  }
-
-  peerClosed(message: string): AdmissionDrop {
-    return new AdmissionDrop('peer-closed', message);
-  }
-
-  abort(reason: Error): void {
-    this.controller.abort(reason);
-  }
-
-  end(): void {
-    this.clearPhase();
-    if (this.overallTimer !== undefined) clearTimeout(this.overallTimer);
-    this.overallTimer = undefined;
-  }
-
-  /** Replaces the running phase deadline with `ms` from now; expiry aborts (or calls `onExpire`). */
-  private armPhase(
-    reason: DropReason,
-    ms: number,
-    message: string,
-    onExpire: (drop: AdmissionDrop) => void = (drop) => this.abort(drop),
-  ): void {
-    this.clearPhase();
-    this.phaseTimer = setTimeout(() => {
-      this.phaseTimer = undefined;
-      onExpire(new AdmissionDrop(reason, message));
-    }, ms);
-    this.phaseTimer.unref();
-  }
-
-  private clearPhase(): void {
-    if (this.phaseTimer !== undefined) clearTimeout(this.phaseTimer);
-    this.phaseTimer = undefined;
   }
 }
 

@@ -14,7 +14,6 @@ import type { TlsIdentity } from './certificate.js';
 import { ClientDeadline } from './client-deadline.js';
 import {
   type AtlsOptions,
-  type AttestedPeer,
   DEFAULT_HANDSHAKE_TIMEOUT_MS,
   exchangeAttestations,
   type HandshakeBudget,
@@ -28,6 +27,7 @@ import {
   type SharedTlsServer,
   TLS_MIN_VERSION,
 } from './identity-pool.js';
+import type { AttestedPeer } from './peer-attestation.js';
 import { protocolError } from './protocol.js';
 
 export { ALPN_PROTOCOL };

@@ -21,9 +21,10 @@ import {
 } from '@grpc/grpc-js';
 import { ClientDeadline, type ClientDeadlines } from './client-deadline.js';
 import { attestSocket } from './connection.js';
-import type { AtlsOptions, AttestedPeer } from './exchange.js';
+import type { AtlsOptions } from './exchange.js';
 import { assertGrpcJsInternals } from './grpc-hook.js';
 import { processTlsIdentity, type RotatingTlsIdentity } from './identity-pool.js';
+import type { AttestedPeer } from './peer-attestation.js';
 
 type CreateSecureConnector = ChannelCredentials['_createSecureConnector'];
 /** grpc-js's SecureConnector, taken from the abstract method's signature (not exported by grpc-js). */

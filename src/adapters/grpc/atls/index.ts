@@ -15,15 +15,12 @@ export {
 } from './credentials.js';
 export {
   type AtlsOptions,
-  type AttestedPeer,
   DEFAULT_HANDSHAKE_TIMEOUT_MS,
   type ExchangeBudget,
   exchangeAttestations,
   exporterNonce,
   type HandshakeBudget,
-  type PeerAttestation,
   type TlsRole,
-  verifyPeerAttestation,
 } from './exchange.js';
 export {
   assertGrpcJsInternals,
@@ -45,4 +42,10 @@ export {
   AttestedTlsListener,
   type RefusedConnectionHandler,
 } from './listener.js';
+export {
+  type AttestedPeer,
+  type PeerAttestation,
+  type RefusedEvidence,
+  verifyPeerAttestation,
+} from './peer-attestation.js';
 export * from './protocol.js';

@@ -21,15 +21,13 @@ import { createServer, type Server, type Socket } from 'node:net';
 import type { TLSSocket } from 'node:tls';
 import { isAttestationError, isConfbootError, messageOf } from '../../../ports/errors.js';
 import type { Logger } from '../../../ports/logger.js';
-import {
-  Admission,
-  type AdmissionSettings,
-  type ConnectionBudget,
-  type DropReason,
-  isAdmissionDrop,
-} from './admission.js';
+import { Admission } from './admission.js';
+import { type DropReason, isAdmissionDrop } from './admission-drop.js';
+import type { AdmissionSettings } from './admission-settings.js';
 import { attestSocket, type PreparedServerTls, prepareServerTls } from './connection.js';
-import type { AtlsOptions, AttestedPeer } from './exchange.js';
+import type { ConnectionBudget } from './connection-budget.js';
+import type { AtlsOptions } from './exchange.js';
+import type { AttestedPeer } from './peer-attestation.js';
 
 /** Options of {@link AttestedTlsListener}: the exchange's, and the admission's settings. */
 export interface AtlsListenerOptions extends AtlsOptions, AdmissionSettings {
