@@ -4,8 +4,9 @@
  * control plane and two workers; each node writes a marker to its mounted state disk and stays up.
  * The operator's master secret is split 2-of-3 into share files the way `confboot init
  * --recovery-shares 3 --recovery-threshold 2` does after init. Then the steps, each checked from
- * real state (stages/lifecycle-steps.ts, stages/outage.ts): reboot of worker-0, tampered reboot of
- * worker-1, outage of every VM with k-of-n recovery, reset of worker-1. Everything it started is
+ * real state (stages/lifecycle-steps.ts, stages/outage.ts): reboot of worker-0 (its kubelet
+ * restarted), tampered reboot of worker-1, outage of every VM with k-of-n recovery, reset of
+ * worker-1 (a failed join after the node lock first, after which the node reboots itself). Everything it started is
  * gone when it returns. kubeadm and the Kubernetes API server are SIMULATED.
  */
 import { randomBytes } from 'node:crypto';

@@ -190,6 +190,17 @@ export interface LifecycleStepResult {
    * gone from the API server's DiskBindings, where the new disk's binding is).
    */
   oldBindingReleased?: boolean;
+  /**
+   * Reboot: the SIMULATED kubelet restart the bootstrapper ran (on by default): whether it found the
+   * state disk mounted and the kubelet credentials of the first join on it.
+   */
+  kubeletRestart?: { stateMounted: boolean; kubeletCredentials: boolean };
+  /**
+   * Reset: the boot before, in which kubeadm failed after the node lock: the bootstrapper asked for
+   * the reboot (the VM ended by itself, no bootstrapper exit reported) with the disk marked for reset
+   * (read by the host from the header afterwards, under the LUKS UUID that boot formatted).
+   */
+  failedJoin?: { rebootRequested: boolean; vmEndedItself: boolean; headerReset: boolean; diskUuid?: string };
   /** The bootstrapper's last line this boot. */
   bootstrapper?: string;
   seconds: number;

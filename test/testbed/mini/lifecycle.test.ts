@@ -4,7 +4,9 @@
  * worker-1's tampered reboot is refused naming PCR 9 with its disk closed; after every VM was
  * powered off and started again the control plane waits for recovery (1 of 2), names a share of
  * another cluster, recovers with a second share, and every node is back with its marker; worker-1's
- * disk marked for reset is wiped and joins fresh; every state disk is LUKS2 with HMAC-SHA256
+ * disk marked for reset is wiped, its join fails after the node lock (kubeadm SIMULATED failing) and
+ * the bootstrapper marks the disk for reset and reboots the VM itself, then it is wiped again and
+ * joins fresh; worker-0's reboot restarts the kubelet (on by default, SIMULATED in the VM); every state disk is LUKS2 with HMAC-SHA256
  * integrity (authenticated encryption), and after the host flips bytes of worker-0's encrypted disk
  * the node's read fails (EIO) instead of returning changed data. Each step's evidence comes from real state (the
  * VM's dm-crypt mapping and LUKS UUID, the marker read from its mounted state disk, PCR 15 through
@@ -57,7 +59,11 @@ describe.skipIf(missing.length > 0)(
           markerIntact: true,
           pcr15: 'cluster-marker',
           diskOpen: true,
+          // The kubelet restart is on by default: run with the state disk mounted and the kubelet
+          // credentials of the first join on it.
+          kubeletRestart: { stateMounted: true, kubeletCredentials: true },
         });
+        expect(reboot.bootstrapper, summary).toMatch(/, kubelet restarted$/);
         expect(reboot.audit, summary).toContainEqual(
           expect.objectContaining({ rpc: 'IssueRejoinTicket', outcome: 'issued' }),
         );
@@ -97,18 +103,24 @@ describe.skipIf(missing.length > 0)(
             pcr15: 'cluster-marker',
             diskOpen: true,
           });
-        // reset: a new LUKS UUID (wiped), a fresh join with it that released the old disk's binding,
-        // PCR 15 marked, the old marker gone.
+        // reset: the boot with kubeadm failing after the node lock marked the disk for reset and
+        // rebooted the VM itself; booted again, a new LUKS UUID (wiped), a fresh join with it that
+        // released the failed join's disk binding, PCR 15 marked, the old marker gone.
         const reset = step('reset', 'worker-1');
-        expect(reset, summary).toMatchObject({ rejoined: false, pcr15: 'cluster-marker' });
-        expect(reset.diskUuid?.after, summary).not.toBe(reset.diskUuid?.before);
+        expect(reset, summary).toMatchObject({
+          rejoined: false,
+          pcr15: 'cluster-marker',
+          failedJoin: { rebootRequested: true, vmEndedItself: true, headerReset: true },
+        });
+        const failedDisk = reset.failedJoin?.diskUuid;
+        expect(new Set([reset.diskUuid?.before, failedDisk, reset.diskUuid?.after]).size, summary).toBe(3);
         expect(
           reset.audit?.some(
             (a) =>
               a.rpc === 'IssueJoinTicket' &&
               a.outcome === 'issued' &&
               a.diskUuid?.toLowerCase() === reset.diskUuid?.after &&
-              a.releasedDisks?.includes(reset.diskUuid?.before ?? '') === true,
+              a.releasedDisks?.includes(failedDisk ?? '') === true,
           ),
           summary,
         ).toBe(true);

@@ -8,7 +8,8 @@
  *
  * Step `bootstrap` (the cluster): runs the production `confboot bootstrapper --csp qemu
  * --attestation-variant qemu-vtpm` (the CLI bundled in /opt/confboot/cli, kubeadm SIMULATED by
- * /usr/bin/kubeadm) and forwards its log lines; reports PCR 15 while it runs and, once it exits,
+ * /usr/bin/kubeadm; the kubelet restart of a rebooted node and the reboot after a failure past the
+ * node lock through commands the agent writes, boot-commands.ts) and forwards its log lines; reports PCR 15 while it runs and, once it exits,
  * the state disk as the node sees it (mapping, keyslots, whether the initial passphrase still
  * opens it) and PCR 15. On a control plane, once the simulated `kubeadm init` has written the API
  * server's serving certificate (signed by the cluster CA) and the random admin token in admin.conf,
@@ -38,6 +39,7 @@ import { ADMIN_CONF_PATH, JOIN_SERVICE_PORT, PKI_DIR } from '../../../app/defaul
 import { messageOf } from '../../../ports/errors.js';
 import { loadApiServerCredentials } from '../../simulated/apiserver-credentials.js';
 import { FakeKubeApi, MASTER_SECRET_NAME } from '../../simulated/simulated-kube-api.js';
+import { writeBootCommands } from './boot-commands.js';
 import { isLuks, mappingModes, mapStateDisk, stateDisk } from './disk-mapper.js';
 import { EvidenceGate } from './evidence.js';
 import { reportApiCredentials, runServicesFromApi } from './ha-kubelet.js';
@@ -281,6 +283,7 @@ async function bootstrap(config: BootstrapConfig, gate: EvidenceGate | undefined
   await reportPcr15('before');
   if (config.apiServerPublicKey !== undefined)
     await writeFile(API_SERVER_PUBLIC_KEY_PATH, config.apiServerPublicKey, { mode: 0o644 });
+  const commands = await writeBootCommands(RUN_DIR);
   const boot = program('bootstrapper', [
     'bootstrapper',
     '--csp=qemu',
@@ -288,7 +291,9 @@ async function bootstrap(config: BootstrapConfig, gate: EvidenceGate | undefined
     `--tcti=${DEVICE_TCTI}`,
     `--disk=${config.stateDisk}`,
     `--metadata-url=${config.metadataUrl}`,
-    '--kubeadm=/usr/bin/kubeadm',
+    `--kubeadm=${config.failKubeadm === true ? '/bin/false' : '/usr/bin/kubeadm'}`,
+    `--kubelet-restart-command=${commands.kubeletRestart}`,
+    `--reboot-command=${commands.reboot}`,
     // A disk set up before: the production disk mapper opens it (rejoin, or recovery on a control
     // plane) and mounts it where upstream does; a disk it wipes is formatted with cheap PBKDF2.
     `--state-mount=${STATE_MOUNT}`,

@@ -82,6 +82,11 @@ export interface BootstrapConfig extends CommonConfig {
   marker?: string;
   /** Keep the VM running after the bootstrapper (a worker powers off by default). */
   stay?: boolean;
+  /**
+   * The SIMULATED kubeadm fails every run (the bootstrapper gets `--kubeadm /bin/false`): a join
+   * fails after the node lock, so the bootstrapper marks the disk for reset and reboots the VM.
+   */
+  failKubeadm?: boolean;
 }
 
 /** Where the agent leaves {@link BootstrapConfig.apiServerPublicKey} for the simulated `kubeadm init`. */
@@ -102,6 +107,7 @@ const KEYS: Record<GuestConfig['step'], string[]> = {
     'apiServerPublicKey',
     'marker',
     'stay',
+    'failKubeadm',
   ],
 };
 

@@ -1,21 +1,24 @@
 /**
  * The node steps of `mini lifecycle`, each on a running cluster and each checked from real state:
  * - `reboot`: a worker restarts with the same disk and TPM; the production disk mapper gets a rejoin
- *   ticket, opens and mounts the disk, and marks PCR 15 again; its marker reads back equal and the
- *   join service's audit shows a rejoin, not a join;
+ *   ticket, opens and mounts the disk, and marks PCR 15 again; its marker reads back equal, the
+ *   join service's audit shows a rejoin, not a join, and the bootstrapper restarted the kubelet (on
+ *   by default; SIMULATED in the VM, boot-commands.ts) with the state disk mounted and the kubelet
+ *   credentials of the first join on it;
  * - `tampered-reboot`: a worker restarts with another kernel command line (PCR 9 differs); the join
  *   service refuses the rejoin naming the register, nothing is issued, its disk stays unmapped and
  *   PCR 15 stays zero (it keeps retrying with backoff);
- * - `reset`: the host marks a stopped worker's disk for reset with the production disk adapter (what
- *   the bootstrapper does after a failed bootstrap); on the next boot the disk mapper wipes and
- *   formats it (a new LUKS UUID) and the node joins fresh; the join releases the old disk's binding
- *   (named in its audit event, gone from the API server's DiskBindings).
+ * - `reset`: the host marks a stopped worker's disk for reset with the production disk adapter; the
+ *   next boot fails after the node lock (SIMULATED kubeadm failing, failed-join.ts): the bootstrapper
+ *   marks the disk for reset itself and reboots the VM, which ends; the host boots it again, the
+ *   disk mapper wipes and formats the disk (a new LUKS UUID each time) and the node joins fresh; the
+ *   join releases the old disk's binding (named in its audit event, gone from the API server's
+ *   DiskBindings).
  */
-import { join } from 'node:path';
-import { CryptsetupDisk } from '../../../adapters/disk/cryptsetup-disk.js';
 import { messageOf } from '../../../ports/errors.js';
 import type { MiniCluster } from '../context.js';
 import { type LifecycleStepResult, NODE_CMDLINE, TAMPERED_CMDLINE } from '../types.js';
+import { failedJoinBoot, hostDisk } from './failed-join.js';
 import { bootstrapConfig } from './fleet.js';
 import type { MiniSecrets } from './init.js';
 import { mismatchesOf, waitForRefusal } from './join.js';
@@ -68,7 +71,17 @@ export async function rebootStep(
     audit.some((a) => a.rpc === 'IssueRejoinTicket' && a.outcome === 'issued') &&
     !audit.some((a) => a.rpc === 'IssueJoinTicket');
   const markerIntact = e.marker === markers.get(name);
-  const ok = rejoined && markerIntact && e.pcr15 === 'cluster-marker' && e.diskOpen === true;
+  const restarted = c.reports(name).find((r) => r.type === 'kubelet-restarted');
+  const kubeletRestart = {
+    stateMounted: restarted?.stateMounted === true,
+    kubeletCredentials: restarted?.kubeletCredentials === true,
+  };
+  const kubeletRestarted =
+    /, kubelet restarted$/.test(e.bootstrapper ?? '') &&
+    kubeletRestart.stateMounted &&
+    kubeletRestart.kubeletCredentials;
+  const ok =
+    rejoined && markerIntact && kubeletRestarted && e.pcr15 === 'cluster-marker' && e.diskOpen === true;
   c.progress(`${name.padEnd(16)} ${ok ? 'rejoined' : 'reboot did NOT hold'}: ${e.bootstrapper ?? '-'}`);
   return {
     step: 'reboot',
@@ -79,9 +92,10 @@ export async function rebootStep(
     pcr15: e.pcr15,
     diskOpen: e.diskOpen === true,
     reason: ok
-      ? 'rejoined through the join service: disk opened with the issued key, marker intact, PCR 15 marked again'
-      : `bootstrapper: ${e.bootstrapper ?? e.error ?? 'no outcome'}`,
+      ? 'rejoined through the join service: disk opened with the issued key, marker intact, PCR 15 marked again, kubelet restarted (SIMULATED) from the mounted state disk'
+      : `kubelet restarted ${kubeletRestarted}; bootstrapper: ${e.bootstrapper ?? e.error ?? 'no outcome'}`,
     audit,
+    kubeletRestart,
     ...(e.bootstrapper === undefined ? {} : { bootstrapper: e.bootstrapper }),
     seconds: secondsSince(started),
   };
@@ -149,12 +163,7 @@ export async function tamperedRebootStep(
 
 /** Marks the stopped node's disk image for reset (production adapter, host side); returns its UUID. */
 async function markForReset(c: MiniCluster, name: string): Promise<string> {
-  const disk = new CryptsetupDisk({
-    devicePath: c.diskImage(name),
-    headerCopyDir: c.nodeDir(name),
-    initialPassphrasePath: join(c.nodeDir(name), 'initial-passphrase.bin'),
-    timeoutInMs: 120_000,
-  });
+  const disk = hostDisk(c, name);
   const release = await disk.open();
   try {
     const uuid = (await disk.uuid()).toLowerCase();
@@ -175,11 +184,13 @@ export async function resetStep(
   const ip = c.result(name).ip;
   const from = auditMark(c);
   let before: string;
+  let failedJoin: NonNullable<LifecycleStepResult['failedJoin']>;
   try {
     await c.stopNode(name);
     before = await markForReset(c, name);
     c.progress(`${name.padEnd(16)} state disk ${before.slice(0, 8)}… marked for reset`);
-    await restart(c, name, NODE_CMDLINE, 'boot with the disk marked for reset');
+    failedJoin = await failedJoinBoot(c, name);
+    await restart(c, name, NODE_CMDLINE, 'booted again by the host after its reboot');
     await waitBootstrapped(c, name);
   } catch (err) {
     return failed('reset', name, started, err);
@@ -204,13 +215,36 @@ export async function resetStep(
     ) &&
     !audit.some((a) => a.rpc === 'IssueRejoinTicket' && a.outcome === 'issued');
   const after = e.diskUuid?.toLowerCase();
+  // Each join released the binding of the disk before it: the failed join the original disk's, the
+  // fresh join the failed join's.
+  const released = (disk: string | undefined, by?: string) =>
+    disk !== undefined &&
+    audit.some(
+      (a) =>
+        a.rpc === 'IssueJoinTicket' &&
+        a.outcome === 'issued' &&
+        (by === undefined || a.diskUuid?.toLowerCase() === by) &&
+        a.releasedDisks?.includes(disk) === true,
+    );
   const oldBindingReleased =
     after !== undefined &&
-    audit.some(
-      (a) => a.rpc === 'IssueJoinTicket' && a.outcome === 'issued' && a.releasedDisks?.includes(before),
-    ) &&
-    (await waitBindingReplaced(c, before, after));
-  const ok = wiped && joinedFresh && oldBindingReleased && e.pcr15 === 'cluster-marker' && e.marker === null;
+    released(before) &&
+    released(failedJoin.diskUuid, after) &&
+    (await waitBindingReplaced(c, before, after)) &&
+    (await waitBindingReplaced(c, failedJoin.diskUuid ?? before, after));
+  const rebootedItself =
+    failedJoin.rebootRequested &&
+    failedJoin.vmEndedItself &&
+    failedJoin.headerReset &&
+    failedJoin.diskUuid !== before &&
+    after !== failedJoin.diskUuid;
+  const ok =
+    rebootedItself &&
+    wiped &&
+    joinedFresh &&
+    oldBindingReleased &&
+    e.pcr15 === 'cluster-marker' &&
+    e.marker === null;
   c.progress(
     `${name.padEnd(16)} ${ok ? 'wiped and joined fresh' : 'reset did NOT hold'}: ${e.bootstrapper ?? '-'}`,
   );
@@ -223,8 +257,9 @@ export async function resetStep(
     pcr15: e.pcr15,
     diskOpen: e.diskOpen === true,
     reason: ok
-      ? 'the disk mapper wiped and formatted the disk (new LUKS UUID, the old marker is gone), the node joined fresh and the join released the old disk binding'
-      : `wiped ${wiped}, joined fresh ${joinedFresh}, old binding released ${oldBindingReleased}; bootstrapper: ${e.bootstrapper ?? e.error ?? 'no outcome'}`,
+      ? 'kubeadm failing after the node lock: the bootstrapper marked the disk for reset and rebooted the VM; booted again, the disk mapper wiped and formatted the disk (new LUKS UUID, the old marker is gone), the node joined fresh and the join released the old disk binding'
+      : `rebooted itself after the failed join ${rebootedItself}, wiped ${wiped}, joined fresh ${joinedFresh}, old binding released ${oldBindingReleased}; bootstrapper: ${e.bootstrapper ?? e.error ?? 'no outcome'}`,
+    failedJoin,
     audit,
     diskUuid: { before, ...(after === undefined ? {} : { after }) },
     oldBindingReleased,
