@@ -8,7 +8,7 @@
  */
 import { randomBytes, randomUUID } from 'node:crypto';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { join, resolve } from 'node:path';
+import { join } from 'node:path';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { parseAllDocuments } from 'yaml';
 import { startMetadataServer } from '../../../src/adapters/cloud/qemu/metadata-server.js';
@@ -33,6 +33,7 @@ import {
   runJoinService,
 } from '../../../src/app/cli/join-service.js';
 import { apiServerEndpointFromMetadata, variantLookups } from '../../../src/app/join-service/production.js';
+import { renderManifests } from '../../../src/app/manifests/manifests.js';
 import { UsageError } from '../../../src/app/program/args.js';
 import { formatDuration } from '../../../src/app/program/options.js';
 import {
@@ -58,10 +59,11 @@ afterEach(async () => {
   vi.restoreAllMocks();
 });
 
-const MANIFEST = resolve(import.meta.dirname, '../../../deploy/kubernetes/qemu/qemu-vtpm.yaml');
+// The objects of deploy/kubernetes/overlays/qemu-qemu-vtpm (test/deploy/kustomize.test.ts).
+const MANIFEST = renderManifests({ cloud: 'qemu', variant: 'qemu-vtpm' });
 
 function manifestArgs(): string[] {
-  for (const doc of parseAllDocuments(readFileSync(MANIFEST, 'utf8'))) {
+  for (const doc of parseAllDocuments(MANIFEST)) {
     const obj = doc.toJS() as { kind?: string; spec?: { template?: { spec?: { containers?: unknown[] } } } };
     if (obj?.kind !== 'DaemonSet') continue;
     const containers = (obj.spec?.template?.spec?.containers ?? []) as Array<{
@@ -71,7 +73,7 @@ function manifestArgs(): string[] {
     const c = containers.find((x) => x.name === 'join-service');
     if (c) return c.args;
   }
-  throw new Error(`no join-service container in ${MANIFEST}`);
+  throw new Error('no join-service container in the qemu-vtpm manifests');
 }
 
 describe('confboot join-service flags', () => {
@@ -99,8 +101,7 @@ describe('confboot join-service flags', () => {
   });
 
   it('can read the deny list the manifests ship (ConfigMap join-denylist)', () => {
-    const path = resolve(import.meta.dirname, '../../../deploy/kubernetes/qemu/qemu-vtpm.yaml');
-    const cm = parseAllDocuments(readFileSync(path, 'utf8'))
+    const cm = parseAllDocuments(MANIFEST)
       .map((d) => d.toJS() as { kind?: string; metadata?: { name?: string }; data?: Record<string, string> })
       .find((o) => o?.kind === 'ConfigMap' && o.metadata?.name === 'join-denylist');
     const manifestPath = manifestArgs()
