@@ -10,8 +10,12 @@ import { PassThrough } from 'node:stream';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { GrpcKmsClient } from '../../src/adapters/kms/grpc-kms-client.js';
 import { createPinoLogger } from '../../src/adapters/log/pino-logger.js';
-import { parseListen, run, runKeyService } from '../../src/app/cli/key-service.js';
+import { run, runKeyService } from '../../src/app/cli/key-service.js';
 import { UsageError } from '../../src/app/program/args.js';
+import { readHostPort } from '../../src/app/program/options.js';
+
+const parseListen = (value: string) => readHostPort('listen', value);
+
 import { loadHkdfVectors } from '../contract/kms.js';
 import { freePort } from '../support/net.js';
 import { useTmpDirs } from '../support/tmp.js';

@@ -12,17 +12,19 @@ import { startKeyServiceServer } from '../../adapters/kms/key-service-server.js'
 import { createPinoLogger } from '../../adapters/log/pino-logger.js';
 import { messageOf } from '../../ports/errors.js';
 import type { Logger } from '../../ports/logger.js';
-import { type CommandSpec, parseCommand, runCommand, UsageError } from '../program/args.js';
-import { untilStopSignal } from '../program/signals.js';
+import { runCommand, UsageError } from '../program/args.js';
+import { defineCommand, hostPort, parseOptions } from '../program/options.js';
 import { readPemFlag } from '../program/pem-file.js';
+import { untilStopSignal } from '../program/signals.js';
 
 /** Default listen address (upstream `KeyServicePort`, all interfaces). */
 export const DEFAULT_KEY_SERVICE_LISTEN = '0.0.0.0:9000';
 
 /** Flags of `confboot key-service`. */
-export const keyServiceCommand: CommandSpec = {
+export const keyServiceCommand = defineCommand({
   name: 'key-service',
   env: true,
+  kind: 'service',
   summary:
     'Serve data keys derived from the cluster master secret (HKDF-SHA256) over gRPC (kms.API), plain or with mutual TLS.',
   options: {
@@ -45,6 +47,7 @@ export const keyServiceCommand: CommandSpec = {
       valueName: 'HOST:PORT',
       default: DEFAULT_KEY_SERVICE_LISTEN,
       description: 'address to listen on; [v6addr]:PORT for IPv6, port 0 picks a free port',
+      parse: hostPort,
     },
     'tls-cert': {
       type: 'string',
@@ -67,42 +70,38 @@ export const keyServiceCommand: CommandSpec = {
     'WARNING: without --tls-cert/--tls-key/--client-ca the port speaks plain gRPC with no authentication\n' +
     "(as upstream). Anyone who can connect to it can fetch any data key: the cluster's measurement secret\n" +
     "and the key of every node's state disk. Bind it to loopback, or keep it behind a NetworkPolicy that\n" +
-    'admits only the join service (deploy/), or use mutual TLS (`confboot manifests --tls-secrets`).\n' +
-    'Exit codes: 0 after a clean shutdown (SIGTERM/SIGINT), 1 on a runtime failure, 2 on bad flags or files.',
-};
-
-const TLS_FLAGS = ['tls-cert', 'tls-key', 'client-ca'] as const;
+    'admits only the join service (deploy/), or use mutual TLS (`confboot manifests --tls-secrets`).',
+  exitCodes: {
+    0: 'after a clean shutdown (SIGTERM/SIGINT)',
+    1: 'a runtime failure',
+    2: 'bad flags or files',
+  },
+});
 
 /** Reads the mutual-TLS files: all three flags or none. */
-async function readTlsFlags(
-  values: Record<string, unknown>,
-): Promise<{ certChain: Buffer; privateKey: Buffer; clientCa: Buffer } | undefined> {
-  const given = TLS_FLAGS.filter((f) => values[f] !== undefined);
-  if (given.length === 0) return undefined;
-  if (given.length !== TLS_FLAGS.length)
+async function readTlsFlags(values: {
+  'tls-cert': string | undefined;
+  'tls-key': string | undefined;
+  'client-ca': string | undefined;
+}): Promise<{ certChain: Buffer; privateKey: Buffer; clientCa: Buffer } | undefined> {
+  const { 'tls-cert': cert, 'tls-key': key, 'client-ca': clientCa } = values;
+  if (cert === undefined && key === undefined && clientCa === undefined) return undefined;
+  if (cert === undefined || key === undefined || clientCa === undefined) {
+    const missing = Object.entries(values).filter(([, v]) => v === undefined);
     throw new UsageError(
-      `mutual TLS needs all of --${TLS_FLAGS.join(', --')}; missing --${TLS_FLAGS.filter((f) => !given.includes(f)).join(', --')}`,
+      `mutual TLS needs all of --tls-cert, --tls-key, --client-ca; missing --${missing.map(([f]) => f).join(', --')}`,
     );
-  const read = (flag: string): Promise<Buffer> => readPemFlag(flag, values[flag] as string);
+  }
   return {
-    certChain: await read('tls-cert'),
-    privateKey: await read('tls-key'),
-    clientCa: await read('client-ca'),
+    certChain: await readPemFlag('tls-cert', cert),
+    privateKey: await readPemFlag('tls-key', key),
+    clientCa: await readPemFlag('client-ca', clientCa),
   };
 }
 
 /** Whether `host` is a loopback address, where plain gRPC reaches only this machine. */
 function isLoopback(host: string): boolean {
   return host === 'localhost' || host === '::1' || /^127\./.test(host);
-}
-
-/** Parses `HOST:PORT` / `[V6]:PORT`. */
-export function parseListen(value: string): { host: string; port: number } {
-  const m = /^(?:\[([0-9a-fA-F:.]+)\]|([^:[\]]+)):(\d{1,5})$/.exec(value);
-  const port = m ? Number(m[3]) : Number.NaN;
-  if (!m || port > 65535)
-    throw new UsageError(`--listen: want HOST:PORT (e.g. ${DEFAULT_KEY_SERVICE_LISTEN}), got "${value}"`);
-  return { host: (m[1] ?? m[2]) as string, port };
 }
 
 async function readSecretFile(what: string, path: string, minLength: number): Promise<Buffer> {
@@ -133,16 +132,16 @@ export interface KeyServiceRunOptions {
  * errors throw {@link UsageError} (exit 2 through {@link run}).
  */
 export async function runKeyService(argv: string[], options: KeyServiceRunOptions): Promise<number> {
-  const values = parseCommand(argv, keyServiceCommand);
+  const values = parseOptions(argv, keyServiceCommand);
   if (values === undefined) return 0;
-  const { host, port } = parseListen(values.listen as string);
+  const { host, port } = values.listen;
   const tls = await readTlsFlags(values);
   const masterSecret = await readSecretFile(
     'master secret',
-    values['master-secret-file'] as string,
+    values['master-secret-file'],
     MIN_MASTER_SECRET_LENGTH,
   );
-  const salt = await readSecretFile('salt', values['salt-file'] as string, MIN_SALT_LENGTH);
+  const salt = await readSecretFile('salt', values['salt-file'], MIN_SALT_LENGTH);
   const kms = new HkdfKms(masterSecret, salt);
   masterSecret.fill(0);
   salt.fill(0);
@@ -171,3 +170,6 @@ export async function runKeyService(argv: string[], options: KeyServiceRunOption
 export function run(argv: string[]): Promise<number> {
   return untilStopSignal((signal) => runCommand(() => runKeyService(argv, { signal })));
 }
+
+/** The command's option table. */
+export const commandSpecs = [keyServiceCommand];

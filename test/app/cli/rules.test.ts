@@ -25,7 +25,6 @@ const NOT_YET_ON_A_TABLE = new Set([
   'bootstrapper',
   'demo',
   'init',
-  'key-service',
   'manifests',
   'measurements',
   'metadata-server',

@@ -26,7 +26,6 @@ import { decodeNodeState } from '../../../src/adapters/state/json-node-state-sto
 import { SystemClock } from '../../../src/adapters/system/system-clock.js';
 import { parseAt } from '../../../src/app/cli/attestation-verify-snp.js';
 import { parseHostPort, parseRateLimit } from '../../../src/app/cli/join-service.js';
-import { parseListen } from '../../../src/app/cli/key-service.js';
 import { CSPS, cspFromString, nodeConfig } from '../../../src/app/modules/index.js';
 import { UsageError } from '../../../src/app/program/args.js';
 import { fuzzRuns } from '../harness/config.js';
@@ -165,7 +164,6 @@ function checkText(t: string): void {
   callDefined(() => parseCustomEndpoint(t), noError);
   callDefined(() => parseScaleSetVmId(t), confbootError('internal'));
   callDefined(() => parseTagRole(t), noError);
-  callDefined(() => parseListen(t), usage);
   callDefined(() => parseAt(t), usage);
   callDefined(() => parseHostPort('listen', t), usage);
   callDefined(() => parseRateLimit(t), usage);
