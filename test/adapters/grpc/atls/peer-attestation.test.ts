@@ -7,6 +7,7 @@ import type { TLSSocket } from 'node:tls';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { createTlsIdentity, type TlsIdentity } from '../../../../src/adapters/grpc/atls/certificate.js';
 import { verifyPeerAttestation } from '../../../../src/adapters/grpc/atls/peer-attestation.js';
+import { type AttestationFrame, FRAME_ATTESTATION } from '../../../../src/adapters/grpc/atls/protocol.js';
 import { SystemClock } from '../../../../src/adapters/system/system-clock.js';
 import { isAttestationError } from '../../../../src/ports/errors.js';
 import { DummyIssuer, DummyValidator } from '../../../support/dummy-attestation.js';
@@ -24,9 +25,15 @@ beforeAll(async () => {
   socket = { getPeerX509Certificate: () => cert } as unknown as TLSSocket;
 });
 
+const attestation = (oid: string, document: Uint8Array): AttestationFrame => ({
+  type: FRAME_ATTESTATION,
+  oid,
+  document,
+});
+
 async function frame(userData = identity.spkiHash) {
   const issuer = new DummyIssuer();
-  return { oid: issuer.oid, document: await issuer.issue(userData, nonce) };
+  return attestation(issuer.oid, await issuer.issue(userData, nonce));
 }
 
 async function refusal(p: Promise<unknown>): Promise<{ check: string; names: string[] }> {
@@ -62,7 +69,7 @@ describe('verifyPeerAttestation', () => {
   it('no attestation where one is required is refused (attestation-missing)', async () => {
     const r = await refusal(
       verifyPeerAttestation(
-        { oid: '', document: new Uint8Array() },
+        attestation('', new Uint8Array()),
         socket,
         nonce,
         [new DummyValidator()],
@@ -75,7 +82,7 @@ describe('verifyPeerAttestation', () => {
 
   it('an OID no validator accepts is refused (unknown-oid), named through the registry when it can be', async () => {
     const err = await verifyPeerAttestation(
-      { oid: '1.2.3.4', document: new Uint8Array() },
+      attestation('1.2.3.4', new Uint8Array()),
       socket,
       nonce,
       [new DummyValidator()],
