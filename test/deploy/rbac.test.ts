@@ -30,7 +30,7 @@ import {
 } from '../../src/app/bringup/objects.js';
 import { diskBindingCrd } from '../../src/app/manifests/access.js';
 import { type DeployTarget, NAMESPACE } from '../../src/app/manifests/common.js';
-import { deployTargets, manifestFileName } from '../../src/app/manifests/manifests.js';
+import { deployTargets, renderManifests } from '../../src/app/manifests/manifests.js';
 import { FakeKubeApi } from '../adapters/kubernetes/fake-kube-api.js';
 import { FakeClock } from '../fakes/fake-clock.js';
 import { useTmpDirs } from '../support/tmp.js';
@@ -39,7 +39,6 @@ import { validateObject } from './k8s-schema.js';
 // biome-ignore lint/suspicious/noExplicitAny: manifests are untyped YAML
 type Obj = any;
 
-const dir = resolve(import.meta.dirname, '../../deploy/kubernetes');
 const tmp = useTmpDirs('confboot-rbac-');
 const apis: FakeKubeApi[] = [];
 afterEach(async () => {
@@ -145,12 +144,11 @@ const allows = (rule: Obj, a: Access) =>
   (rule.resourceNames === undefined || (a.name !== undefined && rule.resourceNames.includes(a.name)));
 
 describe.each(deployTargets())('join service CRD and RBAC for $cloud / $variant', (target) => {
-  const docs: Obj[] = parseAllDocuments(readFileSync(join(dir, manifestFileName(target)), 'utf8')).map((d) =>
-    d.toJS(),
-  );
+  // The objects every overlay of deploy/kubernetes renders to (test/deploy/kustomize.test.ts).
+  const docs: Obj[] = parseAllDocuments(renderManifests(target)).map((d) => d.toJS());
   const find = (kind: string, name: string): Obj => {
     const o = docs.find((x) => x?.kind === kind && x?.metadata?.name === name);
-    if (!o) throw new Error(`no ${kind}/${name} in ${manifestFileName(target)}`);
+    if (!o) throw new Error(`no ${kind}/${name} for ${target.cloud}/${target.variant}`);
     return o;
   };
   const account = docs.find((o) => o.kind === 'DaemonSet').spec.template.spec.serviceAccountName;

@@ -1,24 +1,20 @@
 /**
  * What a cluster needs in its Kubernetes API after `confboot init` (app layer): the objects
  * `confboot apply` creates through the admin kubeconfig. They are the join-service and key-service
- * workloads of `confboot manifests` (the same generator), with their placeholders replaced by the
- * cluster's own values, plus what the join service reads at run time: the master-secret Secret, the
- * attestation config and measurement salt, the CustomResourceDefinitions (NodeVersion, JoiningNode,
- * DiskBinding, EvidenceRecord), the components ConfigMap and the NodeVersion naming it, the
+ * objects of `confboot manifests` (the same generator, with the cluster's attestation config and
+ * measurement salt, and the CustomResourceDefinitions NodeVersion, JoiningNode, DiskBinding and
+ * EvidenceRecord), plus what the join service reads at run time: the master-secret Secret, the
+ * components ConfigMap and the NodeVersion naming it, the
  * key-service TLS Secrets and the join receipt key Secret.
  */
-import type {
-  KubernetesObject,
-  V1ConfigMap,
-  V1CustomResourceDefinition,
-  V1Secret,
-} from '@kubernetes/client-node';
+import { type KubernetesObject, loadYaml, type V1ConfigMap, type V1Secret } from '@kubernetes/client-node';
 import { NODE_VERSION_NAME, UPDATE_GROUP, UPDATE_VERSION } from '../../adapters/kubernetes/api.js';
 import { MASTER_SECRET_NAME } from '../../adapters/kubernetes/names.js';
 import { type KeyServiceTls, keyServiceTlsSecrets } from '../../adapters/pki/key-service-tls.js';
 import type { Component } from '../../ports/types.js';
 import { NAMESPACE } from '../manifests/common.js';
 import { receiptKeySecret } from '../manifests/join-service.js';
+import { nodeOperatorObjects } from './node-operator-objects.js';
 import { type RenderOptions, renderObjects } from '../manifests/manifests.js';
 
 export { MASTER_SECRET_NAME };
@@ -60,48 +56,15 @@ export interface BringupInput extends RenderOptions {
 
 const labels = { 'app.kubernetes.io/part-of': 'confboot' };
 
-/** A cluster-scoped CRD of upstream's update group whose spec is kept as given. */
-function updateCrd(kind: string, plural: string): V1CustomResourceDefinition {
-  return {
-    apiVersion: 'apiextensions.k8s.io/v1',
-    kind: 'CustomResourceDefinition',
-    metadata: { name: `${plural}.${UPDATE_GROUP}`, labels },
-    spec: {
-      group: UPDATE_GROUP,
-      scope: 'Cluster',
-      names: { kind, plural, singular: kind.toLowerCase(), listKind: `${kind}List` },
-      versions: [
-        {
-          name: UPDATE_VERSION,
-          served: true,
-          storage: true,
-          schema: {
-            openAPIV3Schema: {
-              type: 'object',
-              properties: {
-                spec: { type: 'object', x_kubernetes_preserve_unknown_fields: true },
-                status: { type: 'object', x_kubernetes_preserve_unknown_fields: true },
-              },
-            },
-          },
-        },
-      ],
-    },
-  };
-}
-
 /** Every object, in the order they are applied (definitions before their instances). */
 export function bringupObjects(input: BringupInput): BringupObject[] {
   const b64 = (b: Uint8Array) => Buffer.from(b).toString('base64');
-  const rendered = renderObjects(input).map((r) => r.object);
+  // join-config carries input.attestationConfig and input.measurementSalt (RenderOptions).
+  // The manifests are the API's JSON; the client's model names a few fields differently
+  // (NetworkPolicy `_from`, `x_kubernetes_preserve_unknown_fields`) and sends only what it knows.
+  const rendered = renderObjects(input).map((r) => loadYaml<KubernetesObject>(JSON.stringify(r.object)));
   const crds = rendered.filter((o) => o.kind === 'CustomResourceDefinition');
   const rest = rendered.filter((o) => o.kind !== 'CustomResourceDefinition');
-  for (const o of rest) {
-    if (o.kind !== 'ConfigMap' || o.metadata?.name !== 'join-config') continue;
-    const cm = o as V1ConfigMap;
-    cm.data = { ...cm.data, attestationConfig: input.attestationConfig };
-    cm.binaryData = { ...cm.binaryData, measurementSalt: b64(input.measurementSalt) };
-  }
   const masterSecret: V1Secret = {
     apiVersion: 'v1',
     kind: 'Secret',
@@ -136,9 +99,7 @@ export function bringupObjects(input: BringupInput): BringupObject[] {
   const tls = input.tlsMaterial ? keyServiceTlsSecrets(input.tlsMaterial, NAMESPACE).map(([, s]) => s) : [];
   const receiptKey = input.receiptKeyPem === undefined ? [] : [receiptKeySecret(input.receiptKeyPem)];
   return [
-    ...[updateCrd('NodeVersion', 'nodeversions'), updateCrd('JoiningNode', 'joiningnodes'), ...crds].map(
-      (object) => ({ object, mode: 'apply' as const }),
-    ),
+    ...crds.map((object) => ({ object, mode: 'apply' as const })),
     { object: masterSecret, mode: 'must-match', secret: true },
     ...tls.map((object) => ({ object, mode: 'create-only' as const, secret: true })),
     // Made once: every replica and restart signs receipts with it (one JWKS verifies them all).
@@ -146,5 +107,6 @@ export function bringupObjects(input: BringupInput): BringupObject[] {
     { object: components, mode: 'apply' },
     { object: nodeVersion, mode: 'apply' },
     ...rest.map((object) => ({ object, mode: 'apply' as const })),
+    ...nodeOperatorObjects(input.image).map((object) => ({ object, mode: 'apply' as const })),
   ];
 }

@@ -1,10 +1,11 @@
 /**
  * `confboot manifests`: renders the Kubernetes manifests of a cluster for one cloud and attestation
- * variant (src/app/manifests/manifests.ts) to stdout, or writes them under a directory; `--all` writes
- * every cloud and variant, which is how deploy/kubernetes/ is made. `--tls-secrets` prints the
+ * variant (src/app/manifests/manifests.ts) to stdout, or writes them under a directory as a kustomize
+ * base and overlay (src/app/manifests/kustomize.ts); `--all --out` writes the overlay of every cloud
+ * and variant, which is how deploy/kubernetes/ is made. `--tls-secrets` prints the
  * Secrets for mutual TLS between the join service and the key service (src/adapters/pki/key-service-tls.ts).
  */
-import { mkdir, rename, writeFile } from 'node:fs/promises';
+import { mkdir, readFile, rename, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { Document } from 'yaml';
 import {
@@ -14,13 +15,17 @@ import {
   renderKeyServiceTlsSecrets,
 } from '../../adapters/pki/key-service-tls.js';
 import { generateReceiptKeyPem } from '../../adapters/receipts/receipt-key.js';
+import { parseAttestationConfig } from '../../domain/measurements.js';
+import { messageOf } from '../../ports/errors.js';
 import type { Variant } from '../../ports/variant.js';
 import type { JoinServiceCsp } from '../join-service/production.js';
 import { DEFAULT_IMAGE, type DeployTarget, NAMESPACE } from '../manifests/common.js';
 import { receiptKeySecret } from '../manifests/join-service.js';
-import { deployTargets, deployVariants, manifestFileName, renderManifests } from '../manifests/manifests.js';
+import { parseImageReference, renderKustomizeTree } from '../manifests/kustomize.js';
+import { deployTargets, deployVariants, renderManifests } from '../manifests/manifests.js';
 import { type CommandSpec, parseCommand, runCommand, UsageError } from '../program/args.js';
 import { cloudNames, isCloud } from '../registry/index.js';
+import { checkMeasurementPolicy } from '../registry/policy-guard.js';
 
 const targetList = () =>
   cloudNames()
@@ -31,7 +36,7 @@ const targetList = () =>
 export const manifestsCommand: CommandSpec = {
   name: 'manifests',
   summary:
-    'Render the Kubernetes manifests (join service, key service, NetworkPolicy, PodDisruptionBudgets, the DiskBinding CRD and join-service RBAC) for a cloud and attestation variant.',
+    'Render the Kubernetes manifests (join service, key service, NetworkPolicy, PodDisruptionBudgets, the CRDs and join-service RBAC) for a cloud and attestation variant, or a kustomize base and overlays.',
   options: {
     cloud: {
       type: 'string',
@@ -49,7 +54,20 @@ export const manifestsCommand: CommandSpec = {
     out: {
       type: 'string',
       valueName: 'DIR',
-      description: 'write DIR/<cloud>/<variant>.yaml instead of printing to stdout',
+      description:
+        'write a kustomize tree instead of printing to stdout: DIR/base and DIR/overlays/<cloud>-<variant> (kubectl apply -k)',
+    },
+    'attestation-config': {
+      type: 'string',
+      valueName: 'F',
+      description:
+        "the cluster's attestation config (JSON, as given to confboot init) instead of the template with zero measurements",
+    },
+    'measurement-salt-file': {
+      type: 'string',
+      valueName: 'F',
+      description:
+        'the 32-byte measurement salt confboot init wrote (measurement-salt.bin) instead of a placeholder',
     },
     image: { type: 'string', valueName: 'IMG', default: DEFAULT_IMAGE, description: 'container image' },
     'plain-key-service': {
@@ -75,15 +93,56 @@ export const manifestsCommand: CommandSpec = {
     },
   },
   get epilog() {
-    return `Clouds and their variants (the first is the default): ${targetList()}.\nBy default the join service reaches the key service over mutual TLS: create its Secrets once with\n  confboot manifests --tls-secrets | kubectl apply -f -\nand restart both services after renewing them (same command). The join service signs receipts with a key\nfrom a Secret; create it once with\n  confboot manifests --receipt-key-secret | kubectl apply -f -\n(confboot apply creates both when they are missing.)\nExit codes: 0 on success, 1 when writing fails, 2 on bad flags.`;
+    return `Clouds and their variants (the first is the default): ${targetList()}.\nBy default the join service reaches the key service over mutual TLS: create its Secrets once with\n  confboot manifests --tls-secrets | kubectl apply -f -\nand restart both services after renewing them (same command). The join service signs receipts with a key\nfrom a Secret; create it once with\n  confboot manifests --receipt-key-secret | kubectl apply -f -\n(confboot apply creates both when they are missing.)\nWith --out, DIR/overlays/<cloud>-<variant> renders with kubectl kustomize (kustomize v2.0.3 or later); its\nattestation-config.json and measurement-salt.bin are --attestation-config and --measurement-salt-file when given.\nExit codes: 0 on success, 1 when writing fails or the attestation config is refused, 2 on bad flags.`;
   },
 };
 
-/** Writes `text` to `path` through a temporary file, so a reader never sees half a file. */
-async function writeAtomically(path: string, text: string): Promise<void> {
+/** Flags that choose what the manifests hold, which --tls-secrets and --receipt-key-secret refuse. */
+const TARGET_FLAGS = [
+  'cloud',
+  'variant',
+  'all',
+  'out',
+  'plain-key-service',
+  'attestation-config',
+  'measurement-salt-file',
+];
+
+/** Reads `--attestation-config` and `--measurement-salt-file`; refuses a config the join service would refuse. */
+async function clusterInputs(
+  v: Record<string, unknown>,
+  target: DeployTarget,
+): Promise<{ attestationConfig?: string; measurementSalt?: Uint8Array }> {
+  const read = async (flag: string): Promise<Buffer | undefined> => {
+    const path = v[flag] as string | undefined;
+    if (path === undefined) return undefined;
+    try {
+      return await readFile(path);
+    } catch (err) {
+      throw new UsageError(
+        `--${flag}: reading ${path}: ${(err as NodeJS.ErrnoException).code ?? messageOf(err)}`,
+      );
+    }
+  };
+  const config = (await read('attestation-config'))?.toString('utf8');
+  if (config !== undefined) {
+    parseAttestationConfig(config);
+    checkMeasurementPolicy(target.variant, config, false);
+  }
+  const salt = await read('measurement-salt-file');
+  if (salt !== undefined && salt.length !== 32)
+    throw new UsageError(`--measurement-salt-file must hold exactly 32 bytes, not ${salt.length}`);
+  return {
+    ...(config === undefined ? {} : { attestationConfig: config }),
+    ...(salt === undefined ? {} : { measurementSalt: new Uint8Array(salt) }),
+  };
+}
+
+/** Writes `content` to `path` through a temporary file, so a reader never sees half a file. */
+async function writeAtomically(path: string, content: string | Uint8Array): Promise<void> {
   await mkdir(dirname(path), { recursive: true });
   const tmp = `${path}.tmp-${process.pid}`;
-  await writeFile(tmp, text);
+  await writeFile(tmp, content);
   await rename(tmp, path);
 }
 
@@ -95,11 +154,14 @@ export async function runManifests(
   const v = parseCommand(argv, manifestsCommand, out);
   if (v === undefined) return 0;
   const image = v.image as string;
+  try {
+    parseImageReference(image);
+  } catch (err) {
+    throw new UsageError(`--image: ${messageOf(err)}`);
+  }
   const dir = v.out as string | undefined;
   if (v['receipt-key-secret']) {
-    const others = ['cloud', 'variant', 'all', 'out', 'plain-key-service', 'tls-secrets'].filter(
-      (f) => v[f] !== undefined,
-    );
+    const others = [...TARGET_FLAGS, 'tls-secrets'].filter((f) => v[f] !== undefined);
     if (others.length > 0)
       throw new UsageError(`--receipt-key-secret prints only the Secret: leave out --${others.join(', --')}`);
     const doc = new Document(receiptKeySecret(generateReceiptKeyPem()));
@@ -109,7 +171,7 @@ export async function runManifests(
     return 0;
   }
   if (v['tls-secrets']) {
-    const others = ['cloud', 'variant', 'all', 'out', 'plain-key-service'].filter((f) => v[f] !== undefined);
+    const others = TARGET_FLAGS.filter((f) => v[f] !== undefined);
     if (others.length > 0)
       throw new UsageError(`--tls-secrets prints only the Secrets: leave out --${others.join(', --')}`);
     const days = v['tls-validity-days'] as string;
@@ -128,6 +190,8 @@ export async function runManifests(
     if (v.cloud !== undefined || v.variant !== undefined)
       throw new UsageError('--all renders every cloud and variant: leave out --cloud and --variant');
     if (dir === undefined) throw new UsageError('--all needs --out DIR');
+    const own = ['attestation-config', 'measurement-salt-file'].filter((f) => v[f] !== undefined);
+    if (own.length > 0) throw new UsageError(`--${own.join(', --')} belongs to one cluster: leave out --all`);
     targets = deployTargets();
   } else {
     const cloud = v.cloud as string | undefined;
@@ -140,14 +204,15 @@ export async function runManifests(
       throw new UsageError(`--variant: cloud ${cloud} has ${variants.join(', ')}, got "${variant}"`);
     targets = [{ cloud: cloud as JoinServiceCsp, variant: variant as Variant }];
   }
-  for (const target of targets) {
-    const text = renderManifests({ ...target, image, keyServiceTls });
-    if (dir === undefined) out.write(text);
-    else {
-      const path = join(dir, manifestFileName(target));
-      await writeAtomically(path, text);
-      process.stderr.write(`wrote ${path}\n`);
-    }
+  const own = await clusterInputs(v, targets[0] as DeployTarget);
+  if (dir === undefined) {
+    out.write(renderManifests({ ...(targets[0] as DeployTarget), image, keyServiceTls, ...own }));
+    return 0;
+  }
+  for (const file of renderKustomizeTree({ targets, image, keyServiceTls, ...own })) {
+    const path = join(dir, file.path);
+    await writeAtomically(path, file.content);
+    process.stderr.write(`wrote ${path}\n`);
   }
   return 0;
 }

@@ -1,6 +1,6 @@
 /**
- * The join service's standing in the Kubernetes API: the DiskBinding and EvidenceRecord
- * CustomResourceDefinitions it writes, its ServiceAccount and its RBAC (exactly the Kubernetes API
+ * The join service's standing in the Kubernetes API: the CustomResourceDefinitions it reads and
+ * writes (NodeVersion, JoiningNode, DiskBinding, EvidenceRecord), its ServiceAccount and its RBAC (exactly the Kubernetes API
  * calls of src/adapters/kubernetes: api.ts, evidence-store.ts, event-recorder.ts).
  */
 import type {
@@ -11,7 +11,12 @@ import type {
   V1RoleBinding,
   V1ServiceAccount,
 } from '@kubernetes/client-node';
-import { KUBE_SYSTEM, NODE_VERSION_NAME, UPDATE_GROUP } from '../../adapters/kubernetes/api.js';
+import {
+  KUBE_SYSTEM,
+  NODE_VERSION_NAME,
+  UPDATE_GROUP,
+  UPDATE_VERSION,
+} from '../../adapters/kubernetes/api.js';
 import {
   EVIDENCE_GROUP,
   EVIDENCE_KIND,
@@ -35,7 +40,7 @@ export function diskBindingCrd(): V1CustomResourceDefinition {
   return {
     apiVersion: 'apiextensions.k8s.io/v1',
     kind: 'CustomResourceDefinition',
-    metadata: { name: `${DISK_BINDING_PLURAL}.${DISK_BINDING_GROUP}`, labels: labels('confboot') },
+    metadata: { name: `${DISK_BINDING_PLURAL}.${DISK_BINDING_GROUP}`, labels: labels('confboot', 'api') },
     spec: {
       group: DISK_BINDING_GROUP,
       scope: 'Cluster',
@@ -84,7 +89,7 @@ export function evidenceRecordCrd(): V1CustomResourceDefinition {
   return {
     apiVersion: 'apiextensions.k8s.io/v1',
     kind: 'CustomResourceDefinition',
-    metadata: { name: `${EVIDENCE_PLURAL}.${EVIDENCE_GROUP}`, labels: labels('confboot') },
+    metadata: { name: `${EVIDENCE_PLURAL}.${EVIDENCE_GROUP}`, labels: labels('confboot', 'api') },
     spec: {
       group: EVIDENCE_GROUP,
       scope: 'Cluster',
@@ -127,6 +132,38 @@ export function evidenceRecordCrd(): V1CustomResourceDefinition {
 }
 
 /**
+ * A cluster-scoped CustomResourceDefinition of upstream's node operator (`update.edgeless.systems`)
+ * whose spec and status are kept as given: NodeVersion `constellation-version` names the components
+ * ConfigMap the join service reads, and the join service creates a JoiningNode per joining node.
+ * The node operator, when installed, replaces them with its own schema.
+ */
+export function updateCrd(kind: 'NodeVersion' | 'JoiningNode'): V1CustomResourceDefinition {
+  const plural = `${kind.toLowerCase()}s`;
+  // The API's field name; the client's model calls it x_kubernetes_preserve_unknown_fields.
+  const open = () => ({ type: 'object', 'x-kubernetes-preserve-unknown-fields': true });
+  return {
+    apiVersion: 'apiextensions.k8s.io/v1',
+    kind: 'CustomResourceDefinition',
+    metadata: { name: `${plural}.${UPDATE_GROUP}`, labels: labels('confboot', 'api') },
+    spec: {
+      group: UPDATE_GROUP,
+      scope: 'Cluster',
+      names: { kind, listKind: `${kind}List`, plural, singular: kind.toLowerCase() },
+      versions: [
+        {
+          name: UPDATE_VERSION,
+          served: true,
+          storage: true,
+          schema: {
+            openAPIV3Schema: { type: 'object', properties: { spec: open(), status: open() } },
+          },
+        },
+      ],
+    },
+  } as V1CustomResourceDefinition;
+}
+
+/**
  * The join service's RBAC: one rule per Kubernetes API call it makes (src/adapters/kubernetes/api.ts),
  * nothing else. Namespaced objects (kube-system Secrets and ConfigMaps) through a Role in
  * kube-system, cluster-scoped resources through a ClusterRole.
@@ -146,7 +183,7 @@ export function joinServiceRbac(): {
   const role: V1Role = {
     apiVersion: 'rbac.authorization.k8s.io/v1',
     kind: 'Role',
-    metadata: { ...meta(JOIN_SERVICE_ACCOUNT), namespace: KUBE_SYSTEM },
+    metadata: { ...meta(JOIN_SERVICE_ACCOUNT, 'join-service', 'access'), namespace: KUBE_SYSTEM },
     rules: [
       // KubeBootstrapTokens.createToken: creates the Secret bootstrap-token-<id> in kube-system.
       // The name is random, and RBAC cannot restrict a create by name.
@@ -161,7 +198,7 @@ export function joinServiceRbac(): {
   const clusterRole: V1ClusterRole = {
     apiVersion: 'rbac.authorization.k8s.io/v1',
     kind: 'ClusterRole',
-    metadata: { name: JOIN_SERVICE_ACCOUNT, labels: labels(JOIN_SERVICE_ACCOUNT) },
+    metadata: { name: JOIN_SERVICE_ACCOUNT, labels: labels('join-service', 'access') },
     rules: [
       // KubeClusterFacts.components: reads NodeVersion constellation-version (upstream's node operator).
       {
@@ -195,7 +232,7 @@ export function joinServiceRbac(): {
     roleBinding: {
       apiVersion: 'rbac.authorization.k8s.io/v1',
       kind: 'RoleBinding',
-      metadata: { ...meta(JOIN_SERVICE_ACCOUNT), namespace: KUBE_SYSTEM },
+      metadata: { ...meta(JOIN_SERVICE_ACCOUNT, 'join-service', 'access'), namespace: KUBE_SYSTEM },
       roleRef: roleRef('Role'),
       subjects,
     },
@@ -203,15 +240,28 @@ export function joinServiceRbac(): {
     clusterRoleBinding: {
       apiVersion: 'rbac.authorization.k8s.io/v1',
       kind: 'ClusterRoleBinding',
-      metadata: { name: JOIN_SERVICE_ACCOUNT, labels: labels(JOIN_SERVICE_ACCOUNT) },
+      metadata: { name: JOIN_SERVICE_ACCOUNT, labels: labels('join-service', 'access') },
       roleRef: roleRef('ClusterRole'),
       subjects,
     },
   };
 }
 
-/** The DiskBinding and EvidenceRecord CustomResourceDefinitions. */
-export const diskBindingObjects: ManifestBuilder = () => [
+/**
+ * Every CustomResourceDefinition the join service reads or writes: upstream's NodeVersion and
+ * JoiningNode, DiskBinding and EvidenceRecord.
+ */
+export const crdObjects: ManifestBuilder = () => [
+  {
+    comment:
+      " Upstream's NodeVersion (update.edgeless.systems): constellation-version names the components\n ConfigMap the join service hands to joining nodes (confboot apply creates both).",
+    object: updateCrd('NodeVersion'),
+  },
+  {
+    comment:
+      " Upstream's JoiningNode (update.edgeless.systems): the join service records every joining node.",
+    object: updateCrd('JoiningNode'),
+  },
   {
     comment:
       ' Which node each state disk belongs to (docs/identity.md): one DiskBinding disk-<uuid> per disk,\n written by the join service. Without it every join fails closed (UNAVAILABLE).',
@@ -229,7 +279,7 @@ export const joinServiceAccessObjects: ManifestBuilder = () => {
   const serviceAccount: V1ServiceAccount = {
     apiVersion: 'v1',
     kind: 'ServiceAccount',
-    metadata: meta(JOIN_SERVICE_ACCOUNT),
+    metadata: meta(JOIN_SERVICE_ACCOUNT, 'join-service', 'access'),
   };
   const rbac = joinServiceRbac();
   return [

@@ -5,6 +5,7 @@
  */
 import type {
   KubernetesObject,
+  V1PodSecurityContext,
   V1PodSpec,
   V1ResourceRequirements,
   V1SecurityContext,
@@ -81,26 +82,53 @@ export interface BuildContext extends DeployTarget {
   mtls: boolean;
   /** The join service reads the registry of attestation keys the operator registered. */
   akRegistry: boolean;
+  /** The operator's attestation config (JSON text); default: the variant's template. */
+  attestationConfig?: string;
+  /** The cluster's measurement salt (32 bytes, from `confboot init`); default: a placeholder. */
+  measurementSalt?: Uint8Array;
 }
 
 /** One family of objects: what it renders for a context, in apply order. */
 export type ManifestBuilder = (context: BuildContext) => RenderedObject[];
 
-export const labels = (name: string) => ({
+/** What an object is within confboot: the `app.kubernetes.io/component` label. */
+export type Component = 'config' | 'api' | 'access' | 'server';
+
+/** `app.kubernetes.io/instance`: one installation per cluster (the names in kube-system are fixed). */
+export const INSTANCE = 'confboot';
+/** `app.kubernetes.io/managed-by`: the tool that renders (`confboot manifests`) and applies (`confboot apply`) them. */
+export const MANAGED_BY = 'confboot';
+
+/**
+ * The recommended labels (app.kubernetes.io/*) of every object: `name` is the program the object
+ * belongs to (join-service, key-service; confboot for the CustomResourceDefinitions), and the
+ * selectors use only that label, which never changes between versions (a selector is immutable).
+ */
+export const labels = (name: string, component: Component) => ({
   'app.kubernetes.io/name': name,
+  'app.kubernetes.io/instance': INSTANCE,
+  'app.kubernetes.io/version': VERSION,
+  'app.kubernetes.io/component': component,
   'app.kubernetes.io/part-of': 'confboot',
+  'app.kubernetes.io/managed-by': MANAGED_BY,
 });
 export const selector = (name: string) => ({ 'app.kubernetes.io/name': name });
-export const meta = (name: string, withLabels = true) => ({
+/** Name, namespace and labels of a namespaced object of the program `app`. */
+export const meta = (name: string, app: string, component: Component) => ({
   name,
   namespace: NAMESPACE,
-  ...(withLabels ? { labels: labels(name) } : {}),
+  labels: labels(app, component),
 });
 
 const CONTROL_PLANE = 'node-role.kubernetes.io/control-plane';
 export const controlPlaneOnly: Pick<V1PodSpec, 'nodeSelector' | 'tolerations'> = {
   nodeSelector: { [CONTROL_PLANE]: '' },
   tolerations: [{ key: CONTROL_PLANE, operator: 'Exists', effect: 'NoSchedule' }],
+};
+
+/** The container runtime's default seccomp profile, for every pod. */
+export const runtimeDefaultSeccomp: Pick<V1PodSecurityContext, 'seccompProfile'> = {
+  seccompProfile: { type: 'RuntimeDefault' },
 };
 
 export const hardened: V1SecurityContext = {

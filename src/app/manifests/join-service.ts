@@ -45,6 +45,7 @@ import {
   RECEIPT_KEY_FILE,
   RECEIPT_KEY_SECRET,
   resources,
+  runtimeDefaultSeccomp,
   SECRET_FILE_MODE,
   selector,
 } from './common.js';
@@ -88,37 +89,53 @@ function attestationConfigTemplate(variant: Variant): Record<string, unknown> {
   return { measurements: pcrs, ...variantEntry(variant).deploy?.attestationConfig };
 }
 
+/**
+ * The measurement salt until the cluster's own is given: 32 bytes of 0xff. Not valid UTF-8, so
+ * kustomize's configMapGenerator keeps it in binaryData as this generator does (a valid UTF-8 file
+ * would land in data).
+ */
+export const PLACEHOLDER_MEASUREMENT_SALT: Uint8Array = new Uint8Array(32).fill(0xff);
+
 /** The join service's attestation config, deny list and (where the variant needs it) AK registry. */
-export const joinServiceConfigObjects: ManifestBuilder = ({ variant, akRegistry, snpTdx }) => {
+export const joinServiceConfigObjects: ManifestBuilder = (context) => {
+  const { variant, akRegistry, snpTdx } = context;
   const joinConfig: V1ConfigMap = {
     apiVersion: 'v1',
     kind: 'ConfigMap',
-    metadata: meta('join-config'),
+    metadata: meta('join-config', 'join-service', 'config'),
     data: {
-      attestationConfig: `${JSON.stringify(attestationConfigTemplate(variant), null, 2)}\n`,
+      attestationConfig:
+        context.attestationConfig ?? `${JSON.stringify(attestationConfigTemplate(variant), null, 2)}\n`,
       ...variantEntry(variant).deploy?.configFiles,
     },
-    // 32 random bytes chosen at `confboot init`; zero placeholder here.
-    binaryData: { measurementSalt: Buffer.alloc(32).toString('base64') },
+    // 32 random bytes chosen at `confboot init`.
+    binaryData: {
+      measurementSalt: Buffer.from(context.measurementSalt ?? PLACEHOLDER_MEASUREMENT_SALT).toString(
+        'base64',
+      ),
+    },
   };
   const akRegistryMap: V1ConfigMap = {
     apiVersion: 'v1',
     kind: 'ConfigMap',
-    metadata: meta('join-ak-registry'),
+    metadata: meta('join-ak-registry', 'join-service', 'config'),
     data: { 'ak-registry.json': '{}\n' },
   };
   const denyList: V1ConfigMap = {
     apiVersion: 'v1',
     kind: 'ConfigMap',
-    metadata: meta('join-denylist'),
+    metadata: meta('join-denylist', 'join-service', 'config'),
     data: { 'denylist.json': '{"nodes": []}\n' },
   };
   const withVariant = snpTdx
-    ? ' and the SEV-SNP/TDX policy and trust anchors (docs/attestation-config.md)'
+    ? ' and the SEV-SNP/TDX policy (docs/attestation-config.md; the roots are the published ones)'
     : '';
   return [
     {
-      comment: ` The join service's attestation config (watched and hot-reloaded): every expected value is a\n placeholder that refuses every node; fill in the reference measurements${withVariant}.`,
+      comment:
+        context.attestationConfig === undefined
+          ? ` The join service's attestation config (watched and hot-reloaded) and the measurement salt: the\n config's reference measurements are zero, which refuses every node; give the cluster's own\n measurements${withVariant}, and the salt confboot init chose (measurement-salt.bin).`
+          : " The join service's attestation config (watched and hot-reloaded) and the measurement salt.",
       object: joinConfig,
     },
     { comment: ' Node identities and disk UUIDs to refuse (hot-reloaded).', object: denyList },
@@ -139,7 +156,7 @@ export function receiptKeySecret(pem: string): V1Secret {
   return {
     apiVersion: 'v1',
     kind: 'Secret',
-    metadata: meta(RECEIPT_KEY_SECRET),
+    metadata: meta(RECEIPT_KEY_SECRET, 'join-service', 'config'),
     type: 'Opaque',
     data: { [RECEIPT_KEY_FILE]: Buffer.from(pem).toString('base64') },
   };
@@ -259,17 +276,17 @@ function joinServiceDaemonSet(context: BuildContext): V1DaemonSet {
   return {
     apiVersion: 'apps/v1',
     kind: 'DaemonSet',
-    metadata: meta('join-service'),
+    metadata: meta('join-service', 'join-service', 'server'),
     spec: {
       selector: { matchLabels: selector('join-service') },
       updateStrategy: { type: 'RollingUpdate', rollingUpdate: { maxUnavailable: 1 } },
       template: {
-        metadata: { labels: labels('join-service') },
+        metadata: { labels: labels('join-service', 'server') },
         spec: {
           serviceAccountName: JOIN_SERVICE_ACCOUNT,
           priorityClassName: 'system-cluster-critical',
           ...controlPlaneOnly,
-          securityContext: { fsGroup: IMAGE_UID },
+          securityContext: { fsGroup: IMAGE_UID, ...runtimeDefaultSeccomp },
           initContainers: [pkiCopyContainer(image)],
           containers: [joinServiceContainer(context)],
           volumes: [
@@ -303,7 +320,7 @@ export const joinServiceWorkloadObjects: ManifestBuilder = (context) => {
   const joinService: V1Service = {
     apiVersion: 'v1',
     kind: 'Service',
-    metadata: meta('join-service'),
+    metadata: meta('join-service', 'join-service', 'server'),
     spec: {
       type: 'NodePort',
       externalTrafficPolicy: 'Local',
@@ -322,7 +339,7 @@ export const joinServiceWorkloadObjects: ManifestBuilder = (context) => {
   const joinPdb: V1PodDisruptionBudget = {
     apiVersion: 'policy/v1',
     kind: 'PodDisruptionBudget',
-    metadata: meta('join-service'),
+    metadata: meta('join-service', 'join-service', 'server'),
     // A DaemonSet has no scale subresource, so only an integer minAvailable is allowed.
     spec: { minAvailable: 1, selector: { matchLabels: selector('join-service') } },
   };

@@ -25,6 +25,7 @@ import {
   type ManifestBuilder,
   meta,
   resources,
+  runtimeDefaultSeccomp,
   SECRET_FILE_MODE,
   selector,
 } from './common.js';
@@ -60,12 +61,12 @@ function keyServiceDeployment({ image, mtls }: BuildContext): V1Deployment {
   return {
     apiVersion: 'apps/v1',
     kind: 'Deployment',
-    metadata: meta('key-service'),
+    metadata: meta('key-service', 'key-service', 'server'),
     spec: {
       replicas: KEY_SERVICE_REPLICAS,
       selector: { matchLabels: selector('key-service') },
       template: {
-        metadata: { labels: labels('key-service') },
+        metadata: { labels: labels('key-service', 'server') },
         spec: {
           automountServiceAccountToken: false,
           priorityClassName: 'system-cluster-critical',
@@ -83,6 +84,7 @@ function keyServiceDeployment({ image, mtls }: BuildContext): V1Deployment {
             runAsUser: IMAGE_UID,
             runAsGroup: IMAGE_UID,
             fsGroup: IMAGE_UID,
+            ...runtimeDefaultSeccomp,
           },
           containers: [keyContainer],
           volumes: [
@@ -117,7 +119,7 @@ export const keyServiceObjects: ManifestBuilder = (context) => {
   const keyService: V1Service = {
     apiVersion: 'v1',
     kind: 'Service',
-    metadata: meta('key-service'),
+    metadata: meta('key-service', 'key-service', 'server'),
     spec: {
       type: 'ClusterIP',
       selector: selector('key-service'),
@@ -127,13 +129,13 @@ export const keyServiceObjects: ManifestBuilder = (context) => {
   const keyPdb: V1PodDisruptionBudget = {
     apiVersion: 'policy/v1',
     kind: 'PodDisruptionBudget',
-    metadata: meta('key-service'),
+    metadata: meta('key-service', 'key-service', 'server'),
     spec: { maxUnavailable: 1, selector: { matchLabels: selector('key-service') } },
   };
   const keyPolicy: V1NetworkPolicy = {
     apiVersion: 'networking.k8s.io/v1',
     kind: 'NetworkPolicy',
-    metadata: meta('key-service'),
+    metadata: meta('key-service', 'key-service', 'server'),
     spec: {
       podSelector: { matchLabels: selector('key-service') },
       policyTypes: ['Ingress', 'Egress'],
