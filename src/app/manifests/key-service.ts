@@ -49,6 +49,9 @@ function keyServiceDeployment({ image, mtls }: BuildContext): V1Deployment {
         : []),
     ],
     ports: [{ name: 'grpc', containerPort: KEY_SERVICE_PORT, protocol: 'TCP' }],
+    // The port opens only once the master secret and salt are read (the service keeps no other
+    // state), so a TCP connect is readiness; a kubelet gRPC probe could not present the client
+    // certificate that mutual TLS demands.
     livenessProbe: { tcpSocket: { port: KEY_SERVICE_PORT }, periodSeconds: 10, failureThreshold: 3 },
     readinessProbe: { tcpSocket: { port: KEY_SERVICE_PORT }, periodSeconds: 5, failureThreshold: 2 },
     resources: resources('50m', KEY_SERVICE_MEMORY_MIB),
