@@ -14,6 +14,7 @@ import type { ComponentInstaller } from '../../ports/component-installer.js';
 import { ConfbootError, isConfbootError } from '../../ports/errors.js';
 import type { Logger } from '../../ports/logger.js';
 import type { CallOptions, Component } from '../../ports/types.js';
+import { importOptionalPeer } from '../system/optional-peer.js';
 import {
   type KubeadmInitRenderOptions,
   type KubeadmRenderOptions,
@@ -224,7 +225,7 @@ export interface KubeadmInitializerOptions extends KubeadmRunOptions, KubeadmIni
 /** Deletes kubeadm's node auto-approval binding with the admin kubeconfig at `path`. */
 async function removeNodeAutoApprovalWith(path: string, logger: Logger | undefined): Promise<void> {
   // Loaded here: @kubernetes/client-node is slow to import and only init needs it on a node.
-  const api = await import('./api.js');
+  const api = await importOptionalPeer(() => import('./api.js'));
   await api.removeBootstrapTokenAutoApproval(api.loadKubeConfig(path), logger ? { logger } : {});
 }
 

@@ -1,7 +1,10 @@
 /**
- * confboot's optional peer dependencies: the cloud SDKs and the Kubernetes client. A minimal install
- * (`npm install confboot --omit=optional --omit=peer`, or any install that did not add them) lacks
- * them, and confboot imports each only where a cloud's API or the Kubernetes API is actually used.
+ * confboot's optional peer dependencies: the cloud SDKs and the Kubernetes client, which confboot
+ * imports only where a cloud's API or the Kubernetes API is actually used, and what only the services
+ * run on (gRPC, their logger, their metrics, the node's DI container). A verifier's install (`npm
+ * install confboot --omit=optional --omit=peer`, or any install that did not add them) lacks them:
+ * `confboot/verify`, `confboot/ports`, `confboot/testing` and the `confboot attestation` commands
+ * load none of them.
  * {@link importOptionalPeer} wraps such a lazy import so a missing package is reported in one line
  * that names it and the command that installs it, instead of Node's ERR_MODULE_NOT_FOUND with a path.
  */
@@ -24,8 +27,15 @@ export const OPTIONAL_PEERS: Readonly<Record<string, OptionalPeer>> = Object.fre
   '@azure/arm-compute': { range: '^24.1.0', neededFor: 'Azure (instance metadata)' },
   '@azure/arm-network': { range: '^36.0.0', neededFor: 'Azure (network metadata)' },
   '@google-cloud/compute': { range: '^7.8.0', neededFor: 'Google Cloud (instances and shielded identities)' },
+  '@grpc/grpc-js': {
+    range: '~1.14.7',
+    neededFor: 'its gRPC services and clients (join, key service, bootstrapper, init)',
+  },
   '@kubernetes/client-node': { range: '2.0.1', neededFor: 'the Kubernetes API' },
   'google-auth-library': { range: '^9.15.1', neededFor: 'Google Cloud credentials' },
+  inversify: { range: '^8.2.3', neededFor: "the node's wiring (bootstrapper)" },
+  pino: { range: '^10.4.0', neededFor: "the services' logs" },
+  'prom-client': { range: '^15.1.3', neededFor: "the services' metrics" },
 });
 
 /** The package a module-not-found error names (`Cannot find package 'x' imported from …`), if any. */

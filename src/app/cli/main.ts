@@ -1,4 +1,5 @@
 #!/usr/bin/env node
+import { importOptionalPeer } from '../../adapters/system/optional-peer.js';
 import { messageOf } from '../../ports/errors.js';
 /**
  * `confboot` entry point: dispatches to the subcommands in commands.ts.
@@ -38,7 +39,8 @@ export async function main(argv: string[]): Promise<number> {
     process.stderr.write(`confboot: unknown command ${JSON.stringify(first)}\n\n${usage()}\n`);
     return 2;
   }
-  const mod = await command.load();
+  // A command whose module needs a missing optional peer (the Kubernetes client, a cloud SDK) says which.
+  const mod = await importOptionalPeer(() => command.load());
   return mod.run(rest);
 }
 

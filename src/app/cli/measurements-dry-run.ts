@@ -7,6 +7,7 @@
 import { readFile, stat } from 'node:fs/promises';
 import { silentLogger } from '../../adapters/log/pino-logger.js';
 import { JsonlEvidenceStore, parseEvidenceFile } from '../../adapters/state/jsonl-evidence-store.js';
+import { importOptionalPeer } from '../../adapters/system/optional-peer.js';
 import { SystemClock } from '../../adapters/system/system-clock.js';
 import { messageOf } from '../../ports/errors.js';
 import type { Validator } from '../../ports/validator.js';
@@ -70,10 +71,12 @@ export const dryRunCommand: CommandSpec = {
 export const CLUSTER_EVIDENCE_SOURCE = 'cluster';
 
 async function readClusterEvidence(kubeconfigPath: string | undefined) {
-  const [{ loadKubeConfig }, { KubeEvidenceStore }] = await Promise.all([
-    import('../../adapters/kubernetes/api.js'),
-    import('../../adapters/kubernetes/evidence-store.js'),
-  ]);
+  const [{ loadKubeConfig }, { KubeEvidenceStore }] = await importOptionalPeer(() =>
+    Promise.all([
+      import('../../adapters/kubernetes/api.js'),
+      import('../../adapters/kubernetes/evidence-store.js'),
+    ]),
+  );
   let kubeConfig: ReturnType<typeof loadKubeConfig>;
   try {
     kubeConfig = loadKubeConfig(kubeconfigPath);

@@ -3,6 +3,8 @@
  * bindings, refusal Events, the evidence record) behind one loader, so the service listens before
  * @kubernetes/client-node, by far the slowest module to import, has loaded.
  */
+
+import { importOptionalPeer } from '../../adapters/system/optional-peer.js';
 import type { BootstrapTokens } from '../../ports/bootstrap-tokens.js';
 import type { Clock } from '../../ports/clock.js';
 import type { ClusterFacts } from '../../ports/cluster-facts.js';
@@ -55,12 +57,14 @@ export function lazyKubernetes(
     | undefined;
   let done = false;
   const get = () => {
-    adapters ??= Promise.all([
-      import('../../adapters/kubernetes/api.js'),
-      import('../../adapters/kubernetes/event-recorder.js'),
-      import('../../adapters/kubernetes/evidence-store.js'),
-      import('../../adapters/kubernetes/disk-bindings.js'),
-    ]).then(([k8s, ev, store, disks]) => {
+    adapters ??= importOptionalPeer(() =>
+      Promise.all([
+        import('../../adapters/kubernetes/api.js'),
+        import('../../adapters/kubernetes/event-recorder.js'),
+        import('../../adapters/kubernetes/evidence-store.js'),
+        import('../../adapters/kubernetes/disk-bindings.js'),
+      ]),
+    ).then(([k8s, ev, store, disks]) => {
       const kubeConfig = k8s.loadKubeConfig(options.kubeconfigPath);
       const loaded = {
         tokens: new k8s.KubeBootstrapTokens({

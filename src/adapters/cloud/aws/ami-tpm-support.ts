@@ -13,6 +13,7 @@ import type { AmiTpmSupport } from '../../../ports/ami-tpm-support.js';
 import type { Clock } from '../../../ports/clock.js';
 import { ConfbootError, isConfbootError, wrapError } from '../../../ports/errors.js';
 import type { CallOptions } from '../../../ports/types.js';
+import { importOptionalPeer } from '../../system/optional-peer.js';
 
 /** Options of {@link Ec2AmiTpmSupport}. */
 export interface Ec2AmiTpmSupportOptions {
@@ -65,7 +66,7 @@ export class Ec2AmiTpmSupport implements AmiTpmSupport {
   }
 
   private async client(region: string): Promise<{ sdk: Ec2Module; client: Ec2Client }> {
-    this.sdk ??= import('@aws-sdk/client-ec2');
+    this.sdk ??= importOptionalPeer(() => import('@aws-sdk/client-ec2'));
     const sdk = await this.sdk;
     let client = this.clients.get(region);
     if (!client) {

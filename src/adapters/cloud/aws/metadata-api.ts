@@ -11,6 +11,7 @@ import type { MetadataAPI } from '../../../ports/metadata-api.js';
 import type { CallOptions, Endpoint, InstanceMetadata } from '../../../ports/types.js';
 import type { CommonCloudOptions, DeadlineSettings } from '../../http/call.js';
 import { expectOk, httpRequest, parseJsonBody } from '../../http/request.js';
+import { importOptionalPeer } from '../../system/optional-peer.js';
 import { deadlineSettings, LazySdk } from '../shared/sdk-calls.js';
 import { parseRole, resolveTagKeys, type TagKeys } from '../shared/tags.js';
 
@@ -69,11 +70,13 @@ export class AwsMetadataAPI implements MetadataAPI {
   private clients: Promise<Clients> | undefined;
   /** The provider's SDK, imported on first use. */
   private readonly sdk = new LazySdk(() =>
-    Promise.all([
-      import('@aws-sdk/client-ec2'),
-      import('@aws-sdk/client-resource-groups-tagging-api'),
-      import('@aws-sdk/client-elastic-load-balancing-v2'),
-    ]),
+    importOptionalPeer(() =>
+      Promise.all([
+        import('@aws-sdk/client-ec2'),
+        import('@aws-sdk/client-resource-groups-tagging-api'),
+        import('@aws-sdk/client-elastic-load-balancing-v2'),
+      ]),
+    ),
   );
 
   constructor(private readonly options: AwsMetadataAPIOptions = {}) {
@@ -120,11 +123,13 @@ export class AwsMetadataAPI implements MetadataAPI {
   }
 
   private getClients(region: string): Promise<Clients> {
-    this.clients ??= Promise.all([
-      import('@aws-sdk/client-ec2'),
-      import('@aws-sdk/client-resource-groups-tagging-api'),
-      import('@aws-sdk/client-elastic-load-balancing-v2'),
-    ]).then(
+    this.clients ??= importOptionalPeer(() =>
+      Promise.all([
+        import('@aws-sdk/client-ec2'),
+        import('@aws-sdk/client-resource-groups-tagging-api'),
+        import('@aws-sdk/client-elastic-load-balancing-v2'),
+      ]),
+    ).then(
       ([sdk, taggingSdk, elbSdk]) => {
         const o = this.options;
         const config = {

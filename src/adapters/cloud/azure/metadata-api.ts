@@ -10,6 +10,7 @@ import { ConfbootError } from '../../../ports/errors.js';
 import type { MetadataAPI } from '../../../ports/metadata-api.js';
 import type { CallOptions, Endpoint, InstanceMetadata } from '../../../ports/types.js';
 import type { CommonCloudOptions, DeadlineSettings } from '../../http/call.js';
+import { importOptionalPeer } from '../../system/optional-peer.js';
 import { deadlineSettings, LazySdk } from '../shared/sdk-calls.js';
 import { parseRole, resolveTagKeys, type TagKeys } from '../shared/tags.js';
 import {
@@ -94,7 +95,7 @@ export class AzureMetadataAPI implements MetadataAPI {
   private clients: Promise<Clients> | undefined;
   /** The provider's SDK, imported on first use. */
   private readonly sdk = new LazySdk(() =>
-    Promise.all([import('@azure/arm-compute'), import('@azure/arm-network')]),
+    importOptionalPeer(() => Promise.all([import('@azure/arm-compute'), import('@azure/arm-network')])),
   );
 
   constructor(private readonly options: AzureMetadataAPIOptions = {}) {
@@ -118,7 +119,9 @@ export class AzureMetadataAPI implements MetadataAPI {
   }
 
   private getClients(subscriptionId: string): Promise<Clients> {
-    this.clients ??= Promise.all([import('@azure/arm-compute'), import('@azure/arm-network')]).then(
+    this.clients ??= importOptionalPeer(() =>
+      Promise.all([import('@azure/arm-compute'), import('@azure/arm-network')]),
+    ).then(
       ([compute, network]) => {
         const insecure = this.armEndpoint.startsWith('http://');
         const opts = {

@@ -10,6 +10,7 @@ import type { MetadataAPI } from '../../../ports/metadata-api.js';
 import type { CallOptions, Endpoint, InstanceMetadata } from '../../../ports/types.js';
 import type { CommonCloudOptions, DeadlineSettings } from '../../http/call.js';
 import { expectOk, httpRequest } from '../../http/request.js';
+import { importOptionalPeer } from '../../system/optional-peer.js';
 import { deadlineSettings, LazySdk } from '../shared/sdk-calls.js';
 import { parseRole, resolveTagKeys, type TagKeys } from '../shared/tags.js';
 
@@ -123,7 +124,7 @@ export class GcpMetadataAPI implements MetadataAPI {
   private identity: GceIdentity | undefined;
   private clients: Promise<Clients> | undefined;
   /** The provider's SDK, imported on first use. */
-  private readonly sdk = new LazySdk(() => import('@google-cloud/compute'));
+  private readonly sdk = new LazySdk(() => importOptionalPeer(() => import('@google-cloud/compute')));
   private zoneCache: { region: string; zones: string[]; at: number } | undefined;
 
   constructor(private readonly options: GcpMetadataAPIOptions = {}) {
@@ -136,7 +137,7 @@ export class GcpMetadataAPI implements MetadataAPI {
 
   /** Creates the Compute clients on first use (the SDK takes about a second to load). */
   private getClients(): Promise<Clients> {
-    this.clients ??= import('@google-cloud/compute').then(
+    this.clients ??= importOptionalPeer(() => import('@google-cloud/compute')).then(
       (sdk) => {
         const o = this.options;
         const opts = {

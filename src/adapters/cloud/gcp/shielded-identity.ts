@@ -10,6 +10,7 @@ import { ConfbootError, wrapError } from '../../../ports/errors.js';
 import type { GceShieldedIdentity } from '../../../ports/gce-shielded-identity.js';
 import type { CallOptions } from '../../../ports/types.js';
 import { BoundedLookups } from '../../http/bounded-lookups.js';
+import { importOptionalPeer } from '../../system/optional-peer.js';
 import { fetchCapableAuthClient, type GcpAuthClient } from './metadata-api.js';
 
 /** Options of {@link ComputeShieldedIdentity}. */
@@ -33,7 +34,7 @@ export class ComputeShieldedIdentity implements GceShieldedIdentity {
   constructor(private readonly options: ComputeShieldedIdentityOptions = {}) {}
 
   private instances(): Promise<Compute.InstancesClient> {
-    this.client ??= import('@google-cloud/compute').then((sdk) => {
+    this.client ??= importOptionalPeer(() => import('@google-cloud/compute')).then((sdk) => {
       const o = this.options;
       return new sdk.InstancesClient({
         fallback: true,
