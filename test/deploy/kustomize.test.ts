@@ -9,7 +9,7 @@
  * them too.
  */
 import { execFileSync } from 'node:child_process';
-import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, relative, resolve } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -177,6 +177,40 @@ describe.each(kubectls)('kubectl kustomize with %s', (kubectl) => {
     // The base is the same whatever the image: only the overlays' images: entries change.
     expect(readFileSync(join(out, 'base/join-service.yaml'))).toEqual(
       readFileSync(join(dir, 'base/join-service.yaml')),
+    );
+  });
+
+  it("an operator's own overlay replaces join-config with its files (deploy/README.md)", () => {
+    const own = join(tmp, `operator-${kubectls.indexOf(kubectl)}`);
+    mkdirSync(own);
+    const config = '{"measurements": {"4": {"expected": "ab", "warnOnly": false}}}\n';
+    const salt = Buffer.from(Array.from({ length: 32 }, (_, i) => 0x80 + i));
+    writeFileSync(join(own, 'attestation-config.json'), config);
+    writeFileSync(join(own, 'measurement-salt.bin'), salt);
+    writeFileSync(
+      join(own, 'kustomization.yaml'),
+      [
+        'bases:',
+        `  - ${relative(own, join(dir, 'overlays/gcp-gcp-sev-snp'))}`,
+        'configMapGenerator:',
+        '  - name: join-config',
+        '    namespace: kube-system',
+        '    behavior: replace',
+        '    files:',
+        '      - attestationConfig=attestation-config.json',
+        '      - measurementSalt=measurement-salt.bin',
+        '',
+      ].join('\n'),
+    );
+    const objects = kustomize(kubectl, own);
+    const cms = objects.filter((o) => o.kind === 'ConfigMap' && o.metadata.name.startsWith('join-config'));
+    expect(cms.map((o) => o.metadata.name)).toEqual(['join-config']);
+    expect(cms[0].data).toEqual({ attestationConfig: config });
+    expect(Buffer.from(cms[0].binaryData.measurementSalt, 'base64')).toEqual(salt);
+    expect(byId(objects.filter((o) => o.kind !== 'ConfigMap' || o.metadata.name !== 'join-config'))).toEqual(
+      expected({ cloud: 'gcp', variant: 'gcp-sev-snp' }).filter(
+        (o) => o.kind !== 'ConfigMap' || o.metadata.name !== 'join-config',
+      ),
     );
   });
 
