@@ -1,7 +1,7 @@
 /**
  * `confboot join-service`: the join service on a control plane (upstream's process, with confboot's
  * operations additions). Parses the flags the Kubernetes manifest passes
- * (deploy/kubernetes/<cloud>/<variant>.yaml; join-service-spec.ts, join-service-flags.ts), wires the
+ * (the DaemonSet of deploy/kubernetes/overlays/<cloud>-<variant>; join-service-spec.ts, join-service-flags.ts), wires the
  * production adapters (src/app/join-service/production.ts) and runs until SIGTERM or SIGINT, then
  * drains and exits 0. The body runs until an AbortSignal fires; the process signals only abort it,
  * so tests drive the same code in-process.
