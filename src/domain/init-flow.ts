@@ -2,18 +2,23 @@
  * The init flow (upstream InitServer logic, with the differences in docs/upstream.md). Runs on
  * a new node next to the join flow and handles the operator's `confboot init`: it checks the init
  * secret, sets up the KMS from the request, takes the node lock with the cluster ID, and then — past
- * the point of no return — sets the state disk passphrase, writes the node state and initialises the
- * cluster. A failure after the lock marks the state disk for reset and carries the node's logs.
+ * the point of no return — sets the state disk passphrase, writes the node state and the emergency
+ * SSH files (ssh-node.ts) and initialises the cluster. A failure after the lock marks the state
+ * disk for reset and carries the node's logs.
  */
+import type { Clock } from '../ports/clock.js';
 import type { ClusterInitializer } from '../ports/cluster-initializer.js';
 import type { EncryptedDisk } from '../ports/encrypted-disk.js';
 import { ConfbootError, isConfbootError, messageOf, wrapError } from '../ports/errors.js';
+import type { FileWriter } from '../ports/file-writer.js';
 import type { KmsFactory } from '../ports/kms-factory.js';
 import type { LogCollector } from '../ports/log-collector.js';
 import type { Logger } from '../ports/logger.js';
 import type { MetadataAPI } from '../ports/metadata-api.js';
 import type { NodeStateStore } from '../ports/node-state-store.js';
+import type { Random } from '../ports/random.js';
 import type { SecretHash } from '../ports/secret-hash.js';
+import type { SshHostKey } from '../ports/ssh-host-key.js';
 import type { InitRequest, InitResult } from '../ports/types.js';
 import { InitFailure, splitIntoChunks, unrecoverable } from './errors.js';
 import {
@@ -24,6 +29,7 @@ import {
   STATE_DISK_KEY_LENGTH,
 } from './key-derivation.js';
 import type { NodeLockLike } from './node-lock.js';
+import { hostKeyRequest, writeInitSshFiles } from './ssh-node.js';
 import { markStateDiskForReset } from './state-disk.js';
 
 /** Cluster name used when the request leaves it empty (upstream default). */
@@ -50,6 +56,15 @@ export interface InitFlowDeps {
   initializer: ClusterInitializer;
   logCollector: LogCollector;
   logger: Logger;
+  /**
+   * Emergency SSH: with the node's host key, the file writer, a clock and randomness, the node
+   * writes the cluster's SSH CA and a host certificate it signs itself (ssh-node.ts); without any
+   * of them, or without a host key, no SSH file is written.
+   */
+  sshHostKey?: SshHostKey;
+  files?: FileWriter;
+  clock?: Clock;
+  random?: Pick<Random, 'bytes'>;
 }
 
 /** Tuning of the init flow. */
@@ -205,6 +220,13 @@ export class InitFlow {
     await step('writing node state', () =>
       nodeState.write({ role: 'ControlPlane', measurementSalt: request.measurementSalt }),
     );
+    const { sshHostKey, files, clock, random } = this.#deps;
+    if (sshHostKey !== undefined && files !== undefined && clock !== undefined && random !== undefined) {
+      const hostKey = await hostKeyRequest(sshHostKey, logger);
+      await step('writing emergency SSH CA key and host certificate', () =>
+        writeInitSshFiles({ kms, files, clock, random }, hostKey, request.apiserverCertSans),
+      );
+    }
     const kubeconfig = await step('initializing Kubernetes cluster', () =>
       initializer.initCluster(
         {

@@ -23,6 +23,7 @@ import type { Logger } from '../ports/logger.js';
 import type { MetadataAPI } from '../ports/metadata-api.js';
 import type { NodeStateStore } from '../ports/node-state-store.js';
 import type { Random } from '../ports/random.js';
+import type { SshHostKey } from '../ports/ssh-host-key.js';
 import type { InstanceMetadata, JoinTicket, JoinTicketRequest } from '../ports/types.js';
 import { type BackoffOptions, callWithTimeout, checkBackoffOptions, fullJitterDelayMs } from './backoff.js';
 import { unrecoverable } from './errors.js';
@@ -31,6 +32,8 @@ import { checkJoinTicket } from './join-ticket-check.js';
 import { deriveClusterId } from './key-derivation.js';
 import type { NodeLockLike } from './node-lock.js';
 import { isNothingListening, type NotListeningRetry, RoundPacer } from './round-pacer.js';
+import { DEFAULT_SSH_PATHS } from './ssh-ca.js';
+import { type HostKeyRequest, hostKeyRequest, NO_HOST_KEY, writeTicketSshFiles } from './ssh-node.js';
 import { withStateDisk } from './state-disk.js';
 import { sleepUnlessAborted, waitForSelf } from './waits.js';
 
@@ -53,6 +56,10 @@ export interface JoinPaths {
   kubeletKeyPath: string;
   /** The join service's signed receipt of this join (a JWT), on the state disk. */
   receiptPath: string;
+  /** The emergency SSH CA's public key from the ticket (sshd `TrustedUserCAKeys`). */
+  sshCaPublicKeyPath: string;
+  /** The SSH host certificate from the ticket (sshd `HostCertificate`). */
+  sshHostCertificatePath: string;
 }
 
 /** Per-call deadlines in milliseconds. */
@@ -71,6 +78,8 @@ export const DEFAULT_JOIN_PATHS: Readonly<JoinPaths> = Object.freeze({
   kubeletCertPath: '/run/state/kubelet/pki/kubelet-client-crt.pem',
   kubeletKeyPath: '/run/state/kubelet/pki/kubelet-client-key.pem',
   receiptPath: '/run/state/constellation/join-receipt.jwt',
+  sshCaPublicKeyPath: DEFAULT_SSH_PATHS.caPublicKeyPath,
+  sshHostCertificatePath: DEFAULT_SSH_PATHS.hostCertificatePath,
 });
 
 /** Upstream's timeouts. */
@@ -106,6 +115,8 @@ export interface JoinFlowDeps {
   clock: Clock;
   random: Pick<Random, 'float'>;
   logger: Logger;
+  /** The node's SSH host key (emergency SSH); without it the node sends none and writes no SSH files. */
+  sshHostKey?: SshHostKey;
 }
 
 /** Tuning of the join flow; every field has upstream's default. */
@@ -160,6 +171,8 @@ export class JoinFlow {
   #started = false;
   /** A key and CSR made for an attempt whose connection was refused: sent nowhere, used next. */
   #unsentCsr: KubeletCsr | undefined;
+  /** Fields 4 and 5 of every join request, read once before the first. */
+  #hostKey: HostKeyRequest = NO_HOST_KEY;
 
   /** Throws `invalid-argument` for invalid backoff bounds. */
   constructor(deps: JoinFlowDeps, options: JoinFlowOptions = {}) {
@@ -209,6 +222,7 @@ export class JoinFlow {
       signal,
     });
     if (self === undefined) return this.#stopped();
+    this.#hostKey = await hostKeyRequest(this.#deps.sshHostKey, logger);
     logger.info('Starting join', { name: self.name, role: self.role });
 
     // Only refusals by a running service (or no endpoints at all) grow the backoff; rounds in
@@ -308,8 +322,7 @@ export class JoinFlow {
           diskUuid,
           certificateRequest: csr.csrDer,
           isControlPlane,
-          hostPublicKey: new Uint8Array(0),
-          hostCertificatePrincipals: [],
+          ...this.#hostKey,
         };
         const ticket = await callWithTimeout(
           clock,
@@ -374,6 +387,12 @@ export class JoinFlow {
       files.writeExclusive(this.#paths.kubeletCertPath, ticket.kubeletCert),
     );
     await step('writing kubelet key', () => files.writeExclusive(this.#paths.kubeletKeyPath, got.keyPem));
+    await step('writing emergency SSH CA key and host certificate', () =>
+      writeTicketSshFiles(files, this.#hostKey, ticket, {
+        caPublicKeyPath: this.#paths.sshCaPublicKeyPath,
+        hostCertificatePath: this.#paths.sshHostCertificatePath,
+      }),
+    );
     await step('writing node state', () =>
       nodeState.write({ role: self.role, measurementSalt: ticket.measurementSalt }),
     );
