@@ -34,6 +34,7 @@ import type { NodeStateStore } from '../../ports/node-state-store.js';
 import type { PowerControl } from '../../ports/power-control.js';
 import type { Random } from '../../ports/random.js';
 import type { SecretHash } from '../../ports/secret-hash.js';
+import type { SshHostKey } from '../../ports/ssh-host-key.js';
 import type { InitRequest } from '../../ports/types.js';
 import { BOOTSTRAPPER_PORT, JOIN_SERVICE_PORT } from '../defaults.js';
 
@@ -61,6 +62,8 @@ export interface BootstrapperNodeDeps {
   logger: Logger;
   /** Restarts the kubelet of a node bootstrapped before (a reboot); without it nothing is restarted. */
   kubelet?: KubeletService;
+  /** The node's SSH host key (emergency SSH); without it no SSH file is written. */
+  sshHostKey?: SshHostKey;
   /** Reboots the machine after a failure past the node lock; without it the failure only ends `done`. */
   power?: PowerControl;
   /**

@@ -18,6 +18,7 @@ import { KubeadmInitializer, KubeadmJoiner } from '../../adapters/kubernetes/kub
 import { createPinoLogger } from '../../adapters/log/pino-logger.js';
 import { RingLogCollector } from '../../adapters/log/ring-log-collector.js';
 import { X509CsrFactory } from '../../adapters/pki/x509-csr-factory.js';
+import { OpenSshHostKeyFile } from '../../adapters/ssh/openssh-host-key.js';
 import { ExclusiveFileWriter } from '../../adapters/state/exclusive-file-writer.js';
 import { JsonNodeStateStore } from '../../adapters/state/json-node-state-store.js';
 import { CryptoRandom } from '../../adapters/system/crypto-random.js';
@@ -41,6 +42,7 @@ import { NodeMarker } from '../../ports/node-marker.js';
 import { NodeStateStore } from '../../ports/node-state-store.js';
 import { Random } from '../../ports/random.js';
 import { SecretHash } from '../../ports/secret-hash.js';
+import { SshHostKey } from '../../ports/ssh-host-key.js';
 import { Tpm } from '../../ports/tpm.js';
 import type { BootstrapperNodeDeps } from '../bootstrapper/node.js';
 import { cloudEntry, variantEntry } from '../registry/index.js';
@@ -70,6 +72,7 @@ export const NODE_TOKENS: readonly symbol[] = Object.freeze([
   SharedNodeLock,
   EncryptedDisk,
   FileWriter,
+  SshHostKey,
   NodeStateStore,
   CsrFactory,
   SecretHash,
@@ -135,6 +138,10 @@ function bindSystem(bind: Bind): void {
     .inSingletonScope();
   bind<LogCollector>(LogCollector)
     .toResolvedValue((ring: RingLogCollector) => ring, [LogRing])
+    .inSingletonScope();
+  // Emergency SSH: the host key sshd uses, if the node has one (a missing file means no SSH).
+  bind<SshHostKey>(SshHostKey)
+    .toResolvedValue(() => new OpenSshHostKeyFile())
     .inSingletonScope();
 }
 
@@ -247,6 +254,7 @@ function bindBootstrapperDeps(bind: Bind): void {
         clock: Clock,
         random: Random,
         logger: Logger,
+        sshHostKey: SshHostKey,
       ) => ({
         metadata,
         issuer,
@@ -265,6 +273,7 @@ function bindBootstrapperDeps(bind: Bind): void {
         clock,
         random,
         logger,
+        sshHostKey,
       }),
       [
         MetadataAPI,
@@ -284,6 +293,7 @@ function bindBootstrapperDeps(bind: Bind): void {
         Clock,
         Random,
         Logger,
+        SshHostKey,
       ],
     )
     .inSingletonScope();
