@@ -115,8 +115,7 @@ async function build(o) {
 
     const { modules } = await assembleApp(ROOT, join(rootfs, APP_DIR.slice(1)), work);
     log(`app layer: ${pkg.name}@${pkg.version} with ${modules} production packages`);
-    await normalize(rootfs, epoch);
-    const unpackedBytes = Number((await run('du', ['-sb', rootfs])).stdout.split('\t')[0]);
+    const unpackedBytes = await normalize(rootfs, epoch);
     await addLayer(layout, tag, bundle, { epoch, createdBy: 'npm run image: app (/app)' });
 
     const entrypoint = ['/usr/bin/node', `${APP_DIR}/${CLI_MAIN}`];
@@ -141,7 +140,7 @@ async function build(o) {
     await writeArchive(layout, join(work, 'archive.tar'), epoch);
     await rename(join(work, 'archive.tar'), archive);
     const archiveBytes = (await stat(archive)).size;
-    log(`archive ${archive}: ${mib(archiveBytes)} MiB (root filesystem unpacked: ${mib(unpackedBytes)} MiB)`);
+    log(`archive ${archive}: ${mib(archiveBytes)} MiB (files unpacked: ${mib(unpackedBytes)} MiB)`);
 
     const manifests = join(out, 'manifests');
     await rm(manifests, { recursive: true, force: true });

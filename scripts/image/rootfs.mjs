@@ -245,15 +245,17 @@ async function prune(dir) {
 /**
  * Gives every entry under `root` (and `root`) the mtime `epoch` (seconds), and every folder but /tmp
  * mode 0755, so the layer's bytes depend on the content only, not on when or under which umask it
- * was staged.
+ * was staged. Returns the bytes of the regular files under `root`.
  */
 export async function normalize(root, epoch, rel = '') {
   const path = join(root, rel);
   const st = await lstat(path);
+  let bytes = st.isFile() ? st.size : 0;
   if (st.isDirectory()) {
     if (rel !== 'tmp') await chmod(path, 0o755);
     for (const name of await readdir(path))
-      await normalize(root, epoch, rel === '' ? name : `${rel}/${name}`);
+      bytes += await normalize(root, epoch, rel === '' ? name : `${rel}/${name}`);
   }
   await lutimes(path, epoch, epoch);
+  return bytes;
 }
