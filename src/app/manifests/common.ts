@@ -43,7 +43,7 @@ export const KEY_SERVICE_ENDPOINT = `key-service.${NAMESPACE}:${KEY_SERVICE_PORT
 export const KEY_SERVICE_TLS_DIR = '/etc/confboot/key-service-tls';
 /** Where the join service mounts its key-service client Secret (tls.crt, tls.key, ca.crt). */
 export const KEY_SERVICE_CLIENT_TLS_DIR = '/etc/confboot/key-service-client';
-/** User and group of the image (deploy/Dockerfile `USER 65532:65532`). */
+/** User and group of the image (`npm run image` sets its config's User to 65532:65532). */
 export const IMAGE_UID = 65532;
 /** Secret files readable by owner and group (the pod's fsGroup) only. */
 export const SECRET_FILE_MODE = 0o440;
