@@ -39,7 +39,12 @@ const listAll = (base: string): string[] =>
 /** kubectl binaries to render with: the one on PATH, and CONFBOOT_KUBECTL_OLD when set. */
 const kubectls = ['kubectl', ...(process.env.CONFBOOT_KUBECTL_OLD ? [process.env.CONFBOOT_KUBECTL_OLD] : [])];
 const kustomizeVersion = (kubectl: string): string => {
-  const out = execFileSync(kubectl, ['version', '--client'], { encoding: 'utf8', timeout: 30_000 });
+  let out: string;
+  try {
+    out = execFileSync(kubectl, ['version', '--client'], { encoding: 'utf8', timeout: 30_000 });
+  } catch (err) {
+    throw new Error(`${kubectl} does not run (scripts/setup.sh installs Debian's kubernetes-client): ${err}`);
+  }
   // 1.20 prints no kustomize version; its kubectl kustomize is v2.0.3.
   return (
     /Kustomize Version: (\S+)/.exec(out)?.[1] ?? (/GitVersion:"v1\.20\./.test(out) ? 'v2.0.3' : 'unknown')
