@@ -14,7 +14,7 @@ import { createServer as createTlsServer } from 'node:tls';
 import { createTlsIdentity } from '../src/adapters/grpc/atls/certificate.js';
 import { GrpcKmsClient } from '../src/adapters/kms/grpc-kms-client.js';
 import { silentLogger } from '../src/adapters/log/pino-logger.js';
-import { importCaKey } from '../src/adapters/pki/file-certificate-authority.js';
+import { importCaKey } from '../src/adapters/pki/ca-key.js';
 import { SystemClock } from '../src/adapters/system/system-clock.js';
 import { validatorBuilder } from '../src/app/join-service/production.js';
 import { benchCaFloor } from './ca-floor.js';

@@ -4,8 +4,9 @@
  * certificate's subject and SANs are built from the identity the caller checked (node name, IP
  * addresses), never copied from the CSR, and a CSR whose subject is not exactly the kubelet subject
  * of that name is refused (docs/identity.md).
- * CSRs are parsed with @peculiar/x509; certificates are assembled with @peculiar/asn1-x509 and
- * signed with node:crypto (./kubelet-certificate.ts); the CA key may be SEC1, PKCS#1 or PKCS#8 PEM.
+ * CSRs are read in ./kubelet-csr.ts and the CA's key and certificate in ./ca-key.ts (the key may be
+ * SEC1, PKCS#1 or PKCS#8 PEM); certificates are assembled with @peculiar/asn1-x509 and signed with
+ * node:crypto (./kubelet-certificate.ts).
  *
  * Two caches keep the per-join cost down (bench/analysis.md) without weakening a check:
  * - the parsed CA certificate and imported key are kept while `stat` of ca.crt and ca.key reports
@@ -17,18 +18,10 @@
  * The CSR's self-signature is checked with node:crypto on the fields @peculiar/x509 parsed (ECDSA,
  * RSASSA-PKCS1-v1_5, RSA-PSS; anything else through @peculiar/x509's own verify).
  */
-import {
-  constants,
-  createPrivateKey,
-  createPublicKey,
-  type KeyObject,
-  verify as verifySignature,
-} from 'node:crypto';
 import { statSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { isIP } from 'node:net';
 import { join } from 'node:path';
-import type * as X509 from '@peculiar/x509';
 import type { CertificateAuthority, CsrInfo, KubeletIdentity } from '../../ports/certificate-authority.js';
 import type { Clock } from '../../ports/clock.js';
 import { ConfbootError, wrapError } from '../../ports/errors.js';
@@ -37,14 +30,15 @@ import {
   KUBELET_CSR_CN_PREFIX,
   KUBELET_CSR_ORGANIZATION,
   kubeletSubjectProblem,
-  type NameRdns,
 } from '../../ports/kubernetes-node.js';
 import type { ControlPlaneFile } from '../../ports/types.js';
+import { importCaKey, parseFirstCertificate } from './ca-key.js';
 import {
   type KubeletCertificateSigner,
   kubeletCertificateSigner,
   kubeletProfileExtensions,
 } from './kubelet-certificate.js';
+import { CsrReader, sanNames, subjectRdns } from './kubelet-csr.js';
 import { loadX509, type X509Module } from './x509-loader.js';
 
 /**
@@ -63,7 +57,6 @@ export const DEFAULT_PKI_DIR = '/etc/kubernetes/pki';
 const HOUR_MS = 60 * 60 * 1000;
 const OID_CN = '2.5.4.3';
 const OID_O = '2.5.4.10';
-const OID_SAN = '2.5.29.17';
 const OID_SKI = '2.5.29.14';
 
 /** Options for {@link FileCertificateAuthority}. */
@@ -72,184 +65,6 @@ export interface FileCertificateAuthorityOptions {
   clock: Clock;
   /** Default {@link DEFAULT_PKI_DIR}. */
   pkiDir?: string;
-}
-
-/** The CA's signing key and the algorithm to sign with (named as WebCrypto names it). */
-interface SigningKey {
-  keyObject: KeyObject;
-  algorithm: { name: 'ECDSA' | 'RSASSA-PKCS1-v1_5'; hash: string };
-}
-
-/** Imports a CA private key PEM of type EC PRIVATE KEY, RSA PRIVATE KEY or PRIVATE KEY. */
-export async function importCaKey(pem: string): Promise<SigningKey> {
-  const match = /-----BEGIN ([A-Z0-9 ]+)-----/.exec(pem);
-  if (match === null) throw new ConfbootError('internal', 'CA key is not PEM');
-  const type = match[1];
-  const format = { 'EC PRIVATE KEY': 'sec1', 'RSA PRIVATE KEY': 'pkcs1', 'PRIVATE KEY': 'pkcs8' } as const;
-  if (type !== 'EC PRIVATE KEY' && type !== 'RSA PRIVATE KEY' && type !== 'PRIVATE KEY') {
-    throw new ConfbootError('internal', `CA key has unsupported PEM type "${type}"`);
-  }
-  let keyObject: KeyObject;
-  try {
-    const block = new RegExp(`-----BEGIN ${type}-----([\\s\\S]*?)-----END ${type}-----`).exec(pem);
-    if (block === null) throw new Error('unterminated PEM block');
-    const der = Buffer.from((block[1] ?? '').replace(/\s+/g, ''), 'base64');
-    keyObject = createPrivateKey({ key: der, format: 'der', type: format[type] });
-  } catch (err) {
-    throw new ConfbootError('internal', `CA key (${type}) cannot be parsed: ${(err as Error).message}`, {
-      cause: err,
-    });
-  }
-  if (keyObject.asymmetricKeyType === 'ec') {
-    // The hash that goes with each curve (ecdsa-with-SHA256 for P-256, and so on).
-    const hashes: Record<string, string> = {
-      prime256v1: 'SHA-256',
-      secp384r1: 'SHA-384',
-      secp521r1: 'SHA-512',
-    };
-    const hash = hashes[keyObject.asymmetricKeyDetails?.namedCurve ?? ''];
-    if (hash === undefined) {
-      throw new ConfbootError(
-        'internal',
-        `CA key uses unsupported curve ${keyObject.asymmetricKeyDetails?.namedCurve}`,
-      );
-    }
-    return { keyObject, algorithm: { name: 'ECDSA', hash } };
-  }
-  if (keyObject.asymmetricKeyType === 'rsa') {
-    return { keyObject, algorithm: { name: 'RSASSA-PKCS1-v1_5', hash: 'SHA-256' } };
-  }
-  throw new ConfbootError(
-    'internal',
-    `CA key type ${keyObject.asymmetricKeyType} is not supported (EC or RSA)`,
-  );
-}
-
-/** Parses the first PEM CERTIFICATE block of `pem`. */
-function parseFirstCertificate(pem: string): X509.X509Certificate {
-  const block = /-----BEGIN CERTIFICATE-----([\s\S]*?)-----END CERTIFICATE-----/.exec(pem);
-  if (block === null) throw new ConfbootError('internal', 'CA certificate has no PEM CERTIFICATE block');
-  try {
-    return new x509.X509Certificate(Buffer.from((block[1] ?? '').replace(/\s+/g, ''), 'base64'));
-  } catch (err) {
-    throw new ConfbootError('internal', `CA certificate cannot be parsed: ${(err as Error).message}`, {
-      cause: err,
-    });
-  }
-}
-
-function parseCsr(csrDer: Uint8Array): X509.Pkcs10CertificateRequest {
-  if (csrDer.length === 0) throw new ConfbootError('invalid-argument', 'certificate request is empty');
-  try {
-    return new x509.Pkcs10CertificateRequest(new Uint8Array(csrDer));
-  } catch (err) {
-    throw new ConfbootError(
-      'invalid-argument',
-      `certificate request cannot be parsed: ${(err as Error).message}`,
-      {
-        cause: err,
-      },
-    );
-  }
-}
-
-/** SAN names per parsed CSR object (a parsed CSR is immutable; see FileCertificateAuthority.parsed). */
-const sanMemo = new WeakMap<
-  X509.Pkcs10CertificateRequest,
-  { ips: readonly string[]; dns: readonly string[] }
->();
-
-/** The CSR's IP and DNS SANs, decoded once per parsed CSR; fresh arrays for every caller. */
-function sanNames(csr: X509.Pkcs10CertificateRequest): { ips: string[]; dns: string[] } {
-  let names = sanMemo.get(csr);
-  if (names === undefined) {
-    const ext = csr.getExtension(OID_SAN);
-    const san =
-      ext === null
-        ? undefined
-        : ext instanceof x509.SubjectAlternativeNameExtension
-          ? ext
-          : new x509.SubjectAlternativeNameExtension(ext.rawData);
-    names = {
-      ips: san?.names.items.filter((n) => n.type === 'ip').map((n) => n.value) ?? [],
-      dns: san?.names.items.filter((n) => n.type === 'dns').map((n) => n.value) ?? [],
-    };
-    sanMemo.set(csr, names);
-  }
-  return { ips: [...names.ips], dns: [...names.dns] };
-}
-
-/** The subject's RDNs in order with every attribute (type as @peculiar/x509 names it: `CN`, `O`, … or an OID). */
-function subjectRdns(csr: X509.Pkcs10CertificateRequest): NameRdns {
-  return csr.subjectName
-    .toJSON()
-    .map((rdn) => Object.entries(rdn).flatMap(([type, values]) => values.map((value) => ({ type, value }))));
-}
-
-/** Node's digest name of a WebCrypto hash (`SHA-256` → `sha256`), for the SHA-1/SHA-2 family only. */
-function nodeHash(hash: unknown): string | undefined {
-  const name = typeof hash === 'string' ? hash : (hash as { name?: unknown } | undefined)?.name;
-  return typeof name === 'string' && /^SHA-(1|256|384|512)$/.test(name)
-    ? name.toLowerCase().replace('-', '')
-    : undefined;
-}
-
-/**
- * The CSR's self-signature checked with node:crypto on the DER fields @peculiar/x509 parsed (the
- * signed CertificationRequestInfo, the signature BIT STRING and the SubjectPublicKeyInfo): about a
- * third of the cost of @peculiar/x509's `verify()`, which imports the key through WebCrypto and
- * re-encodes the signature. The declared signature algorithm must match the key's type (ECDSA ↔ EC,
- * RSASSA-PKCS1-v1_5 ↔ RSA, RSA-PSS ↔ RSA or RSA-PSS with the declared salt length); undefined for
- * any other algorithm, which {@link verifyCsr} leaves to @peculiar/x509.
- */
-function verifyCsrWithNode(csr: X509.Pkcs10CertificateRequest): boolean | undefined {
-  const alg = csr.signatureAlgorithm as { name?: string; hash?: unknown; saltLength?: unknown };
-  const hash = nodeHash(alg.hash);
-  if (hash === undefined) return undefined;
-  // `tbs` (the signed CertificationRequestInfo DER) is private in @peculiar/x509's typings; without
-  // it (another library version) the library's own verify runs instead.
-  const tbsDer = (csr as unknown as { tbs?: unknown }).tbs;
-  let tbs: Uint8Array;
-  if (tbsDer instanceof ArrayBuffer) tbs = new Uint8Array(tbsDer);
-  else if (ArrayBuffer.isView(tbsDer))
-    tbs = new Uint8Array(tbsDer.buffer, tbsDer.byteOffset, tbsDer.byteLength);
-  else return undefined;
-  const key = createPublicKey({ key: Buffer.from(csr.publicKey.rawData), format: 'der', type: 'spki' });
-  const signature = new Uint8Array(csr.signature);
-  switch (alg.name) {
-    case 'ECDSA':
-      return key.asymmetricKeyType === 'ec' && verifySignature(hash, tbs, key, signature);
-    case 'RSASSA-PKCS1-v1_5':
-      return key.asymmetricKeyType === 'rsa' && verifySignature(hash, tbs, key, signature);
-    case 'RSA-PSS':
-      if (typeof alg.saltLength !== 'number') return undefined;
-      return (
-        (key.asymmetricKeyType === 'rsa' || key.asymmetricKeyType === 'rsa-pss') &&
-        verifySignature(
-          hash,
-          tbs,
-          { key, padding: constants.RSA_PKCS1_PSS_PADDING, saltLength: alg.saltLength },
-          signature,
-        )
-      );
-    default:
-      return undefined;
-  }
-}
-
-async function verifyCsr(csr: X509.Pkcs10CertificateRequest): Promise<boolean> {
-  try {
-    return verifyCsrWithNode(csr) ?? (await csr.verify());
-  } catch {
-    return false;
-  }
-}
-
-/** A CSR parsed and signature-checked once, with the bytes it was parsed from. */
-interface ParsedCsr {
-  /** Copy of the DER the result belongs to (the memo is reused only for equal bytes). */
-  der: Uint8Array;
-  result: Promise<{ csr: X509.Pkcs10CertificateRequest; signatureValid: boolean }>;
 }
 
 /** The loaded CA and the file identities it was loaded from. */
@@ -265,7 +80,7 @@ export class FileCertificateAuthority implements CertificateAuthority {
   /** The pki directory. */
   readonly pkiDir: string;
   private readonly clock: Clock;
-  private readonly csrMemo = new WeakMap<Uint8Array, ParsedCsr>();
+  private readonly csrs = new CsrReader();
   /** The last CA loaded (or being loaded), by the file versions it was read at. */
   private ca: { version: string; loaded: Promise<LoadedCa> } | undefined;
 
@@ -274,33 +89,13 @@ export class FileCertificateAuthority implements CertificateAuthority {
     this.pkiDir = options.pkiDir ?? DEFAULT_PKI_DIR;
   }
 
-  /**
-   * Parses `csrDer` and verifies its self-signature, once per byte array object and content: the
-   * join service passes the same request array to every step, so the deny-list check, the ticket
-   * issuer and the signature share one parse and one verification.
-   */
-  private parsed(
-    csrDer: Uint8Array,
-  ): Promise<{ csr: X509.Pkcs10CertificateRequest; signatureValid: boolean }> {
-    const memo = this.csrMemo.get(csrDer);
-    if (
-      memo !== undefined &&
-      Buffer.from(memo.der.buffer, memo.der.byteOffset, memo.der.byteLength).equals(csrDer)
-    )
-      return memo.result;
-    const csr = parseCsr(csrDer);
-    const result = verifyCsr(csr).then((signatureValid) => ({ csr, signatureValid }));
-    this.csrMemo.set(csrDer, { der: new Uint8Array(csrDer), result });
-    return result;
-  }
-
   /** Parses a DER CSR and checks its self-signature; rejects with `invalid-argument` when unparsable. */
   async inspectCsr(csrDer: Uint8Array): Promise<CsrInfo> {
     await useX509();
-    const { csr, signatureValid } = await this.parsed(csrDer);
+    const { csr, signatureValid } = await this.csrs.read(x509, csrDer);
     let names: { ips: string[]; dns: string[] };
     try {
-      names = sanNames(csr);
+      names = sanNames(x509, csr);
     } catch (err) {
       throw new ConfbootError(
         'invalid-argument',
@@ -336,7 +131,7 @@ export class FileCertificateAuthority implements CertificateAuthority {
     const op = 'signing kubelet certificate';
     const refuse = (why: string) =>
       new ConfbootError('invalid-argument', `${op}: certificate request ${why}`);
-    const { csr, signatureValid } = await this.parsed(csrDer);
+    const { csr, signatureValid } = await this.csrs.read(x509, csrDer);
     if (!signatureValid) throw refuse('signature is invalid');
     const problem = kubeletSubjectProblem(subjectRdns(csr));
     if (problem !== undefined) throw refuse(problem);
@@ -387,7 +182,7 @@ export class FileCertificateAuthority implements CertificateAuthority {
     const version = `${id(certStat)}/${id(keyStat)}`;
     if (this.ca?.version === version) return this.ca.loaded;
     const loaded = (async (): Promise<LoadedCa> => {
-      const caCert = parseFirstCertificate(await readFile(certPath, 'utf8'));
+      const caCert = parseFirstCertificate(x509, await readFile(certPath, 'utf8'));
       const signing = await importCaKey(await readFile(keyPath, 'utf8'));
       const ski = caCert.getExtension(OID_SKI);
       const authorityKeyId =
