@@ -173,7 +173,7 @@ describe.skipIf(!isRoot)('npm run image (real umoci, real Debian packages, run w
     const images = objects.flatMap(containersOf).map((c: Obj) => c.image);
     expect(images.length).toBeGreaterThan(0);
     expect(new Set(images)).toEqual(new Set([`ghcr.io/confboot/confboot@${result.digest}`]));
-  });
+  }, 300_000);
 
   it("runs the join service's init container command: the pki files copied to 65532, mode 0400", async () => {
     const objects = await renderedObjects();
@@ -198,5 +198,5 @@ describe.skipIf(!isRoot)('npm run image (real umoci, real Debian packages, run w
       });
       expect(await readFile(join(to, name), 'utf8')).toBe(`host ${name}\n`);
     }
-  });
+  }, 300_000);
 });
