@@ -46,7 +46,7 @@ export const DEFAULT_SSH_PATHS: Readonly<SshPaths> = Object.freeze({
  */
 export const CLOCK_SKEW_ALLOWANCE_S = 300n;
 
-/** Extensions of a user certificate: a terminal and port forwarding (as upstream's `constellation ssh`). */
+/** Extensions of a user certificate: a terminal and port forwarding; no agent or X11 forwarding. */
 export const USER_CERT_EXTENSIONS: Readonly<Record<string, string>> = Object.freeze({
   'permit-port-forwarding': '',
   'permit-pty': '',

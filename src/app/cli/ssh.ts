@@ -62,6 +62,7 @@ export const sshCommand: CommandSpec = {
     'replacing an older one), where ssh finds it for `ssh -i ~/.ssh/id_ed25519 root@NODE`; --stdout prints',
     'it instead. The certificate starts 5 minutes in the past (clock skew) and allows a terminal and port',
     'forwarding. Nodes trust it through sshd_config `TrustedUserCAKeys /var/run/state/ssh/ssh_ca.pub`.',
+    "It also prints the `@cert-authority` known_hosts line that lets ssh check the nodes' host certificates.",
     'Exit codes: 0 signed, 1 the certificate could not be written, 2 usage or input error.',
   ].join('\n'),
 };
@@ -142,6 +143,8 @@ export async function run(argv: string[]): Promise<number> {
       throw new Error(`writing ${certPath}: ${(err as NodeJS.ErrnoException).code ?? messageOf(err)}`);
     }
     process.stdout.write(`Wrote ${certPath}: ${what}\n`);
+    // Nodes present host certificates of the same CA: this line lets ssh check them.
+    process.stdout.write(`known_hosts line for the nodes: @cert-authority * ${ca.authorizedKey()}`);
     return 0;
   });
 }

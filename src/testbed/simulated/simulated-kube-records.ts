@@ -114,9 +114,8 @@ export class SimulatedRecords {
         reason: 'AlreadyExists',
         message: `diskbindings.confboot.dev "${name}" already exists`,
       };
-    const stored = { ...d, metadata: { ...d.metadata, creationTimestamp: new Date().toISOString() } };
-    this.diskBindings.set(name, stored);
-    return { code: 201, body: stored };
+    this.diskBindings.set(name, d);
+    return { code: 201, body: d };
   }
 
   /**

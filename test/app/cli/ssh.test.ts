@@ -143,6 +143,10 @@ describe('confboot ssh with real OpenSSH', () => {
     expect(r.out).toMatch(
       new RegExp(`^Wrote ${certPath}: user certificate for ${LOGIN_USER} \\(serial \\d+\\), valid until `),
     );
+    // The known_hosts line it prints names the CA the node got from its ticket.
+    expect(r.out.split('\n')[1]).toBe(
+      `known_hosts line for the nodes: @cert-authority * ${readFileSync(join(dir, 'ssh_ca.pub'), 'utf8').trim()}`,
+    );
     const login = await sshRun(sshd.port, {
       identity: join(dir, 'id_ed25519'),
       certificate: certPath,
