@@ -79,9 +79,10 @@ const ZERO_PCR = '00'.repeat(32);
 const PCR_INDICES = [4, 8, 9, 11, 12, 13, 15];
 
 /**
- * The attestation config placeholder for `variant`: every value zero, so the service starts (where
- * the variant needs no trust anchor) and refuses every node until the real values are filled in.
- * What a variant adds comes from its registry entry (`deploy`).
+ * The attestation config template of `variant`: every reference measurement zero and enforced, so
+ * it refuses every node until the cluster's own values are given (`--attestation-config`). What a
+ * variant adds (the SEV-SNP and TDX policy, naming the published roots) comes from its registry
+ * entry (`deploy`).
  */
 function attestationConfigTemplate(variant: Variant): Record<string, unknown> {
   const enforced = (expected: string) => ({ expected, warnOnly: false });
