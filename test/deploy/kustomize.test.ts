@@ -185,6 +185,18 @@ describe.each(kubectls)('kubectl kustomize with %s', (kubectl) => {
     );
   });
 
+  it('--plain-key-service --all --out: every overlay renders the objects without mutual TLS', async () => {
+    const out = join(tmp, `plain-${kubectls.indexOf(kubectl)}`);
+    await quietly(() => runManifests(['--all', '--out', out, '--plain-key-service']));
+    for (const t of targets) {
+      const objects = kustomize(kubectl, join(out, overlayDir(t)));
+      expect(byId(objects), `${t.cloud}-${t.variant}`).toEqual(
+        byId(renderObjects({ ...t, keyServiceTls: false }).map((r) => JSON.parse(JSON.stringify(r.object)))),
+      );
+      expect(JSON.stringify(objects)).not.toMatch(/key-service-tls|--tls-cert|--key-service-ca/);
+    }
+  });
+
   it("an operator's own overlay replaces join-config with its files (deploy/README.md)", () => {
     const own = join(tmp, `operator-${kubectls.indexOf(kubectl)}`);
     mkdirSync(own);
