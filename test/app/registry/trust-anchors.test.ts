@@ -8,8 +8,9 @@ import { join, resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { variantEntry } from '../../../src/app/registry/index.js';
 import { AMD_ARK_MILAN_PEM, INTEL_SGX_ROOT_CA_PEM } from '../../../src/app/registry/trust-anchors.js';
+import { VECTORS } from '../../adapters/attestation/snp/vectors.js';
 
-const anchors = resolve(import.meta.dirname, '../../../../shared/testvectors/constellation/trust-anchors');
+const anchors = resolve(VECTORS, 'constellation/trust-anchors');
 
 describe('trust anchors', () => {
   it.each([
