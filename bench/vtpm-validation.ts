@@ -8,7 +8,7 @@
  */
 import { createHash, randomBytes, verify } from 'node:crypto';
 import { decodeVtpmDocument } from '../src/adapters/attestation/shared/vtpm-document.js';
-import { parseTpmtPublic } from '../src/adapters/tpm/tpm2-wire.js';
+import { parseTpmtPublic } from '../src/adapters/tpm/tpm2-public.js';
 import { createValidator } from '../src/app/registry/validators.js';
 import type { MeasurementPolicy } from '../src/ports/measurement-policy.js';
 import type { MeasurementMismatch } from '../src/ports/types.js';

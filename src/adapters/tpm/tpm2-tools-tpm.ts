@@ -24,7 +24,8 @@ import {
   TPM_ALG_SHA256,
   TPM_ALG_SHA384,
 } from './tpm-structures.js';
-import { type OperationContext, Tpm2ToolError, tpm2Operation } from './tpm2-tools-exec.js';
+import { exchangeThroughNv, nvHandle, readNv } from './tpm2-nv.js';
+import { type OperationContext, tpm2Operation } from './tpm2-tools-exec.js';
 
 /** go-tpm-tools' persistent handle for the RSA attestation key. */
 export const DEFAULT_AK_HANDLE = 0x81008f01;
@@ -73,8 +74,6 @@ export interface Tpm2ToolsTpmOptions {
   /** Parent of the private per-operation temp dirs, default the OS temp dir. */
   tmpDir?: string;
 }
-
-export { Tpm2ToolError } from './tpm2-tools-exec.js';
 
 /** Validates and sorts PCR indices (0–23, no duplicates kept). */
 function normalizePcrs(pcrs: readonly number[], operation: string): number[] {
@@ -252,28 +251,13 @@ export class Tpm2ToolsTpm implements Tpm {
    *   tpm2-tools is missing, `deadline-exceeded` on timeout
    */
   async readNvIndex(index: number, options?: CallOptions): Promise<Uint8Array> {
-    if (!Number.isInteger(index) || index < 0x01000000 || index > 0x01ffffff)
-      throw new ConfbootError('invalid-argument', `reading TPM NV index: ${index} is not an NV index`);
-    const handle = `0x${index.toString(16).padStart(8, '0')}`;
-    return this.operation(`reading TPM NV index ${handle}`, options, async (ctx) => {
-      const file = join(ctx.dir, 'nv.bin');
-      try {
-        await ctx.run('tpm2_nvread', ['-C', 'o', handle, '-o', file]);
-      } catch (err) {
-        // The tool ran and refused (no such index, no read permission, TPM busy): not a bug here.
-        if (err instanceof Tpm2ToolError && err.exitCode !== undefined && err.code === 'internal')
-          throw new Tpm2ToolError('unavailable', err.tool, err.exitCode, err.stderr, err.message, err);
-        throw err;
-      }
-      return new Uint8Array(await readFile(file));
-    });
+    const handle = nvHandle(index);
+    return this.operation(`reading TPM NV index ${handle}`, options, (ctx) => readNv(ctx, handle));
   }
 
   /**
-   * A vendor command that works on an NV index (AWS NitroTPM's NSM request): defines a free owner
-   * index of `size` bytes (authread|authwrite, empty auth) in 0x01000100–0x010001ff, writes
-   * `request` to it, sends `command(index)` raw (tpm2_send), reads the index back whole and always
-   * undefines it, all in this TCTI's queue.
+   * A vendor command that works on an NV index (AWS NitroTPM's NSM request), in this TCTI's queue:
+   * see {@link exchangeThroughNv}.
    * @throws ConfbootError `unavailable` when the TPM refuses a step (the response code is named)
    */
   async vendorNvExchange(
@@ -282,50 +266,9 @@ export class Tpm2ToolsTpm implements Tpm {
     size: number,
     options?: CallOptions,
   ): Promise<Uint8Array> {
-    return this.operation('exchanging a vendor command through a TPM NV index', options, async (ctx) => {
-      const used = new Set(
-        [...(await ctx.run('tpm2_getcap', ['handles-nv-index'])).matchAll(/0x[0-9a-f]+/gi)].map((m) =>
-          Number.parseInt(m[0], 16),
-        ),
-      );
-      let index = 0x01000100;
-      while (used.has(index) && index < 0x010001ff) index++;
-      if (used.has(index))
-        throw new ConfbootError('unavailable', 'no free NV index in 0x01000100–0x010001ff');
-      const handle = `0x${index.toString(16).padStart(8, '0')}`;
-      const refused = (err: unknown) =>
-        err instanceof Tpm2ToolError && err.exitCode !== undefined && err.code === 'internal'
-          ? new Tpm2ToolError('unavailable', err.tool, err.exitCode, err.stderr, err.message, err)
-          : err;
-      try {
-        await ctx.run('tpm2_nvdefine', [handle, '-C', 'o', '-s', String(size), '-a', 'authread|authwrite']);
-      } catch (err) {
-        throw refused(err);
-      }
-      try {
-        const req = join(ctx.dir, 'request.bin');
-        const cmd = join(ctx.dir, 'command.bin');
-        const res = join(ctx.dir, 'response.bin');
-        const out = join(ctx.dir, 'nv.bin');
-        await writeFile(req, request, { mode: 0o600 });
-        await writeFile(cmd, command(index), { mode: 0o600 });
-        await ctx.run('tpm2_nvwrite', [handle, '-C', handle, '-i', req]);
-        await ctx.run('tpm2_send', ['-o', res, cmd]);
-        const response = await readFile(res);
-        const rc = response.length >= 10 ? response.readUInt32BE(6) : -1;
-        if (rc !== 0)
-          throw new ConfbootError(
-            'unavailable',
-            `vendor command answered ${rc < 0 ? `${response.length} bytes` : `TPM_RC 0x${rc.toString(16)}`}${rc === 0x143 ? ' (TPM_RC_COMMAND_CODE: this TPM does not know it)' : ''}`,
-          );
-        await ctx.run('tpm2_nvread', [handle, '-C', handle, '-s', String(size), '-o', out]);
-        return new Uint8Array(await readFile(out));
-      } catch (err) {
-        throw refused(err);
-      } finally {
-        await ctx.run('tpm2_nvundefine', [handle, '-C', 'o']).catch(() => undefined);
-      }
-    });
+    return this.operation('exchanging a vendor command through a TPM NV index', options, (ctx) =>
+      exchangeThroughNv(ctx, request, command, size),
+    );
   }
 
   /** Returns the AK's TPMT_PUBLIC, creating and persisting the key if needed. Runs inside the queue. */

@@ -19,8 +19,8 @@ import {
   parseAkTemplate,
 } from '../../../src/adapters/tpm/nv-template-ak.js';
 import { type SwtpmInstance, startSwtpm } from '../../../src/adapters/tpm/swtpm.js';
+import { parseTpmtPublic } from '../../../src/adapters/tpm/tpm2-public.js';
 import { DEFAULT_AK_HANDLE, Tpm2ToolsTpm } from '../../../src/adapters/tpm/tpm2-tools-tpm.js';
-import { parseTpmtPublic } from '../../../src/adapters/tpm/tpm2-wire.js';
 import { variantOid } from '../../../src/app/registry/index.js';
 import { buildValidator } from '../../../src/app/registry/validators.js';
 import { isAttestationError, isConfbootError } from '../../../src/ports/errors.js';

@@ -4,12 +4,8 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { startSwtpm } from '../../../src/adapters/tpm/swtpm.js';
 import { matchesRsaAkTemplate } from '../../../src/adapters/tpm/tpm-structures.js';
-import {
-  ALL_PCRS,
-  DEFAULT_AK_HANDLE,
-  Tpm2ToolError,
-  Tpm2ToolsTpm,
-} from '../../../src/adapters/tpm/tpm2-tools-tpm.js';
+import { Tpm2ToolError } from '../../../src/adapters/tpm/tpm2-tools-exec.js';
+import { ALL_PCRS, DEFAULT_AK_HANDLE, Tpm2ToolsTpm } from '../../../src/adapters/tpm/tpm2-tools-tpm.js';
 import { isConfbootError } from '../../../src/ports/errors.js';
 import { useSwtpm } from '../../support/swtpm.js';
 import { useTmpDirs } from '../../support/tmp.js';

@@ -6,7 +6,8 @@
 import { createPublicKey } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { decodeVtpmDocument } from '../../../src/adapters/attestation/shared/vtpm-document.js';
-import { algName, parseTpmtPublic, TpmAlg } from '../../../src/adapters/tpm/tpm2-wire.js';
+import { parseTpmtPublic } from '../../../src/adapters/tpm/tpm2-public.js';
+import { algName, TpmAlg } from '../../../src/adapters/tpm/tpm2-wire.js';
 import { isAttestationError } from '../../../src/ports/errors.js';
 import { SoftTpm } from '../../support/soft-tpm.js';
 

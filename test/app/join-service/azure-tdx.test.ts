@@ -23,8 +23,8 @@ import { UpdatableValidator } from '../../../src/adapters/attestation/updatable/
 import { silentLogger } from '../../../src/adapters/log/pino-logger.js';
 import { SystemClock } from '../../../src/adapters/system/system-clock.js';
 import { type SwtpmInstance, startSwtpm } from '../../../src/adapters/tpm/swtpm.js';
+import { parseTpmtPublic } from '../../../src/adapters/tpm/tpm2-public.js';
 import { Tpm2ToolsTpm } from '../../../src/adapters/tpm/tpm2-tools-tpm.js';
-import { parseTpmtPublic } from '../../../src/adapters/tpm/tpm2-wire.js';
 import { validatorBuilder } from '../../../src/app/join-service/production.js';
 import { variantOid } from '../../../src/app/registry/index.js';
 import { isAttestationError } from '../../../src/ports/errors.js';

@@ -21,7 +21,7 @@ import { parseCertificates } from '../../../src/adapters/attestation/shared/x509
 import { verifyRawAttestation } from '../../../src/adapters/attestation/vtpm/raw-attestation.js';
 import { VtpmValidator, type VtpmVariantChecks } from '../../../src/adapters/attestation/vtpm/validator.js';
 import { sameKey } from '../../../src/adapters/attestation/vtpm/verify-attestation.js';
-import { parseTpmtPublic, type TpmtPublic } from '../../../src/adapters/tpm/tpm2-wire.js';
+import { parseTpmtPublic, type TpmtPublic } from '../../../src/adapters/tpm/tpm2-public.js';
 import { variantOid } from '../../../src/app/registry/index.js';
 import { MeasurementsPolicy } from '../../../src/domain/measurements.js';
 import { SHA1, SHA256, SoftTpm, SoftVtpmIssuer } from '../../support/soft-tpm.js';

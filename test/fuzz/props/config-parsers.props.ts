@@ -10,7 +10,10 @@ import fc from 'fast-check';
 import { parseLeases } from '../../../src/adapters/cloud/qemu/leases.js';
 import { parseWireInstance } from '../../../src/adapters/cloud/qemu/metadata-api.js';
 import { validateLuks2Metadata } from '../../../src/adapters/disk/luks2-header-check.js';
-import { DEFAULT_LUKS2_HEADER_POLICY, Luks2HeaderError } from '../../../src/adapters/disk/luks2-header-policy.js';
+import {
+  DEFAULT_LUKS2_HEADER_POLICY,
+  Luks2HeaderError,
+} from '../../../src/adapters/disk/luks2-header-policy.js';
 import {
   MAX_PCR_INDEX,
   PCR_MEASUREMENT_LENGTH,

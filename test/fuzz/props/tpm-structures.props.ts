@@ -15,13 +15,8 @@ import {
 } from '../../../src/adapters/attestation/shared/vtpm-document.js';
 import { verifyQuote } from '../../../src/adapters/attestation/vtpm/quote.js';
 import { matchesRsaAkTemplate, parseQuoteInfo } from '../../../src/adapters/tpm/tpm-structures.js';
-import {
-  parseTpmsAttest,
-  parseTpmtPublic,
-  parseTpmtSignature,
-  TpmAlg,
-  type TpmtPublic,
-} from '../../../src/adapters/tpm/tpm2-wire.js';
+import { parseTpmtPublic, type TpmtPublic } from '../../../src/adapters/tpm/tpm2-public.js';
+import { parseTpmsAttest, parseTpmtSignature, TpmAlg } from '../../../src/adapters/tpm/tpm2-wire.js';
 import { SHA256, SoftTpm } from '../../support/soft-tpm.js';
 import { fuzzRuns } from '../harness/config.js';
 import {

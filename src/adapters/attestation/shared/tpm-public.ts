@@ -8,7 +8,8 @@
  */
 import type { KeyObject } from 'node:crypto';
 import { messageOf } from '../../../ports/errors.js';
-import { parseTpmtPublic, TpmAlg, type TpmtPublic } from '../../tpm/tpm2-wire.js';
+import { parseTpmtPublic, type TpmtPublic } from '../../tpm/tpm2-public.js';
+import { TpmAlg } from '../../tpm/tpm2-wire.js';
 
 /** A decoded AK. `rsa` holds the raw modulus and the exponent as the TPM stores it (0 = 65537). */
 export interface TpmPublicKey {

@@ -23,7 +23,7 @@ import { readFile } from 'node:fs/promises';
 import type { ConfidentialGuestDevice } from '../../../ports/confidential-guest-device.js';
 import { ConfbootError, messageOf, wrapError } from '../../../ports/errors.js';
 import type { CallOptions } from '../../../ports/types.js';
-import { parseTpmtPublic } from '../../tpm/tpm2-wire.js';
+import { parseTpmtPublic } from '../../tpm/tpm2-public.js';
 import { HCL_REPORT_TYPE_SNP, readHclReport } from '../azure/hcl-report.js';
 import { type NvIndexReader, readAzureHclReport } from '../azure/nv-reader.js';
 import type { SnpSignerCertificates } from '../azure/thim.js';

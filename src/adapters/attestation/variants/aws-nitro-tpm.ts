@@ -22,7 +22,8 @@ import { ConfbootError, isConfbootError, messageOf } from '../../../ports/errors
 import type { NitroTpmAttestor } from '../../../ports/nitrotpm-attestor.js';
 import type { Tpm } from '../../../ports/tpm.js';
 import type { CallOptions } from '../../../ports/types.js';
-import { parseTpmtPublic, TpmAlg, type TpmtPublic } from '../../tpm/tpm2-wire.js';
+import { parseTpmtPublic, type TpmtPublic } from '../../tpm/tpm2-public.js';
+import { TpmAlg } from '../../tpm/tpm2-wire.js';
 import type { CheckRecorder } from '../shared/checks.js';
 import { type NitroTpmDocument, verifyNitroTpmDocument } from '../shared/nitrotpm-document.js';
 import type { VtpmDocument } from '../shared/vtpm-document.js';

@@ -6,6 +6,7 @@
  */
 import { createHash, constants as cryptoConstants, verify } from 'node:crypto';
 import { AttestationError } from '../../../ports/errors.js';
+import type { TpmtPublic } from '../../tpm/tpm2-public.js';
 import {
   algName,
   hashName,
@@ -14,7 +15,6 @@ import {
   parseTpmtSignature,
   TpmAlg,
   type TpmsAttest,
-  type TpmtPublic,
   type TpmtSignature,
 } from '../../tpm/tpm2-wire.js';
 import type { CheckRecorder } from '../shared/checks.js';

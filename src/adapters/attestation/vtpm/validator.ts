@@ -12,7 +12,7 @@ import type { MeasurementPolicy } from '../../../ports/measurement-policy.js';
 import type { CallOptions } from '../../../ports/types.js';
 import type { ValidationResult, Validator } from '../../../ports/validator.js';
 import type { Variant } from '../../../ports/variant.js';
-import type { TpmtPublic } from '../../tpm/tpm2-wire.js';
+import type { TpmtPublic } from '../../tpm/tpm2-public.js';
 import { CheckRecorder } from '../shared/checks.js';
 import { checkMeasurements } from '../shared/measurements.js';
 import { decodeVtpmDocument, type VtpmDocument } from '../shared/vtpm-document.js';

@@ -6,7 +6,8 @@
  * and replay the event log, if any, against the quoted PCRs.
  */
 import { createPublicKey, type KeyObject } from 'node:crypto';
-import { algName, parseTpmtPublic, TpmAlg, TpmaObject, type TpmtPublic } from '../../tpm/tpm2-wire.js';
+import { parseTpmtPublic, type TpmtPublic } from '../../tpm/tpm2-public.js';
+import { algName, TpmAlg, TpmaObject } from '../../tpm/tpm2-wire.js';
 import { checkEventLogAgainstPcrs, parseEventLog, type TcgEventLog } from '../eventlog/tcg-log.js';
 import type { CheckRecorder } from '../shared/checks.js';
 import type { TpmAttestation } from '../shared/vtpm-document.js';

@@ -47,8 +47,8 @@ import {
 import { parseSnpReport } from '../../../../src/adapters/attestation/snp/report.js';
 import { makeExtraData, VtpmIssuer } from '../../../../src/adapters/attestation/vtpm/issuer.js';
 import { type SwtpmInstance, startSwtpm } from '../../../../src/adapters/tpm/swtpm.js';
+import { parseTpmtPublic } from '../../../../src/adapters/tpm/tpm2-public.js';
 import { Tpm2ToolsTpm } from '../../../../src/adapters/tpm/tpm2-tools-tpm.js';
-import { parseTpmtPublic } from '../../../../src/adapters/tpm/tpm2-wire.js';
 import { variantOid } from '../../../../src/app/registry/index.js';
 import { buildValidator } from '../../../../src/app/registry/validators.js';
 import type { AmdCertFetcher } from '../../../../src/ports/amd-cert-fetcher.js';

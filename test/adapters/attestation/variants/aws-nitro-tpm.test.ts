@@ -17,8 +17,8 @@ import {
 } from '../../../../src/adapters/attestation/variants/aws-nitro-tpm.js';
 import { VtpmIssuer } from '../../../../src/adapters/attestation/vtpm/issuer.js';
 import { type SwtpmInstance, startSwtpm } from '../../../../src/adapters/tpm/swtpm.js';
+import { parseTpmtPublic } from '../../../../src/adapters/tpm/tpm2-public.js';
 import { Tpm2ToolsTpm } from '../../../../src/adapters/tpm/tpm2-tools-tpm.js';
-import { parseTpmtPublic } from '../../../../src/adapters/tpm/tpm2-wire.js';
 import { variantOid } from '../../../../src/app/registry/index.js';
 import { createValidator, type ValidatorConfig } from '../../../../src/app/registry/validators.js';
 import { MeasurementsPolicy } from '../../../../src/domain/measurements.js';

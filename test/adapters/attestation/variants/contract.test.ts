@@ -43,8 +43,8 @@ import { VtpmIssuer } from '../../../../src/adapters/attestation/vtpm/issuer.js'
 import { awsInstanceIdentity } from '../../../../src/adapters/cloud/aws/instance-identity.js';
 import { gceInstanceInfo } from '../../../../src/adapters/cloud/gcp/instance-info.js';
 import { type SwtpmInstance, startSwtpm } from '../../../../src/adapters/tpm/swtpm.js';
+import { parseTpmtPublic } from '../../../../src/adapters/tpm/tpm2-public.js';
 import { Tpm2ToolsTpm } from '../../../../src/adapters/tpm/tpm2-tools-tpm.js';
-import { parseTpmtPublic } from '../../../../src/adapters/tpm/tpm2-wire.js';
 import { variantOid } from '../../../../src/app/registry/index.js';
 import { createValidator } from '../../../../src/app/registry/validators.js';
 import { MeasurementsPolicy } from '../../../../src/domain/measurements.js';
