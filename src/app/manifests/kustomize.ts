@@ -159,14 +159,10 @@ const GENERATED =
 export function renderKustomizeTree(options: KustomizeOptions = {}): TreeFile[] {
   const { targets: selected, image, ...renderOptions } = options;
   const all = deployTargets();
-  // The structure comes from the default image; each overlay's `images:` entry names the real one.
-  const rendered = new Map(
-    all.map((t) => [
-      `${t.cloud}-${t.variant}`,
-      renderObjects({ ...renderOptions, ...t, image: DEFAULT_IMAGE }),
-    ]),
-  );
-  const perTarget = [...rendered.values()];
+  // The base comes from every target with the default image and no cluster's own config or salt,
+  // so it is the same whatever the options; each overlay's `images:` entry names the real image.
+  const structure = { image: DEFAULT_IMAGE, keyServiceTls: renderOptions.keyServiceTls !== false };
+  const perTarget = all.map((t) => renderObjects({ ...t, ...structure }));
   const ids = [...new Set(perTarget.flatMap((objects) => objects.map((r) => idOf(r.object))))];
   const everywhere = (id: string) => perTarget.map((objects) => objects.find((r) => idOf(r.object) === id));
 
@@ -201,7 +197,7 @@ export function renderKustomizeTree(options: KustomizeOptions = {}): TreeFile[] 
   });
   for (const target of selected ?? all)
     files.push(
-      ...overlayFiles(target, rendered.get(`${target.cloud}-${target.variant}`) ?? [], base, patched, {
+      ...overlayFiles(target, renderObjects({ ...renderOptions, ...target, ...structure }), base, patched, {
         image: image ?? DEFAULT_IMAGE,
         mtls: renderOptions.keyServiceTls !== false,
         ownConfig:

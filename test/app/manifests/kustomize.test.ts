@@ -125,5 +125,7 @@ describe('renderKustomizeTree', () => {
       Buffer.from(files.find((f) => f.path === `${overlayDir(target)}/measurement-salt.bin`)?.content ?? ''),
     ).toEqual(Buffer.from(salt));
     expect(text(files, `${overlayDir(target)}/kustomization.yaml`)).not.toContain('placeholder');
+    const baseOf = (f: typeof files) => f.filter((x) => x.path.startsWith(`${BASE_DIR}/`));
+    expect(baseOf(files)).toEqual(baseOf(all));
   });
 });
