@@ -45,6 +45,11 @@ export const COMMANDS: CommandEntry[] = [
     load: () => import('./measurements.js'),
   },
   {
+    name: 'node-operator',
+    summary: 'Approve kubelet CSRs only for their join ticket, tidy JoiningNodes and DiskBindings',
+    load: () => import('./node-operator.js'),
+  },
+  {
     name: 'receipt',
     summary:
       "Join receipts: verify one against the receipt key's JWKS (pinned), or print that JWKS, kid and thumbprint from the cluster",

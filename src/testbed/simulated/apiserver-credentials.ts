@@ -63,7 +63,7 @@ async function replaceFile(path: string, data: string): Promise<void> {
  * A leaf certificate signed by the cluster CA in `pkiDir`, for `publicKeyPem` (SPKI, P-256) or
  * else for a new key, which it returns too.
  */
-async function issueFromClusterCa(
+export async function issueFromClusterCa(
   pkiDir: string,
   now: Date,
   subject: string,

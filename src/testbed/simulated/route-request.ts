@@ -25,3 +25,6 @@ export function isAdminCertificate(req: IncomingMessage, clientCaPem: string | u
   const groups = (socket.getPeerCertificate().subject as { O?: string | string[] }).O;
   return Array.isArray(groups) ? groups.includes('system:masters') : groups === 'system:masters';
 }
+
+/** kubeadm's ClusterRoleBinding that auto-approves bootstrap-token node client CSRs. */
+export const NODE_AUTOAPPROVE_BOOTSTRAP_BINDING = 'kubeadm:node-autoapprove-bootstrap';

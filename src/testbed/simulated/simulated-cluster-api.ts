@@ -15,6 +15,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { isDeepStrictEqual } from 'node:util';
 import { MASTER_SECRET_NAME } from '../../adapters/kubernetes/names.js';
+import type { RbacObjects } from './rbac-authorizer.js';
 import { FakeKubeApi, type FakeKubeApiOptions, type RouteRequest } from './simulated-kube-api.js';
 
 // biome-ignore lint/suspicious/noExplicitAny: stored Kubernetes objects of arbitrary shape
@@ -217,6 +218,7 @@ export class SimulatedClusterApi extends FakeKubeApi {
     if (kind === 'ConfigMap') return this.configMaps.get(name);
     if (kind === 'Secret') return this.secrets.get(name);
     if (kind === 'NodeVersion') return this.nodeVersions.get(name);
+    if (kind === 'ClusterRoleBinding') return this.clusterRoleBindings.get(name);
     return undefined;
   }
 
@@ -251,8 +253,23 @@ export class SimulatedClusterApi extends FakeKubeApi {
     return storedForm(body, existing, () => ++this.version);
   }
 
+  /** Besides kubeadm's: every Role, ClusterRole and binding applied through this server. */
+  protected override rbac(): RbacObjects {
+    const base = super.rbac();
+    const applied = [...this.objects.values()];
+    const of = (kind: string) => applied.filter((o) => o.kind === kind);
+    return {
+      clusterRoles: [...base.clusterRoles, ...of('ClusterRole')],
+      clusterRoleBindings: [...base.clusterRoleBindings, ...of('ClusterRoleBinding')],
+      roles: [...base.roles, ...of('Role')],
+      roleBindings: [...base.roleBindings, ...of('RoleBinding')],
+    };
+  }
+
   private withStatus(o: Obj): Obj {
-    const ready = this.workloadReady(o.kind, o.metadata?.name);
+    // A pod on the pod network is not Ready before a CNI is installed; one on the host's is.
+    const podNetwork = o.spec?.template?.spec?.hostNetwork !== true;
+    const ready = this.workloadReady(o.kind, o.metadata?.name) && (!podNetwork || this.nodeRecords.cni);
     if (o.kind === 'DaemonSet')
       return { ...o, status: { desiredNumberScheduled: 1, numberReady: ready ? 1 : 0 } };
     if (o.kind === 'Deployment') return { ...o, status: { readyReplicas: ready ? 1 : 0 } };

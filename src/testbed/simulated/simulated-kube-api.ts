@@ -4,24 +4,34 @@
  * ConfigMaps, NodeVersion, JoiningNode, DiskBinding and EvidenceRecord resources, and Events in
  * kube-system (create, merge-patch) — plus the Opaque
  * `constellation-mastersecret` Secret the operator creates after init (create once, then read) and
- * the deletion of ClusterRoleBindings (init removes kubeadm's node auto-approval), and checks every
- * request strictly (method, path, query, content type, bearer token, body fields). Anything
- * unexpected is answered with an error Status and recorded in `violations`, which callers assert to
- * be empty.
+ * the reading and deletion of ClusterRoleBindings (init removes kubeadm's node auto-approval),
+ * kubelet CSRs, Nodes and the node operator's calls (simulated-node-records.ts), TokenRequests for
+ * ServiceAccount tokens, and checks every request strictly (method, path, query, content type,
+ * credential, body fields). Anything unexpected is answered with an error Status and recorded in
+ * `violations`, which callers assert to be empty.
+ *
+ * Who asks is authenticated as a real API server does (simulated-authn.ts: the admin, bootstrap
+ * tokens, ServiceAccount tokens, client certificates of the cluster CA); everyone but
+ * `system:masters` is authorized against RBAC (rbac-authorizer.ts: kubeadm's own bindings, the
+ * seeded ones, and in the cluster server everything applied) and answered 403 otherwise, each
+ * refusal recorded in `forbidden`.
  *
  * The bearer token is random per instance unless one is given (mini gives the token the simulated
  * `kubeadm init` wrote into admin.conf). With `tls` it serves HTTPS (node:https) with the given
  * serving certificate, as a real API server does; without it plain HTTP (unit tests on loopback).
  * Request bodies are capped at 1 MiB.
  */
-import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { createServer as createHttpsServer } from 'node:https';
 import type { AddressInfo } from 'node:net';
 import { parse as parseYaml } from 'yaml';
 import { MASTER_SECRET_NAME } from '../../adapters/kubernetes/names.js';
-import { isAdminCertificate, type RouteRequest } from './route-request.js';
+import { authorize, type RbacObjects, type RequestUser, requestAttributes } from './rbac-authorizer.js';
+import type { RouteRequest } from './route-request.js';
+import { builtInRbac, SimulatedAuthenticator } from './simulated-authn.js';
 import { type RecordsAnswer, SimulatedRecords } from './simulated-kube-records.js';
+import { SimulatedNodeRecords } from './simulated-node-records.js';
 
 /** One request as the fake saw it. */
 export interface SeenRequest {
@@ -99,8 +109,17 @@ export class FakeKubeApi {
   readonly evidenceRecords = this.records.evidenceRecords;
   /** kube-system Events (core/v1) by name. */
   readonly events = this.records.events;
-  /** ClusterRoleBindings by name (seeded by tests; the API only deletes them). */
+  /**
+   * ClusterRoleBindings by name that are not applied through the API: kubeadm's auto-approval
+   * binding when seeded (as `kubeadm init` leaves it; init's code deletes it). Read and deleted.
+   */
   readonly clusterRoleBindings = new Map<string, Obj>();
+  /** Kubelet CSRs, Nodes, and the node operator's JoiningNode and DiskBinding calls. */
+  readonly nodeRecords = new SimulatedNodeRecords(this.joiningNodes, this.diskBindings);
+  /** Every 403 answered, naming who was refused what (a narrowed RBAC shows here). */
+  readonly forbidden: string[] = [];
+  /** Who made each request (see simulated-authn.ts). */
+  protected readonly authn: SimulatedAuthenticator;
   /** Scripted failures: the next request with a matching method (any method when unset) gets `status`. */
   readonly failNext: Array<{ status: number; method?: string }> = [];
   /** The next this-many requests get no answer at all (a hung API server). */
@@ -129,6 +148,43 @@ export class FakeKubeApi {
     }
     this.tls = options.tls;
     this.clientCaPem = options.clientCaPem;
+    this.authn = new SimulatedAuthenticator(this.tokenDigest, options.clientCaPem);
+  }
+
+  /** A ServiceAccount token for `namespace/name`, as a TokenRequest gives one to a pod. */
+  serviceAccountToken(namespace: string, name: string): string {
+    return this.authn.issueServiceAccountToken(namespace, name);
+  }
+
+  /** The RBAC a non-admin request is checked against: kubeadm's own and the seeded bindings. */
+  protected rbac(): RbacObjects {
+    const base = builtInRbac();
+    return {
+      ...base,
+      clusterRoleBindings: [...base.clusterRoleBindings, ...this.clusterRoleBindings.values()],
+    };
+  }
+
+  /** Why `user` may not make this request (the 403 message), or undefined when RBAC allows it. */
+  private authorization(user: RequestUser, method: string, url: URL): string | undefined {
+    if (user.groups.includes('system:masters')) return undefined;
+    const attributes = requestAttributes(method, url.pathname, url.searchParams);
+    if (attributes === undefined) return undefined;
+    const rbac = this.rbac();
+    const verdict = authorize(user, attributes, rbac);
+    if (!verdict.allowed) return verdict.reason;
+    // Approving a CSR also needs the `approve` verb on its signer, as in Kubernetes.
+    const csr = /^\/apis\/certificates\.k8s\.io\/v1\/certificatesigningrequests\/([^/]+)\/approval$/.exec(
+      url.pathname,
+    )?.[1];
+    const signer = csr === undefined ? undefined : this.nodeRecords.csrs.get(csr)?.spec?.signerName;
+    if (signer === undefined) return undefined;
+    const approve = authorize(
+      user,
+      { verb: 'approve', apiGroup: 'certificates.k8s.io', resource: 'signers', name: signer },
+      rbac,
+    );
+    return approve.allowed ? undefined : approve.reason;
   }
 
   /** Listens on `host` (default 127.0.0.1) and `port` (default a free one). */
@@ -267,12 +323,15 @@ export class FakeKubeApi {
       body,
     };
     this.requests.push(seen);
-    if (
-      !isAdminCertificate(req, this.clientCaPem) &&
-      !timingSafeEqual(sha256(req.headers.authorization ?? ''), this.tokenDigest)
-    ) {
+    const user = this.authn.authenticate(req, this.secrets, new Date());
+    if (user === undefined) {
       this.violations.push(`${method} ${url.pathname}: missing or wrong bearer token`);
       return this.status(res, 401, 'Unauthorized', 'Unauthorized');
+    }
+    const refusal = this.authorization(user, method, url);
+    if (refusal !== undefined) {
+      this.forbidden.push(refusal);
+      return this.status(res, 403, 'Forbidden', refusal);
     }
     if (this.hangNext > 0) {
       this.hangNext--;
@@ -303,7 +362,6 @@ export class FakeKubeApi {
     const p = url.pathname;
     const configMap = /^\/api\/v1\/namespaces\/kube-system\/configmaps\/([^/]+)$/.exec(p)?.[1];
     const nodeVersion = new RegExp(`^${CR_PREFIX}/nodeversions/([^/]+)$`).exec(p)?.[1];
-    const joiningNode = new RegExp(`^${CR_PREFIX}/joiningnodes/([^/]+)$`).exec(p)?.[1];
     if (method === 'POST' && p === '/api/v1/namespaces/kube-system/secrets')
       return this.createSecret(res, contentType, body as Obj);
     if (method === 'GET' && p === `/api/v1/namespaces/kube-system/secrets/${MASTER_SECRET_NAME}`)
@@ -311,13 +369,25 @@ export class FakeKubeApi {
     if (method === 'GET' && configMap) return this.get(res, this.configMaps, configMap, 'configmaps');
     if (method === 'GET' && nodeVersion)
       return this.get(res, this.nodeVersions, nodeVersion, 'nodeversions.update.edgeless.systems');
-    if (method === 'POST' && p === `${CR_PREFIX}/joiningnodes`)
-      return this.createJoiningNode(res, contentType, body as Obj);
-    if (method === 'PATCH' && joiningNode)
-      return this.applyJoiningNode(res, joiningNode, contentType, url.searchParams, body as Obj);
-    const answer = this.records.handle(method, p, contentType, url.searchParams, body as Obj);
+    const answer =
+      this.nodeRecords.handle(method, p, contentType, url.searchParams, body as Obj, user) ??
+      this.records.handle(method, p, contentType, url.searchParams, body as Obj);
     if (answer !== undefined) return this.answer(res, answer);
+    const token = /^\/api\/v1\/namespaces\/([^/]+)\/serviceaccounts\/([^/]+)\/token$/.exec(p);
+    if (method === 'POST' && token)
+      return this.ok(res, 201, {
+        apiVersion: 'authentication.k8s.io/v1',
+        kind: 'TokenRequest',
+        status: { token: this.authn.issueServiceAccountToken(token[1] as string, token[2] as string) },
+      });
     const binding = /^\/apis\/rbac\.authorization\.k8s\.io\/v1\/clusterrolebindings\/([^/]+)$/.exec(p)?.[1];
+    if (method === 'GET' && binding)
+      return this.get(
+        res,
+        this.clusterRoleBindings,
+        decodeURIComponent(binding),
+        'clusterrolebindings.rbac.authorization.k8s.io',
+      );
     if (method === 'DELETE' && binding) {
       const name = decodeURIComponent(binding);
       if (!this.clusterRoleBindings.delete(name))
@@ -412,67 +482,6 @@ export class FakeKubeApi {
     const stored = { ...s, metadata: { ...s.metadata, uid: `uid-${this.secrets.size}` } };
     this.secrets.set(name, stored);
     return this.ok(res, 201, { ...stored, data: {} });
-  }
-
-  private checkJoiningNode(j: Obj, name: string | undefined): string[] {
-    const problems: string[] = [];
-    if (j?.apiVersion !== 'update.edgeless.systems/v1alpha1' || j?.kind !== 'JoiningNode')
-      problems.push('not a v1alpha1 JoiningNode');
-    if (typeof j?.metadata?.name !== 'string' || (name !== undefined && j.metadata.name !== name))
-      problems.push('metadata.name');
-    const spec = j?.spec ?? {};
-    const keys = Object.keys(spec).sort().join(',');
-    if (
-      keys !== 'componentsreference,deadline,iscontrolplane,name' &&
-      keys !== 'bootstraptokenid,componentsreference,deadline,iscontrolplane,kubeletkeysha256,name'
-    )
-      problems.push(`spec keys ${keys}`);
-    if (spec.bootstraptokenid !== undefined && !TOKEN_ID.test(spec.bootstraptokenid))
-      problems.push('spec.bootstraptokenid is not a token ID');
-    if (spec.kubeletkeysha256 !== undefined && !/^[0-9a-f]{64}$/.test(spec.kubeletkeysha256))
-      problems.push('spec.kubeletkeysha256 is not a SHA-256');
-    if (typeof spec.name !== 'string' || spec.name === '') problems.push('spec.name');
-    if (typeof spec.componentsreference !== 'string' || spec.componentsreference === '')
-      problems.push('spec.componentsreference');
-    if (typeof spec.iscontrolplane !== 'boolean') problems.push('spec.iscontrolplane');
-    if (!RFC3339.test(spec.deadline ?? '')) problems.push('spec.deadline not RFC 3339');
-    return problems;
-  }
-
-  private createJoiningNode(res: ServerResponse, contentType: string | undefined, j: Obj): boolean {
-    const problems = this.checkJoiningNode(j, undefined);
-    if (contentType !== 'application/json') problems.push(`content type ${contentType}`);
-    if (problems.length > 0) return this.violation(res, `JoiningNode create: ${problems.join(', ')}`);
-    const name = j.metadata.name as string;
-    if (this.joiningNodes.has(name))
-      return this.status(
-        res,
-        409,
-        'AlreadyExists',
-        `joiningnodes.update.edgeless.systems "${name}" already exists`,
-      );
-    this.joiningNodes.set(name, j);
-    return this.ok(res, 201, j);
-  }
-
-  private applyJoiningNode(
-    res: ServerResponse,
-    name: string,
-    contentType: string | undefined,
-    q: URLSearchParams,
-    j: Obj,
-  ): boolean {
-    const problems = this.checkJoiningNode(j, name);
-    if (contentType !== 'application/apply-patch+yaml')
-      problems.push(`content type ${contentType}, want application/apply-patch+yaml`);
-    if (!q.get('fieldManager')) problems.push('server-side apply without fieldManager');
-    if (problems.length > 0) return this.violation(res, `JoiningNode apply: ${problems.join(', ')}`);
-    const existed = this.joiningNodes.has(name);
-    this.joiningNodes.set(name, {
-      ...j,
-      metadata: { ...j.metadata, managedFields: [{ manager: q.get('fieldManager'), operation: 'Apply' }] },
-    });
-    return this.ok(res, existed ? 200 : 201, this.joiningNodes.get(name));
   }
 }
 

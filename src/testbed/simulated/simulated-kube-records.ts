@@ -114,8 +114,9 @@ export class SimulatedRecords {
         reason: 'AlreadyExists',
         message: `diskbindings.confboot.dev "${name}" already exists`,
       };
-    this.diskBindings.set(name, d);
-    return { code: 201, body: d };
+    const stored = { ...d, metadata: { ...d.metadata, creationTimestamp: new Date().toISOString() } };
+    this.diskBindings.set(name, stored);
+    return { code: 201, body: stored };
   }
 
   /**

@@ -570,6 +570,8 @@ describe('KubeDiskBindings against a simulated Kubernetes API', () => {
       apiVersion: 'confboot.dev/v1alpha1',
       kind: 'DiskBinding',
       metadata: {
+        // Set by the API server, as a real one does.
+        creationTimestamp: expect.any(String),
         name: `disk-${UUID}`,
         labels: { [DISK_BINDING_OWNER_LABEL]: diskBindingOwnerLabel('instance/worker-1') },
       },

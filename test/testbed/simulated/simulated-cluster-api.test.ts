@@ -47,6 +47,8 @@ async function cluster() {
     tls: credentials,
     clientCaPem: credentials.caPem,
   }).start();
+  // A cluster with a pod network: its pods can become Ready.
+  api.nodeRecords.cni = true;
   servers.push(api);
   const server = `https://127.0.0.1:${api.port}`;
   const kubeconfig = join(init.dir, 'operator.conf');
@@ -167,6 +169,7 @@ describe('simulated cluster API server (FAKE API server; real TLS, real client-n
         keyPem: host.privateKey.export({ type: 'pkcs8', format: 'pem' }).toString(),
       },
     }).start();
+    api.nodeRecords.cni = true;
     servers.push(api);
     const kubeconfig = join(dir, 'operator.conf');
     await writeFile(

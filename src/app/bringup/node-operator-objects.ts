@@ -1,0 +1,126 @@
+/**
+ * The node operator's objects the bring-up applies (`confboot node-operator`,
+ * src/app/node-operator/run.ts): its ServiceAccount, a ClusterRole with exactly the calls it makes
+ * (src/adapters/kubernetes/node-operator-api.ts) and the binding, and a one-replica Deployment on
+ * the control planes. The operator talks only to the API server, so it runs on the host's network
+ * and does not wait for a CNI (the kubelet CSRs it approves are what lets nodes become Ready).
+ */
+import type {
+  KubernetesObject,
+  V1ClusterRole,
+  V1ClusterRoleBinding,
+  V1Deployment,
+  V1ServiceAccount,
+} from '@kubernetes/client-node';
+import { UPDATE_GROUP } from '../../adapters/kubernetes/api.js';
+import { DISK_BINDING_GROUP, DISK_BINDING_PLURAL } from '../../adapters/kubernetes/names.js';
+import { KUBELET_CLIENT_SIGNER } from '../../ports/kubelet-csrs.js';
+import {
+  controlPlaneOnly,
+  DEFAULT_IMAGE,
+  hardened,
+  IMAGE_UID,
+  NAMESPACE,
+  runtimeDefaultSeccomp,
+} from '../manifests/common.js';
+
+/** Name of the operator's ServiceAccount, ClusterRole, binding and Deployment. */
+export const NODE_OPERATOR = 'node-operator';
+
+const labels = {
+  'app.kubernetes.io/name': NODE_OPERATOR,
+  'app.kubernetes.io/part-of': 'confboot',
+  'app.kubernetes.io/component': 'operator',
+};
+
+/** The operator's ClusterRole: one rule per call it makes, nothing else. */
+export function nodeOperatorClusterRole(): V1ClusterRole {
+  return {
+    apiVersion: 'rbac.authorization.k8s.io/v1',
+    kind: 'ClusterRole',
+    metadata: { name: NODE_OPERATOR, labels },
+    rules: [
+      // KubeletCsrs: list pending kubelet CSRs, read one, add its Approved or Denied condition.
+      {
+        apiGroups: ['certificates.k8s.io'],
+        resources: ['certificatesigningrequests'],
+        verbs: ['get', 'list'],
+      },
+      {
+        apiGroups: ['certificates.k8s.io'],
+        resources: ['certificatesigningrequests/approval'],
+        verbs: ['update'],
+      },
+      // Approving needs `approve` on the signer, and only the kubelet client signer is granted.
+      {
+        apiGroups: ['certificates.k8s.io'],
+        resources: ['signers'],
+        resourceNames: [KUBELET_CLIENT_SIGNER],
+        verbs: ['approve'],
+      },
+      // JoiningNodes: read all, delete those of Ready nodes or past their deadline.
+      { apiGroups: [UPDATE_GROUP], resources: ['joiningnodes'], verbs: ['list', 'delete'] },
+      // Nodes: which exist and are Ready.
+      { apiGroups: [''], resources: ['nodes'], verbs: ['list'] },
+      // DiskBindings: read all, add the owner label once, release those of gone nodes.
+      {
+        apiGroups: [DISK_BINDING_GROUP],
+        resources: [DISK_BINDING_PLURAL],
+        verbs: ['list', 'patch', 'delete'],
+      },
+    ],
+  };
+}
+
+/** Every object of the operator, in apply order; `image` default {@link DEFAULT_IMAGE}. */
+export function nodeOperatorObjects(image = DEFAULT_IMAGE): KubernetesObject[] {
+  const account: V1ServiceAccount = {
+    apiVersion: 'v1',
+    kind: 'ServiceAccount',
+    metadata: { name: NODE_OPERATOR, namespace: NAMESPACE, labels },
+  };
+  const binding: V1ClusterRoleBinding = {
+    apiVersion: 'rbac.authorization.k8s.io/v1',
+    kind: 'ClusterRoleBinding',
+    metadata: { name: NODE_OPERATOR, labels },
+    roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: NODE_OPERATOR },
+    subjects: [{ kind: 'ServiceAccount', name: NODE_OPERATOR, namespace: NAMESPACE }],
+  };
+  const selector = { 'app.kubernetes.io/name': NODE_OPERATOR };
+  const deployment: V1Deployment = {
+    apiVersion: 'apps/v1',
+    kind: 'Deployment',
+    metadata: { name: NODE_OPERATOR, namespace: NAMESPACE, labels },
+    spec: {
+      replicas: 1,
+      // Never two at once: two operators would race on the same decisions.
+      strategy: { type: 'Recreate' },
+      selector: { matchLabels: selector },
+      template: {
+        metadata: { labels: { ...labels, ...selector } },
+        spec: {
+          serviceAccountName: NODE_OPERATOR,
+          priorityClassName: 'system-cluster-critical',
+          hostNetwork: true,
+          ...controlPlaneOnly,
+          securityContext: { ...runtimeDefaultSeccomp },
+          containers: [
+            {
+              name: NODE_OPERATOR,
+              image,
+              args: ['node-operator'],
+              securityContext: {
+                ...hardened,
+                runAsNonRoot: true,
+                runAsUser: IMAGE_UID,
+                runAsGroup: IMAGE_UID,
+              },
+              resources: { requests: { cpu: '10m', memory: '64Mi' }, limits: { memory: '256Mi' } },
+            },
+          ],
+        },
+      },
+    },
+  };
+  return [account, nodeOperatorClusterRole(), binding, deployment];
+}

@@ -1,0 +1,95 @@
+import { describe, expect, it } from 'vitest';
+import {
+  NO_CNI_MESSAGE,
+  SimulatedNodeRecords,
+} from '../../../src/testbed/simulated/simulated-node-records.js';
+
+const q = new URLSearchParams();
+const bootstrapUser = { name: 'system:bootstrap:abcdef', groups: ['system:bootstrappers'] };
+const csr = {
+  apiVersion: 'certificates.k8s.io/v1',
+  kind: 'CertificateSigningRequest',
+  metadata: { generateName: 'csr-' },
+  spec: {
+    request: Buffer.from(
+      '-----BEGIN CERTIFICATE REQUEST-----\nx\n-----END CERTIFICATE REQUEST-----\n',
+    ).toString('base64'),
+    signerName: 'kubernetes.io/kube-apiserver-client-kubelet',
+    usages: ['client auth'],
+    username: 'system:admin',
+  },
+};
+
+describe('SimulatedNodeRecords', () => {
+  it("records a CSR's requester from authentication, never from the body", () => {
+    const r = new SimulatedNodeRecords(new Map(), new Map());
+    const a = r.handle(
+      'POST',
+      '/apis/certificates.k8s.io/v1/certificatesigningrequests',
+      'application/json',
+      q,
+      csr,
+      bootstrapUser,
+    );
+    expect(a).toMatchObject({
+      code: 201,
+      body: { spec: { username: 'system:bootstrap:abcdef', groups: ['system:bootstrappers'] } },
+    });
+  });
+
+  it('takes one decision per CSR, and signs nothing that is not approved', () => {
+    const r = new SimulatedNodeRecords(new Map(), new Map());
+    r.handle(
+      'POST',
+      '/apis/certificates.k8s.io/v1/certificatesigningrequests',
+      'application/json',
+      q,
+      csr,
+      bootstrapUser,
+    );
+    const name = [...r.csrs.keys()][0] as string;
+    const path = `/apis/certificates.k8s.io/v1/certificatesigningrequests/${name}`;
+    const cert = { status: { certificate: Buffer.from('-----BEGIN CERTIFICATE-----').toString('base64') } };
+    expect(r.handle('PUT', `${path}/status`, 'application/json', q, cert, bootstrapUser)).toHaveProperty(
+      'violation',
+    );
+    const deny = {
+      metadata: { name },
+      status: { conditions: [{ type: 'Denied', status: 'True', reason: 'NodeNameMismatch' }] },
+    };
+    expect(r.handle('PUT', `${path}/approval`, 'application/json', q, deny, bootstrapUser)).toMatchObject({
+      code: 200,
+    });
+    const approve = {
+      metadata: { name },
+      status: { conditions: [...deny.status.conditions, { type: 'Approved', status: 'True', reason: 'X' }] },
+    };
+    expect(r.handle('PUT', `${path}/approval`, 'application/json', q, approve, bootstrapUser)).toMatchObject({
+      violation: expect.stringContaining('already decided'),
+    });
+    expect(r.handle('PUT', `${path}/status`, 'application/json', q, cert, bootstrapUser)).toHaveProperty(
+      'violation',
+    );
+  });
+
+  it('lets a kubelet register only its own Node, and shows it NotReady while no CNI is installed', () => {
+    const r = new SimulatedNodeRecords(new Map(), new Map());
+    const node = { name: 'system:node:w1', groups: ['system:nodes'] };
+    const body = (name: string) => ({ apiVersion: 'v1', kind: 'Node', metadata: { name } });
+    expect(r.handle('POST', '/api/v1/nodes', 'application/json', q, body('w2'), node)).toMatchObject({
+      code: 403,
+    });
+    expect(r.handle('POST', '/api/v1/nodes', 'application/json', q, body('w1'), node)).toMatchObject({
+      code: 201,
+    });
+    const ready = { status: { conditions: [{ type: 'Ready', status: 'True', reason: 'KubeletReady' }] } };
+    r.handle('PATCH', '/api/v1/nodes/w1/status', 'application/merge-patch+json', q, ready, node);
+    expect(r.handle('GET', '/api/v1/nodes/w1', undefined, q, {}, node)).toMatchObject({
+      body: { status: { conditions: [{ type: 'Ready', status: 'False', message: NO_CNI_MESSAGE }] } },
+    });
+    r.cni = true;
+    expect(r.handle('GET', '/api/v1/nodes/w1', undefined, q, {}, node)).toMatchObject({
+      body: { status: { conditions: [{ type: 'Ready', status: 'True' }] } },
+    });
+  });
+});
