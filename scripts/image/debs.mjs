@@ -13,12 +13,18 @@ export function defaultDebCache() {
 }
 
 /**
+ * How apt is reached and how long a retry waits; tests replace them.
+ * @typedef {{ aptGet?: string, aptCache?: string, retryDelaysMs?: readonly number[] }} AptOptions
+ */
+
+/**
  * The file name `apt-get download` gives the candidate version of `pkg` (the epoch's colon written
  * as %3a), read from apt's package lists.
  * @param {string} pkg
+ * @param {AptOptions} [options]
  */
-export async function debFileName(pkg) {
-  const { stdout } = await run('apt-cache', ['show', '--no-all-versions', pkg]);
+export async function debFileName(pkg, options = {}) {
+  const { stdout } = await run(options.aptCache ?? 'apt-cache', ['show', '--no-all-versions', pkg]);
   const field = (name) => new RegExp(`^${name}: (.+)$`, 'm').exec(stdout)?.[1]?.trim();
   const version = field('Version');
   const arch = field('Architecture');
@@ -38,20 +44,21 @@ const RETRY_DELAYS_MS = [3_000, 10_000, 30_000];
  * mirror in the middle of a sync answers `File has unexpected size … Mirror sync in progress?` for a
  * while: that is retried, up to four attempts.
  */
-async function download(cacheDir, pkg, name, log) {
+async function download(cacheDir, pkg, name, log, options) {
+  const delays = options.retryDelaysMs ?? RETRY_DELAYS_MS;
   for (let attempt = 1; ; attempt++) {
     const dir = await mkdtemp(join(cacheDir, '.download-'));
     try {
-      await run('apt-get', ['download', pkg], { cwd: dir, timeoutMs: 600_000 });
+      await run(options.aptGet ?? 'apt-get', ['download', pkg], { cwd: dir, timeoutMs: 600_000 });
       const got = (await readdir(dir)).find((n) => n.startsWith(`${pkg}_`) && n.endsWith('.deb'));
       if (got === undefined) throw new Error(`apt-get download ${pkg} left no .deb`);
       await rename(join(dir, got), join(cacheDir, name));
       return;
     } catch (err) {
       const message = err instanceof Error ? err.message : String(err);
-      if (attempt > RETRY_DELAYS_MS.length || PERMANENT.test(message))
+      if (attempt > delays.length || PERMANENT.test(message))
         throw new Error(`downloading ${pkg} (attempt ${attempt}): ${message}`);
-      const wait = RETRY_DELAYS_MS[attempt - 1];
+      const wait = delays[attempt - 1];
       log(`apt-get download ${pkg} failed (attempt ${attempt}); retrying in ${wait} ms`);
       await new Promise((r) => setTimeout(r, wait));
     } finally {
@@ -65,17 +72,18 @@ async function download(cacheDir, pkg, name, log) {
  * @param {string} cacheDir
  * @param {readonly string[]} packages
  * @param {(line: string) => void} log
+ * @param {AptOptions} [options]
  * @returns {Promise<Map<string, string>>} package → .deb path
  */
-export async function ensureDebs(cacheDir, packages, log) {
+export async function ensureDebs(cacheDir, packages, log, options = {}) {
   await mkdir(cacheDir, { recursive: true });
   const debs = new Map();
   for (const pkg of packages) {
-    const name = await debFileName(pkg);
+    const name = await debFileName(pkg, options);
     const path = join(cacheDir, name);
     if (!existsSync(path)) {
       log(`downloading ${name}`);
-      await download(cacheDir, pkg, name, log);
+      await download(cacheDir, pkg, name, log, options);
     }
     debs.set(pkg, path);
   }
