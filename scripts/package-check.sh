@@ -3,7 +3,8 @@
 # afresh), checks the tarball's file list, lints the tarball with publint and @arethetypeswrong/cli,
 # installs it into an empty project without optional and peer dependencies (at most 40 packages, no
 # cloud SDK and no Kubernetes client), and runs its `confboot` bin, its verification commands on the
-# real NitroTPM document of the test vectors, and every entry point there.
+# real NitroTPM document of the test vectors, and every entry point there; then installs it as a plain
+# `npm install` does (its optional dependencies too) with the optional peers, and loads the library.
 #
 # Run alone with `bash scripts/package-check.sh` or `npm run package:check`; .ci/run runs it after
 # `npm test`. The work tree is left as it was: the tarball and the empty project live in one temp
@@ -206,16 +207,21 @@ try {
 }
 " || fail "an entry point did not load as expected (above)"
 
-# 6b. The full install: every optional peer but vitest (the cloud SDKs, the Kubernetes client, and what
-# the services run on). Then the library entry loads too, and require() finds every entry point.
+# 6b. The full install: the tarball as `npm install confboot` installs it (its optional dependencies,
+# what the services run on: gRPC, pino, prom-client, inversify) plus every optional peer but vitest
+# (the cloud SDKs and the Kubernetes client). Then the library entry loads too, and require() finds
+# every entry point.
 peers="$(node -e "
 const p = require('$repo/package.json');
 console.log(Object.entries(p.peerDependencies).filter(([n]) => n !== 'vitest').map(([n, r]) => n + '@' + r).join(' '));
 ")"
-say "npm install of the $(wc -w <<<"$peers") optional peers but vitest (the full install)"
+say "npm install $(basename "$tarball") (with its optional dependencies) and the $(wc -w <<<"$peers") optional peers but vitest (the full install)"
 # shellcheck disable=SC2086
-timeout "$install_timeout" npm install --no-audit --no-fund --loglevel=error $peers ||
-  fail "npm install of the optional peers failed or took over ${install_timeout}s"
+timeout "$install_timeout" npm install --no-audit --no-fund --loglevel=error "$tarball" $peers ||
+  fail "npm install of the tarball with the optional peers failed or took over ${install_timeout}s"
+for dep in $(node -p "Object.keys(require('$repo/package.json').optionalDependencies).join(' ')"); do
+  [ -f "node_modules/$dep/package.json" ] || fail "a plain install of the tarball did not bring its optional dependency $dep"
+done
 full="$(count_installed)"
 full_mb="$(du -sm node_modules | cut -f1)"
 say "full install: $full packages, $full_mb MB of node_modules"

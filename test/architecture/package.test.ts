@@ -14,9 +14,9 @@ describe('package', () => {
 
   it('pins TypeScript 5.9, grpc-js 1.14, client-node 2.0.1 and runs on Node 24 from the npm registry', () => {
     expect(pkg.devDependencies.typescript).toMatch(/^~5\.9\./);
-    // Optional peers: the services load them, a verifier's install goes without.
-    expect(pkg.peerDependencies['@grpc/grpc-js']).toMatch(/^~1\.14\./);
-    expect(pkg.devDependencies['@grpc/grpc-js']).toMatch(/^1\.14\./);
+    // gRPC is an optional dependency: a plain install brings it for the services, a verifier's
+    // install (--omit=optional) goes without. The Kubernetes client is an optional peer.
+    expect(pkg.optionalDependencies['@grpc/grpc-js']).toMatch(/^~1\.14\./);
     expect(pkg.peerDependencies['@kubernetes/client-node']).toBe('2.0.1');
     expect(pkg.devDependencies['@kubernetes/client-node']).toBe('2.0.1');
     expect(pkg.devDependencies['@types/node']).toMatch(/^\^?24\./);

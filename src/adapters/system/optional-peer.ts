@@ -1,22 +1,28 @@
 /**
- * confboot's optional peer dependencies: the cloud SDKs and the Kubernetes client, which confboot
- * imports only where a cloud's API or the Kubernetes API is actually used, and what only the services
- * run on (gRPC, their logger, their metrics, the node's DI container). A verifier's install (`npm
- * install confboot --omit=optional --omit=peer`, or any install that did not add them) lacks them:
- * `confboot/verify`, `confboot/ports`, `confboot/testing` and the `confboot attestation` commands
- * load none of them.
+ * The packages confboot loads only where they are used. Optional peer dependencies, which an install
+ * gets only when the user adds them: the cloud SDKs and the Kubernetes client, imported where a
+ * cloud's API or the Kubernetes API is actually used. Optional dependencies, which `npm install
+ * confboot` brings and `--omit=optional` leaves out: what only the services run on (gRPC, their
+ * logger, their metrics, the node's DI container). A verifier's install (`npm install confboot
+ * --omit=optional --omit=peer`) lacks all of them: `confboot/verify`, `confboot/ports`,
+ * `confboot/testing` and the `confboot attestation` commands load none of them.
  * {@link importOptionalPeer} wraps such a lazy import so a missing package is reported in one line
  * that names it and the command that installs it, instead of Node's ERR_MODULE_NOT_FOUND with a path.
  */
 import { ConfbootError, messageOf } from '../../ports/errors.js';
 
-/** An optional peer dependency: the version range confboot declares and what needs it. */
+/** A package confboot loads lazily: the version range it declares, what needs it, and how it is declared. */
 export interface OptionalPeer {
   range: string;
   neededFor: string;
+  /** `peer`: an optional peer dependency; `optional`: an optional dependency (installed by default). */
+  declared?: 'peer' | 'optional';
 }
 
-/** Every optional peer dependency (package.json's peerDependencies, held equal by a test). */
+/**
+ * Every lazily loaded package: package.json's optional peerDependencies and its optionalDependencies
+ * (`declared: 'optional'`), held equal by a test.
+ */
 export const OPTIONAL_PEERS: Readonly<Record<string, OptionalPeer>> = Object.freeze({
   '@aws-sdk/client-ec2': { range: '^3.1169.0', neededFor: 'AWS (EC2 metadata and AMI lookups)' },
   '@aws-sdk/client-elastic-load-balancing-v2': {
@@ -30,12 +36,13 @@ export const OPTIONAL_PEERS: Readonly<Record<string, OptionalPeer>> = Object.fre
   '@grpc/grpc-js': {
     range: '~1.14.7',
     neededFor: 'its gRPC services and clients (join, key service, bootstrapper, init)',
+    declared: 'optional',
   },
   '@kubernetes/client-node': { range: '2.0.1', neededFor: 'the Kubernetes API' },
   'google-auth-library': { range: '^9.15.1', neededFor: 'Google Cloud credentials' },
-  inversify: { range: '^8.2.3', neededFor: "the node's wiring (bootstrapper)" },
-  pino: { range: '^10.4.0', neededFor: "the services' logs" },
-  'prom-client': { range: '^15.1.3', neededFor: "the services' metrics" },
+  inversify: { range: '^8.2.3', neededFor: "the node's wiring (bootstrapper)", declared: 'optional' },
+  pino: { range: '^10.4.0', neededFor: "the services' logs", declared: 'optional' },
+  'prom-client': { range: '^15.1.3', neededFor: "the services' metrics", declared: 'optional' },
 });
 
 /** The package a module-not-found error names (`Cannot find package 'x' imported from …`), if any. */
@@ -58,7 +65,7 @@ export function missingPeerError(
   if (pkg === undefined || peer === undefined) return undefined;
   return new ConfbootError(
     'failed-precondition',
-    `${pkg} is not installed: confboot needs it for ${peer.neededFor} (an optional peer dependency); install it with npm install ${pkg}@${peer.range}`,
+    `${pkg} is not installed: confboot needs it for ${peer.neededFor} (${peer.declared === 'optional' ? 'an optional dependency this install left out' : 'an optional peer dependency'}); install it with npm install ${pkg}@${peer.range}`,
     { cause: err, recoverable: false },
   );
 }

@@ -1,6 +1,7 @@
 /**
- * The optional peer dependencies (src/adapters/system/optional-peer.ts): the table is package.json's
- * peerDependencies, each also a dev dependency (so the tests have them) and never a dependency; a lazy
+ * The lazily loaded packages (src/adapters/system/optional-peer.ts): the table is package.json's
+ * optional peerDependencies (each also a dev dependency, so the tests have them) and its
+ * optionalDependencies, never a dependency; a lazy
  * import of a package that is really absent (a name no registry holds, put into a test table) fails
  * with one line naming the package and the npm command that installs it, both when it is imported
  * directly and through a module that imports it (as the Kubernetes adapters are loaded); anything
@@ -27,17 +28,38 @@ const TABLE = { [ABSENT]: { range: '^1.2.3', neededFor: 'the test' } };
 const ONE_LINE = `${ABSENT} is not installed: confboot needs it for the test (an optional peer dependency); install it with npm install ${ABSENT}@^1.2.3`;
 
 describe('optional peer dependencies', () => {
-  it("are package.json's peerDependencies (besides vitest), optional, dev dependencies, and no dependency", () => {
-    const peers = Object.fromEntries(Object.entries(OPTIONAL_PEERS).map(([name, p]) => [name, p.range]));
+  it("are package.json's optional peerDependencies (besides vitest, each a dev dependency) and its optionalDependencies, and no dependency", () => {
+    const entries = Object.entries(OPTIONAL_PEERS);
+    const peers = Object.fromEntries(
+      entries.filter(([, p]) => p.declared !== 'optional').map(([n, p]) => [n, p.range]),
+    );
+    const optional = Object.fromEntries(
+      entries.filter(([, p]) => p.declared === 'optional').map(([n, p]) => [n, p.range]),
+    );
     const { vitest: _vitest, ...declared } = pkg.peerDependencies as Record<string, string>;
     expect(peers).toEqual(declared);
-    for (const name of Object.keys(OPTIONAL_PEERS)) {
+    expect(optional).toEqual(pkg.optionalDependencies);
+    for (const name of Object.keys(peers)) {
       expect(pkg.peerDependenciesMeta[name], name).toEqual({ optional: true });
       expect(pkg.devDependencies[name], name).toBeDefined();
-      expect(pkg.dependencies[name], name).toBeUndefined();
     }
-    for (const scope of ['@aws-sdk/', '@azure/', '@google-cloud/', '@kubernetes/'])
+    for (const name of Object.keys(OPTIONAL_PEERS)) expect(pkg.dependencies[name], name).toBeUndefined();
+    // The cloud SDKs and the Kubernetes client are peers only: a plain install brings none of them.
+    for (const scope of ['@aws-sdk/', '@azure/', '@google-cloud/', '@kubernetes/']) {
       expect(Object.keys(pkg.dependencies).filter((d) => d.startsWith(scope))).toEqual([]);
+      expect(Object.keys(pkg.optionalDependencies).filter((d) => d.startsWith(scope))).toEqual([]);
+    }
+  });
+
+  it('names an optional dependency a --omit=optional install left out as such', () => {
+    const err = missingPeerError(
+      Object.assign(new Error("Cannot find package 'pino' imported from /x.js"), {
+        code: 'ERR_MODULE_NOT_FOUND',
+      }),
+    );
+    expect(err?.message).toBe(
+      `pino is not installed: confboot needs it for the services' logs (an optional dependency this install left out); install it with npm install pino@${pkg.optionalDependencies.pino}`,
+    );
   });
 
   it('an absent package imported directly fails with one line naming it and the install command', async () => {
