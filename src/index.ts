@@ -73,12 +73,8 @@ export {
   variantOid,
   vtpmVariant,
 } from './app/registry/index.js';
-export {
-  buildValidator,
-  createValidator,
-  type ValidatorConfig,
-  type ValidatorDeps,
-} from './app/registry/validators.js';
+export type { ValidatorDeps } from './app/registry/validator-deps.js';
+export { buildValidator, createValidator, type ValidatorConfig } from './app/registry/validators.js';
 export * from './domain/index.js';
 export * from './ports/index.js';
 export { VERSION } from './version.js';

@@ -25,6 +25,7 @@ import type { MetadataAPI } from '../../ports/metadata-api.js';
 import type { Validator } from '../../ports/validator.js';
 import type { Variant } from '../../ports/variant.js';
 import {
+  createAmdCertCache,
   QEMU_AK_AS_CARRIED_WARNING,
   type VariantLookupSettings,
   type VariantLookups,
@@ -45,7 +46,7 @@ import {
   measurementSetExpiryWarnings,
   WEAK_POLICY_OPT_IN_WARNING,
 } from '../registry/policy-guard.js';
-import { buildValidator, createAmdCertCache } from '../registry/validators.js';
+import { buildValidator } from '../registry/validators.js';
 import { withDryRunOnLoad } from './dry-run.js';
 import { lazyKubernetes } from './lazy-kubernetes.js';
 import { withRefusalEvents } from './refusal-events.js';

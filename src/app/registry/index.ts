@@ -15,7 +15,8 @@ import type { Variant } from '../../ports/variant.js';
 import type { CloudEntry, CloudMetadataSettings } from './cloud-entry.js';
 import { CLOUDS } from './clouds.js';
 import { type Csp, type NodeConfig, type NodeConfigInput, withNodeDefaults } from './node-config.js';
-import { DUMMY_OID, VARIANTS, type VariantEntry } from './variants.js';
+import type { VariantEntry } from './variant-entry.js';
+import { DUMMY_OID, VARIANTS } from './variants.js';
 
 export {
   type CloudEntry,
@@ -31,15 +32,10 @@ export {
 } from './cloud-entry.js';
 export { AZURE_TPM_OPTIONS, CLOUDS, GCE_TPM_OPTIONS } from './clouds.js';
 export * from './node-config.js';
-export {
-  DUMMY_OID,
-  type IssuerContext,
-  VARIANTS,
-  type VariantEntry,
-  type VtpmValidatorFactory,
-  type VtpmVariantSpec,
-  vtpmVariant,
-} from './variants.js';
+export type { IssuerContext } from './node-issuers.js';
+export type { VariantEntry, VtpmValidatorFactory } from './variant-entry.js';
+export { DUMMY_OID, VARIANTS } from './variants.js';
+export { type VtpmVariantSpec, vtpmVariant } from './vtpm-variant.js';
 
 const DUMMY = 'the dummy attestation variant is for tests only and cannot be configured';
 

@@ -29,14 +29,6 @@ import type { Variant } from '../../ports/variant.js';
 import { variantEntry, variantNames, variantsOfKind } from './index.js';
 import type { NitroTpmTrust, ValidatorDeps } from './validator-deps.js';
 
-export {
-  type AmdCertCacheSettings,
-  createAmdCertCache,
-  type ValidatorDeps,
-  type VariantLookupSettings,
-  type VariantLookups,
-} from './validator-deps.js';
-
 /** The SEV-SNP and TDX variants of the built-in registry. */
 export const SNP_TDX_VARIANTS: readonly Variant[] = Object.freeze(variantsOfKind('sev-snp', 'tdx'));
 

@@ -28,11 +28,11 @@ import { createVtpmQuoteVerifier } from '../../../src/adapters/attestation/vtpm/
 import { silentLogger } from '../../../src/adapters/log/pino-logger.js';
 import { validatorBuilder } from '../../../src/app/join-service/production.js';
 import { variantOid } from '../../../src/app/registry/index.js';
+import type { ValidatorDeps } from '../../../src/app/registry/validator-deps.js';
 import {
   buildValidator,
   SNP_TDX_VARIANTS,
   VALIDATOR_VARIANTS,
-  type ValidatorDeps,
 } from '../../../src/app/registry/validators.js';
 import type { AmdCertFetcher } from '../../../src/ports/amd-cert-fetcher.js';
 import { isAttestationError, isConfbootError } from '../../../src/ports/errors.js';
