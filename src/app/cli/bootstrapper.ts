@@ -33,6 +33,7 @@ import {
   type NodeConfig,
 } from '../modules/index.js';
 import { type CommandSpec, parseCommand, runCommand, UsageError } from '../program/args.js';
+import { untilStopSignal } from '../program/signals.js';
 import { cloudEntry, cloudNames, cloudVariants, cspFromString, nodeConfig } from '../registry/index.js';
 
 /** Options of the bootstrapper program; `csp` is added by `confboot bootstrapper` only. */
@@ -363,55 +364,50 @@ export function runBootstrapper(
       mapper.stop();
       void node?.stop();
     };
-    const onSignal = (sig: NodeJS.Signals) => {
-      deps.logger.info('Stopping', { signal: sig });
-      stop();
-    };
-    const onAbort = () => stop();
-    process.once('SIGTERM', onSignal);
-    process.once('SIGINT', onSignal);
-    options.signal?.addEventListener('abort', onAbort, { once: true });
-    if (options.signal?.aborted) stop();
-    try {
-      let mapped: DiskMapperOutcome;
-      try {
-        mapped = await mapper.run();
-      } catch (err) {
-        throw new Error(`disk mapper failed: ${messageOf(err)}`);
-      }
-      options.onDiskMapped?.(mapped.outcome);
-      if (mapped.outcome === 'stopped') {
-        out.write('Disk mapper stopped before the state disk was ready\n');
-        return 1;
-      }
-      if (values['disk-mapper-only'] === true) {
-        out.write(`State disk ready (${mapped.outcome})\n`);
-        return 0;
-      }
-      node = await startBootstrapperNode(deps, {
-        initListen: listen,
-        joinServicePort,
-        paths: {
-          pkiDir: config.paths.pkiDir,
-          kubeletCertPath: config.paths.kubeletCertPath,
-          kubeletKeyPath: config.paths.kubeletKeyPath,
-        },
-      });
-      if (node.initPort !== undefined) options.onListening?.(node.initPort);
-      if (stopping) void node.stop();
-      let result: BootstrapResult;
-      try {
-        result = await node.done;
-      } catch (err) {
-        throw new Error(`bootstrapping failed: ${messageOf(err)}`);
-      }
-      out.write(`${describe(result, mapped.outcome, deps.kubelet !== undefined)}\n`);
-      return result.outcome === 'stopped' ? 1 : 0;
-    } finally {
-      process.off('SIGTERM', onSignal);
-      process.off('SIGINT', onSignal);
-      options.signal?.removeEventListener('abort', onAbort);
-    }
+    return untilStopSignal(
+      async (stopSignal) => {
+        if (stopSignal.aborted) stop();
+        else stopSignal.addEventListener('abort', stop, { once: true });
+        let mapped: DiskMapperOutcome;
+        try {
+          mapped = await mapper.run();
+        } catch (err) {
+          throw new Error(`disk mapper failed: ${messageOf(err)}`);
+        }
+        options.onDiskMapped?.(mapped.outcome);
+        if (mapped.outcome === 'stopped') {
+          out.write('Disk mapper stopped before the state disk was ready\n');
+          return 1;
+        }
+        if (values['disk-mapper-only'] === true) {
+          out.write(`State disk ready (${mapped.outcome})\n`);
+          return 0;
+        }
+        node = await startBootstrapperNode(deps, {
+          initListen: listen,
+          joinServicePort,
+          paths: {
+            pkiDir: config.paths.pkiDir,
+            kubeletCertPath: config.paths.kubeletCertPath,
+            kubeletKeyPath: config.paths.kubeletKeyPath,
+          },
+        });
+        if (node.initPort !== undefined) options.onListening?.(node.initPort);
+        if (stopping) void node.stop();
+        let result: BootstrapResult;
+        try {
+          result = await node.done;
+        } catch (err) {
+          throw new Error(`bootstrapping failed: ${messageOf(err)}`);
+        }
+        out.write(`${describe(result, mapped.outcome, deps.kubelet !== undefined)}\n`);
+        return result.outcome === 'stopped' ? 1 : 0;
+      },
+      {
+        onSignal: (sig) => deps.logger.info('Stopping', { signal: sig }),
+        ...(options.signal ? { signal: options.signal } : {}),
+      },
+    );
   });
 }
 

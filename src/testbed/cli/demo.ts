@@ -5,6 +5,7 @@
  */
 
 import { type CommandSpec, parseCommand, runCommand, UsageError } from '../../app/program/args.js';
+import { untilStopSignal } from '../../app/program/signals.js';
 import { type DemoResult, runDemo } from '../demo/demo.js';
 
 export const demoCommand: CommandSpec = {
@@ -93,31 +94,26 @@ export async function run(argv: string[]): Promise<number> {
     const tampered = count('tampered', v.tampered, 50);
     const json = Boolean(v.json);
     const progress = (line: string) => (json ? process.stderr : process.stdout).write(`${line}\n`);
-    const controller = new AbortController();
-    const onSignal = (sig: NodeJS.Signals) => {
-      if (controller.signal.aborted) process.exit(130);
-      progress(`Received ${sig}; stopping and cleaning up (press again to exit at once)`);
-      controller.abort(new Error(`interrupted by ${sig}`));
-    };
-    process.on('SIGINT', onSignal);
-    process.on('SIGTERM', onSignal);
-    try {
-      const result = await runDemo({
-        nodes,
-        tampered,
-        keep: Boolean(v.keep),
-        progress,
-        signal: controller.signal,
-        logLevel: String(v['log-level']),
-      });
-      if (json) {
-        const { workDir: _w, logFile: _l, ...rest } = result;
-        process.stdout.write(`${JSON.stringify(rest, null, 2)}\n`);
-      } else process.stdout.write(renderSummary(result));
-      return demoSucceeded(result) ? 0 : 1;
-    } finally {
-      process.off('SIGINT', onSignal);
-      process.off('SIGTERM', onSignal);
-    }
+    return untilStopSignal(
+      async (stop) => {
+        const result = await runDemo({
+          nodes,
+          tampered,
+          keep: Boolean(v.keep),
+          progress,
+          signal: stop,
+          logLevel: String(v['log-level']),
+        });
+        if (json) {
+          const { workDir: _w, logFile: _l, ...rest } = result;
+          process.stdout.write(`${JSON.stringify(rest, null, 2)}\n`);
+        } else process.stdout.write(renderSummary(result));
+        return demoSucceeded(result) ? 0 : 1;
+      },
+      {
+        onSignal: (sig) =>
+          progress(`Received ${sig}; stopping and cleaning up (press again to exit at once)`),
+      },
+    );
   });
 }

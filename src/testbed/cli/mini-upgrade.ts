@@ -6,6 +6,7 @@
  */
 
 import { type CommandSpec, parseCommand } from '../../app/program/args.js';
+import { untilStopSignal } from '../../app/program/signals.js';
 import { type MiniUpgradeResult, miniUpgrade } from '../mini/upgrade.js';
 import { accelFlag, MINI_JSON_OPTION, MINI_VM_OPTIONS } from './mini-options.js';
 
@@ -42,26 +43,21 @@ export async function runMiniUpgrade(argv: string[]): Promise<number> {
   const accel = accelFlag(v.accel);
   const json = Boolean(v.json);
   const progress = (line: string) => (json ? process.stderr : process.stdout).write(`${line}\n`);
-  const controller = new AbortController();
-  const onSignal = (sig: NodeJS.Signals) => {
-    if (controller.signal.aborted) process.exit(130);
-    progress(`Received ${sig}; stopping the VMs and cleaning up (press again to exit at once)`);
-    controller.abort(new Error(`interrupted by ${sig}`));
-  };
-  process.on('SIGINT', onSignal);
-  process.on('SIGTERM', onSignal);
-  try {
-    const result = await miniUpgrade({
-      accel,
-      progress,
-      signal: controller.signal,
-      ...(v['cache-dir'] === undefined ? {} : { cacheDir: String(v['cache-dir']) }),
-      ...(v['work-dir'] === undefined ? {} : { workDir: String(v['work-dir']) }),
-    });
-    process.stdout.write(json ? `${JSON.stringify(result, null, 2)}\n` : renderUpgradeSummary(result));
-    return result.ok && !controller.signal.aborted ? 0 : 1;
-  } finally {
-    process.off('SIGINT', onSignal);
-    process.off('SIGTERM', onSignal);
-  }
+  return untilStopSignal(
+    async (stop) => {
+      const result = await miniUpgrade({
+        accel,
+        progress,
+        signal: stop,
+        ...(v['cache-dir'] === undefined ? {} : { cacheDir: String(v['cache-dir']) }),
+        ...(v['work-dir'] === undefined ? {} : { workDir: String(v['work-dir']) }),
+      });
+      process.stdout.write(json ? `${JSON.stringify(result, null, 2)}\n` : renderUpgradeSummary(result));
+      return result.ok && !stop.aborted ? 0 : 1;
+    },
+    {
+      onSignal: (sig) =>
+        progress(`Received ${sig}; stopping the VMs and cleaning up (press again to exit at once)`),
+    },
+  );
 }

@@ -14,6 +14,7 @@ import {
   runCommand,
   UsageError,
 } from '../../app/program/args.js';
+import { untilStopSignal } from '../../app/program/signals.js';
 import { type MiniLifecycleResult, type MiniResult, miniDown, miniUp } from '../mini/cluster.js';
 import { type MiniHaResult, miniHa } from '../mini/ha.js';
 import { miniLifecycle } from '../mini/lifecycle.js';
@@ -186,23 +187,18 @@ export function renderLifecycleSummary(r: MiniLifecycleResult): string {
   return `${out.join('\n')}\n`;
 }
 
-/** Ctrl-C and SIGTERM stop the run (cleaning up); a second one exits at once. */
-function stopOnSignals(progress: (line: string) => void): { signal: AbortSignal; done: () => void } {
-  const controller = new AbortController();
-  const onSignal = (sig: NodeJS.Signals) => {
-    if (controller.signal.aborted) process.exit(130);
-    progress(`Received ${sig}; stopping the VMs and cleaning up (press again to exit at once)`);
-    controller.abort(new Error(`interrupted by ${sig}`));
-  };
-  process.on('SIGINT', onSignal);
-  process.on('SIGTERM', onSignal);
-  return {
-    signal: controller.signal,
-    done: () => {
-      process.off('SIGINT', onSignal);
-      process.off('SIGTERM', onSignal);
-    },
-  };
+/**
+ * Ctrl-C and SIGTERM stop the run (cleaning up); a second one ends the process at once (Node's
+ * default handling, as no listener is left for it).
+ */
+function untilStopped(
+  progress: (line: string) => void,
+  work: (stop: AbortSignal) => Promise<number>,
+): Promise<number> {
+  return untilStopSignal(work, {
+    onSignal: (sig) =>
+      progress(`Received ${sig}; stopping the VMs and cleaning up (press again to exit at once)`),
+  });
 }
 
 async function runLifecycle(rest: string[]): Promise<number> {
@@ -211,21 +207,18 @@ async function runLifecycle(rest: string[]): Promise<number> {
   const accel = accelFlag(v.accel);
   const json = Boolean(v.json);
   const progress = (line: string) => (json ? process.stderr : process.stdout).write(`${line}\n`);
-  const stop = stopOnSignals(progress);
-  try {
+  return untilStopped(progress, async (stop) => {
     const result = await miniLifecycle({
       accel,
       progress,
-      signal: stop.signal,
+      signal: stop,
       ...(v['cache-dir'] === undefined ? {} : { cacheDir: String(v['cache-dir']) }),
       ...(v['work-dir'] === undefined ? {} : { workDir: String(v['work-dir']) }),
     });
     if (json) process.stdout.write(`${JSON.stringify(result, null, 2)}\n`);
     else process.stdout.write(renderLifecycleSummary(result));
-    return result.ok && !stop.signal.aborted ? 0 : 1;
-  } finally {
-    stop.done();
-  }
+    return result.ok && !stop.aborted ? 0 : 1;
+  });
 }
 
 export async function run(argv: string[]): Promise<number> {
@@ -261,13 +254,12 @@ export async function run(argv: string[]): Promise<number> {
     const accel = accelFlag(v.accel);
     const json = Boolean(v.json);
     const progress = (line: string) => (json ? process.stderr : process.stdout).write(`${line}\n`);
-    const stop = stopOnSignals(progress);
-    try {
+    return untilStopped(progress, async (stop) => {
       const common = {
         workers,
         accel,
         progress,
-        signal: stop.signal,
+        signal: stop,
         ...(v['cache-dir'] === undefined ? {} : { cacheDir: String(v['cache-dir']) }),
         ...(v['work-dir'] === undefined ? {} : { workDir: String(v['work-dir']) }),
       } as const;
@@ -277,9 +269,7 @@ export async function run(argv: string[]): Promise<number> {
           : await miniUp({ ...common, tampered, keep: Boolean(v.keep) });
       if (json) process.stdout.write(`${JSON.stringify(result, null, 2)}\n`);
       else process.stdout.write(renderMiniSummary(result));
-      return result.ok && !stop.signal.aborted ? 0 : 1;
-    } finally {
-      stop.done();
-    }
+      return result.ok && !stop.aborted ? 0 : 1;
+    });
   });
 }
