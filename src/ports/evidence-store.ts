@@ -26,6 +26,12 @@ export interface EvidenceRecord {
   reason: string;
   /** When the decision was made (ISO 8601). */
   at: string;
+  /** The measurement set the attestation matched, when the attestation config names sets. */
+  measurementSet?: string;
+  /** The `kid` of the key that signed the issued ticket's receipt, when one was signed. */
+  receiptKid?: string;
+  /** The receipt's overall EAR status (the worst of its appraisals), when one was signed. */
+  receiptStatus?: string;
 }
 
 /**

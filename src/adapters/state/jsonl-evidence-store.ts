@@ -59,6 +59,9 @@ export interface EvidenceLine {
   outcome: 'issued' | 'refused';
   reason: string;
   at: string;
+  measurementSet?: string;
+  receiptKid?: string;
+  receiptStatus?: string;
 }
 
 const b64 = (b: Uint8Array) => Buffer.from(b).toString('base64');
@@ -79,6 +82,9 @@ export function evidenceLine(r: EvidenceRecord): EvidenceLine {
     outcome: r.outcome,
     reason: r.reason,
     at: r.at,
+    ...(r.measurementSet !== undefined ? { measurementSet: r.measurementSet } : {}),
+    ...(r.receiptKid !== undefined ? { receiptKid: r.receiptKid } : {}),
+    ...(r.receiptStatus !== undefined ? { receiptStatus: r.receiptStatus } : {}),
   };
 }
 
@@ -117,6 +123,9 @@ export function parseEvidenceLine(text: string): EvidenceRecord | undefined {
     outcome: l.outcome,
     reason: l.reason as string,
     at: l.at as string,
+    ...(str(l.measurementSet) ? { measurementSet: l.measurementSet as string } : {}),
+    ...(str(l.receiptKid) ? { receiptKid: l.receiptKid as string } : {}),
+    ...(str(l.receiptStatus) ? { receiptStatus: l.receiptStatus as string } : {}),
   };
 }
 

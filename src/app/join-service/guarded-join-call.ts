@@ -21,7 +21,7 @@ import type { JoinMetrics, JoinRequestOutcome, JoinRpc } from '../../ports/join-
 import type { Logger } from '../../ports/logger.js';
 import { peerHost } from '../../ports/peer-address.js';
 import type { RateLimit } from '../../ports/rate-limit.js';
-import type { ReceiptSigner } from '../../ports/receipt-signer.js';
+import type { ReceiptClaims, ReceiptSigner } from '../../ports/receipt-signer.js';
 import type { RequestSlots } from '../../ports/request-slots.js';
 import type { JoinTicket, JoinTicketRequest, RejoinTicket, RejoinTicketRequest } from '../../ports/types.js';
 import { AUDIT_EVENT, auditReasonOf, emitAudit, type JoinAuditEvent } from './audit.js';
@@ -73,6 +73,8 @@ interface Guarded {
   caller: JoinCaller;
   event: Partial<JoinAuditEvent>;
   started: bigint;
+  /** The signed receipt's key and overall status, for the evidence record. */
+  receipt?: { kid: string; status: string };
 }
 
 /** The join call behind the join service's limits, with audit, metrics, receipts and evidence. */
@@ -231,6 +233,10 @@ export class GuardedJoinCall implements JoinCall {
       outcome,
       reason,
       at: evidence.clock.now().toISOString(),
+      ...(a.measurementSet !== undefined ? { measurementSet: a.measurementSet } : {}),
+      ...(outcome === 'issued' && g.receipt !== undefined
+        ? { receiptKid: g.receipt.kid, receiptStatus: g.receipt.status }
+        : {}),
     });
   }
 
@@ -269,6 +275,16 @@ export class GuardedJoinCall implements JoinCall {
       });
     }
     event.receipt = receipt;
+    g.receipt = { kid: receipts.signer.keyId, status: worstStatus(claims) };
     return { ...ticket, receipt };
   }
+}
+
+/** A receipt's overall EAR status: the worst of its appraisals' statuses. */
+function worstStatus(claims: ReceiptClaims): string {
+  const order = ['none', 'affirming', 'warning', 'contraindicated'];
+  let worst = 'none';
+  for (const a of Object.values(claims.submods))
+    if (order.indexOf(a['ear.status']) > order.indexOf(worst)) worst = a['ear.status'];
+  return worst;
 }

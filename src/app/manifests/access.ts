@@ -113,7 +113,14 @@ export function evidenceRecordCrd(): V1CustomResourceDefinition {
                   type: 'object',
                   required,
                   properties: Object.fromEntries(
-                    [...required, 'nodeName', 'userData'].map((k) => [k, field()]),
+                    [
+                      ...required,
+                      'nodeName',
+                      'userData',
+                      'measurementSet',
+                      'receiptKid',
+                      'receiptStatus',
+                    ].map((k) => [k, field()]),
                   ),
                 },
               },

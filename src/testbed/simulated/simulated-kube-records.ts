@@ -33,7 +33,7 @@ const EVIDENCE_SPEC_KEYS = [
   'rpc',
   'variant',
 ];
-const EVIDENCE_OPTIONAL_KEYS = ['nodeName', 'userData'];
+const EVIDENCE_OPTIONAL_KEYS = ['nodeName', 'userData', 'measurementSet', 'receiptKid', 'receiptStatus'];
 
 /** GET or DELETE of object `name` of `store`; 404 when there is none. */
 function readOrDelete(

@@ -151,3 +151,49 @@ describe('evidence records of refused requests for another node’s disk', () =>
     },
   );
 });
+
+describe('evidence records name the matched measurement set and the receipt', () => {
+  it.each([
+    [
+      'JSON-lines store',
+      async (clock: FakeClock) => ({
+        store: await JsonlEvidenceStore.open({ dir: tmp(), clock, logger: new FakeLogger() }),
+        idle: async () => {},
+      }),
+    ],
+    [
+      'Kubernetes store',
+      async (clock: FakeClock) => {
+        const store = await kubeStore(clock);
+        return { store, idle: () => store.idle() };
+      },
+    ],
+  ])(
+    '%s: an issued record keeps the set, the receipt kid and its status; a refused one no receipt',
+    async (_name, open) => {
+      const clock = new FakeClock();
+      const { store, idle } = await open(clock);
+      const base = guard(store, clock) as unknown as { deps: Record<string, unknown> };
+      const h = new GuardedJoinCall({
+        ...(base.deps as unknown as ConstructorParameters<typeof GuardedJoinCall>[0]),
+        receipts: { signer: { keyId: 'kid-1', sign: async () => 'a.b.c' }, clock, build: 'test' },
+      });
+      const withSet = (peer: string, document: number): JoinCaller => {
+        const c = caller(peer, document);
+        return { ...c, attestation: { ...c.attestation!, measurementSet: 'image-a' } };
+      };
+      expect((await h.issueJoinTicket(joinRequest(), withSet(VICTIM_PEER, 1))).issued).toBe(true);
+      expect((await h.issueJoinTicket(joinRequest(), withSet('10.0.0.66:1', 2))).issued).toBe(false);
+      await idle();
+      const records = await store.list();
+      expect(records.find((r) => r.outcome === 'issued')).toMatchObject({
+        measurementSet: 'image-a',
+        receiptKid: 'kid-1',
+        receiptStatus: 'affirming',
+      });
+      const refused = records.find((r) => r.outcome === 'refused');
+      expect(refused?.measurementSet).toBe('image-a');
+      expect(refused?.receiptKid).toBeUndefined();
+    },
+  );
+});
