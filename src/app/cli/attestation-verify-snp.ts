@@ -5,7 +5,6 @@
  * prints every check. Exit 0 accepted, 1 rejected, 2 usage or input error.
  */
 import type { X509Certificate } from 'node:crypto';
-import { readFile } from 'node:fs/promises';
 import {
   commonName,
   keyPinCheck,
@@ -25,6 +24,7 @@ import { verifySnpReport } from '../../adapters/attestation/snp/verify.js';
 import { messageOf } from '../../ports/errors.js';
 import type { AttestationCheck } from '../../ports/types.js';
 import { type CommandSpec, parseCommand, runCommand, UsageError } from '../program/args.js';
+import { readInput } from '../program/input-file.js';
 
 const spec: CommandSpec = {
   name: 'attestation verify-snp',
@@ -107,14 +107,6 @@ const spec: CommandSpec = {
     'Exit codes: 0 accepted, 1 rejected, 2 usage or input error.',
   ].join('\n'),
 };
-
-async function readInput(path: string, what: string): Promise<Buffer> {
-  try {
-    return await readFile(path);
-  } catch (err) {
-    throw new UsageError(`reading ${what} ${path}: ${messageOf(err)}`);
-  }
-}
 
 /** Binary as is; text consisting only of base64 characters is decoded. */
 function binaryOrBase64(data: Buffer): Buffer {

@@ -5,7 +5,6 @@
  * or Intel PCS / a mirror), TCB info, QE identity and CRLs — and prints every check. Exit 0
  * accepted, 1 rejected, 2 usage or input error (including collateral that cannot be read or fetched).
  */
-import { readFile } from 'node:fs/promises';
 import { keyPinCheck, loadCertificate, loadCertificates } from '../../adapters/attestation/shared/certs.js';
 import { loadTdxCollateralDir, type TdxCollateral } from '../../adapters/attestation/tdx/collateral.js';
 import { parseTdxCollateralSource, tdxCollateralGetter } from '../../adapters/attestation/tdx/config.js';
@@ -17,6 +16,7 @@ import { SystemClock } from '../../adapters/system/system-clock.js';
 import { messageOf } from '../../ports/errors.js';
 import type { AttestationCheck } from '../../ports/types.js';
 import { type CommandSpec, parseCommand, runCommand, UsageError } from '../program/args.js';
+import { readInput } from '../program/input-file.js';
 import { parseAt } from './attestation-verify-snp.js';
 
 const spec: CommandSpec = {
@@ -73,14 +73,6 @@ const spec: CommandSpec = {
   },
   epilog: 'Exit codes: 0 accepted, 1 rejected, 2 usage or input error.',
 };
-
-async function readInput(path: string, what: string): Promise<Buffer> {
-  try {
-    return await readFile(path);
-  } catch (err) {
-    throw new UsageError(`reading ${what} ${path}: ${messageOf(err)}`);
-  }
-}
 
 /** Runs `confboot attestation verify-tdx`. */
 export async function run(argv: string[]): Promise<number> {

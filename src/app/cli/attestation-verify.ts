@@ -13,7 +13,6 @@
  * run() as the `verify` verb of `confboot attestation`; a leading `verify` argument is also accepted.
  */
 import { createPublicKey, type KeyObject } from 'node:crypto';
-import { readFile } from 'node:fs/promises';
 import { parseCertificates } from '../../adapters/attestation/shared/x509-chain.js';
 import { verifyRawAttestation } from '../../adapters/attestation/vtpm/raw-attestation.js';
 import { Ec2AmiTpmSupport } from '../../adapters/cloud/aws/ami-tpm-support.js';
@@ -26,6 +25,7 @@ import type { MeasurementPolicy } from '../../ports/measurement-policy.js';
 import type { AttestationCheck, MeasurementMismatch } from '../../ports/types.js';
 import type { Validator } from '../../ports/validator.js';
 import { type CommandSpec, parseCommand, runCommand, UsageError } from '../program/args.js';
+import { readInput } from '../program/input-file.js';
 import { variantEntry, variantsOfKind } from '../registry/index.js';
 import type { VariantLookups } from '../registry/validator-deps.js';
 import {
@@ -125,14 +125,6 @@ function parseAt(value: string | undefined): Date {
   if (!rfc3339.test(value) || Number.isNaN(d.getTime()))
     throw new UsageError(`--at: not an RFC 3339 time: ${value}`);
   return d;
-}
-
-async function readInput(path: string, what: string): Promise<Buffer> {
-  try {
-    return await readFile(path);
-  } catch (err) {
-    throw new UsageError(`reading ${what} ${path}: ${messageOf(err)}`);
-  }
 }
 
 /** A policy that compares nothing, for runs without --config. */

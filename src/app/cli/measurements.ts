@@ -9,7 +9,6 @@
  * library for image builders). Exit 0 ok, 1 an enforced measurement differs (diff), 2 usage or input
  * error.
  */
-import { type FileHandle, open } from 'node:fs/promises';
 import { stringify as toYaml } from 'yaml';
 import {
   diffMeasurementsAgainstLog,
@@ -21,9 +20,10 @@ import {
   replayTcgEventLog,
 } from '../../adapters/attestation/eventlog/measurements.js';
 import { parseAttestationConfig } from '../../domain/measurements.js';
-import { isConfbootError, messageOf } from '../../ports/errors.js';
+import { isConfbootError } from '../../ports/errors.js';
 import type { Measurements } from '../../ports/types.js';
 import { type CommandSpec, parseCommand, runCommand, UsageError } from '../program/args.js';
+import { readInput } from '../program/input-file.js';
 import { runVerb, type Verb } from './verbs.js';
 
 const BANKS: ReplayBank[] = ['sha256', 'sha384'];
@@ -86,37 +86,6 @@ export const diffCommand: CommandSpec = {
 };
 
 const hex = (b: Uint8Array) => Buffer.from(b).toString('hex');
-
-/** Largest input read: real event logs are tens of kB, a TDX CCEL area 256 KiB to a few MiB. */
-const MAX_INPUT_BYTES = 64 * 1024 * 1024;
-
-/**
- * Reads a file of at most {@link MAX_INPUT_BYTES}, by reading rather than trusting its size: sysfs
- * files such as binary_bios_measurements report size 0, and a device like /dev/zero never ends.
- */
-async function readInput(path: string, what: string): Promise<Buffer> {
-  let handle: FileHandle | undefined;
-  try {
-    handle = await open(path, 'r');
-    const chunks: Buffer[] = [];
-    let total = 0;
-    for (;;) {
-      const chunk = Buffer.alloc(1024 * 1024);
-      const { bytesRead } = await handle.read(chunk, 0, chunk.length, null);
-      if (bytesRead === 0) break;
-      total += bytesRead;
-      if (total > MAX_INPUT_BYTES)
-        throw new UsageError(`${what} ${path} is larger than ${MAX_INPUT_BYTES / 1024 / 1024} MiB`);
-      chunks.push(chunk.subarray(0, bytesRead));
-    }
-    return Buffer.concat(chunks, total);
-  } catch (err) {
-    if (err instanceof UsageError) throw err;
-    throw new UsageError(`reading ${what} ${path}: ${messageOf(err)}`);
-  } finally {
-    await handle?.close();
-  }
-}
 
 function parseBank(value: string): ReplayBank {
   if (!(BANKS as string[]).includes(value))

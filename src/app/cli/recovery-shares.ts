@@ -6,15 +6,14 @@
  * shares belong to the running cluster. Nothing is sent anywhere; the files are written exclusively
  * (an existing file is never overwritten) and a failed write leaves no partial set.
  */
-import { readFile } from 'node:fs/promises';
 import {
   deriveClusterId,
   deriveDataKey,
   MEASUREMENT_SECRET_KEY_ID,
   MEASUREMENT_SECRET_LENGTH,
 } from '../../domain/key-derivation.js';
-import { messageOf } from '../../ports/errors.js';
 import { type CommandSpec, parseCommand, runCommand, UsageError } from '../program/args.js';
+import { readInput } from '../program/input-file.js';
 import { parseMasterSecretFile } from './operator-inputs.js';
 import {
   checkSplitSecret,
@@ -54,14 +53,6 @@ export const recoverySharesCommand: CommandSpec = {
   ].join('\n'),
 };
 
-async function readInput(flag: string, path: string): Promise<Buffer> {
-  try {
-    return await readFile(path);
-  } catch (err) {
-    throw new UsageError(`--${flag} ${path}: ${(err as NodeJS.ErrnoException).code ?? messageOf(err)}`);
-  }
-}
-
 /** Runs `confboot recovery-shares`. */
 export async function run(argv: string[]): Promise<number> {
   return runCommand(async () => {
@@ -70,10 +61,10 @@ export async function run(argv: string[]): Promise<number> {
     const shares = parseRecoveryShareFlags(v);
     if (shares.total < 2) throw new UsageError('--recovery-shares: a split needs N ≥ 2');
     const { masterSecret, masterSalt } = parseMasterSecretFile(
-      await readInput('master-secret-file', String(v['master-secret-file'])),
+      await readInput(String(v['master-secret-file']), '--master-secret-file'),
     );
     checkSplitSecret(masterSecret);
-    const measurementSalt = await readInput('measurement-salt-file', String(v['measurement-salt-file']));
+    const measurementSalt = await readInput(String(v['measurement-salt-file']), '--measurement-salt-file');
     if (measurementSalt.length !== 32)
       throw new UsageError('--measurement-salt-file must hold exactly 32 bytes');
     const measurementSecret = deriveDataKey(
