@@ -211,7 +211,7 @@ describe('join service (simulated Kubernetes, real key service and CA, attested 
   it('lets a request beyond the concurrency cap wait for a slot, and holds a connection beyond running + waiting requests unverified until there is room', async () => {
     // maxConcurrent 1: one request runs, one may wait (the queue is as long as the cap), so the
     // service keeps two attested connections; a third waits before its verification. (The handler
-    // queue's own RESOURCE_EXHAUSTED refusal is tested in limits-queue.test.ts.)
+    // queue's own RESOURCE_EXHAUSTED refusal is tested in test/adapters/ops/limits.test.ts.)
     const h = await harness({ limits: { maxConcurrent: 1, ratePerSecond: 0 } });
     const validations = async () =>
       Number(

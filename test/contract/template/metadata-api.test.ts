@@ -1,5 +1,5 @@
 /**
- * COPY-ME TEMPLATE of a provider's test (goes to test/adapters/cloud/<cloud>/<cloud>-metadata-api.test.ts):
+ * COPY-ME TEMPLATE of a provider's test (goes to test/adapters/cloud/<cloud>/metadata-api.test.ts):
  * one call of the contract suite through the provider's real client against its fake cloud, then
  * the provider's own cases. This file runs, so the template itself is proven to pass the contract.
  *
