@@ -48,7 +48,8 @@ describeVectors('confboot attestation verify-nitrotpm', () => {
   it('exit 0: the same document as hex text, with --json', async () => {
     const doc = file('doc.hex', `${hexDoc}\n`);
     expect(await run(['--document', doc, '--nonce', nonce, ...AT, '--json'])).toBe(0);
-    const res = JSON.parse(stdout()) as { accepted: boolean; document: { moduleId: string } };
+    const res = (JSON.parse(stdout()) as { result: { accepted: boolean; document: { moduleId: string } } })
+      .result;
     expect(res.accepted).toBe(true);
     expect(res.document.moduleId).toMatch(/^i-01cfb383223e42522/);
   });

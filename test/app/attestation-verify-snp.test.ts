@@ -153,10 +153,14 @@ describeVectors('confboot attestation verify-snp', () => {
       v('constellation/trust-anchors/amd-ark-milan.pem'),
     ];
     expect(await run([...args, '--at', '2025-06-01T00:00:00Z', '--json'])).toBe(0);
-    const json = JSON.parse(stdout()) as {
-      accepted: boolean;
-      report: { version: number; signingKey: string };
-    };
+    const json = (
+      JSON.parse(stdout()) as {
+        result: {
+          accepted: boolean;
+          report: { version: number; signingKey: string };
+        };
+      }
+    ).result;
     expect(json).toMatchObject({ accepted: true, report: { version: 3, signingKey: 'vlek' } });
     clearStdout();
     expect(await run([...args, '--at', '2026-11-21T00:00:00Z'])).toBe(1);
@@ -243,7 +247,7 @@ describeVectors('confboot attestation verify-snp', () => {
     [
       'unknown product',
       ['--report', 'x', '--signer', 'y', '--ark', 'z', '--product', 'naples'],
-      '--product must be one of',
+      '--product: want one of',
     ],
     ['bad --at', ['--report', 'x', '--signer', 'y', '--ark', 'z', '--at', 'yesterday'], 'is not RFC 3339'],
     [

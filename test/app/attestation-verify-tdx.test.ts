@@ -58,13 +58,14 @@ describeVectors('confboot attestation verify-tdx', () => {
   it('with collateral from Intel PCS (a FAKE PCS serving the same real collateral): the same checks as from the directory', async () => {
     const at = ['--at', '2023-07-01T00:00:00Z', '--tcb-level', 'report', '--json'];
     expect(await run(['--quote', v4, ...root, ...at, '--collateral', v('go-tdx-guest/testdata')])).toBe(0);
-    const fromDir = JSON.parse(stdout()) as { checks: { name: string; ok: boolean }[] };
+    const fromDir = (JSON.parse(stdout()) as { result: { checks: { name: string; ok: boolean }[] } }).result;
     clearStdout();
     const pcs = await startFakePcs();
     try {
       const argv = ['--collateral', `pcs:${pcs.base}`, '--root-crl-url', pcs.rootCrlUrl];
       expect(await run(['--quote', v4, ...root, ...at, ...argv])).toBe(0);
-      const fromPcs = JSON.parse(stdout()) as { checks: { name: string; ok: boolean }[] };
+      const fromPcs = (JSON.parse(stdout()) as { result: { checks: { name: string; ok: boolean }[] } })
+        .result;
       expect(fromPcs.checks.map((c) => [c.name, c.ok])).toEqual(fromDir.checks.map((c) => [c.name, c.ok]));
       expect(fromPcs.checks.map((c) => c.name)).toContain('pck-crl');
       expect(pcs.total()).toBe(4);
@@ -123,11 +124,15 @@ describeVectors('confboot attestation verify-tdx', () => {
     const file = join(tmp(), 'quote.b64');
     writeFileSync(file, vec('go-tdx-guest/testdata/ccel/cos-113-tdx-quote.dat').toString('base64'));
     expect(await run(['--quote', file, ...root, '--json', '--report-data', '00'])).toBe(0);
-    const json = JSON.parse(stdout()) as {
-      accepted: boolean;
-      fmspc: string;
-      quote: { measurements: Record<string, string> };
-    };
+    const json = (
+      JSON.parse(stdout()) as {
+        result: {
+          accepted: boolean;
+          fmspc: string;
+          quote: { measurements: Record<string, string> };
+        };
+      }
+    ).result;
     expect(json.accepted).toBe(true);
     expect(json.fmspc).toBe('00806f050000');
     expect(json.quote.measurements['1']?.startsWith('3fa2f61f')).toBe(true);

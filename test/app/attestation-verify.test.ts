@@ -124,7 +124,7 @@ describe('confboot attestation verify --format pb (real GCE attestations)', () =
         ...roots,
       ]),
     ).toBe(1);
-    const report = JSON.parse(out) as VerifyReport;
+    const report = (JSON.parse(out) as { result: VerifyReport }).result;
     expect(report.verdict).toBe('rejected');
     expect(report.failedCheck).toBe('measurements');
     expect(report.mismatches).toEqual([
@@ -244,7 +244,7 @@ describe('confboot attestation verify --format json (upstream documents)', () =>
         '--json',
       ]),
     ).toBe(0);
-    const report = JSON.parse(out) as VerifyReport;
+    const report = (JSON.parse(out) as { result: VerifyReport }).result;
     expect(report.checks.find((c) => c.name === 'cvm')?.detail).toMatch(/AMD_SEV/);
     out = '';
     const other = file(dir, 'other.pem', tpm.akPublicKeyPem());

@@ -7,17 +7,22 @@
  * `confboot receipt verify`.
  */
 import { readFile } from 'node:fs/promises';
-import { parseComponentList } from '../../adapters/components/component-list.js';
 import { messageOf } from '../../ports/errors.js';
-import type { Component } from '../../ports/types.js';
 import { type BringupTarget, bringUp, bringupTarget } from '../bringup/bring-up.js';
 import { receiptKeyAfterBringUp, receiptKeyLines } from '../bringup/receipt-key.js';
 import { DEFAULT_IMAGE } from '../manifests/common.js';
-import { type CommandSpec, parseCommand, runCommand, UsageError } from '../program/args.js';
-import { cloudNames } from '../registry/index.js';
-import { parseMasterSecretFile } from './operator-inputs.js';
+import { runCommand, UsageError } from '../program/args.js';
+import { defineCommand, parseOptions } from '../program/options.js';
+import { printResult } from '../program/output.js';
+import {
+  attestationConfigOption,
+  cloudOption,
+  OUTPUT_OPTION,
+  variantOption,
+} from '../program/shared-options.js';
+import { parseMasterSecretFile, readComponents, readyTimeoutOption } from './operator-inputs.js';
 
-export const applyCommand: CommandSpec = {
+export const applyCommand = defineCommand({
   name: 'apply',
   summary:
     'Bring a cluster up through its Kubernetes API after init: secrets, join config, CRDs, components, NodeVersion, join and key service (idempotent; server-side apply).',
@@ -28,25 +33,16 @@ export const applyCommand: CommandSpec = {
       description: 'admin kubeconfig from confboot init',
       default: 'constellation-admin.conf',
     },
-    cloud: {
-      type: 'string',
-      valueName: 'C',
+    cloud: cloudOption({ required: true }),
+    variant: variantOption({
+      required: false,
+      what: "attestation variant of the cluster's nodes",
+      note: " (default: the cloud's first)",
+    }),
+    'attestation-config': attestationConfigOption({
       required: true,
-      get description() {
-        return `cloud provider: ${cloudNames().join(', ')}`;
-      },
-    },
-    variant: {
-      type: 'string',
-      valueName: 'V',
-      description: "attestation variant of the cluster's nodes (default: the cloud's first)",
-    },
-    'attestation-config': {
-      type: 'string',
-      valueName: 'F',
-      required: true,
-      description: 'the attestation config given to confboot init',
-    },
+      note: ': the one given to confboot init',
+    }),
     'master-secret-file': {
       type: 'string',
       valueName: 'F',
@@ -72,85 +68,75 @@ export const applyCommand: CommandSpec = {
     },
     image: { type: 'string', valueName: 'IMG', default: DEFAULT_IMAGE, description: 'container image' },
     'dry-run': { type: 'boolean', description: 'server-side dry run: validate every object, store nothing' },
-    'ready-timeout-seconds': {
-      type: 'string',
-      valueName: 'S',
-      default: '300',
-      description: 'bound on waiting for the workloads to be ready',
-    },
+    'ready-timeout': readyTimeoutOption('the workloads to be ready'),
+    output: OUTPUT_OPTION,
   },
   epilog: [
     "Prints the join receipt key's kid and RFC 7638 SHA-256 thumbprint (read back through the API) for",
     'confboot receipt verify --kid / --jwks-sha256.',
-    'Exit codes: 0 applied (or nothing to change), 1 an object failed (named), 2 usage or input error.',
   ].join('\n'),
-};
+  exitCodes: { 0: 'applied (or nothing to change)', 1: 'an object failed (named)' },
+});
 
 /** Runs `confboot apply`. */
 export async function run(argv: string[]): Promise<number> {
   return runCommand(async () => {
-    const v = parseCommand(argv, applyCommand);
+    const v = parseOptions(argv, applyCommand);
     if (v === undefined) return 0;
     const progress = (line: string) => process.stderr.write(`apply: ${line}\n`);
     let target: BringupTarget;
     try {
-      target = bringupTarget(String(v.cloud), v.variant as string | undefined);
+      target = bringupTarget(v.cloud, v.variant);
     } catch (err) {
       throw new UsageError(messageOf(err));
     }
-    const timeoutSeconds = Number(v['ready-timeout-seconds']);
-    if (!Number.isFinite(timeoutSeconds) || timeoutSeconds <= 0)
-      throw new UsageError('--ready-timeout-seconds must be > 0');
-    const input = async (flag: string) => {
+    const input = async (flag: string, path: string) => {
       try {
-        return await readFile(String(v[flag]));
+        return await readFile(path);
       } catch (err) {
         throw new UsageError(`reading --${flag}: ${messageOf(err)}`);
       }
     };
-    const attestationConfig = (await input('attestation-config')).toString('utf8');
+    const attestationConfig = (await input('attestation-config', v['attestation-config'])).toString('utf8');
     try {
       JSON.parse(attestationConfig);
     } catch (err) {
       throw new UsageError(`--attestation-config is not JSON: ${messageOf(err)}`);
     }
-    const { masterSecret, masterSalt } = parseMasterSecretFile(await input('master-secret-file'));
-    const measurementSalt = new Uint8Array(await input('measurement-salt-file'));
+    const { masterSecret, masterSalt } = parseMasterSecretFile(
+      await input('master-secret-file', v['master-secret-file']),
+    );
+    const measurementSalt = new Uint8Array(await input('measurement-salt-file', v['measurement-salt-file']));
     if (measurementSalt.length !== 32)
       throw new UsageError('--measurement-salt-file must hold exactly 32 bytes');
-    let components: Component[] = [];
-    if (v.components !== undefined) {
-      try {
-        components = parseComponentList(
-          (await input('components')).toString('utf8'),
-          `--components ${String(v.components)}`,
-        );
-      } catch (err) {
-        throw new UsageError(messageOf(err));
-      }
-    }
+    const components = await readComponents(v.components);
     await bringUp({
       ...target,
-      kubeconfig: String(v.kubeconfig),
-      image: String(v.image),
+      kubeconfig: v.kubeconfig,
+      image: v.image,
       masterSecret,
       masterSalt,
       measurementSalt,
       attestationConfig,
       components,
-      kubernetesVersion: String(v['kubernetes-version']),
-      dryRun: v['dry-run'] === true,
-      readyTimeoutInMs: timeoutSeconds * 1000,
+      kubernetesVersion: v['kubernetes-version'],
+      dryRun: v['dry-run'],
+      readyTimeoutInMs: v['ready-timeout'],
       progress,
     });
-    const pin = await receiptKeyAfterBringUp(String(v.kubeconfig), v['dry-run'] === true);
+    const pin = await receiptKeyAfterBringUp(v.kubeconfig, v['dry-run']);
     if (pin === undefined) progress('No join receipt key in the cluster yet (dry run): no kid to print');
-    else
-      process.stdout.write(
-        receiptKeyLines(pin)
-          .map((line) => `${line}\n`)
-          .join(''),
-      );
-    return 0;
+    const result = {
+      cloud: target.cloud,
+      variant: target.variant,
+      dryRun: v['dry-run'],
+      receiptKey: pin ?? null,
+    };
+    return printResult(v.output, 'apply', 0, result, () =>
+      pin === undefined ? '' : receiptKeyLines(pin).join('\n'),
+    );
   });
 }
+
+/** The command's option table. */
+export const commandSpecs = [applyCommand];

@@ -12,10 +12,13 @@ import {
   verifyNitroTpmDocument,
 } from '../../adapters/attestation/shared/nitrotpm-document.js';
 import { AttestationError, messageOf } from '../../ports/errors.js';
-import { type CommandSpec, parseCommand, runCommand, UsageError } from '../program/args.js';
+import { runCommand, UsageError } from '../program/args.js';
+import { defineCommand, parseOptions } from '../program/options.js';
+import { printResult } from '../program/output.js';
+import { OUTPUT_OPTION } from '../program/shared-options.js';
 import { parseAt } from './attestation-verify-snp.js';
 
-const spec: CommandSpec = {
+const spec = defineCommand({
   name: 'attestation verify-nitrotpm',
   summary: 'Verify an AWS NitroTPM attestation document and list every check.',
   options: {
@@ -43,14 +46,14 @@ const spec: CommandSpec = {
       default: AWS_NITRO_ROOT_SHA256,
       description: "SHA-256 of the trusted root certificate's DER (default AWS's Nitro root)",
     },
-    json: { type: 'boolean', description: 'print the result as JSON' },
+    output: OUTPUT_OPTION,
   },
   epilog: [
     "The root is the first certificate of the document's cabundle; it is trusted only when its SHA-256",
-    'equals --root-sha256. Exit codes: 0 accepted, 1 refused (the failing check is printed),',
-    '2 usage or input error.',
+    'equals --root-sha256.',
   ].join('\n'),
-};
+  exitCodes: { 0: 'accepted', 1: 'refused (the failing check is printed)' },
+});
 
 const MAX_FILE_BYTES = 1024 * 1024;
 
@@ -93,13 +96,13 @@ function summary(doc: NitroTpmDocument) {
 /** Runs `confboot attestation verify-nitrotpm`. */
 export async function run(argv: string[]): Promise<number> {
   return runCommand(async () => {
-    const values = parseCommand(argv, spec);
+    const values = parseOptions(argv, spec);
     if (values === undefined) return 0;
-    const at = parseAt(values.at as string | undefined);
-    const nonce = parseNonce(values.nonce as string);
-    const root = String(values['root-sha256']).toLowerCase();
+    const at = parseAt(values.at);
+    const nonce = parseNonce(values.nonce);
+    const root = values['root-sha256'].toLowerCase();
     if (!/^[0-9a-f]{64}$/.test(root)) throw new UsageError('--root-sha256 must be 64 hex digits');
-    const bytes = await readDocument(values.document as string);
+    const bytes = await readDocument(values.document);
 
     const rec = new CheckRecorder();
     let doc: NitroTpmDocument | undefined;
@@ -110,26 +113,34 @@ export async function run(argv: string[]): Promise<number> {
       if (!(err instanceof AttestationError)) throw err;
       failure = err;
     }
-    if (values.json === true) {
-      const out = {
-        accepted: doc !== undefined,
-        at: at.toISOString(),
-        checks: rec.checks,
-        ...(failure ? { failedCheck: failure.check } : {}),
-        ...(doc ? { document: summary(doc) } : {}),
-      };
-      process.stdout.write(`${JSON.stringify(out, null, 2)}\n`);
-    } else {
-      for (const c of rec.checks)
-        process.stdout.write(`${c.ok ? 'PASS' : 'FAIL'}  ${c.name}: ${c.detail ?? ''}\n`);
-      if (doc) {
-        const s = summary(doc);
-        process.stdout.write(`module ${s.moduleId}, signed ${s.timestamp}\n`);
-        for (const [i, v] of Object.entries(s.pcrs)) process.stdout.write(`PCR${i} (sha384) ${v}\n`);
-        process.stdout.write(`public_key ${s.publicKey ?? '(none)'}\n`);
-      }
-      process.stdout.write(doc ? 'ACCEPTED\n' : `REFUSED (${failure?.check})\n`);
-    }
-    return doc ? 0 : 1;
+    const result = {
+      accepted: doc !== undefined,
+      at: at.toISOString(),
+      checks: rec.checks,
+      ...(failure ? { failedCheck: failure.check } : {}),
+      ...(doc ? { document: summary(doc) } : {}),
+    };
+    return printResult(values.output, 'attestation verify-nitrotpm', doc ? 0 : 1, result, renderResult);
   });
 }
+
+/** The result for people: every check, the signed contents, the verdict. */
+function renderResult(r: {
+  accepted: boolean;
+  checks: readonly { ok: boolean; name: string; detail?: string }[];
+  failedCheck?: string;
+  document?: ReturnType<typeof summary>;
+}): string {
+  const lines = r.checks.map((c) => `${c.ok ? 'PASS' : 'FAIL'}  ${c.name}: ${c.detail ?? ''}`);
+  const s = r.document;
+  if (s) {
+    lines.push(`module ${s.moduleId}, signed ${s.timestamp}`);
+    for (const [i, v] of Object.entries(s.pcrs)) lines.push(`PCR${i} (sha384) ${v}`);
+    lines.push(`public_key ${s.publicKey ?? '(none)'}`);
+  }
+  lines.push(r.accepted ? 'ACCEPTED' : `REFUSED (${r.failedCheck})`);
+  return lines.join('\n');
+}
+
+/** The command's option table. */
+export const commandSpecs = [spec];

@@ -23,10 +23,13 @@ import {
 import { verifySnpReport } from '../../adapters/attestation/snp/verify.js';
 import { messageOf } from '../../ports/errors.js';
 import type { AttestationCheck } from '../../ports/types.js';
-import { type CommandSpec, parseCommand, runCommand, UsageError } from '../program/args.js';
+import { runCommand, UsageError } from '../program/args.js';
 import { readInput } from '../program/input-file.js';
+import { defineCommand, oneOf, parseOptions } from '../program/options.js';
+import { printResult } from '../program/output.js';
+import { OUTPUT_OPTION } from '../program/shared-options.js';
 
-const spec: CommandSpec = {
+const spec = defineCommand({
   name: 'attestation verify-snp',
   summary: 'Verify an AMD SEV-SNP attestation report and list every check.',
   options: {
@@ -54,16 +57,28 @@ const spec: CommandSpec = {
       description:
         "trusted ARK for --product, PEM/DER (an AMD cert_chain bundle also works; its ASK is used when --chain is absent); default: the ARK in --chain, accepted only with AMD's key for --product",
     },
-    product: { type: 'string', valueName: 'P', default: 'milan', description: 'milan, genoa or turin' },
+    product: {
+      type: 'string',
+      valueName: 'P',
+      default: 'milan',
+      description: 'milan, genoa or turin',
+      parse: oneOf(AMD_PRODUCTS),
+    },
     at: {
       type: 'string',
       valueName: 'RFC3339',
       description: 'time at which certificates must be valid (default now)',
+      parse: (raw: string) => parseAt(raw),
     },
     'report-data': {
       type: 'string',
       valueName: 'HEX',
       description: 'expected report_data (zero-padded to 64 bytes)',
+      parse: (raw: string, flag: string) => {
+        const data = parseHex(raw, `--${flag}`);
+        if (data.length > 64) throw new UsageError('--report-data is longer than 64 bytes');
+        return data;
+      },
     },
     'deny-debug': {
       type: 'boolean',
@@ -72,24 +87,41 @@ const spec: CommandSpec = {
     },
     'allow-debug': { type: 'boolean', description: 'the default; kept for scripts that pass it' },
     'no-smt': { type: 'boolean', description: 'reject a guest policy that allows SMT' },
-    vmpl: { type: 'string', valueName: 'N', default: '0', description: 'required VMPL' },
+    vmpl: {
+      type: 'string',
+      valueName: 'N',
+      default: '0',
+      description: 'required VMPL',
+      parse: (raw: string) => {
+        if (!/^[0-3]$/.test(raw)) throw new UsageError('--vmpl must be 0..3');
+        return Number(raw);
+      },
+    },
     'minimum-tcb': {
       type: 'string',
       valueName: 'TCB',
       description: 'minimum reported TCB, e.g. bl=2,tee=0,snp=5,ucode=68',
+      parse: parseTcb,
     },
-    'minimum-launch-tcb': { type: 'string', valueName: 'TCB', description: 'minimum launch TCB, same form' },
+    'minimum-launch-tcb': {
+      type: 'string',
+      valueName: 'TCB',
+      description: 'minimum launch TCB, same form',
+      parse: parseTcb,
+    },
     'id-key-digest': {
       type: 'string',
       multiple: true,
       valueName: 'HEX',
       description: 'accepted ID-key digest (48 bytes hex); repeatable',
+      parse: (raw: string, flag: string) => parseHex(raw, `--${flag}`),
     },
     'id-key-enforcement': {
       type: 'string',
       valueName: 'E',
       default: 'equal',
       description: 'equal or warn-only',
+      parse: oneOf(['equal', 'warn-only'] satisfies IdKeyDigestEnforcement[]),
     },
     'kds-url': {
       type: 'string',
@@ -98,15 +130,15 @@ const spec: CommandSpec = {
       description:
         'AMD KDS or a mirror: with neither --chain nor --ark, the ASK (or ASVK) and ARK are fetched from its cert_chain',
     },
-    json: { type: 'boolean', description: 'print the result as JSON' },
+    output: OUTPUT_OPTION,
   },
   epilog: [
     'Trust: --ark pins the ARK; if --chain carries an ARK as well, it must be byte-identical to it.',
     "Without --ark, the ARK in --chain is used only if its public key is AMD's for --product",
     '(built-in SHA-256 pins of the Milan, Genoa and Turin ARK keys). The report never supplies one.',
-    'Exit codes: 0 accepted, 1 rejected, 2 usage or input error.',
   ].join('\n'),
-};
+  exitCodes: { 0: 'accepted', 1: 'rejected' },
+});
 
 /** Binary as is; text consisting only of base64 characters is decoded. */
 function binaryOrBase64(data: Buffer): Buffer {
@@ -121,18 +153,29 @@ function parseHex(v: string, what: string): Buffer {
   return Buffer.from(clean, 'hex');
 }
 
-function parseTcb(v: string, what: string): SnpTcbParts {
-  const out: Record<string, number> = {};
+function parseTcb(v: string, flag: string): SnpTcbParts {
+  const what = `--${flag}`;
+  const out: Partial<Record<keyof SnpTcbParts, number>> = {};
   for (const part of v.split(',')) {
     const m = /^(bl|tee|snp|ucode|fmc)=(\d{1,3})$/.exec(part.trim());
-    if (m === null)
+    const name = TCB_PARTS.find((p) => p === m?.[1]);
+    if (m === null || name === undefined)
       throw new UsageError(`${what}: ${JSON.stringify(part)} is not name=number (bl, tee, snp, ucode, fmc)`);
-    out[m[1] as string] = Number(m[2]);
+    out[name] = Number(m[2]);
   }
-  for (const k of ['bl', 'tee', 'snp', 'ucode'])
-    if (out[k] === undefined) throw new UsageError(`${what}: missing ${k}`);
-  return out as unknown as SnpTcbParts;
+  const { bl, tee, snp, ucode, fmc } = out;
+  for (const [k, n] of Object.entries({ bl, tee, snp, ucode }))
+    if (n === undefined) throw new UsageError(`${what}: missing ${k}`);
+  return {
+    bl: bl ?? 0,
+    tee: tee ?? 0,
+    snp: snp ?? 0,
+    ucode: ucode ?? 0,
+    ...(fmc === undefined ? {} : { fmc }),
+  };
 }
+
+const TCB_PARTS = ['bl', 'tee', 'snp', 'ucode', 'fmc'] as const;
 
 /** Parses an RFC 3339 time for --at. */
 export function parseAt(v: string | undefined): Date {
@@ -144,9 +187,11 @@ export function parseAt(v: string | undefined): Date {
   return d;
 }
 
-function printChecks(checks: AttestationCheck[], accepted: boolean): void {
-  for (const c of checks) process.stdout.write(`${c.ok ? 'PASS' : 'FAIL'}  ${c.name}: ${c.detail ?? ''}\n`);
-  process.stdout.write(`${accepted ? 'ACCEPTED' : 'REJECTED'}\n`);
+function renderChecks(r: { checks: readonly AttestationCheck[]; accepted: boolean }): string {
+  return [
+    ...r.checks.map((c) => `${c.ok ? 'PASS' : 'FAIL'}  ${c.name}: ${c.detail ?? ''}`),
+    r.accepted ? 'ACCEPTED' : 'REJECTED',
+  ].join('\n');
 }
 
 /**
@@ -169,40 +214,30 @@ async function kdsChain(product: AmdProduct, signingKey: string, kdsUrl: string)
 /** Runs `confboot attestation verify-snp`. */
 export async function run(argv: string[]): Promise<number> {
   return runCommand(async () => {
-    const values = parseCommand(argv, spec);
+    const values = parseOptions(argv, spec);
     if (values === undefined) return 0;
-    const product = String(values.product) as AmdProduct;
-    if (!AMD_PRODUCTS.includes(product))
-      throw new UsageError(`--product must be one of ${AMD_PRODUCTS.join(', ')}`);
-    const at = parseAt(values.at as string | undefined);
-    const vmpl = Number(values.vmpl);
-    if (!Number.isInteger(vmpl) || vmpl < 0 || vmpl > 3) throw new UsageError('--vmpl must be 0..3');
-    const enforcement = String(values['id-key-enforcement']) as IdKeyDigestEnforcement;
-    if (enforcement !== 'equal' && enforcement !== 'warn-only')
-      throw new UsageError('--id-key-enforcement must be equal or warn-only');
-    if (values['deny-debug'] === true && values['allow-debug'] === true)
+    const { product, vmpl } = values;
+    const at = values.at ?? new Date();
+    if (values['deny-debug'] && values['allow-debug'])
       throw new UsageError('--allow-debug and --deny-debug contradict each other');
 
-    const report = binaryOrBase64(await readInput(values.report as string, 'report'));
+    const report = binaryOrBase64(await readInput(values.report, 'report'));
     let signingKey: string;
     try {
       signingKey = parseSnpReport(report, product).signerInfo.signingKey;
     } catch (err) {
-      throw new UsageError(`report ${values.report as string}: ${messageOf(err)}`);
+      throw new UsageError(`report ${values.report}: ${messageOf(err)}`);
     }
-    const signer = await readInput(values.signer as string, 'signer');
+    const signer = await readInput(values.signer, 'signer');
     let arkCerts: ReturnType<typeof loadCertificates>;
     let chainCerts: ReturnType<typeof loadCertificates> = [];
     try {
       loadCertificates(signer, 'signer');
       arkCerts =
-        values.ark === undefined
-          ? []
-          : loadCertificates(await readInput(values.ark as string, 'ARK'), 'ARK file');
+        values.ark === undefined ? [] : loadCertificates(await readInput(values.ark, 'ARK'), 'ARK file');
       if (values.chain !== undefined)
-        chainCerts = loadCertificates(await readInput(values.chain as string, 'chain'), 'chain');
-      else if (values.ark === undefined)
-        chainCerts = await kdsChain(product, signingKey, values['kds-url'] as string);
+        chainCerts = loadCertificates(await readInput(values.chain, 'chain'), 'chain');
+      else if (values.ark === undefined) chainCerts = await kdsChain(product, signingKey, values['kds-url']);
     } catch (err) {
       if (err instanceof UsageError) throw err;
       throw new UsageError(messageOf(err));
@@ -219,7 +254,7 @@ export async function run(argv: string[]): Promise<number> {
       throw new UsageError(
         builtInPin
           ? `no ARK: pass --ark F, or a --chain holding the ${arkName} certificate (checked against AMD's key)`
-          : `--ark ${values.ark as string} holds no ${arkName} certificate`,
+          : `--ark ${values.ark} holds no ${arkName} certificate`,
       );
     const ask =
       chainCerts.find((c) => !isArk(c)) ??
@@ -236,21 +271,16 @@ export async function run(argv: string[]): Promise<number> {
     const policy: SnpPolicy = {
       product,
       arks: { [product]: ark },
-      allowDebug: values['deny-debug'] !== true,
-      allowSmt: values['no-smt'] !== true,
+      allowDebug: !values['deny-debug'],
+      allowSmt: !values['no-smt'],
       vmpl,
     };
-    if (values['minimum-tcb'] !== undefined)
-      policy.minimumTcb = parseTcb(values['minimum-tcb'] as string, '--minimum-tcb');
-    if (values['minimum-launch-tcb'] !== undefined)
-      policy.minimumLaunchTcb = parseTcb(values['minimum-launch-tcb'] as string, '--minimum-launch-tcb');
-    if (values['report-data'] !== undefined) {
-      policy.reportData = parseHex(values['report-data'] as string, '--report-data');
-      if (policy.reportData.length > 64) throw new UsageError('--report-data is longer than 64 bytes');
-    }
-    const digests = values['id-key-digest'] as string[] | undefined;
+    if (values['minimum-tcb'] !== undefined) policy.minimumTcb = values['minimum-tcb'];
+    if (values['minimum-launch-tcb'] !== undefined) policy.minimumLaunchTcb = values['minimum-launch-tcb'];
+    if (values['report-data'] !== undefined) policy.reportData = values['report-data'];
+    const digests = values['id-key-digest'];
     if (digests !== undefined)
-      policy.idKeyDigests = { accepted: digests.map((d) => parseHex(d, '--id-key-digest')), enforcement };
+      policy.idKeyDigests = { accepted: digests, enforcement: values['id-key-enforcement'] };
 
     const verified = verifySnpReport(
       report,
@@ -262,27 +292,32 @@ export async function run(argv: string[]): Promise<number> {
     const v = pinCheck
       ? { ...verified, checks: [pinCheck, ...verified.checks], accepted: verified.accepted && pinCheck.ok }
       : verified;
-    if (values.json === true) {
-      const r = v.report;
-      const summary = r && {
-        version: r.version,
-        vmpl: r.vmpl,
-        policy: `0x${r.policy.raw.toString(16)}`,
-        signingKey: r.signerInfo.signingKey,
-        measurement: Buffer.from(r.measurement).toString('hex'),
-        reportData: Buffer.from(r.reportData).toString('hex'),
-        reportedTcb: {
-          bl: r.reportedTcb.bl,
-          tee: r.reportedTcb.tee,
-          snp: r.reportedTcb.snp,
-          ucode: r.reportedTcb.ucode,
-        },
-        chipId: Buffer.from(r.chipId).toString('hex'),
-      };
-      process.stdout.write(
-        `${JSON.stringify({ accepted: v.accepted, at: at.toISOString(), checks: v.checks, warnings: v.warnings, report: summary }, null, 2)}\n`,
-      );
-    } else printChecks(v.checks, v.accepted);
-    return v.accepted ? 0 : 1;
+    const r = v.report;
+    const summary = r && {
+      version: r.version,
+      vmpl: r.vmpl,
+      policy: `0x${r.policy.raw.toString(16)}`,
+      signingKey: r.signerInfo.signingKey,
+      measurement: Buffer.from(r.measurement).toString('hex'),
+      reportData: Buffer.from(r.reportData).toString('hex'),
+      reportedTcb: {
+        bl: r.reportedTcb.bl,
+        tee: r.reportedTcb.tee,
+        snp: r.reportedTcb.snp,
+        ucode: r.reportedTcb.ucode,
+      },
+      chipId: Buffer.from(r.chipId).toString('hex'),
+    };
+    const result = {
+      accepted: v.accepted,
+      at: at.toISOString(),
+      checks: v.checks,
+      warnings: v.warnings,
+      report: summary,
+    };
+    return printResult(values.output, 'attestation verify-snp', v.accepted ? 0 : 1, result, renderChecks);
   });
 }
+
+/** The command's option table. */
+export const commandSpecs = [spec];

@@ -15,11 +15,14 @@ import { type TdxPolicy, verifyTdxQuote } from '../../adapters/attestation/tdx/v
 import { SystemClock } from '../../adapters/system/system-clock.js';
 import { messageOf } from '../../ports/errors.js';
 import type { AttestationCheck } from '../../ports/types.js';
-import { type CommandSpec, parseCommand, runCommand, UsageError } from '../program/args.js';
+import { runCommand, UsageError } from '../program/args.js';
 import { readInput } from '../program/input-file.js';
+import { defineCommand, oneOf, parseOptions } from '../program/options.js';
+import { printResult } from '../program/output.js';
+import { OUTPUT_OPTION } from '../program/shared-options.js';
 import { parseAt } from './attestation-verify-snp.js';
 
-const spec: CommandSpec = {
+const spec = defineCommand({
   name: 'attestation verify-tdx',
   summary: 'Verify an Intel TDX quote (v4 or v5) and list every check.',
   options: {
@@ -29,6 +32,7 @@ const spec: CommandSpec = {
       default: 'report',
       description:
         'with collateral: report the TCB level matched in the TCB info, as go-tdx-guest verify does (report), or reject a quote whose level is not accepted (enforce; the join service always enforces)',
+      parse: oneOf(['report', 'enforce']),
     },
     quote: {
       type: 'string',
@@ -56,38 +60,45 @@ const spec: CommandSpec = {
       type: 'string',
       valueName: 'RFC3339',
       description: 'time at which certificates and collateral must be valid (default now)',
+      parse: (raw: string) => parseAt(raw),
     },
     'report-data': {
       type: 'string',
       valueName: 'HEX',
       description: 'expected report_data (zero-padded to 64 bytes)',
+      parse: (raw: string) => {
+        const h = raw.replace(/^0x/, '');
+        if (!/^([0-9a-fA-F]{2})*$/.test(h) || h.length > 128)
+          throw new UsageError('--report-data must be at most 64 bytes of hex');
+        return Buffer.from(h, 'hex');
+      },
     },
     'accept-tcb-status': {
       type: 'string',
       multiple: true,
-      valueName: 'S',
+      valueName: 'STATUS',
       description: 'accepted TCB status (default UpToDate); repeatable',
     },
     'allow-debug': { type: 'boolean', description: 'accept a TD with the DEBUG attribute' },
-    json: { type: 'boolean', description: 'print the result as JSON' },
+    output: OUTPUT_OPTION,
   },
-  epilog: 'Exit codes: 0 accepted, 1 rejected, 2 usage or input error.',
-};
+  exitCodes: { 0: 'accepted', 1: 'rejected' },
+});
 
 /** Runs `confboot attestation verify-tdx`. */
 export async function run(argv: string[]): Promise<number> {
   return runCommand(async () => {
-    const values = parseCommand(argv, spec);
+    const values = parseOptions(argv, spec);
     if (values === undefined) return 0;
-    const at = parseAt(values.at as string | undefined);
-    let quote = await readInput(values.quote as string, 'quote');
+    const at = values.at ?? new Date();
+    let quote = await readInput(values.quote, 'quote');
     const text = quote.toString('latin1').trim();
     if (text.length > 0 && /^[A-Za-z0-9+/=\r\n]+$/.test(text)) quote = Buffer.from(text, 'base64');
     let root: ReturnType<typeof loadCertificate>;
     let pinCheck: AttestationCheck | undefined;
     try {
       if (values.root !== undefined)
-        root = loadCertificate(await readInput(values.root as string, 'root'), 'Intel SGX root');
+        root = loadCertificate(await readInput(values.root, 'root'), 'Intel SGX root');
       else {
         // Without --root the chain's own root is used, and trusted only with Intel's key.
         const chain = loadCertificates(parseTdxQuote(quote).pckChainPem, 'PCK certificate chain');
@@ -101,35 +112,25 @@ export async function run(argv: string[]): Promise<number> {
       }
     } catch (err) {
       if (err instanceof UsageError) throw err;
-      throw new UsageError(
-        `${values.root === undefined ? `quote ${values.quote as string}: ` : ''}${messageOf(err)}`,
-      );
+      throw new UsageError(`${values.root === undefined ? `quote ${values.quote}: ` : ''}${messageOf(err)}`);
     }
-    const tcbLevel = String(values['tcb-level']);
-    if (tcbLevel !== 'enforce' && tcbLevel !== 'report')
-      throw new UsageError('--tcb-level must be enforce or report');
     const policy: TdxPolicy = {
-      allowDebug: values['allow-debug'] === true,
-      enforceTcbLevel: tcbLevel === 'enforce',
+      allowDebug: values['allow-debug'],
+      enforceTcbLevel: values['tcb-level'] === 'enforce',
     };
-    const statuses = values['accept-tcb-status'] as string[] | undefined;
+    const statuses = values['accept-tcb-status'];
     if (statuses !== undefined) policy.acceptedTcbStatuses = statuses;
-    if (values['report-data'] !== undefined) {
-      const h = String(values['report-data']).replace(/^0x/, '');
-      if (!/^([0-9a-fA-F]{2})*$/.test(h) || h.length > 128)
-        throw new UsageError('--report-data must be at most 64 bytes of hex');
-      policy.reportData = Buffer.from(h, 'hex');
-    }
+    if (values['report-data'] !== undefined) policy.reportData = values['report-data'];
     let v = await verifyTdxQuote(quote, { root, policy, at });
     if (v.quote === undefined)
-      throw new UsageError(`quote ${values.quote as string}: ${v.checks[0]?.detail ?? 'unreadable'}`);
-    const rootCrlUrl = values['root-crl-url'] as string | undefined;
+      throw new UsageError(`quote ${values.quote}: ${v.checks[0]?.detail ?? 'unreadable'}`);
+    const rootCrlUrl = values['root-crl-url'];
     if (values.collateral === undefined && rootCrlUrl !== undefined)
       throw new UsageError('--root-crl-url needs --collateral pcs[:URL]');
     if (values.collateral !== undefined) {
       let collateral: TdxCollateral;
       try {
-        const source = parseTdxCollateralSource(values.collateral as string, rootCrlUrl);
+        const source = parseTdxCollateralSource(values.collateral, rootCrlUrl);
         const fmspc = v.pck ? Buffer.from(v.pck.fmspc).toString('hex') : undefined;
         if (source.kind === 'dir') collateral = await loadTdxCollateralDir(source.dir, fmspc);
         else if (fmspc === undefined)
@@ -145,30 +146,31 @@ export async function run(argv: string[]): Promise<number> {
     if (pinCheck !== undefined)
       v = { ...v, checks: [pinCheck, ...v.checks], accepted: v.accepted && pinCheck.ok };
     const q = v.quote;
-    if (values.json === true) {
-      const hex = (b: Uint8Array) => Buffer.from(b).toString('hex');
-      const measurements = q
-        ? Object.fromEntries([...tdxMeasurements(q.body)].map(([i, m]) => [String(i), hex(m)]))
-        : undefined;
-      const out = {
-        accepted: v.accepted,
-        at: at.toISOString(),
-        checks: v.checks,
-        quote: q && {
-          version: q.version,
-          teeTcbSvn: hex(q.body.teeTcbSvn),
-          mrSeam: hex(q.body.mrSeam),
-          reportData: hex(q.body.reportData),
-          measurements,
-        },
-        fmspc: v.pck && hex(v.pck.fmspc),
-      };
-      process.stdout.write(`${JSON.stringify(out, null, 2)}\n`);
-    } else {
-      for (const c of v.checks)
-        process.stdout.write(`${c.ok ? 'PASS' : 'FAIL'}  ${c.name}: ${c.detail ?? ''}\n`);
-      process.stdout.write(`${v.accepted ? 'ACCEPTED' : 'REJECTED'}\n`);
-    }
-    return v.accepted ? 0 : 1;
+    const hex = (b: Uint8Array) => Buffer.from(b).toString('hex');
+    const measurements = q
+      ? Object.fromEntries([...tdxMeasurements(q.body)].map(([i, m]) => [String(i), hex(m)]))
+      : undefined;
+    const result = {
+      accepted: v.accepted,
+      at: at.toISOString(),
+      checks: v.checks,
+      quote: q && {
+        version: q.version,
+        teeTcbSvn: hex(q.body.teeTcbSvn),
+        mrSeam: hex(q.body.mrSeam),
+        reportData: hex(q.body.reportData),
+        measurements,
+      },
+      fmspc: v.pck && hex(v.pck.fmspc),
+    };
+    return printResult(values.output, 'attestation verify-tdx', v.accepted ? 0 : 1, result, (r) =>
+      [
+        ...r.checks.map((c) => `${c.ok ? 'PASS' : 'FAIL'}  ${c.name}: ${c.detail ?? ''}`),
+        r.accepted ? 'ACCEPTED' : 'REJECTED',
+      ].join('\n'),
+    );
   });
 }
+
+/** The command's option table. */
+export const commandSpecs = [spec];

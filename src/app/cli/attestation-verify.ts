@@ -9,7 +9,7 @@
  * A qemu-vtpm json document is trusted as the join service trusts it: its AK must be --trusted-ak, or
  * the one --qemu-ak-registry registers for --peer-address (the address it came from); without either
  * the command refuses to run (exit 2) unless --trust-ak-as-carried (SECURITY line on stderr).
- * Exit 0 accepted, 1 rejected, 2 usage or input error. The lead's dispatcher registers this module's
+ * Exit 0 accepted, 1 rejected, 2 usage or input error. The dispatcher registers this module's
  * run() as the `verify` verb of `confboot attestation`; a leading `verify` argument is also accepted.
  */
 import { createPublicKey, type KeyObject } from 'node:crypto';
@@ -24,8 +24,11 @@ import { isAttestationError, messageOf } from '../../ports/errors.js';
 import type { MeasurementPolicy } from '../../ports/measurement-policy.js';
 import type { AttestationCheck, MeasurementMismatch } from '../../ports/types.js';
 import type { Validator } from '../../ports/validator.js';
-import { type CommandSpec, parseCommand, runCommand, UsageError } from '../program/args.js';
+import { runCommand, UsageError } from '../program/args.js';
 import { readInput } from '../program/input-file.js';
+import { defineCommand, type OptionValues, oneOf, parseOptions } from '../program/options.js';
+import { printResult } from '../program/output.js';
+import { OUTPUT_OPTION, variantOptionWithDefault } from '../program/shared-options.js';
 import { variantEntry, variantsOfKind } from '../registry/index.js';
 import type { VariantLookups } from '../registry/validator-deps.js';
 import {
@@ -36,22 +39,24 @@ import {
 } from './operator-inputs.js';
 
 /** Flags of `confboot attestation verify`. */
-export const attestationVerifyCommand: CommandSpec = {
+export const attestationVerifyCommand = defineCommand({
   name: 'attestation verify',
   summary:
     'Verify a vTPM attestation (upstream JSON document or raw go-tpm-tools protobuf) and list every check.',
   options: {
     document: { type: 'string', valueName: 'F', required: true, description: 'the attestation document' },
-    format: { type: 'string', valueName: 'json|pb', default: 'json', description: 'document format' },
-    variant: {
+    format: {
       type: 'string',
-      valueName: 'V',
-      default: 'qemu-vtpm',
-      // Read when --help is printed, so every vTPM variant of the registry is listed.
-      get description() {
-        return `variant of a json document: ${variantsOfKind('vtpm').join(', ')}`;
-      },
+      valueName: 'json|pb',
+      default: 'json',
+      description: 'document format',
+      parse: oneOf(['json', 'pb']),
     },
+    variant: variantOptionWithDefault({
+      default: 'qemu-vtpm',
+      what: 'variant of a json document',
+      names: () => variantsOfKind('vtpm'),
+    }),
     nonce: {
       type: 'string',
       valueName: 'HEX',
@@ -88,14 +93,21 @@ export const attestationVerifyCommand: CommandSpec = {
       valueName: 'RFC3339',
       description: 'time at which certificates must be valid (default now)',
     },
-    json: { type: 'boolean', description: 'print the result as JSON' },
+    output: OUTPUT_OPTION,
   },
   epilog: [
     'gcp-sev-es asks the GCE API for the instance identity unless --trusted-ak is given; aws-nitro-tpm asks EC2',
     "for the AMI (both with the SDKs' default credentials).",
-    'Exit codes: 0 accepted, 1 rejected, 2 usage or input error.',
   ].join('\n'),
-};
+  exitCodes: { 0: 'accepted', 1: 'rejected' },
+});
+
+/** The parsed flags of `confboot attestation verify` that {@link verifyFromFlags} reads. */
+export type VerifyFlags = Pick<
+  OptionValues<typeof attestationVerifyCommand.options>,
+  'document' | 'format' | 'variant' | 'nonce'
+> &
+  Partial<OptionValues<typeof attestationVerifyCommand.options>>;
 
 /** The outcome printed by the command. */
 export interface VerifyReport {
@@ -217,16 +229,22 @@ function jsonValidator(
  * qemu-vtpm's AK trust without --trusted-ak, by the join service's rule ({@link operatorLookups}):
  * the registry (which needs --peer-address), else a usage error unless --trust-ak-as-carried.
  */
-async function qemuAkTrust(
-  values: Record<string, unknown>,
-): Promise<{ lookups: VariantLookups; peerAddress?: string }> {
-  const peerAddress = values['peer-address'] as string | undefined;
+async function qemuAkTrust(values: VerifyFlags): Promise<{ lookups: VariantLookups; peerAddress?: string }> {
+  const peerAddress = values['peer-address'];
   if (values['qemu-ak-registry'] !== undefined && peerAddress === undefined)
     throw new UsageError(
       '--qemu-ak-registry needs --peer-address: the AK registered for that address is the one accepted',
     );
   try {
-    const lookups = await operatorLookups('qemu-vtpm', akTrustSettings(values), 'attestation verify');
+    const lookups = await operatorLookups(
+      'qemu-vtpm',
+      akTrustSettings({
+        'qemu-ak-registry': values['qemu-ak-registry'],
+        'trust-ak-as-carried': values['trust-ak-as-carried'] === true,
+        'azure-ak-roots': undefined,
+      }),
+      'attestation verify',
+    );
     return peerAddress === undefined ? { lookups } : { lookups, peerAddress };
   } catch (err) {
     if (err instanceof UsageError) throw new UsageError(`${err.message}; or pin the key with --trusted-ak`);
@@ -235,32 +253,24 @@ async function qemuAkTrust(
 }
 
 /** Verifies as the flags say; returns the report (never throws for a rejection). */
-export async function verifyFromFlags(
-  values: Record<string, string | boolean | string[] | undefined>,
-): Promise<VerifyReport> {
-  const format = String(values.format);
-  if (format !== 'json' && format !== 'pb') throw new UsageError('--format must be json or pb');
-  const variant = String(values.variant);
-  const vtpmVariants = variantsOfKind('vtpm');
-  if (format === 'json' && !vtpmVariants.includes(variant as (typeof vtpmVariants)[number]))
+export async function verifyFromFlags(values: VerifyFlags): Promise<VerifyReport> {
+  const { format, variant } = values;
+  if (format === 'json' && !variantsOfKind('vtpm').some((v) => v === variant))
     throw new UsageError(
-      `--variant must be one of ${vtpmVariants.join(', ')} (SEV-SNP and TDX have their own verbs)`,
+      `--variant must be one of ${variantsOfKind('vtpm').join(', ')} (SEV-SNP and TDX have their own verbs)`,
     );
-  const nonce = parseHex(String(values.nonce ?? ''), '--nonce');
-  const at = parseAt(values.at as string | undefined);
-  const document = await readInput(values.document as string, 'document');
-  const policy = await loadPolicy(values.config as string | undefined);
-  const trustedAk = await loadTrustedAk(values['trusted-ak'] as string | undefined);
-  const roots = await loadRoots((values['ak-roots'] as string[] | undefined) ?? []);
+  const nonce = parseHex(values.nonce, '--nonce');
+  const at = parseAt(values.at);
+  const document = await readInput(values.document, 'document');
+  const policy = await loadPolicy(values.config);
+  const trustedAk = await loadTrustedAk(values['trusted-ak']);
+  const roots = await loadRoots(values['ak-roots'] ?? []);
   const akTrust =
     format === 'json' && variant === 'qemu-vtpm' && trustedAk === undefined
       ? await qemuAkTrust(values)
       : { lookups: {} };
 
-  const base = { format, ...(format === 'json' ? { variant } : {}) } as Pick<
-    VerifyReport,
-    'format' | 'variant'
-  >;
+  const base: Pick<VerifyReport, 'format' | 'variant'> = format === 'json' ? { format, variant } : { format };
   try {
     if (format === 'pb') {
       if (!trustedAk && roots.length === 0)
@@ -299,8 +309,7 @@ export async function verifyFromFlags(
     };
   } catch (err) {
     if (!isAttestationError(err)) throw err;
-    if (err.check === 'document-format')
-      throw new UsageError(`document ${values.document as string}: ${err.message}`);
+    if (err.check === 'document-format') throw new UsageError(`document ${values.document}: ${err.message}`);
     return {
       verdict: 'rejected',
       ...base,
@@ -337,10 +346,18 @@ export function renderReport(r: VerifyReport): string {
 export async function run(argv: string[]): Promise<number> {
   return runCommand(async () => {
     const args = argv[0] === 'verify' ? argv.slice(1) : argv;
-    const values = parseCommand(args, attestationVerifyCommand);
+    const values = parseOptions(args, attestationVerifyCommand);
     if (values === undefined) return 0;
     const report = await verifyFromFlags(values);
-    process.stdout.write(values.json ? `${JSON.stringify(report, null, 2)}\n` : renderReport(report));
-    return report.verdict === 'accepted' ? 0 : 1;
+    return printResult(
+      values.output,
+      'attestation verify',
+      report.verdict === 'accepted' ? 0 : 1,
+      report,
+      renderReport,
+    );
   });
 }
+
+/** The command's option table. */
+export const commandSpecs = [attestationVerifyCommand];

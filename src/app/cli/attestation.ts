@@ -2,6 +2,7 @@
  * `confboot attestation <verb>`: offline verification of attestation evidence. Each verb lives in
  * its own module and is loaded only when used.
  */
+import type { CommandSpec } from '../program/args.js';
 import type { CommandModule } from './command.js';
 import { runVerb, type Verb } from './verbs.js';
 
@@ -34,4 +35,11 @@ const VERBS: Record<string, Verb> = Object.fromEntries(
 
 export function run(argv: string[]): Promise<number> {
   return runVerb('attestation', VERBS, argv, ['Exit codes: 0 accepted, 1 rejected, 2 usage or input error.']);
+}
+
+/** Every verb's option table (loads each verb's module). */
+export async function loadCommandSpecs(): Promise<readonly CommandSpec[]> {
+  const specs: CommandSpec[] = [];
+  for (const v of Object.values(LAZY_VERBS)) specs.push(...((await v.load()).commandSpecs ?? []));
+  return specs;
 }

@@ -4,7 +4,7 @@
  * `npm run docs:cli` (test/app/cli/cli-docs.test.ts with UPDATE_CLI_DOCS=1); the same test fails
  * when the checked-in file differs from this output.
  */
-import { EXIT, renderHelp } from '../program/args.js';
+import { type CommandSpec, EXIT, renderHelp } from '../program/args.js';
 import type { CommandModule } from './command.js';
 import { COMMANDS } from './commands.js';
 
@@ -30,21 +30,32 @@ const HEADER = [
   '  secrets only from files.',
 ];
 
-/** The module of every command in the table, loaded (the testbed's when present). */
-export async function loadCommandModules(): Promise<Array<{ name: string; module: CommandModule }>> {
-  const out: Array<{ name: string; module: CommandModule }> = [];
-  for (const c of COMMANDS) out.push({ name: c.name, module: await c.load() });
+/** A command of the table with its option tables (none for a command not yet on a table). */
+export interface LoadedCommand {
+  name: string;
+  module: CommandModule;
+  specs: readonly CommandSpec[];
+}
+
+/** Every command of the table, its module loaded (the testbed's when present), with its tables. */
+export async function loadCommandModules(): Promise<LoadedCommand[]> {
+  const out: LoadedCommand[] = [];
+  for (const c of COMMANDS) {
+    const module = await c.load();
+    const specs = module.commandSpecs ?? (await module.loadCommandSpecs?.()) ?? [];
+    out.push({ name: c.name, module, specs });
+  }
   return out;
 }
 
 /** The text of docs/cli.md. */
 export async function renderCliDocs(): Promise<string> {
   const sections: string[] = [];
-  for (const { name, module } of await loadCommandModules()) {
+  for (const { name, specs } of await loadCommandModules()) {
     const summary = COMMANDS.find((c) => c.name === name)?.summary ?? '';
     sections.push(`## confboot ${name}`, '', `${summary}.`, '');
-    for (const spec of module.commandSpecs ?? []) sections.push('```text', renderHelp(spec), '```', '');
-    if ((module.commandSpecs ?? []).length === 0) sections.push('(Run `confboot ' + name + ' --help`.)', '');
+    for (const spec of specs) sections.push('```text', renderHelp(spec), '```', '');
+    if (specs.length === 0) sections.push(`(Run \`confboot ${name} --help\`.)`, '');
   }
   return `${[...HEADER, '', ...sections].join('\n').trimEnd()}\n`;
 }

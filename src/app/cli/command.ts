@@ -13,6 +13,8 @@ export interface CommandModule {
    * docs/cli.md (cli-docs.ts) and by the CLI rule test.
    */
   commandSpecs?: readonly CommandSpec[];
+  /** For commands made of lazily loaded verbs: loads each verb's module for its tables. */
+  loadCommandSpecs?: () => Promise<readonly CommandSpec[]>;
 }
 
 export interface CommandEntry {

@@ -8,24 +8,25 @@
  */
 import { randomBytes } from 'node:crypto';
 import { readFile, writeFile } from 'node:fs/promises';
-import { parseComponentList } from '../../adapters/components/component-list.js';
 import { messageOf } from '../../ports/errors.js';
-import type { Component } from '../../ports/types.js';
 import { type BringupTarget, bringUp, bringupTarget } from '../bringup/bring-up.js';
 import { receiptKeyAfterBringUp, receiptKeyLines } from '../bringup/receipt-key.js';
 import { DEFAULT_IMAGE } from '../manifests/common.js';
 import { initCluster } from '../operator/init-cluster.js';
-import { type CommandSpec, parseCommand, runCommand, UsageError } from '../program/args.js';
-import { cloudNames } from '../registry/index.js';
+import { runCommand, UsageError } from '../program/args.js';
+import { defineCommand, parseOptions } from '../program/options.js';
+import { printResult } from '../program/output.js';
+import { attestationConfigOption, cloudOption, OUTPUT_OPTION } from '../program/shared-options.js';
 import {
   AK_TRUST_OPTIONS,
   akTrustSettings,
   allowWeakPolicyOption,
   operatorValidator,
   parseMasterSecretFile,
+  readComponents,
+  readyTimeoutOption,
   secretVariantOption,
-  timeoutFlagMs,
-  variantFlag,
+  timeoutOption,
 } from './operator-inputs.js';
 import {
   checkSplitSecret,
@@ -34,7 +35,7 @@ import {
   writeRecoveryShareFiles,
 } from './recovery-share-files.js';
 
-export const initCommand: CommandSpec = {
+export const initCommand = defineCommand({
   name: 'init',
   summary:
     "Initialise a cluster on its first control-plane node: verify the node's attestation, send the master secret, write the kubeconfig.",
@@ -45,12 +46,7 @@ export const initCommand: CommandSpec = {
       description: "the first node's init server",
       required: true,
     },
-    'attestation-config': {
-      type: 'string',
-      valueName: 'F',
-      description: 'expected measurements ({"measurements": {...}} or a bare map)',
-      required: true,
-    },
+    'attestation-config': attestationConfigOption({ required: true }),
     variant: secretVariantOption(),
     ...AK_TRUST_OPTIONS,
     'init-secret-file': {
@@ -108,37 +104,26 @@ export const initCommand: CommandSpec = {
       default: 'constellation-admin.conf',
     },
     'allow-weak-measurement-policy': allowWeakPolicyOption('the master secret'),
-    'timeout-seconds': {
-      type: 'string',
-      valueName: 'N',
-      description: 'bound on the whole init',
-      default: '900',
-    },
+    timeout: timeoutOption('the whole init', '15m'),
     ...RECOVERY_SHARE_OPTIONS,
     'no-apply': {
       type: 'boolean',
       description:
         'stop after init: do not bring the cluster up through its Kubernetes API (run confboot apply later)',
     },
-    cloud: {
-      type: 'string',
-      valueName: 'C',
-      get description() {
-        return `cloud of the bring-up's manifests: ${cloudNames().join(', ')} (default: the cloud of --variant)`;
-      },
-    },
+    cloud: cloudOption({
+      required: false,
+      what: "cloud of the bring-up's manifests",
+      note: ' (default: the cloud of --variant)',
+    }),
     image: {
       type: 'string',
       valueName: 'IMG',
       default: DEFAULT_IMAGE,
       description: 'container image of the join and key service the bring-up deploys',
     },
-    'ready-timeout-seconds': {
-      type: 'string',
-      valueName: 'S',
-      default: '300',
-      description: 'bound on waiting for the join and key service to be ready after the bring-up',
-    },
+    'ready-timeout': readyTimeoutOption('the join and key service to be ready after the bring-up'),
+    output: OUTPUT_OPTION,
   },
   epilog: [
     "The variant decides how the node's attestation key is trusted, as in the join service: for qemu-vtpm the",
@@ -149,9 +134,9 @@ export const initCommand: CommandSpec = {
     'unless --no-apply. A failed bring-up leaves the cluster initialised; re-run confboot apply.',
     "Then it prints the join receipt key's kid and RFC 7638 SHA-256 thumbprint, the pins for",
     'confboot receipt verify --kid / --jwks-sha256.',
-    'Exit codes: 0 initialised (and brought up), 1 refused or failed, 2 usage or input error.',
   ].join('\n'),
-};
+  exitCodes: { 0: 'initialised (and brought up)' },
+});
 
 async function readOrCreate(
   path: string,
@@ -171,25 +156,24 @@ async function readOrCreate(
 /** Runs `confboot init`. */
 export async function run(argv: string[]): Promise<number> {
   return runCommand(async () => {
-    const v = parseCommand(argv, initCommand);
+    const v = parseOptions(argv, initCommand);
     if (v === undefined) return 0;
     const progress = (line: string) => process.stderr.write(`init: ${line}\n`);
-    const variant = variantFlag(v.variant);
-    const timeoutInMs = timeoutFlagMs(v['timeout-seconds']);
+    const { variant } = v;
     // Checked before any file is created or anything is sent: a split that cannot be made or
     // recovered is a usage error, not a cluster without its shares.
     const recoveryShares = parseRecoveryShareFlags(v);
     // The master secret goes only to a node whose attestation proves its image.
     const validator = await operatorValidator(
       variant,
-      String(v['attestation-config']),
-      v['allow-weak-measurement-policy'] === true,
+      v['attestation-config'],
+      v['allow-weak-measurement-policy'],
       'init',
       akTrustSettings(v),
     );
 
     const masterFile = await readOrCreate(
-      String(v['master-secret-file']),
+      v['master-secret-file'],
       () =>
         new TextEncoder().encode(
           `${JSON.stringify({ key: randomBytes(32).toString('base64'), salt: randomBytes(32).toString('base64') }, null, 2)}\n`,
@@ -199,61 +183,57 @@ export async function run(argv: string[]): Promise<number> {
     const { masterSecret, masterSalt } = parseMasterSecretFile(masterFile);
     if (recoveryShares.total >= 2) checkSplitSecret(masterSecret);
     const measurementSalt = await readOrCreate(
-      String(v['measurement-salt-file']),
+      v['measurement-salt-file'],
       () => randomBytes(32),
       (b) => new Uint8Array(b),
     );
     if (measurementSalt.length !== 32)
       throw new UsageError('--measurement-salt-file must hold exactly 32 bytes');
-    const initSecret = new Uint8Array(await readFile(String(v['init-secret-file'])));
-    let components: Component[] = [];
-    if (v.components !== undefined) {
-      const file = String(v.components);
-      try {
-        components = parseComponentList(await readFile(file, 'utf8'), `--components ${file}`);
-      } catch (err) {
-        throw new UsageError(messageOf(err));
-      }
-    }
+    const initSecret = new Uint8Array(await readFile(v['init-secret-file']));
+    const components = await readComponents(v.components);
 
-    const apply = v['no-apply'] !== true;
     let target: BringupTarget | undefined;
-    let readyTimeoutInMs = 0;
-    if (apply) {
+    if (!v['no-apply'])
       try {
-        target = bringupTarget(v.cloud as string | undefined, variant);
+        target = bringupTarget(v.cloud, variant);
       } catch (err) {
         throw new UsageError(`bring-up: ${messageOf(err)} (or pass --no-apply)`);
       }
-      readyTimeoutInMs = Number(v['ready-timeout-seconds']) * 1000;
-      if (!Number.isFinite(readyTimeoutInMs) || readyTimeoutInMs <= 0)
-        throw new UsageError('--ready-timeout-seconds must be > 0');
-    }
 
     const outcome = await initCluster({
-      endpoint: String(v.endpoint),
+      endpoint: v.endpoint,
       validators: [validator],
       masterSecret,
       masterSalt,
       measurementSalt,
       initSecret,
-      clusterName: String(v['cluster-name']),
-      kubernetesVersion: String(v['kubernetes-version']),
-      apiserverCertSans: (v['apiserver-cert-san'] as string[] | undefined) ?? [],
-      serviceCidr: String(v['service-cidr']),
+      clusterName: v['cluster-name'],
+      kubernetesVersion: v['kubernetes-version'],
+      apiserverCertSans: v['apiserver-cert-san'] ?? [],
+      serviceCidr: v['service-cidr'],
       components,
-      timeoutInMs,
+      timeoutInMs: v.timeout,
       progress,
     });
     if (!outcome.ok) {
+      if (v.output === 'json')
+        printResult(
+          'json',
+          'init',
+          1,
+          { error: outcome.error, mismatches: outcome.mismatches ?? [] },
+          () => '',
+        );
       process.stderr.write(`init: failed: ${outcome.error}\n`);
       for (const m of outcome.mismatches ?? []) process.stderr.write(`init:   ${m}\n`);
       if (outcome.logs) process.stderr.write(`init: log lines from the node:\n${outcome.logs}\n`);
       return 1;
     }
-    await writeFile(String(v.kubeconfig), outcome.kubeconfig, { mode: 0o600, flag: 'wx' });
-    progress(`Wrote the admin kubeconfig to ${String(v.kubeconfig)}`);
-    process.stdout.write(`Cluster ID: ${Buffer.from(outcome.clusterId).toString('hex')}\n`);
+    await writeFile(v.kubeconfig, outcome.kubeconfig, { mode: 0o600, flag: 'wx' });
+    progress(`Wrote the admin kubeconfig to ${v.kubeconfig}`);
+    const clusterId = Buffer.from(outcome.clusterId).toString('hex');
+    if (v.output === 'table') process.stdout.write(`Cluster ID: ${clusterId}\n`);
+    let recoveryShareFiles: string[] = [];
     if (recoveryShares.total >= 2) {
       const paths = await writeRecoveryShareFiles({
         masterSecret,
@@ -264,38 +244,41 @@ export async function run(argv: string[]): Promise<number> {
       progress(
         `Wrote ${paths.length} recovery shares (any ${recoveryShares.threshold} recover the cluster): ${paths.join(', ')}`,
       );
+      recoveryShareFiles = paths;
     }
-    if (target === undefined) return 0;
+    const result = { clusterId, kubeconfig: v.kubeconfig, recoveryShareFiles };
+    if (target === undefined)
+      return v.output === 'json' ? printResult('json', 'init', 0, result, () => '') : 0;
     progress('Bringing the cluster up through its Kubernetes API');
     try {
       await bringUp({
         ...target,
-        kubeconfig: String(v.kubeconfig),
-        image: String(v.image),
+        kubeconfig: v.kubeconfig,
+        image: v.image,
         masterSecret,
         masterSalt,
         measurementSalt,
-        attestationConfig: await readFile(String(v['attestation-config']), 'utf8'),
+        attestationConfig: await readFile(v['attestation-config'], 'utf8'),
         components,
-        kubernetesVersion: String(v['kubernetes-version']),
-        readyTimeoutInMs,
+        kubernetesVersion: v['kubernetes-version'],
+        readyTimeoutInMs: v['ready-timeout'],
         progress: (line) => progress(`apply: ${line}`),
       });
     } catch (err) {
+      const rerun = `confboot apply --cloud ${target.cloud} --variant ${target.variant} --kubeconfig ${v.kubeconfig} --attestation-config ${v['attestation-config']} --master-secret-file ${v['master-secret-file']} --measurement-salt-file ${v['measurement-salt-file']}${v.components === undefined ? '' : ` --components ${v.components}`}`;
+      if (v.output === 'json')
+        return printResult('json', 'init', 1, { ...result, bringUpFailed: messageOf(err), rerun }, () => '');
       process.stderr.write(`init: bring-up failed: ${messageOf(err)}\n`);
-      process.stderr.write(
-        `init: the cluster is initialised; once the cause is fixed run: confboot apply --cloud ${target.cloud} --variant ${target.variant} --kubeconfig ${String(v.kubeconfig)} --attestation-config ${String(v['attestation-config'])} --master-secret-file ${String(v['master-secret-file'])} --measurement-salt-file ${String(v['measurement-salt-file'])}${v.components === undefined ? '' : ` --components ${String(v.components)}`}\n`,
-      );
+      process.stderr.write(`init: the cluster is initialised; once the cause is fixed run: ${rerun}\n`);
       return 1;
     }
     // The pins for `confboot receipt verify`: the key Secret as the CA-verified API returns it.
-    const pin = await receiptKeyAfterBringUp(String(v.kubeconfig), false);
-    if (pin !== undefined)
-      process.stdout.write(
-        receiptKeyLines(pin)
-          .map((line) => `${line}\n`)
-          .join(''),
-      );
-    return 0;
+    const pin = await receiptKeyAfterBringUp(v.kubeconfig, false);
+    return printResult(v.output, 'init', 0, { ...result, receiptKey: pin ?? null }, () =>
+      pin === undefined ? '' : receiptKeyLines(pin).join('\n'),
+    );
   });
 }
+
+/** The command's option table. */
+export const commandSpecs = [initCommand];

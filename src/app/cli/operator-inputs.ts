@@ -1,6 +1,6 @@
 /**
  * What the operator's commands that send the master secret (or a share of it) to a node read the
- * same way: `confboot init`, `confboot recover` and `confboot apply`. The variant and timeout flags,
+ * same way: `confboot init`, `confboot recover` and `confboot apply`. The variant and timeout options,
  * the attestation config (a validator, and the measurement-policy guard: the secret goes only to a
  * node whose attestation proves its image), the attestation-key trust (the variant's lookups, built
  * by its registry entry from the same settings as the join service's, so qemu-vtpm without
@@ -8,12 +8,16 @@
  * `{"key","salt"}`.
  */
 import { readFile } from 'node:fs/promises';
+import { parseComponentList } from '../../adapters/components/component-list.js';
 import { SystemClock } from '../../adapters/system/system-clock.js';
 import { isConfbootError, messageOf } from '../../ports/errors.js';
+import type { Component } from '../../ports/types.js';
 import type { Validator } from '../../ports/validator.js';
 import type { Variant } from '../../ports/variant.js';
-import { type OptionSpec, UsageError } from '../program/args.js';
-import { isVariant, variantEntry, variantNames } from '../registry/index.js';
+import { UsageError } from '../program/args.js';
+import { duration, type OptionValues } from '../program/options.js';
+import { variantOption } from '../program/shared-options.js';
+import { variantEntry } from '../registry/index.js';
 import { checkMeasurementPolicy } from '../registry/policy-guard.js';
 import {
   QEMU_AK_AS_CARRIED_WARNING,
@@ -23,46 +27,75 @@ import {
 import { buildValidator } from '../registry/validators.js';
 
 /** `--allow-weak-measurement-policy` of a command that sends `what` to an attested node. */
-export function allowWeakPolicyOption(what: string): OptionSpec {
+export function allowWeakPolicyOption(what: string) {
   return {
     type: 'boolean',
     description: `INSECURE: send ${what} even though the attestation config enforces no boot-chain register of the variant at a measured value, or not the node-lock register (PCR 15; RTMR 2 for qemu-tdx) as zero (refused otherwise, exit 2)`,
-  };
+  } as const;
 }
 
 /**
  * The `--variant` option of a command that sends a secret: required, since the variant decides how
  * the node's attestation key is trusted (no default sends a secret under the weakest rule).
  */
-export function secretVariantOption(): OptionSpec {
+export function secretVariantOption() {
+  return variantOption({ required: true, what: 'attestation variant of the node' });
+}
+
+/**
+ * `--timeout DURATION` (also `--timeout-seconds`, whose bare number counts seconds): the bound on
+ * `what`, default `defaultText`.
+ */
+export function timeoutOption(what: string, defaultText: string) {
   return {
     type: 'string',
-    valueName: 'V',
-    // Read when --help is printed, so every variant of the registry is listed.
-    get description() {
-      return `attestation variant of the node: ${variantNames().join(', ')}`;
-    },
-    required: true,
-  };
+    valueName: 'DURATION',
+    default: defaultText,
+    aliases: ['timeout-seconds'],
+    description: `bound on ${what}; a bare number counts seconds`,
+    parse: duration('s', 1),
+  } as const;
+}
+
+/** `--ready-timeout DURATION` (also `--ready-timeout-seconds`): the bound on waiting for `what`. */
+export function readyTimeoutOption(what: string) {
+  return {
+    type: 'string',
+    valueName: 'DURATION',
+    default: '5m',
+    aliases: ['ready-timeout-seconds'],
+    description: `bound on waiting for ${what}; a bare number counts seconds`,
+    parse: duration('s', 1),
+  } as const;
+}
+
+/** The Kubernetes components of `--components F` (none without it); a bad list is a usage error. */
+export async function readComponents(path: string | undefined): Promise<Component[]> {
+  if (path === undefined) return [];
+  try {
+    return parseComponentList(await readFile(path, 'utf8'), `--components ${path}`);
+  } catch (err) {
+    throw new UsageError(messageOf(err));
+  }
 }
 
 /** `--qemu-ak-registry`: registered attestation keys, as the join service reads them. */
-export const QEMU_AK_REGISTRY_OPTION: OptionSpec = {
+export const QEMU_AK_REGISTRY_OPTION = {
   type: 'string',
   valueName: 'F',
   description:
     'qemu-vtpm: JSON file {"<name>": {"ip": "<address>", "attestationKeyPublic": "<base64 TPMT_PUBLIC>"}} (the metadata server\'s --identities file, as the join service reads it); the node is accepted only with the AK registered for its address (required for qemu-vtpm unless --trust-ak-as-carried)',
-};
+} as const;
 
 /** `--trust-ak-as-carried`: the join service's explicit opt-in to upstream's qemu-vtpm AK trust. */
-export const TRUST_AK_AS_CARRIED_OPTION: OptionSpec = {
+export const TRUST_AK_AS_CARRIED_OPTION = {
   type: 'boolean',
   description:
     'INSECURE: qemu-vtpm without --qemu-ak-registry: trust whatever attestation key the document carries, so a software TPM extended to the expected values passes (refused otherwise, exit 2; a SECURITY line is printed)',
-};
+} as const;
 
 /** The attestation-key trust flags of `confboot init` and `confboot recover`. */
-export const AK_TRUST_OPTIONS: Record<string, OptionSpec> = {
+export const AK_TRUST_OPTIONS = {
   'qemu-ak-registry': QEMU_AK_REGISTRY_OPTION,
   'trust-ak-as-carried': TRUST_AK_AS_CARRIED_OPTION,
   'azure-ak-roots': {
@@ -70,14 +103,14 @@ export const AK_TRUST_OPTIONS: Record<string, OptionSpec> = {
     valueName: 'F',
     description: 'azure-trustedlaunch: PEM file with the trusted AK root certificates (required for it)',
   },
-};
+} as const;
 
 /** The lookup settings of {@link AK_TRUST_OPTIONS} from parsed flag values. */
-export function akTrustSettings(values: Record<string, unknown>): VariantLookupSettings {
+export function akTrustSettings(values: OptionValues<typeof AK_TRUST_OPTIONS>): VariantLookupSettings {
   return {
-    qemuAkRegistryPath: values['qemu-ak-registry'] as string | undefined,
-    trustAkAsCarried: values['trust-ak-as-carried'] === true,
-    azureAkRootsPath: values['azure-ak-roots'] as string | undefined,
+    qemuAkRegistryPath: values['qemu-ak-registry'],
+    trustAkAsCarried: values['trust-ak-as-carried'],
+    azureAkRootsPath: values['azure-ak-roots'],
   };
 }
 
@@ -103,24 +136,6 @@ export async function operatorLookups(
   if (variant === 'qemu-vtpm' && lookups.qemuAkTrust === undefined)
     process.stderr.write(`${prefix}: ${QEMU_AK_AS_CARRIED_WARNING}\n`);
   return lookups;
-}
-
-/** The `--variant` flag: a registry variant, never the test-only dummy. */
-export function variantFlag(value: unknown): Variant {
-  const variant = String(value);
-  if (variant === 'dummy') throw new UsageError('the dummy variant is for tests only');
-  if (!isVariant(variant))
-    throw new UsageError(
-      `unknown attestation variant ${JSON.stringify(variant)} (want one of ${variantNames().join(', ')})`,
-    );
-  return variant;
-}
-
-/** The `--timeout-seconds` flag in ms. */
-export function timeoutFlagMs(value: unknown): number {
-  const seconds = Number(value);
-  if (!Number.isFinite(seconds) || seconds <= 0) throw new UsageError('--timeout-seconds must be > 0');
-  return seconds * 1000;
 }
 
 /**

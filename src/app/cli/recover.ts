@@ -5,7 +5,7 @@
  * over attested TLS before anything is sent. Prints the node's answer, e.g. `1 of 2 received`.
  * A node that answers busy (`resource-exhausted`: its unlock queue or share store is full, as under
  * a flood of other callers; `unavailable`: not listening yet, or checking a split) is sent the same
- * request again, with capped backoff and jitter, for up to `--retry-seconds`; a refusal (attestation,
+ * request again, with capped backoff and jitter, for up to `--retry`; a refusal (attestation,
  * a secret or share that does not belong) is final at once.
  */
 import { readFile } from 'node:fs/promises';
@@ -17,7 +17,10 @@ import { isAttestationError, isConfbootError, messageOf } from '../../ports/erro
 import { formatMismatch } from '../../ports/measurement-policy.js';
 import { joinHostPort, splitHostPort } from '../../ports/peer-address.js';
 import type { RecoverRequest } from '../../ports/recovery-endpoint.js';
-import { type CommandSpec, parseCommand, runCommand, UsageError } from '../program/args.js';
+import { runCommand, UsageError } from '../program/args.js';
+import { defineCommand, duration, parseOptions } from '../program/options.js';
+import { printResult } from '../program/output.js';
+import { attestationConfigOption, OUTPUT_OPTION } from '../program/shared-options.js';
 import {
   AK_TRUST_OPTIONS,
   akTrustSettings,
@@ -25,11 +28,10 @@ import {
   operatorValidator,
   parseMasterSecretFile,
   secretVariantOption,
-  timeoutFlagMs,
-  variantFlag,
+  timeoutOption,
 } from './operator-inputs.js';
 
-export const recoverCommand: CommandSpec = {
+export const recoverCommand = defineCommand({
   name: 'recover',
   summary:
     "Recover a control plane after a full outage: verify the node's attestation, then send the master secret or one share of it.",
@@ -40,12 +42,7 @@ export const recoverCommand: CommandSpec = {
       description: `the node's recovery endpoint (default port ${RECOVERY_PORT})`,
       required: true,
     },
-    'attestation-config': {
-      type: 'string',
-      valueName: 'F',
-      description: 'expected measurements of the cluster ({"measurements": {...}} or a bare map)',
-      required: true,
-    },
+    'attestation-config': attestationConfigOption({ required: true }),
     variant: secretVariantOption(),
     ...AK_TRUST_OPTIONS,
     'allow-weak-measurement-policy': allowWeakPolicyOption('the master secret or a share of it'),
@@ -67,24 +64,29 @@ export const recoverCommand: CommandSpec = {
       secret: 'file',
       description: "the holder's X25519 private key (PEM) when the share file is encrypted",
     },
-    'timeout-seconds': { type: 'string', valueName: 'N', description: 'bound on each call', default: '60' },
-    'retry-seconds': {
+    timeout: timeoutOption('each call', '60s'),
+    retry: {
       type: 'string',
-      valueName: 'N',
-      default: '120',
+      valueName: 'DURATION',
+      default: '120s',
+      aliases: ['retry-seconds'],
       description:
-        'while the node answers busy (resource-exhausted or unavailable), send again for up to N seconds, 1 s to 10 s apart (0: once)',
+        'while the node answers busy (resource-exhausted or unavailable), send again for up to this long, 1 s to 10 s apart (0: once); a bare number counts seconds',
+      parse: duration('s'),
     },
+    output: OUTPUT_OPTION,
   },
   epilog:
     'Give exactly one of --master-secret-file and --share.\n' +
     "The variant decides how the node's attestation key is trusted, as in the join service: for qemu-vtpm the\n" +
     "key must be the one --qemu-ak-registry registers for the node's address (without a registry recover\n" +
     'refuses to run, exit 2, unless --trust-ak-as-carried accepts any key: INSECURE).\n' +
-    'A busy node (resource-exhausted, unavailable) is sent the same request again for up to --retry-seconds.\n' +
-    'Exit codes: 0 accepted (recovered, or the share was counted: "k of n received"), 1 refused or\n' +
-    'failed (attestation, wrong secret, a share that does not belong, still busy), 2 usage or input error.',
-};
+    'A busy node (resource-exhausted, unavailable) is sent the same request again for up to --retry.',
+  exitCodes: {
+    0: 'accepted (recovered, or the share was counted: "k of n received")',
+    1: 'refused or failed (attestation, wrong secret, a share that does not belong, still busy)',
+  },
+});
 
 /** First and largest wait between sends to a busy node, ms. */
 const RETRY_FIRST_MS = 1_000;
@@ -160,54 +162,62 @@ async function readShare(path: string, keyPath: string | undefined): Promise<Rec
 /** Runs `confboot recover`. */
 export async function run(argv: string[]): Promise<number> {
   return runCommand(async () => {
-    const v = parseCommand(argv, recoverCommand);
+    const v = parseOptions(argv, recoverCommand);
     if (v === undefined) return 0;
     const progress = (line: string) => process.stderr.write(`recover: ${line}\n`);
-    const variant = variantFlag(v.variant);
-    const timeoutInMs = timeoutFlagMs(v['timeout-seconds']);
-    const retrySeconds = Number(v['retry-seconds']);
-    if (!Number.isFinite(retrySeconds) || retrySeconds < 0)
-      throw new UsageError('--retry-seconds must be a number of seconds, 0 or more');
-    const endpointArg = String(v.endpoint);
+    const endpointArg = v.endpoint;
     const hp = splitHostPort(endpointArg);
     const endpoint = hp ? joinHostPort(hp.host, hp.port) : joinHostPort(endpointArg, RECOVERY_PORT);
     if (!hp && (endpointArg === '' || /[\s/]/.test(endpointArg)))
       throw new UsageError(`--endpoint: expected HOST[:PORT], got ${JSON.stringify(endpointArg)}`);
-    const secretFile = v['master-secret-file'] as string | undefined;
-    const shareFile = v.share as string | undefined;
+    const secretFile = v['master-secret-file'];
+    const shareFile = v.share;
     if ((secretFile === undefined) === (shareFile === undefined))
       throw new UsageError('give exactly one of --master-secret-file and --share');
 
     // The secret (or a share of it) goes only to a node whose attestation proves its image.
     const validator = await operatorValidator(
-      variant,
-      String(v['attestation-config']),
-      v['allow-weak-measurement-policy'] === true,
+      v.variant,
+      v['attestation-config'],
+      v['allow-weak-measurement-policy'],
       'recover',
       akTrustSettings(v),
     );
     const request =
       secretFile !== undefined
         ? await readMasterSecret(secretFile)
-        : await readShare(shareFile as string, v['share-key'] as string | undefined);
+        : await readShare(shareFile ?? '', v['share-key']);
 
     const clock = new SystemClock();
     const client = new GrpcRecoverClient({ validators: [validator], clock });
     progress(`Connecting to ${endpoint} and verifying the node's attestation`);
     try {
       const { status } = await sendWhileBusy(
-        () => client.recover(endpoint, request, { timeoutInMs }),
-        retrySeconds * 1000,
+        () => client.recover(endpoint, request, { timeoutInMs: v.timeout }),
+        v.retry,
         clock,
         progress,
       );
       progress('Node attested');
-      process.stdout.write(`${status.recovered ? 'Recovered' : 'Waiting'}: ${status.message}\n`);
-      return 0;
+      return printResult(
+        v.output,
+        'recover',
+        0,
+        { endpoint, ...status },
+        (r) => `${r.recovered ? 'Recovered' : 'Waiting'}: ${r.message}`,
+      );
     } catch (err) {
+      const mismatches = isAttestationError(err) ? err.mismatches.map(formatMismatch) : [];
+      if (v.output === 'json')
+        return printResult(
+          v.output,
+          'recover',
+          1,
+          { endpoint, refused: messageOf(err), mismatches },
+          () => '',
+        );
       process.stderr.write(`recover: refused: ${messageOf(err)}\n`);
-      if (isAttestationError(err))
-        for (const m of err.mismatches) process.stderr.write(`recover:   ${formatMismatch(m)}\n`);
+      for (const m of mismatches) process.stderr.write(`recover:   ${m}\n`);
       return 1;
     } finally {
       if (request.kind === 'master-secret') request.masterSecret.fill(0);
@@ -215,3 +225,6 @@ export async function run(argv: string[]): Promise<number> {
     }
   });
 }
+
+/** The command's option table. */
+export const commandSpecs = [recoverCommand];

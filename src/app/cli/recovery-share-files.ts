@@ -14,7 +14,8 @@ import { MASTER_SECRET_LENGTH_DEFAULT } from '../../domain/key-derivation.js';
 import { checkSplitParameters, makeRecoveryShares } from '../../domain/recovery-share-file.js';
 import { DEFAULT_MAX_SHARES, DEFAULT_MAX_SHARES_PER_SOURCE } from '../../domain/recovery-shares.js';
 import { messageOf } from '../../ports/errors.js';
-import { type CommandSpec, UsageError } from '../program/args.js';
+import { UsageError } from '../program/args.js';
+import { type OptionValues, wholeNumber } from '../program/options.js';
 
 /**
  * The largest K a split may have: the shares a waiting node keeps from one source (an IPv4 address
@@ -45,11 +46,13 @@ export const RECOVERY_SHARE_OPTIONS = {
     valueName: 'N',
     description: 'split the master secret into N recovery share files (k-of-n); 1 keeps the single file',
     default: '1',
+    parse: wholeNumber(),
   },
   'recovery-threshold': {
     type: 'string',
     valueName: 'K',
     description: `shares needed to recover (2 ≤ K ≤ N when N ≥ 2, K ≤ ${MAX_RECOVERY_THRESHOLD}: the shares a node keeps from one source; default N)`,
+    parse: wholeNumber(),
   },
   'recovery-share-dir': {
     type: 'string',
@@ -64,20 +67,20 @@ export const RECOVERY_SHARE_OPTIONS = {
     description:
       "a holder's X25519 public key (PEM); give N, in share order, to encrypt each share to its holder",
   },
-} satisfies CommandSpec['options'];
+} as const;
 
 /**
  * Reads and checks the recovery share flags (usage errors before anything is written or sent): K
  * and N as the split needs them, K at most {@link MAX_RECOVERY_THRESHOLD}, one holder key per share.
  */
-export function parseRecoveryShareFlags(v: Record<string, unknown>): {
+export function parseRecoveryShareFlags(v: OptionValues<typeof RECOVERY_SHARE_OPTIONS>): {
   total: number;
   threshold: number;
   dir: string;
   recipientKeyFiles: string[];
 } {
-  const total = Number(v['recovery-shares']);
-  const threshold = v['recovery-threshold'] === undefined ? total : Number(v['recovery-threshold']);
+  const total = v['recovery-shares'];
+  const threshold = v['recovery-threshold'] ?? total;
   try {
     checkSplitParameters(total, threshold);
   } catch (err) {
@@ -87,10 +90,10 @@ export function parseRecoveryShareFlags(v: Record<string, unknown>): {
     throw new UsageError(
       `--recovery-threshold: K = ${threshold} is more than the ${MAX_RECOVERY_THRESHOLD} shares a waiting node keeps from one source, so the split could not be recovered from one machine; give --recovery-threshold ${MAX_RECOVERY_THRESHOLD} or less`,
     );
-  const recipientKeyFiles = (v['recovery-holder-key'] as string[] | undefined) ?? [];
+  const recipientKeyFiles = v['recovery-holder-key'] ?? [];
   if (recipientKeyFiles.length !== 0 && recipientKeyFiles.length !== total)
     throw new UsageError(`--recovery-holder-key: give ${total} keys (one per share) or none`);
-  return { total, threshold, dir: String(v['recovery-share-dir']), recipientKeyFiles };
+  return { total, threshold, dir: v['recovery-share-dir'], recipientKeyFiles };
 }
 
 /** What to split and where to write it. */

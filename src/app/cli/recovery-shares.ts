@@ -12,8 +12,11 @@ import {
   MEASUREMENT_SECRET_KEY_ID,
   MEASUREMENT_SECRET_LENGTH,
 } from '../../domain/key-derivation.js';
-import { type CommandSpec, parseCommand, runCommand, UsageError } from '../program/args.js';
+import { runCommand, UsageError } from '../program/args.js';
 import { readInput } from '../program/input-file.js';
+import { defineCommand, parseOptions } from '../program/options.js';
+import { printResult } from '../program/output.js';
+import { OUTPUT_OPTION } from '../program/shared-options.js';
 import { parseMasterSecretFile } from './operator-inputs.js';
 import {
   checkSplitSecret,
@@ -22,7 +25,7 @@ import {
   writeRecoveryShareFiles,
 } from './recovery-share-files.js';
 
-export const recoverySharesCommand: CommandSpec = {
+export const recoverySharesCommand = defineCommand({
   name: 'recovery-shares',
   summary:
     "Split the cluster's master secret into a new set of k-of-n recovery share files (rotate holders, change N or K).",
@@ -43,28 +46,29 @@ export const recoverySharesCommand: CommandSpec = {
     },
     ...RECOVERY_SHARE_OPTIONS,
     'recovery-shares': { ...RECOVERY_SHARE_OPTIONS['recovery-shares'], default: undefined, required: true },
+    output: OUTPUT_OPTION,
   },
   epilog: [
     'Usage: confboot recovery-shares --master-secret-file F --measurement-salt-file F --recovery-shares N',
     '         [--recovery-threshold K] [--recovery-share-dir DIR] [--recovery-holder-key F ...]',
     'A new split has new digests: old and new shares never combine, but until the old files are destroyed',
     'K old shares still rebuild the same secret (rotating holders does not rotate the secret).',
-    'Exit codes: 0 written, 1 a file could not be written, 2 usage or input error.',
   ].join('\n'),
-};
+  exitCodes: { 0: 'written', 1: 'a file could not be written' },
+});
 
 /** Runs `confboot recovery-shares`. */
 export async function run(argv: string[]): Promise<number> {
   return runCommand(async () => {
-    const v = parseCommand(argv, recoverySharesCommand);
+    const v = parseOptions(argv, recoverySharesCommand);
     if (v === undefined) return 0;
     const shares = parseRecoveryShareFlags(v);
     if (shares.total < 2) throw new UsageError('--recovery-shares: a split needs N ≥ 2');
     const { masterSecret, masterSalt } = parseMasterSecretFile(
-      await readInput(String(v['master-secret-file']), '--master-secret-file'),
+      await readInput(v['master-secret-file'], '--master-secret-file'),
     );
     checkSplitSecret(masterSecret);
-    const measurementSalt = await readInput(String(v['measurement-salt-file']), '--measurement-salt-file');
+    const measurementSalt = await readInput(v['measurement-salt-file'], '--measurement-salt-file');
     if (measurementSalt.length !== 32)
       throw new UsageError('--measurement-salt-file must hold exactly 32 bytes');
     const measurementSecret = deriveDataKey(
@@ -75,16 +79,20 @@ export async function run(argv: string[]): Promise<number> {
     );
     const clusterId = deriveClusterId(measurementSecret, measurementSalt);
     measurementSecret.fill(0);
+    let files: string[];
     try {
-      const paths = await writeRecoveryShareFiles({ masterSecret, masterSalt, clusterId, ...shares });
+      files = await writeRecoveryShareFiles({ masterSecret, masterSalt, clusterId, ...shares });
       process.stderr.write(
-        `recovery-shares: wrote ${paths.length} shares (any ${shares.threshold} recover the cluster): ${paths.join(', ')}\n`,
+        `recovery-shares: wrote ${files.length} shares (any ${shares.threshold} recover the cluster): ${files.join(', ')}\n`,
       );
     } finally {
       masterSecret.fill(0);
       masterSalt.fill(0);
     }
-    process.stdout.write(`Cluster ID: ${Buffer.from(clusterId).toString('hex')}\n`);
-    return 0;
+    const result = { clusterId: Buffer.from(clusterId).toString('hex'), threshold: shares.threshold, files };
+    return printResult(v.output, 'recovery-shares', 0, result, (r) => `Cluster ID: ${r.clusterId}`);
   });
 }
+
+/** The command's option table. */
+export const commandSpecs = [recoverySharesCommand];

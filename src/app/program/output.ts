@@ -29,7 +29,8 @@ export function envelope<R>(command: string, exitCode: ExitCode, result: R): Res
 }
 
 /**
- * Prints `result` in `format`: the envelope as one JSON document, or `table(result)` as text.
+ * Prints `result` in `format`: the envelope as one JSON document, or `table(result)` as text
+ * (nothing when it is empty).
  * Returns `exitCode`, so a command can end with `return printResult(…)`.
  */
 export function printResult<R>(
@@ -43,7 +44,7 @@ export function printResult<R>(
   if (format === 'json') out.write(`${JSON.stringify(envelope(command, exitCode, result), null, 2)}\n`);
   else {
     const text = table(result);
-    out.write(text.endsWith('\n') || text === '' ? text : `${text}\n`);
+    if (text !== '') out.write(text.endsWith('\n') ? text : `${text}\n`);
   }
   return exitCode;
 }

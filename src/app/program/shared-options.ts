@@ -41,8 +41,16 @@ export function cloudOption<const R extends boolean>(o: { required: R; what?: st
   } as const;
 }
 
-/** `--variant V` (also `--attestation-variant`). `what` says whose variant it is. */
-export function variantOption<const R extends boolean>(o: { required: R; what: string; note?: string }) {
+/**
+ * `--variant V` (also `--attestation-variant`). `what` says whose variant it is; `names` lists the
+ * variants the command takes (default every registered one), read when --help is printed.
+ */
+export function variantOption<const R extends boolean>(o: {
+  required: R;
+  what: string;
+  note?: string;
+  names?: () => readonly string[];
+}) {
   return {
     type: 'string',
     valueName: 'V',
@@ -50,7 +58,27 @@ export function variantOption<const R extends boolean>(o: { required: R; what: s
     aliases: ['attestation-variant'],
     parse: parseVariant,
     get description() {
-      return `${o.what}: ${variantNames().join(', ')}${o.note ?? ''}`;
+      return `${o.what}: ${(o.names ?? variantNames)().join(', ')}${o.note ?? ''}`;
+    },
+  } as const;
+}
+
+/** {@link variantOption} with a default variant. */
+export function variantOptionWithDefault<const D extends string>(o: {
+  default: D;
+  what: string;
+  note?: string;
+  names?: () => readonly string[];
+}) {
+  const option = variantOption({ required: false, ...o });
+  return {
+    type: option.type,
+    valueName: option.valueName,
+    aliases: option.aliases,
+    parse: option.parse,
+    default: o.default,
+    get description() {
+      return option.description;
     },
   } as const;
 }

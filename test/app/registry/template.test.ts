@@ -239,7 +239,7 @@ describe('a template vTPM variant (one entry) appears everywhere', () => {
     await writeFile(join(dir, 'config.json'), config);
     const flags = {
       document: join(dir, 'doc.json'),
-      format: 'json',
+      format: 'json' as const,
       variant: VARIANT,
       nonce: Buffer.from(nonce).toString('hex'),
       config: join(dir, 'config.json'),
