@@ -1,13 +1,4 @@
-/**
- * Join service composition (application layer): the domain's TicketIssuer behind the attested gRPC
- * join server (src/adapters/grpc), wrapped in the operational parts — admission limits, the deny
- * list, audit events, metrics, the gRPC health service, the operations HTTP server and graceful
- * shutdown. Every dependency is injected, so the CLI (production adapters), the demo and the
- * benchmarks (simulated Kubernetes, in-process) build the same service.
- */
-import { FileDenyList } from '../../adapters/fs/file-deny-list.js';
 import type { AdmissionSettings } from '../../adapters/grpc/atls/admission-settings.js';
-import type { RefusedEvidence } from '../../adapters/grpc/atls/peer-attestation.js';
 import type { AttestedGrpcServer } from '../../adapters/grpc/attested-server.js';
 import { createJoinServer } from '../../adapters/grpc/join-server.js';
 import { createPinoLogger } from '../../adapters/log/pino-logger.js';
@@ -34,9 +25,8 @@ import type { BootstrapTokens } from '../../ports/bootstrap-tokens.js';
 import type { CertificateAuthority } from '../../ports/certificate-authority.js';
 import type { Clock } from '../../ports/clock.js';
 import type { ClusterFacts } from '../../ports/cluster-facts.js';
-import { type DenyList, EMPTY_DENY_LIST } from '../../ports/deny-list.js';
+import type { DenyList } from '../../ports/deny-list.js';
 import type { DiskBindings } from '../../ports/disk-bindings.js';
-import { isAttestationError, isConfbootError } from '../../ports/errors.js';
 import type { EvidenceStore } from '../../ports/evidence-store.js';
 import type { KMS } from '../../ports/kms.js';
 import type { Logger } from '../../ports/logger.js';
@@ -46,10 +36,11 @@ import type { Validator } from '../../ports/validator.js';
 import { VERSION } from '../../version.js';
 import { JOIN_SERVICE_HTTP_PORT, JOIN_SERVICE_MEMORY_BUDGET_MIB, JOIN_SERVICE_PORT } from '../defaults.js';
 import { variantOfOid } from '../registry/index.js';
-import { AUDIT_EVENT, auditMismatches, emitAudit } from './audit.js';
+import { loadDenyList } from './deny-list.js';
 import { GuardedJoinCall } from './guarded-join-call.js';
 import { Cleanups, readinessOf, type ServiceState, shutdownOf } from './lifecycle.js';
 import { ByteBudget, deriveMemoryBounds, type MemoryBounds } from './memory.js';
+import { observeAttestedTls, recordRefusedEvidence } from './tls-refusals.js';
 
 /** Default requests per second per caller IP. */
 export const DEFAULT_RATE_LIMIT_PER_SECOND = 10;
@@ -219,36 +210,13 @@ export async function startJoinService(options: JoinServiceOptions): Promise<Run
   // Run after the servers stopped and the deny list closed, in the given order (see close()).
   for (const c of [...(options.onClose ?? [])].reverse()) start.cleanups.push(c);
   try {
-    const denyList = await loadDenyList(start);
+    const denyList = await loadDenyList({ ...start, denyListPath: options.denyListPath });
     const server = joinServer(start, denyList);
     return await serve(start, server, denyList);
   } catch (err) {
     await start.cleanups.run();
     throw err;
   }
-}
-
-/** The deny list (watched file, or nobody), with its sizes in the metrics. */
-async function loadDenyList({ options, logger, metrics, cleanups }: Start): Promise<DenyList> {
-  let denyList: DenyList = EMPTY_DENY_LIST;
-  if (options.denyListPath !== undefined) {
-    const file = await FileDenyList.start({
-      path: options.denyListPath,
-      logger,
-      onReload: (o) => {
-        metrics.configReloads.inc({ config: 'deny-list', result: o.ok ? 'ok' : 'error' });
-        if (o.ok) {
-          metrics.denyListEntries.set({ kind: 'node' }, o.nodes);
-          metrics.denyListEntries.set({ kind: 'disk-uuid' }, o.diskUuids);
-        }
-      },
-    });
-    cleanups.push(() => file.close());
-    denyList = file;
-  }
-  metrics.denyListEntries.set({ kind: 'node' }, denyList.size.nodes);
-  metrics.denyListEntries.set({ kind: 'disk-uuid' }, denyList.size.diskUuids);
-  return denyList;
 }
 
 /** The ticket issuer behind the guard, served by the attested gRPC join server (not listening yet). */
@@ -323,45 +291,6 @@ function joinServer(start: Start, denyList: DenyList): AttestedGrpcServer {
   });
   observeAttestedTls(server, metrics, logger);
   return server;
-}
-
-/**
- * Counts admission drops (summarised in the log by the listener, not audited one by one) and audits
- * connections refused by attested TLS, which never reach the join call.
- */
-function observeAttestedTls(server: AttestedGrpcServer, metrics: JoinServiceMetrics, logger: Logger): void {
-  server.tls.onDropped = (_address, reason) => metrics.atlsDrops.inc({ reason });
-  metrics.observeAtls(() => ({
-    connections: server.tls.pendingHandshakes,
-    sources: server.tls.pendingSources,
-    verifying: server.tls.verifying,
-  }));
-  server.tls.onRefused = (address, reason) => {
-    const check = isAttestationError(reason) ? reason.check : undefined;
-    const code = isConfbootError(reason) ? reason.code : 'permission-denied';
-    const mismatches = auditMismatches(reason);
-    if (isAttestationError(reason))
-      metrics.attestationRefusals.inc({ reason_code: reason.reasonCode, check: reason.check });
-    metrics.countRequest({
-      rpc: 'attested-tls',
-      outcome: 'refused',
-      variant: 'unknown',
-      reason: check ?? code,
-    });
-    emitAudit(logger, {
-      event: AUDIT_EVENT,
-      rpc: 'attested-tls',
-      peer: address,
-      variant: 'unknown',
-      outcome: 'refused',
-      code,
-      reason: check ?? code,
-      ...(isAttestationError(reason) ? { reasonCode: reason.reasonCode } : {}),
-      detail: reason.message,
-      ...(mismatches ? { mismatches } : {}),
-      durationMs: 0,
-    });
-  };
 }
 
 /** Listens on every port, reports SERVING, and returns the running service with its shutdown. */
@@ -441,28 +370,5 @@ async function serve(
     readiness,
     close,
     closed,
-  };
-}
-
-/** Records evidence refused during the handshake under the caller's address. */
-function recordRefusedEvidence(
-  store: EvidenceStore,
-  validators: readonly Validator[],
-  clock: Clock,
-): (e: RefusedEvidence) => void {
-  return (e) => {
-    const address = e.peerAddress ?? 'unknown';
-    void store.record({
-      key: `address/${address}`,
-      peer: address,
-      variant: validators.find((v) => v.oid === e.oid)?.variant ?? 'unknown',
-      oid: e.oid,
-      document: e.document,
-      nonce: e.nonce,
-      rpc: 'attested-tls',
-      outcome: 'refused',
-      reason: isAttestationError(e.error) ? e.error.check : 'attestation',
-      at: clock.now().toISOString(),
-    });
   };
 }

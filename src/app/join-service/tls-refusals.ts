@@ -1,0 +1,81 @@
+/**
+ * What the join service does with connections attested TLS refused or dropped (application layer):
+ * they never reach the join call, so the guard (guarded-join-call.ts) does not see them. Drops are
+ * counted by reason (the listener summarises them in its log); refusals are counted, audited one by
+ * one, and the refused document is kept as evidence under the caller's address.
+ */
+import type { RefusedEvidence } from '../../adapters/grpc/atls/peer-attestation.js';
+import type { AttestedGrpcServer } from '../../adapters/grpc/attested-server.js';
+import type { JoinServiceMetrics } from '../../adapters/ops/metrics.js';
+import type { Clock } from '../../ports/clock.js';
+import { isAttestationError, isConfbootError } from '../../ports/errors.js';
+import type { EvidenceStore } from '../../ports/evidence-store.js';
+import type { Logger } from '../../ports/logger.js';
+import type { Validator } from '../../ports/validator.js';
+import { AUDIT_EVENT, auditMismatches, emitAudit } from './audit.js';
+
+/**
+ * Counts admission drops (summarised in the log by the listener, not audited one by one) and audits
+ * connections refused by attested TLS, which never reach the join call.
+ */
+export function observeAttestedTls(
+  server: AttestedGrpcServer,
+  metrics: JoinServiceMetrics,
+  logger: Logger,
+): void {
+  server.tls.onDropped = (_address, reason) => metrics.atlsDrops.inc({ reason });
+  metrics.observeAtls(() => ({
+    connections: server.tls.pendingHandshakes,
+    sources: server.tls.pendingSources,
+    verifying: server.tls.verifying,
+  }));
+  server.tls.onRefused = (address, reason) => {
+    const check = isAttestationError(reason) ? reason.check : undefined;
+    const code = isConfbootError(reason) ? reason.code : 'permission-denied';
+    const mismatches = auditMismatches(reason);
+    if (isAttestationError(reason))
+      metrics.attestationRefusals.inc({ reason_code: reason.reasonCode, check: reason.check });
+    metrics.countRequest({
+      rpc: 'attested-tls',
+      outcome: 'refused',
+      variant: 'unknown',
+      reason: check ?? code,
+    });
+    emitAudit(logger, {
+      event: AUDIT_EVENT,
+      rpc: 'attested-tls',
+      peer: address,
+      variant: 'unknown',
+      outcome: 'refused',
+      code,
+      reason: check ?? code,
+      ...(isAttestationError(reason) ? { reasonCode: reason.reasonCode } : {}),
+      detail: reason.message,
+      ...(mismatches ? { mismatches } : {}),
+      durationMs: 0,
+    });
+  };
+}
+
+/** Records evidence refused during the handshake under the caller's address. */
+export function recordRefusedEvidence(
+  store: EvidenceStore,
+  validators: readonly Validator[],
+  clock: Clock,
+): (e: RefusedEvidence) => void {
+  return (e) => {
+    const address = e.peerAddress ?? 'unknown';
+    void store.record({
+      key: `address/${address}`,
+      peer: address,
+      variant: validators.find((v) => v.oid === e.oid)?.variant ?? 'unknown',
+      oid: e.oid,
+      document: e.document,
+      nonce: e.nonce,
+      rpc: 'attested-tls',
+      outcome: 'refused',
+      reason: isAttestationError(e.error) ? e.error.check : 'attestation',
+      at: clock.now().toISOString(),
+    });
+  };
+}
