@@ -215,61 +215,6 @@ describe('key service over gRPC', () => {
   });
 });
 
-describe('GrpcKmsClient', () => {
-  it('reports an unreachable key service as unavailable and recoverable', async () => {
-    const port = await freePort();
-    const client = new GrpcKmsClient({ endpoint: `127.0.0.1:${port}`, defaultTimeoutInMs: 10_000 });
-    cleanups.push(() => client.close());
-    const err = await client.getDataKey('measurementSecret', 32).catch((e: unknown) => e);
-    expect(err).toBeInstanceOf(ConfbootError);
-    expect((err as ConfbootError).code).toBe('unavailable');
-    expect((err as ConfbootError).recoverable).toBe(true);
-    expect((err as Error).message).toContain(`key service 127.0.0.1:${port}`);
-  });
-
-  it('gives up at the per-call deadline with deadline-exceeded', async () => {
-    let release: () => void = () => {};
-    const hanging: KMS = { getDataKey: () => new Promise((ok) => (release = () => ok(new Uint8Array(32)))) };
-    const server = await serve(hanging, 50);
-    cleanups.push(() => release());
-    const client = new GrpcKmsClient({ endpoint: `127.0.0.1:${server.port}` });
-    cleanups.push(() => client.close());
-    const err = await client.getDataKey('x', 32, { timeoutInMs: 200 }).catch((e: unknown) => e);
-    expect((err as ConfbootError).code).toBe('deadline-exceeded');
-  });
-
-  it('cancels the call when the signal aborts and rejects with its reason', async () => {
-    let started: () => void = () => {};
-    const running = new Promise<void>((ok) => (started = ok));
-    let release: () => void = () => {};
-    const hanging: KMS = {
-      getDataKey: () => {
-        started();
-        return new Promise((ok) => (release = () => ok(new Uint8Array(32))));
-      },
-    };
-    const server = await serve(hanging, 50);
-    cleanups.push(() => release());
-    const client = new GrpcKmsClient({ endpoint: `127.0.0.1:${server.port}` });
-    cleanups.push(() => client.close());
-    const ac = new AbortController();
-    const pending = client.getDataKey('x', 32, { signal: ac.signal }).catch((e: unknown) => e);
-    await running;
-    ac.abort(new Error('caller gave up'));
-    expect(await pending).toMatchObject({ message: 'caller gave up' });
-  });
-
-  it('refuses a short answer from a misbehaving server', async () => {
-    const short: KMS = { getDataKey: async () => new Uint8Array(5) };
-    const server = await serve(short);
-    const client = new GrpcKmsClient({ endpoint: `127.0.0.1:${server.port}` });
-    cleanups.push(() => client.close());
-    const err = await client.getDataKey('x', 32).catch((e: unknown) => e);
-    expect((err as ConfbootError).code).toBe('internal');
-    expect((err as Error).message).toMatch(/got 5 bytes, asked for 32/);
-  });
-});
-
 describe('startKeyServiceServer', () => {
   it('shutdown lets a running call finish when it ends within the grace period', async () => {
     let started: () => void = () => {};
