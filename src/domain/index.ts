@@ -14,5 +14,6 @@ export * from './measurement-guard.js';
 export * from './measurements.js';
 export * from './node-lock.js';
 export * from './receipts.js';
+export * from './round-pacer.js';
 export * from './state-disk.js';
 export * from './ticket-issuer.js';

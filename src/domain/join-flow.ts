@@ -89,13 +89,6 @@ export const DEFAULT_JOIN_TIMEOUTS: Readonly<JoinTimeouts> = Object.freeze({
   joinClusterMs: 5 * 60_000,
 });
 
-export {
-  DEFAULT_NOT_LISTENING_RETRY,
-  isNothingListening,
-  NOT_LISTENING_LOG_INTERVAL_MS,
-  type NotListeningRetry,
-} from './round-pacer.js';
-
 /** Default backoff: first ceiling 1 s, capped at upstream's fixed 30 s interval. */
 export const DEFAULT_JOIN_BACKOFF: Readonly<BackoffOptions> = Object.freeze({
   initialMs: 1_000,

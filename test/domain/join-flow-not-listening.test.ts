@@ -5,13 +5,12 @@
  * the capped exponential backoff.
  */
 import { describe, expect, it } from 'vitest';
+import { JoinFlow, type JoinFlowOptions } from '../../src/domain/join-flow.js';
 import {
   DEFAULT_NOT_LISTENING_RETRY,
   isNothingListening,
-  JoinFlow,
-  type JoinFlowOptions,
   NOT_LISTENING_LOG_INTERVAL_MS,
-} from '../../src/domain/join-flow.js';
+} from '../../src/domain/round-pacer.js';
 import { AttestationError, CONNECTION_REFUSED, ConfbootError, wrapError } from '../../src/ports/errors.js';
 import { joinFlowStubs } from './stubs.js';
 

@@ -21,8 +21,6 @@ import { AttestedGrpcServer } from './attested-server.js';
 import { type InitStreamEvent, initEventToProto, initRequestFromProto } from './mapping.js';
 import { toGrpcError } from './status.js';
 
-export type { InitStreamEvent } from './mapping.js';
-
 /** Largest log chunk per stream message (upstream: 1024 bytes). */
 export const INIT_LOG_CHUNK_BYTES = 1024;
 

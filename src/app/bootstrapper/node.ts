@@ -9,7 +9,8 @@
  * failure and logs first), and is reported through `done` (upstream's Init path did neither).
  */
 import type { AttestedGrpcServer } from '../../adapters/grpc/attested-server.js';
-import { createInitServer, type InitStreamEvent } from '../../adapters/grpc/init-server.js';
+import { createInitServer } from '../../adapters/grpc/init-server.js';
+import type { InitStreamEvent } from '../../adapters/grpc/mapping.js';
 import type { BackoffOptions } from '../../domain/backoff.js';
 import { Bootstrapper, type BootstrapResult, type RebootOptions } from '../../domain/bootstrapper.js';
 import { isInitFailure } from '../../domain/errors.js';
