@@ -234,7 +234,7 @@ describe('confboot measurements diff', () => {
     const config = await configFrom(cos85, '0,4,8,9');
     out = '';
     expect(await run(['diff', '--config', config, '--event-log', cos93, '--json'])).toBe(1);
-    const report = JSON.parse(out) as DiffReport;
+    const report = (JSON.parse(out) as { result: DiffReport }).result;
     expect(report.match).toBe(false);
     const byPcr = new Map(report.pcrs.map((r) => [r.pcr, r]));
     const replay = lib.replayTcgEventLog(readFileSync(cos93));

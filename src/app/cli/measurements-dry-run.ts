@@ -14,14 +14,17 @@ import type { Validator } from '../../ports/validator.js';
 import type { Variant } from '../../ports/variant.js';
 import { dryRun, renderDryRun } from '../join-service/dry-run.js';
 import { validatorBuilder, variantLookups } from '../join-service/production.js';
-import { type CommandSpec, parseCommand, UsageError } from '../program/args.js';
+import { UsageError } from '../program/args.js';
+import { defineCommand, parseOptions } from '../program/options.js';
+import { printResult } from '../program/output.js';
+import { OUTPUT_OPTION } from '../program/shared-options.js';
 import { isVariant } from '../registry/index.js';
 
 /** The default evidence source: the --state-dir docs/attestation-config.md suggests for the join service. */
 export const DEFAULT_EVIDENCE_SOURCE = '/var/lib/confboot/join-service';
 
 /** Flags of `confboot measurements dry-run`. */
-export const dryRunCommand: CommandSpec = {
+export const dryRunCommand = defineCommand({
   name: 'measurements dry-run',
   summary:
     "Replay every node's recorded evidence against a new attestation config and print, per node, accepted or refused and why.",
@@ -56,16 +59,18 @@ export const dryRunCommand: CommandSpec = {
         'qemu-vtpm without --qemu-ak-registry: trust the attestation key each record carries, as a join service started with this flag does',
     },
     'amd-kds-url': { type: 'string', valueName: 'URL', description: 'SEV-SNP: AMD KDS or a mirror' },
-    json: { type: 'boolean', description: 'print the report as JSON' },
+    output: OUTPUT_OPTION,
   },
   epilog: [
     'The evidence is what the join service verified (document and the TLS-exporter nonce it bound); each',
     "record is validated again with a validator built from NEW for the record's variant. A joined node is",
     'one whose latest ticket was issued.',
-    'Exit codes: 0 no joined node would be refused, 1 a joined node would be refused (or the cluster could not be',
-    'read), 2 usage or input error.',
   ].join('\n'),
-};
+  exitCodes: {
+    0: 'no joined node would be refused',
+    1: 'a joined node would be refused (or the cluster could not be read)',
+  },
+});
 
 /** The --evidence value that reads the cluster's EvidenceRecord resources. */
 export const CLUSTER_EVIDENCE_SOURCE = 'cluster';
@@ -101,16 +106,16 @@ async function readEvidence(source: string, kubeconfigPath: string | undefined) 
 
 /** Runs the verb; resolves to the exit code (usage errors throw UsageError). */
 export async function runDryRun(argv: string[]): Promise<number> {
-  const v = parseCommand(argv, dryRunCommand);
+  const v = parseOptions(argv, dryRunCommand);
   if (v === undefined) return 0;
-  const configPath = v.config as string;
+  const configPath = v.config;
   let config: Uint8Array;
   try {
     config = await readFile(configPath);
   } catch (err) {
     throw new UsageError(`reading ${configPath}: ${messageOf(err)}`);
   }
-  const records = await readEvidence(v.evidence as string, v.kubeconfig as string | undefined);
+  const records = await readEvidence(v.evidence, v.kubeconfig);
   const clock = new SystemClock();
   const validators = new Map<string, Validator | undefined>();
   for (const variant of new Set(records.map((r) => r.variant))) {
@@ -121,9 +126,9 @@ export async function runDryRun(argv: string[]): Promise<number> {
     const lookups = await variantLookups(
       variant as Variant,
       {
-        qemuAkRegistryPath: v['qemu-ak-registry'] as string | undefined,
-        trustAkAsCarried: v['trust-ak-as-carried'] === true,
-        amdKdsUrl: v['amd-kds-url'] as string | undefined,
+        qemuAkRegistryPath: v['qemu-ak-registry'],
+        trustAkAsCarried: v['trust-ak-as-carried'],
+        amdKdsUrl: v['amd-kds-url'],
       },
       clock,
     );
@@ -134,6 +139,6 @@ export async function runDryRun(argv: string[]): Promise<number> {
     }
   }
   const report = await dryRun(records, (variant) => validators.get(variant));
-  process.stdout.write(v.json ? `${JSON.stringify(report, null, 2)}\n` : renderDryRun(report));
-  return report.wouldRefuseJoined.length === 0 ? 0 : 1;
+  const code = report.wouldRefuseJoined.length === 0 ? 0 : 1;
+  return printResult(v.output, 'measurements dry-run', code, report, renderDryRun);
 }

@@ -22,8 +22,11 @@ import {
 import { parseAttestationConfig } from '../../domain/measurements.js';
 import { isConfbootError } from '../../ports/errors.js';
 import type { Measurements } from '../../ports/types.js';
-import { type CommandSpec, parseCommand, runCommand, UsageError } from '../program/args.js';
+import { type CommandSpec, runCommand, UsageError } from '../program/args.js';
 import { readInput } from '../program/input-file.js';
+import { defineCommand, parseOptions } from '../program/options.js';
+import { printResult } from '../program/output.js';
+import { OUTPUT_OPTION } from '../program/shared-options.js';
 import { runVerb, type Verb } from './verbs.js';
 
 const BANKS: ReplayBank[] = ['sha256', 'sha384'];
@@ -31,7 +34,7 @@ const EVENT_LOG_HELP =
   'raw TCG event log of a reference node, e.g. /sys/kernel/security/tpm0/binary_bios_measurements (TDX: the CCEL data)';
 
 /** Flags of `confboot measurements from-event-log`. */
-export const fromEventLogCommand: CommandSpec = {
+export const fromEventLogCommand = defineCommand({
   name: 'measurements from-event-log',
   summary:
     'Replay a TCG event log from a reference node and print an attestation-config "measurements" block.',
@@ -41,26 +44,29 @@ export const fromEventLogCommand: CommandSpec = {
       type: 'string',
       valueName: 'LIST',
       description: 'comma-separated PCR indices, e.g. 4,8,9,11,12 (default: every PCR the log extends)',
+      parse: (raw: string) => parsePcrList(raw),
     },
     bank: {
       type: 'string',
       valueName: 'sha256|sha384',
       default: 'sha256',
       description: 'bank to replay: sha256 for vTPM PCRs, sha384 for a TDX CCEL (RTMR0-3 = index 1-4)',
+      parse: (raw: string) => parseBank(raw),
     },
-    json: { type: 'boolean', description: 'print JSON (the default)' },
-    yaml: { type: 'boolean', description: 'print YAML instead of JSON' },
+    yaml: { type: 'boolean', description: 'print the block as YAML instead of JSON' },
+    output: OUTPUT_OPTION,
   },
   epilog: [
     'Every value is enforced ("warnOnly": false); edit the block to relax one. A requested PCR the log',
     'never extends gets its reset value (zeros; ones for 17-22) and a warning on stderr: the log cannot',
     "predict what runs later (confboot's PCR 15 marker, IMA's PCR 10).",
-    'Exit codes: 0 written, 2 usage or input error.',
+    '-o table prints the block itself (JSON, or YAML with --yaml); -o json the envelope around it.',
   ].join('\n'),
-};
+  exitCodes: { 0: 'written' },
+});
 
 /** Flags of `confboot measurements diff`. */
-export const diffCommand: CommandSpec = {
+export const diffCommand = defineCommand({
   name: 'measurements diff',
   summary:
     'Compare the measurements of an attestation config with a replayed event log, per PCR, with the events of each differing PCR.',
@@ -76,21 +82,21 @@ export const diffCommand: CommandSpec = {
       type: 'string',
       valueName: 'sha256|sha384',
       description: 'bank to replay (default: sha256 for 32-byte values, sha384 for 48-byte values)',
+      parse: (raw: string) => parseBank(raw),
     },
-    json: { type: 'boolean', description: 'print the comparison as JSON' },
+    output: OUTPUT_OPTION,
   },
-  epilog: [
-    'A PCR the log never extends is compared as its reset value (zeros; ones for 17-22).',
-    'Exit codes: 0 every enforced measurement matches, 1 one differs, 2 usage or input error.',
-  ].join('\n'),
-};
+  epilog: 'A PCR the log never extends is compared as its reset value (zeros; ones for 17-22).',
+  exitCodes: { 0: 'every enforced measurement matches', 1: 'one differs' },
+});
 
 const hex = (b: Uint8Array) => Buffer.from(b).toString('hex');
 
 function parseBank(value: string): ReplayBank {
-  if (!(BANKS as string[]).includes(value))
+  const bank = BANKS.find((b) => b === value);
+  if (bank === undefined)
     throw new UsageError(`--bank: ${JSON.stringify(value)} is not one of ${BANKS.join(', ')}`);
-  return value as ReplayBank;
+  return bank;
 }
 
 /** Parses `--pcrs 4,8,9`: distinct indices 0–31, at least one. */
@@ -122,12 +128,12 @@ async function replay(path: string, bank: ReplayBank): Promise<EventLogReplay> {
 }
 
 async function fromEventLog(argv: string[]): Promise<number> {
-  const v = parseCommand(argv, fromEventLogCommand);
+  const v = parseOptions(argv, fromEventLogCommand);
   if (v === undefined) return 0;
-  if (v.json && v.yaml) throw new UsageError('--json and --yaml exclude each other');
-  const bank = parseBank(v.bank as string);
-  const pcrs = v.pcrs === undefined ? undefined : parsePcrList(v.pcrs as string);
-  const log = await replay(v['event-log'] as string, bank);
+  if (v.output === 'json' && v.yaml)
+    throw new UsageError('--json and --yaml exclude each other (-o json prints the JSON envelope)');
+  const { bank, pcrs } = v;
+  const log = await replay(v['event-log'], bank);
   if (log.pcrs.size === 0)
     throw new UsageError(`${v['event-log']}: the log extends no PCR in the ${bank} bank`);
   const { measurements, unmeasured } = measurementsFromReplay(log, pcrs);
@@ -140,8 +146,9 @@ async function fromEventLog(argv: string[]): Promise<number> {
       `warning: PCR ${i} has no events in the log; wrote its reset value, which holds only if nothing extends it after boot\n`,
     );
   const block = { measurements };
-  process.stdout.write(v.yaml ? toYaml(block) : `${JSON.stringify(block, null, 2)}\n`);
-  return 0;
+  return printResult(v.output, 'measurements from-event-log', 0, block, (b) =>
+    v.yaml ? toYaml(b) : JSON.stringify(b, null, 2),
+  );
 }
 
 /** The JSON printed by `measurements diff --json`. */
@@ -194,9 +201,9 @@ function renderDiff(report: DiffReport): string {
 }
 
 async function diff(argv: string[]): Promise<number> {
-  const v = parseCommand(argv, diffCommand);
+  const v = parseOptions(argv, diffCommand);
   if (v === undefined) return 0;
-  const configPath = v.config as string;
+  const configPath = v.config;
   const text = (await readInput(configPath, 'attestation config')).toString('utf8');
   let expected: Measurements;
   try {
@@ -206,12 +213,12 @@ async function diff(argv: string[]): Promise<number> {
     throw new UsageError(`${configPath}: ${err.message}`);
   }
   const size = [...expected.values()][0]?.expected.length;
-  const bank = v.bank !== undefined ? parseBank(v.bank as string) : size === 48 ? 'sha384' : 'sha256';
+  const bank = v.bank ?? (size === 48 ? 'sha384' : 'sha256');
   if (size !== REPLAY_BANKS[bank].size)
     throw new UsageError(
       `${configPath}: the measurements hold ${size}-byte values, the ${bank} bank has ${REPLAY_BANKS[bank].size}`,
     );
-  const log = await replay(v['event-log'] as string, bank);
+  const log = await replay(v['event-log'], bank);
   let rows: PcrDiff[];
   try {
     rows = diffMeasurementsAgainstLog(expected, log);
@@ -242,8 +249,7 @@ async function diff(argv: string[]): Promise<number> {
     })),
     notInConfig: [...log.pcrs.keys()].filter((i) => !expected.has(i)),
   };
-  process.stdout.write(v.json ? `${JSON.stringify(report, null, 2)}\n` : renderDiff(report));
-  return report.match ? 0 : 1;
+  return printResult(v.output, 'measurements diff', report.match ? 0 : 1, report, renderDiff);
 }
 
 const VERBS: Record<string, Verb> = {
@@ -263,4 +269,10 @@ const VERBS: Record<string, Verb> = {
 
 export function run(argv: string[]): Promise<number> {
   return runVerb('measurements', VERBS, argv);
+}
+
+/** Every verb's option table (loads the dry-run verb's module). */
+export async function loadCommandSpecs(): Promise<readonly CommandSpec[]> {
+  const { dryRunCommand } = await import('./measurements-dry-run.js');
+  return [fromEventLogCommand, diffCommand, dryRunCommand];
 }

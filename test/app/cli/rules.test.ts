@@ -23,7 +23,6 @@ const NOT_YET_ON_A_TABLE = new Set([
   'bootstrapper',
   'demo',
   'manifests',
-  'measurements',
   'metadata-server',
   'mini',
   'node-operator',

@@ -110,7 +110,7 @@ describe('dry run against recorded swtpm evidence (simulated Kubernetes)', () =>
     expect(
       await runDryRun(['--config', newConfigPath, '--evidence', stateDir, '--json', '--trust-ak-as-carried']),
     ).toBe(1);
-    const predicted = JSON.parse(stdio.stdout()) as DryRunReport;
+    const predicted = (JSON.parse(stdio.stdout()) as { result: DryRunReport }).result;
     const verdict = (key: string) => predicted.nodes.find((n) => n.key === key);
     expect(verdict(goodKey)).toMatchObject({ joined: true, predicted: 'refused' });
     expect(verdict(goodKey)?.why).toMatch(/^measurements: .*PCR12: expected/);
@@ -148,7 +148,7 @@ describe('dry run against recorded swtpm evidence (simulated Kubernetes)', () =>
         ...['--json', '--trust-ak-as-carried'],
       ]),
     ).toBe(1);
-    expect((JSON.parse(stdio.stdout()) as DryRunReport).nodes).toEqual(predicted.nodes);
+    expect((JSON.parse(stdio.stdout()) as { result: DryRunReport }).result.nodes).toEqual(predicted.nodes);
     expect(api.violations).toEqual([]);
 
     // The service loads the new config: the same check runs, is counted, and names the good node.
