@@ -31,6 +31,8 @@ export class SsaApiServer {
   readonly objects = new Map<string, Obj>();
   /** When false, workloads report no ready pods. */
   workloadsReady = true;
+  /** The Nodes GET /api/v1/nodes lists. */
+  nodes: Obj[] = [];
   private server: Server | undefined;
   private version = 1;
 
@@ -94,6 +96,9 @@ export class SsaApiServer {
           return;
         }
         const path = url.pathname;
+        // The bring-up's pod-network check lists the Nodes.
+        if (req.method === 'GET' && path === '/api/v1/nodes')
+          return send(200, { kind: 'NodeList', apiVersion: 'v1', metadata: {}, items: this.nodes });
         const dryRun = query.dryRun === 'All';
         const existing = this.objects.get(path);
         if (req.method === 'GET') {

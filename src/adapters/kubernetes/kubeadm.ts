@@ -5,9 +5,9 @@
  * `--config`; kubeadm's combined output, with the token redacted, travels in the error on failure.
  */
 import { spawn } from 'node:child_process';
-import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import type { ClusterInitializer, InitClusterArgs } from '../../ports/cluster-initializer.js';
 import type { ClusterJoiner, JoinClusterArgs } from '../../ports/cluster-joiner.js';
 import type { ComponentInstaller } from '../../ports/component-installer.js';
@@ -192,7 +192,18 @@ function tail(output: string): string {
 }
 
 /** Options of {@link KubeadmJoiner}. */
-export interface KubeadmJoinerOptions extends KubeadmRunOptions, KubeadmRenderOptions {}
+export interface KubeadmJoinerOptions extends KubeadmRunOptions, KubeadmRenderOptions {
+  /**
+   * Where the kubelet looks for the key of its TLS-bootstrap CSR ({@link KUBELET_BOOTSTRAP_KEY_PATH});
+   * when set, the join ticket's kubelet key is written there before `kubeadm join`, so the client
+   * CSR carries the key the join service recorded for this node (the node operator approves only
+   * that). Unset: nothing is written.
+   */
+  kubeletBootstrapKeyPath?: string;
+}
+
+/** The kubelet's key for its bootstrap CSR: it reuses this file when it exists (`--cert-dir` default). */
+export const KUBELET_BOOTSTRAP_KEY_PATH = '/var/lib/kubelet/pki/kubelet-client.key.tmp';
 
 /** {@link ClusterJoiner} that runs `kubeadm join --config F`. One call runs kubeadm once. */
 export class KubeadmJoiner implements ClusterJoiner {
@@ -206,6 +217,11 @@ export class KubeadmJoiner implements ClusterJoiner {
   async joinCluster(args: JoinClusterArgs, options?: CallOptions): Promise<void> {
     const config = renderJoinConfiguration(args, this.options);
     await installComponents(args.components, this.options, options);
+    const keyPath = this.options.kubeletBootstrapKeyPath;
+    if (keyPath !== undefined && args.kubeletKeyPath !== '') {
+      await mkdir(dirname(keyPath), { recursive: true, mode: 0o700 });
+      await writeFile(keyPath, await readFile(args.kubeletKeyPath), { mode: 0o600 });
+    }
     await runKubeadm('join', config, [args.token], this.options, options);
   }
 }

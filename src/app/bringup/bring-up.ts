@@ -13,6 +13,7 @@ import { NAMESPACE } from '../manifests/common.js';
 import { deployVariants } from '../manifests/manifests.js';
 import { cloudNames, isCloud, isVariant, variantEntry } from '../registry/index.js';
 import { type AppliedObject, applyObjects } from './apply.js';
+import { checkPodNetwork } from './cni-check.js';
 import { type BringupInput, bringupObjects } from './objects.js';
 
 /** A cloud and variant the manifests are rendered for. */
@@ -67,6 +68,8 @@ export async function bringUp(r: BringUpRequest): Promise<AppliedObject[]> {
     tlsMaterial: await createKeyServiceTls({ serverNames: keyServiceDnsNames(NAMESPACE) }),
     receiptKeyPem: generateReceiptKeyPem(),
   });
+  // The join and key service need the pod network: say so now rather than time out later.
+  await checkPodNetwork(kc);
   r.progress(
     `Applying ${objects.length} objects for ${r.cloud}/${r.variant} to ${kc.getCurrentCluster()?.server}${r.dryRun ? ' (dry run)' : ''}`,
   );

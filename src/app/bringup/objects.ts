@@ -15,6 +15,7 @@ import type { Component } from '../../ports/types.js';
 import { NAMESPACE } from '../manifests/common.js';
 import { receiptKeySecret } from '../manifests/join-service.js';
 import { type RenderOptions, renderObjects } from '../manifests/manifests.js';
+import { nodeOperatorObjects } from './node-operator-objects.js';
 
 export { MASTER_SECRET_NAME };
 /** Name of the components ConfigMap the NodeVersion references. */
@@ -106,5 +107,6 @@ export function bringupObjects(input: BringupInput): BringupObject[] {
     { object: components, mode: 'apply' },
     { object: nodeVersion, mode: 'apply' },
     ...rest.map((object) => ({ object, mode: 'apply' as const })),
+    ...nodeOperatorObjects(input.image).map((object) => ({ object, mode: 'apply' as const })),
   ];
 }

@@ -14,7 +14,11 @@ import { BcryptSecretHash } from '../../adapters/crypto/bcrypt-secret-hash.js';
 import { CryptsetupDisk } from '../../adapters/disk/cryptsetup-disk.js';
 import { GrpcJoinTicketClient } from '../../adapters/grpc/join-client.js';
 import { ClusterKmsFactory } from '../../adapters/kms/cluster-kms-factory.js';
-import { KubeadmInitializer, KubeadmJoiner } from '../../adapters/kubernetes/kubeadm.js';
+import {
+  KUBELET_BOOTSTRAP_KEY_PATH,
+  KubeadmInitializer,
+  KubeadmJoiner,
+} from '../../adapters/kubernetes/kubeadm.js';
 import { createPinoLogger } from '../../adapters/log/pino-logger.js';
 import { RingLogCollector } from '../../adapters/log/ring-log-collector.js';
 import { X509CsrFactory } from '../../adapters/pki/x509-csr-factory.js';
@@ -207,6 +211,7 @@ function bindCluster(bind: Bind): void {
       (c: NodeConfig, logger: Logger) =>
         new KubeadmJoiner({
           ...(c.kubeadmPath === undefined ? {} : { kubeadmPath: c.kubeadmPath }),
+          kubeletBootstrapKeyPath: KUBELET_BOOTSTRAP_KEY_PATH,
           logger,
           componentInstaller: new HttpComponentInstaller({ logger }),
         }),

@@ -8,7 +8,7 @@
 
 import { spawnSync } from 'node:child_process';
 import { X509Certificate } from 'node:crypto';
-import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { parse, stringify } from 'yaml';
@@ -118,6 +118,22 @@ describe('KubeadmJoiner with a simulated kubeadm', () => {
         },
       },
     ]);
+  });
+
+  it("puts the ticket's kubelet key where the kubelet takes the key of its bootstrap CSR, before kubeadm runs", async () => {
+    const w = world();
+    const key = join(w.dir, 'ticket-key.pem');
+    writeFileSync(key, 'ticket key');
+    const bootstrapKey = join(w.dir, 'var-lib-kubelet', 'pki', 'kubelet-client.key.tmp');
+    await new KubeadmJoiner({
+      kubeadmPath: FAKE_KUBEADM,
+      env: w.env,
+      tmpDir: w.dir,
+      kubeletBootstrapKeyPath: bootstrapKey,
+    }).joinCluster(validJoinArgs({ kubeletKeyPath: key }));
+    expect(readFileSync(bootstrapKey, 'utf8')).toBe('ticket key');
+    expect(statSync(bootstrapKey).mode & 0o777).toBe(0o600);
+    expect(w.invocations()[0]?.outcome).toBe('ok');
   });
 
   it('adds the control plane’s local API endpoint and extra kubelet flags', async () => {
