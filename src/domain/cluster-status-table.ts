@@ -46,7 +46,7 @@ const COLUMNS: readonly Column[] = [
           ? `issued${ageSince(n.lastDecision.at, now)}`
           : n.lastDecision.outcome === 'init'
             ? 'init'
-            : `refused ${n.lastDecision.reason}${ageSince(n.lastDecision.at, now)}`,
+            : `refused${ageSince(n.lastDecision.at, now)} ${n.lastDecision.reason}`,
   },
   {
     header: 'RECEIPT',
@@ -125,8 +125,12 @@ export function statusTable(status: ClusterStatus): string {
     lines.push('Out of policy:');
     if (status.problems.length > 0)
       lines.push(cut(`  cluster: ${status.problems.join(', ')}`, STATUS_TABLE_WIDTH));
-    for (const n of out)
-      lines.push(cut(`  ${cut(n.name, 40)}: ${n.problems.join(', ')}`, STATUS_TABLE_WIDTH));
+    for (const n of out) {
+      const why = n.problems.map((p) =>
+        p === 'refused' ? `refused (${cut(n.lastDecision?.reason ?? '', 24)})` : p,
+      );
+      lines.push(cut(`  ${cut(n.name, 36)}: ${why.join(', ')}`, STATUS_TABLE_WIDTH));
+    }
   } else lines.push('Every node is in policy.');
   return `${lines.join('\n')}\n`;
 }

@@ -40,7 +40,9 @@ describe('statusTable', () => {
     );
     expect(lines.find((l) => l.startsWith('cp-1'))).toMatch(/ init .* ok$/);
     expect(text).toContain('Out of policy:');
-    expect(text).toMatch(/\n {2}worker-x+…: refused, measurement-set-retired, no-disk-binding\n/);
+    expect(text).toMatch(
+      /\n {2}worker-x+…: refused \(measurement-z+…\), measurement-set-retired, no-disk-binding\n/,
+    );
   });
 
   it('says every node is in policy when they are', () => {

@@ -78,6 +78,11 @@ export const COMMANDS: CommandEntry[] = [
     load: () => import('./recovery-shares.js'),
   },
   {
+    name: 'status',
+    summary: 'Show every node of a running cluster as it records them, and whether each is in policy',
+    load: () => import('./status.js'),
+  },
+  {
     name: 'ssh',
     summary: 'Sign a short-lived emergency SSH user certificate with the cluster CA (from the master secret)',
     load: () => import('./ssh.js'),

@@ -1,7 +1,7 @@
 /**
  * The SIMULATED Kubernetes API server's confboot records (part of simulated-kube-api.ts):
  * DiskBinding resources (create, GET, LIST by owner label, DELETE), EvidenceRecord resources (server-side apply, GET, paged LIST, DELETE), kube-system Events (create,
- * JSON merge patch) and the server-side apply of ConfigMap kube-system/join-config (an operator
+ * JSON merge patch, paged LIST), kube-system Pods a test seeds (LIST by label) and the server-side apply of ConfigMap kube-system/join-config (an operator
  * rolling out an attestation config). Every request is checked strictly; what is wrong is answered
  * as a violation.
  */
@@ -21,6 +21,7 @@ const RFC3339 = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})
 const EVIDENCE_PREFIX = '/apis/confboot.dev/v1alpha1/evidencerecords';
 const DISK_PREFIX = '/apis/confboot.dev/v1alpha1/diskbindings';
 const EVENTS_PREFIX = '/api/v1/namespaces/kube-system/events';
+const PODS_PREFIX = '/api/v1/namespaces/kube-system/pods';
 const EVIDENCE_SPEC_KEYS = [
   'at',
   'document',
@@ -55,6 +56,8 @@ export class SimulatedRecords {
   readonly evidenceRecords = new Map<string, Obj>();
   /** kube-system Events (core/v1) by name. */
   readonly events = new Map<string, Obj>();
+  /** kube-system Pods (core/v1) by name: seeded by tests, listed by label (`key=value`). */
+  readonly pods = new Map<string, Obj>();
 
   /**
    * `configMaps`: the server's kube-system ConfigMaps (join-config is applied into it);
@@ -87,6 +90,8 @@ export class SimulatedRecords {
     if (method === 'GET' && p === EVIDENCE_PREFIX) return this.list(this.evidenceRecords, q);
     const event = new RegExp(`^${EVENTS_PREFIX}/([^/]+)$`).exec(p)?.[1];
     if (method === 'POST' && p === EVENTS_PREFIX) return this.createEvent(contentType, body);
+    if (method === 'GET' && p === EVENTS_PREFIX) return this.list(this.events, q);
+    if (method === 'GET' && p === PODS_PREFIX) return this.listPods(q);
     if (method === 'PATCH' && event) return this.patchEvent(event, contentType, body);
     return undefined;
   }
@@ -137,6 +142,14 @@ export class SimulatedRecords {
       wanted.has(d.metadata?.labels?.[DISK_BINDING_OWNER_LABEL]),
     );
     return this.list(new Map(owned), q);
+  }
+
+  /** A LIST of the seeded pods whose label matches the `key=value` selector. */
+  private listPods(q: URLSearchParams): RecordsAnswer {
+    const [key, value, ...rest] = (q.get('labelSelector') ?? '').split('=');
+    if (!key || value === undefined || rest.length > 0)
+      return { violation: `Pod LIST: labelSelector ${JSON.stringify(q.get('labelSelector'))}` };
+    return this.list(new Map([...this.pods].filter(([, o]) => o.metadata?.labels?.[key] === value)), q);
   }
 
   /** A LIST in name order, `limit` per page, `continue` = the last name of the previous page. */
