@@ -38,6 +38,11 @@ import type { SecretHash } from '../../ports/secret-hash.js';
 import type { SshHostKey } from '../../ports/ssh-host-key.js';
 import type { InitRequest } from '../../ports/types.js';
 import { BOOTSTRAPPER_PORT, JOIN_SERVICE_PORT } from '../defaults.js';
+import {
+  type PendingVerificationService,
+  serveWhenBootstrapped,
+  type VerificationServiceSettings,
+} from '../verification-service/serve.js';
 
 export type { BootstrapResult };
 
@@ -100,6 +105,11 @@ export interface BootstrapperNodeOptions {
   shutdownGraceMs?: number;
   /** Retries of a refused reboot request after a failure past the node lock. */
   reboot?: RebootOptions;
+  /**
+   * The verification service (docs/verification-service.md): started once the node is bootstrapped
+   * (also when it was in an earlier boot), stopped with the bootstrapper; none without this.
+   */
+  verification?: VerificationServiceSettings;
 }
 
 /** A running bootstrapper. */
@@ -119,6 +129,8 @@ export interface BootstrapperNode {
    * finishes first. Resolves when `done` has settled.
    */
   stop(): Promise<void>;
+  /** The verification service, when `options.verification` asked for one. */
+  verification?: PendingVerificationService;
 }
 
 /** Default bound on waiting for an Init call in flight when stopping. */
@@ -150,8 +162,19 @@ export async function startBootstrapperNode(
     stopInit: () => server?.shutdown(graceMs) ?? Promise.resolve(),
     ...(options.reboot ? { reboot: options.reboot } : {}),
   });
+  const verification =
+    options.verification &&
+    serveWhenBootstrapped(
+      bootstrapper.done,
+      { ...deps, logger: logger.child({ component: 'verify' }) },
+      options.verification,
+    );
+  const withVerification = (node: Omit<BootstrapperNode, 'verification'>): BootstrapperNode =>
+    verification === undefined
+      ? node
+      : { ...node, verification, stop: () => node.stop().finally(() => verification.stop()) };
   if (await bootstrapper.isBootstrapped()) {
-    return { initPort: undefined, done: bootstrapper.done, stop: async () => {} };
+    return withVerification({ initPort: undefined, done: bootstrapper.done, stop: async () => {} });
   }
 
   async function* handleInit(request: InitRequest): AsyncGenerator<InitStreamEvent> {
@@ -184,5 +207,5 @@ export async function startBootstrapperNode(
   logger.info('Init server listening', { host: listen.host, port: initPort });
   bootstrapper.runJoin();
 
-  return { initPort, done: bootstrapper.done, stop: () => bootstrapper.stop() };
+  return withVerification({ initPort, done: bootstrapper.done, stop: () => bootstrapper.stop() });
 }

@@ -14,6 +14,7 @@ import {
   initEventFromProto,
   initRequestToProto,
 } from '../../../src/adapters/grpc/mapping.js';
+import { HttpAttestationFetcher } from '../../../src/adapters/http/verification-client.js';
 import { ClusterKmsFactory } from '../../../src/adapters/kms/cluster-kms-factory.js';
 import { RingLogCollector } from '../../../src/adapters/log/ring-log-collector.js';
 import { SystemClock } from '../../../src/adapters/system/system-clock.js';
@@ -271,6 +272,32 @@ describe('startBootstrapperNode', () => {
     expect(h.deps.joinClient.calls).toEqual([]);
     expect(await refusesConnections(port)).toBe(true);
     await node.stop();
+  });
+
+  it.each([
+    ['once it joined', false],
+    ['when it was bootstrapped in an earlier boot', true],
+  ])('with a verification service: it answers nonces %s, and stop closes it', async (_name, before) => {
+    const h = harness();
+    if (before) h.deps.marker.pcr15 = new Uint8Array(32).fill(9);
+    else h.joinServiceUp.resolve();
+    const node = await startBootstrapperNode(h.deps, {
+      initListen: { host: '127.0.0.1', port: 0 },
+      backoff: { initialMs: 5, maxMs: 20 },
+      verification: { listen: { host: '127.0.0.1', port: 0 } },
+    });
+    running.push(node);
+    expect((await node.done).outcome).toBe(before ? 'already-bootstrapped' : 'joined');
+    const port = (await node.verification?.listening) as number;
+    const nonce = Buffer.alloc(32, 4);
+    const got = await new HttpAttestationFetcher().fetch(`127.0.0.1:${port}`, nonce);
+    const doc = JSON.parse(Buffer.from(got.document).toString());
+    expect([Buffer.from(doc.UserData, 'base64').toString(), doc.Nonce]).toEqual([
+      'VerifyService',
+      nonce.toString('base64'),
+    ]);
+    await node.stop();
+    expect(await refusesConnections(port)).toBe(true);
   });
 
   it('join fails after the lock: the disk is marked for reset and done rejects with the reason', async () => {
