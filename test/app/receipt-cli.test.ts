@@ -70,7 +70,9 @@ describe('confboot receipt verify', () => {
     expect(stdio.stdout()).toContain('node worker-7');
     stdio.clearStdout();
     expect(await run(['verify', '--json', '--jwks', s.jwksPath, s.receiptPath])).toBe(0);
-    const out = JSON.parse(stdio.stdout()) as { valid: boolean; claims: Record<string, unknown> };
+    const out = (
+      JSON.parse(stdio.stdout()) as { result: { valid: boolean; claims: Record<string, unknown> } }
+    ).result;
     expect(out.valid).toBe(true);
     expect(out.claims['confboot.receipt']).toMatchObject({ node: 'worker-7', measurementSet: 'default' });
   });
@@ -155,7 +157,7 @@ describe('confboot receipt verify', () => {
     expect(stdio.stderr()).toContain('measurements is warning; --require-status affirming');
     stdio.clearStdout();
     expect(await run(['verify', '--json', '--jwks', s.jwksPath, s.receiptPath])).toBe(1);
-    expect(JSON.parse(stdio.stdout())).toMatchObject({ valid: false });
+    expect(JSON.parse(stdio.stdout())).toMatchObject({ status: 'refused', result: { valid: false } });
     expect(await run(['verify', '--jwks', s.jwksPath, '--require-status', 'warning', s.receiptPath])).toBe(0);
     expect(await run(['verify', '--jwks', s.jwksPath, '--require-status', 'great', s.receiptPath])).toBe(2);
   });
@@ -247,7 +249,7 @@ describe('confboot receipt verify', () => {
 
   it('--help prints the usage (exit 0)', async () => {
     expect(await run(['verify', '--help'])).toBe(0);
-    expect(stdio.stdout()).toContain('confboot receipt verify --jwks FILE|URL');
+    expect(stdio.stdout()).toContain('Usage: confboot receipt verify [options] RECEIPT');
   });
 });
 

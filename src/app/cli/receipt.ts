@@ -8,7 +8,6 @@
  *           kubeconfig) and prints its public JWKS, kid and thumbprint: the trusted way to get them.
  * Exit 0 valid / printed, 1 invalid, not accepted or unreadable, 2 usage.
  */
-import { type ParseArgsConfig, parseArgs } from 'node:util';
 import { readFilePrefix, readPrefix } from '../../adapters/fs/read-prefix.js';
 import { loadKubeConfig } from '../../adapters/kubernetes/api.js';
 import { fetchJwksText, isJwksFetchError } from '../../adapters/receipts/fetch-jwks.js';
@@ -26,16 +25,23 @@ import {
 import { messageOf } from '../../ports/errors.js';
 import type { EarStatus } from '../../ports/receipt-signer.js';
 import { RECEIPT_KEY_SECRET_REF, readClusterReceiptKey, receiptKeyLines } from '../bringup/receipt-key.js';
-import { type CommandSpec, parseCommand, renderHelp, runCommand, UsageError } from '../program/args.js';
+import { runCommand, UsageError } from '../program/args.js';
+import {
+  defineCommand,
+  type OptionValues,
+  parseOptions,
+  parseOptionsAndOperand,
+} from '../program/options.js';
+import { printResult } from '../program/output.js';
+import { OUTPUT_OPTION } from '../program/shared-options.js';
 import { runVerb, type Verb } from './verbs.js';
 
-type Values = Record<string, string | boolean | string[] | undefined>;
-
 /** Flags of `confboot receipt verify`. */
-export const verifyCommand: CommandSpec = {
+export const verifyCommand = defineCommand({
   name: 'receipt verify',
   summary:
     "Verify a join receipt (EAR JWT, ES256) against the join service's JWKS and print its claims. RECEIPT is a file, or - for stdin.",
+  operand: { name: 'RECEIPT', description: 'the receipt: a file, or - for stdin' },
   options: {
     jwks: {
       type: 'string',
@@ -49,12 +55,21 @@ export const verifyCommand: CommandSpec = {
       valueName: 'K',
       description:
         'pin: the receipt must name this key ID (confboot init/apply print it as "Receipt key kid")',
+      parse: (raw: string) => {
+        if (raw === '') throw new UsageError('--kid must not be empty');
+        return raw;
+      },
     },
     'jwks-sha256': {
       type: 'string',
       valueName: 'HEX',
       description:
         'pin: the RFC 7638 SHA-256 thumbprint, in hex, of the JWKS key the receipt\'s kid selects (init/apply print it as "Receipt key jwks-sha256")',
+      parse: (raw: string) => {
+        if (!isSha256Hex(raw))
+          throw new UsageError(`--jwks-sha256 must be 64 hex digits (a SHA-256), got ${JSON.stringify(raw)}`);
+        return raw.toLowerCase();
+      },
     },
     'insecure-jwks-url': {
       type: 'boolean',
@@ -62,29 +77,35 @@ export const verifyCommand: CommandSpec = {
     },
     'require-status': {
       type: 'string',
-      valueName: 'S',
+      valueName: 'STATUS',
       default: 'affirming',
-      description: `every component's ear.status must be at least S (${[...EAR_STATUS_ORDER].reverse().join(' > ')})`,
+      description: `every component's ear.status must be at least STATUS (${[...EAR_STATUS_ORDER].reverse().join(' > ')})`,
+      parse: (raw: string): EarStatus => {
+        if (!isEarStatus(raw))
+          throw new UsageError(
+            `--require-status must be one of ${EAR_STATUS_ORDER.join(', ')}, got ${JSON.stringify(raw)}`,
+          );
+        return raw;
+      },
     },
-    json: {
-      type: 'boolean',
-      description: 'print {valid, header, claims, key} (or {valid, error}) as JSON',
-    },
+    output: OUTPUT_OPTION,
   },
   epilog: [
-    'Usage: confboot receipt verify --jwks FILE|URL [--kid K] [--jwks-sha256 HEX] [--require-status S] [--json] RECEIPT',
     'The signature must verify with the JWKS key named by the receipt\'s "kid" (ES256 over P-256 only, low-S:',
     "s <= n/2), that kid must be the key's own RFC 7638 thumbprint, every part must be canonical base64url",
     'and the claims must be an EAR join receipt (docs/attestation-config.md, "Join receipts").',
     'Whoever serves a JWKS URL can put any key in it: a URL needs a pin (--kid or --jwks-sha256, from the',
     'output of confboot init/apply or confboot receipt jwks), and http:// also --insecure-jwks-url.',
-    'Exit codes: 0 valid and every status at least --require-status, 1 invalid, a status below it or the',
-    'JWKS could not be read, 2 usage error.',
+    '-o json prints {valid, header, claims, key} (or {valid, error}) as the result.',
   ].join('\n'),
-};
+  exitCodes: {
+    0: 'valid and every status at least --require-status',
+    1: 'invalid, a status below it or the JWKS could not be read',
+  },
+});
 
 /** Flags of `confboot receipt jwks`. */
-export const jwksCommand: CommandSpec = {
+export const jwksCommand = defineCommand({
   name: 'receipt jwks',
   summary:
     "Print the join receipt key's public JWKS (stdout) and its kid and RFC 7638 SHA-256 thumbprint (stderr), read through the cluster's Kubernetes API.",
@@ -95,14 +116,16 @@ export const jwksCommand: CommandSpec = {
       default: 'constellation-admin.conf',
       description: 'admin kubeconfig from confboot init (its CA authenticates the API server)',
     },
+    output: OUTPUT_OPTION,
   },
   epilog: [
     `Reads ${RECEIPT_KEY_SECRET_REF} (which confboot apply creates and every join-service replica mounts)`,
     'and prints only its public half. Save it for offline checks:',
     '  confboot receipt jwks --kubeconfig constellation-admin.conf > jwks.json',
-    'Exit codes: 0 printed, 1 no key in the cluster or the API could not be read, 2 usage error.',
+    '-o json prints {jwks, kid, jwksSha256} as the result.',
   ].join('\n'),
-};
+  exitCodes: { 0: 'printed', 1: 'no key in the cluster or the API could not be read' },
+});
 
 /** Largest JWKS read or fetched. */
 const MAX_JWKS_BYTES = 64 * 1024;
@@ -129,37 +152,22 @@ interface VerifyFlags {
   receipt: string;
 }
 
-/** Checks the flags of `receipt verify`; throws UsageError for any that do not fit together. */
-function verifyFlags(values: Values, positionals: string[]): VerifyFlags {
-  const usage = (why: string) => new UsageError(`${why}\n\n${renderHelp(verifyCommand)}`);
-  if (typeof values.jwks !== 'string' || values.jwks === '') throw usage('missing required option --jwks');
-  if (positionals.length !== 1)
-    throw usage(`want exactly one RECEIPT (a file, or - for stdin), got ${positionals.length}`);
-  const pins: ReceiptPins = {};
-  if (values.kid !== undefined) {
-    if (String(values.kid) === '') throw usage('--kid must not be empty');
-    pins.kid = String(values.kid);
-  }
-  if (values['jwks-sha256'] !== undefined) {
-    const hex = String(values['jwks-sha256']);
-    if (!isSha256Hex(hex))
-      throw usage(`--jwks-sha256 must be 64 hex digits (a SHA-256), got ${JSON.stringify(hex)}`);
-    pins.jwksSha256 = hex.toLowerCase();
-  }
-  const requireStatus = String(values['require-status'] ?? 'affirming');
-  if (!isEarStatus(requireStatus))
-    throw usage(
-      `--require-status must be one of ${EAR_STATUS_ORDER.join(', ')}, got ${JSON.stringify(requireStatus)}`,
-    );
+/** Checks the flags of `receipt verify` together; throws UsageError for any that do not fit. */
+function verifyFlags(values: OptionValues<typeof verifyCommand.options>, receipt: string): VerifyFlags {
+  const pins: ReceiptPins = {
+    ...(values.kid === undefined ? {} : { kid: values.kid }),
+    ...(values['jwks-sha256'] === undefined ? {} : { jwksSha256: values['jwks-sha256'] }),
+  };
   const scheme = /^([a-z][a-z0-9+.-]*):\/\//i.exec(values.jwks)?.[1]?.toLowerCase();
   if (scheme !== undefined) {
-    if (scheme === 'http' && values['insecure-jwks-url'] !== true)
-      throw usage(
+    if (scheme === 'http' && !values['insecure-jwks-url'])
+      throw new UsageError(
         `--jwks ${values.jwks} is plain HTTP, which anyone on the path can answer: use confboot receipt jwks --kubeconfig F > jwks.json, an https:// URL, or --insecure-jwks-url`,
       );
-    if (scheme !== 'http' && scheme !== 'https') throw usage(`--jwks: unsupported URL scheme ${scheme}`);
+    if (scheme !== 'http' && scheme !== 'https')
+      throw new UsageError(`--jwks: unsupported URL scheme ${scheme}`);
     if (pins.kid === undefined && pins.jwksSha256 === undefined)
-      throw usage(
+      throw new UsageError(
         `--jwks ${values.jwks} is a URL, and whoever answers it decides its keys: pin the key with --kid or --jwks-sha256 (printed by confboot init/apply and confboot receipt jwks)`,
       );
   }
@@ -167,9 +175,9 @@ function verifyFlags(values: Values, positionals: string[]): VerifyFlags {
     jwks: values.jwks,
     isUrl: scheme !== undefined,
     pins,
-    requireStatus,
-    json: values.json === true,
-    receipt: positionals[0] as string,
+    requireStatus: values['require-status'],
+    json: values.output === 'json',
+    receipt,
   };
 }
 
@@ -198,23 +206,9 @@ async function loadJwks(source: string, isUrl: boolean): Promise<JsonWebKeySet> 
 }
 
 async function verify(argv: string[]): Promise<number> {
-  const options: NonNullable<ParseArgsConfig['options']> = { help: { type: 'boolean', short: 'h' } };
-  for (const [name, o] of Object.entries(verifyCommand.options)) options[name] = { type: o.type };
-  let values: Values;
-  let positionals: string[];
-  try {
-    ({ values, positionals } = parseArgs({ args: argv, options, strict: true, allowPositionals: true }) as {
-      values: Values;
-      positionals: string[];
-    });
-  } catch (err) {
-    throw new UsageError(`${messageOf(err)}\n\n${renderHelp(verifyCommand)}`);
-  }
-  if (values.help) {
-    process.stdout.write(`${renderHelp(verifyCommand)}\n`);
-    return 0;
-  }
-  const flags = verifyFlags(values, positionals);
+  const parsed = parseOptionsAndOperand(argv, verifyCommand);
+  if (parsed === undefined) return 0;
+  const flags = verifyFlags(parsed.values, parsed.operand);
   let token: string;
   try {
     token = await readBounded(flags.receipt, 'receipt', MAX_RECEIPT_BYTES);
@@ -224,7 +218,7 @@ async function verify(argv: string[]): Promise<number> {
   }
   const refuse = (why: string, extra: Record<string, unknown> = {}): number => {
     if (flags.json)
-      process.stdout.write(`${JSON.stringify({ valid: false, error: why, ...extra }, null, 2)}\n`);
+      printResult('json', 'receipt verify', 1, { valid: false, error: why, ...extra }, () => '');
     process.stderr.write(`confboot receipt verify: receipt is NOT valid: ${why}\n`);
     return 1;
   };
@@ -249,10 +243,8 @@ async function verify(argv: string[]): Promise<number> {
       `${below.map((b) => `${b.name} is ${b.status}`).join(', ')}; --require-status ${flags.requireStatus} wants every component at least ${flags.requireStatus}`,
       { header, claims },
     );
-  if (flags.json) {
-    process.stdout.write(`${JSON.stringify({ valid: true, header, claims, key }, null, 2)}\n`);
-    return 0;
-  }
+  if (flags.json)
+    return printResult('json', 'receipt verify', 0, { valid: true, header, claims, key }, () => '');
   const pinned = flags.pins.kid !== undefined || flags.pins.jwksSha256 !== undefined;
   const s = claims['confboot.receipt'];
   process.stdout.write(
@@ -271,15 +263,17 @@ async function verify(argv: string[]): Promise<number> {
 }
 
 async function jwks(argv: string[]): Promise<number> {
-  const v = parseCommand(argv, jwksCommand);
+  const v = parseOptions(argv, jwksCommand);
   if (v === undefined) return 0;
-  const key = await readClusterReceiptKey(loadKubeConfig(String(v.kubeconfig)));
+  const key = await readClusterReceiptKey(loadKubeConfig(v.kubeconfig));
   if (key === undefined) {
     process.stderr.write(
       `confboot receipt jwks: no join receipt key: ${RECEIPT_KEY_SECRET_REF} does not exist (confboot apply creates it)\n`,
     );
     return 1;
   }
+  if (v.output === 'json')
+    return printResult('json', 'receipt jwks', 0, { jwks: key.jwks, ...key.pin }, () => '');
   process.stdout.write(`${JSON.stringify(key.jwks, null, 2)}\n`);
   process.stderr.write(
     receiptKeyLines(key.pin)
@@ -304,3 +298,6 @@ const VERBS: Record<string, Verb> = {
 export function run(argv: string[]): Promise<number> {
   return runVerb('receipt', VERBS, argv);
 }
+
+/** Every verb's option table. */
+export const commandSpecs = [verifyCommand, jwksCommand];

@@ -58,8 +58,10 @@ export interface CommandSpec {
   name: string;
   summary: string;
   options: Record<string, OptionSpec>;
-  /** Extra text after the option list (examples, exit codes). */
+  /** Extra text after the option list (examples). */
   epilog?: string;
+  /** The one operand the command takes after its options (e.g. RECEIPT), if any. */
+  operand?: { name: string; description: string };
   /**
    * Also read every option from `CONFBOOT_<OPTION>` (long-running services configured by a
    * Kubernetes manifest). Options added later get it too; mark secrets with `secret`.
@@ -130,10 +132,11 @@ export function renderHelp(spec: CommandSpec): string {
   rows.push(['--help', 'show this help']);
   const width = Math.max(...rows.map(([f]) => f.length));
   return [
-    `Usage: confboot ${spec.name} [options]`,
+    `Usage: confboot ${spec.name} [options]${spec.operand ? ` ${spec.operand.name}` : ''}`,
     '',
     spec.summary,
     '',
+    ...(spec.operand ? [`${spec.operand.name}: ${spec.operand.description}`, ''] : []),
     'Options:',
     ...rows.map(([f, d]) => `  ${f.padEnd(width)}  ${d}`),
     ...(spec.env ? ['', ...envHelp(spec)] : []),
@@ -236,6 +239,19 @@ export function parseCommand(
   out: NodeJS.WritableStream = process.stdout,
   envOptions: ParseEnvOptions = {},
 ): Values | undefined {
+  return parseCommandLine(argv, spec, out, envOptions)?.values;
+}
+
+/**
+ * {@link parseCommand} that also returns the command's operand (CommandSpec.operand: exactly one
+ * is required).
+ */
+export function parseCommandLine(
+  argv: string[],
+  spec: CommandSpec,
+  out: NodeJS.WritableStream = process.stdout,
+  envOptions: ParseEnvOptions = {},
+): { values: Values; operand: string | undefined } | undefined {
   const options: NonNullable<ParseArgsConfig['options']> = { help: { type: 'boolean', short: 'h' } };
   for (const [name, o] of Object.entries(spec.options)) {
     // Defaults are applied last, so that the environment can come between flag and default.
@@ -247,10 +263,14 @@ export function parseCommand(
         typeof a === 'string' ? withoutShort(parseArgsOption) : { type: 'boolean' };
   }
   let values: Values;
+  let positionals: string[];
   try {
-    ({ values } = parseArgs({ args: argv, options, strict: true, allowPositionals: false }) as {
-      values: Values;
-    });
+    ({ values, positionals } = parseArgs({
+      args: argv,
+      options,
+      strict: true,
+      allowPositionals: spec.operand !== undefined,
+    }) as { values: Values; positionals: string[] });
   } catch (err) {
     throw new UsageError(`${firstLine(messageOf(err))}${seeHelp(spec)}`);
   }
@@ -270,7 +290,11 @@ export function parseCommand(
       throw new UsageError(`missing required option --${name}${orEnv}${seeHelp(spec)}`);
     }
   }
-  return values;
+  if (spec.operand !== undefined && positionals.length !== 1)
+    throw new UsageError(
+      `want exactly one ${spec.operand.name} (${spec.operand.description}), got ${positionals.length}${seeHelp(spec)}`,
+    );
+  return { values, operand: positionals[0] };
 }
 
 function firstLine(text: string): string {

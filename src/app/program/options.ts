@@ -5,7 +5,13 @@
  * option's `parse` (durations, host:port, one-of lists), so no command casts a flag value.
  * The value parsers below are the common ones; each throws a one-line {@link UsageError} naming the flag.
  */
-import { type CommandSpec, type OptionSpec, type ParseEnvOptions, parseCommand, UsageError } from './args.js';
+import {
+  type CommandSpec,
+  type OptionSpec,
+  type ParseEnvOptions,
+  parseCommandLine,
+  UsageError,
+} from './args.js';
 
 /** A command's table of options, by flag name without dashes. */
 export type OptionTable = Readonly<Record<string, OptionSpec>>;
@@ -61,8 +67,19 @@ export function parseOptions<T extends OptionTable>(
   out?: NodeJS.WritableStream,
   envOptions?: ParseEnvOptions,
 ): OptionValues<T> | undefined {
-  const raw = parseCommand(argv, spec, out, envOptions);
-  if (raw === undefined) return undefined;
+  return parseOptionsAndOperand(argv, spec, out, envOptions)?.values;
+}
+
+/** {@link parseOptions} that also returns the command's one operand (CommandSpec.operand). */
+export function parseOptionsAndOperand<T extends OptionTable>(
+  argv: string[],
+  spec: TypedCommandSpec<T>,
+  out?: NodeJS.WritableStream,
+  envOptions?: ParseEnvOptions,
+): { values: OptionValues<T>; operand: string } | undefined {
+  const line = parseCommandLine(argv, spec, out, envOptions);
+  if (line === undefined) return undefined;
+  const raw = line.values;
   const values: Record<string, unknown> = {};
   for (const [name, o] of Object.entries(spec.options)) {
     const given = raw[name];
@@ -71,7 +88,7 @@ export function parseOptions<T extends OptionTable>(
     else if (Array.isArray(given)) values[name] = given.map((g) => o.parse?.(g, name));
     else if (typeof given === 'string') values[name] = o.parse(given, name);
   }
-  return values as OptionValues<T>;
+  return { values: values as OptionValues<T>, operand: line.operand ?? '' };
 }
 
 // ---- value parsers ----

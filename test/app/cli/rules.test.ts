@@ -26,7 +26,6 @@ const NOT_YET_ON_A_TABLE = new Set([
   'metadata-server',
   'mini',
   'node-operator',
-  'receipt',
   'ssh',
 ]);
 
