@@ -15,16 +15,16 @@ import { buildReceiptClaims } from '../../domain/receipts.js';
 import { checkRequestSizes } from '../../domain/ticket-request.js';
 import type { Clock } from '../../ports/clock.js';
 import { ConfbootError } from '../../ports/errors.js';
-import { type EvidenceStore, ticketEvidenceKey } from '../../ports/evidence-store.js';
+import { ticketEvidenceKey } from '../../ports/evidence-store.js';
 import type { JoinCall, JoinCaller, JoinDecision } from '../../ports/join-call.js';
 import type { JoinMetrics, JoinRequestOutcome, JoinRpc } from '../../ports/join-metrics.js';
-import type { Logger } from '../../ports/logger.js';
 import { peerHost } from '../../ports/peer-address.js';
 import type { RateLimit } from '../../ports/rate-limit.js';
 import type { ReceiptClaims, ReceiptSigner } from '../../ports/receipt-signer.js';
 import type { RequestSlots } from '../../ports/request-slots.js';
 import type { JoinTicket, JoinTicketRequest, RejoinTicket, RejoinTicketRequest } from '../../ports/types.js';
-import { AUDIT_EVENT, auditReasonOf, emitAudit, type JoinAuditEvent } from './audit.js';
+import { AUDIT_EVENT, auditReasonOf, type JoinAuditEvent } from './audit.js';
+import type { JoinAuditSink } from './audit-sink.js';
 import type { ByteBudget } from './memory.js';
 
 /** How the guard signs receipts of issued tickets. */
@@ -44,12 +44,10 @@ export interface GuardedJoinCallDeps {
   /** Bytes of request fields held at once (running or waiting for a slot); default unbounded. */
   requestBytes?: ByteBudget;
   metrics: JoinMetrics;
-  /** Receives the audit events. */
-  audit: Logger;
+  /** Receives every decision's audit event and the evidence it was made on (audit-sink.ts). */
+  audit: JoinAuditSink;
   /** Signs a receipt for every issued ticket; without it tickets carry none. */
   receipts?: ReceiptIssuing;
-  /** Keeps the evidence behind every ticket the issuer decided on (issued or refused). */
-  evidence?: { store: EvidenceStore; clock: Clock };
 }
 
 /** A refusal decided by the guard itself: the cause's kind, with its audit and metric reason. */
@@ -112,7 +110,7 @@ export class GuardedJoinCall implements JoinCall {
     metrics.countRequest({ rpc: g.rpc, outcome, variant: g.caller.variant, reason: r.reason });
     metrics.observeSeconds({ rpc: g.rpc, outcome }, seconds);
     const measurementSet = g.caller.attestation?.measurementSet;
-    emitAudit(this.deps.audit, {
+    this.deps.audit.decided({
       event: AUDIT_EVENT,
       rpc: g.rpc,
       peer: g.caller.peer,
@@ -216,11 +214,11 @@ export class GuardedJoinCall implements JoinCall {
 
   /** Records the evidence a decision of the issuer was made on (nothing without a store or document). */
   private async recordEvidence(g: Guarded, outcome: JoinRequestOutcome, reason: string): Promise<void> {
-    const evidence = this.deps.evidence;
+    const { audit } = this.deps;
     const a = g.caller.attestation;
     const { event } = g;
-    if (evidence === undefined || a?.document === undefined || event.diskUuid === undefined) return;
-    await evidence.store.record({
+    if (!audit.keepsEvidence || a?.document === undefined || event.diskUuid === undefined) return;
+    await audit.evidence({
       key: ticketEvidenceKey(event.diskUuid, outcome),
       ...(event.nodeName !== undefined ? { nodeName: event.nodeName } : {}),
       peer: g.caller.peer,
@@ -232,7 +230,6 @@ export class GuardedJoinCall implements JoinCall {
       rpc: g.rpc,
       outcome,
       reason,
-      at: evidence.clock.now().toISOString(),
       ...(a.measurementSet !== undefined ? { measurementSet: a.measurementSet } : {}),
       ...(outcome === 'issued' && g.receipt !== undefined
         ? { receiptKid: g.receipt.kid, receiptStatus: g.receipt.status }

@@ -49,7 +49,6 @@ import {
 import { buildValidator } from '../registry/validators.js';
 import { withDryRunOnLoad } from './dry-run.js';
 import { lazyKubernetes } from './lazy-kubernetes.js';
-import { withRefusalEvents } from './refusal-events.js';
 import type { JoinServiceSettings } from './settings-by-owner.js';
 
 export { type LazyKubernetes, lazyKubernetes } from './lazy-kubernetes.js';
@@ -311,8 +310,9 @@ export async function startProductionJoinService(
     apiServerEndpoint,
     identity: new MetadataPeerIdentity(metadata, clock, { logger }),
     clock,
-    // Every refused audit event also becomes a Kubernetes Event.
-    logger: evidence.refusalEvents ? withRefusalEvents(logger, kube.events) : logger,
+    logger,
+    // Every refusal also becomes a Kubernetes Event.
+    ...(evidence.refusalEvents ? { events: kube.events } : {}),
     listen: listen.listen,
     httpListen: listen.httpListen,
     ...(listen.grpcHealthListen ? { grpcHealthListen: listen.grpcHealthListen } : {}),

@@ -27,6 +27,7 @@ import type { Clock } from '../../ports/clock.js';
 import type { ClusterFacts } from '../../ports/cluster-facts.js';
 import type { DenyList } from '../../ports/deny-list.js';
 import type { DiskBindings } from '../../ports/disk-bindings.js';
+import type { EventRecorder } from '../../ports/event-recorder.js';
 import type { EvidenceStore } from '../../ports/evidence-store.js';
 import type { KMS } from '../../ports/kms.js';
 import type { Logger } from '../../ports/logger.js';
@@ -36,6 +37,7 @@ import type { Validator } from '../../ports/validator.js';
 import { VERSION } from '../../version.js';
 import { JOIN_SERVICE_HTTP_PORT, JOIN_SERVICE_MEMORY_BUDGET_MIB, JOIN_SERVICE_PORT } from '../defaults.js';
 import { variantOfOid } from '../registry/index.js';
+import { joinAuditSink } from './audit-sink.js';
 import { loadDenyList } from './deny-list.js';
 import { GuardedJoinCall } from './guarded-join-call.js';
 import { Cleanups, readinessOf, type ServiceState, shutdownOf } from './lifecycle.js';
@@ -119,6 +121,11 @@ export interface JoinServiceOptions {
    * the handshake) for dry runs of new attestation configs. Without it nothing is recorded.
    */
   evidence?: EvidenceStore;
+  /**
+   * Reports every refusal for operators (production: Kubernetes Events, `--refusal-events`), from
+   * the same decision as its audit event. Without it refusals are in the audit log only.
+   */
+  events?: EventRecorder;
   /** Deny-list file, watched for changes. Without it nothing is denied. */
   denyListPath?: string;
   /** Attested gRPC; default 0.0.0.0:30090. */
@@ -239,6 +246,8 @@ function joinServer(start: Start, denyList: DenyList): AttestedGrpcServer {
     denyList,
   });
   const slots = new ConcurrencyLimiter(memory.maxConcurrent);
+  // Every decision's audit event, Event and evidence are written through this one sink.
+  const audit = joinAuditSink({ logger, clock, events: options.events, evidence: options.evidence });
   const joinCall = new GuardedJoinCall({
     inner: issuer,
     rateLimit: new TokenBucketRateLimiter({
@@ -249,8 +258,7 @@ function joinServer(start: Start, denyList: DenyList): AttestedGrpcServer {
     slots,
     requestBytes: new ByteBudget(memory.requestBytesInFlight),
     metrics,
-    audit: logger,
-    ...(options.evidence !== undefined ? { evidence: { store: options.evidence, clock } } : {}),
+    audit,
     ...(options.receiptKey !== undefined
       ? { receipts: { signer: options.receiptKey, clock, build: `confboot ${VERSION} join-service` } }
       : {}),
@@ -283,13 +291,13 @@ function joinServer(start: Start, denyList: DenyList): AttestedGrpcServer {
       slots.max === 0 ? memory.maxConnections : Math.min(memory.maxConnections, slots.max + slots.maxQueue),
     maxHandshakes: memory.maxHandshakes,
     ...(options.evidence !== undefined
-      ? { onEvidenceRefused: recordRefusedEvidence(options.evidence, options.validators, clock) }
+      ? { onEvidenceRefused: recordRefusedEvidence(audit, options.validators) }
       : {}),
     maxMessageBytes: memory.maxMessageBytes,
     maxStreamsPerConnection: memory.maxStreamsPerConnection,
     maxSessionMemoryMib: memory.maxSessionMemoryMib,
   });
-  observeAttestedTls(server, metrics, logger);
+  observeAttestedTls(server, metrics, audit);
   return server;
 }
 

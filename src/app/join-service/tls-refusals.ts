@@ -7,12 +7,10 @@
 import type { RefusedEvidence } from '../../adapters/grpc/atls/peer-attestation.js';
 import type { AttestedGrpcServer } from '../../adapters/grpc/attested-server.js';
 import type { JoinServiceMetrics } from '../../adapters/ops/metrics.js';
-import type { Clock } from '../../ports/clock.js';
 import { isAttestationError, isConfbootError } from '../../ports/errors.js';
-import type { EvidenceStore } from '../../ports/evidence-store.js';
-import type { Logger } from '../../ports/logger.js';
 import type { Validator } from '../../ports/validator.js';
-import { AUDIT_EVENT, auditMismatches, emitAudit } from './audit.js';
+import { AUDIT_EVENT, auditMismatches } from './audit.js';
+import type { JoinAuditSink } from './audit-sink.js';
 
 /**
  * Counts admission drops (summarised in the log by the listener, not audited one by one) and audits
@@ -21,7 +19,7 @@ import { AUDIT_EVENT, auditMismatches, emitAudit } from './audit.js';
 export function observeAttestedTls(
   server: AttestedGrpcServer,
   metrics: JoinServiceMetrics,
-  logger: Logger,
+  audit: JoinAuditSink,
 ): void {
   server.tls.onDropped = (_address, reason) => metrics.atlsDrops.inc({ reason });
   metrics.observeAtls(() => ({
@@ -41,7 +39,7 @@ export function observeAttestedTls(
       variant: 'unknown',
       reason: check ?? code,
     });
-    emitAudit(logger, {
+    audit.decided({
       event: AUDIT_EVENT,
       rpc: 'attested-tls',
       peer: address,
@@ -59,13 +57,12 @@ export function observeAttestedTls(
 
 /** Records evidence refused during the handshake under the caller's address. */
 export function recordRefusedEvidence(
-  store: EvidenceStore,
+  audit: JoinAuditSink,
   validators: readonly Validator[],
-  clock: Clock,
 ): (e: RefusedEvidence) => void {
   return (e) => {
     const address = e.peerAddress ?? 'unknown';
-    void store.record({
+    void audit.evidence({
       key: `address/${address}`,
       peer: address,
       variant: validators.find((v) => v.oid === e.oid)?.variant ?? 'unknown',
@@ -75,7 +72,6 @@ export function recordRefusedEvidence(
       rpc: 'attested-tls',
       outcome: 'refused',
       reason: isAttestationError(e.error) ? e.error.check : 'attestation',
-      at: clock.now().toISOString(),
     });
   };
 }

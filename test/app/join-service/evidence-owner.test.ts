@@ -14,6 +14,7 @@ import { KubeEvidenceStore } from '../../../src/adapters/kubernetes/evidence-sto
 import { ConcurrencyLimiter, TokenBucketRateLimiter } from '../../../src/adapters/ops/limits.js';
 import { JoinServiceMetrics } from '../../../src/adapters/ops/metrics.js';
 import { JsonlEvidenceStore } from '../../../src/adapters/state/jsonl-evidence-store.js';
+import { joinAuditSink } from '../../../src/app/join-service/audit-sink.js';
 import { dryRun } from '../../../src/app/join-service/dry-run.js';
 import { GuardedJoinCall } from '../../../src/app/join-service/guarded-join-call.js';
 import { AttestationError, ConfbootError } from '../../../src/ports/errors.js';
@@ -76,8 +77,7 @@ function guard(store: EvidenceStore, clock: FakeClock): GuardedJoinCall {
     rateLimit: new TokenBucketRateLimiter({ ratePerSecond: 100, burst: 100, clock }),
     slots: new ConcurrencyLimiter(8),
     metrics: new JoinServiceMetrics({ processMetrics: false }),
-    audit: new FakeLogger(),
-    evidence: { store, clock },
+    audit: joinAuditSink({ logger: new FakeLogger(), clock, evidence: store }),
   });
 }
 

@@ -8,6 +8,7 @@ import { describe, expect, it } from 'vitest';
 import { ConcurrencyLimiter, TokenBucketRateLimiter } from '../../../src/adapters/ops/limits.js';
 import { JoinServiceMetrics } from '../../../src/adapters/ops/metrics.js';
 import { AUDIT_MESSAGE } from '../../../src/app/join-service/audit.js';
+import { joinAuditSink } from '../../../src/app/join-service/audit-sink.js';
 import { GuardedJoinCall } from '../../../src/app/join-service/guarded-join-call.js';
 import { ByteBudget } from '../../../src/app/join-service/memory.js';
 import type { JoinDecision } from '../../../src/ports/join-call.js';
@@ -46,7 +47,7 @@ function handler(budget: number) {
     slots: new ConcurrencyLimiter(8),
     requestBytes: new ByteBudget(budget),
     metrics: new JoinServiceMetrics({ processMetrics: false }),
-    audit,
+    audit: joinAuditSink({ logger: audit, clock: new FakeClock() }),
   });
   const reasons = () => audit.events.filter((e) => e.msg === AUDIT_MESSAGE).map((e) => e.fields.reason);
   return { h, gates, reasons, inspected: () => inspected };

@@ -6,6 +6,7 @@ import { describe, expect, it } from 'vitest';
 import type { AttestedGrpcServer } from '../../../src/adapters/grpc/attested-server.js';
 import { JoinServiceMetrics } from '../../../src/adapters/ops/metrics.js';
 import { AUDIT_MESSAGE } from '../../../src/app/join-service/audit.js';
+import { joinAuditSink } from '../../../src/app/join-service/audit-sink.js';
 import { observeAttestedTls, recordRefusedEvidence } from '../../../src/app/join-service/tls-refusals.js';
 import { AttestationError } from '../../../src/ports/errors.js';
 import type { EvidenceRecord } from '../../../src/ports/evidence-store.js';
@@ -24,7 +25,7 @@ describe('observeAttestedTls', () => {
     const { server, tls } = stubServer();
     const metrics = new JoinServiceMetrics({ processMetrics: false });
     const logger = new RecordingLogger();
-    observeAttestedTls(server, metrics, logger);
+    observeAttestedTls(server, metrics, joinAuditSink({ logger, clock: new FakeClock() }));
     tls.onRefused?.('192.0.2.7:40000', new AttestationError('pcr-values', 'PCR 4 expected aa…, got bb…'));
     tls.onDropped?.('192.0.2.8:40001', 'client-hello-timeout');
     const audits = logger.events.filter((e) => e.msg === AUDIT_MESSAGE);
@@ -46,7 +47,12 @@ describe('recordRefusedEvidence', () => {
     const validators = [
       { variant: 'qemu-vtpm' as const, oid: '1.3.9900.5.1', validate: async () => ({}) as never },
     ];
-    const record = recordRefusedEvidence(store as never, validators, new FakeClock(Date.UTC(2026, 0, 2)));
+    const sink = joinAuditSink({
+      logger: new RecordingLogger(),
+      clock: new FakeClock(Date.UTC(2026, 0, 2)),
+      evidence: store as never,
+    });
+    const record = recordRefusedEvidence(sink, validators);
     record({
       peerAddress: '192.0.2.7',
       oid: '1.3.9900.5.1',
