@@ -141,6 +141,12 @@ export function bootstrapperCommand(csp?: Csp): CommandSpec {
         default: `0.0.0.0:${RECOVERY_PORT}`,
         description: 'where a control plane waiting for recovery serves it (attested TLS)',
       },
+      'verify-listen': {
+        type: 'string',
+        valueName: 'HOST:PORT',
+        description:
+          'serve the verification service here once the node is bootstrapped, and keep running until stopped (docs/verification-service.md); default: not served',
+      },
       'recovery-share-ttl-seconds': {
         type: 'string',
         valueName: 'N',
@@ -235,6 +241,8 @@ export interface BootstrapperRunOptions {
   onRecoveryListening?: (port: number) => void;
   /** Called when the disk mapper has finished, with its outcome. */
   onDiskMapped?: (outcome: DiskMapperOutcome['outcome']) => void;
+  /** Called once the verification service listens (--verify-listen), with its port. */
+  onVerificationListening?: (port: number) => void;
 }
 
 /** Builds the node config from parsed flags; usage errors for bad values (the `dummy` variant too). */
@@ -357,6 +365,8 @@ export function runBootstrapper(
       shares: { shareTtlMs },
       ...(options.onRecoveryListening ? { onRecoveryListening: options.onRecoveryListening } : {}),
     });
+    const verifyRaw = str(values, 'verify-listen');
+    const verifyListen = verifyRaw === undefined ? undefined : parseHostPort('verify-listen', verifyRaw);
     let node: BootstrapperNode | undefined;
     let stopping = false;
     const stop = () => {
@@ -386,6 +396,7 @@ export function runBootstrapper(
         node = await startBootstrapperNode(deps, {
           initListen: listen,
           joinServicePort,
+          ...(verifyListen === undefined ? {} : { verification: { listen: verifyListen } }),
           paths: {
             pkiDir: config.paths.pkiDir,
             kubeletCertPath: config.paths.kubeletCertPath,
@@ -401,6 +412,12 @@ export function runBootstrapper(
           throw new Error(`bootstrapping failed: ${messageOf(err)}`);
         }
         out.write(`${describe(result, mapped.outcome, deps.kubelet !== undefined)}\n`);
+        const verifyPort = await node.verification?.listening;
+        if (verifyPort !== undefined && !stopSignal.aborted) {
+          options.onVerificationListening?.(verifyPort);
+          // The verification service runs until SIGTERM/SIGINT; stop() closes it.
+          await new Promise((resolve) => stopSignal.addEventListener('abort', resolve, { once: true }));
+        }
         return result.outcome === 'stopped' ? 1 : 0;
       },
       {

@@ -13,6 +13,7 @@ import { startMetadataServer } from '../../../src/adapters/cloud/qemu/metadata-s
 import { hashInitSecret } from '../../../src/adapters/crypto/bcrypt-secret-hash.js';
 import { GrpcInitClient, type InitOutcome } from '../../../src/adapters/grpc/init-client.js';
 import { clusterKmsUri, NO_STORE_URI } from '../../../src/adapters/grpc/kms-uri.js';
+import { HttpAttestationFetcher } from '../../../src/adapters/http/verification-client.js';
 import { SystemClock } from '../../../src/adapters/system/system-clock.js';
 import { Tpm2ToolsTpm } from '../../../src/adapters/tpm/tpm2-tools-tpm.js';
 import { run } from '../../../src/app/cli/bootstrapper.js';
@@ -151,6 +152,40 @@ describe('confboot bootstrapper on a qemu node', () => {
     const { code, out } = await runBootstrapped(['--kubelet-restart-command', 'none']);
     expect(code).toBe(0);
     expect(out).toBe('Node is already bootstrapped (PCR 15 is set); nothing to do\n');
+  });
+
+  it('--verify-listen: a bootstrapped node serves the verification service until stopped, then exits 0', async () => {
+    const tpm = await swtpm();
+    await new Tpm2ToolsTpm({ tcti: tpm.tcti }).pcrEvent(15, new Uint8Array(32).fill(1));
+    const out = sink();
+    const stop = new AbortController();
+    let listening!: (port: number) => void;
+    const port = new Promise<number>((r) => (listening = r));
+    const exited = run(
+      [
+        ...[
+          '--csp',
+          'qemu',
+          '--tcti',
+          tpm.tcti,
+          '--disk',
+          '/nonexistent',
+          '--kubelet-restart-command',
+          'none',
+        ],
+        ...['--init-listen', `127.0.0.1:${await freePort()}`, '--log-level', 'silent'],
+        ...['--verify-listen', '127.0.0.1:0'],
+      ],
+      { out, signal: stop.signal, onVerificationListening: listening },
+    );
+    const got = await new HttpAttestationFetcher().fetch(`127.0.0.1:${await port}`, Buffer.alloc(32, 6));
+    // A qemu-vtpm document from the node's TPM: upstream's Go-JSON with the bound user data.
+    expect(JSON.parse(Buffer.from(got.document).toString()).UserData).toBe(
+      Buffer.from('VerifyService').toString('base64'),
+    );
+    stop.abort();
+    expect(await exited).toBe(0);
+    expect(out.text()).toBe('Node is already bootstrapped (PCR 15 is set); nothing to do\n');
   });
 
   it('already bootstrapped and the kubelet restart fails: exit 1 naming the command', async () => {
