@@ -1,18 +1,13 @@
 /**
  * qemu-tdx and azure-tdx validators on the real go-tdx-guest quotes (whose report data cannot bind
- * a test's nonce, so these check the rejections and the wiring), the configfs-tsm device against a
- * temp directory laid out like /sys/kernel/config/tsm/report (no TDX or SEV guest device exists on
- * this machine), and the qemu-tdx issuer on top of it.
+ * a test's nonce, so these check the rejections and the wiring), and the qemu-tdx collateral fetch
+ * against a FAKE Intel PKI.
  */
 import { createHash } from 'node:crypto';
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
 import { expect, it } from 'vitest';
-import { ConfigfsTsmDevice } from '../../../../src/adapters/attestation/snp/configfs-tsm.js';
 import { createSnpTdxValidator } from '../../../../src/adapters/attestation/snp/factory.js';
-import { QemuTdxIssuer } from '../../../../src/adapters/attestation/tdx/issuer.js';
 import { variantOid } from '../../../../src/app/registry/index.js';
-import { isAttestationError, isConfbootError } from '../../../../src/ports/errors.js';
+import { isAttestationError } from '../../../../src/ports/errors.js';
 import type { MeasurementPolicy } from '../../../../src/ports/measurement-policy.js';
 import { FakeClock } from '../../../fakes/fake-clock.js';
 import { attestationRejection } from '../../../support/attestation-rejection.js';
@@ -21,7 +16,7 @@ import { rsaTpmtPublic } from '../snp/tpmt-fixture.js';
 import { describeVectors, vec } from '../snp/vectors.js';
 import { createFakeIntelPki, signTdxQuote } from './fake-intel-pki.js';
 
-const tmp = useTmpDirs('confboot-tsm-');
+const _tmp = useTmpDirs('confboot-tsm-');
 const noMeasurements: MeasurementPolicy = { compare: () => [] };
 const b64 = (b: Uint8Array) => Buffer.from(b).toString('base64');
 
@@ -129,71 +124,4 @@ it('qemu-tdx: collateral is fetched only for a PCK chain to the pinned root (a F
   const genuine = await rejection(v.validate(doc(pinned), nonce));
   expect(genuine.check).toBe('collateral');
   expect(fmspcs).toEqual([Buffer.from(pinned.platform.fmspc).toString('hex')]);
-});
-
-/** Lays out an existing configfs-tsm entry in `root/name` as the kernel would after mkdir. */
-function fakeEntry(
-  root: string,
-  name: string,
-  provider: string,
-  outblob: Uint8Array,
-  auxblob?: Uint8Array,
-): string {
-  const dir = join(root, name);
-  mkdirSync(dir, { recursive: true });
-  writeFileSync(join(dir, 'provider'), `${provider}\n`);
-  writeFileSync(join(dir, 'generation'), '1\n');
-  writeFileSync(join(dir, 'outblob'), outblob);
-  if (auxblob) writeFileSync(join(dir, 'auxblob'), auxblob);
-  return dir;
-}
-
-it('configfs-tsm (temp dir laid out like the kernel): writes inblob, returns outblob and auxblob', async () => {
-  const root = tmp();
-  const dir = fakeEntry(root, 'e0', 'sev_guest', Uint8Array.of(1, 2, 3), Uint8Array.of(9));
-  const device = new ConfigfsTsmDevice({ kind: 'sev-snp', root, entry: 'e0' });
-  const data = new Uint8Array(64).fill(0xab);
-  const got = await device.getReport(data);
-  expect(got).toEqual({ report: Uint8Array.of(1, 2, 3), auxBlob: Uint8Array.of(9) });
-  expect(readFileSync(join(dir, 'inblob'))).toEqual(Buffer.from(data));
-});
-
-it('configfs-tsm refuses the wrong provider, wrong report-data size, and a missing entry layout', async () => {
-  const root = tmp();
-  fakeEntry(root, 'e0', 'sev_guest', Uint8Array.of(1));
-  const tdx = new ConfigfsTsmDevice({ kind: 'tdx', root, entry: 'e0' });
-  const err = await tdx.getReport(new Uint8Array(64)).catch((e: unknown) => e);
-  expect(isConfbootError(err) && err.message).toContain('provider is "sev_guest", want tdx_guest');
-  const short = await tdx.getReport(new Uint8Array(32)).catch((e: unknown) => e);
-  expect(isConfbootError(short) && short.code).toBe('invalid-argument');
-  // A plain directory is not configfs: mkdir works but no attributes appear.
-  const fresh = new ConfigfsTsmDevice({ kind: 'tdx', root: tmp() });
-  const e3 = await fresh.getReport(new Uint8Array(64)).catch((e: unknown) => e);
-  expect(isConfbootError(e3) && e3.message).toMatch(
-    /getting a tdx report through configfs-tsm .*confboot-[0-9a-f]{16}: .*ENOENT/,
-  );
-});
-
-it('qemu-tdx issuer: report data = SHA256(userData ‖ nonce) padded, document {RawQuote, UserData}', async () => {
-  const root = tmp();
-  const quote = Uint8Array.from({ length: 100 }, (_, i) => i);
-  const dir = fakeEntry(root, 'q', 'tdx_guest', quote);
-  const issuer = new QemuTdxIssuer(
-    new ConfigfsTsmDevice({ kind: 'tdx', root, entry: 'q' }),
-    variantOid('qemu-tdx'),
-  );
-  const userData = Buffer.from('tls-spki-hash');
-  const nonce = Buffer.alloc(32, 3);
-  const doc = JSON.parse(Buffer.from(await issuer.issue(userData, nonce)).toString('utf8')) as {
-    RawQuote: string;
-    UserData: string;
-  };
-  expect(Buffer.from(doc.RawQuote, 'base64')).toEqual(Buffer.from(quote));
-  expect(Buffer.from(doc.UserData, 'base64')).toEqual(userData);
-  const inblob = readFileSync(join(dir, 'inblob'));
-  expect(inblob.subarray(0, 32)).toEqual(createHash('sha256').update(userData).update(nonce).digest());
-  expect(inblob.subarray(32).every((b) => b === 0)).toBe(true);
-  expect(
-    () => new QemuTdxIssuer(new ConfigfsTsmDevice({ kind: 'sev-snp', root }), variantOid('qemu-tdx')),
-  ).toThrow(/needs a TDX device/);
 });
