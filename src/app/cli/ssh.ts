@@ -13,7 +13,10 @@ import { SSH_CA_KEY_ID, SSH_CA_SEED_LENGTH, SshCertificateAuthority } from '../.
 import { CERT_NONCE_LENGTH } from '../../domain/ssh-certificate.js';
 import { parseAuthorizedKey } from '../../domain/ssh-keys.js';
 import { isConfbootError, messageOf } from '../../ports/errors.js';
-import { type CommandSpec, parseCommand, runCommand, UsageError } from '../program/args.js';
+import { runCommand, UsageError } from '../program/args.js';
+import { defineCommand, parseOptions } from '../program/options.js';
+import { printResult } from '../program/output.js';
+import { OUTPUT_OPTION } from '../program/shared-options.js';
 import { parseMasterSecretFile } from './operator-inputs.js';
 
 /** Longest validity `--valid` accepts: emergency access is short-lived. */
@@ -21,7 +24,7 @@ export const MAX_SSH_CERT_VALIDITY_MS = 24 * 3600_000;
 
 const UNIT_MS: Readonly<Record<string, number>> = { s: 1000, m: 60_000, h: 3600_000 };
 
-export const sshCommand: CommandSpec = {
+export const sshCommand = defineCommand({
   name: 'ssh',
   summary:
     "Sign a short-lived emergency SSH user certificate for your public key with the cluster's SSH CA, derived from the master secret.",
@@ -39,33 +42,43 @@ export const sshCommand: CommandSpec = {
       description: 'JSON {"key","salt"} (base64) that confboot init wrote',
       required: true,
     },
-    principal: {
-      type: 'string',
-      valueName: 'P',
-      multiple: true,
-      description: 'login name the certificate is valid for; repeat for more (default root)',
-    },
     valid: {
       type: 'string',
       valueName: 'DURATION',
       default: '4h',
       description: 'how long the certificate is valid from now: 90s, 30m, 4h, 1h30m; at most 24h',
+      parse: (raw: string, flag: string) => {
+        const ms = parseDuration(flag, raw);
+        if (ms > MAX_SSH_CERT_VALIDITY_MS) throw new UsageError('--valid: at most 24h');
+        return ms;
+      },
+    },
+    principal: {
+      type: 'string',
+      valueName: 'P',
+      multiple: true,
+      description: 'login name the certificate is valid for; repeat for more (default root)',
+      parse: (raw: string) => {
+        if (!/^[A-Za-z0-9._][A-Za-z0-9._-]*$/.test(raw))
+          throw new UsageError('--principal: a login name of letters, digits, ".", "_" and "-"');
+        return raw;
+      },
     },
     stdout: {
       type: 'boolean',
       description: 'print the certificate line on stdout instead of writing the file',
     },
+    output: OUTPUT_OPTION,
   },
   epilog: [
-    'Usage: confboot ssh --key ~/.ssh/id_ed25519.pub --master-secret-file F [--principal P] [--valid 4h] [--stdout]',
     'Writes the certificate next to the key as <key>-cert.pub (id_ed25519.pub → id_ed25519-cert.pub,',
     'replacing an older one), where ssh finds it for `ssh -i ~/.ssh/id_ed25519 root@NODE`; --stdout prints',
     'it instead. The certificate starts 5 minutes in the past (clock skew) and allows a terminal and port',
     'forwarding. Nodes trust it through sshd_config `TrustedUserCAKeys /var/run/state/ssh/ssh_ca.pub`.',
     "It also prints the `@cert-authority` known_hosts line that lets ssh check the nodes' host certificates.",
-    'Exit codes: 0 signed, 1 the certificate could not be written, 2 usage or input error.',
   ].join('\n'),
-};
+  exitCodes: { 0: 'signed', 1: 'the certificate could not be written' },
+});
 
 /** Milliseconds of `90s`, `30m`, `4h`, `1h30m`; throws UsageError for anything else or for 0. */
 export function parseDuration(flag: string, text: string): number {
@@ -93,14 +106,11 @@ async function readInput(flag: string, path: string): Promise<Buffer> {
 /** Runs `confboot ssh`. */
 export async function run(argv: string[]): Promise<number> {
   return runCommand(async () => {
-    const v = parseCommand(argv, sshCommand);
+    const v = parseOptions(argv, sshCommand);
     if (v === undefined) return 0;
-    const keyPath = String(v.key);
-    const validMs = parseDuration('valid', String(v.valid));
-    if (validMs > MAX_SSH_CERT_VALIDITY_MS) throw new UsageError('--valid: at most 24h');
-    const principals = (v.principal as string[] | undefined) ?? ['root'];
-    if (principals.some((p) => !/^[A-Za-z0-9._][A-Za-z0-9._-]*$/.test(p)))
-      throw new UsageError('--principal: a login name of letters, digits, ".", "_" and "-"');
+    const keyPath = v.key;
+    const validMs = v.valid;
+    const principals = v.principal ?? ['root'];
     const keyLine = new TextDecoder().decode(await readInput('key', keyPath));
     let userKey: ReturnType<typeof parseAuthorizedKey>;
     try {
@@ -110,7 +120,7 @@ export async function run(argv: string[]): Promise<number> {
     }
     const comment = keyLine.trim().split(/\s+/).slice(2).join(' ');
     const { masterSecret, masterSalt } = parseMasterSecretFile(
-      await readInput('master-secret-file', String(v['master-secret-file'])),
+      await readInput('master-secret-file', v['master-secret-file']),
     );
     const seed = deriveDataKey(masterSecret, masterSalt, SSH_CA_KEY_ID, SSH_CA_SEED_LENGTH);
     masterSecret.fill(0);
@@ -131,20 +141,30 @@ export async function run(argv: string[]): Promise<number> {
       serial,
     });
     const what = `user certificate for ${principals.join(', ')} (serial ${serial}), valid until ${validUntil.toISOString()}`;
-    if (v.stdout === true) {
-      process.stdout.write(line);
-      process.stderr.write(`ssh: signed a ${what}\n`);
-      return 0;
-    }
-    const certPath = certificatePathOf(keyPath);
-    try {
-      await writeFile(certPath, line, { mode: 0o644 });
-    } catch (err) {
-      throw new Error(`writing ${certPath}: ${(err as NodeJS.ErrnoException).code ?? messageOf(err)}`);
-    }
-    process.stdout.write(`Wrote ${certPath}: ${what}\n`);
-    // Nodes present host certificates of the same CA: this line lets ssh check them.
-    process.stdout.write(`known_hosts line for the nodes: @cert-authority * ${ca.authorizedKey()}`);
-    return 0;
+    const certPath = v.stdout ? undefined : certificatePathOf(keyPath);
+    if (certPath !== undefined)
+      try {
+        await writeFile(certPath, line, { mode: 0o644 });
+      } catch (err) {
+        throw new Error(`writing ${certPath}: ${(err as NodeJS.ErrnoException).code ?? messageOf(err)}`);
+      }
+    if (certPath === undefined && v.output === 'table') process.stderr.write(`ssh: signed a ${what}\n`);
+    const result = {
+      certificate: line,
+      path: certPath ?? null,
+      principals,
+      serial: String(serial),
+      validUntil: validUntil.toISOString(),
+      // Nodes present host certificates of the same CA: this line lets ssh check them.
+      knownHostsLine: `@cert-authority * ${ca.authorizedKey().trimEnd()}`,
+    };
+    return printResult(v.output, 'ssh', 0, result, (r) =>
+      r.path === null
+        ? r.certificate
+        : `Wrote ${r.path}: ${what}\nknown_hosts line for the nodes: ${r.knownHostsLine}`,
+    );
   });
 }
+
+/** The command's option table. */
+export const commandSpecs = [sshCommand];

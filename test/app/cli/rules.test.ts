@@ -26,7 +26,6 @@ const NOT_YET_ON_A_TABLE = new Set([
   'metadata-server',
   'mini',
   'node-operator',
-  'ssh',
 ]);
 
 /** Names that only ever appear as aliases, with the option that owns the concept. */
