@@ -36,6 +36,22 @@ import { type CommandSpec, parseCommand, runCommand, UsageError } from '../progr
 import { untilStopSignal } from '../program/signals.js';
 import { cloudEntry, cloudNames, cloudVariants, cspFromString, nodeConfig } from '../registry/index.js';
 
+/** Where the node serves recovery (a control plane waiting for it) and verification. */
+const LISTEN_OPTIONS = {
+  'recovery-listen': {
+    type: 'string',
+    valueName: 'HOST:PORT',
+    default: `0.0.0.0:${RECOVERY_PORT}`,
+    description: 'where a control plane waiting for recovery serves it (attested TLS)',
+  },
+  'verify-listen': {
+    type: 'string',
+    valueName: 'HOST:PORT',
+    description:
+      'serve the verification service here once the node is bootstrapped, and keep running until stopped (docs/verification-service.md); default: not served',
+  },
+} satisfies CommandSpec['options'];
+
 /** Options of the bootstrapper program; `csp` is added by `confboot bootstrapper` only. */
 export function bootstrapperCommand(csp?: Csp): CommandSpec {
   const variants = csp ? cloudVariants(csp) : [...new Set(cloudNames().flatMap((c) => cloudVariants(c)))];
@@ -135,18 +151,7 @@ export function bootstrapperCommand(csp?: Csp): CommandSpec {
         valueName: 'N',
         description: "format a blank disk with PBKDF2 of N iterations (default cryptsetup's Argon2id)",
       },
-      'recovery-listen': {
-        type: 'string',
-        valueName: 'HOST:PORT',
-        default: `0.0.0.0:${RECOVERY_PORT}`,
-        description: 'where a control plane waiting for recovery serves it (attested TLS)',
-      },
-      'verify-listen': {
-        type: 'string',
-        valueName: 'HOST:PORT',
-        description:
-          'serve the verification service here once the node is bootstrapped, and keep running until stopped (docs/verification-service.md); default: not served',
-      },
+      ...LISTEN_OPTIONS,
       'recovery-share-ttl-seconds': {
         type: 'string',
         valueName: 'N',
