@@ -37,7 +37,7 @@ export const statusCommand = defineCommand({
       valueName: 'DURATION',
       default: '90d',
       description:
-        "a node whose last issued ticket's evidence is older than this is out of policy (default: the join service's evidence retention)",
+        "a node whose last issued ticket's evidence is older than this is out of policy; 90 days is as long as the join service keeps evidence",
       parse: duration('d', 60_000),
     },
     'request-timeout': {
