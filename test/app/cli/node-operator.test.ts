@@ -14,7 +14,7 @@ afterEach(async () => {
 describe('confboot node-operator', () => {
   it('refuses an interval out of range with exit 2 and one line', async () => {
     expect(await run(['--interval-seconds', '0'])).toBe(2);
-    expect(io.stderr()).toBe('confboot: --interval-seconds: want 1 to 3600, got "0"\n');
+    expect(io.stderr()).toBe('confboot: --interval: want 1s to 1h, got "0"\n');
   });
 
   it('--once prints the round as JSON (SIMULATED API server, its ServiceAccount)', async () => {

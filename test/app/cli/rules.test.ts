@@ -25,7 +25,6 @@ const NOT_YET_ON_A_TABLE = new Set([
   'manifests',
   'metadata-server',
   'mini',
-  'node-operator',
 ]);
 
 /** Names that only ever appear as aliases, with the option that owns the concept. */
