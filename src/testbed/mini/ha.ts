@@ -72,6 +72,37 @@ export interface MiniHaNodeResult extends MiniNodeResult {
   joinedVia?: string;
   /** Control planes: the objects its kubelet stand-in read from the API server before starting the services. */
   volumesFromApi?: string[];
+  /**
+   * How its kubelet got its client certificate: `kubeadm-init` (the first control plane: kubeadm
+   * init signs it directly), or `csr` with the Approved condition's reason (`AttestedJoinTicket`:
+   * the node operator) and the CSR's name; `none` when no signed CSR names it.
+   */
+  kubeletClientCert?: { via: 'kubeadm-init' | 'csr' | 'none'; approvedBy: string | null; csr?: string };
+}
+
+/** One kubelet CSR as the host's API server reports it. */
+interface CsrState {
+  name: string;
+  commonName?: string;
+  username: string;
+  conditions: Array<{ type: string; reason?: string; message?: string }>;
+  signed: boolean;
+}
+
+/** The node operator's user (its ServiceAccount). */
+const OPERATOR_USER = 'system:serviceaccount:kube-system:node-operator';
+
+/** See {@link MiniHaNodeResult.kubeletClientCert}. */
+function kubeletClientCert(
+  first: boolean,
+  name: string,
+  csrs: CsrState[],
+): MiniHaNodeResult['kubeletClientCert'] {
+  if (first) return { via: 'kubeadm-init', approvedBy: null };
+  const signed = csrs.find((x) => x.signed && x.commonName === `system:node:${name}`);
+  if (signed === undefined) return { via: 'none', approvedBy: null };
+  const approved = signed.conditions.find((k) => k.type === 'Approved');
+  return { via: 'csr', approvedBy: approved?.reason ?? null, csr: signed.name };
 }
 
 /** The HA scenario's outcome. */
@@ -84,15 +115,22 @@ export interface MiniHaResult extends Omit<MiniResult, 'nodes'> {
   components: Component[];
   /** The node that was stopped before the last worker joined. */
   stopped: string;
+  /** JoiningNodes deleted by anyone but the node operator (the host deletes none). */
+  hostDeleted: string[];
+  /** JoiningNodes the node operator deleted (`<record> (<node>)`). */
+  operatorDeleted: string[];
   nodes: MiniHaNodeResult[];
 }
 
 /** What is SIMULATED in the HA scenario. */
 export const MINI_HA_SIMULATED = [
   'kubeadm (init generates the cluster CA, admin.conf and the API server certificate for real; a control-plane join writes an admin.conf with a client certificate from the cluster CA; join checks its configuration; no Kubernetes runs)',
-  "Kubernetes API server (a strict in-memory REST server on the host at the load balancer's address, port 6443, HTTPS with the serving certificate control-plane-0's simulated kubeadm init issued; it stands for the control planes' load-balanced API servers, with the host's own key, for which control-plane-0's simulated kubeadm init signed the serving certificate; it checks the admin token against a digest, so neither the token nor a key crosses control-plane-0's report channel; workloads report ready at once)",
+  "Kubernetes API server (a strict in-memory REST server on the host at the load balancer's address, port 6443, HTTPS with the serving certificate control-plane-0's simulated kubeadm init issued; it stands for the control planes' load-balanced API servers, with the host's own key, for which control-plane-0's simulated kubeadm init signed the serving certificate; it checks the admin token against a digest, so neither the token nor a key crosses control-plane-0's report channel; it authorizes every request but the admin's against the applied RBAC; workloads report ready once a CNI is declared)",
   "kubelet (each control plane's agent reads its pods' ConfigMap and Secret volumes from the API server and starts the join and key service as processes)",
-  'node operator (the host deletes the JoiningNode that lets one control plane join at a time once that control plane joined)',
+  "node operator pod (its code runs in the host's API server process with its ServiceAccount token: no pod scheduling is simulated; it approves kubelet CSRs of join tickets and deletes JoiningNodes of Ready Nodes; the host deletes nothing)",
+  "kubelet TLS bootstrap (each joining node's simulated kubeadm join discovers the CA through cluster-info, sends the kubelet's CSR with the ticket's key and the bootstrap token, waits for the signed certificate, writes kubelet.conf and registers its Node)",
+  "kube-controller-manager (each control plane's agent signs approved kubelet CSRs with the cluster CA; it auto-approves only while kubeadm's binding exists, which init deletes)",
+  'CNI (declared installed: Nodes and pod-network workloads can become Ready)',
   "load balancer (the host's bridge address serves the API server and the components; joining nodes reach the join services at each control plane's own address, as a user-space forwarder would hide the caller's address that AK trust checks)",
 ];
 
@@ -240,7 +278,6 @@ async function initPhase(
 async function controlPlanePhase(
   c: MiniCluster,
   controlPlanes: MiniNodeSpec[],
-  host: HostServices,
   formed: boolean,
 ): Promise<Map<string, string[]>> {
   const volumes = new Map<string, string[]>();
@@ -258,9 +295,8 @@ async function controlPlanePhase(
           r.accepted = true;
           r.reason =
             'joined as a control plane: a join service validated its quote and issued a ticket with the control-plane files';
+          // The next control plane may join once the node operator deleted this one's JoiningNode.
           c.say(cp.name, 'joined');
-          // The node operator's part: the next control plane may join now.
-          host.send({ joined: cp.name });
         }
         if (formed) volumes.set(cp.name, await servicesFromApi(c, cp.name));
       } catch (err) {
@@ -291,12 +327,27 @@ function haResult(
         tokens: Number(state.tokens ?? 0),
       }
     : undefined;
+  const csrs = (state?.csrs as CsrState[]) ?? [];
+  const deletions =
+    (state?.joiningNodeDeletions as Array<{ name: string; nodeName: string; by: string }>) ?? [];
   const nodes: MiniHaNodeResult[] = base.nodes.map((n) => {
     const via =
       n.name === cp0.name ? (n.accepted ? 'init' : undefined) : joinedVia(c, plan.controlPlanes, n.ip);
     const v = volumes.get(n.name);
-    return { ...n, ...(via ? { joinedVia: via } : {}), ...(v ? { volumesFromApi: v } : {}) };
+    const cert = kubeletClientCert(n.name === cp0.name, n.name, csrs);
+    return {
+      ...n,
+      ...(via ? { joinedVia: via } : {}),
+      ...(v ? { volumesFromApi: v } : {}),
+      kubeletClientCert: cert,
+    };
   });
+  const operatorDeleted = deletions
+    .filter((d) => d.by === OPERATOR_USER)
+    .map((d) => `${d.name} (${d.nodeName})`);
+  const hostDeleted = deletions
+    .filter((d) => d.by !== OPERATOR_USER)
+    .map((d) => `${d.name} (${d.nodeName}) by ${d.by}`);
   const applied = ((state?.applied as Array<{ kind: string; name: string }>) ?? []).map(({ kind, name }) => ({
     kind,
     name,
@@ -307,6 +358,9 @@ function haResult(
     plan.controlPlanes.every((cp) => volumes.has(cp.name)) &&
     nodes.find((n) => n.name === plan.late.name)?.joinedVia !== cp0.name &&
     apiServer?.violations.length === 0 &&
+    hostDeleted.length === 0 &&
+    operatorDeleted.length > 0 &&
+    nodes.every((n) => n.name === cp0.name || n.kubeletClientCert?.approvedBy === 'AttestedJoinTicket') &&
     ['CustomResourceDefinition', 'Secret', 'ConfigMap', 'NodeVersion', 'DaemonSet', 'Deployment'].every((k) =>
       applied.some((a) => a.kind === k),
     );
@@ -316,6 +370,8 @@ function haResult(
     ...extra,
     applied,
     stopped: cp0.name,
+    hostDeleted,
+    operatorDeleted,
     nodes,
     simulated: MINI_HA_SIMULATED,
     ok,
@@ -360,7 +416,8 @@ export async function miniHa(options: MiniHaOptions): Promise<MiniHaResult> {
       const { attestationConfig: _a, ...config } = bootstrapConfig(c, n);
       await bootNode(c, n, {
         ...config,
-        ...(n.role === 'control-plane' ? { loadBalancer: lb } : {}),
+        // Every node learns the load balancer: a worker's simulated kubelet bootstraps through it.
+        loadBalancer: lb,
         ...(n === cp0
           ? { apiServerPublicKey: apiServerKey.publicKey.export({ type: 'spki', format: 'pem' }).toString() }
           : {}),
@@ -370,13 +427,13 @@ export async function miniHa(options: MiniHaOptions): Promise<MiniHaResult> {
     const formed = await initPhase(c, cp0, host, apiServerKey.privateKey, components, controlPlaneEndpoint);
     const [, volumes] = await Promise.all([
       workersDone,
-      controlPlanePhase(c, controlPlanes, host, formed.secrets !== undefined),
+      controlPlanePhase(c, controlPlanes, formed.secrets !== undefined),
     ]);
     // A control plane fails: the last worker must join through another one.
     c.checkStopped();
     c.progress(`${cp0.name.padEnd(16)} stopping (the next worker must join through another control plane)`);
     await c.stopNode(cp0.name);
-    await bootNode(c, late, bootstrapConfig(c, late));
+    await bootNode(c, late, { ...bootstrapConfig(c, late), loadBalancer: lb });
     await workerStage(c, late);
     // Let the API server report its final state, then stop everything and check each disk.
     await new Promise((r) => setTimeout(r, 3000));

@@ -9,13 +9,15 @@
  * Ready (the API server shows NotReady while no CNI is installed). Nothing is logged; the key
  * stays in the files it came from and in kubelet.conf.
  */
-import { createPrivateKey, createPublicKey, webcrypto } from 'node:crypto';
+import { createHash, createPrivateKey, createPublicKey, webcrypto, X509Certificate } from 'node:crypto';
 import { writeFile } from 'node:fs/promises';
-import { stringify as stringifyYaml } from 'yaml';
+import { request as httpsRequest } from 'node:https';
+import { parse as parseYaml, stringify as stringifyYaml } from 'yaml';
 import { loadX509 } from '../../adapters/pki/x509-loader.js';
 import { KUBELET_CLIENT_SIGNER } from '../../ports/kubelet-csrs.js';
 import { apiCall, apiExpect } from './api-client.js';
 import type { KubeconfigAccess } from './kubelet-volumes.js';
+import { CLUSTER_INFO_PATH } from './route-request.js';
 
 const EC = { name: 'ECDSA', namedCurve: 'P-256' } as const;
 const CSR_PATH = '/apis/certificates.k8s.io/v1/certificatesigningrequests';
@@ -161,4 +163,42 @@ async function register(access: KubeconfigAccess, nodeName: string, addresses: s
       },
     },
   });
+}
+
+/**
+ * kubeadm's token discovery: reads the public cluster-info ConfigMap from `endpoint` (`host:port`)
+ * without trusting the server yet, and returns its CA only when SHA-256 of the CA's
+ * SubjectPublicKeyInfo is `caCertHash` (`sha256:<hex>`, the join ticket's pin).
+ */
+export async function discoverClusterCa(endpoint: string, caCertHash: string): Promise<string> {
+  const text = await new Promise<string>((resolve, reject) => {
+    const req = httpsRequest(
+      new URL(CLUSTER_INFO_PATH, `https://${endpoint}`),
+      // Not trusted yet: the answer is checked against the pin below, as kubeadm does.
+      { method: 'GET', rejectUnauthorized: false, timeout: 30_000 },
+      (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (c: Buffer) => chunks.push(c));
+        res.on('end', () =>
+          res.statusCode === 200
+            ? resolve(Buffer.concat(chunks).toString('utf8'))
+            : reject(new Error(`cluster-info from ${endpoint}: HTTP ${res.statusCode}`)),
+        );
+      },
+    );
+    req.on('timeout', () => req.destroy(new Error(`cluster-info from ${endpoint}: no answer`)));
+    req.on('error', reject);
+    req.end();
+  });
+  const kubeconfig = parseYaml(String(JSON.parse(text)?.data?.kubeconfig ?? '')) as {
+    clusters?: Array<{ cluster?: Record<string, string> }>;
+  };
+  const data = kubeconfig.clusters?.[0]?.cluster?.['certificate-authority-data'];
+  if (data === undefined) throw new Error(`cluster-info from ${endpoint} names no CA`);
+  const caPem = Buffer.from(data, 'base64').toString('utf8');
+  const spki = new X509Certificate(caPem).publicKey.export({ type: 'spki', format: 'der' });
+  const hash = `sha256:${createHash('sha256').update(spki).digest('hex')}`;
+  if (hash !== caCertHash)
+    throw new Error(`cluster-info from ${endpoint}: CA ${hash} is not the pinned ${caCertHash}`);
+  return caPem;
 }

@@ -28,3 +28,24 @@ export function isAdminCertificate(req: IncomingMessage, clientCaPem: string | u
 
 /** kubeadm's ClusterRoleBinding that auto-approves bootstrap-token node client CSRs. */
 export const NODE_AUTOAPPROVE_BOOTSTRAP_BINDING = 'kubeadm:node-autoapprove-bootstrap';
+
+/** kubeadm's public discovery ConfigMap. */
+export const CLUSTER_INFO_PATH = '/api/v1/namespaces/kube-public/configmaps/cluster-info';
+
+/** The cluster-info ConfigMap: a kubeconfig naming `server` and the cluster CA. */
+export function clusterInfo(caPem: string, server: string | undefined): object {
+  const kubeconfig = [
+    'apiVersion: v1',
+    'kind: Config',
+    'clusters:',
+    '- name: ""',
+    `  cluster: {server: "${server ?? ''}", certificate-authority-data: ${Buffer.from(caPem).toString('base64')}}`,
+    '',
+  ].join('\n');
+  return {
+    apiVersion: 'v1',
+    kind: 'ConfigMap',
+    metadata: { name: 'cluster-info', namespace: 'kube-public' },
+    data: { kubeconfig },
+  };
+}

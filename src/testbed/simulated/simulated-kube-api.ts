@@ -28,7 +28,7 @@ import type { AddressInfo } from 'node:net';
 import { parse as parseYaml } from 'yaml';
 import { MASTER_SECRET_NAME } from '../../adapters/kubernetes/names.js';
 import { authorize, type RbacObjects, type RequestUser, requestAttributes } from './rbac-authorizer.js';
-import type { RouteRequest } from './route-request.js';
+import { CLUSTER_INFO_PATH, clusterInfo, type RouteRequest } from './route-request.js';
 import { builtInRbac, SimulatedAuthenticator } from './simulated-authn.js';
 import { type RecordsAnswer, SimulatedRecords } from './simulated-kube-records.js';
 import { SimulatedNodeRecords } from './simulated-node-records.js';
@@ -116,6 +116,8 @@ export class FakeKubeApi {
   readonly clusterRoleBindings = new Map<string, Obj>();
   /** Kubelet CSRs, Nodes, and the node operator's JoiningNode and DiskBinding calls. */
   readonly nodeRecords = new SimulatedNodeRecords(this.joiningNodes, this.diskBindings);
+  /** The API server address cluster-info names (default: this server's address). */
+  clusterInfoServer: string | undefined;
   /** Every 403 answered, naming who was refused what (a narrowed RBAC shows here). */
   readonly forbidden: string[] = [];
   /** Who made each request (see simulated-authn.ts). */
@@ -323,6 +325,9 @@ export class FakeKubeApi {
       body,
     };
     this.requests.push(seen);
+    // kubeadm's token discovery reads cluster-info anonymously and checks its CA against the pin.
+    if (method === 'GET' && url.pathname === CLUSTER_INFO_PATH && this.tls)
+      return this.ok(res, 200, clusterInfo(this.tls.caPem, this.clusterInfoServer));
     const user = this.authn.authenticate(req, this.secrets, new Date());
     if (user === undefined) {
       this.violations.push(`${method} ${url.pathname}: missing or wrong bearer token`);

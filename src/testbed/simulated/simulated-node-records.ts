@@ -41,6 +41,8 @@ export class SimulatedNodeRecords {
   readonly csrs = new Map<string, Obj>();
   /** Nodes by name. */
   readonly nodes = new Map<string, Obj>();
+  /** Every JoiningNode deleted through the API, and by whom. */
+  readonly joiningNodeDeletions: Array<{ name: string; nodeName: string; by: string }> = [];
   /** Whether a CNI is installed (Nodes and pod-network workloads can be Ready). */
   cni = false;
   private serial = 0;
@@ -78,8 +80,17 @@ export class SimulatedNodeRecords {
     if (method === 'POST' && p === JOINING_PREFIX) return this.createJoiningNode(contentType, body);
     if (method === 'PATCH' && joining) return this.applyJoiningNode(joining, contentType, q, body);
     if (method === 'GET' && p === JOINING_PREFIX) return this.list(this.joiningNodes, q);
-    if (method === 'DELETE' && joining)
-      return this.remove(this.joiningNodes, joining, 'joiningnodes.update.edgeless.systems');
+    if (method === 'DELETE' && joining) {
+      const spec = this.joiningNodes.get(decodeURIComponent(joining))?.spec;
+      const answer = this.remove(this.joiningNodes, joining, 'joiningnodes.update.edgeless.systems');
+      if ('body' in answer)
+        this.joiningNodeDeletions.push({
+          name: decodeURIComponent(joining),
+          nodeName: String(spec?.name),
+          by: user.name,
+        });
+      return answer;
+    }
     const disk = new RegExp(`^${DISK_PREFIX}/([^/]+)$`).exec(p)?.[1];
     if (method === 'GET' && p === DISK_PREFIX && !q.has('labelSelector'))
       return this.list(this.diskBindings, q);

@@ -30,7 +30,14 @@ describe.skipIf(missing.length > 0)(
         ...(process.env.CONFBOOT_MINI_CACHE ? { cacheDir: process.env.CONFBOOT_MINI_CACHE } : {}),
       });
       const summary = JSON.stringify(
-        { init: result.init, api: result.apiServer, applied: result.applied, nodes: result.nodes, lines },
+        {
+          init: result.init,
+          api: result.apiServer,
+          applied: result.applied,
+          nodes: result.nodes,
+          operatorDeleted: result.operatorDeleted,
+          lines,
+        },
         null,
         2,
       );
@@ -72,6 +79,16 @@ describe.skipIf(missing.length > 0)(
         expect(n.pcr15?.matches, summary).toBe(true);
       }
       const node = (name: string) => result.nodes.find((n) => n.name === name);
+      // Kubelet client certificates: only through CSRs the node operator approved for the ticket,
+      // and every JoiningNode deleted by the operator, none by the host.
+      expect(node('control-plane-0')?.kubeletClientCert, summary).toEqual({
+        via: 'kubeadm-init',
+        approvedBy: null,
+      });
+      for (const n of result.nodes.filter((x) => x.name !== 'control-plane-0'))
+        expect(n.kubeletClientCert, summary).toMatchObject({ via: 'csr', approvedBy: 'AttestedJoinTicket' });
+      expect(result.hostDeleted, summary).toEqual([]);
+      expect(result.operatorDeleted, summary).toContain('control-plane (control-plane-1)');
       expect(node('control-plane-0')?.joinedVia, summary).toBe('init');
       for (const cp of ['control-plane-1', 'control-plane-2'])
         expect(node(cp)?.joinedVia, summary).toMatch(/^control-plane-\d$/);

@@ -6,7 +6,9 @@
  *   `kubeadm init`, which signs the API server's serving certificate for it (node and load balancer
  *   addresses); the agent reports that certificate, the cluster CA and SHA-256 of the admin token —
  *   nothing secret — and the host starts the API server with them and its own key;
- * - every control plane, after its bootstrapper, plays the kubelet: it reads its pods' volumes —
+ * - every control plane, after its bootstrapper, runs kube-controller-manager's certificate
+ *   controllers (simulated-controller-manager.ts: it signs approved kubelet CSRs with the CA key the
+ *   control plane holds) and plays the kubelet: it reads its pods' volumes —
  *   the join config (attestation config, measurement salt), the master-secret Secret and the two
  *   key-service TLS Secrets — from the API server with its admin.conf (control-plane-0's token; the
  *   client certificate a control-plane join leaves), writes them to files in /run and starts the
@@ -19,6 +21,7 @@ import { MASTER_SECRET_NAME } from '../../../adapters/kubernetes/names.js';
 import { ADMIN_CONF_PATH, JOIN_SERVICE_PORT, PKI_DIR } from '../../../app/defaults.js';
 import { loadPublicApiServerCredentials } from '../../simulated/apiserver-credentials.js';
 import { kubeconfigAccess, readVolumes } from '../../simulated/kubelet-volumes.js';
+import { controllerManagerRound } from '../../simulated/simulated-controller-manager.js';
 import type { BootstrapConfig } from './protocol.js';
 
 const RUN_DIR = '/run/confboot';
@@ -100,6 +103,17 @@ export async function runServicesFromApi(
 ): Promise<void> {
   await mkdir(RUN_DIR, { recursive: true, mode: 0o700 });
   const access = kubeconfigAccess(await readFile(ADMIN_CONF_PATH, 'utf8'));
+  // kube-controller-manager's certificate controllers: this control plane holds the CA key.
+  void (async () => {
+    for (;;) {
+      try {
+        const round = await controllerManagerRound(access, PKI_DIR);
+        if (round.signed.length > 0 || round.autoApproved.length > 0)
+          report({ type: 'controller-manager', ...round });
+      } catch {}
+      await sleep(2000);
+    }
+  })();
   const volumes = await readVolumes(
     access,
     {

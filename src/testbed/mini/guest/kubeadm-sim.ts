@@ -18,6 +18,7 @@
 import { existsSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { parseAllDocuments } from 'yaml';
+import { KUBELET_BOOTSTRAP_KEY_PATH } from '../../../adapters/kubernetes/kubeadm.js';
 import { silentLogger } from '../../../adapters/log/pino-logger.js';
 import { SystemClock } from '../../../adapters/system/system-clock.js';
 import { ADMIN_CONF_PATH, PKI_DIR } from '../../../app/defaults.js';
@@ -26,9 +27,10 @@ import {
   issueApiServerCredentials,
   writeControlPlaneAdminConf,
 } from '../../simulated/apiserver-credentials.js';
+import { discoverClusterCa, kubeletTlsBootstrap } from '../../simulated/kubelet-bootstrap.js';
 import { kubeletCertificateProblems } from '../../simulated/kubelet-certificate-check.js';
 import { SimulatedClusterInitializer, SimulatedControlPlane } from '../../simulated/simulated-kubernetes.js';
-import { API_SERVER_PUBLIC_KEY_PATH } from './protocol.js';
+import { API_SERVER_PUBLIC_KEY_PATH, GUEST_CONFIG_PATH, parseGuestConfig } from './protocol.js';
 
 // biome-ignore lint/suspicious/noExplicitAny: kubeadm configuration documents of arbitrary shape
 type Doc = Record<string, any>;
@@ -109,7 +111,50 @@ async function join(docs: Doc[]): Promise<void> {
       server: `https://${String(bt.apiServerEndpoint)}`,
     });
   process.stdout.write(
-    `kubeadm join (SIMULATED): configuration for ${nodeName} checks out (token, CA hash ${String(bt.caCertHashes[0]).slice(0, 19)}…, kubelet certificate); no kubelet is started\n`,
+    `kubeadm join (SIMULATED): configuration for ${nodeName} checks out (token, CA hash ${String(bt.caCertHashes[0]).slice(0, 19)}…, kubelet certificate)\n`,
+  );
+  if (await hasOperator())
+    await kubeletBootstrap(
+      nodeName,
+      String(bt.apiServerEndpoint),
+      String(bt.token),
+      String(bt.caCertHashes[0]),
+      keyPath,
+    );
+}
+
+/** Whether this cluster runs the node operator (mini's HA scenario: a load balancer is configured). */
+async function hasOperator(): Promise<boolean> {
+  if (!existsSync(GUEST_CONFIG_PATH)) return false;
+  const config = parseGuestConfig(await readFile(GUEST_CONFIG_PATH, 'utf8'));
+  return 'loadBalancer' in config && config.loadBalancer !== undefined;
+}
+
+/**
+ * What the kubelet does once kubeadm join started it: token discovery of the cluster CA (pinned by
+ * the ticket's hash), TLS bootstrap with the key the bootstrapper left for it, kubelet.conf, its
+ * Node. kubeadm join waits for that, and so does this (bounded).
+ */
+async function kubeletBootstrap(
+  nodeName: string,
+  endpoint: string,
+  token: string,
+  caHash: string,
+  keyPath: string | undefined,
+) {
+  const caPem = await discoverClusterCa(endpoint, caHash);
+  const keyFile = existsSync(KUBELET_BOOTSTRAP_KEY_PATH) ? KUBELET_BOOTSTRAP_KEY_PATH : keyPath;
+  if (keyFile === undefined) throw new Error('kubelet (simulated): no key for the bootstrap CSR');
+  const r = await kubeletTlsBootstrap({
+    bootstrap: { server: new URL(`https://${endpoint}`), caPem, token },
+    nodeName,
+    keyPem: await readFile(keyFile, 'utf8'),
+    kubeletConfPath: '/etc/kubernetes/kubelet.conf',
+    deadline: Date.now() + 4 * 60_000,
+    pollMs: 2000,
+  });
+  process.stdout.write(
+    `kubelet TLS bootstrap (SIMULATED kubelet): CSR ${r.csrName} approved (${r.approvedBy}) and signed; wrote /etc/kubernetes/kubelet.conf; Node ${nodeName} registered\n`,
   );
 }
 

@@ -14,15 +14,23 @@
  *   holds). It prints `{"type":"api-server",…}` and then, whenever it changed, the API server's
  *   state: what was applied (kind/name), violations, JoiningNodes, DiskBindings, bootstrap tokens.
  *
- * - Further stdin lines `{"joined":"<node>"}` (the host saw that node's join finish) play the node
- *   operator's part that no simulated cluster has: the JoiningNode `control-plane`, which lets one
- *   control plane join at a time, is deleted once the control plane it names has joined, so the next
- *   one may join (upstream's operator deletes a JoiningNode once its node is in the cluster).
+ * - Once the bring-up applied the node operator, its pod's code (src/domain/node-operator.ts
+ *   through client-node) runs here with its ServiceAccount token: it approves the kubelets' CSRs of
+ *   join tickets and deletes JoiningNodes of Ready Nodes. The host itself deletes nothing; the state
+ *   lines list every JoiningNode deletion and who made it, the CSRs and their decisions.
  *
  * Reads JSON lines on stdin (one holds the API server's key), prints JSON lines on stdout (no
  * secrets). Runs until stopped. Importing this module runs it.
  */
 import { createInterface } from 'node:readline';
+import { KubeConfig } from '@kubernetes/client-node';
+import { readCsrRequest } from '../../../adapters/kubernetes/csr-request.js';
+import { KubeNodeOperatorApi, nodeOperatorPorts } from '../../../adapters/kubernetes/node-operator-api.js';
+import { silentLogger } from '../../../adapters/log/pino-logger.js';
+import { SystemClock } from '../../../adapters/system/system-clock.js';
+import { NodeOperator } from '../../../domain/node-operator.js';
+import { NODE_AUTOAPPROVE_BOOTSTRAP_BINDING } from '../../simulated/route-request.js';
+import { autoApproveBinding } from '../../simulated/simulated-authn.js';
 import { SimulatedClusterApi } from '../../simulated/simulated-cluster-api.js';
 import { startComponentServer } from '../../vm/component-server.js';
 
@@ -77,18 +85,27 @@ async function main(): Promise<void> {
     clientCaPem: credentials.caPem,
   }).start(start.address, start.apiPort);
   say({ type: 'api-server', listen: `${start.address}:${start.apiPort}`, tls: true });
-  const operator: string[] = [];
-  void (async () => {
-    // Further lines `{"joined": "<node>"}`: the node operator's part (see the module comment).
-    for (let line = await lines.next(); !line.done; line = await lines.next()) {
-      const joined = (JSON.parse(line.value) as { joined?: unknown }).joined;
-      const pending = api.joiningNodes.get('control-plane');
-      if (typeof joined === 'string' && pending?.spec?.name === joined) {
-        api.joiningNodes.delete('control-plane');
-        operator.push(`deleted JoiningNode control-plane of ${joined}`);
-      }
+  // The operator's prerequisites as on a kubeadm cluster: a CNI is installed (mini declares one),
+  // and kubeadm init left its auto-approval binding (init's code deletes it).
+  api.nodeRecords.cni = true;
+  api.clusterInfoServer = `https://${start.address}:${start.apiPort}`;
+  api.clusterRoleBindings.set(NODE_AUTOAPPROVE_BOOTSTRAP_BINDING, autoApproveBinding());
+  void runOperatorPod(api, start, credentials.caPem);
+  // The CN each kubelet CSR asks for, read once per CSR (the state line names the node).
+  const commonNames = new Map<string, string>();
+  const commonNameOf = (c: {
+    metadata: { name: unknown };
+    spec: { request: unknown };
+  }): string | undefined => {
+    const name = String(c.metadata.name);
+    if (!commonNames.has(name)) {
+      commonNames.set(name, '');
+      void readCsrRequest(Buffer.from(String(c.spec.request), 'base64').toString('utf8'))
+        .then((f) => commonNames.set(name, f.commonNames[0] ?? ''))
+        .catch(() => {});
     }
-  })();
+    return commonNames.get(name) || undefined;
+  };
   let last = '';
   setInterval(() => {
     const state = JSON.stringify({
@@ -99,11 +116,61 @@ async function main(): Promise<void> {
       diskBindings: [...api.diskBindings.values()].map((d) => d.spec),
       tokens: [...api.secrets.keys()].filter((n) => n.startsWith('bootstrap-token-')).length,
       downloads: components.downloads,
-      operator,
+      csrs: [...api.nodeRecords.csrs.values()].map((c) => ({
+        name: c.metadata.name,
+        commonName: commonNameOf(c as Parameters<typeof commonNameOf>[0]),
+        username: c.spec.username,
+        conditions: (c.status?.conditions ?? []).map((k: Record<string, string>) => ({
+          type: k.type,
+          reason: k.reason,
+          message: k.message,
+        })),
+        signed: typeof c.status?.certificate === 'string',
+      })),
+      nodes: [...api.nodeRecords.nodes.keys()],
+      joiningNodeDeletions: api.nodeRecords.joiningNodeDeletions,
+      forbidden: api.forbidden,
     });
     if (state !== last) process.stdout.write(`${state}\n`);
     last = state;
   }, 1000);
+}
+
+/**
+ * The node operator's pod: the bring-up applied its Deployment, ServiceAccount and RBAC; no pod
+ * scheduling is simulated, so its container (`confboot node-operator`'s code) runs here, with a
+ * ServiceAccount token from the API server, every call checked against the applied RBAC.
+ */
+async function runOperatorPod(api: SimulatedClusterApi, start: HaEntryStart, caPem: string): Promise<void> {
+  const deployment = '/apis/apps/v1/namespaces/kube-system/deployments/node-operator';
+  while (!api.objects.has(deployment)) await new Promise((r) => setTimeout(r, 1000));
+  const kubeConfig = new KubeConfig();
+  kubeConfig.loadFromOptions({
+    clusters: [
+      {
+        name: 'c',
+        server: `https://${start.address}:${start.apiPort}`,
+        caData: Buffer.from(caPem).toString('base64'),
+      },
+    ],
+    users: [{ name: 'node-operator', token: api.serviceAccountToken('kube-system', 'node-operator') }],
+    contexts: [{ name: 'c', cluster: 'c', user: 'node-operator' }],
+    currentContext: 'c',
+  });
+  say({ type: 'node-operator', started: true });
+  const operator = new NodeOperator({
+    ...nodeOperatorPorts(new KubeNodeOperatorApi({ kubeConfig })),
+    clock: new SystemClock(),
+    logger: silentLogger,
+  });
+  await operator.run({
+    intervalMs: 3000,
+    signal: new AbortController().signal,
+    onRound: (r) => {
+      if (r.approved.length + r.denied.length + r.deletedJoiningNodes.length + r.failures.length > 0)
+        say({ type: 'node-operator', ...r });
+    },
+  });
 }
 
 main().catch((err: unknown) => {
