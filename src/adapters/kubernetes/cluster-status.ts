@@ -179,7 +179,12 @@ export class KubeClusterSnapshot implements ClusterSnapshotSource {
 
   private async refusals(): Promise<StatusRefusalEvent[]> {
     const items = await this.pages('Events in kube-system', (p) =>
-      this.core.listNamespacedEvent({ namespace: KUBE_SYSTEM, ...p }),
+      // The API server filters by source.component; the filter below also holds without it.
+      this.core.listNamespacedEvent({
+        namespace: KUBE_SYSTEM,
+        fieldSelector: `source=${EVENT_COMPONENT}`,
+        ...p,
+      }),
     );
     return items
       .filter((e) => (e.reportingComponent ?? e.source?.component) === EVENT_COMPONENT)
