@@ -272,6 +272,24 @@ describe('confboot verify (real swtpm, real verification service)', () => {
     expect(() => parseEndpoint(raw, 'endpoint')).toThrow(/--endpoint: want HOST/);
   });
 
+  it.each([
+    [
+      '--cluster-id for a variant without PCR 15',
+      ['--variant', 'qemu-tdx', '--cluster-id', '42'.repeat(32)],
+      /--cluster-id is for vTPM variants; qemu-tdx is tdx/,
+    ],
+    [
+      'a --cluster-id that is not 32 bytes of hex',
+      ['--variant', 'qemu-vtpm', '--trust-ak-as-carried', '--cluster-id', 'abc'],
+      /--cluster-id: want 64 hex digits/,
+    ],
+    ['an unknown variant', ['--variant', 'dummy'], /--variant: want one of .*dummy is for tests only/],
+  ])('refuses %s as a usage error (exit 2)', async (_name, args, message) => {
+    const code = await run(['--endpoint', '127.0.0.1:1', '--attestation-config', files.config, ...args]);
+    expect(code).toBe(2);
+    expect(io.stderr()).toMatch(message);
+  });
+
   it('needs the AK rule settled for qemu-vtpm: no registry and no opt-in is a usage error (exit 2), nothing asked', async () => {
     let asked = 0;
     const node = await standIn(async () => {
