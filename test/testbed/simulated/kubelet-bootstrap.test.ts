@@ -23,8 +23,9 @@ import {
 import { silentLogger } from '../../../src/adapters/log/pino-logger.js';
 import { SystemClock } from '../../../src/adapters/system/system-clock.js';
 import { NodeOperator, type RoundReport } from '../../../src/domain/node-operator.js';
-import { kubeletTlsBootstrap } from '../../../src/testbed/simulated/kubelet-bootstrap.js';
+import { discoverClusterCa, kubeletTlsBootstrap } from '../../../src/testbed/simulated/kubelet-bootstrap.js';
 import { controllerManagerRound } from '../../../src/testbed/simulated/simulated-controller-manager.js';
+import { caCertHash } from '../../../src/testbed/simulated/simulated-kubernetes.js';
 import { kubeletCluster, kubeletKey } from '../../support/kubelet-cluster.js';
 import { useTmpDirs } from '../../support/tmp.js';
 
@@ -143,6 +144,16 @@ describe('kubelet client certificates (SIMULATED API server, controller-manager 
     ]);
     expect(s.api.forbidden).toEqual([]);
     expect(s.api.violations).toEqual([]);
+  });
+
+  it("discovers the cluster CA through cluster-info only when it matches the ticket's pin", async () => {
+    const s = await setup();
+    const endpoint = s.admin.server.host;
+    const pin = caCertHash(s.admin.caPem);
+    expect(await discoverClusterCa(endpoint, pin)).toBe(s.admin.caPem);
+    await expect(discoverClusterCa(endpoint, `sha256:${'0'.repeat(64)}`)).rejects.toThrow(
+      `is not the pinned sha256:${'0'.repeat(64)}`,
+    );
   });
 
   it('problem 3: without a CNI the Node stays NotReady and its JoiningNode stays; with one it goes', async () => {
