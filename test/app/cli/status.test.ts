@@ -161,9 +161,13 @@ describe('confboot status against the SIMULATED Kubernetes API server over HTTPS
       inPolicy: true,
       problems: [],
     });
+    // Fields not known are null, not left out.
     expect(result.nodes[0]).toMatchObject({
       name: 'cp-1',
-      lastDecision: { outcome: 'init' },
+      lastDecision: { outcome: 'init', at: null },
+      variant: null,
+      receipt: null,
+      evidenceAgeSeconds: null,
       inPolicy: true,
     });
     expect(result.joinService).toEqual([
