@@ -415,7 +415,7 @@ describe('confboot manifests', () => {
     expect(plain.text()).not.toMatch(/--tls-cert|--key-service-ca|key-service-tls/);
     await expect(runManifests(['--tls-secrets', '--cloud', 'qemu'])).rejects.toThrow(/leave out --cloud/);
     await expect(runManifests(['--tls-secrets', '--tls-validity-days', '0'])).rejects.toThrow(
-      /--tls-validity-days/,
+      /--tls-validity: want a duration of at least 1d/,
     );
   });
 

@@ -17,14 +17,15 @@ import {
 import { generateReceiptKeyPem } from '../../adapters/receipts/receipt-key.js';
 import { parseAttestationConfig } from '../../domain/measurements.js';
 import { messageOf } from '../../ports/errors.js';
-import type { Variant } from '../../ports/variant.js';
-import type { JoinServiceCsp } from '../join-service/production.js';
 import { DEFAULT_IMAGE, type DeployTarget, NAMESPACE } from '../manifests/common.js';
 import { receiptKeySecret } from '../manifests/join-service.js';
 import { parseImageReference, renderKustomizeTree } from '../manifests/kustomize.js';
 import { deployTargets, deployVariants, renderManifests } from '../manifests/manifests.js';
-import { type CommandSpec, parseCommand, runCommand, UsageError } from '../program/args.js';
-import { cloudNames, isCloud } from '../registry/index.js';
+import { runCommand, UsageError } from '../program/args.js';
+import { defineCommand, duration, type OptionValues, parseOptions } from '../program/options.js';
+import { printResult } from '../program/output.js';
+import { cloudOption, OUTPUT_OPTION, variantOption } from '../program/shared-options.js';
+import { cloudNames } from '../registry/index.js';
 import { checkMeasurementPolicy } from '../registry/policy-guard.js';
 
 const targetList = () =>
@@ -33,23 +34,17 @@ const targetList = () =>
     .join('; ');
 
 /** Flags of `confboot manifests`. */
-export const manifestsCommand: CommandSpec = {
+export const manifestsCommand = defineCommand({
   name: 'manifests',
   summary:
     'Render the Kubernetes manifests (join service, key service, NetworkPolicy, PodDisruptionBudgets, the CRDs and join-service RBAC) for a cloud and attestation variant, or a kustomize base and overlays.',
   options: {
-    cloud: {
-      type: 'string',
-      valueName: 'C',
-      get description() {
-        return `cloud provider: ${cloudNames().join(', ')}`;
-      },
-    },
-    variant: {
-      type: 'string',
-      valueName: 'V',
-      description: "attestation variant of the cluster's nodes (default: the cloud's first)",
-    },
+    cloud: cloudOption({ required: false }),
+    variant: variantOption({
+      required: false,
+      what: "attestation variant of the cluster's nodes",
+      note: " (default: the cloud's first)",
+    }),
     all: { type: 'boolean', description: 'render every cloud and variant (needs --out)' },
     out: {
       type: 'string',
@@ -69,7 +64,20 @@ export const manifestsCommand: CommandSpec = {
       description:
         'the 32-byte measurement salt confboot init wrote (measurement-salt.bin) instead of a placeholder',
     },
-    image: { type: 'string', valueName: 'IMG', default: DEFAULT_IMAGE, description: 'container image' },
+    image: {
+      type: 'string',
+      valueName: 'IMG',
+      default: DEFAULT_IMAGE,
+      description: 'container image',
+      parse: (raw: string) => {
+        try {
+          parseImageReference(raw);
+        } catch (err) {
+          throw new UsageError(`--image: ${messageOf(err)}`);
+        }
+        return raw;
+      },
+    },
     'plain-key-service': {
       type: 'boolean',
       description:
@@ -85,17 +93,30 @@ export const manifestsCommand: CommandSpec = {
       description:
         'instead: print the Secret with a fresh join receipt key (a private key: pipe to kubectl apply -f - once, do not commit; applying it again replaces the key)',
     },
-    'tls-validity-days': {
+    'tls-validity': {
       type: 'string',
-      valueName: 'N',
-      default: String(DEFAULT_TLS_VALIDITY_DAYS),
-      description: 'with --tls-secrets: how long the certificates are valid',
+      valueName: 'DURATION',
+      default: `${DEFAULT_TLS_VALIDITY_DAYS}d`,
+      aliases: ['tls-validity-days'],
+      description:
+        'with --tls-secrets: how long the certificates are valid, in whole days; a bare number counts days',
+      parse: (raw: string, flag: string) => {
+        const ms = duration('d', DAY_MS)(raw, flag);
+        if (ms % DAY_MS !== 0) throw new UsageError(`--${flag}: want whole days, got "${raw}"`);
+        return ms / DAY_MS;
+      },
     },
+    output: OUTPUT_OPTION,
   },
   get epilog() {
-    return `Clouds and their variants (the first is the default): ${targetList()}.\nBy default the join service reaches the key service over mutual TLS: create its Secrets once with\n  confboot manifests --tls-secrets | kubectl apply -f -\nand restart both services after renewing them (same command). The join service signs receipts with a key\nfrom a Secret; create it once with\n  confboot manifests --receipt-key-secret | kubectl apply -f -\n(confboot apply creates both when they are missing.)\nWith --out, DIR/overlays/<cloud>-<variant> renders with kubectl kustomize (kustomize v2.0.3 or later); its\nattestation-config.json and measurement-salt.bin are --attestation-config and --measurement-salt-file when given.\nExit codes: 0 on success, 1 when writing fails or the attestation config is refused, 2 on bad flags.`;
+    return `Clouds and their variants (the first is the default): ${targetList()}.\nBy default the join service reaches the key service over mutual TLS: create its Secrets once with\n  confboot manifests --tls-secrets | kubectl apply -f -\nand restart both services after renewing them (same command). The join service signs receipts with a key\nfrom a Secret; create it once with\n  confboot manifests --receipt-key-secret | kubectl apply -f -\n(confboot apply creates both when they are missing.)\nWith --out, DIR/overlays/<cloud>-<variant> renders with kubectl kustomize (kustomize v2.0.3 or later); its\nattestation-config.json and measurement-salt.bin are --attestation-config and --measurement-salt-file when given.\n-o json prints {yaml} (or, with --out, {wrote: [paths]}) as the result.`;
   },
-};
+  exitCodes: { 1: 'writing failed or the attestation config is refused' },
+});
+
+const DAY_MS = 86_400_000;
+
+type ManifestsValues = OptionValues<typeof manifestsCommand.options>;
 
 /** Flags that choose what the manifests hold, which --tls-secrets and --receipt-key-secret refuse. */
 const TARGET_FLAGS = [
@@ -106,15 +127,20 @@ const TARGET_FLAGS = [
   'plain-key-service',
   'attestation-config',
   'measurement-salt-file',
-];
+] as const;
+
+/** The flags among `flags` that were given. */
+function given(v: ManifestsValues, flags: readonly (keyof ManifestsValues)[]): string[] {
+  return flags.filter((f) => v[f] !== undefined && v[f] !== false);
+}
 
 /** Reads `--attestation-config` and `--measurement-salt-file`; refuses a config the join service would refuse. */
 async function clusterInputs(
-  v: Record<string, unknown>,
+  v: ManifestsValues,
   target: DeployTarget,
 ): Promise<{ attestationConfig?: string; measurementSalt?: Uint8Array }> {
-  const read = async (flag: string): Promise<Buffer | undefined> => {
-    const path = v[flag] as string | undefined;
+  const read = async (flag: 'attestation-config' | 'measurement-salt-file'): Promise<Buffer | undefined> => {
+    const path = v[flag];
     if (path === undefined) return undefined;
     try {
       return await readFile(path);
@@ -151,73 +177,68 @@ export async function runManifests(
   argv: string[],
   out: NodeJS.WritableStream = process.stdout,
 ): Promise<number> {
-  const v = parseCommand(argv, manifestsCommand, out);
+  const v = parseOptions(argv, manifestsCommand, out);
   if (v === undefined) return 0;
-  const image = v.image as string;
-  try {
-    parseImageReference(image);
-  } catch (err) {
-    throw new UsageError(`--image: ${messageOf(err)}`);
-  }
-  const dir = v.out as string | undefined;
+  const { image } = v;
+  const dir = v.out;
+  const print = (command: string, yaml: string) =>
+    printResult(v.output, command, 0, { yaml }, (r) => r.yaml, out);
   if (v['receipt-key-secret']) {
-    const others = [...TARGET_FLAGS, 'tls-secrets'].filter((f) => v[f] !== undefined);
+    const others = given(v, [...TARGET_FLAGS, 'tls-secrets']);
     if (others.length > 0)
       throw new UsageError(`--receipt-key-secret prints only the Secret: leave out --${others.join(', --')}`);
     const doc = new Document(receiptKeySecret(generateReceiptKeyPem()));
     doc.commentBefore =
       ' The join service\'s receipt key (docs/attestation-config.md, "Join receipts"): create once;\n every replica and restart signs with it, so one JWKS verifies every receipt.';
-    out.write(doc.toString({ lineWidth: 0 }));
-    return 0;
+    return print('manifests', doc.toString({ lineWidth: 0 }));
   }
   if (v['tls-secrets']) {
-    const others = TARGET_FLAGS.filter((f) => v[f] !== undefined);
+    const others = given(v, TARGET_FLAGS);
     if (others.length > 0)
       throw new UsageError(`--tls-secrets prints only the Secrets: leave out --${others.join(', --')}`);
-    const days = v['tls-validity-days'] as string;
-    if (!/^[1-9]\d{0,4}$/.test(days))
-      throw new UsageError(`--tls-validity-days: want a whole number of days ≥ 1, got "${days}"`);
     const tls = await createKeyServiceTls({
       serverNames: keyServiceDnsNames(NAMESPACE),
-      validityDays: Number(days),
+      validityDays: v['tls-validity'],
     });
-    out.write(renderKeyServiceTlsSecrets(tls, NAMESPACE));
-    return 0;
+    return print('manifests', renderKeyServiceTlsSecrets(tls, NAMESPACE));
   }
-  const keyServiceTls = v['plain-key-service'] !== true;
+  const keyServiceTls = !v['plain-key-service'];
   let targets: DeployTarget[];
   if (v.all) {
     if (v.cloud !== undefined || v.variant !== undefined)
       throw new UsageError('--all renders every cloud and variant: leave out --cloud and --variant');
     if (dir === undefined) throw new UsageError('--all needs --out DIR');
-    const own = ['attestation-config', 'measurement-salt-file'].filter((f) => v[f] !== undefined);
+    const own = given(v, ['attestation-config', 'measurement-salt-file']);
     if (own.length > 0) throw new UsageError(`--${own.join(', --')} belongs to one cluster: leave out --all`);
     targets = deployTargets();
   } else {
-    const cloud = v.cloud as string | undefined;
+    const { cloud } = v;
     if (cloud === undefined) throw new UsageError('missing --cloud (or --all)');
-    if (!isCloud(cloud))
-      throw new UsageError(`--cloud: want one of ${cloudNames().join(', ')}, got "${cloud}"`);
-    const variants = deployVariants(cloud as JoinServiceCsp);
-    const variant = (v.variant as string | undefined) ?? variants[0];
-    if (variant === undefined || !(variants as string[]).includes(variant))
+    const variants = deployVariants(cloud);
+    const variant = v.variant ?? variants[0];
+    if (variant === undefined || !variants.includes(variant))
       throw new UsageError(`--variant: cloud ${cloud} has ${variants.join(', ')}, got "${variant}"`);
-    targets = [{ cloud: cloud as JoinServiceCsp, variant: variant as Variant }];
+    targets = [{ cloud, variant }];
   }
-  const own = await clusterInputs(v, targets[0] as DeployTarget);
-  if (dir === undefined) {
-    out.write(renderManifests({ ...(targets[0] as DeployTarget), image, keyServiceTls, ...own }));
-    return 0;
-  }
+  const [first] = targets;
+  if (first === undefined) throw new UsageError('no cloud and variant to render');
+  const own = await clusterInputs(v, first);
+  if (dir === undefined)
+    return print('manifests', renderManifests({ ...first, image, keyServiceTls, ...own }));
+  const wrote: string[] = [];
   for (const file of renderKustomizeTree({ targets, image, keyServiceTls, ...own })) {
     const path = join(dir, file.path);
     await writeAtomically(path, file.content);
-    process.stderr.write(`wrote ${path}\n`);
+    if (v.output === 'table') process.stderr.write(`wrote ${path}\n`);
+    wrote.push(path);
   }
-  return 0;
+  return printResult(v.output, 'manifests', 0, { wrote }, () => '', out);
 }
 
 /** `confboot manifests …`. */
 export function run(argv: string[]): Promise<number> {
   return runCommand(() => runManifests(argv));
 }
+
+/** The command's option table. */
+export const commandSpecs = [manifestsCommand];

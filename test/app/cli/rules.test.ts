@@ -22,7 +22,6 @@ import {
 const NOT_YET_ON_A_TABLE = new Set([
   'bootstrapper',
   'demo',
-  'manifests',
   'metadata-server',
   'mini',
 ]);
