@@ -227,34 +227,70 @@ describe('confboot verify (real swtpm, real verification service)', () => {
   it('refuses a flood from one source while an honest caller from another source is answered', {
     timeout: 60_000,
   }, async () => {
-    const [host, port] = nodes.good.endpoint.split(':') as [string, string];
+    // The good node's TPM behind a gate: the flood's one quote runs until the test opens it, so
+    // every other flood request arrives while a quote is in progress.
+    let open!: () => void;
+    const gate = new Promise<void>((r) => (open = r));
+    const real = nodes.good.issuer;
+    const gated: Issuer = {
+      variant: real.variant,
+      oid: real.oid,
+      issue: async (userData, nonce, options) => {
+        await gate;
+        return real.issue(userData, nonce, options);
+      },
+    };
+    const service = await startVerificationService(
+      { issuer: gated, clock: new SystemClock(), logger: silent },
+      { listen: { host: '127.0.0.1', port: 0 } },
+    );
+    services.push(service);
+    const order: string[] = [];
+    let settled = 0;
+    let nineSettled!: () => void;
+    const nine = new Promise<void>((r) => (nineSettled = r));
     const flood = Array.from(
       { length: 10 },
       () =>
         new Promise<number | 'closed'>((resolve) => {
+          const done = (o: number | 'closed') => {
+            order.push(`flood ${o}`);
+            if (++settled === 9) nineSettled();
+            resolve(o);
+          };
           const req = request(
             {
-              host,
-              port: Number(port),
+              host: '127.0.0.1',
+              port: service.port,
               path: `/?nonce=${Buffer.alloc(32, 3).toString('base64url')}`,
               agent: false,
               localAddress: '127.0.0.7',
             },
             (res) => {
               res.resume();
-              res.on('end', () => resolve(res.statusCode ?? 0));
+              res.on('end', () => done(res.statusCode ?? 0));
             },
           );
-          req.on('error', () => resolve('closed'));
+          req.on('error', () => done('closed'));
           req.end();
         }),
     );
-    const honest = verify(nodes.good.endpoint);
+    await nine;
+    order.push('gate opened');
+    const honest = verify(`127.0.0.1:${service.port}`).then((r) => {
+      order.push(`honest ${r.code}`);
+      return r;
+    });
+    open();
     const outcomes = await Promise.all(flood);
     expect((await honest).code).toBe(0);
+    // Nine refused (429 for the requests, or the connection closed past the per-source cap) while
+    // the one quote was held; that one answered once the gate opened; the honest caller accepted.
+    expect(order.slice(0, 9).every((o) => o === 'flood 429' || o === 'flood closed')).toBe(true);
+    expect(order.filter((o) => o === 'flood 429').length).toBeGreaterThan(0);
+    expect(order[9]).toBe('gate opened');
     expect(outcomes.filter((o) => o === 200)).toHaveLength(1);
-    expect(outcomes.filter((o) => o === 429).length).toBeGreaterThan(0);
-    expect(outcomes.every((o) => o === 200 || o === 429 || o === 'closed')).toBe(true);
+    expect(order).toContain('honest 0');
   });
 
   it.each([
