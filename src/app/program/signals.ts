@@ -1,7 +1,7 @@
 /**
- * How the long-running `confboot` subcommands (join-service, key-service, metadata-server) stop:
- * the first SIGTERM or SIGINT aborts a signal the command's work watches, after which the command
- * shuts down cleanly. Each listener is registered once, so a second signal gets Node's default
+ * How the long-running `confboot` subcommands (join-service, key-service, metadata-server,
+ * bootstrapper, and the testbed's demo and mini) stop: the first SIGTERM or SIGINT aborts a signal
+ * the command's work watches, after which the command shuts down cleanly. Each listener is registered once, so a second signal gets Node's default
  * handling (the process ends) — an operator can still force a stuck shutdown.
  */
 
