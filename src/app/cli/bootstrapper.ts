@@ -32,7 +32,17 @@ import {
   createNodeContainer,
   type NodeConfig,
 } from '../modules/index.js';
-import { type CommandSpec, parseCommand, runCommand, UsageError } from '../program/args.js';
+import { runCommand, UsageError } from '../program/args.js';
+import {
+  defineCommand,
+  duration,
+  formatDuration,
+  type OptionValues,
+  oneOf,
+  parseOptions,
+  wholeNumber,
+} from '../program/options.js';
+import { cloudOption, LOG_LEVEL_OPTION, variantOption } from '../program/shared-options.js';
 import { untilStopSignal } from '../program/signals.js';
 import { cloudEntry, cloudNames, cloudVariants, cspFromString, nodeConfig } from '../registry/index.js';
 
@@ -43,43 +53,47 @@ const LISTEN_OPTIONS = {
     valueName: 'HOST:PORT',
     default: `0.0.0.0:${RECOVERY_PORT}`,
     description: 'where a control plane waiting for recovery serves it (attested TLS)',
+    parse: hostPortOption,
   },
   'verify-listen': {
     type: 'string',
     valueName: 'HOST:PORT',
     description:
       'serve the verification service here once the node is bootstrapped, and keep running until stopped (docs/verification-service.md); default: not served',
+    parse: hostPortOption,
   },
-} satisfies CommandSpec['options'];
+} as const;
 
-/** Options of the bootstrapper program; `csp` is added by `confboot bootstrapper` only. */
-export function bootstrapperCommand(csp?: Csp): CommandSpec {
+/**
+ * Options of the bootstrapper program. `--cloud` is required by `confboot bootstrapper` and fixed by
+ * an entrypoint (`csp`).
+ */
+export function bootstrapperCommand(csp?: Csp) {
   const variants = csp ? cloudVariants(csp) : [...new Set(cloudNames().flatMap((c) => cloudVariants(c)))];
   const entrypoints = cloudNames().filter((c) => cloudEntry(c).entrypoint === true);
-  return {
+  return defineCommand({
     name: csp ? `bootstrapper (${csp} entrypoint)` : 'bootstrapper',
     env: true,
+    kind: 'service',
     summary:
       'Bootstrap this node. First the disk mapper: format a blank state disk, wipe one marked for ' +
       'reset, or reopen one set up before (rejoin ticket; on a control plane also recovery). Then ' +
       'serve Init on the init port and ask the join service for a join ticket, side by side; ' +
       'whichever first yields a cluster ID takes the node lock.',
     options: {
-      ...(csp
-        ? {}
-        : {
-            csp: {
-              type: 'string',
-              valueName: 'C',
-              required: true,
-              description: `cloud: ${cloudNames().join(', ')} (own entrypoints, cloud fixed: ${entrypoints.map((c) => `entrypoints/${c}.js`).join(', ')})`,
-            },
-          }),
-      'attestation-variant': {
-        type: 'string',
-        valueName: 'V',
-        description: `attestation variant: ${variants.join(', ')} (default: the cloud's first${csp ? '' : '; each cloud takes only its own'})`,
-      },
+      cloud: cloudOption({
+        required: false,
+        what: 'cloud',
+        note: csp
+          ? ` (this entrypoint's: ${csp}, the only one it takes)`
+          : ` (required; own entrypoints, cloud fixed: ${entrypoints.map((c) => `entrypoints/${c}.js`).join(', ')})`,
+      }),
+      variant: variantOption({
+        required: false,
+        what: 'attestation variant',
+        names: () => variants,
+        note: ` (default: the cloud's first${csp ? '' : '; each cloud takes only its own'})`,
+      }),
       tcti: { type: 'string', valueName: 'T', description: 'tpm2-tools TCTI (default device:/dev/tpmrm0)' },
       disk: {
         type: 'string',
@@ -98,12 +112,14 @@ export function bootstrapperCommand(csp?: Csp): CommandSpec {
         valueName: 'HOST:PORT',
         default: `0.0.0.0:${BOOTSTRAPPER_PORT}`,
         description: 'where the init server listens',
+        parse: hostPortOption,
       },
       'join-service-port': {
         type: 'string',
         valueName: 'PORT',
         default: String(JOIN_SERVICE_PORT),
         description: 'join service port on control-plane endpoints',
+        parse: portOption,
       },
       'metadata-url': {
         type: 'string',
@@ -145,18 +161,22 @@ export function bootstrapperCommand(csp?: Csp): CommandSpec {
         default: 'hmac-sha256',
         description:
           "integrity of the state disk: 'hmac-sha256' (LUKS2 authenticated encryption; a sector the host changed fails to read) or 'none' (aes-xts-plain64 only, for hosts without dm-integrity); a header without the required integrity is refused",
+        parse: oneOf(STATE_DISK_INTEGRITY_MODES),
       },
       'format-pbkdf2-iterations': {
         type: 'string',
         valueName: 'N',
         description: "format a blank disk with PBKDF2 of N iterations (default cryptsetup's Argon2id)",
+        parse: wholeNumber(1),
       },
       ...LISTEN_OPTIONS,
-      'recovery-share-ttl-seconds': {
+      'recovery-share-ttl': {
         type: 'string',
-        valueName: 'N',
-        default: String(DEFAULT_SHARE_TTL_MS / 1000),
-        description: 'how long a received recovery share is kept in memory',
+        valueName: 'DURATION',
+        default: formatDuration(DEFAULT_SHARE_TTL_MS),
+        aliases: ['recovery-share-ttl-seconds'],
+        description: 'how long a received recovery share is kept in memory; a bare number counts seconds',
+        parse: duration('s', 1000),
       },
       'kubelet-restart-command': {
         type: 'string',
@@ -164,6 +184,7 @@ export function bootstrapperCommand(csp?: Csp): CommandSpec {
         default: SYSTEMCTL_RESTART_KUBELET.join(' '),
         description:
           "run on a node bootstrapped before (a reboot; words split on spaces, no shell); 'none' restarts nothing",
+        parse: commandOption,
       },
       'reboot-command': {
         type: 'string',
@@ -171,6 +192,7 @@ export function bootstrapperCommand(csp?: Csp): CommandSpec {
         default: SYSTEMCTL_REBOOT.join(' '),
         description:
           "run after a failure past the node lock, once the state disk is marked for reset; 'none' only exits 1",
+        parse: commandOption,
       },
       'disk-mapper-only': {
         type: 'boolean',
@@ -182,7 +204,7 @@ export function bootstrapperCommand(csp?: Csp): CommandSpec {
       'kubelet-cert': { type: 'string', valueName: 'F', description: 'kubelet client certificate path' },
       'kubelet-key': { type: 'string', valueName: 'F', description: 'kubelet client key path' },
       kubeadm: { type: 'string', valueName: 'PATH', description: 'kubeadm binary (default kubeadm on PATH)' },
-      'log-level': { type: 'string', valueName: 'L', default: 'info', description: 'pino log level' },
+      'log-level': LOG_LEVEL_OPTION,
       'check-wiring': {
         type: 'boolean',
         description: 'resolve every binding and exit 0 without touching hardware',
@@ -192,42 +214,33 @@ export function bootstrapperCommand(csp?: Csp): CommandSpec {
         description: "load this cloud's SDK now (for the module-isolation check)",
       },
     },
-    epilog:
-      'Exit codes: 0 bootstrapped (or already: PCR 15 set, e.g. rejoined after a reboot, the kubelet\n' +
-      'restarted), 1 failure (after the node lock the state disk is marked for reset and the reboot\n' +
-      'command run; before it nothing was changed) or stopped by SIGTERM/SIGINT first, 2 usage error.',
-  };
+    exitCodes: {
+      0: 'bootstrapped (or already: PCR 15 set, e.g. rejoined after a reboot, the kubelet restarted)',
+      1: 'failure (after the node lock the state disk is marked for reset and the reboot command run; before it nothing was changed) or stopped by SIGTERM/SIGINT first',
+    },
+  });
 }
 
-/** Splits `HOST:PORT` (IPv6 hosts in brackets). */
-function parseHostPort(flag: string, value: string): { host: string; port: number } {
+/** The parsed options of the bootstrapper program. */
+type BootstrapperValues = OptionValues<ReturnType<typeof bootstrapperCommand>['options']>;
+
+/** `parse` for `HOST:PORT` (IPv6 hosts in brackets). */
+function hostPortOption(value: string, flag: string): { host: string; port: number } {
   const address = splitHostPort(value);
   if (!address) throw new UsageError(`--${flag}: expected HOST:PORT, got ${JSON.stringify(value)}`);
   return address;
 }
 
-function str(values: Record<string, unknown>, key: string): string | undefined {
-  const v = values[key];
-  return typeof v === 'string' ? v : undefined;
-}
-
-/** A command flag's words; undefined for `none`; a usage error when it holds no word. */
-function commandFlag(values: Record<string, unknown>, flag: string): string[] | undefined {
-  const line = str(values, flag) ?? '';
+/** `parse` for a command flag: its words; undefined for `none`; a usage error when it holds no word. */
+function commandOption(line: string, flag: string): string[] | undefined {
   if (line.trim() === 'none') return undefined;
   const words = commandWords(line);
   if (words.length === 0) throw new UsageError(`--${flag}: expected a command or 'none'`);
   return words;
 }
 
-function parseCount(flag: string, value: string): number {
-  const n = Number(value);
-  if (!/^\d{1,9}$/.test(value) || n < 1)
-    throw new UsageError(`--${flag}: expected a positive integer, got ${JSON.stringify(value)}`);
-  return n;
-}
-
-function parsePort(flag: string, value: string): number {
+/** `parse` for a port 1–65535. */
+function portOption(value: string, flag: string): number {
   const port = Number(value);
   if (!/^\d{1,5}$/.test(value) || port < 1 || port > 65535)
     throw new UsageError(`--${flag}: expected a port, got ${JSON.stringify(value)}`);
@@ -251,14 +264,17 @@ export interface BootstrapperRunOptions {
 }
 
 /** Builds the node config from parsed flags; usage errors for bad values (the `dummy` variant too). */
-function configFromFlags(csp: Csp, v: Record<string, string | boolean | string[] | undefined>): NodeConfig {
-  const str = (k: string) => v[k] as string | undefined;
-  const variant = str('attestation-variant') ?? (cloudVariants(csp)[0] as string);
+function configFromFlags(csp: Csp, v: BootstrapperValues): NodeConfig {
+  const str = (k: keyof BootstrapperValues & string): string | undefined => {
+    const value = v[k];
+    return typeof value === 'string' ? value : undefined;
+  };
+  const variant = v.variant ?? cloudVariants(csp)[0] ?? '';
   try {
     return nodeConfig({
       csp,
       variant,
-      diskDevice: str('disk') as string,
+      diskDevice: v.disk,
       ...(str('tcti') === undefined ? {} : { tcti: str('tcti') }),
       ...(str('initial-passphrase-file') === undefined
         ? {}
@@ -280,7 +296,7 @@ function configFromFlags(csp: Csp, v: Record<string, string | boolean | string[]
           : { authTokenFile: str('cloud-auth-token-file') }),
       },
       ...(str('kubeadm') === undefined ? {} : { kubeadmPath: str('kubeadm') }),
-      logLevel: str('log-level') ?? 'info',
+      logLevel: v['log-level'],
     });
   } catch (err) {
     throw new UsageError(messageOf(err));
@@ -314,26 +330,30 @@ export function runBootstrapper(
 ): Promise<number> {
   return runCommand(async () => {
     const out = options.out ?? process.stdout;
-    const values = parseCommand(argv, bootstrapperCommand(csp), out);
+    const values = parseOptions(argv, bootstrapperCommand(csp), out);
     if (values === undefined) return 0;
+    if (csp !== undefined && values.cloud !== undefined && values.cloud !== csp)
+      throw new UsageError(`--cloud: this entrypoint is for ${csp}, got "${values.cloud}"`);
+    const named = values.cloud;
+    if (csp === undefined && named === undefined)
+      throw new UsageError(
+        'missing required option --cloud (or CONFBOOT_CLOUD); see confboot bootstrapper --help',
+      );
     let cloud: Csp;
     try {
-      cloud = csp ?? cspFromString(values.csp as string);
+      cloud = csp ?? cspFromString(named ?? '');
     } catch (err) {
-      throw new UsageError(`--csp: ${messageOf(err)}`);
+      throw new UsageError(`--cloud: ${messageOf(err)}`);
     }
     const config = configFromFlags(cloud, values);
-    const listen = parseHostPort('init-listen', values['init-listen'] as string);
-    const joinServicePort = parsePort('join-service-port', values['join-service-port'] as string);
-    const recoveryListen = parseHostPort('recovery-listen', values['recovery-listen'] as string);
-    const shareTtlMs =
-      parseCount('recovery-share-ttl-seconds', values['recovery-share-ttl-seconds'] as string) * 1000;
-    const iterations = str(values, 'format-pbkdf2-iterations');
-    const formatIterations =
-      iterations === undefined ? undefined : parseCount('format-pbkdf2-iterations', iterations);
+    const listen = values['init-listen'];
+    const joinServicePort = values['join-service-port'];
+    const recoveryListen = values['recovery-listen'];
+    const shareTtlMs = values['recovery-share-ttl'];
+    const formatIterations = values['format-pbkdf2-iterations'];
 
-    const restart = commandFlag(values, 'kubelet-restart-command');
-    const reboot = commandFlag(values, 'reboot-command');
+    const restart = values['kubelet-restart-command'];
+    const reboot = values['reboot-command'];
 
     if (values['preload-sdk']) await cloudEntry(cloud).preload();
     const container = await createNodeContainer(config);
@@ -346,11 +366,10 @@ export function runBootstrapper(
     const deps = await bootstrapperDeps(container);
     if (restart !== undefined) deps.kubelet = new CommandKubeletService(restart);
     if (reboot !== undefined) deps.power = new CommandPowerControl(reboot);
-    const mapping = values['state-mapping'] as string;
-    const integrity = STATE_DISK_INTEGRITY_MODES.find((m) => m === values['state-disk-integrity']);
-    if (integrity === undefined)
-      throw new UsageError(`--state-disk-integrity: one of ${STATE_DISK_INTEGRITY_MODES.join(', ')}`);
-    if (mapping === 'none' && str(values, 'state-mount') !== undefined)
+    const mapping = values['state-mapping'];
+    const integrity = values['state-disk-integrity'];
+    const mountPoint = values['state-mount'];
+    if (mapping === 'none' && mountPoint !== undefined)
       throw new UsageError('--state-mount needs a dm-crypt mapping (not --state-mapping none)');
     const mapper = createNodeDiskMapper(deps, {
       disk: {
@@ -360,7 +379,7 @@ export function runBootstrapper(
           ? {}
           : { initialPassphrasePath: config.initialPassphrasePath }),
         ...(mapping === 'none' ? {} : { mappingName: mapping }),
-        ...(str(values, 'state-mount') === undefined ? {} : { mountPoint: str(values, 'state-mount') }),
+        ...(mountPoint === undefined ? {} : { mountPoint }),
         ...(formatIterations === undefined
           ? {}
           : { formatPbkdfArgs: ['--pbkdf', 'pbkdf2', '--pbkdf-force-iterations', String(formatIterations)] }),
@@ -370,8 +389,7 @@ export function runBootstrapper(
       shares: { shareTtlMs },
       ...(options.onRecoveryListening ? { onRecoveryListening: options.onRecoveryListening } : {}),
     });
-    const verifyRaw = str(values, 'verify-listen');
-    const verifyListen = verifyRaw === undefined ? undefined : parseHostPort('verify-listen', verifyRaw);
+    const verifyListen = values['verify-listen'];
     let node: BootstrapperNode | undefined;
     let stopping = false;
     const stop = () => {
@@ -437,3 +455,6 @@ export function runBootstrapper(
 export function run(argv: string[], options: BootstrapperRunOptions = {}): Promise<number> {
   return runBootstrapper(argv, undefined, options);
 }
+
+/** The command's option table (of `confboot bootstrapper`; an entrypoint fixes the cloud). */
+export const commandSpecs = [bootstrapperCommand()];

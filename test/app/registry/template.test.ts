@@ -113,7 +113,7 @@ describe('a template cloud (one folder + one registry line) appears everywhere',
   it('in bootstrapper --help, and a node of it resolves every binding (--check-wiring)', async () => {
     const help = capture();
     expect(await runBootstrapper(['--help'], undefined, { out: help.out })).toBe(0);
-    expect(helpLine(help.text(), 'csp')).toMatch(/cloud: .*\bexample\b/);
+    expect(helpLine(help.text(), 'cloud')).toMatch(/cloud: .*\bexample\b/);
     const run = capture();
     const argv = ['--csp', CLOUD, '--check-wiring', '--disk', '/nonexistent', '--log-level', 'silent'];
     expect(await runBootstrapper(argv, undefined, { out: run.out })).toBe(0);
@@ -182,7 +182,7 @@ describe('a template vTPM variant (one entry) appears everywhere', () => {
   it('in bootstrapper --help and confboot init --help', async () => {
     const { out, text } = capture();
     await runBootstrapper(['--help'], 'qemu', { out });
-    expect(helpLine(text(), 'attestation-variant')).toContain(VARIANT);
+    expect(helpLine(text(), 'variant')).toContain(VARIANT);
     expect(helpLine(renderHelp(initCommand), 'variant')).toContain(VARIANT);
   });
 
