@@ -14,7 +14,10 @@ import { join } from 'node:path';
 import { UpdatableValidator } from '../../adapters/attestation/updatable/updatable-validator.js';
 import { MetadataPeerIdentity } from '../../adapters/identity/metadata-peer-identity.js';
 import { GrpcKmsClient, type GrpcKmsClientTls } from '../../adapters/kms/grpc-kms-client.js';
+import { JoinServiceMetrics } from '../../adapters/ops/metrics.js';
 import { WorkerCertificateAuthority } from '../../adapters/pki/worker-certificate-authority.js';
+import { ReceiptKey } from '../../adapters/receipts/receipt-key.js';
+import { JsonlEvidenceStore } from '../../adapters/state/jsonl-evidence-store.js';
 import { SystemClock } from '../../adapters/system/system-clock.js';
 import { parseAttestationConfig } from '../../domain/measurements.js';
 import type { Clock } from '../../ports/clock.js';
@@ -24,18 +27,6 @@ import type { Logger } from '../../ports/logger.js';
 import type { MetadataAPI } from '../../ports/metadata-api.js';
 import type { Validator } from '../../ports/validator.js';
 import type { Variant } from '../../ports/variant.js';
-import {
-  createAmdCertCache,
-  QEMU_AK_AS_CARRIED_WARNING,
-  type VariantLookupSettings,
-  type VariantLookups,
-} from '../registry/validator-deps.js';
-
-export type { VariantLookupSettings, VariantLookups } from '../registry/validator-deps.js';
-
-import { JoinServiceMetrics } from '../../adapters/ops/metrics.js';
-import { ReceiptKey } from '../../adapters/receipts/receipt-key.js';
-import { JsonlEvidenceStore } from '../../adapters/state/jsonl-evidence-store.js';
 import { KUBERNETES_PORT } from '../defaults.js';
 import { readPemFlag } from '../program/pem-file.js';
 import { cloudMetadataApi, isVariant, variantEntry, variantNames } from '../registry/index.js';
@@ -46,14 +37,17 @@ import {
   measurementSetExpiryWarnings,
   WEAK_POLICY_OPT_IN_WARNING,
 } from '../registry/policy-guard.js';
+import {
+  createAmdCertCache,
+  QEMU_AK_AS_CARRIED_WARNING,
+  type VariantLookupSettings,
+  type VariantLookups,
+} from '../registry/validator-deps.js';
 import { buildValidator } from '../registry/validators.js';
 import { withDryRunOnLoad } from './dry-run.js';
 import { lazyKubernetes } from './lazy-kubernetes.js';
-import type { JoinServiceSettings } from './settings-by-owner.js';
-
-export { type LazyKubernetes, lazyKubernetes } from './lazy-kubernetes.js';
-
 import { type JoinServiceLimits, type RunningJoinService, startJoinService } from './service.js';
+import type { JoinServiceSettings } from './settings-by-owner.js';
 
 /** A cloud of the cloud registry the join service runs on (`--cloud`). */
 export type JoinServiceCsp = string;

@@ -20,12 +20,13 @@ import { startKeyServiceServer } from '../../../src/adapters/kms/key-service-ser
 import { createPinoLogger, silentLogger } from '../../../src/adapters/log/pino-logger.js';
 import { FileCertificateAuthority } from '../../../src/adapters/pki/file-certificate-authority.js';
 import { SystemClock } from '../../../src/adapters/system/system-clock.js';
-import { type VariantLookups, validatorBuilder } from '../../../src/app/join-service/production.js';
+import { validatorBuilder } from '../../../src/app/join-service/production.js';
 import {
   type JoinServiceLimits,
   type RunningJoinService,
   startJoinService,
 } from '../../../src/app/join-service/service.js';
+import type { VariantLookups } from '../../../src/app/registry/validator-deps.js';
 import type { BootstrapTokens } from '../../../src/ports/bootstrap-tokens.js';
 import type {
   CertificateAuthority,
