@@ -64,6 +64,15 @@ const LISTEN_OPTIONS = {
   },
 } as const;
 
+/** Where the node keeps its state and finds kubeadm (defaults: the node config's). */
+const NODE_PATH_OPTIONS = {
+  'node-state-file': { type: 'string', valueName: 'F', description: 'node_state.json path' },
+  'pki-dir': { type: 'string', valueName: 'DIR', description: 'control-plane files directory' },
+  'kubelet-cert': { type: 'string', valueName: 'F', description: 'kubelet client certificate path' },
+  'kubelet-key': { type: 'string', valueName: 'F', description: 'kubelet client key path' },
+  kubeadm: { type: 'string', valueName: 'PATH', description: 'kubeadm binary (default kubeadm on PATH)' },
+} as const;
+
 /**
  * Options of the bootstrapper program. `--cloud` is required by `confboot bootstrapper` and fixed by
  * an entrypoint (`csp`).
@@ -199,11 +208,7 @@ export function bootstrapperCommand(csp?: Csp) {
         description:
           'run only the disk mapper and exit 0 once the state disk is ready (its own systemd unit)',
       },
-      'node-state-file': { type: 'string', valueName: 'F', description: 'node_state.json path' },
-      'pki-dir': { type: 'string', valueName: 'DIR', description: 'control-plane files directory' },
-      'kubelet-cert': { type: 'string', valueName: 'F', description: 'kubelet client certificate path' },
-      'kubelet-key': { type: 'string', valueName: 'F', description: 'kubelet client key path' },
-      kubeadm: { type: 'string', valueName: 'PATH', description: 'kubeadm binary (default kubeadm on PATH)' },
+      ...NODE_PATH_OPTIONS,
       'log-level': LOG_LEVEL_OPTION,
       'check-wiring': {
         type: 'boolean',
