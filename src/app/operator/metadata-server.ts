@@ -8,13 +8,15 @@ import { startMetadataServer } from '../../adapters/cloud/qemu/metadata-server.j
 import { createPinoLogger } from '../../adapters/log/pino-logger.js';
 import type { Logger } from '../../ports/logger.js';
 import { canonicalIp, splitHostPort } from '../../ports/peer-address.js';
-import { type CommandSpec, parseCommand, runCommand, UsageError } from '../program/args.js';
+import { runCommand, UsageError } from '../program/args.js';
+import { defineCommand, parseOptions } from '../program/options.js';
 import { untilStopSignal } from '../program/signals.js';
 
 /** The command's options. */
-export const METADATA_SERVER_COMMAND: CommandSpec = {
+export const METADATA_SERVER_COMMAND = defineCommand({
   name: 'metadata-server',
   env: true,
+  kind: 'service',
   summary:
     'Serve /self, /peers, /endpoint, /initsecrethash (and /self/identity with --identities) for QEMU clusters from a dnsmasq leases file.',
   options: {
@@ -31,23 +33,26 @@ export const METADATA_SERVER_COMMAND: CommandSpec = {
     },
     'init-secret-hash': {
       type: 'string',
-      valueName: 'H',
+      valueName: 'HASH',
       description: 'bcrypt hash of the init secret served on /initsecrethash',
     },
     'load-balancer': {
       type: 'string',
       valueName: 'IP',
       description: "the cluster's load balancer, answered on /endpoint (default: control-plane-0's address)",
+      parse: (raw: string) => loadBalancerIp(raw),
     },
     listen: {
       type: 'string',
       valueName: 'HOST:PORT',
       default: '0.0.0.0:8080',
       description: 'address to listen on',
+      parse: (raw: string) => parseListen(raw),
     },
   },
   epilog: 'Leases file lines: <expiry> <mac> <ip> <hostname> <client-id>.\nStops on SIGTERM or SIGINT.',
-};
+  exitCodes: { 0: 'after a clean shutdown (SIGTERM/SIGINT)', 1: 'starting or serving failed' },
+});
 
 /** Splits `HOST:PORT` (IPv6 hosts in brackets). */
 export function parseListen(value: string): { host: string; port: number } {
@@ -75,27 +80,23 @@ export interface MetadataServerRunOptions {
 /** Runs `confboot metadata-server`; resolves to the exit code after shutdown. */
 export function run(argv: string[], options: MetadataServerRunOptions = {}): Promise<number> {
   return runCommand(async () => {
-    const values = parseCommand(argv, METADATA_SERVER_COMMAND);
+    const values = parseOptions(argv, METADATA_SERVER_COMMAND);
     if (values === undefined) return 0;
-    const { host, port } = parseListen(values.listen as string);
+    const { host, port } = values.listen;
     const logger = options.logger ?? createPinoLogger({ base: { component: 'metadata-server' } });
     const onSignal = (sig: NodeJS.Signals) => logger.info('Shutting down', { signal: sig });
     return untilStopSignal(
       async (stop) => {
         const server = await startMetadataServer({
-          leasesFile: values.leases as string,
-          initSecretHash: (values['init-secret-hash'] as string | undefined) ?? '',
-          ...(values.identities === undefined ? {} : { identitiesFile: values.identities as string }),
-          ...(values['load-balancer'] === undefined
-            ? {}
-            : { loadBalancerIp: loadBalancerIp(values['load-balancer'] as string) }),
+          leasesFile: values.leases,
+          initSecretHash: values['init-secret-hash'] ?? '',
+          ...(values.identities === undefined ? {} : { identitiesFile: values.identities }),
+          ...(values['load-balancer'] === undefined ? {} : { loadBalancerIp: values['load-balancer'] }),
           host,
           port,
           logger,
         }).catch((err: unknown) => {
-          throw new Error(
-            `starting metadata server on ${values.listen as string}: ${(err as Error).message}`,
-          );
+          throw new Error(`starting metadata server on ${host}:${port}: ${(err as Error).message}`);
         });
         options.onListening?.(server.port);
         if (!stop.aborted)
@@ -110,3 +111,6 @@ export function run(argv: string[], options: MetadataServerRunOptions = {}): Pro
     );
   });
 }
+
+/** The command's option table. */
+export const commandSpecs = [METADATA_SERVER_COMMAND];

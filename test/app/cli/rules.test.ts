@@ -21,7 +21,6 @@ import {
  */
 const NOT_YET_ON_A_TABLE = new Set([
   'demo',
-  'metadata-server',
   'mini',
 ]);
 
