@@ -11,6 +11,7 @@ import { createServer, type IncomingMessage, request, type ServerResponse } from
 import { isIPv4 } from 'node:net';
 import { join } from 'node:path';
 import { MEASUREMENT_SECRET_KEY_ID } from '../../../src/domain/key-derivation.js';
+import { SSH_CA_KEY_ID } from '../../../src/domain/ssh-ca.js';
 import type { KMS } from '../../../src/ports/kms.js';
 
 /** Waits (bounded) until `cond` holds, polling every 25 ms; the error names what was awaited. */
@@ -214,8 +215,12 @@ export class StallingMetadataProxy {
  * A KMS that passes the first `passFirst` calls straight through and holds the rest at a gate
  * until {@link GateKms.open}; used to keep ticket requests in flight while a service goes away.
  */
-/** For {@link GateKms.holdAfter}: counts and holds only state disk keys, not the measurement secret. */
-export const stateDiskKeys = (dataKeyId: string): boolean => dataKeyId !== MEASUREMENT_SECRET_KEY_ID;
+/**
+ * For {@link GateKms.holdAfter}: counts and holds only state disk keys (a disk UUID per request), not
+ * the measurement secret or the emergency SSH CA's seed, which every request asks for besides.
+ */
+export const stateDiskKeys = (dataKeyId: string): boolean =>
+  dataKeyId !== MEASUREMENT_SECRET_KEY_ID && dataKeyId !== SSH_CA_KEY_ID;
 
 export class GateKms implements KMS {
   /** Calls counted so far (see {@link holdAfter}'s `only`). */
