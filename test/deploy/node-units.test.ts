@@ -144,7 +144,8 @@ describe('deploy/node: the systemd units', () => {
     expect(help).toMatch(/--reboot-command CMD[^\n]*\bsystemctl reboot\b/);
     expect(help).toMatch(/--kubelet-restart-command CMD[^\n]*\bsystemctl restart kubelet\b/);
     // The variables deploy/node/README.md puts in /etc/confboot/node.env.
-    for (const v of ['CONFBOOT_CLOUD', 'CONFBOOT_VARIANT', 'CONFBOOT_DISK', 'CONFBOOT_STATE_MOUNT']) expect(help).toContain(v);
+    for (const v of ['CONFBOOT_CLOUD', 'CONFBOOT_VARIANT', 'CONFBOOT_DISK', 'CONFBOOT_STATE_MOUNT'])
+      expect(help).toContain(v);
     for (const u of [diskMapper, boot])
       expect(values(u, 'EnvironmentFile')).toEqual(['/etc/confboot/node.env']);
   });
