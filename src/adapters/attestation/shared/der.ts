@@ -45,24 +45,26 @@ export function readChildren(content: Uint8Array): Tlv[] {
   return out;
 }
 
-/** Decodes an OBJECT IDENTIFIER's content octets to dotted form. */
+/**
+ * Decodes an OBJECT IDENTIFIER's content octets to dotted form. Every subidentifier, the first
+ * (which packs the first two arcs as 40·x + y) included, is base 128 over as many octets as it needs,
+ * so `2.999` is `88 37`. A last octet with the continuation bit set is a truncated OID.
+ */
 export function decodeOid(content: Uint8Array): string {
   if (content.length === 0) throw new Error('DER: empty OID');
-  const first = content[0] as number;
-  const parts: number[] = [
-    Math.min(2, Math.floor(first / 40)),
-    first - Math.min(2, Math.floor(first / 40)) * 40,
-  ];
+  if (((content[content.length - 1] as number) & 0x80) !== 0) throw new Error('DER: truncated OID');
+  const ids: number[] = [];
   let v = 0;
-  for (let i = 1; i < content.length; i++) {
-    const b = content[i] as number;
+  for (const b of content) {
     v = v * 128 + (b & 0x7f);
     if (!(b & 0x80)) {
-      parts.push(v);
+      ids.push(v);
       v = 0;
     }
   }
-  return parts.join('.');
+  const first = ids[0] as number;
+  const x = Math.min(2, Math.floor(first / 40));
+  return [x, first - x * 40, ...ids.slice(1)].join('.');
 }
 
 /** Decodes a non-negative INTEGER's content octets that fits in a JS number. */

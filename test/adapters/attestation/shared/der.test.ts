@@ -43,6 +43,11 @@ describe('decodeOid and decodeSmallInt', () => {
     expect(decodeOid(b('2a864886f70d010101'))).toBe('1.2.840.113549.1.1.1');
     expect(decodeOid(b('2b060104019c78010103'))).toBe('1.3.6.1.4.1.3704.1.1.3');
     expect(() => decodeOid(new Uint8Array())).toThrow('DER: empty OID');
+    // A first subidentifier over two octets (X.690 8.19: 2.999 is 40·2 + 999 = 1079 = 0x88 0x37).
+    expect(decodeOid(b('8837'))).toBe('2.999');
+    expect(decodeOid(b('883703'))).toBe('2.999.3');
+    expect(decodeOid(b('7f'))).toBe('2.47');
+    expect(() => decodeOid(b('2a86'))).toThrow('DER: truncated OID');
   });
 
   it('decodes small non-negative integers and refuses others', () => {
