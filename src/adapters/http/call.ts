@@ -118,6 +118,8 @@ export async function withDeadline<T>(
   else options?.signal?.addEventListener('abort', onCallerAbort, { once: true });
   const signal = controller.signal;
   try {
+    // A caller that gave up before the call started gets no call, even one that would end at once.
+    if (signal.aborted) throw signal.reason;
     const aborted = new Promise<never>((_, reject) => {
       if (signal.aborted) reject(signal.reason);
       else signal.addEventListener('abort', () => reject(signal.reason), { once: true });
