@@ -28,20 +28,37 @@ describe('withCacheLock', () => {
     const firstMayEnd = new Promise<void>((r) => {
       releaseFirst = r;
     });
+    let firstStarted: () => void = () => {};
+    const started = new Promise<void>((r) => {
+      firstStarted = r;
+    });
     const first = withCacheLock(lock, async () => {
       events.push('first start');
+      firstStarted();
       await firstMayEnd;
       events.push('first end');
     });
+    await started;
     const waits: string[] = [];
+    let secondWaits: () => void = () => {};
+    const waiting = new Promise<void>((r) => {
+      secondWaits = r;
+    });
     const second = withCacheLock(
       lock,
       async () => {
         events.push('second start');
       },
-      { pollMs: 10, log: (l) => waits.push(l) },
+      {
+        pollMs: 10,
+        log: (l) => {
+          waits.push(l);
+          secondWaits();
+        },
+      },
     );
-    await new Promise((r) => setTimeout(r, 50));
+    // The second build is waiting on the first's lock (it said so) and has not started.
+    await waiting;
     expect(events).toEqual(['first start']);
     releaseFirst();
     await Promise.all([first, second]);
