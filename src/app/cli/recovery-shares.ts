@@ -16,7 +16,7 @@ import { runCommand, UsageError } from '../program/args.js';
 import { readInput } from '../program/input-file.js';
 import { defineCommand, parseOptions } from '../program/options.js';
 import { printResult } from '../program/output.js';
-import { OUTPUT_OPTION } from '../program/shared-options.js';
+import { MASTER_SECRET_FILE_OPTION, OUTPUT_OPTION } from '../program/shared-options.js';
 import { parseMasterSecretFile } from './operator-inputs.js';
 import {
   checkSplitSecret,
@@ -30,13 +30,7 @@ export const recoverySharesCommand = defineCommand({
   summary:
     "Split the cluster's master secret into a new set of k-of-n recovery share files (rotate holders, change N or K).",
   options: {
-    'master-secret-file': {
-      type: 'string',
-      valueName: 'F',
-      secret: 'file',
-      description: 'JSON {"key","salt"} (base64) that confboot init wrote',
-      required: true,
-    },
+    'master-secret-file': MASTER_SECRET_FILE_OPTION,
     'measurement-salt-file': {
       type: 'string',
       valueName: 'F',

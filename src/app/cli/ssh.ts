@@ -16,7 +16,7 @@ import { isConfbootError, messageOf } from '../../ports/errors.js';
 import { runCommand, UsageError } from '../program/args.js';
 import { defineCommand, parseOptions } from '../program/options.js';
 import { printResult } from '../program/output.js';
-import { OUTPUT_OPTION } from '../program/shared-options.js';
+import { MASTER_SECRET_FILE_OPTION, OUTPUT_OPTION } from '../program/shared-options.js';
 import { parseMasterSecretFile } from './operator-inputs.js';
 
 /** Longest validity `--valid` accepts: emergency access is short-lived. */
@@ -35,13 +35,7 @@ export const sshCommand = defineCommand({
       description: 'your OpenSSH public key file, e.g. ~/.ssh/id_ed25519.pub',
       required: true,
     },
-    'master-secret-file': {
-      type: 'string',
-      valueName: 'F',
-      secret: 'file',
-      description: 'JSON {"key","salt"} (base64) that confboot init wrote',
-      required: true,
-    },
+    'master-secret-file': MASTER_SECRET_FILE_OPTION,
     valid: {
       type: 'string',
       valueName: 'DURATION',

@@ -108,6 +108,18 @@ export const LOG_LEVEL_OPTION = {
   parse: oneOf(LOG_LEVELS),
 } as const;
 
+/**
+ * `--master-secret-file F` (required, a secret file): the master secret `confboot init` wrote, for the
+ * commands that derive from it (`recovery-shares`, `ssh`).
+ */
+export const MASTER_SECRET_FILE_OPTION = {
+  type: 'string',
+  valueName: 'F',
+  secret: 'file',
+  description: 'JSON {"key","salt"} (base64) that confboot init wrote',
+  required: true,
+} as const;
+
 /** The output formats of a command that prints a result. */
 export const OUTPUT_FORMATS = ['table', 'json'] as const;
 
