@@ -10,6 +10,7 @@
  */
 import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
+import { processRuns } from './run.js';
 
 /** Options of {@link withCacheLock}. */
 export interface CacheLockOptions {
@@ -21,16 +22,6 @@ export interface CacheLockOptions {
   log?: (line: string) => void;
   /** Whether process `pid` runs (default: `process.kill(pid, 0)`). */
   isAlive?: (pid: number) => boolean;
-}
-
-function processRuns(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (err) {
-    // EPERM: it runs, under another user.
-    return (err as NodeJS.ErrnoException).code === 'EPERM';
-  }
 }
 
 async function holderOf(lock: string): Promise<number | undefined> {

@@ -9,7 +9,7 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { existsSync, openSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { run } from './run.js';
+import { processRuns, run } from './run.js';
 
 /** Prefix of every namespace mini creates. */
 export const NETNS_PREFIX = 'cbmini-';
@@ -31,15 +31,6 @@ export interface NetworkSlot {
   tap: string;
   mac: string;
   ip: string;
-}
-
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (err) {
-    return (err as NodeJS.ErrnoException).code === 'EPERM';
-  }
 }
 
 /** Names of the namespaces mini created, with their owner pids. */
@@ -65,7 +56,7 @@ export async function removeNamespace(name: string): Promise<void> {
     } catch {}
   }
   const deadline = Date.now() + 5000;
-  while (pids.some(alive) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+  while (pids.some(processRuns) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
   await run('ip', ['netns', 'del', name], { allowFailure: true });
 }
 
@@ -73,7 +64,7 @@ export async function removeNamespace(name: string): Promise<void> {
 export async function sweepStaleNetworks(): Promise<string[]> {
   const removed: string[] = [];
   for (const ns of await listMiniNamespaces()) {
-    if (Number.isInteger(ns.owner) && ns.owner > 0 && alive(ns.owner)) continue;
+    if (Number.isInteger(ns.owner) && ns.owner > 0 && processRuns(ns.owner)) continue;
     await removeNamespace(ns.name);
     removed.push(ns.name);
   }

@@ -68,3 +68,13 @@ export function run(cmd: string, args: readonly string[], options: RunOptions = 
     child.stdin.end(options.input ?? '');
   });
 }
+
+/** Whether process `pid` runs: signal 0 reaches it, or it runs under another user (EPERM). */
+export function processRuns(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
