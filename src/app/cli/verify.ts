@@ -103,8 +103,11 @@ export interface LiveVerifyReport {
   checks: AttestationCheck[];
 }
 
-/** The config with the node-lock register expected as marked with `clusterId` (vTPM variants). */
-function withClusterId(variant: Variant, config: Buffer, clusterId: Uint8Array): Buffer {
+/**
+ * The config with the node-lock register expected as marked with `clusterId` (vTPM variants; a
+ * UsageError for the others or a config that is not JSON). Re-attestation reads it the same way.
+ */
+export function withClusterId(variant: Variant, config: Buffer, clusterId: Uint8Array): Buffer {
   const entry = variantEntry(variant);
   if (entry.kind !== 'vtpm')
     throw new UsageError(`--cluster-id is for vTPM variants; ${variant} is ${entry.kind}`);
