@@ -89,6 +89,12 @@ export interface MiniNodeResult {
   diskOnHost?: { opensWithInitialPassphrase: boolean; opensWithDerivedKey: boolean };
   /** PCR 15 read from the VM's TPM (last report) against SHA256(0^32 || SHA256(cluster ID)). */
   pcr15?: { actual: string | null; expected: string; matches: boolean; zero: boolean };
+  /**
+   * How its kubelet got its client certificate: `kubeadm-init` (the first control plane), or `csr`
+   * with the Approved condition's reason (`AttestedJoinTicket`: the node operator) and the CSR's
+   * name; `none` when no signed CSR names it.
+   */
+  kubeletClientCert?: { via: 'kubeadm-init' | 'csr' | 'none'; approvedBy: string | null; csr?: string };
   consoleLog: string;
   seconds: number;
 }
@@ -116,6 +122,10 @@ export interface MiniResult {
   };
   /** What the simulated API server held at the end (reported by the control-plane VM). */
   apiServer?: { violations: string[]; joiningNodes: string[]; diskBindings: unknown[]; tokens: number };
+  /** JoiningNodes deleted by anyone but the node operator (the host deletes none). */
+  hostDeleted?: string[];
+  /** JoiningNodes the node operator deleted (`<record> (<node>)`). */
+  operatorDeleted?: string[];
   nodes: MiniNodeResult[];
   /** The network namespace the run used (removed at the end unless kept). */
   netns: string;
