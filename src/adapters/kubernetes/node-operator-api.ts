@@ -3,7 +3,7 @@
  * (update.edgeless.systems, list and delete), Nodes (list), DiskBinding records (confboot.dev:
  * list, label with the owner digest through a JSON merge patch, delete) and the kubelet client
  * CSRs (list, and the Approved or Denied condition through the `approval` subresource). Exactly
- * the calls the operator's ClusterRole allows (src/app/bringup/node-operator-objects.ts). Errors say
+ * the calls the operator's ClusterRole allows (src/app/manifests/node-operator.ts). Errors say
  * which object failed; an unreachable API server is `unavailable`.
  */
 import {

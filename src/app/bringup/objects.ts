@@ -15,7 +15,7 @@ import type { Component } from '../../ports/types.js';
 import { NAMESPACE } from '../manifests/common.js';
 import { receiptKeySecret } from '../manifests/join-service.js';
 import { type RenderOptions, renderObjects } from '../manifests/manifests.js';
-import { nodeOperatorObjects } from './node-operator-objects.js';
+import { nodeOperatorObjects } from '../manifests/node-operator.js';
 
 export { MASTER_SECRET_NAME };
 /** Name of the components ConfigMap the NodeVersion references. */

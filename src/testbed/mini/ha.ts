@@ -34,6 +34,7 @@ import { dirname, join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { JOIN_SERVICE_PORT } from '../../app/defaults.js';
 import type { Component } from '../../ports/types.js';
+import type { NodeRecordsState } from '../simulated/node-records-state.js';
 import { bundleEntry } from './bundle.js';
 import { prepareCluster } from './cluster.js';
 import { MiniCluster } from './context.js';
@@ -41,7 +42,7 @@ import type { HaEntryApiCredentials, HaEntryStart } from './host/ha-entry.js';
 import { followBoot } from './stages/boot-evidence.js';
 import { bootNode, bootstrapConfig } from './stages/fleet.js';
 import { initStage, type MiniSecrets } from './stages/init.js';
-import { pinoLine, workerStage } from './stages/join.js';
+import { kubeletCredentials, pinoLine, workerStage } from './stages/join.js';
 import { buildResult, collectOutcome, nodeHeld } from './stages/outcome.js';
 import type { MiniNodeResult, MiniNodeSpec, MiniResult, MiniUpOptions } from './types.js';
 
@@ -72,37 +73,6 @@ export interface MiniHaNodeResult extends MiniNodeResult {
   joinedVia?: string;
   /** Control planes: the objects its kubelet stand-in read from the API server before starting the services. */
   volumesFromApi?: string[];
-  /**
-   * How its kubelet got its client certificate: `kubeadm-init` (the first control plane: kubeadm
-   * init signs it directly), or `csr` with the Approved condition's reason (`AttestedJoinTicket`:
-   * the node operator) and the CSR's name; `none` when no signed CSR names it.
-   */
-  kubeletClientCert?: { via: 'kubeadm-init' | 'csr' | 'none'; approvedBy: string | null; csr?: string };
-}
-
-/** One kubelet CSR as the host's API server reports it. */
-interface CsrState {
-  name: string;
-  commonName?: string;
-  username: string;
-  conditions: Array<{ type: string; reason?: string; message?: string }>;
-  signed: boolean;
-}
-
-/** The node operator's user (its ServiceAccount). */
-const OPERATOR_USER = 'system:serviceaccount:kube-system:node-operator';
-
-/** See {@link MiniHaNodeResult.kubeletClientCert}. */
-function kubeletClientCert(
-  first: boolean,
-  name: string,
-  csrs: CsrState[],
-): MiniHaNodeResult['kubeletClientCert'] {
-  if (first) return { via: 'kubeadm-init', approvedBy: null };
-  const signed = csrs.find((x) => x.signed && x.commonName === `system:node:${name}`);
-  if (signed === undefined) return { via: 'none', approvedBy: null };
-  const approved = signed.conditions.find((k) => k.type === 'Approved');
-  return { via: 'csr', approvedBy: approved?.reason ?? null, csr: signed.name };
 }
 
 /** The HA scenario's outcome. */
@@ -115,10 +85,6 @@ export interface MiniHaResult extends Omit<MiniResult, 'nodes'> {
   components: Component[];
   /** The node that was stopped before the last worker joined. */
   stopped: string;
-  /** JoiningNodes deleted by anyone but the node operator (the host deletes none). */
-  hostDeleted: string[];
-  /** JoiningNodes the node operator deleted (`<record> (<node>)`). */
-  operatorDeleted: string[];
   nodes: MiniHaNodeResult[];
 }
 
@@ -327,27 +293,18 @@ function haResult(
         tokens: Number(state.tokens ?? 0),
       }
     : undefined;
-  const csrs = (state?.csrs as CsrState[]) ?? [];
-  const deletions =
-    (state?.joiningNodeDeletions as Array<{ name: string; nodeName: string; by: string }>) ?? [];
-  const nodes: MiniHaNodeResult[] = base.nodes.map((n) => {
+  const credentials = kubeletCredentials(
+    base.nodes,
+    cp0.name,
+    state as Partial<NodeRecordsState> | undefined,
+  );
+  const { hostDeleted, operatorDeleted } = credentials;
+  const nodes: MiniHaNodeResult[] = credentials.nodes.map((n) => {
     const via =
       n.name === cp0.name ? (n.accepted ? 'init' : undefined) : joinedVia(c, plan.controlPlanes, n.ip);
     const v = volumes.get(n.name);
-    const cert = kubeletClientCert(n.name === cp0.name, n.name, csrs);
-    return {
-      ...n,
-      ...(via ? { joinedVia: via } : {}),
-      ...(v ? { volumesFromApi: v } : {}),
-      kubeletClientCert: cert,
-    };
+    return { ...n, ...(via ? { joinedVia: via } : {}), ...(v ? { volumesFromApi: v } : {}) };
   });
-  const operatorDeleted = deletions
-    .filter((d) => d.by === OPERATOR_USER)
-    .map((d) => `${d.name} (${d.nodeName})`);
-  const hostDeleted = deletions
-    .filter((d) => d.by !== OPERATOR_USER)
-    .map((d) => `${d.name} (${d.nodeName}) by ${d.by}`);
   const applied = ((state?.applied as Array<{ kind: string; name: string }>) ?? []).map(({ kind, name }) => ({
     kind,
     name,
@@ -358,9 +315,8 @@ function haResult(
     plan.controlPlanes.every((cp) => volumes.has(cp.name)) &&
     nodes.find((n) => n.name === plan.late.name)?.joinedVia !== cp0.name &&
     apiServer?.violations.length === 0 &&
-    hostDeleted.length === 0 &&
+    credentials.held &&
     operatorDeleted.length > 0 &&
-    nodes.every((n) => n.name === cp0.name || n.kubeletClientCert?.approvedBy === 'AttestedJoinTicket') &&
     ['CustomResourceDefinition', 'Secret', 'ConfigMap', 'NodeVersion', 'DaemonSet', 'Deployment'].every((k) =>
       applied.some((a) => a.kind === k),
     );

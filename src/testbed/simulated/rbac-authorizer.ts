@@ -122,3 +122,33 @@ export function authorize(
   const what = `${a.verb} ${a.apiGroup === '' ? '' : `${a.apiGroup}/`}${a.resource}${a.subresource ? `/${a.subresource}` : ''}${a.name ? ` "${a.name}"` : ''}${a.namespace ? ` in namespace ${a.namespace}` : ' at the cluster scope'}`;
   return { allowed: false, reason: `User "${user.name}" cannot ${what}` };
 }
+
+/**
+ * Why `user` may not make this request (the 403 message), or undefined when `rbac` allows it:
+ * `system:masters` may do anything; approving a CSR also needs the `approve` verb on its signer
+ * (`signerOf` names the signer of a stored CSR), as in Kubernetes.
+ */
+export function authorizeRequest(
+  user: RequestUser,
+  method: string,
+  url: URL,
+  rbac: RbacObjects,
+  signerOf: (csr: string) => string | undefined,
+): string | undefined {
+  if (user.groups.includes('system:masters')) return undefined;
+  const attributes = requestAttributes(method, url.pathname, url.searchParams);
+  if (attributes === undefined) return undefined;
+  const verdict = authorize(user, attributes, rbac);
+  if (!verdict.allowed) return verdict.reason;
+  const csr = /^\/apis\/certificates\.k8s\.io\/v1\/certificatesigningrequests\/([^/]+)\/approval$/.exec(
+    url.pathname,
+  )?.[1];
+  const signer = csr === undefined ? undefined : signerOf(csr);
+  if (signer === undefined) return undefined;
+  const approve = authorize(
+    user,
+    { verb: 'approve', apiGroup: 'certificates.k8s.io', resource: 'signers', name: signer },
+    rbac,
+  );
+  return approve.allowed ? undefined : approve.reason;
+}

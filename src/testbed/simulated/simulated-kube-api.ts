@@ -27,7 +27,7 @@ import { createServer as createHttpsServer } from 'node:https';
 import type { AddressInfo } from 'node:net';
 import { parse as parseYaml } from 'yaml';
 import { MASTER_SECRET_NAME } from '../../adapters/kubernetes/names.js';
-import { authorize, type RbacObjects, type RequestUser, requestAttributes } from './rbac-authorizer.js';
+import { authorizeRequest, type RbacObjects } from './rbac-authorizer.js';
 import { CLUSTER_INFO_PATH, clusterInfo, type RouteRequest } from './route-request.js';
 import { builtInRbac, SimulatedAuthenticator } from './simulated-authn.js';
 import { type RecordsAnswer, SimulatedRecords } from './simulated-kube-records.js';
@@ -118,6 +118,8 @@ export class FakeKubeApi {
   readonly nodeRecords = new SimulatedNodeRecords(this.joiningNodes, this.diskBindings);
   /** The API server address cluster-info names (default: this server's address). */
   clusterInfoServer: string | undefined;
+  /** RBAC objects given through {@link FakeKubeApi.seedRbac}. */
+  private readonly seededRbac: Obj[] = [];
   /** Every 403 answered, naming who was refused what (a narrowed RBAC shows here). */
   readonly forbidden: string[] = [];
   /** Who made each request (see simulated-authn.ts). */
@@ -158,35 +160,30 @@ export class FakeKubeApi {
     return this.authn.issueServiceAccountToken(namespace, name);
   }
 
-  /** The RBAC a non-admin request is checked against: kubeadm's own and the seeded bindings. */
-  protected rbac(): RbacObjects {
-    const base = builtInRbac();
-    return {
-      ...base,
-      clusterRoleBindings: [...base.clusterRoleBindings, ...this.clusterRoleBindings.values()],
-    };
+  /**
+   * Roles, ClusterRoles and their bindings that hold as if they had been applied (a server that
+   * serves no apply: the RBAC of a workload whose code runs beside it, such as the node operator's).
+   */
+  seedRbac(objects: readonly Obj[]): void {
+    this.seededRbac.push(
+      ...objects.filter((o) => ['Role', 'ClusterRole', 'RoleBinding', 'ClusterRoleBinding'].includes(o.kind)),
+    );
   }
 
-  /** Why `user` may not make this request (the 403 message), or undefined when RBAC allows it. */
-  private authorization(user: RequestUser, method: string, url: URL): string | undefined {
-    if (user.groups.includes('system:masters')) return undefined;
-    const attributes = requestAttributes(method, url.pathname, url.searchParams);
-    if (attributes === undefined) return undefined;
-    const rbac = this.rbac();
-    const verdict = authorize(user, attributes, rbac);
-    if (!verdict.allowed) return verdict.reason;
-    // Approving a CSR also needs the `approve` verb on its signer, as in Kubernetes.
-    const csr = /^\/apis\/certificates\.k8s\.io\/v1\/certificatesigningrequests\/([^/]+)\/approval$/.exec(
-      url.pathname,
-    )?.[1];
-    const signer = csr === undefined ? undefined : this.nodeRecords.csrs.get(csr)?.spec?.signerName;
-    if (signer === undefined) return undefined;
-    const approve = authorize(
-      user,
-      { verb: 'approve', apiGroup: 'certificates.k8s.io', resource: 'signers', name: signer },
-      rbac,
-    );
-    return approve.allowed ? undefined : approve.reason;
+  /** The RBAC a non-admin request is checked against: kubeadm's own and the seeded objects. */
+  protected rbac(): RbacObjects {
+    const base = builtInRbac();
+    const of = (kind: string) => this.seededRbac.filter((o) => o.kind === kind);
+    return {
+      clusterRoles: [...base.clusterRoles, ...of('ClusterRole')],
+      clusterRoleBindings: [
+        ...base.clusterRoleBindings,
+        ...this.clusterRoleBindings.values(),
+        ...of('ClusterRoleBinding'),
+      ],
+      roles: [...base.roles, ...of('Role')],
+      roleBindings: [...base.roleBindings, ...of('RoleBinding')],
+    };
   }
 
   /** Listens on `host` (default 127.0.0.1) and `port` (default a free one). */
@@ -333,7 +330,13 @@ export class FakeKubeApi {
       this.violations.push(`${method} ${url.pathname}: missing or wrong bearer token`);
       return this.status(res, 401, 'Unauthorized', 'Unauthorized');
     }
-    const refusal = this.authorization(user, method, url);
+    const refusal = authorizeRequest(
+      user,
+      method,
+      url,
+      this.rbac(),
+      (csr) => this.nodeRecords.csrs.get(csr)?.spec?.signerName,
+    );
     if (refusal !== undefined) {
       this.forbidden.push(refusal);
       return this.status(res, 403, 'Forbidden', refusal);

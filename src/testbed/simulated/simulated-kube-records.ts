@@ -1,6 +1,6 @@
 /**
  * The SIMULATED Kubernetes API server's confboot records (part of simulated-kube-api.ts):
- * DiskBinding resources (create, GET, LIST by owner label, DELETE), EvidenceRecord resources (server-side apply, GET, paged LIST, DELETE), kube-system Events (create,
+ * DiskBinding resources (create, GET, LIST by owner label, DELETE), EvidenceRecord resources (server-side apply, GET, paged LIST, DELETE, a merge patch of the re-attestation annotation), kube-system Events (create,
  * JSON merge patch, paged LIST), kube-system Pods a test seeds (LIST by label) and the server-side apply of ConfigMap kube-system/join-config (an operator
  * rolling out an attestation config). Every request is checked strictly; what is wrong is answered
  * as a violation.
@@ -21,6 +21,8 @@ const RFC3339 = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})
 const EVIDENCE_PREFIX = '/apis/confboot.dev/v1alpha1/evidencerecords';
 const DISK_PREFIX = '/apis/confboot.dev/v1alpha1/diskbindings';
 const EVENTS_PREFIX = '/api/v1/namespaces/kube-system/events';
+/** The node operator's annotation of an EvidenceRecord with the node's last re-attestation. */
+const LAST_REATTESTATION = 'confboot.dev/last-reattestation';
 const PODS_PREFIX = '/api/v1/namespaces/kube-system/pods';
 const EVIDENCE_SPEC_KEYS = [
   'at',
@@ -84,6 +86,8 @@ export class SimulatedRecords {
     if (diskBinding !== undefined && (method === 'GET' || method === 'DELETE'))
       return readOrDelete(method, this.diskBindings, diskBinding, 'diskbindings.confboot.dev');
     const evidence = new RegExp(`^${EVIDENCE_PREFIX}/([^/]+)$`).exec(p)?.[1];
+    if (method === 'PATCH' && evidence && contentType === 'application/merge-patch+json')
+      return this.annotateEvidenceRecord(evidence, body);
     if (method === 'PATCH' && evidence) return this.applyEvidenceRecord(evidence, contentType, q, body);
     if (evidence !== undefined && (method === 'GET' || method === 'DELETE'))
       return readOrDelete(method, this.evidenceRecords, evidence, 'evidencerecords.confboot.dev');
@@ -197,12 +201,42 @@ export class SimulatedRecords {
     if (unknown.length > 0) problems.push(`unknown spec keys ${unknown}`);
     if (!RFC3339.test(spec.at ?? '')) problems.push('spec.at not RFC 3339');
     if (problems.length > 0) return { violation: `EvidenceRecord apply: ${problems.join(', ')}` };
-    const existed = this.evidenceRecords.has(name);
+    const existing = this.evidenceRecords.get(name);
+    const existed = existing !== undefined;
+    // As server-side apply does: annotations another manager set (the node operator's) stay.
+    const annotations = { ...existing?.metadata?.annotations, ...e.metadata?.annotations };
     this.evidenceRecords.set(name, {
       ...e,
-      metadata: { ...e.metadata, managedFields: [{ manager: q.get('fieldManager'), operation: 'Apply' }] },
+      metadata: {
+        ...e.metadata,
+        ...(Object.keys(annotations).length > 0 ? { annotations } : {}),
+        managedFields: [{ manager: q.get('fieldManager'), operation: 'Apply' }],
+      },
     });
     return { code: existed ? 200 : 201, body: this.evidenceRecords.get(name) };
+  }
+
+  /** The node operator's merge patch of exactly the last-reattestation annotation (a JSON string). */
+  private annotateEvidenceRecord(name: string, patch: Obj): RecordsAnswer {
+    const annotations = patch?.metadata?.annotations ?? {};
+    const value = annotations[LAST_REATTESTATION];
+    if (
+      Object.keys(patch ?? {}).join() !== 'metadata' ||
+      Object.keys(patch.metadata).join() !== 'annotations' ||
+      Object.keys(annotations).join() !== LAST_REATTESTATION ||
+      typeof value !== 'string'
+    )
+      return { violation: `EvidenceRecord ${name}: only a merge patch of annotation ${LAST_REATTESTATION}` };
+    try {
+      JSON.parse(value);
+    } catch {
+      return { violation: `EvidenceRecord ${name}: annotation ${LAST_REATTESTATION} is not JSON` };
+    }
+    const e = this.evidenceRecords.get(decodeURIComponent(name));
+    if (e === undefined)
+      return { code: 404, reason: 'NotFound', message: `evidencerecords.confboot.dev "${name}" not found` };
+    e.metadata = { ...e.metadata, annotations: { ...e.metadata?.annotations, [LAST_REATTESTATION]: value } };
+    return { code: 200, body: e };
   }
 
   /**

@@ -2,7 +2,7 @@
  * The SIMULATED API servers' node-side resources (part of simulated-kube-api.ts): kubelet
  * CertificateSigningRequests (create, with the requester recorded from authentication as a real
  * API server does; get; list by signer; the `approval` and `status` subresources), Nodes (a kubelet
- * creates its own and patches its status; list, get), and the node operator's reads and deletes of
+ * creates its own and patches its status; list, get; a cordon's merge patch of spec.unschedulable), and the node operator's reads and deletes of
  * JoiningNodes and DiskBindings. A Node is never Ready while no CNI is declared: its Ready
  * condition is then False with the kubelet's NetworkPluginNotReady message, as on a kubeadm cluster
  * without a pod network. Every request is checked strictly; what is wrong is a violation.
@@ -76,6 +76,8 @@ export class SimulatedNodeRecords {
       return this.get(this.nodes, node[1] as string, 'nodes');
     if (method === 'PATCH' && node?.[2] === '/status')
       return this.patchNodeStatus(node[1] as string, contentType, body, user);
+    if (method === 'PATCH' && node && node[2] === undefined)
+      return this.cordonNode(node[1] as string, contentType, body);
     const joining = new RegExp(`^${JOINING_PREFIX}/([^/]+)$`).exec(p)?.[1];
     if (method === 'POST' && p === JOINING_PREFIX) return this.createJoiningNode(contentType, body);
     if (method === 'PATCH' && joining) return this.applyJoiningNode(joining, contentType, q, body);
@@ -255,6 +257,23 @@ export class SimulatedNodeRecords {
     };
     this.nodes.set(name, stored);
     return { code: 201, body: this.nodeAsRead(stored) };
+  }
+
+  /** A cordon or uncordon: a merge patch of exactly spec.unschedulable (kubectl cordon's patch). */
+  private cordonNode(name: string, contentType: string | undefined, patch: Obj): RecordsAnswer {
+    const keys = Object.keys(patch ?? {});
+    const spec = Object.keys(patch?.spec ?? {});
+    if (
+      contentType !== 'application/merge-patch+json' ||
+      keys.join() !== 'spec' ||
+      spec.join() !== 'unschedulable' ||
+      typeof patch.spec.unschedulable !== 'boolean'
+    )
+      return { violation: `Node ${name}: only a merge patch of spec.unschedulable` };
+    const n = this.nodes.get(decodeURIComponent(name));
+    if (n === undefined) return notFound('nodes', name);
+    n.spec = { ...n.spec, unschedulable: patch.spec.unschedulable };
+    return { code: 200, body: this.nodeAsRead(n) };
   }
 
   private patchNodeStatus(

@@ -20,7 +20,7 @@ import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { MASTER_SECRET_NAME } from '../../../adapters/kubernetes/names.js';
 import { ADMIN_CONF_PATH, JOIN_SERVICE_PORT, PKI_DIR } from '../../../app/defaults.js';
 import { loadPublicApiServerCredentials } from '../../simulated/apiserver-credentials.js';
-import { kubeconfigAccess, readVolumes } from '../../simulated/kubelet-volumes.js';
+import { type KubeconfigAccess, kubeconfigAccess, readVolumes } from '../../simulated/kubelet-volumes.js';
 import { controllerManagerRound } from '../../simulated/simulated-controller-manager.js';
 import type { BootstrapConfig } from './protocol.js';
 
@@ -32,8 +32,10 @@ const JOIN_CONFIG = 'join-config';
 const KEY_SERVICE_TLS = 'key-service-tls';
 const JOIN_SERVICE_KEY_SERVICE_TLS = 'join-service-key-service-tls';
 
-type Report = (value: Record<string, unknown>) => void;
-type Program = (source: string, args: string[]) => { exit: Promise<number | null> };
+/** Sends one report to the host. */
+export type Report = (value: Record<string, unknown>) => void;
+/** Starts a program of the bundled CLI, forwarding its output. */
+export type Program = (source: string, args: string[]) => { exit: Promise<number | null> };
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -94,16 +96,11 @@ export function joinServiceArgs(o: {
   ];
 }
 
-/** Runs the key service and the join service from what the API server holds; never returns normally. */
-export async function runServicesFromApi(
-  config: BootstrapConfig,
-  loadBalancer: string,
-  report: Report,
-  program: Program,
-): Promise<void> {
-  await mkdir(RUN_DIR, { recursive: true, mode: 0o700 });
-  const access = kubeconfigAccess(await readFile(ADMIN_CONF_PATH, 'utf8'));
-  // kube-controller-manager's certificate controllers: this control plane holds the CA key.
+/**
+ * kube-controller-manager's certificate controllers on a control plane (it holds the CA key), every
+ * 2 s with the admin's `access`, for as long as the agent runs; reports the rounds that did something.
+ */
+export function runControllerManager(access: KubeconfigAccess, report: Report): void {
   void (async () => {
     for (;;) {
       try {
@@ -114,6 +111,18 @@ export async function runServicesFromApi(
       await sleep(2000);
     }
   })();
+}
+
+/** Runs the key service and the join service from what the API server holds; never returns normally. */
+export async function runServicesFromApi(
+  config: BootstrapConfig,
+  loadBalancer: string,
+  report: Report,
+  program: Program,
+): Promise<void> {
+  await mkdir(RUN_DIR, { recursive: true, mode: 0o700 });
+  const access = kubeconfigAccess(await readFile(ADMIN_CONF_PATH, 'utf8'));
+  runControllerManager(access, report);
   const volumes = await readVolumes(
     access,
     {

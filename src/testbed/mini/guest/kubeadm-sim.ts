@@ -11,8 +11,11 @@
  *   on this VM serves with;
  * - `join`: checks what the JoinConfiguration carries — a bootstrap token of kubeadm's format, a
  *   `sha256:` discovery hash, the API server endpoint, and a kubelet certificate that matches its
- *   key and names this node — and starts nothing; a control plane's join also writes admin.conf
- *   with a client certificate from the cluster CA (the ticket brought its key).
+ *   key and names this node; a control plane's join also writes admin.conf with a client
+ *   certificate from the cluster CA (the ticket brought its key). Then it does the kubelet's part,
+ *   as kubeadm join waits for it: TLS bootstrap of the kubelet's client certificate through the CSR
+ *   API (src/testbed/simulated/kubelet-bootstrap.ts), kubelet.conf, the Node; it fails when the CSR
+ *   is denied or nothing approves it in time, as a real `kubeadm join` then stops.
  * Importing this module runs it: it is an entry point only.
  */
 import { existsSync } from 'node:fs';
@@ -30,7 +33,7 @@ import {
 import { discoverClusterCa, kubeletTlsBootstrap } from '../../simulated/kubelet-bootstrap.js';
 import { kubeletCertificateProblems } from '../../simulated/kubelet-certificate-check.js';
 import { SimulatedClusterInitializer, SimulatedControlPlane } from '../../simulated/simulated-kubernetes.js';
-import { API_SERVER_PUBLIC_KEY_PATH, GUEST_CONFIG_PATH, parseGuestConfig } from './protocol.js';
+import { API_SERVER_PUBLIC_KEY_PATH } from './protocol.js';
 
 // biome-ignore lint/suspicious/noExplicitAny: kubeadm configuration documents of arbitrary shape
 type Doc = Record<string, any>;
@@ -113,21 +116,13 @@ async function join(docs: Doc[]): Promise<void> {
   process.stdout.write(
     `kubeadm join (SIMULATED): configuration for ${nodeName} checks out (token, CA hash ${String(bt.caCertHashes[0]).slice(0, 19)}…, kubelet certificate)\n`,
   );
-  if (await hasOperator())
-    await kubeletBootstrap(
-      nodeName,
-      String(bt.apiServerEndpoint),
-      String(bt.token),
-      String(bt.caCertHashes[0]),
-      keyPath,
-    );
-}
-
-/** Whether this cluster runs the node operator (mini's HA scenario: a load balancer is configured). */
-async function hasOperator(): Promise<boolean> {
-  if (!existsSync(GUEST_CONFIG_PATH)) return false;
-  const config = parseGuestConfig(await readFile(GUEST_CONFIG_PATH, 'utf8'));
-  return 'loadBalancer' in config && config.loadBalancer !== undefined;
+  await kubeletBootstrap(
+    nodeName,
+    String(bt.apiServerEndpoint),
+    String(bt.token),
+    String(bt.caCertHashes[0]),
+    keyPath,
+  );
 }
 
 /**

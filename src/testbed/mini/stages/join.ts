@@ -2,13 +2,16 @@
  * Stage `join`: each worker from boot to its outcome. A good worker's bootstrapper exits 0 after
  * the join service validated its quote and issued a ticket; a tampered worker is refused by the
  * join service, which names every mismatching PCR (expected and actual) in its audit line. Also
- * waits until the control plane runs the key service and the join service after init.
+ * waits until the control plane runs the key service and the join service after init, and reads
+ * from the API server's node records how each kubelet got its client certificate and who deleted
+ * the JoiningNodes.
  */
 
 import { JOIN_SERVICE_PORT } from '../../../app/defaults.js';
 import { formatMismatch } from '../../../ports/measurement-policy.js';
+import type { CsrState, NodeRecordsState } from '../../simulated/node-records-state.js';
 import type { MiniCluster } from '../context.js';
-import type { MiniNodeSpec, PcrMismatch } from '../types.js';
+import type { MiniNodeResult, MiniNodeSpec, MiniResult, PcrMismatch } from '../types.js';
 import { followBoot } from './boot-evidence.js';
 
 /** A join-service (or other pino) line forwarded by the control-plane VM, parsed. */
@@ -125,4 +128,78 @@ export async function servicesStage(c: MiniCluster): Promise<void> {
   } catch (err) {
     c.fail(cp, err);
   }
+}
+
+/** The node operator's user (its ServiceAccount). */
+const OPERATOR_USER = 'system:serviceaccount:kube-system:node-operator';
+
+/** See {@link MiniNodeResult.kubeletClientCert}; `first`: the control plane kubeadm init made. */
+export function kubeletClientCertOf(
+  first: boolean,
+  name: string,
+  csrs: CsrState[],
+): NonNullable<MiniNodeResult['kubeletClientCert']> {
+  if (first) return { via: 'kubeadm-init', approvedBy: null };
+  const signed = csrs.find((x) => x.signed && x.commonName === `system:node:${name}`);
+  if (signed === undefined) return { via: 'none', approvedBy: null };
+  const approved = signed.conditions.find((k) => k.type === 'Approved');
+  return { via: 'csr', approvedBy: approved?.reason ?? null, csr: signed.name };
+}
+
+/** The kubelet credentials part of a result: each node's client certificate, who deleted JoiningNodes. */
+export interface KubeletCredentials {
+  nodes: MiniNodeResult[];
+  hostDeleted: string[];
+  operatorDeleted: string[];
+  /**
+   * Every joined node but `first` got its certificate through a CSR the node operator approved, the
+   * operator deleted a JoiningNode when any node joined, and nobody else deleted one.
+   */
+  held: boolean;
+}
+
+/** Reads {@link KubeletCredentials} from the API server's node records (undefined: never reported). */
+export function kubeletCredentials(
+  nodes: MiniNodeResult[],
+  first: string,
+  records: Partial<NodeRecordsState> | undefined,
+): KubeletCredentials {
+  const csrs = records?.csrs ?? [];
+  const deletions = records?.joiningNodeDeletions ?? [];
+  const withCerts = nodes.map((n) => ({
+    ...n,
+    kubeletClientCert: kubeletClientCertOf(n.name === first, n.name, csrs),
+  }));
+  const operatorDeleted = deletions
+    .filter((d) => d.by === OPERATOR_USER)
+    .map((d) => `${d.name} (${d.nodeName})`);
+  const hostDeleted = deletions
+    .filter((d) => d.by !== OPERATOR_USER)
+    .map((d) => `${d.name} (${d.nodeName}) by ${d.by}`);
+  const joined = withCerts.filter((n) => n.name !== first && n.boot === 'good' && n.accepted);
+  const held =
+    records !== undefined &&
+    hostDeleted.length === 0 &&
+    (joined.length === 0 || operatorDeleted.length > 0) &&
+    joined.every((n) => n.kubeletClientCert.approvedBy === 'AttestedJoinTicket');
+  return { nodes: withCerts, hostDeleted, operatorDeleted, held };
+}
+
+/**
+ * `mini up`'s result with the kubelet credentials from the node records the control plane
+ * reported last; `ok` also needs them held.
+ */
+export function withKubeletCredentials(c: MiniCluster, result: MiniResult): MiniResult {
+  const records = c
+    .reports(c.controlPlane.name)
+    .filter((x) => x.type === 'node-records')
+    .pop() as Partial<NodeRecordsState> | undefined;
+  const k = kubeletCredentials(result.nodes, c.controlPlane.name, records);
+  return {
+    ...result,
+    nodes: k.nodes,
+    hostDeleted: k.hostDeleted,
+    operatorDeleted: k.operatorDeleted,
+    ok: result.ok && k.held,
+  };
 }

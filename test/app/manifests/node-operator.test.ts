@@ -1,6 +1,6 @@
 import type { V1Deployment } from '@kubernetes/client-node';
 import { describe, expect, it } from 'vitest';
-import { NODE_OPERATOR, nodeOperatorObjects } from '../../../src/app/bringup/node-operator-objects.js';
+import { NODE_OPERATOR, nodeOperatorObjects } from '../../../src/app/manifests/node-operator.js';
 
 describe('nodeOperatorObjects', () => {
   it('grants exactly the calls the operator makes, approve only on the kubelet client signer', () => {

@@ -22,7 +22,7 @@ import {
   IMAGE_UID,
   NAMESPACE,
   runtimeDefaultSeccomp,
-} from '../manifests/common.js';
+} from './common.js';
 
 /** Name of the operator's ServiceAccount, ClusterRole, binding and Deployment. */
 export const NODE_OPERATOR = 'node-operator';
