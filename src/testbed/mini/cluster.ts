@@ -30,7 +30,7 @@ import { MiniCluster } from './context.js';
 import { type BootExtras, bootStage, provisionStage } from './stages/fleet.js';
 import { imageStage } from './stages/image.js';
 import { initStage, type MiniSecrets } from './stages/init.js';
-import { servicesStage, workerStage } from './stages/join.js';
+import { servicesStage, withKubeletCredentials, workerStage } from './stages/join.js';
 import { networkStage } from './stages/network.js';
 import { buildResult, collectOutcome } from './stages/outcome.js';
 import { findReference, REFERENCE_VM, referenceStage } from './stages/reference.js';
@@ -82,7 +82,8 @@ export async function miniUp(options: MiniUpOptions): Promise<MiniResult> {
     // check each disk image on the host.
     await c.stopAll(options.keep ? c.controlPlane.name : undefined);
     await collectOutcome(c, secrets);
-    result = buildResult(c, init);
+    // Each kubelet's client certificate and the JoiningNode deletions, from the API server's records.
+    result = withKubeletCredentials(c, buildResult(c, init));
   } finally {
     const leftovers = await c.teardown(options.keep === true);
     if (result !== undefined && !options.keep) {

@@ -38,8 +38,9 @@ import { DEVICE_TCTI, Tpm2ToolsTpm } from '../../../adapters/tpm/tpm2-tools-tpm.
 import { ADMIN_CONF_PATH, JOIN_SERVICE_PORT, PKI_DIR } from '../../../app/defaults.js';
 import { messageOf } from '../../../ports/errors.js';
 import { loadApiServerCredentials } from '../../simulated/apiserver-credentials.js';
-import { FakeKubeApi, MASTER_SECRET_NAME } from '../../simulated/simulated-kube-api.js';
+import { type FakeKubeApi, MASTER_SECRET_NAME } from '../../simulated/simulated-kube-api.js';
 import { writeBootCommands } from './boot-commands.js';
+import { startControlPlaneApi } from './control-plane-api.js';
 import { isLuks, mappingModes, mapStateDisk, stateDisk } from './disk-mapper.js';
 import { EvidenceGate } from './evidence.js';
 import { reportApiCredentials, runServicesFromApi } from './ha-kubelet.js';
@@ -253,12 +254,16 @@ async function startApiServer(done: () => boolean): Promise<FakeKubeApi | undefi
     await bindKubernetes();
     const credentials = await loadApiServerCredentials(PKI_DIR, ADMIN_CONF_PATH);
     if (credentials !== undefined) {
-      const api = await new FakeKubeApi({ bearerToken: credentials.token, tls: credentials }).start(
-        '0.0.0.0',
-        SIMULATED_API_PORT,
-      );
-      api.seedComponents('k8s-components-1', []);
-      const restored = await restoreApiServer(api);
+      // With the controller-manager's signer and the node operator beside it (control-plane-api.ts).
+      const ip = readFileSync('/run/ip', 'utf8').trim();
+      const { api, restored } = await startControlPlaneApi({
+        credentials,
+        ip,
+        port: SIMULATED_API_PORT,
+        restore: restoreApiServer,
+        report,
+        program,
+      });
       report({
         type: 'api-server',
         simulated: true,

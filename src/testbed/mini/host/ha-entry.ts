@@ -24,11 +24,11 @@
  */
 import { createInterface } from 'node:readline';
 import { KubeConfig } from '@kubernetes/client-node';
-import { readCsrRequest } from '../../../adapters/kubernetes/csr-request.js';
 import { KubeNodeOperatorApi, nodeOperatorPorts } from '../../../adapters/kubernetes/node-operator-api.js';
 import { silentLogger } from '../../../adapters/log/pino-logger.js';
 import { SystemClock } from '../../../adapters/system/system-clock.js';
 import { NodeOperator } from '../../../domain/node-operator.js';
+import { nodeRecordsReader } from '../../simulated/node-records-state.js';
 import { NODE_AUTOAPPROVE_BOOTSTRAP_BINDING } from '../../simulated/route-request.js';
 import { autoApproveBinding } from '../../simulated/simulated-authn.js';
 import { SimulatedClusterApi } from '../../simulated/simulated-cluster-api.js';
@@ -91,21 +91,7 @@ async function main(): Promise<void> {
   api.clusterInfoServer = `https://${start.address}:${start.apiPort}`;
   api.clusterRoleBindings.set(NODE_AUTOAPPROVE_BOOTSTRAP_BINDING, autoApproveBinding());
   void runOperatorPod(api, start, credentials.caPem);
-  // The CN each kubelet CSR asks for, read once per CSR (the state line names the node).
-  const commonNames = new Map<string, string>();
-  const commonNameOf = (c: {
-    metadata: { name: unknown };
-    spec: { request: unknown };
-  }): string | undefined => {
-    const name = String(c.metadata.name);
-    if (!commonNames.has(name)) {
-      commonNames.set(name, '');
-      void readCsrRequest(Buffer.from(String(c.spec.request), 'base64').toString('utf8'))
-        .then((f) => commonNames.set(name, f.commonNames[0] ?? ''))
-        .catch(() => {});
-    }
-    return commonNames.get(name) || undefined;
-  };
+  const nodeRecords = nodeRecordsReader(api);
   let last = '';
   setInterval(() => {
     const state = JSON.stringify({
@@ -116,20 +102,7 @@ async function main(): Promise<void> {
       diskBindings: [...api.diskBindings.values()].map((d) => d.spec),
       tokens: [...api.secrets.keys()].filter((n) => n.startsWith('bootstrap-token-')).length,
       downloads: components.downloads,
-      csrs: [...api.nodeRecords.csrs.values()].map((c) => ({
-        name: c.metadata.name,
-        commonName: commonNameOf(c as Parameters<typeof commonNameOf>[0]),
-        username: c.spec.username,
-        conditions: (c.status?.conditions ?? []).map((k: Record<string, string>) => ({
-          type: k.type,
-          reason: k.reason,
-          message: k.message,
-        })),
-        signed: typeof c.status?.certificate === 'string',
-      })),
-      nodes: [...api.nodeRecords.nodes.keys()],
-      joiningNodeDeletions: api.nodeRecords.joiningNodeDeletions,
-      forbidden: api.forbidden,
+      ...nodeRecords(),
     });
     if (state !== last) process.stdout.write(`${state}\n`);
     last = state;
