@@ -114,7 +114,7 @@ export class AttestationError extends ConfbootError {
   /** Name of the check that failed, e.g. `quote-signature`. */
   readonly check: string;
   /** The stable reason code of the refusal, e.g. `measurement-mismatch` ({@link refusalReasonCode}). */
-  readonly reasonCode: string;
+  readonly reasonCode: AttestationReasonCode;
   readonly checks: import('./types.js').AttestationCheck[];
   readonly mismatches: import('./types.js').MeasurementMismatch[];
 
@@ -153,12 +153,49 @@ export function wrapError(operation: string, cause: unknown, code?: ConfbootErro
   });
 }
 
+/** Why an attestation was refused: what the operator has to act on (the failed check names the step). */
+export type AttestationReasonCode =
+  | 'measurement-mismatch'
+  | 'measurement-set-expired'
+  | 'ak-untrusted'
+  | 'signature-invalid'
+  | 'nonce-mismatch'
+  | 'tcb-out-of-date'
+  | 'tcb-revoked'
+  | 'collateral-unavailable'
+  | 'policy-mismatch'
+  | 'document-invalid'
+  | 'peer-certificate-invalid'
+  | 'attestation-missing'
+  | 'variant-not-accepted'
+  | 'protocol-error'
+  | 'other';
+
+/** Every {@link AttestationReasonCode}, in a stable order. */
+export const ATTESTATION_REASON_CODES: readonly AttestationReasonCode[] = Object.freeze([
+  'measurement-mismatch',
+  'measurement-set-expired',
+  'ak-untrusted',
+  'signature-invalid',
+  'nonce-mismatch',
+  'tcb-out-of-date',
+  'tcb-revoked',
+  'collateral-unavailable',
+  'policy-mismatch',
+  'document-invalid',
+  'peer-certificate-invalid',
+  'attestation-missing',
+  'variant-not-accepted',
+  'protocol-error',
+  'other',
+]);
+
 /**
  * Stable reason codes of attestation refusals, by the check that failed (the table in
  * docs/attestation-config.md). A code says what the operator has to act on; the check names the
  * exact step. Checks not listed map to `other`.
  */
-export const REFUSAL_REASON_CODES: Readonly<Record<string, string>> = Object.freeze({
+export const REFUSAL_REASON_CODES: Readonly<Record<string, AttestationReasonCode>> = Object.freeze({
   measurements: 'measurement-mismatch',
   'measurement-set-expired': 'measurement-set-expired',
   'ak-trust': 'ak-untrusted',
@@ -231,7 +268,7 @@ export const REFUSAL_REASON_CODES: Readonly<Record<string, string>> = Object.fre
  * The stable reason code of a refusal that failed `check` (see {@link REFUSAL_REASON_CODES}).
  * `tcb-level` refusals whose `detail` names the status `Revoked` are `tcb-revoked`.
  */
-export function refusalReasonCode(check: string, detail?: string): string {
+export function refusalReasonCode(check: string, detail?: string): AttestationReasonCode {
   if (check === 'tcb-level' && detail !== undefined && /\bRevoked\b/.test(detail)) return 'tcb-revoked';
   return REFUSAL_REASON_CODES[check] ?? 'other';
 }
