@@ -8,8 +8,9 @@
  */
 import type { CsrInfo } from '../ports/certificate-authority.js';
 import { type DiskBinding, type DiskBindings, DiskBoundError } from '../ports/disk-bindings.js';
-import { ConfbootError, messageOf } from '../ports/errors.js';
+import { messageOf } from '../ports/errors.js';
 import type { JoinCaller } from '../ports/join-call.js';
+import { joinRefusal } from '../ports/join-refusal.js';
 import { foldNodeName } from '../ports/kubernetes-node.js';
 import type { Logger } from '../ports/logger.js';
 import { callerIp } from '../ports/peer-address.js';
@@ -47,7 +48,7 @@ export async function resolveCaller(
   const ip = callerIp(ctx.peer);
   if (identity === undefined) return { ip };
   const denied = (why: string) =>
-    new ConfbootError('permission-denied', `${op}: ${why}`, { recoverable: false });
+    joinRefusal('permission-denied', 'unknown-caller', `${op}: ${why}`, { recoverable: false });
   if (ip === undefined) throw denied(`caller ${ctx.peer} is not an instance of this cluster`);
   let instance: PeerInstance | undefined;
   try {
@@ -58,8 +59,9 @@ export async function resolveCaller(
   if (instance === undefined) throw denied(`caller ${ip} is not an instance of this cluster`);
   const name = foldNodeName(instance.name);
   if (name === '' || !KNOWN_ROLES.has(instance.role)) {
-    throw new ConfbootError(
+    throw joinRefusal(
       'unavailable',
+      'dependency-failed',
       `${op}: the cloud has not assigned a name and role to caller ${ip} yet (name ${JSON.stringify(instance.name)}, role ${instance.role})`,
     );
   }
@@ -175,7 +177,7 @@ export async function checkCaller(
     return { ...ownerOf(caller, ctx.peer), ipAddresses, addresses };
   }
   const denied = (why: string) =>
-    new ConfbootError('permission-denied', `${op}: ${why}`, { recoverable: false });
+    joinRefusal('permission-denied', 'caller-mismatch', `${op}: ${why}`, { recoverable: false });
   const resolvedName = caller.name as string;
   if (resolvedName !== nodeName) {
     throw denied(
