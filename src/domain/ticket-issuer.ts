@@ -17,7 +17,8 @@
  * theirs is decided in caller-binding.ts.
  * Errors carry precise kinds (the gRPC
  * edge maps them to InvalidArgument, PermissionDenied, Unavailable, FailedPrecondition, …) and never
- * contain secrets.
+ * contain secrets. Each refusal carries its reason code (ports/join-refusal.ts): the checks name
+ * theirs, and a failure of a dependency that names none is `dependency-failed`.
  */
 import type { BootstrapTokens } from '../ports/bootstrap-tokens.js';
 import type { CertificateAuthority, CsrInfo } from '../ports/certificate-authority.js';
@@ -27,6 +28,12 @@ import { DENY_LIST_REASON, type DenyList, type DenyListIdentity } from '../ports
 import type { DiskBindings } from '../ports/disk-bindings.js';
 import { ConfbootError, isConfbootError, messageOf } from '../ports/errors.js';
 import type { JoinCall, JoinCaller, JoinDecision } from '../ports/join-call.js';
+import {
+  callRefusalReasonOf,
+  type JoinCallRefusalReason,
+  joinRefusal,
+  withJoinRefusalReason,
+} from '../ports/join-refusal.js';
 import type { KMS } from '../ports/kms.js';
 import type { Logger } from '../ports/logger.js';
 import type { PeerIdentity } from '../ports/peer-identity.js';
@@ -145,7 +152,7 @@ export class TicketIssuer implements JoinCall {
     try {
       return { issued: true, ticket: await this.#join(req, caller, named), ...named };
     } catch (refusal) {
-      return { issued: false, refusal, ...named };
+      return { issued: false, refusal: reasoned(refusal), ...named };
     }
   }
 
@@ -154,7 +161,7 @@ export class TicketIssuer implements JoinCall {
     try {
       return { issued: true, ticket: await this.#rejoin(req, caller) };
     } catch (refusal) {
-      return { issued: false, refusal };
+      return { issued: false, refusal: reasoned(refusal) };
     }
   }
 
@@ -170,22 +177,31 @@ export class TicketIssuer implements JoinCall {
     const { kms, ca, tokens, facts, clock, logger } = this.#deps;
     const started = clock.now().getTime();
     const op = `issuing join ticket for ${ctx.peer}`;
-    const fail = (step: string, err: unknown): ConfbootError =>
+    const fail = (step: string, err: unknown, reason: JoinCallRefusalReason = 'dependency-failed') =>
       isConfbootError(err) && err.code === 'invalid-argument'
-        ? new ConfbootError('invalid-argument', `${op}: ${step}: ${err.message}`, {
-            cause: err,
-            recoverable: false,
-          })
-        : dependencyError(`${op}: ${step}`, err);
+        ? joinRefusal(
+            'invalid-argument',
+            callRefusalReasonOf(err) ?? reason,
+            `${op}: ${step}: ${err.message}`,
+            {
+              cause: err,
+              recoverable: false,
+            },
+          )
+        : withJoinRefusalReason(dependencyError(`${op}: ${step}`, err), 'dependency-failed');
 
     checkAttestationHolds(op, ctx.attestation, clock.now());
     try {
       checkDiskUuid(req.diskUuid);
     } catch (err) {
-      throw fail('checking request', err);
+      throw fail('checking request', err, 'malformed-request');
     }
     if (req.certificateRequest.length === 0) {
-      throw new ConfbootError('invalid-argument', `${op}: checking request: no certificate signing request`);
+      throw joinRefusal(
+        'invalid-argument',
+        'malformed-request',
+        `${op}: checking request: no certificate signing request`,
+      );
     }
     let nodeName: string;
     let csr: CsrInfo;
@@ -193,14 +209,16 @@ export class TicketIssuer implements JoinCall {
     try {
       hostKey = requestedHostKey(req.hostPublicKey);
     } catch (err) {
-      throw fail('checking request', err);
+      throw fail('checking request', err, 'malformed-request');
     }
     try {
       csr = await ca.inspectCsr(req.certificateRequest);
       nodeName = checkKubeletCsr(csr);
     } catch (err) {
       // A CSR that cannot be parsed is the caller's fault whatever the CA reports.
-      throw new ConfbootError('invalid-argument', `${op}: checking CSR: ${messageOf(err)}`, { cause: err });
+      throw joinRefusal('invalid-argument', 'malformed-request', `${op}: checking CSR: ${messageOf(err)}`, {
+        cause: err,
+      });
     }
     named.nodeName = nodeName;
     this.#checkDenyList(op, { nodeName, diskUuid: req.diskUuid });
@@ -223,7 +241,7 @@ export class TicketIssuer implements JoinCall {
 
     const step = async <T>(name: string, fn: () => Promise<T>): Promise<T> => {
       if (ctx.signal?.aborted)
-        throw new ConfbootError('unavailable', `${op}: ${name}: the request was cancelled`, {
+        throw joinRefusal('unavailable', 'cancelled', `${op}: ${name}: the request was cancelled`, {
           recoverable: true,
         });
       try {
@@ -264,7 +282,9 @@ export class TicketIssuer implements JoinCall {
       facts.addJoiningNode(nodeName, req.isControlPlane, kubeletGrant(token, kubeletCert)),
     );
     if (ctx.signal?.aborted)
-      throw new ConfbootError('unavailable', `${op}: the request was cancelled`, { recoverable: true });
+      throw joinRefusal('unavailable', 'cancelled', `${op}: the request was cancelled`, {
+        recoverable: true,
+      });
     const released = await releaseStaleBindings(this.#deps, req.diskUuid.toLowerCase(), owner);
     if (released.length > 0) named.releasedDisks = released;
 
@@ -313,9 +333,14 @@ export class TicketIssuer implements JoinCall {
     try {
       checkDiskUuid(req.diskUuid);
     } catch (err) {
-      throw new ConfbootError('invalid-argument', `${op}: checking request: ${messageOf(err)}`, {
-        cause: err,
-      });
+      throw joinRefusal(
+        'invalid-argument',
+        'malformed-request',
+        `${op}: checking request: ${messageOf(err)}`,
+        {
+          cause: err,
+        },
+      );
     }
     this.#checkDenyList(op, { diskUuid: req.diskUuid });
     const caller = await resolveCaller(this.#deps.identity, op, ctx);
@@ -339,4 +364,17 @@ export class TicketIssuer implements JoinCall {
     logger.info('Issued rejoin ticket', { peer: ctx.peer });
     return { stateDiskKey, measurementSecret };
   }
+}
+
+/**
+ * A refusal with its reason code: the code its check set, else (a dependency's failure, wrapped on
+ * the way) `dependency-failed`, or `malformed-request` for an `invalid-argument` one. Anything that
+ * is not a ConfbootError stays as it is (a bug: `internal`, its message never sent).
+ */
+function reasoned(refusal: unknown): unknown {
+  if (!isConfbootError(refusal)) return refusal;
+  return withJoinRefusalReason(
+    refusal,
+    refusal.code === 'invalid-argument' ? 'malformed-request' : 'dependency-failed',
+  );
 }

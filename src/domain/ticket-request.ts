@@ -1,10 +1,12 @@
 /**
  * The checks of a ticket request that need no dependency (domain): the size of every field (read
  * before anything is parsed), the disk UUID, the kubelet CSR's subject, and the IP addresses it may
- * name. Errors are `invalid-argument` and say what to fix.
+ * name. Errors are `invalid-argument` and say what to fix; their refusal reason is
+ * `request-too-large` (sizes), `malformed-request` (UUID, CSR) or `caller-mismatch` (IP addresses).
  */
 import type { CsrInfo } from '../ports/certificate-authority.js';
-import { ConfbootError, messageOf } from '../ports/errors.js';
+import { messageOf } from '../ports/errors.js';
+import { joinRefusal } from '../ports/join-refusal.js';
 import { KUBELET_CSR_CN_PREFIX, kubeletSubjectProblem, normalizeNodeName } from '../ports/kubernetes-node.js';
 import { canonicalIp } from '../ports/peer-address.js';
 import type { JoinTicketRequest } from '../ports/types.js';
@@ -50,9 +52,14 @@ export function maxTicketRequestBytes(): number {
 export function checkRequestSizes(req: Partial<JoinTicketRequest> & { diskUuid: string }): void {
   const l = REQUEST_FIELD_LIMITS;
   const over = (field: string, size: number, max: number, unit: string) =>
-    new ConfbootError('invalid-argument', `${field} has ${size} ${unit}, more than the limit of ${max}`, {
-      recoverable: false,
-    });
+    joinRefusal(
+      'invalid-argument',
+      'request-too-large',
+      `${field} has ${size} ${unit}, more than the limit of ${max}`,
+      {
+        recoverable: false,
+      },
+    );
   if (req.diskUuid.length > l.diskUuidChars)
     throw over('disk UUID', req.diskUuid.length, l.diskUuidChars, 'characters');
   const csr = req.certificateRequest?.length ?? 0;
@@ -70,9 +77,13 @@ export function checkRequestSizes(req: Partial<JoinTicketRequest> & { diskUuid: 
 
 /** Throws `invalid-argument` unless `uuid` is a non-empty UUID (any case). */
 export function checkDiskUuid(uuid: string): void {
-  if (uuid === '') throw new ConfbootError('invalid-argument', 'disk UUID is empty');
+  if (uuid === '') throw joinRefusal('invalid-argument', 'malformed-request', 'disk UUID is empty');
   if (!UUID_RE.test(uuid))
-    throw new ConfbootError('invalid-argument', `disk UUID ${JSON.stringify(uuid)} is not a UUID`);
+    throw joinRefusal(
+      'invalid-argument',
+      'malformed-request',
+      `disk UUID ${JSON.stringify(uuid)} is not a UUID`,
+    );
 }
 
 /**
@@ -82,7 +93,7 @@ export function checkDiskUuid(uuid: string): void {
  * `invalid-argument` saying what to fix.
  */
 export function checkKubeletCsr(info: CsrInfo): string {
-  const bad = (why: string) => new ConfbootError('invalid-argument', `kubelet CSR: ${why}`);
+  const bad = (why: string) => joinRefusal('invalid-argument', 'malformed-request', `kubelet CSR: ${why}`);
   if (!info.signatureValid) throw bad('signature does not verify');
   const problem = kubeletSubjectProblem(info.subject);
   if (problem !== undefined) throw bad(problem);
@@ -112,8 +123,9 @@ export function checkIps(
     return c === undefined || !ok.has(c);
   });
   if (extra.length === 0) return [...new Set(requested.map((r) => canonicalIp(r) as string))];
-  throw new ConfbootError(
+  throw joinRefusal(
     'invalid-argument',
+    'caller-mismatch',
     `${op}: checking CSR: kubelet CSR: IP addresses ${extra.join(', ')} are not addresses of ${whose} (allowed: ${allowed.length > 0 ? allowed.join(', ') : 'none'})`,
     { recoverable: false },
   );
