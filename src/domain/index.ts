@@ -8,6 +8,7 @@ export * from './bootstrapper.js';
 export * from './errors.js';
 export * from './init-flow.js';
 export * from './join-flow.js';
+export * from './join-ticket-apply.js';
 export * from './join-ticket-check.js';
 export * from './key-derivation.js';
 export * from './measurement-guard.js';

@@ -1,9 +1,9 @@
 /**
  * The join flow (upstream JoinClient, with the differences in docs/upstream.md). Runs on every
  * new node next to the init server: it asks a join service for a join ticket, takes the node lock
- * with the cluster ID derived from the ticket, and then — past the point of no return — sets the
- * state disk passphrase, writes the control-plane files, the kubelet credentials and the node state,
- * and joins the Kubernetes cluster. Before the lock every failure is retried with capped exponential
+ * with the cluster ID derived from the ticket, and then — past the point of no return — applies the
+ * ticket (join-ticket-apply.ts: state disk passphrase, control-plane files, kubelet credentials, node
+ * state, kubeadm join). Before the lock every failure is retried with capped exponential
  * backoff and full jitter, except a round in which no endpoint had anything listening (connection
  * refused: the join service is not up yet, and asking costs it nothing), which is retried at a short
  * jittered interval growing from 250–500 ms to 1–2 s, so a node notices a new service within 2 s.
@@ -12,13 +12,12 @@
  * with their count, not once each. After the lock every failure is final.
  */
 import type { Clock } from '../ports/clock.js';
-import type { ClusterJoiner, JoinClusterArgs } from '../ports/cluster-joiner.js';
+import type { ClusterJoiner } from '../ports/cluster-joiner.js';
 import type { CsrFactory, KubeletCsr } from '../ports/csr-factory.js';
 import type { EncryptedDisk } from '../ports/encrypted-disk.js';
 import { ConfbootError, messageOf, wrapError } from '../ports/errors.js';
 import type { FileWriter } from '../ports/file-writer.js';
 import type { JoinTicketClient } from '../ports/join-ticket-client.js';
-import { CONTROL_PLANE_FILE_NAMES } from '../ports/kubernetes-node.js';
 import type { Logger } from '../ports/logger.js';
 import type { MetadataAPI } from '../ports/metadata-api.js';
 import type { NodeStateStore } from '../ports/node-state-store.js';
@@ -28,13 +27,12 @@ import type { InstanceMetadata, JoinTicket, JoinTicketRequest } from '../ports/t
 import { type BackoffOptions, callWithTimeout, checkBackoffOptions, fullJitterDelayMs } from './backoff.js';
 import { unrecoverable } from './errors.js';
 import { joinServiceEndpoints } from './join-endpoints.js';
+import { applyJoinTicket, DEFAULT_JOIN_PATHS, type JoinPaths } from './join-ticket-apply.js';
 import { checkJoinTicket } from './join-ticket-check.js';
 import { deriveClusterId } from './key-derivation.js';
 import type { NodeLockLike } from './node-lock.js';
 import { isNothingListening, type NotListeningRetry, RoundPacer } from './round-pacer.js';
-import { DEFAULT_SSH_PATHS } from './ssh-ca.js';
-import { type HostKeyRequest, hostKeyRequest, NO_HOST_KEY, writeTicketSshFiles } from './ssh-node.js';
-import { withStateDisk } from './state-disk.js';
+import { type HostKeyRequest, hostKeyRequest, NO_HOST_KEY } from './ssh-node.js';
 import { sleepUnlessAborted, waitForSelf } from './waits.js';
 
 /** NodePort of the join service that joining nodes dial (upstream `JoinServiceNodePort`). */
@@ -42,25 +40,6 @@ export const JOIN_SERVICE_NODE_PORT = 30090;
 
 /** Attempts to read the state disk's UUID before the join flow gives up (nothing is touched before). */
 export const DISK_READ_ATTEMPTS = 5;
-
-/** How many times kubeadm join is tried after the lock (upstream: 3). */
-export const JOIN_CLUSTER_ATTEMPTS = 3;
-
-/** Where the join flow writes the node's credentials. */
-export interface JoinPaths {
-  /** Directory of the control-plane files (upstream `/etc/kubernetes/pki`). */
-  pkiDir: string;
-  /** Kubelet client certificate (PEM). */
-  kubeletCertPath: string;
-  /** Kubelet client key (PEM). */
-  kubeletKeyPath: string;
-  /** The join service's signed receipt of this join (a JWT), on the state disk. */
-  receiptPath: string;
-  /** The emergency SSH CA's public key from the ticket (sshd `TrustedUserCAKeys`). */
-  sshCaPublicKeyPath: string;
-  /** The SSH host certificate from the ticket (sshd `HostCertificate`). */
-  sshHostCertificatePath: string;
-}
 
 /** Per-call deadlines in milliseconds. */
 export interface JoinTimeouts {
@@ -71,16 +50,6 @@ export interface JoinTimeouts {
   /** Each kubeadm join attempt (upstream: 5 min). */
   joinClusterMs: number;
 }
-
-/** Upstream's paths. */
-export const DEFAULT_JOIN_PATHS: Readonly<JoinPaths> = Object.freeze({
-  pkiDir: '/etc/kubernetes/pki',
-  kubeletCertPath: '/run/state/kubelet/pki/kubelet-client-crt.pem',
-  kubeletKeyPath: '/run/state/kubelet/pki/kubelet-client-key.pem',
-  receiptPath: '/run/state/constellation/join-receipt.jwt',
-  sshCaPublicKeyPath: DEFAULT_SSH_PATHS.caPublicKeyPath,
-  sshHostCertificatePath: DEFAULT_SSH_PATHS.hostCertificatePath,
-});
 
 /** Upstream's timeouts. */
 export const DEFAULT_JOIN_TIMEOUTS: Readonly<JoinTimeouts> = Object.freeze({
@@ -342,7 +311,7 @@ export class JoinFlow {
   }
 
   async #startNodeAndJoin(self: InstanceMetadata, got: TicketAttempt): Promise<JoinFlowOutcome> {
-    const { lock, disk, files, nodeState, logger } = this.#deps;
+    const { lock, logger } = this.#deps;
     const { ticket } = got;
     const clusterId = deriveClusterId(ticket.measurementSecret, ticket.measurementSalt);
     let acquired: boolean;
@@ -358,100 +327,17 @@ export class JoinFlow {
 
     // Point of no return: the node is marked with the cluster ID. Nothing below can be retried
     // from a clean state, so every failure is final (the caller resets the disk and reboots).
-    const step = async <T>(operation: string, fn: () => Promise<T> | T): Promise<T> => {
-      try {
-        return await fn();
-      } catch (err) {
-        throw unrecoverable(`join after node lock: ${operation}`, err);
-      }
-    };
-    await step('running point-of-no-return callback', () => this.#onPointOfNoReturn?.());
-    await step('updating state disk passphrase', () =>
-      withStateDisk(disk, logger, () => disk.updatePassphrase(ticket.stateDiskKey)),
+    await applyJoinTicket(
+      this.#deps,
+      self,
+      { ...got, hostKey: this.#hostKey },
+      {
+        paths: this.#paths,
+        joinClusterMs: this.#timeouts.joinClusterMs,
+        backoff: this.#backoff,
+        onPointOfNoReturn: this.#onPointOfNoReturn,
+      },
     );
-    if (self.role === 'ControlPlane') {
-      for (const file of ticket.controlPlaneFiles) {
-        await step(`writing control-plane file ${file.name}`, () =>
-          files.writeExclusive(this.#pkiPath(file.name), file.data),
-        );
-      }
-    }
-    await step('writing kubelet certificate', () =>
-      files.writeExclusive(this.#paths.kubeletCertPath, ticket.kubeletCert),
-    );
-    await step('writing kubelet key', () => files.writeExclusive(this.#paths.kubeletKeyPath, got.keyPem));
-    await step('writing emergency SSH CA key and host certificate', () =>
-      writeTicketSshFiles(files, this.#hostKey, ticket, {
-        caPublicKeyPath: this.#paths.sshCaPublicKeyPath,
-        hostCertificatePath: this.#paths.sshHostCertificatePath,
-      }),
-    );
-    await step('writing node state', () =>
-      nodeState.write({ role: self.role, measurementSalt: ticket.measurementSalt }),
-    );
-    if (ticket.receipt !== undefined) {
-      // The receipt is evidence for others, not something this node needs to run: failing to keep
-      // it is logged, and the join goes on.
-      try {
-        await files.writeExclusive(this.#paths.receiptPath, new TextEncoder().encode(`${ticket.receipt}\n`));
-      } catch (err) {
-        logger.warn('Failed to write the join receipt', {
-          path: this.#paths.receiptPath,
-          error: messageOf(err),
-        });
-      }
-    }
-    await step('joining Kubernetes cluster', () =>
-      this.#joinCluster({
-        apiServerEndpoint: ticket.apiServerEndpoint,
-        token: ticket.token,
-        discoveryTokenCaCertHash: ticket.discoveryTokenCaCertHash,
-        nodeName: self.name,
-        nodeIp: self.vpcIp,
-        role: self.role,
-        kubernetesVersion: ticket.kubernetesVersion,
-        components: ticket.kubernetesComponents,
-        kubeletCertPath: this.#paths.kubeletCertPath,
-        kubeletKeyPath: this.#paths.kubeletKeyPath,
-      }),
-    );
-    logger.info('Joined the cluster', { role: self.role, endpoint: got.endpoint });
     return { outcome: 'joined' };
-  }
-
-  #pkiPath(name: string): string {
-    // Checked before the lock already; checked again because this string becomes a path.
-    if (!CONTROL_PLANE_FILE_NAMES.includes(name)) {
-      throw new ConfbootError(
-        'invalid-argument',
-        `unexpected control-plane file name ${JSON.stringify(name)}`,
-      );
-    }
-    return `${this.#paths.pkiDir.replace(/\/+$/, '')}/${name}`;
-  }
-
-  /** kubeadm join, tried up to {@link JOIN_CLUSTER_ATTEMPTS} times (it sometimes fails transiently). */
-  async #joinCluster(args: JoinClusterArgs): Promise<void> {
-    const { joiner, clock, logger } = this.#deps;
-    let last: unknown;
-    for (let attempt = 0; attempt < JOIN_CLUSTER_ATTEMPTS; attempt++) {
-      try {
-        await callWithTimeout(clock, 'kubeadm join', this.#timeouts.joinClusterMs, undefined, (o) =>
-          joiner.joinCluster(args, o),
-        );
-        return;
-      } catch (err) {
-        last = err;
-        logger.error('Failed to join Kubernetes cluster', {
-          role: args.role,
-          attempt: attempt + 1,
-          error: messageOf(err),
-        });
-      }
-      if (attempt + 1 < JOIN_CLUSTER_ATTEMPTS) {
-        await clock.sleep(fullJitterDelayMs(attempt, this.#backoff, this.#deps.random));
-      }
-    }
-    throw wrapError(`${JOIN_CLUSTER_ATTEMPTS} attempts failed`, last);
   }
 }

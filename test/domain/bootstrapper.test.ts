@@ -11,7 +11,8 @@ import {
   type BootstrapSide,
 } from '../../src/domain/bootstrapper.js';
 import { isInitFailure } from '../../src/domain/errors.js';
-import { DISK_READ_ATTEMPTS, JOIN_CLUSTER_ATTEMPTS } from '../../src/domain/join-flow.js';
+import { DISK_READ_ATTEMPTS } from '../../src/domain/join-flow.js';
+import { JOIN_CLUSTER_ATTEMPTS } from '../../src/domain/join-ticket-apply.js';
 import { deriveClusterId, MEASUREMENT_SECRET_KEY_ID } from '../../src/domain/key-derivation.js';
 import { NodeLock } from '../../src/domain/node-lock.js';
 import { ConfbootError } from '../../src/ports/errors.js';

@@ -4,12 +4,12 @@
  */
 import { describe, expect, it } from 'vitest';
 import {
-  DEFAULT_JOIN_PATHS,
   DISK_READ_ATTEMPTS,
   JoinFlow,
   type JoinFlowOptions,
   type JoinFlowOutcome,
 } from '../../src/domain/join-flow.js';
+import { DEFAULT_JOIN_PATHS } from '../../src/domain/join-ticket-apply.js';
 import { deriveClusterId } from '../../src/domain/key-derivation.js';
 import { isConfbootError } from '../../src/ports/errors.js';
 import type { InstanceMetadata, Role } from '../../src/ports/types.js';

@@ -8,7 +8,7 @@
  */
 import { DEFAULT_NODE_STATE_PATH } from '../../adapters/state/json-node-state-store.js';
 import { DEVICE_TCTI } from '../../adapters/tpm/tpm2-tools-tpm.js';
-import { DEFAULT_JOIN_PATHS } from '../../domain/join-flow.js';
+import { DEFAULT_JOIN_PATHS } from '../../domain/join-ticket-apply.js';
 import { ConfbootError } from '../../ports/errors.js';
 import type { Variant } from '../../ports/variant.js';
 
