@@ -11,7 +11,7 @@
  */
 import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { DEFAULT_JOIN_PATHS } from '../../../domain/join-flow.js';
+import { DEFAULT_JOIN_PATHS } from '../../../domain/join-ticket-apply.js';
 import { REPORT_PORT, REPORT_PREFIX } from './protocol.js';
 import { STATE_MOUNT } from './state.js';
 
