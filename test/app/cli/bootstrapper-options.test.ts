@@ -61,7 +61,7 @@ describe('the bootstrapper option table', () => {
 
 describe('cloudFromOptions', () => {
   it('takes the entrypoint’s cloud, or the one --cloud names', () => {
-    expect(cloudFromOptions('qemu', {})).toBe('qemu');
+    expect(cloudFromOptions('qemu', { cloud: undefined })).toBe('qemu');
     expect(cloudFromOptions('qemu', { cloud: 'qemu' })).toBe('qemu');
     expect(cloudFromOptions(undefined, { cloud: 'aws' })).toBe('aws');
   });
@@ -70,7 +70,7 @@ describe('cloudFromOptions', () => {
     ['another cloud than the entrypoint’s', 'qemu', 'aws', /this entrypoint is for qemu, got "aws"/],
     ['no cloud at all', undefined, undefined, /missing required option --cloud/],
   ] as const)('refuses %s with a usage error', (_name, csp, cloud, message) => {
-    const call = () => cloudFromOptions(csp, cloud === undefined ? {} : { cloud });
+    const call = () => cloudFromOptions(csp, { cloud });
     expect(call).toThrow(UsageError);
     expect(call).toThrow(message);
   });
