@@ -238,7 +238,7 @@ describe('join over attested TLS', () => {
     expect(results.every((t) => t.token === 'abcdef.0123456789abcdef')).toBe(true);
     expect(new Set(seen.map((s) => s.ctx.peer)).size).toBe(16);
     // The clients share the process's one client TLS identity, so all bind the same key (their
-    // nonces differ: atls-identity-pool.test.ts, test/attack/session-binding.test.ts).
+    // nonces differ: atls/identity-pool.test.ts, test/attack/session-binding.test.ts).
     expect(new Set(seen.map((s) => Buffer.from(s.ctx.attestation.userData).toString('hex'))).size).toBe(1);
   });
 

@@ -7,13 +7,13 @@
  */
 import { createServer, connect as netConnect, type Server, type Socket } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
-import { isAdmissionDrop } from '../../../src/adapters/grpc/atls/admission-drop.js';
-import { ClientDeadline } from '../../../src/adapters/grpc/atls/client-deadline.js';
-import { attestSocket } from '../../../src/adapters/grpc/atls/connection.js';
-import { AttestedTlsListener } from '../../../src/adapters/grpc/atls/listener.js';
-import { isConfbootError } from '../../../src/ports/errors.js';
-import { DummyIssuer, DummyValidator } from '../../support/dummy-attestation.js';
-import { clock } from './helpers.js';
+import { isAdmissionDrop } from '../../../../src/adapters/grpc/atls/admission-drop.js';
+import { ClientDeadline } from '../../../../src/adapters/grpc/atls/client-deadline.js';
+import { attestSocket } from '../../../../src/adapters/grpc/atls/connection.js';
+import { AttestedTlsListener } from '../../../../src/adapters/grpc/atls/listener.js';
+import { isConfbootError } from '../../../../src/ports/errors.js';
+import { DummyIssuer, DummyValidator } from '../../../support/dummy-attestation.js';
+import { clock } from '../helpers.js';
 
 const cleanups: Array<() => unknown> = [];
 afterEach(async () => {

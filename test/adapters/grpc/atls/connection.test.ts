@@ -4,10 +4,10 @@
  * unknown OIDs, missing attestation, expired certificates, issuer failure, concurrency.
  */
 import { describe, expect, it } from 'vitest';
-import { createTlsIdentity, spkiHashOf } from '../../../src/adapters/grpc/atls/certificate.js';
-import { variantOfOid } from '../../../src/app/registry/index.js';
-import { FakeClock } from '../../fakes/fake-clock.js';
-import { DummyIssuer, DummyValidator } from '../../support/dummy-attestation.js';
+import { createTlsIdentity, spkiHashOf } from '../../../../src/adapters/grpc/atls/certificate.js';
+import { variantOfOid } from '../../../../src/app/registry/index.js';
+import { FakeClock } from '../../../fakes/fake-clock.js';
+import { DummyIssuer, DummyValidator } from '../../../support/dummy-attestation.js';
 import {
   attestPair,
   checkOf,
@@ -15,7 +15,7 @@ import {
   FailingIssuer,
   RefusingValidator,
   WrongUserDataIssuer,
-} from './helpers.js';
+} from '../helpers.js';
 
 function ok<T>(r: PromiseSettledResult<T>): T {
   if (r.status === 'rejected') throw new Error(`expected success, got: ${(r.reason as Error).message}`);

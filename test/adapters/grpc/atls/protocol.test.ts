@@ -15,8 +15,8 @@ import {
   FRAME_VERDICT,
   FrameReader,
   MAX_REASON_BYTES,
-} from '../../../src/adapters/grpc/atls/protocol.js';
-import { isAttestationError, isConfbootError } from '../../../src/ports/errors.js';
+} from '../../../../src/adapters/grpc/atls/protocol.js';
+import { isAttestationError, isConfbootError } from '../../../../src/ports/errors.js';
 
 /** Feeds `bytes` into a stream in the given chunk sizes, then ends it. */
 function streamOf(bytes: Buffer, cuts: number[] = []): PassThrough {

@@ -8,12 +8,12 @@
  * accept (the sized global cap).
  */
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import type { DropReason } from '../../../src/adapters/grpc/atls/admission-drop.js';
-import { HandshakeCostSampler, HandshakePacer } from '../../../src/adapters/grpc/atls/admission-sizing.js';
-import { AttestedTlsListener } from '../../../src/adapters/grpc/atls/listener.js';
-import { DummyValidator } from '../../support/dummy-attestation.js';
-import { rawTlsClient } from '../../support/raw-atls-client.js';
-import { clock } from './helpers.js';
+import type { DropReason } from '../../../../src/adapters/grpc/atls/admission-drop.js';
+import { HandshakeCostSampler, HandshakePacer } from '../../../../src/adapters/grpc/atls/admission-sizing.js';
+import { AttestedTlsListener } from '../../../../src/adapters/grpc/atls/listener.js';
+import { DummyValidator } from '../../../support/dummy-attestation.js';
+import { rawTlsClient } from '../../../support/raw-atls-client.js';
+import { clock } from '../helpers.js';
 
 const cleanups: Array<() => unknown> = [];
 afterEach(async () => {

@@ -7,10 +7,10 @@
  * issuer/validator, which record the nonce each end used.
  */
 import { describe, expect, it } from 'vitest';
-import { NONCE_BYTES } from '../../../src/adapters/grpc/atls/protocol.js';
-import type { ValidationResult } from '../../../src/ports/validator.js';
-import { DummyIssuer, DummyValidator } from '../../support/dummy-attestation.js';
-import { attestPair, clock } from './helpers.js';
+import { NONCE_BYTES } from '../../../../src/adapters/grpc/atls/protocol.js';
+import type { ValidationResult } from '../../../../src/ports/validator.js';
+import { DummyIssuer, DummyValidator } from '../../../support/dummy-attestation.js';
+import { attestPair, clock } from '../helpers.js';
 
 const CONNECTIONS = 1_000;
 const PARALLEL = 10;

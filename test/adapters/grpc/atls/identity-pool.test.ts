@@ -8,22 +8,22 @@ import { X509Certificate } from 'node:crypto';
 import { createServer as createNetServer, type Server, type Socket } from 'node:net';
 import { type TLSSocket, connect as tlsConnect } from 'node:tls';
 import { afterEach, describe, expect, it } from 'vitest';
-import type { TlsIdentity } from '../../../src/adapters/grpc/atls/certificate.js';
-import { createTlsIdentity } from '../../../src/adapters/grpc/atls/certificate.js';
+import type { TlsIdentity } from '../../../../src/adapters/grpc/atls/certificate.js';
+import { createTlsIdentity } from '../../../../src/adapters/grpc/atls/certificate.js';
 import {
   CLOCK_JUMP_TOLERANCE_MS,
   processTlsIdentity,
   RotatingTlsIdentity,
-} from '../../../src/adapters/grpc/atls/identity-pool.js';
-import type { AttestedGrpcServer } from '../../../src/adapters/grpc/attested-server.js';
-import { GrpcJoinTicketClient } from '../../../src/adapters/grpc/join-client.js';
-import { createJoinServer } from '../../../src/adapters/grpc/join-server.js';
-import type { Clock } from '../../../src/ports/clock.js';
-import type { JoinTicketRequest } from '../../../src/ports/types.js';
-import { FakeClock } from '../../fakes/fake-clock.js';
-import { DummyIssuer, DummyValidator } from '../../support/dummy-attestation.js';
-import { joinCallOf } from '../../support/join-call.js';
-import { sampleTicket, clock as systemClock } from './helpers.js';
+} from '../../../../src/adapters/grpc/atls/identity-pool.js';
+import type { AttestedGrpcServer } from '../../../../src/adapters/grpc/attested-server.js';
+import { GrpcJoinTicketClient } from '../../../../src/adapters/grpc/join-client.js';
+import { createJoinServer } from '../../../../src/adapters/grpc/join-server.js';
+import type { Clock } from '../../../../src/ports/clock.js';
+import type { JoinTicketRequest } from '../../../../src/ports/types.js';
+import { FakeClock } from '../../../fakes/fake-clock.js';
+import { DummyIssuer, DummyValidator } from '../../../support/dummy-attestation.js';
+import { joinCallOf } from '../../../support/join-call.js';
+import { sampleTicket, clock as systemClock } from '../helpers.js';
 
 const cleanups: Array<() => unknown> = [];
 afterEach(async () => {

@@ -7,12 +7,12 @@
 import type { X509Certificate } from 'node:crypto';
 import { connect as netConnect } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
-import { attestSocket } from '../../../src/adapters/grpc/atls/connection.js';
-import { AttestedTlsListener, PREPARED_TLS_MAX_AGE_MS } from '../../../src/adapters/grpc/atls/listener.js';
-import type { Clock } from '../../../src/ports/clock.js';
-import { FakeClock } from '../../fakes/fake-clock.js';
-import { DummyIssuer, DummyValidator } from '../../support/dummy-attestation.js';
-import { clock as systemClock } from './helpers.js';
+import { attestSocket } from '../../../../src/adapters/grpc/atls/connection.js';
+import { AttestedTlsListener, PREPARED_TLS_MAX_AGE_MS } from '../../../../src/adapters/grpc/atls/listener.js';
+import type { Clock } from '../../../../src/ports/clock.js';
+import { FakeClock } from '../../../fakes/fake-clock.js';
+import { DummyIssuer, DummyValidator } from '../../../support/dummy-attestation.js';
+import { clock as systemClock } from '../helpers.js';
 
 const cleanups: Array<() => unknown> = [];
 afterEach(async () => {
