@@ -1,7 +1,8 @@
 /**
  * The node operator's objects the bring-up applies (`confboot node-operator`,
  * src/app/node-operator/run.ts): its ServiceAccount, a ClusterRole with exactly the calls it makes
- * (src/adapters/kubernetes/node-operator-api.ts) and the binding, and a one-replica Deployment on
+ * (src/adapters/kubernetes/node-operator-api.ts, and re-attestation's reattestation-api.ts and
+ * reattestation-events.ts) and the binding, and a one-replica Deployment on
  * the control planes. The operator talks only to the API server, so it runs on the host's network
  * and does not wait for a CNI (the kubelet CSRs it approves are what lets nodes become Ready).
  */
@@ -13,6 +14,7 @@ import type {
   V1ServiceAccount,
 } from '@kubernetes/client-node';
 import { UPDATE_GROUP } from '../../adapters/kubernetes/api.js';
+import { EVIDENCE_GROUP, EVIDENCE_PLURAL } from '../../adapters/kubernetes/evidence-store.js';
 import { DISK_BINDING_GROUP, DISK_BINDING_PLURAL } from '../../adapters/kubernetes/names.js';
 import { KUBELET_CLIENT_SIGNER } from '../../ports/kubelet-csrs.js';
 import {
@@ -60,8 +62,12 @@ export function nodeOperatorClusterRole(): V1ClusterRole {
       },
       // JoiningNodes: read all, delete those of Ready nodes or past their deadline.
       { apiGroups: [UPDATE_GROUP], resources: ['joiningnodes'], verbs: ['list', 'delete'] },
-      // Nodes: which exist and are Ready.
-      { apiGroups: [''], resources: ['nodes'], verbs: ['list'] },
+      // Nodes: which exist and are Ready; re-attestation's cordon (spec.unschedulable, on opt-in).
+      { apiGroups: [''], resources: ['nodes'], verbs: ['list', 'patch'] },
+      // Re-attestation: an Event per failed node (its count patched on repeats).
+      { apiGroups: [''], resources: ['events'], verbs: ['create', 'patch'] },
+      // EvidenceRecords: which nodes joined; each one's last re-attestation as an annotation.
+      { apiGroups: [EVIDENCE_GROUP], resources: [EVIDENCE_PLURAL], verbs: ['list', 'patch'] },
       // DiskBindings: read all, add the owner label once, release those of gone nodes.
       {
         apiGroups: [DISK_BINDING_GROUP],

@@ -147,7 +147,7 @@ export class SimulatedClusterApi extends FakeKubeApi {
     const kind = Object.entries(all[groupVersion] ?? {}).find(([, [p]]) => p === plural)?.[0];
     if (kind === undefined) return undefined;
     // The join service's own objects keep the base server's strict checks.
-    if (kind === 'JoiningNode' || kind === 'DiskBinding') return undefined;
+    if (kind === 'JoiningNode' || kind === 'DiskBinding' || kind === 'EvidenceRecord') return undefined;
     if (r.method === 'GET' && name !== undefined) {
       const stored = this.objects.get(r.path) ?? this.baseObject(kind, namespace, name);
       if (stored === undefined) return this.status(res, 404, 'NotFound', `${plural} "${name}" not found`);

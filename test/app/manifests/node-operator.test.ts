@@ -23,7 +23,9 @@ describe('nodeOperatorObjects', () => {
         verbs: ['approve'],
       },
       { apiGroups: ['update.edgeless.systems'], resources: ['joiningnodes'], verbs: ['list', 'delete'] },
-      { apiGroups: [''], resources: ['nodes'], verbs: ['list'] },
+      { apiGroups: [''], resources: ['nodes'], verbs: ['list', 'patch'] },
+      { apiGroups: [''], resources: ['events'], verbs: ['create', 'patch'] },
+      { apiGroups: ['confboot.dev'], resources: ['evidencerecords'], verbs: ['list', 'patch'] },
       { apiGroups: ['confboot.dev'], resources: ['diskbindings'], verbs: ['list', 'patch', 'delete'] },
     ]);
   });
