@@ -160,6 +160,27 @@ accept_vector tdx verify-tdx --quote "$vectors/go-tdx-guest/testdata/tdx_prod_qu
 accept_vector gce verify --format pb --document "$vectors/go-tpm-tools/attestations/gce-cos-85-nonce9009.pb" --nonce 9009 \
   --ak-roots "$vectors/go-tpm-tools/ca-certs/tpm_ek_root_1.cer" --ak-roots "$vectors/go-tpm-tools/ca-certs/tpm_ek_intermediate_2.crt"
 say "npx confboot attestation verify-snp (Azure report), verify-tdx (go-tdx-guest quote and collateral), verify --format pb (GCE): exit 0 each"
+# A join receipt, signed here with the installed package's own receipt key code, verifies offline
+# against its JWKS file: `receipt verify` loads no Kubernetes client (only `receipt jwks` needs it).
+node --input-type=module -e "
+const dist = './node_modules/confboot/dist/src';
+const { ReceiptKey } = await import(dist + '/adapters/receipts/receipt-key.js');
+const { buildReceiptClaims } = await import(dist + '/domain/receipts.js');
+const { writeFileSync } = await import('node:fs');
+const key = await ReceiptKey.loadOrGenerate('receipt-key.pem');
+const claims = buildReceiptClaims(
+  { rpc: 'IssueJoinTicket', nodeName: 'worker-0', diskUuid: '11111111-2222-4333-8444-555555555555',
+    peer: '127.0.0.1:5000', variant: 'qemu-vtpm', checks: [{ name: 'measurements', ok: true }], warnings: [],
+    nonce: new Uint8Array(32), userData: new Uint8Array(32) },
+  { issuedAt: new Date(), build: 'package-check' },
+);
+writeFileSync('receipt.jwt', (await key.sign(claims)) + '\n');
+writeFileSync('jwks.json', JSON.stringify(key.jwks()));
+" || fail "could not sign a receipt with the installed package"
+npx --no -- confboot receipt verify --jwks jwks.json receipt.jwt >"$work/receipt.out" 2>&1 ||
+  fail "confboot receipt verify refused a receipt of the installed package: $(tail -n 5 "$work/receipt.out")"
+grep -q '^receipt valid' "$work/receipt.out" || fail "receipt verify printed no 'receipt valid': $(tail -n 5 "$work/receipt.out")"
+say "npx confboot receipt verify --jwks F RECEIPT without the Kubernetes client: exit 0, $(head -n 1 "$work/receipt.out")"
 node --input-type=module -e "
 const verify = await import('confboot/verify');
 if (typeof verify.verifyAttestation !== 'function') throw new Error('confboot/verify exports no verifyAttestation');

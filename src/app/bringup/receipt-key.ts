@@ -16,7 +16,12 @@ import {
 } from '../../adapters/kubernetes/api.js';
 import { type JsonWebKeySet, receiptJwksFromPem } from '../../adapters/receipts/receipt-key.js';
 import { type ReceiptKeyPin, signingKeyPin } from '../../adapters/receipts/receipt-key-pin.js';
-import { NAMESPACE, RECEIPT_KEY_FILE, RECEIPT_KEY_SECRET } from '../manifests/common.js';
+import {
+  NAMESPACE,
+  RECEIPT_KEY_FILE,
+  RECEIPT_KEY_SECRET,
+  RECEIPT_KEY_SECRET_REF,
+} from '../manifests/common.js';
 
 /** The receipt key's public JWKS and its pins. */
 export interface ClusterReceiptKey {
@@ -25,7 +30,6 @@ export interface ClusterReceiptKey {
 }
 
 /** Where the receipt key lives, for messages. */
-export const RECEIPT_KEY_SECRET_REF = `Secret ${NAMESPACE}/${RECEIPT_KEY_SECRET}`;
 
 /**
  * Reads the receipt key Secret through `kc` and returns its public JWKS and pins; `undefined` when

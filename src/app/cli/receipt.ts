@@ -9,7 +9,6 @@
  * Exit 0 valid / printed, 1 invalid, not accepted or unreadable, 2 usage.
  */
 import { readFilePrefix, readPrefix } from '../../adapters/fs/read-prefix.js';
-import { loadKubeConfig } from '../../adapters/kubernetes/api.js';
 import { fetchJwksText, isJwksFetchError } from '../../adapters/receipts/fetch-jwks.js';
 import { type JsonWebKeySet, parseJwks } from '../../adapters/receipts/receipt-key.js';
 import { isSha256Hex } from '../../adapters/receipts/receipt-key-pin.js';
@@ -22,9 +21,10 @@ import {
   submodsBelow,
   verifyReceipt,
 } from '../../adapters/receipts/verify-receipt.js';
+import { importOptionalPeer } from '../../adapters/system/optional-peer.js';
 import { messageOf } from '../../ports/errors.js';
 import type { EarStatus } from '../../ports/receipt-signer.js';
-import { RECEIPT_KEY_SECRET_REF, readClusterReceiptKey, receiptKeyLines } from '../bringup/receipt-key.js';
+import { RECEIPT_KEY_SECRET_REF } from '../manifests/common.js';
 import { runCommand, UsageError } from '../program/args.js';
 import {
   defineCommand,
@@ -265,6 +265,10 @@ async function verify(argv: string[]): Promise<number> {
 async function jwks(argv: string[]): Promise<number> {
   const v = parseOptions(argv, jwksCommand);
   if (v === undefined) return 0;
+  // The Kubernetes client is an optional peer: `receipt verify` runs without it, only jwks loads it.
+  const [{ loadKubeConfig }, { readClusterReceiptKey, receiptKeyLines }] = await importOptionalPeer(() =>
+    Promise.all([import('../../adapters/kubernetes/api.js'), import('../bringup/receipt-key.js')]),
+  );
   const key = await readClusterReceiptKey(loadKubeConfig(v.kubeconfig));
   if (key === undefined) {
     process.stderr.write(

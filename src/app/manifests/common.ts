@@ -52,6 +52,8 @@ export const AK_REGISTRY_PATH = `${SERVICE_BASE_PATH}/ak-registry/ak-registry.js
 
 /** The Secret holding the join receipt key (`key.pem`), the same for every replica and restart. */
 export const RECEIPT_KEY_SECRET = 'join-service-receipt-key';
+/** {@link RECEIPT_KEY_SECRET} as messages name it. */
+export const RECEIPT_KEY_SECRET_REF = `Secret ${NAMESPACE}/${RECEIPT_KEY_SECRET}`;
 /** Where the join service mounts {@link RECEIPT_KEY_SECRET}. */
 export const RECEIPT_KEY_DIR = '/etc/confboot/receipt-key';
 /** The key file in {@link RECEIPT_KEY_SECRET}. */
