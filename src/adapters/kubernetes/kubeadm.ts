@@ -241,8 +241,10 @@ export interface KubeadmInitializerOptions extends KubeadmRunOptions, KubeadmIni
 /** Deletes kubeadm's node auto-approval binding with the admin kubeconfig at `path`. */
 async function removeNodeAutoApprovalWith(path: string, logger: Logger | undefined): Promise<void> {
   // Loaded here: @kubernetes/client-node is slow to import and only init needs it on a node.
-  const api = await importOptionalPeer(() => import('./api.js'));
-  await api.removeBootstrapTokenAutoApproval(api.loadKubeConfig(path), logger ? { logger } : {});
+  const [api, tokens] = await importOptionalPeer(() =>
+    Promise.all([import('./api.js'), import('./bootstrap-tokens.js')]),
+  );
+  await tokens.removeBootstrapTokenAutoApproval(api.loadKubeConfig(path), logger ? { logger } : {});
 }
 
 /**

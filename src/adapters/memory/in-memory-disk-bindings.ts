@@ -1,7 +1,7 @@
 /**
  * Disk bindings kept in this process's memory (the demo, the benchmarks, tests, and a join service
  * started without a Kubernetes record). Lost on restart and not shared between replicas, so
- * production uses the Kubernetes-backed record (src/adapters/kubernetes/api.ts).
+ * production uses the Kubernetes-backed record (src/adapters/kubernetes/disk-bindings.ts).
  */
 import type { DiskBinding, DiskBindings } from '../../ports/disk-bindings.js';
 

@@ -171,9 +171,9 @@ export function updateCrd(kind: 'NodeVersion' | 'JoiningNode'): V1CustomResource
 }
 
 /**
- * The join service's RBAC: one rule per Kubernetes API call it makes (src/adapters/kubernetes/api.ts),
- * nothing else. Namespaced objects (kube-system Secrets and ConfigMaps) through a Role in
- * kube-system, cluster-scoped resources through a ClusterRole.
+ * The join service's RBAC: one rule per Kubernetes API call it makes (the adapters in
+ * src/adapters/kubernetes/), nothing else. Namespaced objects (kube-system Secrets and ConfigMaps)
+ * through a Role in kube-system, cluster-scoped resources through a ClusterRole.
  */
 export function joinServiceRbac(): {
   role: V1Role;

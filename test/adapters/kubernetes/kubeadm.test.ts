@@ -12,11 +12,11 @@ import { existsSync, readdirSync, readFileSync, statSync, writeFileSync } from '
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { parse, stringify } from 'yaml';
+import { loadKubeConfig } from '../../../src/adapters/kubernetes/api.js';
 import {
-  loadKubeConfig,
   NODE_AUTOAPPROVE_BOOTSTRAP_BINDING,
   removeBootstrapTokenAutoApproval,
-} from '../../../src/adapters/kubernetes/api.js';
+} from '../../../src/adapters/kubernetes/bootstrap-tokens.js';
 import {
   isKubeadmError,
   KubeadmInitializer,
