@@ -60,14 +60,16 @@ export function lazyKubernetes(
     adapters ??= importOptionalPeer(() =>
       Promise.all([
         import('../../adapters/kubernetes/api.js'),
+        import('../../adapters/kubernetes/bootstrap-tokens.js'),
+        import('../../adapters/kubernetes/cluster-facts.js'),
         import('../../adapters/kubernetes/event-recorder.js'),
         import('../../adapters/kubernetes/evidence-store.js'),
         import('../../adapters/kubernetes/disk-bindings.js'),
       ]),
-    ).then(([k8s, ev, store, disks]) => {
+    ).then(([k8s, bootstrapTokens, clusterFacts, ev, store, disks]) => {
       const kubeConfig = k8s.loadKubeConfig(options.kubeconfigPath);
       const loaded = {
-        tokens: new k8s.KubeBootstrapTokens({
+        tokens: new bootstrapTokens.KubeBootstrapTokens({
           kubeConfig,
           clock,
           ...(options.caCertPath !== undefined
@@ -75,7 +77,7 @@ export function lazyKubernetes(
             : { adminConfPath: options.adminConfPath }),
           logger,
         }),
-        facts: new k8s.KubeClusterFacts({ kubeConfig, clock, logger }),
+        facts: new clusterFacts.KubeClusterFacts({ kubeConfig, clock, logger }),
         diskBindings: new disks.KubeDiskBindings({ kubeConfig, logger }),
         events: new ev.KubeEventRecorder({
           kubeConfig,
