@@ -10,12 +10,12 @@ import { X509Certificate } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
+import { loadKubeConfig } from '../../../src/adapters/kubernetes/api.js';
 import {
   KubeBootstrapTokens,
-  KubeClusterFacts,
-  loadKubeConfig,
   removeBootstrapTokenAutoApproval,
-} from '../../../src/adapters/kubernetes/api.js';
+} from '../../../src/adapters/kubernetes/bootstrap-tokens.js';
+import { KubeClusterFacts } from '../../../src/adapters/kubernetes/cluster-facts.js';
 import {
   KubeNodeOperatorApi,
   nodeOperatorPorts,

@@ -6,11 +6,9 @@
  */
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import {
-  KubeBootstrapTokens,
-  KubeClusterFacts,
-  loadKubeConfig,
-} from '../../../src/adapters/kubernetes/api.js';
+import { loadKubeConfig } from '../../../src/adapters/kubernetes/api.js';
+import { KubeBootstrapTokens } from '../../../src/adapters/kubernetes/bootstrap-tokens.js';
+import { KubeClusterFacts } from '../../../src/adapters/kubernetes/cluster-facts.js';
 import {
   KubeNodeOperatorApi,
   nodeOperatorPorts,

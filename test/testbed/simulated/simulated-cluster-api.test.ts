@@ -11,11 +11,9 @@ import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { parse as parseYaml } from 'yaml';
-import {
-  KubeBootstrapTokens,
-  KubeClusterFacts,
-  loadKubeConfig,
-} from '../../../src/adapters/kubernetes/api.js';
+import { loadKubeConfig } from '../../../src/adapters/kubernetes/api.js';
+import { KubeBootstrapTokens } from '../../../src/adapters/kubernetes/bootstrap-tokens.js';
+import { KubeClusterFacts } from '../../../src/adapters/kubernetes/cluster-facts.js';
 import { SystemClock } from '../../../src/adapters/system/system-clock.js';
 import { bringUp } from '../../../src/app/bringup/bring-up.js';
 import { COMPONENTS_CONFIGMAP_NAME, MASTER_SECRET_NAME } from '../../../src/app/bringup/objects.js';
