@@ -24,3 +24,17 @@ export function missingForMiniVms(): string[] {
   if (process.getuid?.() !== 0) missing.push('root');
   return missing;
 }
+
+/**
+ * A progress sink for a VM scenario test: each line goes to `lines` as mini printed it, and at once
+ * to stderr with the seconds since the scenario started and the test's name, so a CI log shows where
+ * a scenario's time goes (vitest prints a test's stderr as it comes).
+ */
+export function timedProgress(name: string, lines: string[] = []): (line: string) => void {
+  const started = performance.now();
+  return (line) => {
+    lines.push(line);
+    const seconds = ((performance.now() - started) / 1000).toFixed(1).padStart(6);
+    process.stderr.write(`[${name} +${seconds}s] ${line}\n`);
+  };
+}

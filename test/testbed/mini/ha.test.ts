@@ -13,7 +13,7 @@ import { rmSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { miniHa } from '../../../src/testbed/mini/ha.js';
 import { listMiniNamespaces } from '../../../src/testbed/vm/private-network.js';
-import { missingForMiniVms } from '../../support/mini-host.js';
+import { missingForMiniVms, timedProgress } from '../../support/mini-host.js';
 
 const missing = missingForMiniVms();
 
@@ -26,7 +26,7 @@ describe.skipIf(missing.length > 0)(
         controlPlanes: 3,
         workers: 2,
         accel: 'tcg',
-        progress: (l) => lines.push(l),
+        progress: timedProgress('ha', lines),
         ...(process.env.CONFBOOT_MINI_CACHE ? { cacheDir: process.env.CONFBOOT_MINI_CACHE } : {}),
       });
       const summary = JSON.stringify(

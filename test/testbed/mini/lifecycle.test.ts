@@ -18,7 +18,7 @@ import { rmSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { miniLifecycle } from '../../../src/testbed/mini/lifecycle.js';
 import { listMiniNamespaces } from '../../../src/testbed/vm/private-network.js';
-import { missingForMiniVms } from '../../support/mini-host.js';
+import { missingForMiniVms, timedProgress } from '../../support/mini-host.js';
 
 const missing = missingForMiniVms();
 
@@ -28,6 +28,7 @@ describe.skipIf(missing.length > 0)(
     it('reboot rejoins, tampered reboot is refused, a full outage is recovered with 2 of 3 shares, a reset disk is wiped and joins fresh; nothing is left running', async () => {
       const result = await miniLifecycle({
         accel: 'tcg',
+        progress: timedProgress('lifecycle'),
         ...(process.env.CONFBOOT_MINI_CACHE ? { cacheDir: process.env.CONFBOOT_MINI_CACHE } : {}),
       });
       let passed = false;

@@ -13,7 +13,7 @@ import { rmSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { miniUp } from '../../../src/testbed/mini/cluster.js';
 import { listMiniNamespaces } from '../../../src/testbed/vm/private-network.js';
-import { missingForMiniVms } from '../../support/mini-host.js';
+import { missingForMiniVms, timedProgress } from '../../support/mini-host.js';
 
 const missing = missingForMiniVms();
 const workers = Number(process.env.CONFBOOT_MINI_WORKERS ?? '1');
@@ -27,7 +27,7 @@ describe.skipIf(missing.length > 0)(
         workers,
         tampered: 1,
         accel: 'tcg',
-        progress: (l) => lines.push(l),
+        progress: timedProgress('mini-up', lines),
         ...(process.env.CONFBOOT_MINI_CACHE ? { cacheDir: process.env.CONFBOOT_MINI_CACHE } : {}),
       });
       let passed = false;

@@ -11,7 +11,7 @@
 import { rmSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { miniUpgrade } from '../../../src/testbed/mini/upgrade.js';
-import { missingForMiniVms } from '../../support/mini-host.js';
+import { missingForMiniVms, timedProgress } from '../../support/mini-host.js';
 
 const missing = missingForMiniVms();
 // Four VMs and three rounds of reboots (about ten minutes under TCG), in `npm test`.
@@ -23,7 +23,7 @@ describe.skipIf(missing.length > 0)(
       const lines: string[] = [];
       const result = await miniUpgrade({
         accel: 'tcg',
-        progress: (l) => lines.push(l),
+        progress: timedProgress('upgrade', lines),
         ...(process.env.CONFBOOT_MINI_CACHE ? { cacheDir: process.env.CONFBOOT_MINI_CACHE } : {}),
       });
       const summary = JSON.stringify(result.steps, null, 2);
