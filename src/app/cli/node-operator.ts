@@ -2,15 +2,35 @@
  * `confboot node-operator`: the cluster's node operator (src/app/node-operator/run.ts). Approves a
  * kubelet's client CSR only for the join ticket it was issued with, deletes JoiningNode records
  * once their Node is Ready or their deadline passed, and releases the DiskBindings of nodes that are
- * gone. Runs until SIGTERM or SIGINT; `--once` runs one round and prints what it did as JSON.
+ * gone. With `--variant` and `--attestation-config` it also re-attests every joined node on an
+ * interval through its verification service (docs/reattestation.md). Runs until SIGTERM or SIGINT;
+ * `--once` runs one round and prints what it did as JSON.
  */
 import { createPinoLogger } from '../../adapters/log/pino-logger.js';
+import { DEFAULT_REATTEST_CONCURRENCY, DEFAULT_REATTEST_INTERVAL_MS } from '../../domain/reattestation.js';
+import type { ReattestationSettings } from '../node-operator/reattestation.js';
 import { DEFAULT_OPERATOR_INTERVAL_MS, runNodeOperator } from '../node-operator/run.js';
 import { runCommand, UsageError } from '../program/args.js';
-import { defineCommand, duration, formatDuration, parseOptions } from '../program/options.js';
+import {
+  defineCommand,
+  duration,
+  formatDuration,
+  hostPort,
+  type OptionValues,
+  parseOptions,
+  wholeNumber,
+} from '../program/options.js';
 import { printResult } from '../program/output.js';
-import { OUTPUT_OPTION } from '../program/shared-options.js';
+import { attestationConfigOption, OUTPUT_OPTION, variantOption } from '../program/shared-options.js';
 import { untilStopSignal } from '../program/signals.js';
+import { VERIFICATION_SERVICE_PORT } from '../verification-service/serve.js';
+import { AK_TRUST_OPTIONS, akTrustSettings } from './operator-inputs.js';
+
+/** `parse` for a 32-byte cluster ID in hex. */
+function clusterIdHex(raw: string, flag: string): Uint8Array {
+  if (!/^[0-9a-fA-F]{64}$/.test(raw)) throw new UsageError(`--${flag}: want 64 hex digits, got "${raw}"`);
+  return new Uint8Array(Buffer.from(raw, 'hex'));
+}
 
 /** Flags of `confboot node-operator`. */
 export const nodeOperatorCommand = defineCommand({
@@ -18,7 +38,7 @@ export const nodeOperatorCommand = defineCommand({
   env: true,
   kind: 'service',
   summary:
-    "Approve kubelet client CSRs only for their join ticket, delete JoiningNodes of Ready nodes, release gone nodes' DiskBindings.",
+    "Approve kubelet client CSRs only for their join ticket, delete JoiningNodes of Ready nodes, release gone nodes' DiskBindings, and re-attest joined nodes.",
   options: {
     kubeconfig: {
       type: 'string',
@@ -37,15 +57,97 @@ export const nodeOperatorCommand = defineCommand({
         return ms;
       },
     },
-    once: { type: 'boolean', description: 'run one round, print its report and exit' },
+    once: {
+      type: 'boolean',
+      description: 'run one round (and one re-attestation round), print its report and exit',
+    },
+    variant: variantOption({
+      required: false,
+      what: 'attestation variant of the nodes; turns re-attestation on (with --attestation-config)',
+    }),
+    'attestation-config': attestationConfigOption({
+      required: false,
+      note: '; the file in force, read again every re-attestation round',
+    }),
+    ...AK_TRUST_OPTIONS,
+    'cluster-id': {
+      type: 'string',
+      valueName: 'HEX',
+      description:
+        "vTPM variants: the cluster's ID; a joined node's node-lock register (PCR 15) is expected marked with it (required to re-attest them)",
+      parse: clusterIdHex,
+    },
+    'reattest-interval': {
+      type: 'string',
+      valueName: 'DURATION',
+      default: formatDuration(DEFAULT_REATTEST_INTERVAL_MS),
+      description: 'time between two re-attestation rounds; 0 turns re-attestation off',
+      parse: duration('s'),
+    },
+    'reattest-cordon': {
+      type: 'boolean',
+      description: 'cordon a node whose re-attestation failed (spec.unschedulable; never drained or deleted)',
+    },
+    'reattest-concurrency': {
+      type: 'string',
+      valueName: 'N',
+      default: String(DEFAULT_REATTEST_CONCURRENCY),
+      description: 'nodes re-attested at once',
+      parse: wholeNumber(1),
+    },
+    'reattest-deadline': {
+      type: 'string',
+      valueName: 'DURATION',
+      default: '10s',
+      description: 'bound on re-attesting one node (asking and verifying); past it the node is unreachable',
+      parse: duration('s', 1),
+    },
+    'verification-port': {
+      type: 'string',
+      valueName: 'PORT',
+      default: String(VERIFICATION_SERVICE_PORT),
+      description: "the nodes' verification service port",
+      parse: wholeNumber(1),
+    },
+    'metrics-listen': {
+      type: 'string',
+      valueName: 'HOST:PORT',
+      description: 'serve the re-attestation metrics at http://HOST:PORT/metrics (default: not served)',
+      parse: hostPort,
+    },
     output: OUTPUT_OPTION,
   },
-  epilog: '--once -o table prints the round as one JSON line; -o json the envelope around it.',
+  epilog:
+    'Re-attestation runs when --variant and --attestation-config are given and --reattest-interval is not 0. --once -o table prints the round as one JSON line; -o json the envelope around it.',
   exitCodes: {
     0: 'after a clean shutdown (SIGTERM/SIGINT) or a finished --once round',
     1: 'the cluster cannot be read (--once)',
   },
 });
+
+type Values = OptionValues<typeof nodeOperatorCommand.options>;
+
+/** The re-attestation settings of the flags; undefined when it is off. */
+export function reattestationSettings(values: Values): ReattestationSettings | undefined {
+  const variant = values.variant;
+  const config = values['attestation-config'];
+  if (variant === undefined && config === undefined) return undefined;
+  if (variant === undefined || config === undefined)
+    throw new UsageError('re-attestation needs both --variant and --attestation-config');
+  if (values['reattest-interval'] === 0) return undefined;
+  if (values['verification-port'] > 65535) throw new UsageError('--verification-port: want at most 65535');
+  return {
+    variant,
+    attestationConfigPath: config,
+    ...(values['cluster-id'] === undefined ? {} : { clusterId: values['cluster-id'] }),
+    lookups: akTrustSettings(values),
+    intervalMs: values['reattest-interval'],
+    cordon: Boolean(values['reattest-cordon']),
+    port: values['verification-port'],
+    concurrency: values['reattest-concurrency'],
+    deadlineMs: values['reattest-deadline'],
+  };
+}
 
 /** `confboot node-operator …`: resolves to the exit code. */
 export function run(argv: string[]): Promise<number> {
@@ -53,12 +155,15 @@ export function run(argv: string[]): Promise<number> {
     runCommand(async () => {
       const values = parseOptions(argv, nodeOperatorCommand);
       if (values === undefined) return 0;
+      const reattestation = reattestationSettings(values);
       const report = await runNodeOperator({
         ...(values.kubeconfig === undefined ? {} : { kubeconfigPath: values.kubeconfig }),
         intervalMs: values.interval,
         once: values.once,
         signal,
         logger: createPinoLogger({ base: { component: 'node-operator' } }),
+        ...(reattestation === undefined ? {} : { reattestation }),
+        ...(values['metrics-listen'] === undefined ? {} : { metricsListen: values['metrics-listen'] }),
       });
       if (!values.once) return 0;
       return printResult(values.output, 'node-operator', 0, report, (r) => JSON.stringify(r));
