@@ -12,7 +12,8 @@ import { afterEach, describe, expect, it, vi } from 'vitest';
 import { silentLogger } from '../../src/adapters/log/pino-logger.js';
 import { runBootstrapper } from '../../src/app/cli/bootstrapper.js';
 import { bootstrapperCommand } from '../../src/app/cli/bootstrapper-options.js';
-import { joinServiceCommand, parseJoinServiceFlags } from '../../src/app/cli/join-service.js';
+import { parseJoinServiceFlags } from '../../src/app/cli/join-service-flags.js';
+import { joinServiceCommand } from '../../src/app/cli/join-service-spec.js';
 import { keyServiceCommand, runKeyService } from '../../src/app/cli/key-service.js';
 import { METADATA_SERVER_COMMAND, run as runMetadataServer } from '../../src/app/operator/metadata-server.js';
 import {

@@ -22,7 +22,8 @@ import {
   keyServiceDnsNames,
   renderKeyServiceTlsSecrets,
 } from '../../src/adapters/pki/key-service-tls.js';
-import { parseJoinServiceFlags, run as runJoinServiceCli } from '../../src/app/cli/join-service.js';
+import { run as runJoinServiceCli } from '../../src/app/cli/join-service.js';
+import { parseJoinServiceFlags } from '../../src/app/cli/join-service-flags.js';
 import { keyServiceCommand, runKeyService } from '../../src/app/cli/key-service.js';
 import { renderHelp, UsageError } from '../../src/app/program/args.js';
 import { APIClient } from '../../src/gen/keyservice.js';

@@ -17,7 +17,7 @@ import {
   KEY_SERVICE_TLS_SECRET,
   keyServiceDnsNames,
 } from '../../src/adapters/pki/key-service-tls.js';
-import { parseJoinServiceFlags } from '../../src/app/cli/join-service.js';
+import { parseJoinServiceFlags } from '../../src/app/cli/join-service-flags.js';
 import { keyServiceCommand } from '../../src/app/cli/key-service.js';
 import { runManifests } from '../../src/app/cli/manifests.js';
 import * as d from '../../src/app/defaults.js';

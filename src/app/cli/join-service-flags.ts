@@ -6,10 +6,6 @@ import { type JoinServiceSettings, joinServiceSettings } from '../join-service/s
 import { parseOptions } from '../program/options.js';
 import { joinServiceCommand } from './join-service-spec.js';
 
-export { parseRateLimit } from '../join-service/settings.js';
-export { readHostPort as parseHostPort } from '../program/options.js';
-export type { JoinServiceSettings };
-
 /**
  * Parses and checks `argv` (and the `CONFBOOT_*` environment). Returns undefined after printing help.
  * @throws UsageError for unknown, missing or malformed flags, an unknown cloud, or a variant that

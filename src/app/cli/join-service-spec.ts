@@ -17,8 +17,6 @@ import {
 import { defineCommand } from '../program/options.js';
 import { LOG_LEVEL_OPTION } from '../program/shared-options.js';
 
-export { DEFAULT_JOIN_SERVICE_HTTP_LISTEN, DEFAULT_JOIN_SERVICE_LISTEN } from '../join-service/settings.js';
-
 /** Flags of `confboot join-service`. */
 export const joinServiceCommand = defineCommand({
   name: 'join-service',

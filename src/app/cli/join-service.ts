@@ -15,18 +15,6 @@ import { untilStopSignal } from '../program/signals.js';
 import { parseJoinServiceFlags } from './join-service-flags.js';
 import { joinServiceCommand } from './join-service-spec.js';
 
-export {
-  type JoinServiceSettings,
-  parseHostPort,
-  parseJoinServiceFlags,
-  parseRateLimit,
-} from './join-service-flags.js';
-export {
-  DEFAULT_JOIN_SERVICE_HTTP_LISTEN,
-  DEFAULT_JOIN_SERVICE_LISTEN,
-  joinServiceCommand,
-} from './join-service-spec.js';
-
 /** Options of {@link runJoinService}. */
 export interface JoinServiceRunOptions {
   /** Stops the service when it aborts. */

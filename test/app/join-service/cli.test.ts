@@ -24,18 +24,14 @@ import { discoveryHashFromCaCert } from '../../../src/adapters/kubernetes/discov
 import { silentLogger } from '../../../src/adapters/log/pino-logger.js';
 import { X509CsrFactory } from '../../../src/adapters/pki/x509-csr-factory.js';
 import { SystemClock } from '../../../src/adapters/system/system-clock.js';
-import {
-  joinServiceCommand,
-  parseHostPort,
-  parseJoinServiceFlags,
-  parseRateLimit,
-  run,
-  runJoinService,
-} from '../../../src/app/cli/join-service.js';
+import { run, runJoinService } from '../../../src/app/cli/join-service.js';
+import { parseJoinServiceFlags } from '../../../src/app/cli/join-service-flags.js';
+import { joinServiceCommand } from '../../../src/app/cli/join-service-spec.js';
 import { apiServerEndpointFromMetadata, variantLookups } from '../../../src/app/join-service/production.js';
+import { parseRateLimit } from '../../../src/app/join-service/settings.js';
 import { renderManifests } from '../../../src/app/manifests/manifests.js';
 import { UsageError } from '../../../src/app/program/args.js';
-import { formatDuration } from '../../../src/app/program/options.js';
+import { formatDuration, readHostPort as parseHostPort } from '../../../src/app/program/options.js';
 import {
   SimulatedClusterInitializer,
   SimulatedControlPlane,

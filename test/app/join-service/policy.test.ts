@@ -15,7 +15,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import type { ReloadOutcome } from '../../../src/adapters/attestation/updatable/updatable-validator.js';
 import { UpdatableValidator } from '../../../src/adapters/attestation/updatable/updatable-validator.js';
 import { SystemClock } from '../../../src/adapters/system/system-clock.js';
-import { parseJoinServiceFlags } from '../../../src/app/cli/join-service.js';
+import { parseJoinServiceFlags } from '../../../src/app/cli/join-service-flags.js';
 import { validatorBuilder } from '../../../src/app/join-service/production.js';
 import { variantEntry, variantNames } from '../../../src/app/registry/index.js';
 import { checkMeasurementPolicy } from '../../../src/app/registry/policy-guard.js';

@@ -21,7 +21,7 @@ import { Tpm2ToolsTpm } from '../../../src/adapters/tpm/tpm2-tools-tpm.js';
 import { attestationVerifyCommand, verifyFromFlags } from '../../../src/app/cli/attestation-verify.js';
 import { runBootstrapper } from '../../../src/app/cli/bootstrapper.js';
 import { initCommand } from '../../../src/app/cli/init.js';
-import { parseJoinServiceFlags } from '../../../src/app/cli/join-service.js';
+import { parseJoinServiceFlags } from '../../../src/app/cli/join-service-flags.js';
 import { runManifests } from '../../../src/app/cli/manifests.js';
 import {
   metadataApiFor,
