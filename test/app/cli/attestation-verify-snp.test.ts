@@ -7,11 +7,11 @@ import { writeFileSync } from 'node:fs';
 import { createServer } from 'node:http';
 import { join } from 'node:path';
 import { expect, it } from 'vitest';
-import { run } from '../../src/app/cli/attestation-verify-snp.js';
-import { createFakeAmdPki } from '../adapters/attestation/snp/fake-amd-pki.js';
-import { describeVectors, VECTORS, vec } from '../adapters/attestation/snp/vectors.js';
-import { captureStdio } from '../support/stdio.js';
-import { useTmpDirs } from '../support/tmp.js';
+import { run } from '../../../src/app/cli/attestation-verify-snp.js';
+import { createFakeAmdPki } from '../../adapters/attestation/snp/fake-amd-pki.js';
+import { describeVectors, VECTORS, vec } from '../../adapters/attestation/snp/vectors.js';
+import { captureStdio } from '../../support/stdio.js';
+import { useTmpDirs } from '../../support/tmp.js';
 
 const tmp = useTmpDirs('confboot-snp-cli-');
 const v = (p: string) => join(VECTORS, p);

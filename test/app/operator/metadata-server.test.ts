@@ -8,13 +8,13 @@ import { afterEach, describe, expect, it } from 'vitest';
 import {
   type RunningMetadataServer,
   startMetadataServer,
-} from '../../src/adapters/cloud/qemu/metadata-server.js';
-import { httpRequest } from '../../src/adapters/http/request.js';
-import { silentLogger } from '../../src/adapters/log/pino-logger.js';
-import { loadBalancerIp, parseListen, run } from '../../src/app/operator/metadata-server.js';
-import { leasesText } from '../adapters/cloud/qemu/fake-qemu-server.js';
-import { freePort } from '../support/net.js';
-import { useTmpDirs } from '../support/tmp.js';
+} from '../../../src/adapters/cloud/qemu/metadata-server.js';
+import { httpRequest } from '../../../src/adapters/http/request.js';
+import { silentLogger } from '../../../src/adapters/log/pino-logger.js';
+import { loadBalancerIp, parseListen, run } from '../../../src/app/operator/metadata-server.js';
+import { leasesText } from '../../adapters/cloud/qemu/fake-qemu-server.js';
+import { freePort } from '../../support/net.js';
+import { useTmpDirs } from '../../support/tmp.js';
 
 const tmp = useTmpDirs('confboot-mds-');
 

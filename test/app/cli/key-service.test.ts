@@ -8,17 +8,17 @@ import { connect } from 'node:net';
 import { join } from 'node:path';
 import { PassThrough } from 'node:stream';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { GrpcKmsClient } from '../../src/adapters/kms/grpc-kms-client.js';
-import { createPinoLogger } from '../../src/adapters/log/pino-logger.js';
-import { run, runKeyService } from '../../src/app/cli/key-service.js';
-import { UsageError } from '../../src/app/program/args.js';
-import { readHostPort } from '../../src/app/program/options.js';
+import { GrpcKmsClient } from '../../../src/adapters/kms/grpc-kms-client.js';
+import { createPinoLogger } from '../../../src/adapters/log/pino-logger.js';
+import { run, runKeyService } from '../../../src/app/cli/key-service.js';
+import { UsageError } from '../../../src/app/program/args.js';
+import { readHostPort } from '../../../src/app/program/options.js';
 
 const parseListen = (value: string) => readHostPort('listen', value);
 
-import { loadHkdfVectors } from '../contract/kms.js';
-import { freePort } from '../support/net.js';
-import { useTmpDirs } from '../support/tmp.js';
+import { loadHkdfVectors } from '../../contract/kms.js';
+import { freePort } from '../../support/net.js';
+import { useTmpDirs } from '../../support/tmp.js';
 
 const tmp = useTmpDirs('confboot-key-service-');
 const cleanups: Array<() => Promise<void> | void> = [];

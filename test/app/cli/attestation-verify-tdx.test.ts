@@ -5,12 +5,12 @@
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { expect, it } from 'vitest';
-import { run } from '../../src/app/cli/attestation-verify-tdx.js';
-import { describeVectors, VECTORS, vec } from '../adapters/attestation/snp/vectors.js';
-import { createFakeIntelPki, signTdxQuote } from '../adapters/attestation/tdx/fake-intel-pki.js';
-import { startFakePcs } from '../adapters/attestation/tdx/fake-pcs.js';
-import { captureStdio } from '../support/stdio.js';
-import { useTmpDirs } from '../support/tmp.js';
+import { run } from '../../../src/app/cli/attestation-verify-tdx.js';
+import { describeVectors, VECTORS, vec } from '../../adapters/attestation/snp/vectors.js';
+import { createFakeIntelPki, signTdxQuote } from '../../adapters/attestation/tdx/fake-intel-pki.js';
+import { startFakePcs } from '../../adapters/attestation/tdx/fake-pcs.js';
+import { captureStdio } from '../../support/stdio.js';
+import { useTmpDirs } from '../../support/tmp.js';
 
 const tmp = useTmpDirs('confboot-tdx-cli-');
 const v = (p: string) => join(VECTORS, p);

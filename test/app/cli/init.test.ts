@@ -1,36 +1,36 @@
 /**
  * `confboot init` against a node with a real swtpm and the real vTPM issuer: the CLI verifies the
  * node's TPM quote (and that its AK is the one the registry holds for 127.0.0.1, as the join service
- * checks; test/app/operator-ak-trust.test.ts has the refusals) before it sends the master secret.
+ * checks; test/app/cli/operator-inputs.test.ts has the refusals) before it sends the master secret.
  * The node's init handler is a stand-in that records the request (the real init flow has its own
  * tests and runs in the demo).
  */
 import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { createQemuVtpmIssuer } from '../../src/adapters/attestation/vtpm/issuer.js';
-import type { AttestedGrpcServer } from '../../src/adapters/grpc/attested-server.js';
-import { createInitServer } from '../../src/adapters/grpc/init-server.js';
-import { parseClusterKmsUri } from '../../src/adapters/grpc/kms-uri.js';
-import { ReceiptKey } from '../../src/adapters/receipts/receipt-key.js';
-import { SystemClock } from '../../src/adapters/system/system-clock.js';
-import { Tpm2ToolsTpm } from '../../src/adapters/tpm/tpm2-tools-tpm.js';
-import { run as runApply } from '../../src/app/cli/apply.js';
-import { run } from '../../src/app/cli/init.js';
-import { run as runReceipt } from '../../src/app/cli/receipt.js';
-import { MAX_RECOVERY_THRESHOLD } from '../../src/app/cli/recovery-share-files.js';
-import { variantOid } from '../../src/app/registry/index.js';
-import { buildReceiptClaims } from '../../src/domain/receipts.js';
-import type { InitRequest } from '../../src/ports/types.js';
+import { createQemuVtpmIssuer } from '../../../src/adapters/attestation/vtpm/issuer.js';
+import type { AttestedGrpcServer } from '../../../src/adapters/grpc/attested-server.js';
+import { createInitServer } from '../../../src/adapters/grpc/init-server.js';
+import { parseClusterKmsUri } from '../../../src/adapters/grpc/kms-uri.js';
+import { ReceiptKey } from '../../../src/adapters/receipts/receipt-key.js';
+import { SystemClock } from '../../../src/adapters/system/system-clock.js';
+import { Tpm2ToolsTpm } from '../../../src/adapters/tpm/tpm2-tools-tpm.js';
+import { run as runApply } from '../../../src/app/cli/apply.js';
+import { run } from '../../../src/app/cli/init.js';
+import { run as runReceipt } from '../../../src/app/cli/receipt.js';
+import { MAX_RECOVERY_THRESHOLD } from '../../../src/app/cli/recovery-share-files.js';
+import { variantOid } from '../../../src/app/registry/index.js';
+import { buildReceiptClaims } from '../../../src/domain/receipts.js';
+import type { InitRequest } from '../../../src/ports/types.js';
 import {
   expectedAttestationConfig,
   GOOD_BOOT,
   measureBoot,
   TAMPERED_BOOT,
-} from '../../src/testbed/demo/boot-measurements.js';
-import { SsaApiServer } from '../support/ssa-api-server.js';
-import { useSwtpm } from '../support/swtpm.js';
-import { useTmpDirs } from '../support/tmp.js';
+} from '../../../src/testbed/demo/boot-measurements.js';
+import { SsaApiServer } from '../../support/ssa-api-server.js';
+import { useSwtpm } from '../../support/swtpm.js';
+import { useTmpDirs } from '../../support/tmp.js';
 
 const tmp = useTmpDirs();
 const swtpm = useSwtpm();

@@ -9,10 +9,10 @@ import { execFile } from 'node:child_process';
 import { existsSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { expect, it } from 'vitest';
-import { run } from '../../src/app/cli/attestation-verify-nitrotpm.js';
-import { describeVectors, HAVE_VECTORS, vec } from '../adapters/attestation/snp/vectors.js';
-import { captureStdio } from '../support/stdio.js';
-import { useTmpDirs } from '../support/tmp.js';
+import { run } from '../../../src/app/cli/attestation-verify-nitrotpm.js';
+import { describeVectors, HAVE_VECTORS, vec } from '../../adapters/attestation/snp/vectors.js';
+import { captureStdio } from '../../support/stdio.js';
+import { useTmpDirs } from '../../support/tmp.js';
 
 const tmp = useTmpDirs('confboot-nitrotpm-cli-');
 const { stdout, stderr } = captureStdio();
@@ -25,7 +25,7 @@ const fixture = HAVE_VECTORS
 const hexDoc = fixture?.attestation.nitro.document ?? '';
 const nonce = fixture?.nonce ?? '';
 const AT = ['--at', '2026-02-03T10:12:02Z'];
-const DIST_CLI = resolve(import.meta.dirname, '../../dist/src/app/cli/main.js');
+const DIST_CLI = resolve(import.meta.dirname, '../../../dist/src/app/cli/main.js');
 
 function file(name: string, data: string | Buffer): string {
   const path = join(tmp(), name);

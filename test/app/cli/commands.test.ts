@@ -1,6 +1,6 @@
 /** Every registered command (and every attestation verb) answers --help with exit code 0. */
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { COMMANDS } from '../../src/app/cli/commands.js';
+import { COMMANDS } from '../../../src/app/cli/commands.js';
 
 function captureStdout(): { text: () => string } {
   let out = '';

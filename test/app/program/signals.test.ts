@@ -5,7 +5,7 @@
  * caller's AbortSignal stops it too (also when already aborted), and the listeners are gone after.
  */
 import { describe, expect, it } from 'vitest';
-import { untilStopSignal } from '../../src/app/program/signals.js';
+import { untilStopSignal } from '../../../src/app/program/signals.js';
 
 const counts = () => [process.listenerCount('SIGTERM'), process.listenerCount('SIGINT')];
 

@@ -15,26 +15,26 @@ import { createRequire } from 'node:module';
 import { createServer, type Server } from 'node:net';
 import { dirname, join } from 'node:path';
 import { afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
-import { createQemuVtpmIssuer } from '../../src/adapters/attestation/vtpm/issuer.js';
-import type { AttestedGrpcServer } from '../../src/adapters/grpc/attested-server.js';
-import { createInitServer } from '../../src/adapters/grpc/init-server.js';
-import { AttestedRecoveryEndpoint } from '../../src/adapters/grpc/recover.js';
-import { SystemClock } from '../../src/adapters/system/system-clock.js';
-import { type SwtpmInstance, startSwtpm } from '../../src/adapters/tpm/swtpm.js';
-import { Tpm2ToolsTpm } from '../../src/adapters/tpm/tpm2-tools-tpm.js';
-import { run as runInit } from '../../src/app/cli/init.js';
-import { run as runRecover } from '../../src/app/cli/recover.js';
-import { variantOid } from '../../src/app/registry/index.js';
-import { ConfbootError } from '../../src/ports/errors.js';
-import type { Issuer } from '../../src/ports/issuer.js';
-import type { InitRequest } from '../../src/ports/types.js';
+import { createQemuVtpmIssuer } from '../../../src/adapters/attestation/vtpm/issuer.js';
+import type { AttestedGrpcServer } from '../../../src/adapters/grpc/attested-server.js';
+import { createInitServer } from '../../../src/adapters/grpc/init-server.js';
+import { AttestedRecoveryEndpoint } from '../../../src/adapters/grpc/recover.js';
+import { SystemClock } from '../../../src/adapters/system/system-clock.js';
+import { type SwtpmInstance, startSwtpm } from '../../../src/adapters/tpm/swtpm.js';
+import { Tpm2ToolsTpm } from '../../../src/adapters/tpm/tpm2-tools-tpm.js';
+import { run as runInit } from '../../../src/app/cli/init.js';
+import { run as runRecover } from '../../../src/app/cli/recover.js';
+import { variantOid } from '../../../src/app/registry/index.js';
+import { ConfbootError } from '../../../src/ports/errors.js';
+import type { Issuer } from '../../../src/ports/issuer.js';
+import type { InitRequest } from '../../../src/ports/types.js';
 import {
   expectedAttestationConfig,
   GOOD_BOOT,
   measureBoot,
-} from '../../src/testbed/demo/boot-measurements.js';
-import { bundleEntry } from '../../src/testbed/mini/bundle.js';
-import { useTmpDirs } from '../support/tmp.js';
+} from '../../../src/testbed/demo/boot-measurements.js';
+import { bundleEntry } from '../../../src/testbed/mini/bundle.js';
+import { useTmpDirs } from '../../support/tmp.js';
 
 const tmp = useTmpDirs('confboot-operator-ak-');
 const clock = new SystemClock();

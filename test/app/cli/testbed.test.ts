@@ -12,10 +12,10 @@ import {
   loadTestbedCommand,
   loadTestbedModule,
   testbedMissingLine,
-} from '../../src/app/cli/testbed.js';
-import { useTmpDirs } from '../support/tmp.js';
+} from '../../../src/app/cli/testbed.js';
+import { useTmpDirs } from '../../support/tmp.js';
 
-const root = resolve(import.meta.dirname, '../..');
+const root = resolve(import.meta.dirname, '../../..');
 
 afterEach(() => {
   vi.restoreAllMocks();

@@ -8,13 +8,13 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { parse as parseYaml } from 'yaml';
-import { decodeAttestationPb } from '../../src/adapters/attestation/shared/vtpm-document.js';
-import { parseTdxQuote } from '../../src/adapters/attestation/tdx/quote.js';
-import { type DiffReport, run } from '../../src/app/cli/measurements.js';
-import * as lib from '../../src/index.js';
-import { useTmpDirs } from '../support/tmp.js';
+import { decodeAttestationPb } from '../../../src/adapters/attestation/shared/vtpm-document.js';
+import { parseTdxQuote } from '../../../src/adapters/attestation/tdx/quote.js';
+import { type DiffReport, run } from '../../../src/app/cli/measurements.js';
+import * as lib from '../../../src/index.js';
+import { useTmpDirs } from '../../support/tmp.js';
 
-const vectors = resolve(import.meta.dirname, '../../../shared/testvectors');
+const vectors = resolve(import.meta.dirname, '../../../../shared/testvectors');
 const v = (p: string) => resolve(vectors, p);
 const expected = JSON.parse(readFileSync(v('go-tpm-tools/eventlogs/expected.json'), 'utf8')) as {
   logs: Record<string, { file: string; expected_pcrs: Record<string, Record<string, string>> }>;

@@ -2,13 +2,13 @@
  * `confboot recover` reads its inputs as `confboot init` does (src/app/cli/operator-inputs.ts): the
  * master secret or a share goes only to a node whose attestation config proves its image, so a weak
  * config is a usage error before any connection (the endpoint below accepts none). The AK rule
- * (--variant, --qemu-ak-registry) is tested in test/app/operator-ak-trust.test.ts.
+ * (--variant, --qemu-ak-registry) is tested in test/app/cli/operator-inputs.test.ts.
  */
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterEach, expect, it, vi } from 'vitest';
-import { run } from '../../src/app/cli/recover.js';
-import { useTmpDirs } from '../support/tmp.js';
+import { run } from '../../../src/app/cli/recover.js';
+import { useTmpDirs } from '../../support/tmp.js';
 
 const tmp = useTmpDirs('confboot-recover-cli-');
 afterEach(() => vi.restoreAllMocks());

@@ -6,12 +6,12 @@ import { createHash, randomBytes } from 'node:crypto';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import { parseEventLog, replayEventLog } from '../../src/adapters/attestation/eventlog/tcg-log.js';
-import { run, type VerifyReport } from '../../src/app/cli/attestation-verify.js';
-import { SHA256, SoftTpm, SoftVtpmIssuer } from '../support/soft-tpm.js';
-import { useTmpDirs } from '../support/tmp.js';
+import { parseEventLog, replayEventLog } from '../../../src/adapters/attestation/eventlog/tcg-log.js';
+import { run, type VerifyReport } from '../../../src/app/cli/attestation-verify.js';
+import { SHA256, SoftTpm, SoftVtpmIssuer } from '../../support/soft-tpm.js';
+import { useTmpDirs } from '../../support/tmp.js';
 
-const vectors = resolve(import.meta.dirname, '../../../shared/testvectors/go-tpm-tools');
+const vectors = resolve(import.meta.dirname, '../../../../shared/testvectors/go-tpm-tools');
 const pb9009 = resolve(vectors, 'attestations/gce-cos-85-nonce9009.pb');
 const pbNoNonce = resolve(vectors, 'attestations/gce-cos-85-no-nonce.pb');
 const roots = [
@@ -151,8 +151,8 @@ describe('confboot attestation verify --format pb (real GCE attestations)', () =
 
   it('accepts with --trusted-ak instead of roots', async () => {
     const dir = tmp();
-    const { decodeAttestationPb } = await import('../../src/adapters/attestation/shared/vtpm-document.js');
-    const { parseCertificates } = await import('../../src/adapters/attestation/shared/x509-chain.js');
+    const { decodeAttestationPb } = await import('../../../src/adapters/attestation/shared/vtpm-document.js');
+    const { parseCertificates } = await import('../../../src/adapters/attestation/shared/x509-chain.js');
     const cert = (await parseCertificates(decodeAttestationPb(readFileSync(pb9009)).akCert, 'ak'))[0];
     const pem = file(dir, 'ak.pem', cert?.publicKey.toString('pem') ?? '');
     expect(await run(['--document', pb9009, '--format', 'pb', '--nonce', '9009', '--trusted-ak', pem])).toBe(
