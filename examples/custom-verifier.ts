@@ -22,9 +22,8 @@ import { createQemuVtpmIssuer } from '../src/adapters/attestation/vtpm/issuer.js
 import { startSwtpm } from '../src/adapters/tpm/swtpm.js';
 import { Tpm2ToolsTpm } from '../src/adapters/tpm/tpm2-tools-tpm.js';
 import { createValidator } from '../src/app/registry/validators.js';
-import { formatMismatch } from '../src/domain/measurements.js';
 import { isAttestationError, messageOf } from '../src/ports/errors.js';
-import type { MeasurementPolicy } from '../src/ports/measurement-policy.js';
+import { formatMismatch, type MeasurementPolicy } from '../src/ports/measurement-policy.js';
 import type { MeasurementMismatch } from '../src/ports/types.js';
 
 /** SHA-256 as a TPM PCR extend computes it: PCR' = SHA256(PCR ‖ SHA256(event)). */

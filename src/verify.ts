@@ -26,12 +26,12 @@ export {
   type VerifyResult,
   verifyAttestation,
 } from './app/verify/verify-attestation.js';
-export { formatMismatch, MeasurementsPolicy, parseAttestationConfig } from './domain/measurements.js';
+export { MeasurementsPolicy, parseAttestationConfig } from './domain/measurements.js';
 export type { AkRegistry } from './ports/ak-registry.js';
 export type { AmdCertFetcher } from './ports/amd-cert-fetcher.js';
 export type { AmiTpmSupport } from './ports/ami-tpm-support.js';
 export { AttestationError, ConfbootError, isAttestationError, isConfbootError } from './ports/errors.js';
 export type { GceShieldedIdentity } from './ports/gce-shielded-identity.js';
-export type { MeasurementPolicy } from './ports/measurement-policy.js';
+export { formatMismatch, type MeasurementPolicy } from './ports/measurement-policy.js';
 export type { AttestationCheck, MeasurementMismatch } from './ports/types.js';
 export type { ValidationResult, Validator } from './ports/validator.js';

@@ -13,9 +13,6 @@ import {
 } from '../ports/measurement-policy.js';
 import type { Measurement, MeasurementMismatch, Measurements } from '../ports/types.js';
 
-/** The one text of a measurement mismatch (`PCR12: expected <hex>, got <hex>`). */
-export { formatMismatch } from '../ports/measurement-policy.js';
-
 /** Length of a SHA-256 PCR value. */
 export const PCR_MEASUREMENT_LENGTH = 32;
 /** Length of a TDX MRTD/RTMR value (SHA-384). */

@@ -3,12 +3,12 @@ import { describe, expect, it } from 'vitest';
 import {
   compareMeasurements,
   enforcedMismatches,
-  formatMismatch,
   MeasurementsPolicy,
   parseAttestationConfig,
   parseMeasurements,
 } from '../../src/domain/measurements.js';
 import { isConfbootError } from '../../src/ports/errors.js';
+import { formatMismatch } from '../../src/ports/measurement-policy.js';
 import type { Measurements } from '../../src/ports/types.js';
 
 const h32 = (b: number) => b.toString(16).padStart(2, '0').repeat(32);

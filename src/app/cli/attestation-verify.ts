@@ -18,10 +18,11 @@ import { verifyRawAttestation } from '../../adapters/attestation/vtpm/raw-attest
 import { Ec2AmiTpmSupport } from '../../adapters/cloud/aws/ami-tpm-support.js';
 import { ComputeShieldedIdentity } from '../../adapters/cloud/gcp/shielded-identity.js';
 import { SystemClock } from '../../adapters/system/system-clock.js';
-import { formatMismatch, MeasurementsPolicy, parseAttestationConfig } from '../../domain/measurements.js';
+import { MeasurementsPolicy, parseAttestationConfig } from '../../domain/measurements.js';
 import type { Clock } from '../../ports/clock.js';
 import { isAttestationError, messageOf } from '../../ports/errors.js';
 import type { MeasurementPolicy } from '../../ports/measurement-policy.js';
+import { formatMismatch } from '../../ports/measurement-policy.js';
 import type { AttestationCheck, MeasurementMismatch } from '../../ports/types.js';
 import type { Validator } from '../../ports/validator.js';
 import { runCommand, UsageError } from '../program/args.js';
