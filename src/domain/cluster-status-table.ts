@@ -63,7 +63,11 @@ const COLUMNS: readonly Column[] = [
     max: 4,
     value: (n) => (n.evidenceAgeSeconds === undefined ? '-' : shortAge(n.evidenceAgeSeconds)),
   },
-  { header: 'REATT', max: 5, value: (n) => n.reattestation },
+  {
+    header: 'REATT',
+    max: 5,
+    value: (n) => (n.reattestation === 'none' ? 'none' : n.reattestation.ok ? 'ok' : 'FAIL'),
+  },
   { header: 'POLICY', max: 6, value: (n) => (n.inPolicy ? 'ok' : 'OUT') },
 ];
 
@@ -127,7 +131,11 @@ export function statusTable(status: ClusterStatus): string {
       lines.push(cut(`  cluster: ${status.problems.join(', ')}`, STATUS_TABLE_WIDTH));
     for (const n of out) {
       const why = n.problems.map((p) =>
-        p === 'refused' ? `refused (${cut(n.lastDecision?.reason ?? '', 24)})` : p,
+        p === 'refused'
+          ? `refused (${cut(n.lastDecision?.reason ?? '', 24)})`
+          : p === 'reattestation-failed' && n.reattestation !== 'none'
+            ? `reattestation-failed (${n.reattestation.reason})`
+            : p,
       );
       lines.push(cut(`  ${cut(n.name, 36)}: ${why.join(', ')}`, STATUS_TABLE_WIDTH));
     }

@@ -11,7 +11,8 @@
  *
  * A node is out of policy when its last decision was a refusal, when it has no issued ticket on
  * record, when the measurement set its last ticket matched is no longer in the config or no longer
- * valid, when that evidence is older than the allowed age, or when no state disk is bound to it.
+ * valid, when that evidence is older than the allowed age, when no state disk is bound to it, or
+ * when the node operator's last re-attestation of it (after that ticket) failed.
  * The cluster is out of policy when any node is, when the join service is not Ready on a control
  * plane, or when the attestation config cannot be read.
  */
@@ -24,6 +25,7 @@ import type {
 } from '../ports/cluster-status.js';
 import { foldNodeName } from '../ports/kubernetes-node.js';
 import { peerHost } from '../ports/peer-address.js';
+import type { ReattestationResult } from '../ports/reattestation.js';
 import { isSetValidAt, parseAttestationConfig } from './measurements.js';
 
 /** Why a node or the cluster is out of policy. */
@@ -34,6 +36,7 @@ export type StatusProblem =
   | 'measurement-set-retired'
   | 'evidence-too-old'
   | 'no-disk-binding'
+  | 'reattestation-failed'
   | 'join-service-not-ready'
   | 'attestation-config-unreadable';
 
@@ -64,8 +67,11 @@ export interface NodeStatus {
   /** When its last issued ticket's evidence was decided on, and how old that is in seconds. */
   evidenceAt: string | undefined;
   evidenceAgeSeconds: number | undefined;
-  /** The last re-attestation's result; `none` until the cluster re-attests joined nodes. */
-  reattestation: 'none';
+  /**
+   * The node operator's last re-attestation of the node since its last issued ticket (its
+   * EvidenceRecord's); `none` when it has not been re-attested since.
+   */
+  reattestation: 'none' | ReattestationResult;
   inPolicy: boolean;
   problems: StatusProblem[];
 }
@@ -197,6 +203,15 @@ function nodeStatus(
     }
   }
   if (disks.length === 0 && !isInit) problems.push('no-disk-binding');
+  // A re-attestation from before the last ticket (a rejoin since) no longer speaks for the node.
+  const reattested = lastIssued?.lastReattestation;
+  const reattestation =
+    reattested !== undefined &&
+    lastIssued !== undefined &&
+    Date.parse(reattested.at) >= Date.parse(lastIssued.at)
+      ? reattested
+      : 'none';
+  if (reattestation !== 'none' && !reattestation.ok) problems.push('reattestation-failed');
   return {
     name: node.name,
     role: node.controlPlane ? 'control-plane' : 'worker',
@@ -211,7 +226,7 @@ function nodeStatus(
     disks: [...disks].sort(),
     evidenceAt: lastIssued?.at,
     evidenceAgeSeconds: ageSeconds,
-    reattestation: 'none',
+    reattestation,
     inPolicy: problems.length === 0,
     problems,
   };

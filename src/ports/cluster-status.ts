@@ -6,6 +6,7 @@
  */
 import type { DiskBinding } from './disk-bindings.js';
 import type { EvidenceRecord } from './evidence-store.js';
+import type { ReattestationResult } from './reattestation.js';
 import type { CallOptions } from './types.js';
 
 /** One Kubernetes Node as status needs it. */
@@ -21,8 +22,13 @@ export interface StatusNode {
   createdAt: string | undefined;
 }
 
-/** An evidence record without its byte fields (status shows decisions, never documents). */
-export type StatusEvidence = Omit<EvidenceRecord, 'document' | 'nonce' | 'userData'>;
+/**
+ * An evidence record without its byte fields (status shows decisions, never documents), with the
+ * node operator's last re-attestation of the node when its record carries one.
+ */
+export type StatusEvidence = Omit<EvidenceRecord, 'document' | 'nonce' | 'userData'> & {
+  lastReattestation?: ReattestationResult;
+};
 
 /** One refusal Event of the join service, as its message names the caller. */
 export interface StatusRefusalEvent {

@@ -45,6 +45,21 @@ describe('statusTable', () => {
     );
   });
 
+  it('shows the last re-attestation (FAIL with its reason under the table, ok) in the REATT column', () => {
+    const clock = new FakeClock();
+    const snap = healthy(clock);
+    const at = clock.now().toISOString();
+    snap.evidence[0] = { ...snap.evidence[0]!, lastReattestation: { at, ok: true, reason: 'ok' } };
+    snap.evidence[1] = { ...snap.evidence[1]!, lastReattestation: { at, ok: false, reason: 'unreachable' } };
+    const lines = statusTable(clusterStatus(snap, policy(clock)))
+      .trimEnd()
+      .split('\n');
+    expect(lines.find((l) => l.startsWith('cp-2'))).toMatch(/ ok +ok$/);
+    expect(lines.find((l) => l.startsWith('w-1'))).toMatch(/ FAIL +OUT$/);
+    expect(lines).toContain('  w-1: reattestation-failed (unreachable)');
+    for (const line of lines) expect(line.length).toBeLessThanOrEqual(STATUS_TABLE_WIDTH);
+  });
+
   it('says every node is in policy when they are', () => {
     const clock = new FakeClock();
     expect(statusTable(clusterStatus(healthy(clock), policy(clock)))).toContain('Every node is in policy.');

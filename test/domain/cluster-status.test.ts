@@ -113,6 +113,40 @@ describe('clusterStatus', () => {
     });
   });
 
+  it('a failed re-attestation after the ticket puts the node out of policy; a passed one shows ok; one from before a rejoin is none', async () => {
+    const clock = new FakeClock();
+    const snap = healthy(clock);
+    await clock.advance(60_000);
+    const at = clock.now().toISOString();
+    snap.evidence[0] = {
+      ...issued('cp-2', DISK_CP2, new Date(Date.parse(at) - 60_000)),
+      lastReattestation: { at, ok: true, reason: 'ok' },
+    };
+    snap.evidence[1] = {
+      ...issued('w-1', DISK_W1, new Date(Date.parse(at) - 60_000)),
+      lastReattestation: {
+        at,
+        ok: false,
+        reason: 'measurement-mismatch',
+        detail: 'measurements: PCR 12 differs',
+      },
+    };
+    const s = clusterStatus(snap, policy(clock));
+    expect(problemsOf(s)).toEqual({ 'cp-1': [], 'cp-2': [], 'w-1': ['reattestation-failed'] });
+    expect(s.nodes.map((n) => n.reattestation)).toEqual([
+      'none',
+      { at, ok: true, reason: 'ok' },
+      { at, ok: false, reason: 'measurement-mismatch', detail: 'measurements: PCR 12 differs' },
+    ]);
+    expect(s.inPolicy).toBe(false);
+    // The node rejoined (a new ticket) after that failure: the failure no longer speaks for it.
+    await clock.advance(60_000);
+    snap.evidence[1] = { ...snap.evidence[1]!, at: clock.now().toISOString() };
+    const after = clusterStatus(snap, policy(clock));
+    expect(after.nodes[2]?.reattestation).toBe('none');
+    expect(after.inPolicy).toBe(true);
+  });
+
   it('a later issued ticket clears an earlier refusal', async () => {
     const clock = new FakeClock();
     const snap = healthy(clock);

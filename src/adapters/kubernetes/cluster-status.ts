@@ -1,7 +1,7 @@
 /**
  * What `confboot status` reads through the Kubernetes API (@kubernetes/client-node): Nodes, NodeVersion
  * `constellation-version`, the join service's EvidenceRecords (through KubeEvidenceStore, without
- * their documents), DiskBindings, its refusal Events in kube-system, its pods, and the attestation
+ * their documents, with the node operator's last re-attestation annotated on them), DiskBindings, its refusal Events in kube-system, its pods, and the attestation
  * config in ConfigMap kube-system/join-config. Every call is bounded by a timeout and every list by
  * a page size and a page count; a resource type the cluster does not have (404: no CRD, no
  * NodeVersion, no join-config) reads as empty. Any other failure rejects: the caller cannot decide.
@@ -29,8 +29,9 @@ import {
   UPDATE_VERSION,
 } from './api.js';
 import { EVENT_COMPONENT } from './event-recorder.js';
-import { KubeEvidenceStore } from './evidence-store.js';
+import { evidenceRecordName, KubeEvidenceStore } from './evidence-store.js';
 import { DISK_BINDING_GROUP, DISK_BINDING_PLURAL, DISK_BINDING_VERSION } from './names.js';
+import { KubeReattestationApi } from './reattestation-api.js';
 
 /** Items per LIST page, and pages at most per list. */
 const PAGE = 500;
@@ -70,11 +71,16 @@ export class KubeClusterSnapshot implements ClusterSnapshotSource {
   private readonly core: CoreV1Api;
   private readonly custom: CustomObjectsApi;
   private readonly timeoutMs: number;
+  private readonly reattestation: KubeReattestationApi;
 
   constructor(private readonly options: KubeClusterSnapshotOptions) {
     this.core = options.kubeConfig.makeApiClient(CoreV1Api);
     this.custom = options.kubeConfig.makeApiClient(CustomObjectsApi);
     this.timeoutMs = options.requestTimeoutInMs ?? DEFAULT_KUBE_REQUEST_TIMEOUT_MS;
+    this.reattestation = new KubeReattestationApi({
+      kubeConfig: options.kubeConfig,
+      requestTimeoutInMs: this.timeoutMs,
+    });
   }
 
   /** {@inheritDoc ClusterSnapshotSource.read} */
@@ -157,7 +163,14 @@ export class KubeClusterSnapshot implements ClusterSnapshotSource {
     const { kubeConfig, clock, logger } = this.options;
     const store = new KubeEvidenceStore({ kubeConfig, clock, logger, requestTimeoutInMs: this.timeoutMs });
     const records = (await this.orAbsent(() => store.list())) ?? [];
-    return records.map(({ document: _d, nonce: _n, userData: _u, ...r }) => r);
+    // The node operator's last re-attestation, an annotation of the issued ticket's record.
+    const reattested = new Map(
+      ((await this.orAbsent(() => this.reattestation.issuedRecords())) ?? []).map((r) => [r.name, r.last]),
+    );
+    return records.map(({ document: _d, nonce: _n, userData: _u, ...r }) => {
+      const last = reattested.get(evidenceRecordName(r.key));
+      return last === undefined ? r : { ...r, lastReattestation: last };
+    });
   }
 
   private async diskBindings(): Promise<DiskBinding[]> {

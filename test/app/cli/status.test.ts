@@ -13,6 +13,7 @@ import { loadKubeConfig } from '../../../src/adapters/kubernetes/api.js';
 import { KubeDiskBindings } from '../../../src/adapters/kubernetes/disk-bindings.js';
 import { KubeEventRecorder } from '../../../src/adapters/kubernetes/event-recorder.js';
 import { KubeEvidenceStore } from '../../../src/adapters/kubernetes/evidence-store.js';
+import { KubeReattestationApi } from '../../../src/adapters/kubernetes/reattestation-api.js';
 import { runStatus } from '../../../src/app/cli/status.js';
 import { STATUS_TABLE_WIDTH } from '../../../src/domain/cluster-status-table.js';
 import type { EvidenceRecord } from '../../../src/ports/evidence-store.js';
@@ -218,6 +219,25 @@ describe('confboot status against the SIMULATED Kubernetes API server over HTTPS
       /\nw-1 +worker +qemu-vtpm +image-b +refused 0s Measurem… +Zm9v affirming +11111111 +2m +none +OUT\n/,
     );
     expect(out).toContain('\n  w-1: refused (MeasurementMismatch)\n');
+  });
+
+  it("a failed re-attestation on the worker's EvidenceRecord (the node operator's annotation) shows and exits 1", async () => {
+    const clock = new FakeClock();
+    const { kubeconfig } = await seeded(clock);
+    await clock.advance(60_000);
+    const reattestation = new KubeReattestationApi({ kubeConfig: loadKubeConfig(kubeconfig) });
+    const [w1] = (await reattestation.list()).filter((t) => t.nodeName === 'w-1');
+    const failed = { at: clock.now().toISOString(), ok: false, reason: 'measurement-mismatch' } as const;
+    await reattestation.record(w1!, failed);
+    const { code, out } = await status(['--kubeconfig', kubeconfig, '-o', 'json'], clock);
+    expect(code).toBe(1);
+    const w = JSON.parse(out).result.nodes[2];
+    expect(w).toMatchObject({
+      name: 'w-1',
+      reattestation: failed,
+      problems: ['reattestation-failed'],
+      inPolicy: false,
+    });
   });
 
   it('a join service not Ready exits 1; an unreachable API server exits 3; a missing kubeconfig 2', async () => {
