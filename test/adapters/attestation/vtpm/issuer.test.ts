@@ -8,12 +8,12 @@ import {
   makeExtraData,
   makeTpmNonce,
   VtpmIssuer,
-} from '../../../src/adapters/attestation/vtpm/issuer.js';
-import { Tpm2ToolsTpm } from '../../../src/adapters/tpm/tpm2-tools-tpm.js';
-import { DUMMY_OID, variantOid } from '../../../src/app/registry/index.js';
-import { useSwtpm } from '../../support/swtpm.js';
-import { useTmpDirs } from '../../support/tmp.js';
-import { checkQuote, extraDataOf, rsaAkPem } from './tpm-test-helpers.js';
+} from '../../../../src/adapters/attestation/vtpm/issuer.js';
+import { Tpm2ToolsTpm } from '../../../../src/adapters/tpm/tpm2-tools-tpm.js';
+import { DUMMY_OID, variantOid } from '../../../../src/app/registry/index.js';
+import { useSwtpm } from '../../../support/swtpm.js';
+import { useTmpDirs } from '../../../support/tmp.js';
+import { checkQuote, extraDataOf, rsaAkPem } from '../../tpm/tpm-test-helpers.js';
 
 const sha256 = (...parts: Uint8Array[]): Buffer => {
   const h = createHash('sha256');
