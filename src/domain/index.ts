@@ -18,3 +18,10 @@ export * from './receipts.js';
 export * from './round-pacer.js';
 export * from './state-disk.js';
 export * from './ticket-issuer.js';
+export {
+  checkDiskUuid,
+  checkKubeletCsr,
+  checkRequestSizes,
+  maxTicketRequestBytes,
+  REQUEST_FIELD_LIMITS,
+} from './ticket-request.js';

@@ -59,14 +59,6 @@ import { kubeletGrant } from './kubelet-csr-approval.js';
 import { hostCertificatePrincipals, requestedHostKey, SshTicketSigner } from './ssh-ticket.js';
 import { checkDiskUuid, checkKubeletCsr } from './ticket-request.js';
 
-export {
-  checkDiskUuid,
-  checkKubeletCsr,
-  checkRequestSizes,
-  maxTicketRequestBytes,
-  REQUEST_FIELD_LIMITS,
-} from './ticket-request.js';
-
 /** The ports and facts ticket issuance uses. */
 export interface TicketIssuerDeps {
   kms: Pick<KMS, 'getDataKey'>;

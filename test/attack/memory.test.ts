@@ -16,7 +16,7 @@ import { join, resolve } from 'node:path';
 import { status } from '@grpc/grpc-js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { JOIN_SERVICE_MEMORY_BUDGET_MIB } from '../../src/app/defaults.js';
-import { REQUEST_FIELD_LIMITS } from '../../src/domain/ticket-issuer.js';
+import { REQUEST_FIELD_LIMITS } from '../../src/domain/ticket-request.js';
 import { attempt, joinRequest } from './support/attack.js';
 import { type SwtpmNode, startSwtpmNode } from './support/nodes.js';
 
@@ -115,8 +115,8 @@ describe('an attested node sending 10 concurrent maximum-size junk requests (ser
     expect(after.code, after.details).toBe(status.OK);
     const end = await usage();
     const reasons = end.audits.map((a) => `${a.outcome}:${a.reason}`);
-    expect(reasons.filter((r) => r === 'refused:invalid-argument')).toHaveLength(10);
-    expect(reasons.filter((r) => r === 'refused:field-size')).toHaveLength(10);
+    expect(reasons.filter((r) => r === 'refused:malformed-request')).toHaveLength(10);
+    expect(reasons.filter((r) => r === 'refused:request-too-large')).toHaveLength(10);
     expect(reasons.filter((r) => r.startsWith('issued'))).toHaveLength(1);
     expect(reasons).toHaveLength(21);
 

@@ -18,7 +18,7 @@
  * Pre-attestation connections are further bounded by the attested TLS listener (its own caps and
  * the largest attestation document).
  */
-import { maxTicketRequestBytes } from '../../domain/ticket-issuer.js';
+import { maxTicketRequestBytes } from '../../domain/ticket-request.js';
 import { ConfbootError } from '../../ports/errors.js';
 import { JOIN_SERVICE_MEMORY_BUDGET_MIB } from '../defaults.js';
 

@@ -13,7 +13,7 @@ import {
   checkRequestSizes,
   maxTicketRequestBytes,
   REQUEST_FIELD_LIMITS,
-} from '../../../src/domain/ticket-issuer.js';
+} from '../../../src/domain/ticket-request.js';
 
 describe('memory bounds', () => {
   it('derives the default bounds from the default budget', () => {
