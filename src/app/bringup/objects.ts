@@ -1,11 +1,11 @@
 /**
  * What a cluster needs in its Kubernetes API after `confboot init` (app layer): the objects
- * `confboot apply` creates through the admin kubeconfig. They are the join-service and key-service
- * objects of `confboot manifests` (the same generator, with the cluster's attestation config and
- * measurement salt, and the CustomResourceDefinitions NodeVersion, JoiningNode, DiskBinding and
- * EvidenceRecord), plus what the join service reads at run time: the master-secret Secret, the
- * components ConfigMap and the NodeVersion naming it, the
- * key-service TLS Secrets and the join receipt key Secret.
+ * `confboot apply` creates through the admin kubeconfig. They are the objects of `confboot
+ * manifests` — join service, key service, node operator, and the CustomResourceDefinitions
+ * NodeVersion, JoiningNode, DiskBinding and EvidenceRecord — from the same generator, with the
+ * cluster's attestation config and measurement salt, plus what the join service reads at run time:
+ * the master-secret Secret, the components ConfigMap and the NodeVersion naming it, the key-service
+ * TLS Secrets and the join receipt key Secret.
  */
 import { type KubernetesObject, loadYaml, type V1ConfigMap, type V1Secret } from '@kubernetes/client-node';
 import { NODE_VERSION_NAME, UPDATE_GROUP, UPDATE_VERSION } from '../../adapters/kubernetes/api.js';
@@ -15,7 +15,6 @@ import type { Component } from '../../ports/types.js';
 import { NAMESPACE } from '../manifests/common.js';
 import { receiptKeySecret } from '../manifests/join-service.js';
 import { type RenderOptions, renderObjects } from '../manifests/manifests.js';
-import { nodeOperatorObjects } from '../manifests/node-operator.js';
 
 export { MASTER_SECRET_NAME };
 /** Name of the components ConfigMap the NodeVersion references. */
@@ -107,6 +106,5 @@ export function bringupObjects(input: BringupInput): BringupObject[] {
     { object: components, mode: 'apply' },
     { object: nodeVersion, mode: 'apply' },
     ...rest.map((object) => ({ object, mode: 'apply' as const })),
-    ...nodeOperatorObjects(input.image).map((object) => ({ object, mode: 'apply' as const })),
   ];
 }

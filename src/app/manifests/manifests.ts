@@ -3,9 +3,11 @@
  * variant: the join service (DaemonSet on every control plane, NodePort), the key service
  * (Deployment, ClusterIP), their configuration, a NetworkPolicy that lets only join-service pods
  * reach the key service, PodDisruptionBudgets, the DiskBinding CustomResourceDefinition and the
- * join service's RBAC (exactly the Kubernetes API calls of src/adapters/kubernetes/api.ts).
+ * join service's RBAC (exactly the Kubernetes API calls of src/adapters/kubernetes/api.ts), and the
+ * node operator (Deployment, ServiceAccount, its least-privilege ClusterRole and binding).
  *
- * Each family of objects has its own builder (join-service.ts, access.ts, key-service.ts);
+ * Each family of objects has its own builder (join-service.ts, access.ts, key-service.ts,
+ * node-operator.ts);
  * {@link MANIFEST_BUILDERS} lists them in apply order.
  *
  * The targets come from the registries (src/app/registry): every cloud with every variant its nodes
@@ -33,6 +35,7 @@ import {
   joinServiceWorkloadObjects,
 } from './join-service.js';
 import { keyServiceObjects } from './key-service.js';
+import { nodeOperatorManifest } from './node-operator.js';
 
 /** Variants the join service on `cloud` can validate, the cloud's default first. */
 export function deployVariants(cloud: JoinServiceCsp): Variant[] {
@@ -66,6 +69,7 @@ export const MANIFEST_BUILDERS: readonly ManifestBuilder[] = [
   joinServiceAccessObjects,
   joinServiceWorkloadObjects,
   keyServiceObjects,
+  nodeOperatorManifest,
 ];
 
 /** What the builders render for `options`; throws on a cloud or variant that is not deployed. */

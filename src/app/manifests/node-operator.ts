@@ -18,11 +18,13 @@ import { EVIDENCE_GROUP, EVIDENCE_PLURAL } from '../../adapters/kubernetes/evide
 import { DISK_BINDING_GROUP, DISK_BINDING_PLURAL } from '../../adapters/kubernetes/names.js';
 import { KUBELET_CLIENT_SIGNER } from '../../ports/kubelet-csrs.js';
 import {
+  type BuildContext,
   controlPlaneOnly,
   DEFAULT_IMAGE,
   hardened,
   IMAGE_UID,
   NAMESPACE,
+  type RenderedObject,
   runtimeDefaultSeccomp,
 } from './common.js';
 
@@ -129,4 +131,21 @@ export function nodeOperatorObjects(image = DEFAULT_IMAGE): KubernetesObject[] {
     },
   };
   return [account, nodeOperatorClusterRole(), binding, deployment];
+}
+
+const COMMENTS: Record<string, string> = {
+  ServiceAccount: " The node operator's identity towards the API server.",
+  ClusterRole:
+    " The node operator's calls, nothing else: decide kubelet client CSRs (approve only for the kubelet\n client signer), delete JoiningNodes, read Nodes, label and release DiskBindings.",
+  ClusterRoleBinding: ' Grants the node operator its ClusterRole.',
+  Deployment:
+    " The node operator: approves a kubelet client CSR only for its join ticket, deletes JoiningNodes of\n Ready nodes, releases DiskBindings of nodes that are gone. One replica on a control plane's host\n network (it needs no pod network).",
+};
+
+/** The node operator's objects as a manifest builder (manifests.ts). */
+export function nodeOperatorManifest(context: BuildContext): RenderedObject[] {
+  return nodeOperatorObjects(context.image).map((object) => ({
+    comment: COMMENTS[object.kind ?? ''] ?? '',
+    object,
+  }));
 }
