@@ -15,10 +15,12 @@ import {
   UsageError,
 } from '../../app/program/args.js';
 import { untilStopSignal } from '../../app/program/signals.js';
-import { type MiniLifecycleResult, type MiniResult, miniDown, miniUp } from '../mini/cluster.js';
+import { miniUp } from '../mini/cluster.js';
 import { type MiniHaResult, miniHa } from '../mini/ha.js';
 import { miniLifecycle } from '../mini/lifecycle.js';
 import { describePcrMismatch } from '../mini/stages/join.js';
+import { miniDown } from '../mini/teardown.js';
+import type { MiniLifecycleResult, MiniResult } from '../mini/types.js';
 import { accelFlag, MINI_JSON_OPTION, MINI_VM_OPTIONS } from './mini-options.js';
 
 export const miniUpCommand: CommandSpec = {

@@ -36,9 +36,6 @@ import { buildResult, collectOutcome } from './stages/outcome.js';
 import { findReference, REFERENCE_VM, referenceStage } from './stages/reference.js';
 import { type MiniResult, type MiniUpOptions, planNodes } from './types.js';
 
-export { miniDown } from './teardown.js';
-export * from './types.js';
-
 /**
  * Runs the shared start of a scenario: image, network, reference boot, TPM provisioning. The
  * caller boots the nodes (bootStage) and must call `teardown` on the returned cluster.

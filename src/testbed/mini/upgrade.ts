@@ -48,8 +48,6 @@ import {
 } from './stages/upgrade-steps.js';
 import { type MiniUpOptions, NODE_CMDLINE, planNodes } from './types.js';
 
-export { IMAGE_B_CMDLINE, type UpgradePrediction, type UpgradeStepResult } from './stages/upgrade-steps.js';
-
 /** Options of `mini upgrade` (always a control plane, two A workers and one B worker). */
 export type MiniUpgradeOptions = Omit<MiniUpOptions, 'workers' | 'tampered' | 'keep'>;
 
