@@ -16,7 +16,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createPinoLogger } from '../../src/adapters/log/pino-logger.js';
 import type { Logger } from '../../src/ports/logger.js';
 import { renderSummary } from '../../src/testbed/cli/demo.js';
-import { type DemoResult, runDemo } from '../../src/testbed/demo/demo.js';
+import { runDemo } from '../../src/testbed/demo/demo.js';
+import type { DemoResult } from '../../src/testbed/demo/result.js';
 import { formsOf, pemSecrets, type Secret, searchSecrets } from './search.js';
 
 interface Run {

@@ -6,7 +6,8 @@
 
 import { type CommandSpec, parseCommand, runCommand, UsageError } from '../../app/program/args.js';
 import { untilStopSignal } from '../../app/program/signals.js';
-import { type DemoResult, runDemo } from '../demo/demo.js';
+import { runDemo } from '../demo/demo.js';
+import type { DemoResult } from '../demo/result.js';
 
 export const demoCommand: CommandSpec = {
   name: 'demo',

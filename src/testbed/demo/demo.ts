@@ -58,8 +58,6 @@ import type { DemoResult } from './result.js';
 import { createStateDiskImage } from './state-disk.js';
 import { hex, type NodeOutcome, proveNodes, shorten, told } from './verify.js';
 
-export type { DemoDiskState, DemoNodeResult, DemoResult } from './result.js';
-
 /** Options of {@link runDemo}. */
 export interface DemoOptions {
   /** Joining nodes with a good boot (default 3). */

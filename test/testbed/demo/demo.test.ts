@@ -12,7 +12,8 @@ import { describe, expect, it, vi } from 'vitest';
 import { run as receiptCli } from '../../../src/app/cli/receipt.js';
 import { demoSucceeded, renderSummary } from '../../../src/testbed/cli/demo.js';
 import { expectedAttestationConfig } from '../../../src/testbed/demo/boot-measurements.js';
-import { type DemoNodeResult, type DemoResult, runDemo } from '../../../src/testbed/demo/demo.js';
+import { runDemo } from '../../../src/testbed/demo/demo.js';
+import type { DemoNodeResult, DemoResult } from '../../../src/testbed/demo/result.js';
 
 /** Processes whose command line mentions `dir` (the demo's swtpm state dirs live under it). */
 const processesUnder = (dir: string) => {
