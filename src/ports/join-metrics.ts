@@ -1,3 +1,5 @@
+import type { JoinOutcomeReason } from './join-refusal.js';
+
 /** Outcome of one request, as audited and counted. */
 export type JoinRequestOutcome = 'issued' | 'refused';
 
@@ -6,8 +8,16 @@ export type JoinRpc = 'IssueJoinTicket' | 'IssueRejoinTicket' | 'attested-tls';
 
 /** What the join service counts about its calls (Prometheus in production). */
 export interface JoinMetrics {
-  /** Counts one decided request. Label values come from fixed sets (never caller-chosen text). */
-  countRequest(labels: { rpc: JoinRpc; outcome: JoinRequestOutcome; variant: string; reason: string }): void;
+  /**
+   * Counts one decided request. Label values come from fixed sets (never caller-chosen text): the
+   * reason is `ok` or a JoinRefusalReason.
+   */
+  countRequest(labels: {
+    rpc: JoinRpc;
+    outcome: JoinRequestOutcome;
+    variant: string;
+    reason: JoinOutcomeReason;
+  }): void;
   /** Records how long a decided request took. */
   observeSeconds(labels: { rpc: JoinRpc; outcome: JoinRequestOutcome }, seconds: number): void;
   /** One more (+1) or one fewer (-1) request running. */

@@ -30,8 +30,6 @@ export type JoinCallRefusalReason =
   | 'overloaded'
   /** The caller went away (or the service shut down) before its ticket was decided. */
   | 'cancelled'
-  /** A call arrived on a connection whose attestation had not passed. */
-  | 'unattested'
   /** The connection was attested too long ago: reconnect and attest again. */
   | 'attestation-age'
   /** The node or its state disk is on the deny list. */
@@ -60,7 +58,6 @@ export const JOIN_CALL_REFUSAL_REASONS: readonly JoinCallRefusalReason[] = Objec
   'memory-budget',
   'overloaded',
   'cancelled',
-  'unattested',
   'attestation-age',
   'deny-list',
   'disk-bound',
@@ -129,3 +126,6 @@ export function withJoinRefusalReason(err: ConfbootError, reason: JoinCallRefusa
 export function peerRefusalMessage(reason: JoinRefusalReason, text: string): string {
   return `reason=${reason} ${text}`;
 }
+
+/** A decision's reason as audited and counted: `ok` for an issued ticket, else the refusal's. */
+export type JoinOutcomeReason = 'ok' | JoinRefusalReason;

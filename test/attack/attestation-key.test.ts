@@ -175,7 +175,8 @@ describe('the audit count per connection the attack suite relies on', () => {
       await closed(socket);
       const mine = await expectAuditedRefusal(target, s, {
         rpc: 'attested-tls',
-        reason: 'document-format',
+        reason: 'document-invalid',
+        check: 'document-format',
         ports: [localPort],
       });
       expect(mine).toHaveLength(1);

@@ -87,7 +87,11 @@ describe('connection-level attacks (refused before any handler runs)', () => {
     const s = snapshot(target);
     const out = await attempt(target.endpoint, undefined, { transport: 'plaintext' });
     expect(out.code).toBe(status.UNAVAILABLE);
-    const audits = await expectAuditedRefusal(target, s, { rpc: 'attested-tls', reason: 'frame-format' });
+    const audits = await expectAuditedRefusal(target, s, {
+      rpc: 'attested-tls',
+      reason: 'protocol-error',
+      check: 'frame-format',
+    });
     expect(audits.some((a) => /TLS handshake failed .*wrong version number/.test(String(a.detail)))).toBe(
       true,
     );
@@ -103,7 +107,11 @@ describe('connection-level attacks (refused before any handler runs)', () => {
       (a) => a.slice(s.audits).some((e) => String(e.detail).includes('bad frame magic 0x50524920')),
       'the bad-magic refusal',
     );
-    await expectAuditedRefusal(target, s, { rpc: 'attested-tls', reason: 'frame-format' });
+    await expectAuditedRefusal(target, s, {
+      rpc: 'attested-tls',
+      reason: 'protocol-error',
+      check: 'frame-format',
+    });
     expectNoHandlerRan();
   });
 
@@ -169,7 +177,8 @@ describe('connection-level attacks (refused before any handler runs)', () => {
     expect(verdict).toMatchObject({ reason: 'peer-certificate' });
     const [audit] = await expectAuditedRefusal(target, s, {
       rpc: 'attested-tls',
-      reason: 'peer-certificate',
+      reason: 'peer-certificate-invalid',
+      check: 'peer-certificate',
       ports: [port],
     });
     expect(audit?.detail).toContain('peer TLS certificate is not self-signed');
@@ -184,7 +193,11 @@ describe('connection-level attacks (refused before any handler runs)', () => {
     });
     await expect(handshake).rejects.toThrow(/closed during the TLS handshake/);
     await closed(socket);
-    const audits = await expectAuditedRefusal(target, s, { rpc: 'attested-tls', reason: 'frame-format' });
+    const audits = await expectAuditedRefusal(target, s, {
+      rpc: 'attested-tls',
+      reason: 'protocol-error',
+      check: 'frame-format',
+    });
     expect(audits.some((a) => String(a.detail).startsWith('TLS handshake failed'))).toBe(true);
   });
 
@@ -196,7 +209,8 @@ describe('connection-level attacks (refused before any handler runs)', () => {
     await closed(socket);
     const [audit] = await expectAuditedRefusal(target, s, {
       rpc: 'attested-tls',
-      reason: 'frame-format',
+      reason: 'protocol-error',
+      check: 'frame-format',
       ports: [port],
     });
     expect(audit?.detail).toBe('peer did not negotiate ALPN h2');

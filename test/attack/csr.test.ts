@@ -35,7 +35,7 @@ async function expectCsrRefused(spec: CsrSpec, message: string | RegExp): Promis
   const out = await attempt(target.endpoint, node.issuer, { request: await requestWith(spec) });
   const [audit] = await expectRefused(target, s, out, {
     code: status.INVALID_ARGUMENT,
-    reason: 'invalid-argument',
+    reason: 'malformed-request',
     auditCode: 'invalid-argument',
   });
   expect(out.details).toMatch(message);

@@ -148,7 +148,7 @@ describe("an attested worker asking with another node's disk UUID (real swtpm, K
     const out = await attempt(target.endpoint, node.issuer, { from: WORKER_B, rejoinDiskUuid: DISK_B });
     await expectRefused(target, s, out, {
       code: status.UNAVAILABLE,
-      reason: 'unavailable',
+      reason: 'dependency-failed',
       auditCode: 'unavailable',
       rpc: 'IssueRejoinTicket',
     });

@@ -58,10 +58,10 @@ async function asWorker2(commonName: string, ips: string[], isControlPlane = fal
   return attempt(target.endpoint, node.issuer, { from: WORKER_2, request });
 }
 
-const denied = { code: status.PERMISSION_DENIED, reason: 'permission-denied' } as const;
+const denied = { code: status.PERMISSION_DENIED, reason: 'caller-mismatch' } as const;
 const invalid = {
   code: status.INVALID_ARGUMENT,
-  reason: 'invalid-argument',
+  reason: 'caller-mismatch',
   auditCode: 'invalid-argument',
 } as const;
 
@@ -135,7 +135,7 @@ describe("kubelet CSRs for another node, or with addresses that are not the call
   it('a genuine machine the cloud does not list for this cluster is refused: PERMISSION_DENIED', async () => {
     const s = snapshot(target);
     const out = await attempt(target.endpoint, node.issuer, { from: STRANGER });
-    await expectRefused(target, s, out, denied);
+    await expectRefused(target, s, out, { ...denied, reason: 'unknown-caller' });
     expect(out.details).toContain('caller 127.0.0.66 is not an instance of this cluster');
   });
 

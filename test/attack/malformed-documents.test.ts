@@ -116,7 +116,12 @@ describe('garbage, truncated and oversized documents (qemu-vtpm join service)', 
     // Pushing the 10 MB anyway ends in a closed connection, not in a validation.
     socket.write(Buffer.alloc(TEN_MB, 0x41));
     await closed(socket);
-    await expectAuditedRefusal(target, s, { rpc: 'attested-tls', reason: 'frame-size', ports: [port] });
+    await expectAuditedRefusal(target, s, {
+      rpc: 'attested-tls',
+      reason: 'protocol-error',
+      check: 'frame-size',
+      ports: [port],
+    });
     expect(
       target
         .logLines()
@@ -134,7 +139,8 @@ describe('garbage, truncated and oversized documents (qemu-vtpm join service)', 
     await closed(socket);
     const [audit] = await expectAuditedRefusal(target, s, {
       rpc: 'attested-tls',
-      reason: 'frame-format',
+      reason: 'protocol-error',
+      check: 'frame-format',
       ports: [port],
     });
     expect(audit?.detail).toBe('connection closed inside the frame body (60 of 100 bytes)');

@@ -66,7 +66,11 @@ describe('session binding of attestations (real swtpm quotes, qemu-vtpm join ser
       expect(verdict).toMatchObject({ type: 0x02, accepted: false, check: 'extra-data' });
       // The victim sees the service's refusal through the relay, and gets nothing either.
       expect(isAttestationError(victimResult) && victimResult.check).toBe('extra-data');
-      const audits = await expectAuditedRefusal(target, b, { rpc: 'attested-tls', reason: 'extra-data' });
+      const audits = await expectAuditedRefusal(target, b, {
+        rpc: 'attested-tls',
+        reason: 'nonce-mismatch',
+        check: 'extra-data',
+      });
       expect(audits).toHaveLength(1);
     } finally {
       relay.close();

@@ -2,8 +2,9 @@
  * The join service's gRPC edge (adapter layer, src/adapters/grpc): join.API served over attested
  * TLS where the joining node attests and this server validates (upstream: validators only, no
  * issuer). Requests and tickets are mapped to port types and handed to the join call
- * (ports/join-call.ts); its refusals go through status.ts. The join call only ever runs for
- * connections whose attestation passed.
+ * (ports/join-call.ts); its refusals go through status.ts, their message led by the refusal's reason
+ * code (`reason=deny-list issuing join ticket for …`, ports/join-refusal.ts). The join call only ever
+ * runs for connections whose attestation passed.
  */
 import { type ServerOptions, type ServerUnaryCall, type sendUnaryData, status } from '@grpc/grpc-js';
 import {
@@ -22,6 +23,7 @@ import {
   type JoinDecision,
   MAX_ATTESTATION_AGE_MS,
 } from '../../ports/join-call.js';
+import { type JoinRefusalReason, joinRefusalReasonOf, peerRefusalMessage } from '../../ports/join-refusal.js';
 import type { Logger } from '../../ports/logger.js';
 import type { JoinTicket, JoinTicketRequest, RejoinTicket, RejoinTicketRequest } from '../../ports/types.js';
 import type { Validator } from '../../ports/validator.js';
@@ -61,8 +63,13 @@ export interface JoinServerOptions extends AdmissionSettings {
 }
 
 function unattested(operation: string): GrpcStatusError {
-  const details = `${operation}: connection is not attested`;
+  const details = peerRefusalMessage('attestation-missing', `${operation}: connection is not attested`);
   return { code: status.PERMISSION_DENIED, details, message: details };
+}
+
+/** The status of a refusal with `reason`: its kind's code, the message led by `reason=<code>`. */
+function refusalStatus(err: unknown, reason: JoinRefusalReason, operation: string): GrpcStatusError {
+  return toGrpcError(err, peerRefusalMessage(reason, operation));
 }
 
 /**
@@ -112,17 +119,19 @@ export function createJoinServer(options: JoinServerOptions): AttestedGrpcServer
       try {
         request = fromProto(c.request);
       } catch (err) {
-        callback(toGrpcError(err, operation));
+        callback(refusalStatus(err, 'malformed-request', operation));
         return;
       }
       const refused = (err: unknown) => {
-        const e = toGrpcError(err, operation);
+        const reason = joinRefusalReasonOf(err);
+        const e = refusalStatus(err, reason, operation);
         // Refusals carry no secrets by contract (ports/errors.ts); the cause's message is logged
         // for operators because the status sent to the caller hides non-confboot errors.
         log?.warn('Join call failed', {
           peer: caller.peer,
           method: name,
           code: status[e.code],
+          refusal: reason,
           reason: e.details,
           ...(isConfbootError(err) ? {} : { cause: messageOf(err) }),
         });

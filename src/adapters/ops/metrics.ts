@@ -6,6 +6,7 @@
  */
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
 import type { JoinMetrics, JoinRequestOutcome, JoinRpc } from '../../ports/join-metrics.js';
+import type { JoinOutcomeReason } from '../../ports/join-refusal.js';
 
 /** Outcome of one request, as audited and counted. */
 export type JoinOutcome = JoinRequestOutcome;
@@ -21,7 +22,7 @@ export interface JoinServiceMetricsOptions {
 export class JoinServiceMetrics implements JoinMetrics {
   /** The private registry; `/metrics` renders it. */
   readonly registry = new Registry();
-  /** Requests by rpc, outcome, variant and reason. */
+  /** Requests by rpc, outcome, variant and reason (`ok` or a JoinRefusalReason). */
   readonly joins: Counter<'rpc' | 'outcome' | 'variant' | 'reason'>;
   /** Time spent validating attestation documents (the validator call inside attested TLS). */
   readonly validationSeconds: Histogram<'variant' | 'outcome'>;
@@ -125,7 +126,12 @@ export class JoinServiceMetrics implements JoinMetrics {
   }
 
   /** Counts one request. */
-  countRequest(labels: { rpc: JoinRpc; outcome: JoinOutcome; variant: string; reason: string }): void {
+  countRequest(labels: {
+    rpc: JoinRpc;
+    outcome: JoinOutcome;
+    variant: string;
+    reason: JoinOutcomeReason;
+  }): void {
     this.joins.inc(labels);
   }
 

@@ -3,8 +3,13 @@
  * TLS connection, at info (issued) or warn (refused). An event never holds a key, token or secret
  * (tickets are never logged, only the caller, node and outcome).
  */
-import { isAttestationError, isConfbootError } from '../../ports/errors.js';
+import { type AttestationReasonCode, isAttestationError, isConfbootError } from '../../ports/errors.js';
 import type { JoinRequestOutcome, JoinRpc } from '../../ports/join-metrics.js';
+import {
+  type JoinOutcomeReason,
+  type JoinRefusalReason,
+  joinRefusalReasonOf,
+} from '../../ports/join-refusal.js';
 import type { Logger } from '../../ports/logger.js';
 
 /** The message of every audit event. */
@@ -30,10 +35,12 @@ export interface JoinAuditEvent {
   outcome: JoinRequestOutcome;
   /** Error kind of a refusal (`permission-denied`, `resource-exhausted`, …). */
   code?: string;
-  /** Short stable reason: `ok`, `rate-limited`, `overloaded`, `deny-list`, `disk-bound`, the error kind or the failed attestation check. */
-  reason: string;
+  /** `ok`, or the refusal's reason code (ports/join-refusal.ts): `rate-limited`, `deny-list`, `measurement-mismatch`, … */
+  reason: JoinOutcomeReason;
+  /** The attestation check that failed, for an attestation refusal (e.g. `quote-signature`). */
+  check?: string;
   /** Stable reason code of an attestation refusal (docs/attestation-config.md), e.g. `measurement-mismatch`. */
-  reasonCode?: string;
+  reasonCode?: AttestationReasonCode;
   /** Human-readable detail of a refusal; confboot error messages carry no secrets by contract. */
   detail?: string;
   /**
@@ -71,11 +78,26 @@ export function auditMismatches(err: unknown): AuditMismatch[] | undefined {
   }));
 }
 
-/** The audit fields of a refusal: the error's own reason, else the failed check or the error kind. */
-export function auditReasonOf(err: unknown): { code: string; reason: string; detail: string } {
-  if (isAttestationError(err)) return { code: err.code, reason: err.check, detail: err.message };
-  if (isConfbootError(err)) return { code: err.code, reason: err.reason ?? err.code, detail: err.message };
-  return { code: 'internal', reason: 'internal', detail: 'internal error' };
+/** The audit fields of a refusal. */
+export interface AuditReason {
+  /** Error kind (`permission-denied`, `resource-exhausted`, …). */
+  code: string;
+  reason: JoinRefusalReason;
+  detail: string;
+  check?: string;
+  reasonCode?: AttestationReasonCode;
+}
+
+/**
+ * The audit fields of a refusal: its reason code, its kind and message, and for an attestation
+ * refusal the failed check. Anything that is not a confboot error is `internal` with no detail.
+ */
+export function auditReasonOf(err: unknown): AuditReason {
+  const reason = joinRefusalReasonOf(err);
+  if (isAttestationError(err))
+    return { code: err.code, reason, detail: err.message, check: err.check, reasonCode: err.reasonCode };
+  if (isConfbootError(err)) return { code: err.code, reason, detail: err.message };
+  return { code: 'internal', reason, detail: 'internal error' };
 }
 
 /** Emits one audit event at info (issued) or warn (refused). */

@@ -84,9 +84,11 @@ describe('join over attested TLS', () => {
     expect(Array.from(t.measurementSecret)).toEqual(Array(32).fill(6));
   });
 
-  it('handler errors keep their code through gRPC; unknown errors become internal without their message', async () => {
+  it('handler errors keep their code through gRPC, led by their reason code; unknown errors become internal without their message', async () => {
     const errors = [
-      new ConfbootError('invalid-argument', 'CSR subject must start with system:node:'),
+      new ConfbootError('invalid-argument', 'CSR subject must start with system:node:', {
+        reason: 'malformed-request',
+      }),
       new ConfbootError('permission-denied', 'node identity node-7 is on the deny list'),
       new ConfbootError('unavailable', 'key service at 10.0.0.9:9000 unreachable'),
       new ConfbootError('resource-exhausted', 'rate limit reached'),
@@ -115,7 +117,12 @@ describe('join over attested TLS', () => {
     ]);
     expect(got.map((g) => g[1])).toEqual([false, false, true, true, false, false]);
     expect(got[0]?.[2]).toMatch(
-      /^issuing join ticket from 127\.0\.0\.1:\d+: issuing join ticket for 127\.0\.0\.1:\d+: CSR subject must start with system:node:$/,
+      /^issuing join ticket from 127\.0\.0\.1:\d+: reason=malformed-request issuing join ticket for 127\.0\.0\.1:\d+: CSR subject must start with system:node:$/,
+    );
+    // A refusal that carries no reason code is internal, whatever its kind.
+    expect(got[1]?.[2]).toContain(': reason=internal issuing join ticket for ');
+    expect(got[5]?.[2]).toMatch(
+      /: reason=internal issuing join ticket for 127\.0\.0\.1:\d+: internal error$/,
     );
     expect(got[5]?.[2]).not.toContain('secret-key-material');
   });

@@ -19,7 +19,7 @@ describe('JoinServiceMetrics', () => {
     } as const;
     m.countRequest(labels);
     m.countRequest(labels);
-    m.countRequest({ ...labels, outcome: 'issued', reason: '' });
+    m.countRequest({ ...labels, outcome: 'issued', reason: 'ok' });
     const text = await m.render();
     expect(
       sample(
@@ -30,7 +30,7 @@ describe('JoinServiceMetrics', () => {
     expect(
       sample(
         text,
-        'confboot_join_requests_total{rpc="IssueJoinTicket",outcome="issued",variant="qemu-vtpm",reason=""}',
+        'confboot_join_requests_total{rpc="IssueJoinTicket",outcome="issued",variant="qemu-vtpm",reason="ok"}',
       ),
     ).toBe(1);
   });

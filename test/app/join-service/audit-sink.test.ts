@@ -63,14 +63,15 @@ describe('joinAuditSink', () => {
       variant: 'unknown',
       outcome: 'refused',
       code: 'permission-denied',
-      reason: 'certificate-chain',
+      reason: 'signature-invalid',
+      check: 'certificate-chain',
       detail: 'certificate "CN=AMD ARK" is not signed',
       durationMs: 0,
     };
     expect(refusalEventOf(event)).toMatchObject({
       rpc: 'attested-tls',
       attested: false,
-      reason: 'certificate-chain',
+      reason: 'signature-invalid',
     });
   });
 

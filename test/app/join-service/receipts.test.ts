@@ -101,7 +101,7 @@ describe('join receipts from the join service (soft TPM nodes, simulated Kuberne
     cleanups.push(() => h.stop());
     await rejectionOf(h.client().issueJoinTicket(h.endpoint, await h.joinRequest('worker-1')));
     await waitFor(() => h.logs.audits().length === 1, 'the audit event');
-    expect(h.logs.audits()[0]).toMatchObject({ outcome: 'refused', reason: 'receipt' });
+    expect(h.logs.audits()[0]).toMatchObject({ outcome: 'refused', reason: 'receipt-failed' });
   });
 
   it('a service without a receipt key issues tickets without receipts and serves no JWKS', async () => {

@@ -121,6 +121,8 @@ describe('join service (simulated Kubernetes, real key service and CA, attested 
     const err = await rejectionOf(h.client().issueJoinTicket(h.endpoint, await h.joinRequest('worker-3')));
     expect(grpcCodeOf(err)).toBe(status.PERMISSION_DENIED);
     expect(err.message).toMatch(/node "worker-3" is on the join service's deny list/);
+    // The status message leads with the refusal's stable reason code.
+    expect(err.message).toMatch(/: reason=deny-list issuing join ticket for 127\.0\.0\.1:\d+: /);
     expect(h.kms.calls).toBe(0);
     expect(h.cp.tokens.size).toBe(0);
     expect(h.logs.audits()).toEqual([
@@ -273,7 +275,7 @@ describe('join service (simulated Kubernetes, real key service and CA, attested 
       'confboot_join_requests_total{rpc="IssueJoinTicket",outcome="refused",variant="dummy",reason="deny-list"} 1',
     );
     expect(m).toContain(
-      'confboot_join_requests_total{rpc="IssueJoinTicket",outcome="refused",variant="dummy",reason="invalid-argument"} 1',
+      'confboot_join_requests_total{rpc="IssueJoinTicket",outcome="refused",variant="dummy",reason="malformed-request"} 1',
     );
     expect(m).toContain('confboot_attestation_validation_seconds_count{variant="dummy",outcome="ok"} 3');
     expect(m).toContain('confboot_join_deny_list_entries{kind="node"} 1');
@@ -374,7 +376,7 @@ describe('join service (simulated Kubernetes, real key service and CA, attested 
         rpc: 'IssueRejoinTicket',
         outcome: 'refused',
         code: 'unavailable',
-        reason: 'unavailable',
+        reason: 'dependency-failed',
       }),
     ]);
   });

@@ -88,7 +88,11 @@ describe('join service with the real qemu-vtpm validator (soft TPM nodes, simula
     expect(metrics).toContain(
       'confboot_attestation_refusals_total{reason_code="measurement-mismatch",check="measurements"} 1',
     );
-    expect(h.logs.audits()[1]).toMatchObject({ reason: 'measurements', reasonCode: 'measurement-mismatch' });
+    expect(h.logs.audits()[1]).toMatchObject({
+      reason: 'measurement-mismatch',
+      check: 'measurements',
+      reasonCode: 'measurement-mismatch',
+    });
 
     // The operator accepts the new boot chain: the tampered node's PCR 4 becomes the expected value.
     writeConfig(configPath, Buffer.from(tamperedTpm.banks.get(SHA256)?.get(4) as Uint8Array).toString('hex'));

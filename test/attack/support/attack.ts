@@ -26,7 +26,7 @@ import { X509CsrFactory } from '../../../src/adapters/pki/x509-csr-factory.js';
 import { SystemClock } from '../../../src/adapters/system/system-clock.js';
 import { APIClient as JoinAPIClient } from '../../../src/gen/join.js';
 import type { Clock } from '../../../src/ports/clock.js';
-import { isAttestationError } from '../../../src/ports/errors.js';
+import { isAttestationError, refusalReasonCode } from '../../../src/ports/errors.js';
 import type { Issuer } from '../../../src/ports/issuer.js';
 import type { JoinTicketRequest } from '../../../src/ports/types.js';
 import { rawTlsClient, readVerdict } from '../../support/raw-atls-client.js';
@@ -251,7 +251,7 @@ export interface Expected {
   check?: string;
   /** The audit event's `rpc` (default `attested-tls` when `check` is set, else `IssueJoinTicket`). */
   rpc?: string;
-  /** The audit event's `reason` (default `check`). */
+  /** The audit event's `reason` (default the reason code of `check`). */
   reason?: string;
   /** The audit event's `code` (default `permission-denied`). */
   auditCode?: string;
@@ -284,7 +284,8 @@ export async function expectRefused(
   }
   return expectAuditedRefusal(target, since, {
     rpc: expected.rpc ?? (expected.check !== undefined ? 'attested-tls' : 'IssueJoinTicket'),
-    reason: expected.reason ?? (expected.check as string),
+    reason: expected.reason ?? refusalReasonCode(expected.check as string),
+    ...(expected.check !== undefined ? { check: expected.check } : {}),
     code: expected.auditCode ?? 'permission-denied',
     peers: outcome.peers,
   });
@@ -306,7 +307,14 @@ function auditsOf(audits: Array<Record<string, unknown>>, peers: string[]): Arra
 export async function expectAuditedRefusal(
   target: Target,
   since: Before,
-  expected: { rpc: string; reason: string; code?: string; ports?: number[]; peers?: string[] },
+  expected: {
+    rpc: string;
+    reason: string;
+    check?: string;
+    code?: string;
+    ports?: number[];
+    peers?: string[];
+  },
 ): Promise<Array<Record<string, unknown>>> {
   const peers = [...(expected.peers ?? []), ...(expected.ports ?? []).map((p) => `127.0.0.1:${p}`)];
   // Only events since `since`: the OS may give a new connection the local port of an earlier one.
@@ -331,6 +339,7 @@ export async function expectAuditedRefusal(
       outcome: 'refused',
       code: expected.code ?? 'permission-denied',
       reason: expected.reason,
+      ...(expected.check !== undefined ? { check: expected.check } : {}),
     });
   }
   expect(target.issued()).toEqual(since.issued);

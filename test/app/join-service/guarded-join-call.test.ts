@@ -1,8 +1,9 @@
 /**
- * The join service's request path under its memory bounds (GuardedJoinCall over a stub join call):
- * an over-long field is refused before the CSR is parsed (audit reason field-size), and a
- * request whose bytes do not fit the byte budget of requests held is refused at once (audit reason
- * memory-budget) until an earlier request finishes.
+ * The join service's guard as composed (GuardedJoinCall over a stub join call): the limits run in
+ * their order (rate, sizes, slot) and every call is audited and counted exactly once; under its
+ * memory bounds an over-long field is refused before the CSR is parsed (audit reason
+ * request-too-large), and a request whose bytes do not fit the byte budget of requests held is
+ * refused at once (audit reason memory-budget) until an earlier request finishes.
  */
 import { describe, expect, it } from 'vitest';
 import { ConcurrencyLimiter, TokenBucketRateLimiter } from '../../../src/adapters/ops/limits.js';
@@ -11,6 +12,7 @@ import { AUDIT_MESSAGE } from '../../../src/app/join-service/audit.js';
 import { joinAuditSink } from '../../../src/app/join-service/audit-sink.js';
 import { GuardedJoinCall } from '../../../src/app/join-service/guarded-join-call.js';
 import { ByteBudget } from '../../../src/app/join-service/memory.js';
+import { ConfbootError } from '../../../src/ports/errors.js';
 import type { JoinDecision } from '../../../src/ports/join-call.js';
 import type { JoinTicket, JoinTicketRequest } from '../../../src/ports/types.js';
 import { FakeClock } from '../../fakes/fake-clock.js';
@@ -56,7 +58,7 @@ function handler(budget: number) {
 const ctx = { peer: '127.0.0.1:1234', variant: 'qemu-vtpm' };
 
 describe('GuardedJoinCall memory bounds', () => {
-  it('refuses an over-long field before parsing anything (field-size)', async () => {
+  it('refuses an over-long field before parsing anything (request-too-large)', async () => {
     const { h, reasons, inspected } = handler(1 << 20);
     await expect(ticketOf(h.issueJoinTicket(req(16 * 1024 + 1), ctx))).rejects.toMatchObject({
       code: 'invalid-argument',
@@ -66,7 +68,7 @@ describe('GuardedJoinCall memory bounds', () => {
       code: 'invalid-argument',
     });
     expect(inspected()).toBe(0);
-    expect(reasons()).toEqual(['field-size', 'field-size']);
+    expect(reasons()).toEqual(['request-too-large', 'request-too-large']);
   });
 
   it('refuses a request whose bytes do not fit the budget of requests held (memory-budget), until one finishes', async () => {
@@ -86,5 +88,55 @@ describe('GuardedJoinCall memory bounds', () => {
     gates[1]?.();
     expect((await second).issued).toBe(true);
     expect(reasons()).toEqual(['memory-budget', 'ok', 'ok']);
+  });
+});
+
+describe('GuardedJoinCall composition', () => {
+  function composed(over: { rateLimited?: boolean; slotFull?: boolean }) {
+    const audit = new FakeLogger();
+    const metrics = new JoinServiceMetrics({ processMetrics: false });
+    const asked: string[] = [];
+    const h = new GuardedJoinCall({
+      inner: {
+        issueJoinTicket: async () => {
+          asked.push('issuer');
+          return { issued: true, ticket: {} as JoinTicket };
+        },
+        issueRejoinTicket: async () => {
+          throw new Error('not called');
+        },
+      },
+      rateLimit: {
+        take: () => {
+          asked.push('rate');
+          return over.rateLimited ? new ConfbootError('resource-exhausted', 'slow down') : undefined;
+        },
+      },
+      slots: {
+        acquire: async () => {
+          asked.push('slot');
+          if (over.slotFull) throw new ConfbootError('resource-exhausted', 'full');
+          return () => {};
+        },
+      },
+      metrics,
+      audit: joinAuditSink({ logger: audit, clock: new FakeClock() }),
+    });
+    const reasons = () => audit.events.filter((e) => e.msg === AUDIT_MESSAGE).map((e) => e.fields.reason);
+    return { h, asked, reasons, metrics };
+  }
+
+  it.each([
+    ['the rate limit before the sizes', { rateLimited: true }, req(16 * 1024 + 1), ['rate'], 'rate-limited'],
+    ['the sizes before a slot', { slotFull: true }, req(16 * 1024 + 1), ['rate'], 'request-too-large'],
+    ['a slot before the issuer', { slotFull: true }, req(100), ['rate', 'slot'], 'overloaded'],
+    ['the issuer last', {}, req(100), ['rate', 'slot', 'issuer'], 'ok'],
+  ] as const)('%s; audited and counted once', async (_name, over, request, asked, reason) => {
+    const c = composed(over);
+    await c.h.issueJoinTicket(request, ctx);
+    expect(c.asked).toEqual(asked);
+    expect(c.reasons()).toEqual([reason]);
+    const counted = (await c.metrics.joins.get()).values;
+    expect(counted.map((v) => [v.labels.reason, v.value])).toEqual([[reason, 1]]);
   });
 });
