@@ -2,7 +2,7 @@
  * `npm run bench` (scripts/bench.mjs runs this file through bench/vitest.bench.config.ts): P5, P4,
  * P1, P2 and P3 of issue 7, one after the other, each side by side with its baseline. A full run
  * writes bench/results.json and BENCHMARKS.md. CONFBOOT_BENCH_ONLY=P1,P5 (say) runs a subset and
- * writes bench/results.partial.json only (parts: P1 P2 P2L P3 P4 P5 P6 STAGES HEADROOM); CONFBOOT_BENCH_ONLY=RENDER
+ * writes bench/results.partial.json only (parts: P1 P2 P2L P3 P4 P5 P6 STAGES HEADROOM REATTEST); CONFBOOT_BENCH_ONLY=RENDER
  * only re-renders BENCHMARKS.md from bench/results.json (after editing bench/analysis.md). Nothing here asserts a time: the numbers are the output.
  * Knobs (defaults): CONFBOOT_BENCH_NODES (1000), CONFBOOT_BENCH_CONCURRENCY (8),
  * CONFBOOT_BENCH_P1_ROUNDS (3), CONFBOOT_BENCH_P1_ROUND_MS (3000), CONFBOOT_BENCH_P3_NODES (100),
@@ -27,6 +27,7 @@ import { benchP1 } from './p1-throughput.js';
 import { benchP2 } from './p2-burst.js';
 import { benchP3 } from './p3-delay.js';
 import { benchP4 } from './p4-startup.js';
+import { benchReattestation, reattestationRow } from './reattestation.js';
 import { type BenchResults, finishMachineInfo, machineInfo, renderMarkdown } from './report.js';
 import { benchSilentAttack } from './silent-attack.js';
 import { benchStages } from './stages.js';
@@ -96,6 +97,14 @@ describe('confboot benchmarks (issue 7)', () => {
   runIf('P5')('P5: vTPM validation ÷ raw crypto floor', async () => {
     results.p5 = await benchVtpmValidation();
     expect(results.p5.floorUs).toBeGreaterThan(0);
+  });
+
+  // R1 (issue 41, re-attestation): bench/reattestation.ts.
+  runIf('REATTEST')('R1: one re-attestation round over N joined nodes, CPU per round', async () => {
+    const r = await benchReattestation({ nodes: parameters.nodes });
+    results.extraRows = { ...results.extraRows, reattest: reattestationRow(r) };
+    results.reattestation = r;
+    expect(r.cpuMsPerRound).toBeGreaterThan(0);
   });
 
   runIf('P4')('P4: join service start-to-listening ÷ node -e 0', async () => {

@@ -54,6 +54,8 @@ export interface BenchResults {
    * `results.extraRows[key] = { row, details }` with `row` one Markdown table row of five cells.
    */
   extraRows?: Record<string, { row: string; details?: string[] }>;
+  /** R1: one re-attestation round over N joined nodes (bench/reattestation.ts). */
+  reattestation?: import('./reattestation.js').ReattestationBench;
   /**
    * P1h's service alternately on the comparison binary and on this one (CONFBOOT_BENCH_COMPARE_NODE),
    * the same load generator (this process) for both: the runtime ratio of "one core carries".
