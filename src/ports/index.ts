@@ -28,6 +28,7 @@ export * from './gce-shielded-identity.js';
 export * from './issuer.js';
 export * from './join-call.js';
 export * from './join-metrics.js';
+export * from './join-refusal.js';
 export * from './join-ticket-client.js';
 export * from './joining-nodes.js';
 export * from './kms.js';

@@ -12,6 +12,7 @@ describe('join service entry', () => {
     'validatorBuilder',
     'GuardedJoinCall',
     'joinGuards',
+    'composeJoinGuards',
     'JoinServiceMetrics',
     'TokenBucketRateLimiter',
     'ConcurrencyLimiter',
