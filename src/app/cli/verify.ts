@@ -12,7 +12,6 @@
 import { randomBytes } from 'node:crypto';
 import { BAD_ANSWER, HttpAttestationFetcher } from '../../adapters/http/verification-client.js';
 import { SystemClock } from '../../adapters/system/system-clock.js';
-import { expectedPcr15 } from '../../adapters/tpm/pcr15-marker.js';
 import { VERIFY_SERVICE_USER_DATA } from '../../domain/verification-service.js';
 import { isAttestationError, isConfbootError, messageOf } from '../../ports/errors.js';
 import { joinHostPort, splitHostPort } from '../../ports/peer-address.js';
@@ -24,6 +23,7 @@ import { defineCommand, duration, type OptionValues, parseOptions } from '../pro
 import { type ExitCode, printResult } from '../program/output.js';
 import { attestationConfigOption, OUTPUT_OPTION, variantOption } from '../program/shared-options.js';
 import { variantEntry } from '../registry/index.js';
+import { withNodeLockMarked } from '../registry/node-lock-config.js';
 import { buildValidator } from '../registry/validators.js';
 import { VERIFICATION_SERVICE_PORT } from '../verification-service/serve.js';
 import { AK_TRUST_OPTIONS, operatorLookups } from './operator-inputs.js';
@@ -103,25 +103,15 @@ export interface LiveVerifyReport {
   checks: AttestationCheck[];
 }
 
-/**
- * The config with the node-lock register expected as marked with `clusterId` (vTPM variants; a
- * UsageError for the others or a config that is not JSON). Re-attestation reads it the same way.
- */
-export function withClusterId(variant: Variant, config: Buffer, clusterId: Uint8Array): Buffer {
-  const entry = variantEntry(variant);
-  if (entry.kind !== 'vtpm')
-    throw new UsageError(`--cluster-id is for vTPM variants; ${variant} is ${entry.kind}`);
-  let parsed: { measurements?: Record<string, unknown>; measurementSets?: Array<{ measurements?: unknown }> };
+/** The config with the node-lock register expected as marked with `clusterId` (vTPM variants). */
+function withClusterId(variant: Variant, config: Buffer, clusterId: Uint8Array): Buffer {
+  const { kind } = variantEntry(variant);
+  if (kind !== 'vtpm') throw new UsageError(`--cluster-id is for vTPM variants; ${variant} is ${kind}`);
   try {
-    parsed = JSON.parse(config.toString('utf8'));
+    return withNodeLockMarked(variant, config, clusterId);
   } catch (err) {
-    throw new UsageError(`reading --attestation-config: not JSON: ${messageOf(err)}`);
+    throw new UsageError(`reading --attestation-config: ${messageOf(err)}`);
   }
-  const lock = String(entry.registers.nodeLock);
-  const marked = { expected: Buffer.from(expectedPcr15(clusterId)).toString('hex'), warnOnly: false };
-  const maps = [parsed.measurements, ...(parsed.measurementSets ?? []).map((s) => s.measurements)];
-  for (const m of maps) if (m && typeof m === 'object') (m as Record<string, unknown>)[lock] = marked;
-  return Buffer.from(JSON.stringify(parsed));
 }
 
 async function validatorFor(values: VerifyValues) {

@@ -22,8 +22,8 @@ import type { Logger } from '../../ports/logger.js';
 import type { ReattestationVerifier } from '../../ports/reattestation.js';
 import type { Validator } from '../../ports/validator.js';
 import type { Variant } from '../../ports/variant.js';
-import { withClusterId } from '../cli/verify.js';
 import { variantEntry } from '../registry/index.js';
+import { withNodeLockMarked } from '../registry/node-lock-config.js';
 import type { VariantLookupSettings } from '../registry/validator-deps.js';
 import { buildValidator } from '../registry/validators.js';
 
@@ -77,7 +77,7 @@ export function fileVerifier(
       if (last?.text === text) return last.validator;
       const config =
         entry.kind === 'vtpm' && settings.clusterId !== undefined
-          ? withClusterId(settings.variant, bytes, settings.clusterId)
+          ? withNodeLockMarked(settings.variant, bytes, settings.clusterId)
           : bytes;
       const validator = buildValidator(settings.variant, config, { clock, logger, ...(await lookups) });
       if (last !== undefined) logger.info('Re-attestation uses the changed attestation config');
