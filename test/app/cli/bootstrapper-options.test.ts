@@ -1,7 +1,7 @@
 /**
  * The bootstrapper's option table: what the flags parse to, which cloud they name, and the node
  * config and state disk they become. The program that runs with them is tested in
- * test/app/bootstrapper/cli.test.ts.
+ * test/app/cli/bootstrapper.test.ts.
  */
 import { describe, expect, it } from 'vitest';
 import {

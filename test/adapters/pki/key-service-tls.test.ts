@@ -11,24 +11,27 @@ import { PassThrough } from 'node:stream';
 import { credentials, Metadata, type ServiceError, status } from '@grpc/grpc-js';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { parseAllDocuments } from 'yaml';
-import { GrpcKmsClient } from '../../src/adapters/kms/grpc-kms-client.js';
-import { HkdfKms } from '../../src/adapters/kms/hkdf-kms.js';
-import { type KeyServiceServer, startKeyServiceServer } from '../../src/adapters/kms/key-service-server.js';
-import { createPinoLogger } from '../../src/adapters/log/pino-logger.js';
+import { GrpcKmsClient } from '../../../src/adapters/kms/grpc-kms-client.js';
+import { HkdfKms } from '../../../src/adapters/kms/hkdf-kms.js';
+import {
+  type KeyServiceServer,
+  startKeyServiceServer,
+} from '../../../src/adapters/kms/key-service-server.js';
+import { createPinoLogger } from '../../../src/adapters/log/pino-logger.js';
 import {
   createKeyServiceTls,
   JOIN_SERVICE_CLIENT_TLS_SECRET,
   KEY_SERVICE_TLS_SECRET,
   keyServiceDnsNames,
   renderKeyServiceTlsSecrets,
-} from '../../src/adapters/pki/key-service-tls.js';
-import { run as runJoinServiceCli } from '../../src/app/cli/join-service.js';
-import { parseJoinServiceFlags } from '../../src/app/cli/join-service-flags.js';
-import { keyServiceCommand, runKeyService } from '../../src/app/cli/key-service.js';
-import { renderHelp, UsageError } from '../../src/app/program/args.js';
-import { APIClient } from '../../src/gen/keyservice.js';
-import { useTmpDirs } from '../support/tmp.js';
-import { validateObject } from './k8s-schema.js';
+} from '../../../src/adapters/pki/key-service-tls.js';
+import { run as runJoinServiceCli } from '../../../src/app/cli/join-service.js';
+import { parseJoinServiceFlags } from '../../../src/app/cli/join-service-flags.js';
+import { keyServiceCommand, runKeyService } from '../../../src/app/cli/key-service.js';
+import { renderHelp, UsageError } from '../../../src/app/program/args.js';
+import { APIClient } from '../../../src/gen/keyservice.js';
+import { validateObject } from '../../deploy/k8s-schema.js';
+import { useTmpDirs } from '../../support/tmp.js';
 
 const logger = createPinoLogger({ level: 'silent' });
 const kms = new HkdfKms(Buffer.alloc(32, 1), Buffer.alloc(32, 2));

@@ -9,23 +9,26 @@ import { randomBytes } from 'node:crypto';
 import { existsSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { silentLogger } from '../../src/adapters/log/pino-logger.js';
-import { runBootstrapper } from '../../src/app/cli/bootstrapper.js';
-import { bootstrapperCommand } from '../../src/app/cli/bootstrapper-options.js';
-import { parseJoinServiceFlags } from '../../src/app/cli/join-service-flags.js';
-import { joinServiceCommand } from '../../src/app/cli/join-service-spec.js';
-import { keyServiceCommand, runKeyService } from '../../src/app/cli/key-service.js';
-import { METADATA_SERVER_COMMAND, run as runMetadataServer } from '../../src/app/operator/metadata-server.js';
+import { silentLogger } from '../../../src/adapters/log/pino-logger.js';
+import { runBootstrapper } from '../../../src/app/cli/bootstrapper.js';
+import { bootstrapperCommand } from '../../../src/app/cli/bootstrapper-options.js';
+import { parseJoinServiceFlags } from '../../../src/app/cli/join-service-flags.js';
+import { joinServiceCommand } from '../../../src/app/cli/join-service-spec.js';
+import { keyServiceCommand, runKeyService } from '../../../src/app/cli/key-service.js';
+import {
+  METADATA_SERVER_COMMAND,
+  run as runMetadataServer,
+} from '../../../src/app/operator/metadata-server.js';
 import {
   type CommandSpec,
   envName,
   parseCommand,
   renderHelp,
   UsageError,
-} from '../../src/app/program/args.js';
-import { useTmpDirs } from '../support/tmp.js';
+} from '../../../src/app/program/args.js';
+import { useTmpDirs } from '../../support/tmp.js';
 
-const ROOT = resolve(import.meta.dirname, '../..');
+const ROOT = resolve(import.meta.dirname, '../../..');
 const DIST_CLI = join(ROOT, 'dist/src/app/cli/main.js');
 const tmp = useTmpDirs('confboot-cli-env-');
 
