@@ -98,11 +98,13 @@ export function joinServiceArgs(o: {
 
 /**
  * kube-controller-manager's certificate controllers on a control plane (it holds the CA key), every
- * 2 s with the admin's `access`, for as long as the agent runs; reports the rounds that did something.
+ * 2 s with the admin's `access` until the returned function is called; reports the rounds that did
+ * something.
  */
-export function runControllerManager(access: KubeconfigAccess, report: Report): void {
+export function runControllerManager(access: KubeconfigAccess, report: Report): () => void {
+  let running = true;
   void (async () => {
-    for (;;) {
+    while (running) {
       try {
         const round = await controllerManagerRound(access, PKI_DIR);
         if (round.signed.length > 0 || round.autoApproved.length > 0)
@@ -111,6 +113,9 @@ export function runControllerManager(access: KubeconfigAccess, report: Report): 
       await sleep(2000);
     }
   })();
+  return () => {
+    running = false;
+  };
 }
 
 /** Runs the key service and the join service from what the API server holds; never returns normally. */
