@@ -39,7 +39,6 @@ import { freePortOn } from '../../adapters/system/free-port.js';
 import { SystemClock } from '../../adapters/system/system-clock.js';
 import { startSwtpm } from '../../adapters/tpm/swtpm.js';
 import { Tpm2ToolsTpm } from '../../adapters/tpm/tpm2-tools-tpm.js';
-import { AUDIT_MESSAGE } from '../../app/join-service/audit.js';
 import { startJoinService } from '../../app/join-service/service.js';
 import { initCluster } from '../../app/operator/init-cluster.js';
 import { qemuAkLookups } from '../../app/registry/validator-deps.js';
@@ -79,28 +78,6 @@ export interface DemoOptions {
    * creates or has issued, once it exists. Never set by the CLI.
    */
   onSecret?: (kind: string, value: Uint8Array) => void;
-}
-
-/**
- * The join service's logger, tapped: each refusal it audits (outcome `refused`) is handed to
- * `onRefused` with the caller's address and the audit detail, so the demo shows the operator the
- * join service's own record of why a node was refused.
- */
-function auditTap(inner: Logger, onRefused: (peer: string, detail: string) => void): Logger {
-  const tap = (msg: string, fields?: Record<string, unknown>) => {
-    if (msg === AUDIT_MESSAGE && fields?.outcome === 'refused')
-      onRefused(String(fields.peer ?? ''), String(fields.detail ?? ''));
-  };
-  return {
-    debug: (msg, fields) => inner.debug(msg, fields),
-    info: (msg, fields) => inner.info(msg, fields),
-    warn: (msg, fields) => {
-      tap(msg, fields);
-      inner.warn(msg, fields);
-    },
-    error: (msg, fields) => inner.error(msg, fields),
-    child: (fields) => auditTap(inner.child(fields), onRefused),
-  };
 }
 
 const SIMULATED = [
@@ -347,11 +324,15 @@ async function startDemoJoinService(
     // Kubelet certificates only for the caller's own name, address and role (docs/identity.md).
     identity: new MetadataPeerIdentity(new QemuMetadataAPI({ baseUrl: wiring.metadataUrl }), clock),
     clock,
-    // What the operator sees about a refused node comes from the join service's audit record.
-    logger: auditTap(run.logger.child({ component: 'join-service' }), (peer, detail) => {
-      const node = nodes.find((n) => peer === n.ip || peer.startsWith(`${n.ip}:`));
-      if (node !== undefined) node.audited = detail;
-    }),
+    logger: run.logger.child({ component: 'join-service' }),
+    // What the operator sees about a refused node is the join service's own record of the refusal
+    // (the audit sink reports each refusal here, from the same decision as its audit event).
+    events: {
+      refused: ({ peer, detail }) => {
+        const node = nodes.find((n) => peer === n.ip || peer.startsWith(`${n.ip}:`));
+        if (node !== undefined) node.audited = detail ?? '';
+      },
+    },
     listen: { host: first.ip, port: wiring.joinPort },
     httpListen: { host: '127.0.0.1', port: 0 },
     receiptKey,
