@@ -21,6 +21,8 @@ const hex = (b: Uint8Array) => Buffer.from(b).toString('hex');
 export const MINI_SIMULATED = [
   'kubeadm (init generates the cluster CA and admin.conf for real; join checks its configuration; no Kubernetes runs)',
   'Kubernetes API server (a strict in-memory REST server on the control plane, port 6443, HTTPS with a serving certificate from the cluster CA, random admin token from the simulated kubeadm init)',
+  "kubelet TLS bootstrap (each joining node's simulated kubeadm join sends the kubelet's client CSR with the ticket's bootstrap token and key, waits for it to be approved and signed, writes kubelet.conf and registers its Node; the production confboot node-operator on the control plane approves it)",
+  "kube-controller-manager (the control plane's agent signs approved kubelet CSRs with the cluster CA; it auto-approves only while kubeadm's binding exists, which init deletes)",
 ];
 
 /** PCR 15 of a report against the cluster's marker. */
