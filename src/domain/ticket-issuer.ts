@@ -28,12 +28,7 @@ import { DENY_LIST_REASON, type DenyList, type DenyListIdentity } from '../ports
 import type { DiskBindings } from '../ports/disk-bindings.js';
 import { ConfbootError, isConfbootError, messageOf } from '../ports/errors.js';
 import type { JoinCall, JoinCaller, JoinDecision } from '../ports/join-call.js';
-import {
-  callRefusalReasonOf,
-  type JoinCallRefusalReason,
-  joinRefusal,
-  withJoinRefusalReason,
-} from '../ports/join-refusal.js';
+import { callRefusalReasonOf, joinRefusal, withJoinRefusalReason } from '../ports/join-refusal.js';
 import type { KMS } from '../ports/kms.js';
 import type { Logger } from '../ports/logger.js';
 import type { PeerIdentity } from '../ports/peer-identity.js';
@@ -169,16 +164,15 @@ export class TicketIssuer implements JoinCall {
     const { kms, ca, tokens, facts, clock, logger } = this.#deps;
     const started = clock.now().getTime();
     const op = `issuing join ticket for ${ctx.peer}`;
-    const fail = (step: string, err: unknown, reason: JoinCallRefusalReason = 'dependency-failed') =>
+    // An invalid argument is the request's fault (its own reason, else malformed-request); any other
+    // failure of a step is a dependency's.
+    const fail = (step: string, err: unknown) =>
       isConfbootError(err) && err.code === 'invalid-argument'
         ? joinRefusal(
             'invalid-argument',
-            callRefusalReasonOf(err) ?? reason,
+            callRefusalReasonOf(err) ?? 'malformed-request',
             `${op}: ${step}: ${err.message}`,
-            {
-              cause: err,
-              recoverable: false,
-            },
+            { cause: err, recoverable: false },
           )
         : withJoinRefusalReason(dependencyError(`${op}: ${step}`, err), 'dependency-failed');
 
@@ -186,7 +180,7 @@ export class TicketIssuer implements JoinCall {
     try {
       checkDiskUuid(req.diskUuid);
     } catch (err) {
-      throw fail('checking request', err, 'malformed-request');
+      throw fail('checking request', err);
     }
     if (req.certificateRequest.length === 0) {
       throw joinRefusal(
@@ -201,7 +195,7 @@ export class TicketIssuer implements JoinCall {
     try {
       hostKey = requestedHostKey(req.hostPublicKey);
     } catch (err) {
-      throw fail('checking request', err, 'malformed-request');
+      throw fail('checking request', err);
     }
     try {
       csr = await ca.inspectCsr(req.certificateRequest);
