@@ -1,45 +1,54 @@
 /**
- * `confboot demo`: runs the whole flow on this machine (see src/testbed/demo/demo.ts), prints progress,
- * a summary table and, with --json, a machine-readable result. Exit 0 when every good node joined,
- * every tampered node was refused, and every disk state and PCR 15 value checked out.
+ * `confboot demo`: runs the whole flow on this machine (see src/testbed/demo/demo.ts), prints progress
+ * and a summary table, or with `-o json` the result in the JSON envelope. Exit 0 when every good
+ * node joined, every tampered node was refused, and every disk state and PCR 15 value checked out.
  */
 
-import { type CommandSpec, parseCommand, runCommand, UsageError } from '../../app/program/args.js';
-import { untilStopSignal } from '../../app/program/signals.js';
+import { runCommand } from '../../app/program/args.js';
+import { defineCommand, parseOptions } from '../../app/program/options.js';
+import { LOG_LEVEL_OPTION, OUTPUT_OPTION } from '../../app/program/shared-options.js';
 import { runDemo } from '../demo/demo.js';
 import type { DemoResult } from '../demo/result.js';
+import { count } from './mini-options.js';
+import { runScenario, type ScenarioIo } from './scenario.js';
 
-export const demoCommand: CommandSpec = {
+export const demoCommand = defineCommand({
   name: 'demo',
   summary:
     'Run confboot end to end on loopback: key service, metadata server, an initialised control plane, the join service, and N joining nodes (each with its own swtpm and LUKS2 disk), K of them tampered.',
   options: {
-    nodes: { type: 'string', valueName: 'N', description: 'joining nodes with a good boot', default: '3' },
+    nodes: {
+      type: 'string',
+      valueName: 'N',
+      description: 'joining nodes with a good boot',
+      default: '3',
+      parse: count(50),
+    },
     tampered: {
       type: 'string',
       valueName: 'K',
       description: 'joining nodes with a tampered boot',
       default: '1',
+      parse: count(50),
     },
-    json: { type: 'boolean', description: 'print the result as JSON on stdout (progress goes to stderr)' },
+    output: OUTPUT_OPTION,
     keep: { type: 'boolean', description: 'keep the work directory (disk images, TPM state, logs)' },
     'log-level': {
-      type: 'string',
-      valueName: 'L',
-      description: "level of the demo's log file",
+      ...LOG_LEVEL_OPTION,
       default: 'debug',
+      description: `level of the demo's log file: ${LOG_LEVEL_OPTION.description.replace(/^log level: /, '')}`,
     },
   },
   epilog:
-    'Simulated, because no binaries exist on this machine: kubeadm and the Kubernetes API server.\nExit codes: 0 the demo proved every claim, 1 something did not check out, 2 usage error.',
-};
-
-function count(flag: string, value: unknown, max: number): number {
-  const n = Number(value);
-  if (!Number.isInteger(n) || n < 0 || n > max)
-    throw new UsageError(`--${flag} must be an integer from 0 to ${max}`);
-  return n;
-}
+    'Simulated, because no binaries exist on this machine: kubeadm and the Kubernetes API server.\n' +
+    'With -o json the progress goes to stderr and stdout holds the envelope; its result is the demo result\n' +
+    'without the work directory and log file.',
+  exitCodes: {
+    0: 'the demo proved every claim',
+    1: 'something did not check out, or the demo failed',
+    3: 'stopped by SIGINT/SIGTERM before the demo ended (everything it started is removed)',
+  },
+});
 
 /** Renders the summary table. */
 export function renderSummary(r: DemoResult): string {
@@ -72,7 +81,7 @@ export function renderSummary(r: DemoResult): string {
     '',
     'disk opens with: issued-key = only the key the key service derives for the disk UUID (the initial passphrase is gone), as a joined node needs; initial-passphrase = still only the initial passphrase, as a refused node needs. ok/FAILED says whether that matches the outcome.',
     "PCR 15: read from the node's TPM; equals SHA256(0…0 ‖ SHA256(cluster ID)) on joined nodes and zero on refused ones.",
-    "receipt: the join service's signed EAR receipt the node wrote to its state directory verifies against the receipt key's JWKS and names the node (`confboot receipt verify`; --json prints both).",
+    "receipt: the join service's signed EAR receipt the node wrote to its state directory verifies against the receipt key's JWKS and names the node (`confboot receipt verify`; -o json prints both).",
     `Simulated: ${r.simulated.join('; ')}.`,
   );
   if (r.workDir) out.push(`Kept ${r.workDir}`);
@@ -87,34 +96,41 @@ export function demoSucceeded(r: DemoResult): boolean {
   );
 }
 
-export async function run(argv: string[]): Promise<number> {
+/** Runs `confboot demo` with `argv`; `demo` is the real one unless a test stands in. */
+export function runDemoCommand(
+  argv: string[],
+  io: ScenarioIo = {},
+  demo: typeof runDemo = runDemo,
+): Promise<number> {
   return runCommand(async () => {
-    const v = parseCommand(argv, demoCommand);
+    const v = parseOptions(argv, demoCommand, io.stdout);
     if (v === undefined) return 0;
-    const nodes = count('nodes', v.nodes, 50);
-    const tampered = count('tampered', v.tampered, 50);
-    const json = Boolean(v.json);
-    const progress = (line: string) => (json ? process.stderr : process.stdout).write(`${line}\n`);
-    return untilStopSignal(
-      async (stop) => {
-        const result = await runDemo({
-          nodes,
-          tampered,
-          keep: Boolean(v.keep),
-          progress,
-          signal: stop,
-          logLevel: String(v['log-level']),
-        });
-        if (json) {
-          const { workDir: _w, logFile: _l, ...rest } = result;
-          process.stdout.write(`${JSON.stringify(rest, null, 2)}\n`);
-        } else process.stdout.write(renderSummary(result));
-        return demoSucceeded(result) ? 0 : 1;
-      },
+    return runScenario(
       {
-        onSignal: (sig) =>
-          progress(`Received ${sig}; stopping and cleaning up (press again to exit at once)`),
+        command: 'demo',
+        format: v.output,
+        held: demoSucceeded,
+        table: renderSummary,
+        json: ({ workDir: _w, logFile: _l, ...rest }) => rest,
       },
+      io,
+      (progress, signal) =>
+        demo({
+          nodes: v.nodes,
+          tampered: v.tampered,
+          keep: v.keep,
+          progress,
+          signal,
+          logLevel: v['log-level'],
+        }),
     );
   });
 }
+
+/** Runs `confboot demo`; resolves to the exit code. */
+export function run(argv: string[]): Promise<number> {
+  return runDemoCommand(argv);
+}
+
+/** The command's option table. */
+export const commandSpecs = [demoCommand];
