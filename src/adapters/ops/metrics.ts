@@ -6,7 +6,7 @@
  */
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
 import type { JoinMetrics, JoinRequestOutcome, JoinRpc } from '../../ports/join-metrics.js';
-import type { JoinOutcomeReason } from '../../ports/join-refusal.js';
+import { isJoinRefusalReason, type JoinOutcomeReason } from '../../ports/join-refusal.js';
 
 /** Outcome of one request, as audited and counted. */
 export type JoinOutcome = JoinRequestOutcome;
@@ -125,14 +125,16 @@ export class JoinServiceMetrics implements JoinMetrics {
     if (options.processMetrics ?? true) collectDefaultMetrics({ register: this.registry });
   }
 
-  /** Counts one request. */
+  /** Counts one request; a reason outside `ok` and the JoinRefusalReason set is counted as `internal`. */
   countRequest(labels: {
     rpc: JoinRpc;
     outcome: JoinOutcome;
     variant: string;
     reason: JoinOutcomeReason;
   }): void {
-    this.joins.inc(labels);
+    // The reason label stays within its set even for an untyped caller.
+    const reason = labels.reason === 'ok' || isJoinRefusalReason(labels.reason) ? labels.reason : 'internal';
+    this.joins.inc({ ...labels, reason });
   }
 
   /** Records a decided request's duration in {@link requestSeconds}. */

@@ -35,6 +35,14 @@ describe('JoinServiceMetrics', () => {
     ).toBe(1);
   });
 
+  it('counts a reason outside the set as internal (the label set stays bounded)', async () => {
+    const m = new JoinServiceMetrics({ processMetrics: false });
+    const labels = { rpc: 'IssueJoinTicket', outcome: 'refused', variant: 'qemu-vtpm' } as const;
+    m.countRequest({ ...labels, reason: 'caller text: /etc/passwd' as never });
+    const values = (await m.joins.get()).values;
+    expect(values.map((v) => [v.labels.reason, v.value])).toEqual([['internal', 1]]);
+  });
+
   it('records durations in the request histogram and moves the in-flight gauge', async () => {
     const m = new JoinServiceMetrics({ processMetrics: false });
     m.observeSeconds({ rpc: 'IssueRejoinTicket', outcome: 'issued' }, 0.003);
