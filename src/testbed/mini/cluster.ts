@@ -32,7 +32,7 @@ import { imageStage } from './stages/image.js';
 import { initStage, type MiniSecrets } from './stages/init.js';
 import { servicesStage, withKubeletCredentials, workerStage } from './stages/join.js';
 import { networkStage } from './stages/network.js';
-import { buildResult, collectOutcome } from './stages/outcome.js';
+import { buildResult, collectOutcome, statusSnapshot } from './stages/outcome.js';
 import { findReference, REFERENCE_VM, referenceStage } from './stages/reference.js';
 import { type MiniResult, type MiniUpOptions, planNodes } from './types.js';
 
@@ -75,12 +75,14 @@ export async function miniUp(options: MiniUpOptions): Promise<MiniResult> {
     const { init, secrets } = await formCluster(c);
     // Give the control plane a moment to report the simulated API server's final state.
     await new Promise((r) => setTimeout(r, 3000));
+    const status = init?.ok ? await statusSnapshot(c) : undefined;
     // Stop every VM (with --keep all but the control plane, which keeps serving joins), then
     // check each disk image on the host.
     await c.stopAll(options.keep ? c.controlPlane.name : undefined);
     await collectOutcome(c, secrets);
     // Each kubelet's client certificate and the JoiningNode deletions, from the API server's records.
     result = withKubeletCredentials(c, buildResult(c, init));
+    if (status !== undefined) result.status = status;
   } finally {
     const leftovers = await c.teardown(options.keep === true);
     if (result !== undefined && !options.keep) {

@@ -120,6 +120,11 @@ export interface MiniResult {
     applied?: Array<{ kind: string; name: string; action: string }>;
     error?: string;
   };
+  /**
+   * `confboot status -o json` against the cluster (the SIMULATED API server, through the admin
+   * kubeconfig from init) once the nodes joined: its envelope, or why it could not run.
+   */
+  status?: unknown;
   /** What the simulated API server held at the end (reported by the control-plane VM). */
   apiServer?: { violations: string[]; joiningNodes: string[]; diskBindings: unknown[]; tokens: number };
   /** JoiningNodes deleted by anyone but the node operator (the host deletes none). */

@@ -8,9 +8,11 @@
  * - `dry-run`: replays every EvidenceRecord the join service keeps in the cluster against a config
  *   (`confboot measurements dry-run --evidence cluster`: the qemu-vtpm validator with the registered
  *   attestation keys);
- * - `receipts`: fetches the join service's JWKS from its operations port and verifies each receipt.
+ * - `receipts`: fetches the join service's JWKS from its operations port and verifies each receipt;
+ * - `status`: `confboot status -o json` through the admin kubeconfig (its envelope as `status`).
  * Importing this module runs it.
  */
+import { Writable } from 'node:stream';
 import { loadKubeConfig } from '../../../adapters/kubernetes/api.js';
 import { KubeEvidenceStore } from '../../../adapters/kubernetes/evidence-store.js';
 import { rollOutAttestationConfig } from '../../../adapters/kubernetes/join-config.js';
@@ -18,6 +20,7 @@ import { silentLogger } from '../../../adapters/log/pino-logger.js';
 import { parseJwks } from '../../../adapters/receipts/receipt-key.js';
 import { verifyReceipt } from '../../../adapters/receipts/verify-receipt.js';
 import { SystemClock } from '../../../adapters/system/system-clock.js';
+import { runStatus } from '../../../app/cli/status.js';
 import { type DryRunReport, dryRun } from '../../../app/join-service/dry-run.js';
 import { validatorBuilder, variantLookups } from '../../../app/join-service/production.js';
 import { messageOf } from '../../../ports/errors.js';
@@ -26,7 +29,8 @@ import { messageOf } from '../../../ports/errors.js';
 export type UpgradeEntryInput =
   | { action: 'rollout'; kubeconfigPath: string; attestationConfig: unknown }
   | { action: 'dry-run'; kubeconfigPath: string; attestationConfig: unknown; akRegistryPath: string }
-  | { action: 'receipts'; jwksUrl: string; receipts: Array<{ node: string; jwt: string }> };
+  | { action: 'receipts'; jwksUrl: string; receipts: Array<{ node: string; jwt: string }> }
+  | { action: 'status'; kubeconfigPath: string };
 
 /** What it prints. */
 export interface UpgradeEntryOutput {
@@ -34,6 +38,8 @@ export interface UpgradeEntryOutput {
   error?: string;
   report?: DryRunReport;
   receipts?: Array<{ node: string; ok: boolean; subject?: string; measurementSet?: string; error?: string }>;
+  /** `status`: the envelope `confboot status -o json` printed. */
+  status?: unknown;
 }
 
 async function readStdin(): Promise<string> {
@@ -44,6 +50,17 @@ async function readStdin(): Promise<string> {
 
 async function run(input: UpgradeEntryInput): Promise<UpgradeEntryOutput> {
   const clock = new SystemClock();
+  if (input.action === 'status') {
+    let out = '';
+    const sink = new Writable({
+      write(chunk, _enc, cb) {
+        out += String(chunk);
+        cb();
+      },
+    });
+    await runStatus(['--kubeconfig', input.kubeconfigPath, '-o', 'json'], { clock, out: sink });
+    return { ok: true, status: JSON.parse(out) };
+  }
   if (input.action === 'rollout') {
     await rollOutAttestationConfig(
       loadKubeConfig(input.kubeconfigPath),

@@ -4,6 +4,7 @@
  * bootstrapper's last line, PCR 15 read from its TPM against SHA256(0^32 || SHA256(cluster ID))) and
  * checks each disk image on the host: the initial passphrase no longer opens it, the key derived
  * (HKDF, the key service's derivation) for its UUID does. Then judges the run and builds the result.
+ * Before the VMs stop, {@link statusSnapshot} takes `confboot status -o json` of the running cluster.
  */
 import { existsSync } from 'node:fs';
 import { HkdfKms } from '../../../adapters/kms/hkdf-kms.js';
@@ -11,9 +12,10 @@ import { expectedPcr15 } from '../../../adapters/tpm/pcr15-marker.js';
 import { STATE_DISK_KEY_LENGTH } from '../../../domain/key-derivation.js';
 import { opensWithKey } from '../../demo/state-disk.js';
 import type { MiniCluster } from '../context.js';
+import type { UpgradeEntryOutput } from '../host/upgrade-entry.js';
 import { COMPUTED_PCRS, REFERENCE_PCRS } from '../measurements.js';
 import type { MiniNodeResult, MiniResult } from '../types.js';
-import type { MiniSecrets } from './init.js';
+import { adminKubeconfigPath, type MiniSecrets, runHostEntry } from './init.js';
 
 const hex = (b: Uint8Array) => Buffer.from(b).toString('hex');
 
@@ -24,6 +26,20 @@ export const MINI_SIMULATED = [
   "kubelet TLS bootstrap (each joining node's simulated kubeadm join sends the kubelet's client CSR with the ticket's bootstrap token and key, waits for it to be approved and signed, writes kubelet.conf and registers its Node; the production confboot node-operator on the control plane approves it)",
   "kube-controller-manager (the control plane's agent signs approved kubelet CSRs with the cluster CA; it auto-approves only while kubeadm's binding exists, which init deletes)",
 ];
+
+/**
+ * `confboot status -o json` of the running cluster, from the operator's side of the bridge through
+ * the admin kubeconfig init kept: the envelope it printed, or `{error}` when it could not run.
+ */
+export async function statusSnapshot(c: MiniCluster): Promise<unknown> {
+  const out = await runHostEntry<UpgradeEntryOutput>(
+    c,
+    'host/upgrade-entry',
+    { action: 'status', kubeconfigPath: adminKubeconfigPath(c) },
+    'status.log',
+  );
+  return out.ok && out.status !== undefined ? out.status : { error: out.error ?? 'no status printed' };
+}
 
 /** PCR 15 of a report against the cluster's marker. */
 export function pcr15Evidence(
