@@ -4,7 +4,6 @@
  * unknown OIDs, missing attestation, expired certificates, issuer failure, concurrency.
  */
 import { describe, expect, it } from 'vitest';
-import { createTlsIdentity, spkiHashOf } from '../../../../src/adapters/grpc/atls/certificate.js';
 import { variantOfOid } from '../../../../src/app/registry/index.js';
 import { FakeClock } from '../../../fakes/fake-clock.js';
 import { DummyIssuer, DummyValidator } from '../../../support/dummy-attestation.js';
@@ -262,20 +261,6 @@ describe('mutual', () => {
       { clock, issuer: new DummyIssuer(), validators: [new DummyValidator()] },
     );
     expect(checkOf(client)).toBe('unknown-oid');
-  });
-});
-
-describe('certificates', () => {
-  it('are fresh ECDSA P-256, CN=Constellation, valid now±2h by the injected clock', async () => {
-    const fixed = new FakeClock(Date.UTC(2026, 0, 1, 12));
-    const id = await createTlsIdentity(fixed);
-    const { X509Certificate } = await import('node:crypto');
-    const cert = new X509Certificate(id.certPem);
-    expect(cert.subject).toBe('CN=Constellation');
-    expect(cert.publicKey.asymmetricKeyDetails?.namedCurve).toBe('prime256v1');
-    expect(new Date(cert.validFrom).toISOString()).toBe('2026-01-01T10:00:00.000Z');
-    expect(new Date(cert.validTo).toISOString()).toBe('2026-01-01T14:00:00.000Z');
-    expect(Buffer.from(spkiHashOf(cert)).equals(Buffer.from(id.spkiHash))).toBe(true);
   });
 });
 
