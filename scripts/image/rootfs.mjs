@@ -30,9 +30,8 @@ export const CLI_MAIN = 'dist/src/app/cli/main.js';
  * What the system part takes from Debian. `executables` are copied with every shared library they
  * load (found in `packages`); `files` are copied as they are.
  * - Node's own libraries: libc6, libstdc++6, libgcc-s1.
- * - A shell and coreutils' `install`, only for the join service's init container, which copies the
- *   host's kubeadm pki files with `sh -c 'install -D -o 65532 …'` as root; the services never run
- *   them. dash is /bin/sh; nothing else of coreutils is taken.
+ * - No shell and no coreutils: the join service's init container copies the host's kubeadm pki
+ *   files with `confboot copy-pki`, the same Node program as every other container.
  * - /etc/os-release from base-files; each used package's copyright file (libgcc-s1's and libstdc++6's
  *   are gcc-12-base's); and /var/lib/dpkg/status.d/<package> for each package used, so
  *   vulnerability scanners see the Debian release and package versions.
@@ -40,23 +39,8 @@ export const CLI_MAIN = 'dist/src/app/cli/main.js';
  * more). No cryptsetup or tpm2-tools: they are the node's tools, and neither service runs them.
  */
 export const SYSTEM = {
-  packages: [
-    'base-files',
-    'gcc-12-base',
-    'libc6',
-    'libgcc-s1',
-    'libstdc++6',
-    'dash',
-    'coreutils',
-    'libacl1',
-    'libattr1',
-    'libselinux1',
-    'libpcre2-8-0',
-  ],
-  executables: [
-    { path: 'bin/dash', links: ['bin/sh'] },
-    { path: 'usr/bin/install', links: [] },
-  ],
+  packages: ['base-files', 'gcc-12-base', 'libc6', 'libgcc-s1', 'libstdc++6'],
+  executables: [],
   files: ['etc/os-release'],
 };
 

@@ -28,7 +28,7 @@ import {
   KEY_SERVICE_CLIENT_TLS_DIR,
   KEY_SERVICE_TLS_DIR,
 } from '../../src/app/manifests/common.js';
-import { pkiCopyScript } from '../../src/app/manifests/join-service.js';
+import { pkiCopyArgs } from '../../src/app/manifests/join-service.js';
 import { deployTargets, renderManifests } from '../../src/app/manifests/manifests.js';
 import { parseCommand } from '../../src/app/program/args.js';
 import { cloudNames, cloudVariants } from '../../src/app/registry/index.js';
@@ -261,7 +261,9 @@ describe.each(targets)('manifests for $cloud / $variant', (target) => {
       readOnlyRootFilesystem: true,
       capabilities: { drop: ['ALL'], add: ['CHOWN', 'FOWNER'] },
     });
-    expect(init.command).toEqual(['sh', '-c', pkiCopyScript()]);
+    // The image's entrypoint (the confboot CLI) runs copy-pki: no shell (test/app/cli/copy-pki.test.ts).
+    expect(init.command).toBeUndefined();
+    expect(init.args).toEqual(pkiCopyArgs());
   });
 
   it('ships an attestation config that enforces every measurement it lists, and the other ConfigMaps', () => {
@@ -457,51 +459,6 @@ describe('confboot manifests', () => {
     await expect(runManifests(['--all'])).rejects.toThrow(/--all needs --out/);
     await expect(runManifests([])).rejects.toThrow(/missing --cloud/);
   });
-});
-
-describe("the join service's pki copy (the init container's script, run for real with sh and install)", () => {
-  const root = process.getuid?.() === 0;
-  it.skipIf(!root)(
-    'copies exactly the eight pki files from root-only host files, owned by 65532 with mode 0400, and 65532 can read them',
-    async () => {
-      const { chmodSync, mkdirSync, statSync, writeFileSync } = await import('node:fs');
-      const { execFileSync } = await import('node:child_process');
-      const base = mkdtempSync(join(tmpdir(), 'confboot-pki-copy-'));
-      // The service's user must reach the copies (as it reaches the pod's volume mount).
-      chmodSync(base, 0o755);
-      try {
-        const host = join(base, 'host-pki');
-        const pod = join(base, 'pod-pki');
-        mkdirSync(join(host, 'etcd'), { recursive: true });
-        // What kubeadm leaves: root-owned, keys 0600; plus files the service must not get.
-        for (const f of [...CONTROL_PLANE_FILE_NAMES, 'apiserver.key', 'etcd/server.key']) {
-          writeFileSync(join(host, f), `content of ${f}\n`);
-          chmodSync(join(host, f), 0o600);
-        }
-        writeFileSync(join(base, 'admin.conf'), 'cluster-admin\n');
-        execFileSync('sh', ['-c', pkiCopyScript(host, pod)], { stdio: 'pipe' });
-        const copied = listAll(pod);
-        expect(copied).toEqual([...CONTROL_PLANE_FILE_NAMES].sort());
-        for (const f of copied) {
-          const st = statSync(join(pod, f));
-          expect([st.uid, st.gid, st.mode & 0o777], f).toEqual([65532, 65532, 0o400]);
-        }
-        // Read back as the service's user, in a child process that runs as 65532. The system's `cat`,
-        // not this clone's Node: the clone's parent directory may not be searchable by 65532 (a
-        // `mktemp -d` folder is mode 0700), which says nothing about the copies.
-        const asService = { uid: 65532, gid: 65532, encoding: 'utf8' } as const;
-        expect(execFileSync('cat', [join(pod, 'ca.key')], asService)).toBe('content of ca.key\n');
-        expect(execFileSync('cat', [join(pod, 'etcd/ca.key')], asService)).toBe('content of etcd/ca.key\n');
-        // A missing file fails the copy (the pod does not start half-provisioned).
-        rmSync(join(host, 'sa.pub'));
-        expect(() =>
-          execFileSync('sh', ['-c', pkiCopyScript(host, join(base, 'again'))], { stdio: 'pipe' }),
-        ).toThrow();
-      } finally {
-        rmSync(base, { recursive: true, force: true });
-      }
-    },
-  );
 });
 
 /** Files (not directories) under `base`, relative, sorted. */

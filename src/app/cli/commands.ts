@@ -25,6 +25,11 @@ export const COMMANDS: CommandEntry[] = [
     load: () => import('./bootstrapper.js'),
   },
   {
+    name: 'copy-pki',
+    summary: 'Copy the pki files the join service reads into a directory its user owns (its init container)',
+    load: () => import('./copy-pki.js'),
+  },
+  {
     name: 'demo',
     summary: 'Run the whole flow on loopback with real TPMs and LUKS2 disks (kubeadm simulated)',
     load: () => loadTestbedCommand('demo'),

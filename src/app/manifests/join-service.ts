@@ -13,7 +13,6 @@ import type {
   V1Service,
 } from '@kubernetes/client-node';
 import { JOIN_SERVICE_CLIENT_TLS_SECRET } from '../../adapters/pki/key-service-tls.js';
-import { CONTROL_PLANE_FILE_NAMES } from '../../ports/kubernetes-node.js';
 import type { Variant } from '../../ports/variant.js';
 import {
   ATTESTATION_CONFIG_PATH,
@@ -60,19 +59,14 @@ export const AK_REGISTRY_VARIANTS: ReadonlySet<Variant> = new Set<Variant>(['qem
 const HOST_PKI_MOUNT = '/host-pki';
 
 /**
- * The join service's init container script: copies exactly the pki files the join service reads (the eight
- * control-plane files; ca.crt and ca.key among them) from the host into the memory-backed volume,
- * owned by the service's user and readable by it only. Nothing else of /etc/kubernetes (no
- * admin.conf, no API server or etcd keys) reaches the pod.
+ * The join service's init container arguments (after the image's entrypoint, the confboot CLI):
+ * `confboot copy-pki` copies exactly the pki files the join service reads (the eight control-plane
+ * files; ca.crt and ca.key among them) from the host into the memory-backed volume, owned by the
+ * service's user and readable by it only. Nothing else of /etc/kubernetes (no admin.conf, no API
+ * server or etcd keys) reaches the pod.
  */
-export function pkiCopyScript(from = HOST_PKI_MOUNT, to = PKI_DIR): string {
-  const files = CONTROL_PLANE_FILE_NAMES.map((f) => `'${f}'`).join(' ');
-  return [
-    'set -eu',
-    `for f in ${files}; do`,
-    `  install -D -o ${IMAGE_UID} -g ${IMAGE_UID} -m 0400 "${from}/$f" "${to}/$f"`,
-    'done',
-  ].join('\n');
+export function pkiCopyArgs(from = HOST_PKI_MOUNT, to = PKI_DIR): string[] {
+  return ['copy-pki', '--from', from, '--to', to, '--owner', `${IMAGE_UID}:${IMAGE_UID}`, '--mode', '0400'];
 }
 
 const ZERO_PCR = '00'.repeat(32);
@@ -254,7 +248,7 @@ function pkiCopyContainer(image: string): V1Container {
   return {
     name: 'copy-pki',
     image,
-    command: ['sh', '-c', pkiCopyScript()],
+    args: pkiCopyArgs(),
     resources: { requests: { cpu: '10m', memory: '16Mi' }, limits: { memory: '16Mi' } },
     securityContext: {
       readOnlyRootFilesystem: true,
