@@ -21,15 +21,12 @@ import {
   DISK_BINDING_GROUP,
   DISK_BINDING_PLURAL,
   DISK_BINDING_VERSION,
+  MASTER_SECRET_NAME,
 } from '../../src/adapters/kubernetes/names.js';
 import { silentLogger } from '../../src/adapters/log/pino-logger.js';
 import { createKeyServiceTls, keyServiceDnsNames } from '../../src/adapters/pki/key-service-tls.js';
 import { generateReceiptKeyPem } from '../../src/adapters/receipts/receipt-key.js';
-import {
-  bringupObjects,
-  COMPONENTS_CONFIGMAP_NAME,
-  MASTER_SECRET_NAME,
-} from '../../src/app/bringup/objects.js';
+import { bringupObjects, COMPONENTS_CONFIGMAP_NAME } from '../../src/app/bringup/objects.js';
 import { diskBindingCrd } from '../../src/app/manifests/access.js';
 import { type DeployTarget, NAMESPACE } from '../../src/app/manifests/common.js';
 import { deployTargets, renderManifests } from '../../src/app/manifests/manifests.js';

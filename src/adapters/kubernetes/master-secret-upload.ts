@@ -20,8 +20,6 @@ import { parse as parseYaml } from 'yaml';
 import { errorCode, errorText } from '../../ports/errors.js';
 import { MASTER_SECRET_NAME } from './names.js';
 
-export { MASTER_SECRET_NAME };
-
 /** How to reach the API server, from the admin kubeconfig. */
 export interface ApiAccess {
   server: URL;

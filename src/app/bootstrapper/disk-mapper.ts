@@ -22,8 +22,6 @@ import { ConfbootError, messageOf } from '../../ports/errors.js';
 import type { StateDiskSetup } from '../../ports/state-disk-setup.js';
 import type { BootstrapperNodeDeps, ListenAddress } from './node.js';
 
-export type { DiskMapperOutcome };
-
 /** Where the state disk is and how to format and map it. */
 export interface StateDiskOptions {
   devicePath: string;

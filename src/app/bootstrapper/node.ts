@@ -45,8 +45,6 @@ import {
   type VerificationServiceSettings,
 } from '../verification-service/serve.js';
 
-export type { BootstrapResult };
-
 /** Everything the bootstrapper of one node uses: ports only. */
 export interface BootstrapperNodeDeps {
   metadata: MetadataAPI;

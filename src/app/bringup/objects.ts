@@ -16,7 +16,6 @@ import { NAMESPACE } from '../manifests/common.js';
 import { receiptKeySecret } from '../manifests/join-service.js';
 import { type RenderOptions, renderObjects } from '../manifests/manifests.js';
 
-export { MASTER_SECRET_NAME };
 /** Name of the components ConfigMap the NodeVersion references. */
 export const COMPONENTS_CONFIGMAP_NAME = 'k8s-components';
 

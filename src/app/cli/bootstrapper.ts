@@ -13,9 +13,11 @@
 
 import { CommandKubeletService } from '../../adapters/kubernetes/kubelet-service.js';
 import { CommandPowerControl } from '../../adapters/system/command-power-control.js';
+import type { BootstrapResult } from '../../domain/bootstrapper.js';
+import type { DiskMapperOutcome } from '../../domain/disk-mapper.js';
 import { messageOf } from '../../ports/errors.js';
-import { createNodeDiskMapper, type DiskMapperOutcome } from '../bootstrapper/disk-mapper.js';
-import { type BootstrapperNode, type BootstrapResult, startBootstrapperNode } from '../bootstrapper/node.js';
+import { createNodeDiskMapper } from '../bootstrapper/disk-mapper.js';
+import { type BootstrapperNode, startBootstrapperNode } from '../bootstrapper/node.js';
 import { bootstrapperDeps, type Csp, checkWiring, createNodeContainer } from '../modules/index.js';
 import { runCommand } from '../program/args.js';
 import { parseOptions } from '../program/options.js';

@@ -11,10 +11,11 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { loadKubeConfig } from '../../../src/adapters/kubernetes/api.js';
+import { MASTER_SECRET_NAME } from '../../../src/adapters/kubernetes/names.js';
 import { ReceiptKey } from '../../../src/adapters/receipts/receipt-key.js';
 import { signingKeyPin } from '../../../src/adapters/receipts/receipt-key-pin.js';
 import { applyObjects } from '../../../src/app/bringup/apply.js';
-import { type BringupInput, bringupObjects, MASTER_SECRET_NAME } from '../../../src/app/bringup/objects.js';
+import { type BringupInput, bringupObjects } from '../../../src/app/bringup/objects.js';
 import { run } from '../../../src/app/cli/apply.js';
 import { SsaApiServer } from '../../support/ssa-api-server.js';
 

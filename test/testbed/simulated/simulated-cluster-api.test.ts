@@ -14,9 +14,10 @@ import { parse as parseYaml } from 'yaml';
 import { loadKubeConfig } from '../../../src/adapters/kubernetes/api.js';
 import { KubeBootstrapTokens } from '../../../src/adapters/kubernetes/bootstrap-tokens.js';
 import { KubeClusterFacts } from '../../../src/adapters/kubernetes/cluster-facts.js';
+import { MASTER_SECRET_NAME } from '../../../src/adapters/kubernetes/names.js';
 import { SystemClock } from '../../../src/adapters/system/system-clock.js';
 import { bringUp } from '../../../src/app/bringup/bring-up.js';
-import { COMPONENTS_CONFIGMAP_NAME, MASTER_SECRET_NAME } from '../../../src/app/bringup/objects.js';
+import { COMPONENTS_CONFIGMAP_NAME } from '../../../src/app/bringup/objects.js';
 import {
   loadApiServerCredentials,
   loadPublicApiServerCredentials,

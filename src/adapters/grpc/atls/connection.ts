@@ -30,8 +30,6 @@ import {
 import type { AttestedPeer } from './peer-attestation.js';
 import { protocolError } from './protocol.js';
 
-export { ALPN_PROTOCOL };
-
 /** How long a refused socket may take to flush the deny verdict before it is destroyed. */
 const CLOSE_GRACE_MS = 250;
 

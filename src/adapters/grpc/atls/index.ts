@@ -6,7 +6,7 @@ export {
   DEFAULT_CLIENT_HANDSHAKE_TIMEOUT_MS,
   DEFAULT_CLIENT_TLS_HANDSHAKE_MS,
 } from './client-deadline.js';
-export { ALPN_PROTOCOL, type AttestSocketExtras, attestSocket, closeSoon } from './connection.js';
+export { type AttestSocketExtras, attestSocket, closeSoon } from './connection.js';
 export {
   type AtlsCredentialsOptions,
   AttestedChannelCredentials,
@@ -29,6 +29,7 @@ export {
   SUPPORTED_GRPC_JS,
 } from './grpc-hook.js';
 export {
+  ALPN_PROTOCOL,
   CLOCK_JUMP_TOLERANCE_MS,
   DEFAULT_ROTATE_EVERY_MS,
   processTlsIdentity,
