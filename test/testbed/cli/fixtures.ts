@@ -110,7 +110,10 @@ export function upgradeResult(ok = true): MiniUpgradeResult {
 
 /** A demo result: one node that joined, one tampered node refused; `good` false breaks a claim. */
 export function demoResult(good = true): DemoResult {
+  // The JoiningNodes deleted in the demo's simulated API server: none by anyone.
+  const joiningNodes = { hostDeleted: [] as string[], operatorDeleted: [] as string[] };
   return {
+    ...joiningNodes,
     clusterId: 'c1d2',
     durationMs: 12_000,
     workDir: '/tmp/confboot-demo-1',
