@@ -3,6 +3,9 @@
  * issuance, the measurements policy and key derivation. Imports only src/ports and node:crypto;
  * src/app wires it to adapters.
  */
+
+// The text of a measurement mismatch is defined beside the port's MeasurementMismatch type.
+export { formatMismatch } from '../ports/measurement-policy.js';
 export * from './backoff.js';
 export * from './bootstrapper.js';
 export * from './errors.js';
