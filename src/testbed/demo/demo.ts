@@ -46,12 +46,9 @@ import { buildValidator } from '../../app/registry/validators.js';
 import { parseAttestationConfig } from '../../domain/measurements.js';
 import type { Logger } from '../../ports/logger.js';
 import type { Validator } from '../../ports/validator.js';
-import {
-  InMemoryBootstrapTokens,
-  InMemoryClusterFacts,
-  SimulatedControlPlane,
-} from '../simulated/simulated-kubernetes.js';
+import { SimulatedControlPlane } from '../simulated/simulated-kubernetes.js';
 import { expectedAttestationConfig, GOOD_BOOT, measureBoot, TAMPERED_BOOT } from './boot-measurements.js';
+import { type DemoClusterApi, startDemoClusterApi } from './cluster-api.js';
 import { type DemoNode, type NodeWiring, startDemoNode } from './node.js';
 import type { DemoResult } from './result.js';
 import { createStateDiskImage } from './state-disk.js';
@@ -81,8 +78,8 @@ export interface DemoOptions {
 }
 
 const SIMULATED = [
-  'kubeadm init/join (simulated: checks token, discovery hash and kubelet certificate instead of running kubeadm)',
-  'Kubernetes API server (simulated: bootstrap tokens and joining-node records in memory)',
+  "kubeadm init/join (simulated: init makes the cluster CA; join checks the ticket's kubelet certificate and does the kubelet's TLS bootstrap: cluster-info pinned by the ticket's CA hash, the client CSR with its bootstrap token and key, kubelet.conf once signed)",
+  "Kubernetes API server (simulated: a strict in-memory server over HTTPS that authorizes by RBAC), kube-controller-manager (signs approved CSRs; auto-approval deleted after init); the node operator approving CSRs only for their join ticket is confboot's own code",
 ];
 
 /** What the demo's state disks lack, said plainly. */
@@ -306,6 +303,7 @@ async function startDemoJoinService(
   keyService: KeyServiceServer,
   measurementSalt: Uint8Array,
   newValidator: () => Validator,
+  cluster: DemoClusterApi,
 ): Promise<ReceiptKey> {
   const { clock } = run;
   const first = nodes[0] as DemoNode;
@@ -317,10 +315,10 @@ async function startDemoJoinService(
     validators: [newValidator()],
     kms: kmsClient,
     ca: new FileCertificateAuthority({ clock, pkiDir: join(first.dir, 'etc-kubernetes', 'pki') }),
-    tokens: new InMemoryBootstrapTokens(wiring.cp),
-    facts: new InMemoryClusterFacts(wiring.cp),
+    tokens: cluster.tokens,
+    facts: cluster.facts,
     measurementSalt,
-    apiServerEndpoint: `${first.ip}:6443`,
+    apiServerEndpoint: cluster.endpoint,
     // Kubelet certificates only for the caller's own name, address and role (docs/identity.md).
     identity: new MetadataPeerIdentity(new QemuMetadataAPI({ baseUrl: wiring.metadataUrl }), clock),
     clock,
@@ -420,6 +418,14 @@ export async function runDemo(options: DemoOptions): Promise<DemoResult> {
     const akTrust = await qemuAkLookups({ qemuAkRegistryPath: await writeAkRegistry(workDir, nodes) });
     const initValidator = (): Validator => buildValidator('qemu-vtpm', config, { clock, logger, ...akTrust });
     const clusterId = await initFirstControlPlane(run, wiring, first, secrets, initValidator);
+    const etc = join(first.dir, 'etc-kubernetes');
+    const cluster = await startDemoClusterApi({
+      ...{ pkiDir: join(etc, 'pki'), adminConfPath: join(etc, 'admin.conf'), ip: first.ip, workDir, clock },
+      logger: logger.child({ component: 'kubernetes' }),
+    });
+    run.cleanups.push(() => cluster.close());
+    wiring.joiner = cluster.joiner;
+    say(`Kubernetes API (simulated) on ${cluster.endpoint}; the node operator approves kubelet CSRs`);
     const receiptKey = await startDemoJoinService(
       run,
       wiring,
@@ -427,10 +433,18 @@ export async function runDemo(options: DemoOptions): Promise<DemoResult> {
       keyService,
       secrets.measurementSalt,
       newValidator,
+      cluster,
     );
     const outcomes = await joinNodes(run, wiring, nodes.slice(1));
-    for (const [id, t] of cp.tokens)
-      run.secret('bootstrap token', new TextEncoder().encode(`${id}.${t.secret}`));
+    for (const t of cluster.bootstrapTokens()) run.secret('bootstrap token', new TextEncoder().encode(t));
+    const joined = nodes.slice(1).filter((n) => outcomes.get(n.name)?.joined);
+    // The operator deletes a JoiningNode once its Node is Ready (bounded wait).
+    await waitFor(
+      'the JoiningNodes of joined nodes',
+      () => joined.every((n) => !cluster.api.joiningNodes.has(n.name)),
+      10_000,
+      options.signal,
+    );
     // Proof: each disk opens only with its issued key; PCR 15 holds the cluster ID measurement.
     say('Verifying state disks (cryptsetup open --test-passphrase) and PCR 15 of every node');
     const results = await proveNodes({
@@ -441,6 +455,7 @@ export async function runDemo(options: DemoOptions): Promise<DemoResult> {
       jwks: receiptKey.jwks(),
       secret: run.secret,
     });
+    const credentials = await cluster.kubeletCredentials(first.name);
     return {
       clusterId: hex(clusterId),
       durationMs: Date.now() - run.started,
@@ -448,7 +463,9 @@ export async function runDemo(options: DemoOptions): Promise<DemoResult> {
       logFile: options.keep ? logFile : undefined,
       simulated: SIMULATED,
       jwks: receiptKey.jwks(),
-      nodes: results,
+      operatorDeleted: credentials.operatorDeleted,
+      hostDeleted: credentials.hostDeleted,
+      nodes: results.map((r) => ({ ...r, kubeletClientCert: credentials.certOf(r.name) })),
     };
   } finally {
     options.progress(`[${elapsed(run.started)}] Stopping every process and server`);

@@ -52,6 +52,8 @@ export interface NodeWiring {
   /** The QEMU metadata server's base URL. */
   metadataUrl: string;
   cp: SimulatedControlPlane;
+  /** The joining nodes' `kubeadm join` (default: a check against `cp` only). */
+  joiner?: ClusterJoiner;
   /** The join service's port on the first control plane's address. */
   joinPort: number;
   cleanups: Array<() => Promise<unknown>>;
@@ -132,7 +134,9 @@ async function demoNodeContainer(wiring: NodeWiring, node: DemoNode) {
       [Issuer],
     )
     .inSingletonScope();
-  container.rebind<ClusterJoiner>(ClusterJoiner).toConstantValue(new SimulatedClusterJoiner(cp, nodeLogger));
+  container
+    .rebind<ClusterJoiner>(ClusterJoiner)
+    .toConstantValue(wiring.joiner ?? new SimulatedClusterJoiner(cp, nodeLogger));
   container.rebind<ClusterInitializer>(ClusterInitializer).toConstantValue(
     new SimulatedClusterInitializer(cp, {
       pkiDir: paths.pkiDir,

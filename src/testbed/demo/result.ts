@@ -1,5 +1,6 @@
 /** What `confboot demo` reports: each node's outcome and the proof checked after the run (`--json`). */
 import type { JsonWebKeySet } from '../../adapters/receipts/receipt-key.js';
+import type { KubeletClientCert } from '../simulated/node-records-state.js';
 
 /**
  * Which keys open a node's state disk after the run (`cryptsetup open --test-passphrase`):
@@ -42,6 +43,12 @@ export interface DemoNodeResult {
   receipt?: string;
   /** The receipt verifies against the result's `jwks` and names this node (joined workers only). */
   receiptVerified?: boolean;
+  /**
+   * How its kubelet got its client certificate: a joined worker's through a CSR the node operator
+   * approved (`{"via": "csr", "approvedBy": "AttestedJoinTicket"}`), the first control plane's from
+   * init (`kubeadm-init`), a refused node none.
+   */
+  kubeletClientCert?: KubeletClientCert;
 }
 
 /** The demo's result (`--json`). */
@@ -53,5 +60,9 @@ export interface DemoResult {
   simulated: string[];
   /** The JWKS of the join service's receipt key (also served on its HTTP port while it runs). */
   jwks: JsonWebKeySet;
+  /** JoiningNodes deleted by anyone but the node operator (nothing else deletes one: empty). */
+  hostDeleted: string[];
+  /** JoiningNodes the node operator deleted once their Node was Ready (`<record> (<node>)`). */
+  operatorDeleted: string[];
   nodes: DemoNodeResult[];
 }

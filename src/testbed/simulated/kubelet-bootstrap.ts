@@ -7,15 +7,21 @@
  * the certificate (bounded; a Denied condition ends the wait with its reason), writes kubelet.conf
  * with the certificate and key, then, as `system:node:<name>`, registers its Node and reports it
  * Ready (the API server shows NotReady while no CNI is installed). Nothing is logged; the key
- * stays in the files it came from and in kubelet.conf.
+ * stays in the files it came from and in kubelet.conf. {@link kubeletJoin} adds kubeadm's token
+ * discovery before it, and {@link KubeletBootstrapJoiner} is an in-process simulated `kubeadm join`
+ * doing both (mini's VMs run kubeadm-sim.ts, which calls kubeletJoin).
  */
 import { createHash, createPrivateKey, createPublicKey, webcrypto, X509Certificate } from 'node:crypto';
-import { writeFile } from 'node:fs/promises';
+import { readFile, writeFile } from 'node:fs/promises';
 import { request as httpsRequest } from 'node:https';
+import { join } from 'node:path';
 import { parse as parseYaml, stringify as stringifyYaml } from 'yaml';
 import { loadX509 } from '../../adapters/pki/x509-loader.js';
+import type { ClusterJoiner, JoinClusterArgs } from '../../ports/cluster-joiner.js';
+import { ConfbootError } from '../../ports/errors.js';
 import { KUBELET_CLIENT_SIGNER } from '../../ports/kubelet-csrs.js';
 import { apiCall, apiExpect } from './api-client.js';
+import { kubeletCertificateProblems } from './kubelet-certificate-check.js';
 import type { KubeconfigAccess } from './kubelet-volumes.js';
 import { CLUSTER_INFO_PATH } from './route-request.js';
 
@@ -201,4 +207,69 @@ export async function discoverClusterCa(endpoint: string, caCertHash: string): P
   if (hash !== caCertHash)
     throw new Error(`cluster-info from ${endpoint}: CA ${hash} is not the pinned ${caCertHash}`);
   return caPem;
+}
+
+/** What `kubeadm join` hands the kubelet. */
+export interface KubeletJoinOptions extends Omit<KubeletBootstrapOptions, 'bootstrap'> {
+  /** The API server, `host:port`. */
+  endpoint: string;
+  /** The bootstrap token (secret). */
+  token: string;
+  /** The discovery pin, `sha256:<hex>`. */
+  caCertHash: string;
+}
+
+/**
+ * The kubelet's part of `kubeadm join`, which kubeadm waits for: token discovery of the cluster CA
+ * (pinned by the ticket's hash), then TLS bootstrap with the bootstrap token and `keyPem`.
+ */
+export async function kubeletJoin(o: KubeletJoinOptions): Promise<KubeletBootstrapResult> {
+  const { endpoint, token, caCertHash, ...rest } = o;
+  const caPem = await discoverClusterCa(endpoint, caCertHash);
+  return kubeletTlsBootstrap({
+    ...rest,
+    bootstrap: { server: new URL(`https://${endpoint}`), caPem, token },
+  });
+}
+
+/**
+ * A SIMULATED `kubeadm join` in-process (the demo's nodes): checks the ticket's kubelet certificate
+ * as kubeadm-sim does, then {@link kubeletJoin} with the ticket's kubelet key (a confboot node gives
+ * its kubelet that key for the bootstrap CSR), its kubelet.conf in `dirOf(nodeName)`; rejects when
+ * the CSR is denied or nothing approves it within `timeoutMs`.
+ */
+export class KubeletBootstrapJoiner implements ClusterJoiner {
+  /** The last bootstrap of each node, by name. */
+  readonly results = new Map<string, KubeletBootstrapResult>();
+
+  constructor(
+    private readonly dirOf: (nodeName: string) => string,
+    private readonly timeoutMs = 60_000,
+  ) {}
+
+  async joinCluster(args: JoinClusterArgs): Promise<void> {
+    const keyPem = await readFile(args.kubeletKeyPath, 'utf8');
+    const problems = kubeletCertificateProblems(
+      await readFile(args.kubeletCertPath),
+      Buffer.from(keyPem),
+      args.nodeName,
+    );
+    if (problems.length > 0)
+      throw new ConfbootError(
+        'failed-precondition',
+        `simulated kubeadm join of ${args.nodeName}: ${problems.join(', ')}`,
+      );
+    const result = await kubeletJoin({
+      endpoint: args.apiServerEndpoint,
+      token: args.token,
+      caCertHash: args.discoveryTokenCaCertHash,
+      nodeName: args.nodeName,
+      keyPem,
+      kubeletConfPath: join(this.dirOf(args.nodeName), 'kubelet.conf'),
+      deadline: Date.now() + this.timeoutMs,
+      pollMs: 200,
+      ...(args.nodeIp === '' ? {} : { addresses: [args.nodeIp] }),
+    });
+    this.results.set(args.nodeName, result);
+  }
 }

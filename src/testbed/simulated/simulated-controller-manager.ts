@@ -91,3 +91,28 @@ export async function controllerManagerRound(
   }
   return round;
 }
+
+/**
+ * Runs {@link controllerManagerRound} every `intervalMs` until the returned function is called;
+ * `onRound` sees every round that approved or signed something. A failed round is tried again.
+ */
+export function startControllerManager(
+  access: KubeconfigAccess,
+  pkiDir: string,
+  onRound: (round: ControllerManagerRound) => void,
+  intervalMs = 2000,
+): () => void {
+  let running = true;
+  void (async () => {
+    while (running) {
+      try {
+        const round = await controllerManagerRound(access, pkiDir);
+        if (round.signed.length > 0 || round.autoApproved.length > 0) onRound(round);
+      } catch {}
+      await new Promise((r) => setTimeout(r, intervalMs));
+    }
+  })();
+  return () => {
+    running = false;
+  };
+}

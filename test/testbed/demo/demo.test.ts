@@ -44,6 +44,8 @@ describe('confboot demo result', () => {
     logFile: undefined,
     simulated: ['kubeadm'],
     jwks: { keys: [] },
+    hostDeleted: [],
+    operatorDeleted: [],
     nodes,
   });
 
@@ -89,6 +91,19 @@ describe('confboot demo (kubeadm and the Kubernetes API simulated)', () => {
     expect(result.nodes[3]?.toldNode).toBe('measurements: PCR 12');
     expect(JSON.stringify(result.nodes[3]?.toldNode)).not.toContain(expected12.slice(0, 8));
     expect(lines.join('\n')).toContain('Simulated: kubeadm');
+    // Every joined worker's kubelet got its client certificate through TLS bootstrap, its CSR
+    // approved by the node operator for its join ticket (kubeadm's auto-approval was deleted);
+    // the operator, and nobody else, deleted their JoiningNodes once their Nodes were Ready.
+    expect(
+      result.nodes.map((n) => [n.name, n.kubeletClientCert?.via, n.kubeletClientCert?.approvedBy]),
+    ).toEqual([
+      ['control-plane-0', 'kubeadm-init', null],
+      ['worker-1', 'csr', 'AttestedJoinTicket'],
+      ['worker-2', 'csr', 'AttestedJoinTicket'],
+      ['worker-3', 'none', null],
+    ]);
+    expect(result.hostDeleted).toEqual([]);
+    expect([...result.operatorDeleted].sort()).toEqual(['worker-1 (worker-1)', 'worker-2 (worker-2)']);
     const summary = renderSummary(result);
     expect(summary).toContain('worker-3 refused: measurement validation failed');
     expect(summary).toContain('(the node itself was told only: measurements: PCR 12)');

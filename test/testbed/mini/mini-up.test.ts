@@ -95,6 +95,29 @@ describe.skipIf(missing.length > 0)(
         // The simulated API server saw one JoiningNode-free worker join per good worker and no bad request.
         expect(result.apiServer?.violations, summary).toEqual([]);
         expect(result.apiServer?.diskBindings, summary).toHaveLength(workers);
+        // Every joined worker's kubelet client certificate came through TLS bootstrap, its CSR
+        // approved by the node operator for its join ticket; the operator, not the host, deleted
+        // each worker's JoiningNode once its Node was Ready.
+        expect(
+          result.nodes.map((n) => [n.name, n.kubeletClientCert?.via, n.kubeletClientCert?.approvedBy]),
+          summary,
+        ).toEqual(
+          result.nodes.map((n) =>
+            n.role === 'control-plane'
+              ? [n.name, 'kubeadm-init', null]
+              : n.boot === 'good'
+                ? [n.name, 'csr', 'AttestedJoinTicket']
+                : [n.name, 'none', null],
+          ),
+        );
+        expect(result.hostDeleted, summary).toEqual([]);
+        expect([...(result.operatorDeleted ?? [])].sort(), summary).toEqual(
+          result.nodes
+            .filter((n) => n.role === 'worker' && n.boot === 'good')
+            .map((n) => `${n.name} (${n.name})`)
+            .sort(),
+        );
+        expect(result.apiServer?.joiningNodes, summary).toEqual([]);
         expect(result.ok, summary).toBe(true);
         // Progress per VM went through the stages in order.
         const cp = lines.filter((l) => l.startsWith('control-plane-0')).map((l) => l.split(/\s+/)[1]);

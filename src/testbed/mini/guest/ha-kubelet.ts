@@ -21,7 +21,7 @@ import { MASTER_SECRET_NAME } from '../../../adapters/kubernetes/names.js';
 import { ADMIN_CONF_PATH, JOIN_SERVICE_PORT, PKI_DIR } from '../../../app/defaults.js';
 import { loadPublicApiServerCredentials } from '../../simulated/apiserver-credentials.js';
 import { type KubeconfigAccess, kubeconfigAccess, readVolumes } from '../../simulated/kubelet-volumes.js';
-import { controllerManagerRound } from '../../simulated/simulated-controller-manager.js';
+import { startControllerManager } from '../../simulated/simulated-controller-manager.js';
 import type { BootstrapConfig } from './protocol.js';
 
 const RUN_DIR = '/run/confboot';
@@ -102,20 +102,7 @@ export function joinServiceArgs(o: {
  * something.
  */
 export function runControllerManager(access: KubeconfigAccess, report: Report): () => void {
-  let running = true;
-  void (async () => {
-    while (running) {
-      try {
-        const round = await controllerManagerRound(access, PKI_DIR);
-        if (round.signed.length > 0 || round.autoApproved.length > 0)
-          report({ type: 'controller-manager', ...round });
-      } catch {}
-      await sleep(2000);
-    }
-  })();
-  return () => {
-    running = false;
-  };
+  return startControllerManager(access, PKI_DIR, (round) => report({ type: 'controller-manager', ...round }));
 }
 
 /** Runs the key service and the join service from what the API server holds; never returns normally. */

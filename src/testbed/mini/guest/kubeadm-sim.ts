@@ -30,7 +30,7 @@ import {
   issueApiServerCredentials,
   writeControlPlaneAdminConf,
 } from '../../simulated/apiserver-credentials.js';
-import { discoverClusterCa, kubeletTlsBootstrap } from '../../simulated/kubelet-bootstrap.js';
+import { kubeletJoin } from '../../simulated/kubelet-bootstrap.js';
 import { kubeletCertificateProblems } from '../../simulated/kubelet-certificate-check.js';
 import { SimulatedClusterInitializer, SimulatedControlPlane } from '../../simulated/simulated-kubernetes.js';
 import { API_SERVER_PUBLIC_KEY_PATH } from './protocol.js';
@@ -137,11 +137,12 @@ async function kubeletBootstrap(
   caHash: string,
   keyPath: string | undefined,
 ) {
-  const caPem = await discoverClusterCa(endpoint, caHash);
   const keyFile = existsSync(KUBELET_BOOTSTRAP_KEY_PATH) ? KUBELET_BOOTSTRAP_KEY_PATH : keyPath;
   if (keyFile === undefined) throw new Error('kubelet (simulated): no key for the bootstrap CSR');
-  const r = await kubeletTlsBootstrap({
-    bootstrap: { server: new URL(`https://${endpoint}`), caPem, token },
+  const r = await kubeletJoin({
+    endpoint,
+    token,
+    caCertHash: caHash,
     nodeName,
     keyPem: await readFile(keyFile, 'utf8'),
     kubeletConfPath: '/etc/kubernetes/kubelet.conf',

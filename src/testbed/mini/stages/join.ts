@@ -9,7 +9,11 @@
 
 import { JOIN_SERVICE_PORT } from '../../../app/defaults.js';
 import { formatMismatch } from '../../../ports/measurement-policy.js';
-import type { CsrState, NodeRecordsState } from '../../simulated/node-records-state.js';
+import {
+  joiningNodeDeleters,
+  kubeletClientCertOf,
+  type NodeRecordsState,
+} from '../../simulated/node-records-state.js';
 import type { MiniCluster } from '../context.js';
 import type { MiniNodeResult, MiniNodeSpec, MiniResult, PcrMismatch } from '../types.js';
 import { followBoot } from './boot-evidence.js';
@@ -130,22 +134,6 @@ export async function servicesStage(c: MiniCluster): Promise<void> {
   }
 }
 
-/** The node operator's user (its ServiceAccount). */
-const OPERATOR_USER = 'system:serviceaccount:kube-system:node-operator';
-
-/** See {@link MiniNodeResult.kubeletClientCert}; `first`: the control plane kubeadm init made. */
-export function kubeletClientCertOf(
-  first: boolean,
-  name: string,
-  csrs: CsrState[],
-): NonNullable<MiniNodeResult['kubeletClientCert']> {
-  if (first) return { via: 'kubeadm-init', approvedBy: null };
-  const signed = csrs.find((x) => x.signed && x.commonName === `system:node:${name}`);
-  if (signed === undefined) return { via: 'none', approvedBy: null };
-  const approved = signed.conditions.find((k) => k.type === 'Approved');
-  return { via: 'csr', approvedBy: approved?.reason ?? null, csr: signed.name };
-}
-
 /** The kubelet credentials part of a result: each node's client certificate, who deleted JoiningNodes. */
 export interface KubeletCredentials {
   nodes: MiniNodeResult[];
@@ -170,12 +158,7 @@ export function kubeletCredentials(
     ...n,
     kubeletClientCert: kubeletClientCertOf(n.name === first, n.name, csrs),
   }));
-  const operatorDeleted = deletions
-    .filter((d) => d.by === OPERATOR_USER)
-    .map((d) => `${d.name} (${d.nodeName})`);
-  const hostDeleted = deletions
-    .filter((d) => d.by !== OPERATOR_USER)
-    .map((d) => `${d.name} (${d.nodeName}) by ${d.by}`);
+  const { operatorDeleted, hostDeleted } = joiningNodeDeleters(deletions);
   const joined = withCerts.filter((n) => n.name !== first && n.boot === 'good' && n.accepted);
   const held =
     records !== undefined &&
