@@ -1,8 +1,8 @@
 /** The library entry exports what docs/embedding.md promises, and never the test-only dummy variant. */
 import { describe, expect, it } from 'vitest';
-import * as confboot from '../../src/index.js';
-import * as contract from '../../test/contract/index.js';
-import * as testing from '../../test/fakes/index.js';
+import * as confboot from '../src/index.js';
+import * as contract from './contract/index.js';
+import * as testing from './fakes/index.js';
 
 describe('library exports', () => {
   it.each([
