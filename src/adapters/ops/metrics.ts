@@ -10,8 +10,6 @@ import { isJoinRefusalReason, type JoinOutcomeReason } from '../../ports/join-re
 
 /** Outcome of one request, as audited and counted. */
 export type JoinOutcome = JoinRequestOutcome;
-export type { JoinRpc };
-
 /** Options of {@link JoinServiceMetrics}. */
 export interface JoinServiceMetricsOptions {
   /** Also collect prom-client's process metrics (CPU, RSS, event loop); default true. */

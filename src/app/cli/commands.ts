@@ -3,10 +3,8 @@
  * one cloud never load code (or cloud SDKs) they do not use. Add one line per command. `demo` and
  * `mini` are the testbed's (src/testbed, only in a clone of the repository), loaded by testbed.ts.
  */
-import type { CommandEntry, CommandModule } from './command.js';
+import type { CommandEntry } from './command.js';
 import { loadTestbedCommand } from './testbed.js';
-
-export type { CommandEntry, CommandModule };
 
 export const COMMANDS: CommandEntry[] = [
   {
