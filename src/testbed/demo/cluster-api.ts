@@ -79,7 +79,9 @@ export interface DemoClusterApi {
 
 /** Starts the Kubernetes side (see the module header). */
 export async function startDemoClusterApi(o: DemoClusterApiOptions): Promise<DemoClusterApi> {
-  await issueApiServerCredentials({ pkiDir: o.pkiDir, adminConfPath: o.adminConfPath, addresses: [o.ip] });
+  // As kubeadm init: a serving certificate for the node's address and an admin token, once.
+  if ((await loadApiServerCredentials(o.pkiDir, o.adminConfPath)) === undefined)
+    await issueApiServerCredentials({ pkiDir: o.pkiDir, adminConfPath: o.adminConfPath, addresses: [o.ip] });
   const credentials = await loadApiServerCredentials(o.pkiDir, o.adminConfPath);
   if (credentials === undefined) throw new Error('init left no API server credentials');
   const port = await freePortOn(o.ip);
