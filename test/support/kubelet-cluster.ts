@@ -9,7 +9,15 @@ import { createHash, createPublicKey, generateKeyPairSync, randomBytes } from 'n
 import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { parse as parseYaml, stringify as stringifyYaml } from 'yaml';
+import { loadKubeConfig } from '../../src/adapters/kubernetes/api.js';
+import { KubeBootstrapTokens } from '../../src/adapters/kubernetes/bootstrap-tokens.js';
+import { KubeClusterFacts } from '../../src/adapters/kubernetes/cluster-facts.js';
+import { KubeDiskBindings } from '../../src/adapters/kubernetes/disk-bindings.js';
+import { KubeNodeOperatorApi, nodeOperatorPorts } from '../../src/adapters/kubernetes/node-operator-api.js';
+import { silentLogger } from '../../src/adapters/log/pino-logger.js';
+import { SystemClock } from '../../src/adapters/system/system-clock.js';
 import { bringUp } from '../../src/app/bringup/bring-up.js';
+import { NodeOperator } from '../../src/domain/node-operator.js';
 import { loadApiServerCredentials } from '../../src/testbed/simulated/apiserver-credentials.js';
 import { kubeconfigAccess } from '../../src/testbed/simulated/kubelet-volumes.js';
 import { NODE_AUTOAPPROVE_BOOTSTRAP_BINDING } from '../../src/testbed/simulated/route-request.js';
@@ -66,4 +74,27 @@ export async function kubeletCluster(dir: string, options: { cni?: boolean } = {
   };
   const admin = kubeconfigAccess(adminConf);
   return { api, dir, kubeconfig, admin, serviceAccountConf, pkiDir: init.pkiDir, close: () => api.close() };
+}
+
+/**
+ * The cluster's callers with their own ServiceAccounts (every call checked against RBAC): the join
+ * service's bootstrap tokens, JoiningNodes and DiskBindings, and the node operator (its clock
+ * `aheadMs` ahead, for a later round).
+ */
+export async function clusterActors(c: Awaited<ReturnType<typeof kubeletCluster>>) {
+  const clock = new SystemClock();
+  const joinConf = loadKubeConfig(await c.serviceAccountConf('join-service'));
+  const operatorConf = loadKubeConfig(await c.serviceAccountConf('node-operator'));
+  return {
+    clock,
+    tokens: new KubeBootstrapTokens({ kubeConfig: joinConf, clock, caCertPath: join(c.pkiDir, 'ca.crt') }),
+    facts: new KubeClusterFacts({ kubeConfig: joinConf, clock }),
+    bindings: new KubeDiskBindings({ kubeConfig: joinConf }),
+    operator: (aheadMs = 0) =>
+      new NodeOperator({
+        ...nodeOperatorPorts(new KubeNodeOperatorApi({ kubeConfig: operatorConf })),
+        clock: { now: () => new Date(Date.now() + aheadMs), sleep: (ms) => clock.sleep(ms) },
+        logger: silentLogger,
+      }),
+  };
 }

@@ -7,25 +7,12 @@
  * control plane for good, and the DiskBindings of deleted nodes (pre-label ones too) are never
  * released, so their disks stay bound to nodes that are gone; the node operator removes both.
  */
-import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { loadKubeConfig } from '../../../src/adapters/kubernetes/api.js';
-import {
-  KubeBootstrapTokens,
-  removeBootstrapTokenAutoApproval,
-} from '../../../src/adapters/kubernetes/bootstrap-tokens.js';
-import { KubeClusterFacts } from '../../../src/adapters/kubernetes/cluster-facts.js';
-import { KubeDiskBindings } from '../../../src/adapters/kubernetes/disk-bindings.js';
-import {
-  KubeNodeOperatorApi,
-  nodeOperatorPorts,
-} from '../../../src/adapters/kubernetes/node-operator-api.js';
-import { silentLogger } from '../../../src/adapters/log/pino-logger.js';
-import { SystemClock } from '../../../src/adapters/system/system-clock.js';
-import { NodeOperator } from '../../../src/domain/node-operator.js';
+import { removeBootstrapTokenAutoApproval } from '../../../src/adapters/kubernetes/bootstrap-tokens.js';
 import { kubeletTlsBootstrap } from '../../../src/testbed/simulated/kubelet-bootstrap.js';
 import { controllerManagerRound } from '../../../src/testbed/simulated/simulated-controller-manager.js';
-import { kubeletCluster, kubeletKey } from '../../support/kubelet-cluster.js';
+import { clusterActors, kubeletCluster, kubeletKey } from '../../support/kubelet-cluster.js';
 import { useTmpDirs } from '../../support/tmp.js';
 
 const tmp = useTmpDirs('confboot-joining-');
@@ -37,23 +24,7 @@ afterEach(async () => {
 async function setup() {
   const c = await kubeletCluster(tmp());
   closers.push(c.close);
-  const clock = new SystemClock();
-  const joinConf = loadKubeConfig(await c.serviceAccountConf('join-service'));
-  const tokens = new KubeBootstrapTokens({
-    kubeConfig: joinConf,
-    clock,
-    caCertPath: join(c.pkiDir, 'ca.crt'),
-  });
-  const facts = new KubeClusterFacts({ kubeConfig: joinConf, clock });
-  const bindings = new KubeDiskBindings({ kubeConfig: joinConf });
-  const operatorConf = loadKubeConfig(await c.serviceAccountConf('node-operator'));
-  /** The node operator, its clock `aheadMs` ahead (a later round). */
-  const operator = (aheadMs = 0) =>
-    new NodeOperator({
-      ...nodeOperatorPorts(new KubeNodeOperatorApi({ kubeConfig: operatorConf })),
-      clock: { now: () => new Date(Date.now() + aheadMs), sleep: (ms) => clock.sleep(ms) },
-      logger: silentLogger,
-    });
+  const { tokens, facts, bindings, operator } = await clusterActors(c);
   /**
    * A control plane's join ticket and its kubelet's TLS bootstrap (approved by kubeadm's binding,
    * as on the old path, or by the operator), leaving its Node Ready. Rejects when the join service

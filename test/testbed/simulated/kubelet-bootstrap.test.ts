@@ -11,22 +11,12 @@ import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { loadKubeConfig } from '../../../src/adapters/kubernetes/api.js';
-import {
-  KubeBootstrapTokens,
-  removeBootstrapTokenAutoApproval,
-} from '../../../src/adapters/kubernetes/bootstrap-tokens.js';
-import { KubeClusterFacts } from '../../../src/adapters/kubernetes/cluster-facts.js';
-import {
-  KubeNodeOperatorApi,
-  nodeOperatorPorts,
-} from '../../../src/adapters/kubernetes/node-operator-api.js';
-import { silentLogger } from '../../../src/adapters/log/pino-logger.js';
-import { SystemClock } from '../../../src/adapters/system/system-clock.js';
-import { NodeOperator, type RoundReport } from '../../../src/domain/node-operator.js';
+import { removeBootstrapTokenAutoApproval } from '../../../src/adapters/kubernetes/bootstrap-tokens.js';
+import type { RoundReport } from '../../../src/domain/node-operator.js';
 import { discoverClusterCa, kubeletTlsBootstrap } from '../../../src/testbed/simulated/kubelet-bootstrap.js';
 import { controllerManagerRound } from '../../../src/testbed/simulated/simulated-controller-manager.js';
 import { caCertHash } from '../../../src/testbed/simulated/simulated-kubernetes.js';
-import { kubeletCluster, kubeletKey } from '../../support/kubelet-cluster.js';
+import { clusterActors, kubeletCluster, kubeletKey } from '../../support/kubelet-cluster.js';
 import { useTmpDirs } from '../../support/tmp.js';
 
 const tmp = useTmpDirs('confboot-kubelet-');
@@ -38,15 +28,8 @@ afterEach(async () => {
 async function setup() {
   const c = await kubeletCluster(tmp());
   closers.push(c.close);
-  const clock = new SystemClock();
-  // The join service's calls, with its own ServiceAccount (RBAC checked).
-  const joinConf = loadKubeConfig(await c.serviceAccountConf('join-service'));
-  const tokens = new KubeBootstrapTokens({
-    kubeConfig: joinConf,
-    clock,
-    caCertPath: join(c.pkiDir, 'ca.crt'),
-  });
-  const facts = new KubeClusterFacts({ kubeConfig: joinConf, clock });
+  // The join service's and the node operator's calls, each with its own ServiceAccount (RBAC checked).
+  const { tokens, facts, operator: operatorAt } = await clusterActors(c);
   /** What a join ticket gives worker `name`: a token, a key, and the JoiningNode with their grant. */
   const ticket = async (name: string) => {
     const token = await tokens.createToken(15 * 60_000);
@@ -57,10 +40,7 @@ async function setup() {
     });
     return { token, ...key };
   };
-  const operatorApi = new KubeNodeOperatorApi({
-    kubeConfig: loadKubeConfig(await c.serviceAccountConf('node-operator')),
-  });
-  const operator = new NodeOperator({ ...nodeOperatorPorts(operatorApi), clock, logger: silentLogger });
+  const operator = operatorAt();
   const kubelet = (name: string, t: { token: string; keyPem: string }, deadlineMs = 15_000) =>
     kubeletTlsBootstrap({
       bootstrap: { server: c.admin.server, caPem: c.admin.caPem, token: t.token },
