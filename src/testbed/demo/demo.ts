@@ -220,11 +220,21 @@ async function startDemoMetadata(run: DemoRun, specs: NodeSpec[], initSecret: Ui
   return metadataUrl;
 }
 
+/**
+ * Waits for every start to settle, then throws the first failure. Not Promise.all: when one node
+ * fails, the others' processes (swtpm, bootstrapper) are still starting, and each must have
+ * registered its stop before the demo's cleanups run, or it outlives the demo.
+ */
+async function allStarted(starts: Promise<unknown>[]): Promise<void> {
+  const failed = (await Promise.allSettled(starts)).find((r) => r.status === 'rejected');
+  if (failed) throw failed.reason;
+}
+
 /** Stage 4: each node gets its own swtpm, a measured boot and its own LUKS2 state disk. */
 async function bootNodes(run: DemoRun, specs: NodeSpec[]): Promise<DemoNode[]> {
   run.say(`Starting ${specs.length} swtpm instances, measuring boots and formatting LUKS2 state disks`);
   const nodes: DemoNode[] = [];
-  await Promise.all(
+  await allStarted(
     specs.map(async (s) => {
       const dir = join(run.workDir, s.name);
       await mkdir(dir, { recursive: true, mode: 0o700 });
@@ -357,7 +367,7 @@ async function joinNodes(
 ): Promise<Map<string, NodeOutcome>> {
   const { say, options } = run;
   say(`Starting ${joining.length} joining nodes (${options.tampered} with a tampered boot)`);
-  await Promise.all(joining.map((node) => startDemoNode(wiring, node)));
+  await allStarted(joining.map((node) => startDemoNode(wiring, node)));
   const outcomes = new Map<string, NodeOutcome>();
   for (const node of joining) {
     node.bootstrapper?.done.then(
