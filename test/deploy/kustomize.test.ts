@@ -140,7 +140,7 @@ describe.each(kubectls)('kubectl kustomize with %s', (kubectl) => {
       for (const o of objects) expect(await validateObject(o), `${o.kind}/${o.metadata?.name}`).toEqual([]);
     });
 
-    it('labels every object with app.kubernetes.io/*, runs every pod with the RuntimeDefault seccomp profile, and carries every CRD', () => {
+    it('labels every object with app.kubernetes.io/*, runs every pod (join service, key service, node operator) with the RuntimeDefault seccomp profile, and carries every CRD', () => {
       const objects = rendered();
       for (const o of objects)
         for (const l of LABELS)
@@ -149,6 +149,7 @@ describe.each(kubectls)('kubectl kustomize with %s', (kubectl) => {
       expect(pods.map((p) => p.metadata.labels['app.kubernetes.io/name']).sort()).toEqual([
         'join-service',
         'key-service',
+        'node-operator',
       ]);
       for (const p of pods) expect(p.spec.securityContext.seccompProfile).toEqual({ type: 'RuntimeDefault' });
       expect(
@@ -176,7 +177,8 @@ describe.each(kubectls)('kubectl kustomize with %s', (kubectl) => {
         .filter((o) => o.spec?.template?.spec)
         .flatMap((o) => [...(o.spec.template.spec.initContainers ?? []), ...o.spec.template.spec.containers])
         .map((c) => c.image);
-      expect(images.length).toBe(3);
+      // The join service (init container and container), the key service and the node operator.
+      expect(images.length).toBe(4);
       expect(new Set(images)).toEqual(new Set([image]));
     }
     // The base is the same whatever the image: only the overlays' images: entries change.

@@ -23,26 +23,25 @@ import {
   DEFAULT_IMAGE,
   hardened,
   IMAGE_UID,
+  labels,
   NAMESPACE,
   type RenderedObject,
   runtimeDefaultSeccomp,
+  selector,
 } from './common.js';
 
 /** Name of the operator's ServiceAccount, ClusterRole, binding and Deployment. */
 export const NODE_OPERATOR = 'node-operator';
 
-const labels = {
-  'app.kubernetes.io/name': NODE_OPERATOR,
-  'app.kubernetes.io/part-of': 'confboot',
-  'app.kubernetes.io/component': 'operator',
-};
+const access = labels(NODE_OPERATOR, 'access');
+const server = labels(NODE_OPERATOR, 'server');
 
 /** The operator's ClusterRole: one rule per call it makes, nothing else. */
 export function nodeOperatorClusterRole(): V1ClusterRole {
   return {
     apiVersion: 'rbac.authorization.k8s.io/v1',
     kind: 'ClusterRole',
-    metadata: { name: NODE_OPERATOR, labels },
+    metadata: { name: NODE_OPERATOR, labels: access },
     rules: [
       // KubeletCsrs: list pending kubelet CSRs, read one, add its Approved or Denied condition.
       {
@@ -85,27 +84,26 @@ export function nodeOperatorObjects(image = DEFAULT_IMAGE): KubernetesObject[] {
   const account: V1ServiceAccount = {
     apiVersion: 'v1',
     kind: 'ServiceAccount',
-    metadata: { name: NODE_OPERATOR, namespace: NAMESPACE, labels },
+    metadata: { name: NODE_OPERATOR, namespace: NAMESPACE, labels: access },
   };
   const binding: V1ClusterRoleBinding = {
     apiVersion: 'rbac.authorization.k8s.io/v1',
     kind: 'ClusterRoleBinding',
-    metadata: { name: NODE_OPERATOR, labels },
+    metadata: { name: NODE_OPERATOR, labels: access },
     roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: NODE_OPERATOR },
     subjects: [{ kind: 'ServiceAccount', name: NODE_OPERATOR, namespace: NAMESPACE }],
   };
-  const selector = { 'app.kubernetes.io/name': NODE_OPERATOR };
   const deployment: V1Deployment = {
     apiVersion: 'apps/v1',
     kind: 'Deployment',
-    metadata: { name: NODE_OPERATOR, namespace: NAMESPACE, labels },
+    metadata: { name: NODE_OPERATOR, namespace: NAMESPACE, labels: server },
     spec: {
       replicas: 1,
       // Never two at once: two operators would race on the same decisions.
       strategy: { type: 'Recreate' },
-      selector: { matchLabels: selector },
+      selector: { matchLabels: selector(NODE_OPERATOR) },
       template: {
-        metadata: { labels: { ...labels, ...selector } },
+        metadata: { labels: server },
         spec: {
           serviceAccountName: NODE_OPERATOR,
           priorityClassName: 'system-cluster-critical',
