@@ -4,7 +4,9 @@
  * control plane and two workers; each node writes a marker to its mounted state disk and stays up.
  * The operator's master secret is split 2-of-3 into share files the way `confboot init
  * --recovery-shares 3 --recovery-threshold 2` does after init. Then the steps, each checked from
- * real state (stages/lifecycle-steps.ts, stages/outage.ts): reboot of worker-0 (its kubelet
+ * real state (stages/lifecycle-steps.ts, stages/outage.ts): re-attestation
+ * (worker-1's PCR 9 extended after the join: the node operator flags and cordons it, worker-0 stays
+ * green; `confboot verify` live against each node), reboot of worker-0 (its kubelet
  * restarted), tampered reboot of worker-1, outage of every VM with k-of-n recovery, reset of
  * worker-1 (a failed join after the node lock first, after which the node reboots itself). Everything it started is
  * gone when it returns. kubeadm and the Kubernetes API server are SIMULATED.
@@ -15,7 +17,7 @@ import { makeRecoveryShares } from '../../domain/recovery-share-file.js';
 import { formCluster, prepareCluster } from './cluster.js';
 import { MiniCluster } from './context.js';
 import type { MiniSecrets } from './stages/init.js';
-import { rebootStep, resetStep, tamperedRebootStep } from './stages/lifecycle-steps.js';
+import { reattestStep, rebootStep, resetStep, tamperedRebootStep } from './stages/lifecycle-steps.js';
 import { bootEvidence, secondsSince, waitBootstrapped } from './stages/node-evidence.js';
 import { type LifecycleShares, outageStep } from './stages/outage.js';
 import { MINI_SIMULATED } from './stages/outcome.js';
@@ -118,7 +120,8 @@ export async function miniLifecycle(options: MiniLifecycleOptions): Promise<Mini
     const started = Date.now();
     const { secrets } = await formCluster(
       c,
-      (n) => ({ marker: markers.get(n.name) as string, stay: true }),
+      // Every node keeps serving the verification service; the control plane's node operator re-attests.
+      (n) => ({ marker: markers.get(n.name) as string, stay: true, verifyListen: true, orders: true }),
       true,
     );
     if (secrets !== undefined) {
@@ -127,6 +130,7 @@ export async function miniLifecycle(options: MiniLifecycleOptions): Promise<Mini
     }
     if (secrets !== undefined && steps.every((s) => s.ok)) {
       const shares = await makeShares(secrets);
+      steps.push(await reattestStep(c, secrets, 'worker-1', 'worker-0'));
       steps.push(await rebootStep(c, secrets, markers, 'worker-0'));
       steps.push(await tamperedRebootStep(c, secrets, 'worker-1'));
       steps.push(...(await outageStep(c, secrets, markers, shares)));
@@ -145,8 +149,8 @@ export async function miniLifecycle(options: MiniLifecycleOptions): Promise<Mini
       workDir: c.workDir,
       durationMs: 0,
       simulated: MINI_SIMULATED,
-      // Every step ran (form ×3, reboot, tampered reboot, outage ×3, reset, tampered disk) and held.
-      ok: steps.length === 3 + 1 + 1 + 3 + 1 + 1 && steps.every((s) => s.ok),
+      // Every step ran (form ×3, reattest, reboot, tampered reboot, outage ×3, reset, tampered disk) and held.
+      ok: steps.length === 3 + 1 + 1 + 1 + 3 + 1 + 1 && steps.every((s) => s.ok),
     };
   } finally {
     const leftovers = await c.teardown(false);

@@ -175,7 +175,7 @@ export interface AuditRecord {
 
 /** One step of `mini lifecycle` on one node, checked from real state. */
 export interface LifecycleStepResult {
-  step: 'form' | 'reboot' | 'tampered-reboot' | 'outage' | 'reset' | 'tampered-disk';
+  step: 'form' | 'reattest' | 'reboot' | 'tampered-reboot' | 'outage' | 'reset' | 'tampered-disk';
   node: string;
   ok: boolean;
   /** The node opened its state disk with a rejoin ticket (not a fresh join). */
@@ -218,6 +218,8 @@ export interface LifecycleStepResult {
   failedJoin?: { rebootRequested: boolean; vmEndedItself: boolean; headerReset: boolean; diskUuid?: string };
   /** The bootstrapper's last line this boot. */
   bootstrapper?: string;
+  /** Reattest: what the node operator, its metrics and `confboot verify` showed (host/reattest-entry.ts). */
+  reattestation?: Omit<import('./host/reattest-entry.js').ReattestEntryOutput, 'ok' | 'error'>;
   seconds: number;
 }
 

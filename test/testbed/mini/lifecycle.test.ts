@@ -44,6 +44,7 @@ describe.skipIf(missing.length > 0)(
             'form control-plane-0',
             'form worker-0',
             'form worker-1',
+            'reattest worker-1',
             'reboot worker-0',
             'tampered-reboot worker-1',
             'outage control-plane-0',
@@ -53,6 +54,52 @@ describe.skipIf(missing.length > 0)(
             'tampered-disk worker-0',
           ].sort(),
         );
+        // reattest: worker-1's PCR 9 extended after the join; the production node operator (every 5 s,
+        // cordon opted in) flags it on its EvidenceRecord, raises an Event, counts it, cordons it;
+        // worker-0 re-attests ok in a round after the change and stays schedulable.
+        const reattest = step('reattest', 'worker-1').reattestation;
+        expect(reattest?.extended?.pcr, summary).toBe(9);
+        expect(reattest?.extended?.after, summary).not.toBe(reattest?.extended?.before);
+        expect(
+          reattest?.baseline?.map((b) => b.last?.ok),
+          summary,
+        ).toEqual([true, true]);
+        expect(reattest?.flagged, summary).toMatchObject({
+          node: 'worker-1',
+          cordoned: true,
+          last: { ok: false, reason: 'measurement-mismatch' },
+          event: { reason: 'ReattestationMeasurementMismatch' },
+        });
+        expect(reattest?.flagged?.event?.message, summary).toMatch(/^re-attestation of node worker-1 at /);
+        expect(reattest?.others, summary).toEqual([
+          expect.objectContaining({
+            node: 'worker-0',
+            cordoned: false,
+            last: expect.objectContaining({ ok: true }),
+          }),
+        ]);
+        expect(reattest?.metrics, summary).toContainEqual(
+          expect.stringMatching(/^confboot_reattestation_total\{.*result="failed".*\} [1-9]/),
+        );
+        expect(reattest?.metrics, summary).toContainEqual(
+          expect.stringMatching(/^confboot_reattestation_failing_nodes [1-9]/),
+        );
+        // confboot verify, a fresh nonce each: worker-0 and the control plane accepted, worker-1
+        // refused naming PCR 9; a document replayed for another nonce is refused.
+        const verdicts = Object.fromEntries((reattest?.verify ?? []).map((v) => [v.node, v]));
+        expect(verdicts['worker-0']?.verdict, summary).toBe('accepted');
+        expect(verdicts['control-plane-0']?.verdict, summary).toBe('accepted');
+        expect(verdicts['worker-1'], summary).toMatchObject({
+          verdict: 'refused',
+          failedCheck: expect.any(String),
+        });
+        expect(verdicts['worker-1']?.reason, summary).toMatch(/PCR ?9:/);
+        expect(new Set(reattest?.verify?.map((v) => v.nonce)).size, summary).toBe(3);
+        expect(reattest?.replay, summary).toMatchObject({
+          acceptedForItsNonce: true,
+          refusedForFreshNonce: true,
+        });
+        expect(step('reattest', 'worker-1').ok, summary).toBe(true);
         // reboot: a rejoin (not a join) in the audit, the marker on the mounted disk, PCR 15 again.
         const reboot = step('reboot', 'worker-0');
         expect(reboot, summary).toMatchObject({

@@ -21,6 +21,11 @@
  * planes (config `loadBalancer`) runs no API server: the host serves it at the load balancer, and
  * the control plane starts its services from what it reads through that API (ha-kubelet.ts).
  *
+ * With `verifyListen` the bootstrapper also serves the verification service (`--verify-listen`)
+ * and keeps running once the node is bootstrapped: its outcome line counts as its exit (reported as
+ * `bootstrapper-exit` with `serving: true`), and a control plane's node operator re-attests the
+ * joined nodes (node-orders.ts). With `orders` the agent then takes the host's orders (node-orders.ts).
+ *
  * Step `attest`: one qemu-vtpm attestation document through the kernel's resource manager (TCTI
  * `device:/dev/tpmrm0`), carrying the firmware event log from securityfs, bound to the host's nonce.
  *
@@ -45,6 +50,7 @@ import { isLuks, mappingModes, mapStateDisk, stateDisk } from './disk-mapper.js'
 import { EvidenceGate } from './evidence.js';
 import { reportApiCredentials, runServicesFromApi } from './ha-kubelet.js';
 import { syncJoinConfig, writeReceiptKey } from './kubelet-sync.js';
+import { keepClusterId, reattestationArgs, serveOrders } from './node-orders.js';
 import {
   API_SERVER_PUBLIC_KEY_PATH,
   type BootstrapConfig,
@@ -53,6 +59,7 @@ import {
   REPORT_PORT,
   REPORT_PREFIX,
   SIMULATED_API_PORT,
+  VERIFY_PORT,
 } from './protocol.js';
 import {
   bindKubernetes,
@@ -81,11 +88,21 @@ async function attest(gate: EvidenceGate, nonceHex: string): Promise<void> {
   report({ type: 'attestation', tcti: tpm.tcti, document: Buffer.from(document).toString('base64') });
 }
 
-/** Starts `node CLI args…`, forwarding every output line as a `log` report; resolves to the exit code. */
-function program(source: string, args: string[]): { exit: Promise<number | null> } {
+/**
+ * Starts `node CLI args…`, forwarding every output line as a `log` report (and to `onLine`);
+ * resolves to the exit code.
+ */
+function program(
+  source: string,
+  args: string[],
+  onLine?: (line: string) => void,
+): { exit: Promise<number | null> } {
   const child = spawn('/usr/bin/node', [CLI, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
   for (const stream of [child.stdout, child.stderr])
-    createInterface({ input: stream }).on('line', (line) => report({ type: 'log', source, line }));
+    createInterface({ input: stream }).on('line', (line) => {
+      report({ type: 'log', source, line });
+      onLine?.(line);
+    });
   report({ type: 'started-program', source, args });
   return {
     exit: new Promise((resolve) => {
@@ -246,7 +263,7 @@ async function runServices(config: BootstrapConfig, api: FakeKubeApi, ip: string
  * Starts the SIMULATED API server (HTTPS on :6443) once the simulated `kubeadm init` has written
  * its credentials; undefined when `done()` turns true (the bootstrapper exited) before they appear.
  */
-async function startApiServer(done: () => boolean): Promise<FakeKubeApi | undefined> {
+async function startApiServer(done: () => boolean, reattest: boolean): Promise<FakeKubeApi | undefined> {
   const deadline = Date.now() + 15 * 60_000;
   for (;;) {
     const finished = done();
@@ -263,6 +280,7 @@ async function startApiServer(done: () => boolean): Promise<FakeKubeApi | undefi
         restore: restoreApiServer,
         report,
         program,
+        ...(reattest ? { operatorArgs: () => reattestationArgs(RUN_DIR) } : {}),
       });
       report({
         type: 'api-server',
@@ -289,26 +307,46 @@ async function bootstrap(config: BootstrapConfig, gate: EvidenceGate | undefined
   if (config.apiServerPublicKey !== undefined)
     await writeFile(API_SERVER_PUBLIC_KEY_PATH, config.apiServerPublicKey, { mode: 0o644 });
   const commands = await writeBootCommands(RUN_DIR);
-  const boot = program('bootstrapper', [
+  // With the verification service the bootstrapper keeps running once the node is bootstrapped:
+  // its outcome line is its end here (it exits on every other path).
+  let outcome: (code: number) => void = () => {};
+  const bootstrapped = new Promise<number>((resolve) => {
+    outcome = resolve;
+  });
+  const onLine = (line: string) => {
+    if (!/^Node (joined|rejoined|initialised|is already|was recovered)/.test(line)) return;
+    void keepClusterId(line).catch((err: unknown) =>
+      report({ type: 'log', source: 'agent', line: `keeping the cluster ID: ${messageOf(err)}` }),
+    );
+    if (config.verifyListen === true) outcome(0);
+  };
+  const boot = program(
     'bootstrapper',
-    '--csp=qemu',
-    '--attestation-variant=qemu-vtpm',
-    `--tcti=${DEVICE_TCTI}`,
-    `--disk=${config.stateDisk}`,
-    `--metadata-url=${config.metadataUrl}`,
-    `--kubeadm=${config.failKubeadm === true ? '/bin/false' : '/usr/bin/kubeadm'}`,
-    `--kubelet-restart-command=${commands.kubeletRestart}`,
-    `--reboot-command=${commands.reboot}`,
-    // A disk set up before: the production disk mapper opens it (rejoin, or recovery on a control
-    // plane) and mounts it where upstream does; a disk it wipes is formatted with cheap PBKDF2.
-    `--state-mount=${STATE_MOUNT}`,
-    '--format-pbkdf2-iterations=1000',
-  ]);
+    [
+      'bootstrapper',
+      '--csp=qemu',
+      '--attestation-variant=qemu-vtpm',
+      `--tcti=${DEVICE_TCTI}`,
+      `--disk=${config.stateDisk}`,
+      `--metadata-url=${config.metadataUrl}`,
+      `--kubeadm=${config.failKubeadm === true ? '/bin/false' : '/usr/bin/kubeadm'}`,
+      `--kubelet-restart-command=${commands.kubeletRestart}`,
+      `--reboot-command=${commands.reboot}`,
+      // A disk set up before: the production disk mapper opens it (rejoin, or recovery on a control
+      // plane) and mounts it where upstream does; a disk it wipes is formatted with cheap PBKDF2.
+      `--state-mount=${STATE_MOUNT}`,
+      '--format-pbkdf2-iterations=1000',
+      ...(config.verifyListen === true ? [`--verify-listen=0.0.0.0:${VERIFY_PORT}`] : []),
+    ],
+    onLine,
+  );
   let running = true;
   // Several control planes: the API server runs on the host at the load balancer (ha-kubelet.ts).
   const lb = config.role === 'control-plane' ? config.loadBalancer : undefined;
   const apiStarting =
-    config.role === 'control-plane' && lb === undefined ? startApiServer(() => !running) : undefined;
+    config.role === 'control-plane' && lb === undefined
+      ? startApiServer(() => !running, config.verifyListen === true)
+      : undefined;
   apiStarting?.catch(() => {});
   const credentialsReported = config.apiServerPublicKey
     ? reportApiCredentials(() => !running, report)
@@ -320,10 +358,15 @@ async function bootstrap(config: BootstrapConfig, gate: EvidenceGate | undefined
       if (running) await reportPcr15('running');
     }
   })();
-  const code = await boot.exit;
+  const code = await Promise.race([boot.exit, bootstrapped]);
   running = false;
   await heartbeat;
-  report({ type: 'bootstrapper-exit', code });
+  // `serving`: bootstrapped, and still running its verification service.
+  report({
+    type: 'bootstrapper-exit',
+    code,
+    ...(config.verifyListen === true && code === 0 ? { serving: true } : {}),
+  });
   await reportDiskState(config.stateDisk);
   await reportPcr15('after');
   if (code !== 0) throw new Error(`confboot bootstrapper exited with ${code}`);
@@ -333,6 +376,7 @@ async function bootstrap(config: BootstrapConfig, gate: EvidenceGate | undefined
     report({ type: 'marker-written' });
   }
   report({ type: 'marker', ...readMarker() });
+  if (config.orders === true) await serveOrders(new URL(config.metadataUrl).hostname, report);
   if (credentialsReported !== undefined && !(await credentialsReported))
     throw new Error('the simulated kubeadm init issued no API server certificate for the host');
   if (lb !== undefined) await runServicesFromApi(config, lb, report, program);

@@ -48,6 +48,8 @@ export interface ControlPlaneApiOptions {
   adminConfPath?: string;
   /** Where the node operator's kubeconfig (its ServiceAccount token) goes, mode 0600. */
   operatorKubeconfigPath?: string;
+  /** More node operator flags (re-attestation), awaited before it starts; default none. */
+  operatorArgs?: () => Promise<string[]>;
 }
 
 /** The running server; `stop()` ends the reports, the controller-manager and the server. */
@@ -121,7 +123,9 @@ async function startControllers(
     o.credentials.caPem,
     api.serviceAccountToken('kube-system', NODE_OPERATOR),
   );
-  o.program('node-operator', ['node-operator', `--kubeconfig=${path}`, '--interval=3s']);
+  const extra = (await o.operatorArgs?.()) ?? [];
+  if (stopped.value) return;
+  o.program('node-operator', ['node-operator', `--kubeconfig=${path}`, '--interval=3s', ...extra]);
 }
 
 async function writeOperatorKubeconfig(

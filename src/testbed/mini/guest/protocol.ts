@@ -87,6 +87,38 @@ export interface BootstrapConfig extends CommonConfig {
    * fails after the node lock, so the bootstrapper marks the disk for reset and reboots the VM.
    */
   failKubeadm?: boolean;
+  /**
+   * Run the bootstrapper with `--verify-listen 0.0.0.0:8080`: after the node bootstrapped it
+   * keeps running and serving the verification service; its outcome line counts as its exit. On a
+   * control plane the node operator then re-attests the joined nodes (control-plane-api.ts).
+   */
+  verifyListen?: boolean;
+  /** After the bootstrap, take the host's orders on {@link ORDERS_PORT} (only from the metadata server's address). */
+  orders?: boolean;
+}
+
+/** The nodes' verification service port (upstream's). */
+export const VERIFY_PORT = 8080;
+/** Where the node operator on a control plane serves its metrics (`--metrics-listen`). */
+export const OPERATOR_METRICS_PORT = 9090;
+/** Where a node takes the host's orders (HTTP, testbed only). */
+export const ORDERS_PORT = 9101;
+
+/**
+ * An order: `POST /extend-pcr` with this JSON body extends the PCR through /dev/tpmrm0
+ * (`tpm2_pcrevent`: the SHA-256 of `data`) and answers {@link PcrExtended}.
+ */
+export interface ExtendPcrOrder {
+  pcr: number;
+  /** Hex bytes measured into the PCR. */
+  data: string;
+}
+
+/** The answer to an {@link ExtendPcrOrder}: the register's SHA-256 value before and after. */
+export interface PcrExtended {
+  pcr: number;
+  before: string;
+  after: string;
 }
 
 /** Where the agent leaves {@link BootstrapConfig.apiServerPublicKey} for the simulated `kubeadm init`. */
@@ -108,6 +140,8 @@ const KEYS: Record<GuestConfig['step'], string[]> = {
     'marker',
     'stay',
     'failKubeadm',
+    'verifyListen',
+    'orders',
   ],
 };
 

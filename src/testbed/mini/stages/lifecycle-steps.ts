@@ -1,5 +1,15 @@
 /**
  * The node steps of `mini lifecycle`, each on a running cluster and each checked from real state:
+ * - `reattest`, on the formed cluster before any reboot: every node's bootstrapper keeps serving the
+ *   verification service after it bootstrapped, and the control plane's production `confboot
+ *   node-operator` re-attests the joined workers every 5 s with the cordon opted in. The host orders
+ *   the tampered worker's agent to extend PCR 9 (enforced by the cluster's attestation config)
+ *   through its TPM, then checks through the SIMULATED API server, the operator's metrics and
+ *   `confboot verify` (host/reattest-entry.ts): the changed worker is flagged (EvidenceRecord
+ *   annotation, Event, metric) and cordoned, the other worker re-attests ok in a later round and is
+ *   not cordoned; `confboot verify` accepts the other worker and the control plane and refuses the
+ *   changed one naming the PCR, each with a fresh nonce; a replayed document is refused. The changed
+ *   worker stays cordoned; its next boot (`tampered-reboot`) resets its PCRs;
  * - `reboot`: a worker restarts with the same disk and TPM; the production disk mapper gets a rejoin
  *   ticket, opens and mounts the disk, and marks PCR 15 again; its marker reads back equal, the
  *   join service's audit shows a rejoin, not a join, and the bootstrapper restarted the kubelet (on
@@ -15,12 +25,14 @@
  *   join releases the old disk's binding (named in its audit event, gone from the API server's
  *   DiskBindings).
  */
+import { join } from 'node:path';
 import { messageOf } from '../../../ports/errors.js';
 import type { MiniCluster } from '../context.js';
+import type { ReattestEntryInput, ReattestEntryOutput } from '../host/reattest-entry.js';
 import { type LifecycleStepResult, NODE_CMDLINE, TAMPERED_CMDLINE } from '../types.js';
 import { failedJoinBoot, hostDisk } from './failed-join.js';
 import { bootstrapConfig } from './fleet.js';
-import type { MiniSecrets } from './init.js';
+import { adminKubeconfigPath, type MiniSecrets, runHostEntry } from './init.js';
 import { mismatchesOf, waitForRefusal } from './join.js';
 import {
   auditMark,
@@ -264,6 +276,51 @@ export async function resetStep(
     diskUuid: { before, ...(after === undefined ? {} : { after }) },
     oldBindingReleased,
     ...(e.bootstrapper === undefined ? {} : { bootstrapper: e.bootstrapper }),
+    seconds: secondsSince(started),
+  };
+}
+
+/** The PCR the step extends: the kernel's measurement of its command line and initramfs. */
+export const REATTEST_PCR = 9;
+
+/** Step `reattest` (see the module comment). */
+export async function reattestStep(
+  c: MiniCluster,
+  secrets: MiniSecrets,
+  tampered: string,
+  good: string,
+): Promise<LifecycleStepResult> {
+  const started = Date.now();
+  c.t0 = started;
+  c.progress(`${tampered.padEnd(16)} PCR ${REATTEST_PCR} extended through its TPM after the join`);
+  const named = (name: string) => ({ name, ip: c.result(name).ip });
+  const input: ReattestEntryInput = {
+    kubeconfigPath: adminKubeconfigPath(c),
+    controlPlane: named(c.controlPlane.name),
+    good: named(good),
+    tampered: named(tampered),
+    pcr: REATTEST_PCR,
+    attestationConfigPath: join(c.workDir, 'attestationConfig.json'),
+    akRegistryPath: c.identitiesFile,
+    clusterId: secrets.clusterId.toString('hex'),
+    deadlineMs: c.remaining(),
+  };
+  const out = await runHostEntry<ReattestEntryOutput>(c, 'host/reattest-entry', input, 'reattest.log');
+  const { ok, error, ...seen } = out;
+  const flagged = out.flagged;
+  c.progress(
+    `${tampered.padEnd(16)} ${ok ? 'flagged and cordoned by re-attestation' : 're-attestation step did NOT hold'}: ${
+      flagged?.last?.reason ?? error ?? '-'
+    }`,
+  );
+  return {
+    step: 'reattest',
+    node: tampered,
+    ok,
+    reason: ok
+      ? `PCR ${REATTEST_PCR} extended after the join: the node operator recorded ${flagged?.last?.reason} on its EvidenceRecord ${flagged?.secondsAfterOrder} s after the order, raised ${flagged?.event?.reason} and cordoned it; ${good} re-attested ok and stayed schedulable; confboot verify accepted ${good} and ${c.controlPlane.name} and refused ${tampered}; a replayed document was refused`
+      : (error ?? 'a check of the re-attestation step failed (see reattestation)'),
+    reattestation: seen,
     seconds: secondsSince(started),
   };
 }
