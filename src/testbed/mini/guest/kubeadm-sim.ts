@@ -122,6 +122,7 @@ async function join(docs: Doc[]): Promise<void> {
     String(bt.token),
     String(bt.caCertHashes[0]),
     keyPath,
+    arg('node-ip'),
   );
 }
 
@@ -136,6 +137,7 @@ async function kubeletBootstrap(
   token: string,
   caHash: string,
   keyPath: string | undefined,
+  nodeIp: string | undefined,
 ) {
   const keyFile = existsSync(KUBELET_BOOTSTRAP_KEY_PATH) ? KUBELET_BOOTSTRAP_KEY_PATH : keyPath;
   if (keyFile === undefined) throw new Error('kubelet (simulated): no key for the bootstrap CSR');
@@ -148,6 +150,8 @@ async function kubeletBootstrap(
     kubeletConfPath: '/etc/kubernetes/kubelet.conf',
     deadline: Date.now() + 4 * 60_000,
     pollMs: 2000,
+    // The kubelet's --node-ip: the Node's InternalIP (the node operator re-attests it there).
+    ...(nodeIp === undefined || nodeIp === '' ? {} : { addresses: [nodeIp] }),
   });
   process.stdout.write(
     `kubelet TLS bootstrap (SIMULATED kubelet): CSR ${r.csrName} approved (${r.approvedBy}) and signed; wrote /etc/kubernetes/kubelet.conf; Node ${nodeName} registered\n`,
