@@ -60,6 +60,8 @@ export interface VerifyRun {
   failedCheck?: string;
   reason?: string;
   measurementSet?: string;
+  /** Runs it took: one that could not decide (the node busy with the operator's quote) is run again. */
+  attempts: number;
 }
 
 /** A node as the operator left it. */
@@ -123,8 +125,14 @@ async function verifyRun(input: ReattestEntryInput, n: Named): Promise<VerifyRun
     verifyCommand,
   );
   if (values === undefined) throw new Error('confboot verify printed its help');
-  const { report: r } = await verifyNode(values);
+  let attempts = 0;
+  let r: Awaited<ReturnType<typeof verifyNode>>['report'];
+  do {
+    attempts++;
+    r = (await verifyNode(values)).report;
+  } while (r.verdict === 'undecided' && attempts < 4);
   return {
+    attempts,
     node: n.name,
     endpoint,
     verdict: r.verdict,
@@ -149,9 +157,12 @@ async function replay(
   const lookups = await variantLookups('qemu-vtpm', { qemuAkRegistryPath: input.akRegistryPath }, clock);
   const validator = validatorBuilder('qemu-vtpm', lookups, clock, silentLogger)(config);
   const nonce = new Uint8Array(randomBytes(32));
-  const got = await new HttpAttestationFetcher().fetch(`${n.ip}:${VERIFY_PORT}`, nonce, {
-    timeoutInMs: 180_000,
-  });
+  const fetcher = new HttpAttestationFetcher();
+  const ask = () => fetcher.fetch(`${n.ip}:${VERIFY_PORT}`, nonce, { timeoutInMs: 180_000 });
+  // The node may be busy with the operator's quote (429/503): ask again, a few times.
+  const got = await ask()
+    .catch(() => sleep(3000).then(ask))
+    .catch(() => sleep(3000).then(ask));
   const options = { peerAddress: got.peerAddress };
   const acceptedForItsNonce = await validator.validate(got.document, nonce, options).then(
     () => true,
