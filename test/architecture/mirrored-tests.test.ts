@@ -141,7 +141,7 @@ describe('a test beside every module', () => {
   });
 
   it('the list never grows past its length after it was last cut', () => {
-    // 292 of 375 modules with code had no mirrored test when the rule came in; since cut to 86.
-    expect(list.length).toBeLessThanOrEqual(86);
+    // 292 of 375 modules with code had no mirrored test when the rule came in; since cut to 85.
+    expect(list.length).toBeLessThanOrEqual(85);
   });
 });
