@@ -1,8 +1,9 @@
 /**
  * The node operator's objects the bring-up applies (`confboot node-operator`,
  * src/app/node-operator/run.ts): its ServiceAccount, a ClusterRole with exactly the calls it makes
- * (src/adapters/kubernetes/node-operator-api.ts, and re-attestation's reattestation-api.ts and
- * reattestation-events.ts) and the binding, and a one-replica Deployment on
+ * (src/adapters/kubernetes/node-operator-api.ts, and re-attestation's reattestation-api.ts) and
+ * its binding, a Role for re-attestation's Events in kube-system (reattestation-events.ts) and its
+ * binding, and a one-replica Deployment on
  * the control planes. The operator talks only to the API server, so it runs on the host's network
  * and does not wait for a CNI (the kubelet CSRs it approves are what lets nodes become Ready).
  */
@@ -11,6 +12,8 @@ import type {
   V1ClusterRole,
   V1ClusterRoleBinding,
   V1Deployment,
+  V1Role,
+  V1RoleBinding,
   V1ServiceAccount,
 } from '@kubernetes/client-node';
 import { UPDATE_GROUP } from '../../adapters/kubernetes/api.js';
@@ -65,8 +68,6 @@ export function nodeOperatorClusterRole(): V1ClusterRole {
       { apiGroups: [UPDATE_GROUP], resources: ['joiningnodes'], verbs: ['list', 'delete'] },
       // Nodes: which exist and are Ready; re-attestation's cordon (spec.unschedulable, on opt-in).
       { apiGroups: [''], resources: ['nodes'], verbs: ['list', 'patch'] },
-      // Re-attestation: an Event per failed node (its count patched on repeats).
-      { apiGroups: [''], resources: ['events'], verbs: ['create', 'patch'] },
       // EvidenceRecords: which nodes joined; each one's last re-attestation as an annotation.
       { apiGroups: [EVIDENCE_GROUP], resources: [EVIDENCE_PLURAL], verbs: ['list', 'patch'] },
       // DiskBindings: read all, add the owner label once, release those of gone nodes.
@@ -76,6 +77,19 @@ export function nodeOperatorClusterRole(): V1ClusterRole {
         verbs: ['list', 'patch', 'delete'],
       },
     ],
+  };
+}
+
+/**
+ * The operator's Role in its namespace: re-attestation's Events (one per failed node, its count
+ * patched on repeats) are written in kube-system only, regarding the operator's Deployment.
+ */
+export function nodeOperatorRole(): V1Role {
+  return {
+    apiVersion: 'rbac.authorization.k8s.io/v1',
+    kind: 'Role',
+    metadata: { name: NODE_OPERATOR, namespace: NAMESPACE, labels: access },
+    rules: [{ apiGroups: [''], resources: ['events'], verbs: ['create', 'patch'] }],
   };
 }
 
@@ -91,6 +105,13 @@ export function nodeOperatorObjects(image = DEFAULT_IMAGE): KubernetesObject[] {
     kind: 'ClusterRoleBinding',
     metadata: { name: NODE_OPERATOR, labels: access },
     roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: NODE_OPERATOR },
+    subjects: [{ kind: 'ServiceAccount', name: NODE_OPERATOR, namespace: NAMESPACE }],
+  };
+  const roleBinding: V1RoleBinding = {
+    apiVersion: 'rbac.authorization.k8s.io/v1',
+    kind: 'RoleBinding',
+    metadata: { name: NODE_OPERATOR, namespace: NAMESPACE, labels: access },
+    roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: NODE_OPERATOR },
     subjects: [{ kind: 'ServiceAccount', name: NODE_OPERATOR, namespace: NAMESPACE }],
   };
   const deployment: V1Deployment = {
@@ -128,14 +149,16 @@ export function nodeOperatorObjects(image = DEFAULT_IMAGE): KubernetesObject[] {
       },
     },
   };
-  return [account, nodeOperatorClusterRole(), binding, deployment];
+  return [account, nodeOperatorClusterRole(), binding, nodeOperatorRole(), roleBinding, deployment];
 }
 
 const COMMENTS: Record<string, string> = {
   ServiceAccount: " The node operator's identity towards the API server.",
   ClusterRole:
-    " The node operator's calls, nothing else: decide kubelet client CSRs (approve only for the kubelet\n client signer), delete JoiningNodes, read Nodes, label and release DiskBindings.",
+    " The node operator's calls, nothing else: decide kubelet client CSRs (approve only for the kubelet\n client signer), delete JoiningNodes, read and cordon Nodes, label and release DiskBindings, list\n EvidenceRecords and annotate each with its last re-attestation.",
   ClusterRoleBinding: ' Grants the node operator its ClusterRole.',
+  Role: " The node operator's Events (a failed re-attestation), in kube-system only.",
+  RoleBinding: ' Grants the node operator its Role.',
   Deployment:
     " The node operator: approves a kubelet client CSR only for its join ticket, deletes JoiningNodes of\n Ready nodes, releases DiskBindings of nodes that are gone. One replica on a control plane's host\n network (it needs no pod network).",
 };

@@ -24,10 +24,22 @@ describe('nodeOperatorObjects', () => {
       },
       { apiGroups: ['update.edgeless.systems'], resources: ['joiningnodes'], verbs: ['list', 'delete'] },
       { apiGroups: [''], resources: ['nodes'], verbs: ['list', 'patch'] },
-      { apiGroups: [''], resources: ['events'], verbs: ['create', 'patch'] },
       { apiGroups: ['confboot.dev'], resources: ['evidencerecords'], verbs: ['list', 'patch'] },
       { apiGroups: ['confboot.dev'], resources: ['diskbindings'], verbs: ['list', 'patch', 'delete'] },
     ]);
+  });
+
+  it('grants Events only in kube-system, through a Role bound to its ServiceAccount', () => {
+    const objects = nodeOperatorObjects();
+    expect(objects.find((o) => o.kind === 'Role')).toMatchObject({
+      metadata: { name: NODE_OPERATOR, namespace: 'kube-system' },
+      rules: [{ apiGroups: [''], resources: ['events'], verbs: ['create', 'patch'] }],
+    });
+    expect(objects.find((o) => o.kind === 'RoleBinding')).toMatchObject({
+      metadata: { name: NODE_OPERATOR, namespace: 'kube-system' },
+      roleRef: { kind: 'Role', name: NODE_OPERATOR },
+      subjects: [{ kind: 'ServiceAccount', name: NODE_OPERATOR, namespace: 'kube-system' }],
+    });
   });
 
   it('runs one replica on a control plane, on the host network (no CNI needed), as its ServiceAccount', () => {
@@ -36,9 +48,11 @@ describe('nodeOperatorObjects', () => {
       'ServiceAccount',
       'ClusterRole',
       'ClusterRoleBinding',
+      'Role',
+      'RoleBinding',
       'Deployment',
     ]);
-    const d = objects[3] as V1Deployment & { spec: { template: { spec: object } } };
+    const d = objects[5] as V1Deployment & { spec: { template: { spec: object } } };
     expect(d.spec.replicas).toBe(1);
     expect(d.spec.template.spec).toMatchObject({
       serviceAccountName: NODE_OPERATOR,
