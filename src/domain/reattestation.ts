@@ -32,6 +32,7 @@ import type { CallOptions } from '../ports/types.js';
 import type { Validator } from '../ports/validator.js';
 import type { AttestationFetcher } from '../ports/verification.js';
 import { VERIFY_SERVICE_USER_DATA } from './verification-service.js';
+import { raceAbort } from './waits.js';
 
 /** Default time between two rounds. */
 export const DEFAULT_REATTEST_INTERVAL_MS = 5 * 60_000;
@@ -82,25 +83,6 @@ export interface ReattestationRoundReport {
 /** The reason code of an attestation refusal code (ports/errors.ts REFUSAL_REASON_CODES). */
 function failureOf(reasonCode: string): ReattestationFailure {
   return isReattestationFailure(reasonCode) ? reasonCode : 'attestation-refused';
-}
-
-/** `work`, or the signal's reason as soon as it aborts. */
-function raceAbort<T>(work: Promise<T>, signal: AbortSignal): Promise<T> {
-  if (signal.aborted) return Promise.reject(signal.reason);
-  return new Promise<T>((resolve, reject) => {
-    const onAbort = () => reject(signal.reason);
-    signal.addEventListener('abort', onAbort, { once: true });
-    work.then(
-      (v) => {
-        signal.removeEventListener('abort', onAbort);
-        resolve(v);
-      },
-      (err) => {
-        signal.removeEventListener('abort', onAbort);
-        reject(err);
-      },
-    );
-  });
 }
 
 class DeadlinePassed extends Error {}

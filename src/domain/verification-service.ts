@@ -19,6 +19,7 @@ import type { Issuer } from '../ports/issuer.js';
 import { callerIp, sourceKey } from '../ports/peer-address.js';
 import type { CallOptions } from '../ports/types.js';
 import type { NonceAttestation, NonceAttester } from '../ports/verification.js';
+import { raceAbort } from './waits.js';
 
 /** The user data every document of the verification service binds (upstream's, ASCII). */
 export const VERIFY_SERVICE_USER_DATA: Uint8Array = new TextEncoder().encode('VerifyService');
@@ -188,25 +189,6 @@ export class VerificationService implements NonceAttester {
     if (next === undefined) this.#running--;
     else next.start();
   }
-}
-
-/** `work`, or the signal's reason as soon as it aborts. */
-function raceAbort<T>(work: Promise<T>, signal: AbortSignal): Promise<T> {
-  if (signal.aborted) return Promise.reject(signal.reason);
-  return new Promise<T>((resolve, reject) => {
-    const onAbort = () => reject(signal.reason);
-    signal.addEventListener('abort', onAbort, { once: true });
-    work.then(
-      (v) => {
-        signal.removeEventListener('abort', onAbort);
-        resolve(v);
-      },
-      (err) => {
-        signal.removeEventListener('abort', onAbort);
-        reject(err);
-      },
-    );
-  });
 }
 
 function callerGone(): ConfbootError {

@@ -11,6 +11,28 @@ import type { Random } from '../ports/random.js';
 import type { InstanceMetadata } from '../ports/types.js';
 import { type BackoffOptions, callWithTimeout, fullJitterDelayMs } from './backoff.js';
 
+/**
+ * `work`, or the signal's reason as soon as it aborts (the work itself goes on; the caller stops
+ * waiting for it). Rejects at once when `signal` has already aborted.
+ */
+export function raceAbort<T>(work: Promise<T>, signal: AbortSignal): Promise<T> {
+  if (signal.aborted) return Promise.reject(signal.reason);
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = () => reject(signal.reason);
+    signal.addEventListener('abort', onAbort, { once: true });
+    work.then(
+      (v) => {
+        signal.removeEventListener('abort', onAbort);
+        resolve(v);
+      },
+      (err) => {
+        signal.removeEventListener('abort', onAbort);
+        reject(err);
+      },
+    );
+  });
+}
+
 /** Sleeps `ms` of `clock` time; false when `signal` aborted before or meanwhile. */
 export async function sleepUnlessAborted(
   clock: Pick<Clock, 'sleep'>,

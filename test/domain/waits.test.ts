@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { sleepUnlessAborted, waitForSelf } from '../../src/domain/waits.js';
+import { raceAbort, sleepUnlessAborted, waitForSelf } from '../../src/domain/waits.js';
 import { FakeClock } from '../fakes/fake-clock.js';
 import { RecordingLogger, StubMetadata, StubRandom } from './stubs.js';
 
@@ -36,6 +36,29 @@ describe('sleepUnlessAborted', () => {
     const stop = new AbortController();
     stop.abort();
     expect(await sleepUnlessAborted(new FakeClock(), 10, stop.signal)).toBe(false);
+  });
+});
+
+describe('raceAbort', () => {
+  it("gives the work's value or error while the signal has not aborted", async () => {
+    const signal = new AbortController().signal;
+    await expect(raceAbort(Promise.resolve(7), signal)).resolves.toBe(7);
+    await expect(raceAbort(Promise.reject(new Error('work failed')), signal)).rejects.toThrow('work failed');
+  });
+
+  it("rejects with the signal's reason as soon as it aborts, while the work still runs", async () => {
+    const ac = new AbortController();
+    let finish: (v: number) => void = () => {};
+    const work = new Promise<number>((r) => {
+      finish = r;
+    });
+    const raced = raceAbort(work, ac.signal);
+    ac.abort(new Error('stopped'));
+    await expect(raced).rejects.toThrow('stopped');
+    finish(1);
+    await expect(work).resolves.toBe(1);
+    // Already aborted: rejects at once, without waiting for the work.
+    await expect(raceAbort(new Promise(() => {}), ac.signal)).rejects.toThrow('stopped');
   });
 });
 

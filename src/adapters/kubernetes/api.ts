@@ -104,6 +104,34 @@ export async function call<T>(operation: string, timeoutMs: number, fn: () => Pr
   }
 }
 
+/** One page of a LIST: the typed client names the continue token `_continue`, raw JSON `continue`. */
+export interface ListPage<T> {
+  items?: T[];
+  metadata?: { continue?: string; _continue?: string };
+}
+
+/**
+ * Every item of a paged LIST: `page(token)` fetches the page after `token` (undefined: the first),
+ * each with {@link call}'s deadline, until a page carries no continue token. More than `maxPages`
+ * pages is an error, so a server that never ends the list cannot hold the caller forever.
+ */
+export async function listAllPages<T>(
+  operation: string,
+  timeoutMs: number,
+  maxPages: number,
+  page: (token?: string) => Promise<ListPage<T>>,
+): Promise<T[]> {
+  const items: T[] = [];
+  let token: string | undefined;
+  for (let i = 0; i < maxPages; i++) {
+    const list = await call(operation, timeoutMs, () => page(token));
+    items.push(...(list.items ?? []));
+    token = list.metadata?._continue || list.metadata?.continue || undefined;
+    if (token === undefined) return items;
+  }
+  throw new ConfbootError('internal', `${operation}: more than ${maxPages} pages`);
+}
+
 /** Whether `err` (from {@link call}) is the API server's answer with HTTP status `code`. */
 export function hasStatus(err: unknown, code: number): boolean {
   return err instanceof ConfbootError && err.cause instanceof ApiException && err.cause.code === code;

@@ -17,13 +17,13 @@ import type {
   StatusRefusalEvent,
 } from '../../ports/cluster-status.js';
 import type { DiskBinding } from '../../ports/disk-bindings.js';
-import { ConfbootError } from '../../ports/errors.js';
 import type { Logger } from '../../ports/logger.js';
 import {
   call,
   DEFAULT_KUBE_REQUEST_TIMEOUT_MS,
   hasStatus,
   KUBE_SYSTEM,
+  listAllPages,
   NODE_VERSION_NAME,
   UPDATE_GROUP,
   UPDATE_VERSION,
@@ -106,18 +106,9 @@ export class KubeClusterSnapshot implements ClusterSnapshotSource {
       _continue?: string;
     }) => Promise<{ items?: T[]; metadata?: { _continue?: string; continue?: string } }>,
   ): Promise<T[]> {
-    const items: T[] = [];
-    let next: string | undefined;
-    for (let page = 0; page < MAX_PAGES; page++) {
-      const answer = await call(`listing ${what}`, this.timeoutMs, () =>
-        list({ limit: PAGE, ...(next === undefined ? {} : { _continue: next }) }),
-      );
-      items.push(...(answer.items ?? []));
-      const token = answer.metadata?._continue ?? answer.metadata?.continue;
-      if (typeof token !== 'string' || token === '') return items;
-      next = token;
-    }
-    throw new ConfbootError('internal', `listing ${what}: more than ${MAX_PAGES} pages`);
+    return listAllPages(`listing ${what}`, this.timeoutMs, MAX_PAGES, (token) =>
+      list({ limit: PAGE, ...(token === undefined ? {} : { _continue: token }) }),
+    );
   }
 
   /** `read()`, or undefined when the API answers 404. */

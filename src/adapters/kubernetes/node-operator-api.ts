@@ -20,7 +20,15 @@ import type { DiskBindingRecord, DiskBindingRecords } from '../../ports/disk-bin
 import { messageOf } from '../../ports/errors.js';
 import type { JoiningNodeRecord, JoiningNodes } from '../../ports/joining-nodes.js';
 import { KUBELET_CLIENT_SIGNER, type KubeletCsrRecord, type KubeletCsrs } from '../../ports/kubelet-csrs.js';
-import { call, DEFAULT_KUBE_REQUEST_TIMEOUT_MS, hasStatus, UPDATE_GROUP, UPDATE_VERSION } from './api.js';
+import {
+  call,
+  DEFAULT_KUBE_REQUEST_TIMEOUT_MS,
+  hasStatus,
+  type ListPage,
+  listAllPages,
+  UPDATE_GROUP,
+  UPDATE_VERSION,
+} from './api.js';
 import { readCsrRequest } from './csr-request.js';
 import {
   DISK_BINDING_GROUP,
@@ -66,16 +74,8 @@ export class KubeNodeOperatorApi implements KubeletCsrs {
   }
 
   /** Every item of a paged LIST. */
-  private async all(operation: string, page: (cont?: string) => Promise<{ items?: Obj[]; metadata?: Obj }>) {
-    const items: Obj[] = [];
-    let cont: string | undefined;
-    for (let i = 0; i < MAX_PAGES; i++) {
-      const list = await call(operation, this.timeoutMs, () => page(cont));
-      items.push(...(list.items ?? []));
-      cont = list.metadata?.continue || undefined;
-      if (cont === undefined) return items;
-    }
-    throw new Error(`${operation}: more than ${MAX_PAGES} pages`);
+  private all(operation: string, page: (cont?: string) => Promise<ListPage<Obj>>): Promise<Obj[]> {
+    return listAllPages(operation, this.timeoutMs, MAX_PAGES, page);
   }
 
   /** {@inheritDoc JoiningNodes.list} */

@@ -24,7 +24,7 @@ import {
   type ReattestationTarget,
   type ReattestationTargets,
 } from '../../ports/reattestation.js';
-import { call, DEFAULT_KUBE_REQUEST_TIMEOUT_MS } from './api.js';
+import { call, DEFAULT_KUBE_REQUEST_TIMEOUT_MS, type ListPage, listAllPages } from './api.js';
 import { EVIDENCE_CLASS_LABEL, EVIDENCE_GROUP, EVIDENCE_PLURAL, EVIDENCE_VERSION } from './evidence-store.js';
 
 /** The EvidenceRecord annotation holding the node's last re-attestation result (JSON). */
@@ -86,16 +86,8 @@ export class KubeReattestationApi implements ReattestationTargets, Reattestation
     this.timeoutMs = options.requestTimeoutInMs ?? DEFAULT_KUBE_REQUEST_TIMEOUT_MS;
   }
 
-  private async all(operation: string, page: (cont?: string) => Promise<{ items?: Obj[]; metadata?: Obj }>) {
-    const items: Obj[] = [];
-    let cont: string | undefined;
-    for (let i = 0; i < MAX_PAGES; i++) {
-      const list = await call(operation, this.timeoutMs, () => page(cont));
-      items.push(...(list.items ?? []));
-      cont = list.metadata?.continue || list.metadata?._continue || undefined;
-      if (cont === undefined) return items;
-    }
-    throw new Error(`${operation}: more than ${MAX_PAGES} pages`);
+  private all(operation: string, page: (cont?: string) => Promise<ListPage<Obj>>): Promise<Obj[]> {
+    return listAllPages(operation, this.timeoutMs, MAX_PAGES, page);
   }
 
   /** Issued tickets' EvidenceRecords: resource name, node name, decision time and last result. */
