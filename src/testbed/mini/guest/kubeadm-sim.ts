@@ -19,7 +19,7 @@
  * Importing this module runs it: it is an entry point only.
  */
 import { existsSync } from 'node:fs';
-import { readFile } from 'node:fs/promises';
+import { mkdir, readFile } from 'node:fs/promises';
 import { parseAllDocuments } from 'yaml';
 import { KUBELET_BOOTSTRAP_KEY_PATH } from '../../../adapters/kubernetes/kubeadm.js';
 import { silentLogger } from '../../../adapters/log/pino-logger.js';
@@ -141,6 +141,9 @@ async function kubeletBootstrap(
 ) {
   const keyFile = existsSync(KUBELET_BOOTSTRAP_KEY_PATH) ? KUBELET_BOOTSTRAP_KEY_PATH : keyPath;
   if (keyFile === undefined) throw new Error('kubelet (simulated): no key for the bootstrap CSR');
+  // As kubeadm does: a fresh join after a reset has no /etc/kubernetes yet (the disk mapper formatted
+  // the state disk; the agent binds it there only after the bootstrapper).
+  await mkdir('/etc/kubernetes', { recursive: true });
   const r = await kubeletJoin({
     endpoint,
     token,
