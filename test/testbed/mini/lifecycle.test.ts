@@ -1,6 +1,9 @@
 /**
  * `confboot mini lifecycle` end to end on ONE cluster of real QEMU VMs under TCG (a control plane and
- * two workers, the master secret split 2-of-3): worker-0's reboot rejoins with its marker intact;
+ * two workers, the master secret split 2-of-3): worker-1's PCR 9 extended after the join is flagged
+ * by the control plane's production node operator (EvidenceRecord annotation, Event, metric) and
+ * cordoned while worker-0 stays green, and `confboot verify` accepts worker-0 and the control plane and
+ * refuses worker-1 with fresh nonces (a replayed document refused); worker-0's reboot rejoins with its marker intact;
  * worker-1's tampered reboot is refused naming PCR 9 with its disk closed; after every VM was
  * powered off and started again the control plane waits for recovery (1 of 2), names a share of
  * another cluster, recovers with a second share, and every node is back with its marker; worker-1's
