@@ -22,12 +22,12 @@ import { HttpAttestationFetcher } from '../../../adapters/http/verification-clie
 import { loadKubeConfig } from '../../../adapters/kubernetes/api.js';
 import { KubeReattestationApi } from '../../../adapters/kubernetes/reattestation-api.js';
 import { reattestationEventReason } from '../../../adapters/kubernetes/reattestation-events.js';
-import { silentLogger } from '../../../adapters/log/pino-logger.js';
 import { SystemClock } from '../../../adapters/system/system-clock.js';
 import { verifyCommand, verifyNode } from '../../../app/cli/verify.js';
-import { validatorBuilder, variantLookups } from '../../../app/join-service/production.js';
 import { parseOptions } from '../../../app/program/options.js';
+import { variantEntry } from '../../../app/registry/index.js';
 import { withNodeLockMarked } from '../../../app/registry/node-lock-config.js';
+import { buildValidator } from '../../../app/registry/validators.js';
 import { isAttestationError, messageOf } from '../../../ports/errors.js';
 import type { ReattestationResult } from '../../../ports/reattestation.js';
 import { OPERATOR_METRICS_PORT, ORDERS_PORT, type PcrExtended, VERIFY_PORT } from '../guest/protocol.js';
@@ -154,8 +154,12 @@ async function replay(
     await readFile(input.attestationConfigPath),
     Buffer.from(input.clusterId, 'hex'),
   );
-  const lookups = await variantLookups('qemu-vtpm', { qemuAkRegistryPath: input.akRegistryPath }, clock);
-  const validator = validatorBuilder('qemu-vtpm', lookups, clock, silentLogger)(config);
+  // As confboot verify --cluster-id builds it: the config with the node-lock register marked.
+  const lookups = await variantEntry('qemu-vtpm').lookups(
+    { qemuAkRegistryPath: input.akRegistryPath },
+    clock,
+  );
+  const validator = buildValidator('qemu-vtpm', config, { clock, ...lookups });
   const nonce = new Uint8Array(randomBytes(32));
   const fetcher = new HttpAttestationFetcher();
   const ask = () => fetcher.fetch(`${n.ip}:${VERIFY_PORT}`, nonce, { timeoutInMs: 180_000 });
