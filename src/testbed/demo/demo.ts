@@ -19,6 +19,10 @@
  *
  * runDemo is a sequence of named stages (below); each node's wiring is in node.ts, the proof after
  * the run in verify.ts, the state disks (through the disk adapter) in state-disk.ts.
+ *
+ * Over 400 lines because it is the demo's one script: its stages run in order and share one run
+ * (work folder, cleanups, progress), and reading them top to bottom is the point of the demo; the
+ * nodes, the cluster API and the boot measurements live in their own modules.
  */
 import { randomBytes } from 'node:crypto';
 import { createWriteStream } from 'node:fs';

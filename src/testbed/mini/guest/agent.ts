@@ -31,6 +31,10 @@
  *
  * Quotes for the host: only the one evidence document per boot, for the nonce in the pre-boot
  * config, with fixed user data, and only before the bootstrapper starts (evidence.ts).
+ *
+ * Over 400 lines because it is the guest's one entry point (bundled into one file for the
+ * initramfs): its order handling follows the boot in sequence; the protocol, the boot commands,
+ * the node orders and the control-plane API live in their own modules.
  */
 import { spawn } from 'node:child_process';
 import { appendFileSync, existsSync, readFileSync } from 'node:fs';

@@ -4,6 +4,9 @@
  * and the rollout of a config through ConfigMap join-config (both through host/upgrade-entry.ts in the
  * network namespace), a fresh worker joining with image B, reboots that rejoin or are refused, the
  * per-worker comparison of prediction and outcome, and the receipts checked against the served JWKS.
+ *
+ * Over 400 lines because it holds every step of one scenario in its order, each with its check;
+ * the host programs and the dry run live in their own modules.
  */
 import { join } from 'node:path';
 import { replayEventLog } from '../../../adapters/attestation/eventlog/tcg-log.js';
