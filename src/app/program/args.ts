@@ -272,7 +272,7 @@ export function parseCommandLine(
       allowPositionals: spec.operand !== undefined,
     }) as { values: Values; positionals: string[] });
   } catch (err) {
-    throw new UsageError(`${firstLine(messageOf(err))}${seeHelp(spec)}`);
+    throw new UsageError(`${parseArgsErrorLine(err)}${seeHelp(spec)}`);
   }
   if (values.help) {
     out.write(`${renderHelp(spec)}\n`);
@@ -299,6 +299,17 @@ export function parseCommandLine(
 
 function firstLine(text: string): string {
   return text.split('\n', 1)[0] ?? text;
+}
+
+/**
+ * node:util parseArgs's error as one line. For a value that starts with a dash (`--kid -x…`, which
+ * a random base64url value does one time in 64) it keeps parseArgs's hint, which is on a later line.
+ */
+function parseArgsErrorLine(err: unknown): string {
+  const text = messageOf(err);
+  const dash = /^To specify an option argument starting with a dash use '(.+)'\.$/m.exec(text);
+  const first = firstLine(text);
+  return dash ? `${first.replace(/\.$/, '')}: write a value that starts with a dash as ${dash[1]}` : first;
 }
 
 /** `; see confboot <name> --help`, the end of a usage error's one line. */

@@ -388,7 +388,7 @@ async function expectPinsVerify(
   expect(await runReceipt(['jwks', '--kubeconfig', join(dir, 'admin.conf')])).toBe(0);
   await writeFile(join(dir, 'jwks.json'), io.out());
   const verify = (jwks: string) =>
-    runReceipt(['verify', '--jwks', jwks, '--kid', pins.kid, '--jwks-sha256', pins.jwksSha256, receipt]);
+    runReceipt(['verify', '--jwks', jwks, `--kid=${pins.kid}`, '--jwks-sha256', pins.jwksSha256, receipt]);
   expect(await verify(join(dir, 'jwks.json'))).toBe(0);
   const other = await ReceiptKey.loadOrGenerate(join(dir, 'other-key.pem'));
   const forged = { keys: other.jwks().keys.map((k) => ({ ...k, kid: pins.kid })) };

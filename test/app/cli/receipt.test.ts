@@ -91,14 +91,14 @@ describe('confboot receipt verify', () => {
     const url = `http://127.0.0.1:${http.port}/.well-known/jwks.json`;
     const pin = await signingKeyPin(s.key.jwks());
     // Plain HTTP without the opt-in: refused before anything is fetched (usage, exit 2).
-    expect(await run(['verify', '--jwks', url, '--kid', pin.kid, s.receiptPath])).toBe(2);
+    expect(await run(['verify', '--jwks', url, `--kid=${pin.kid}`, s.receiptPath])).toBe(2);
     expect(stdio.stderr()).toContain('is plain HTTP');
     // A URL without a pin: whoever answers would decide the key (exit 2).
     expect(await run(['verify', '--jwks', url, '--insecure-jwks-url', s.receiptPath])).toBe(2);
     expect(stdio.stderr()).toContain('pin the key with --kid or --jwks-sha256');
-    expect(await run(['verify', '--jwks', url, '--insecure-jwks-url', '--kid', pin.kid, s.receiptPath])).toBe(
-      0,
-    );
+    expect(
+      await run(['verify', '--jwks', url, '--insecure-jwks-url', `--kid=${pin.kid}`, s.receiptPath]),
+    ).toBe(0);
     expect(
       await run([
         'verify',
@@ -118,8 +118,7 @@ describe('confboot receipt verify', () => {
         '--jwks',
         `http://127.0.0.1:${http.port}/nope`,
         '--insecure-jwks-url',
-        '--kid',
-        pin.kid,
+        `--kid=${pin.kid}`,
         s.receiptPath,
       ]),
     ).toBe(1);
@@ -134,15 +133,14 @@ describe('confboot receipt verify', () => {
       await run(['verify', '--jwks', s.jwksPath, '--jwks-sha256', other.jwksSha256, s.receiptPath]),
     ).toBe(1);
     expect(stdio.stderr()).toContain('is not the pinned thumbprint');
-    expect(await run(['verify', '--jwks', s.jwksPath, '--kid', other.kid, s.receiptPath])).toBe(1);
+    expect(await run(['verify', '--jwks', s.jwksPath, `--kid=${other.kid}`, s.receiptPath])).toBe(1);
     expect(stdio.stderr()).toContain('is not the pinned key ID');
     expect(
       await run([
         'verify',
         '--jwks',
         s.jwksPath,
-        '--kid',
-        pin.kid,
+        `--kid=${pin.kid}`,
         '--jwks-sha256',
         pin.jwksSha256,
         s.receiptPath,
@@ -217,7 +215,7 @@ describe('confboot receipt verify', () => {
     });
     const url = await urlOf;
     expect(
-      await run(['verify', '--jwks', url, '--insecure-jwks-url', '--kid', s.key.keyId, s.receiptPath]),
+      await run(['verify', '--jwks', url, '--insecure-jwks-url', `--kid=${s.key.keyId}`, s.receiptPath]),
     ).toBe(1);
     expect(stdio.stderr()).toContain('larger than 65536 bytes');
     expect(await ended).toBe('closed early');
@@ -296,8 +294,7 @@ describe('confboot receipt jwks', () => {
         'verify',
         '--jwks',
         join(c.dir, 'jwks.json'),
-        '--kid',
-        String(kid),
+        `--kid=${String(kid)}`,
         '--jwks-sha256',
         String(sha),
         receipt,

@@ -58,6 +58,16 @@ function parse(argv: string[], env: Record<string, string>) {
   return { values, warnings };
 }
 
+describe('parseCommand: a value that starts with a dash', () => {
+  it('is refused as separate argument in one line that says how to write it, and read as --opt=-value', () => {
+    // A base64url kid or token starts with '-' one time in 64.
+    expect(() => parse(['--endpoint', '-abc'], {})).toThrow(
+      "Option '--endpoint' argument is ambiguous: write a value that starts with a dash as --endpoint=-XYZ; see confboot demo-service --help",
+    );
+    expect(parse(['--endpoint=-abc'], {}).values?.endpoint).toBe('-abc');
+  });
+});
+
 describe('CONFBOOT_<OPTION> in parseCommand', () => {
   it('names the variable CONFBOOT_ + upper case with underscores', () => {
     expect(envName('log-level')).toBe('CONFBOOT_LOG_LEVEL');
