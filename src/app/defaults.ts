@@ -20,6 +20,8 @@ export const KUBERNETES_PORT = 6443;
 export const SERVICE_BASE_PATH = '/var/config';
 export const ATTESTATION_CONFIG_PATH = `${SERVICE_BASE_PATH}/attestationConfig`;
 export const MEASUREMENT_SALT_PATH = `${SERVICE_BASE_PATH}/measurementSalt`;
+/** The cluster ID in hex (ConfigMap join-config, key clusterId), which the node operator re-attests with. */
+export const CLUSTER_ID_PATH = `${SERVICE_BASE_PATH}/clusterId`;
 export const MASTER_SECRET_PATH = `${SERVICE_BASE_PATH}/mastersecret`;
 export const SALT_PATH = `${SERVICE_BASE_PATH}/salt`;
 export const DENY_LIST_PATH = `${SERVICE_BASE_PATH}/denylist/denylist.json`;

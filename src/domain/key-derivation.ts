@@ -92,3 +92,26 @@ export function checkMasterSecret(masterSecret: Uint8Array, salt: Uint8Array): v
     );
   }
 }
+
+/**
+ * The cluster ID from the master secret and salt, as the cluster's nodes compute it: the
+ * measurement secret derived from the master secret, then {@link deriveClusterId} with the
+ * measurement salt. The intermediate measurement secret is zeroed.
+ */
+export function clusterIdFromMaster(
+  masterSecret: Uint8Array,
+  masterSalt: Uint8Array,
+  measurementSalt: Uint8Array,
+): Uint8Array {
+  const measurementSecret = deriveDataKey(
+    masterSecret,
+    masterSalt,
+    MEASUREMENT_SECRET_KEY_ID,
+    MEASUREMENT_SECRET_LENGTH,
+  );
+  try {
+    return deriveClusterId(measurementSecret, measurementSalt);
+  } finally {
+    measurementSecret.fill(0);
+  }
+}

@@ -10,6 +10,7 @@ import { describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
 import { type BringupInput, bringupObjects } from '../../src/app/bringup/objects.js';
 import { deployTargets, renderObjects } from '../../src/app/manifests/manifests.js';
+import { clusterIdFromMaster } from '../../src/domain/key-derivation.js';
 
 const input = (target: ReturnType<typeof deployTargets>[0]): BringupInput => ({
   ...target,
@@ -24,13 +25,19 @@ const id = (o: KubernetesObject) => `${o.kind}/${o.metadata?.name}`;
 const wire = (o: KubernetesObject) => parse(dumpYaml(o));
 
 describe.each(deployTargets())('confboot apply for $cloud / $variant', (target) => {
-  it('sends every object of the manifests as rendered (with the cluster’s own config and salt)', () => {
+  it('sends every object of the manifests as rendered (with the cluster’s own config, salt and ID)', () => {
     const sent = new Map(bringupObjects(input(target)).map((b) => [id(b.object), wire(b.object)]));
+    const { masterSecret, masterSalt, measurementSalt } = input(target);
+    const clusterId = clusterIdFromMaster(masterSecret, masterSalt, measurementSalt);
     const rendered = renderObjects({
       ...target,
       attestationConfig: input(target).attestationConfig,
-      measurementSalt: input(target).measurementSalt,
+      measurementSalt,
+      clusterId,
     });
+    expect(sent.get('ConfigMap/join-config')?.data.clusterId).toBe(
+      `${Buffer.from(clusterId).toString('hex')}\n`,
+    );
     for (const { object } of rendered)
       expect(sent.get(id(object)), id(object)).toEqual(JSON.parse(JSON.stringify(object)));
   });

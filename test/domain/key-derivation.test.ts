@@ -4,6 +4,7 @@ import { resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import {
   checkMasterSecret,
+  clusterIdFromMaster,
   DATA_KEY_PREFIX,
   deriveClusterId,
   deriveDataKey,
@@ -59,6 +60,21 @@ describe('key derivation', () => {
   it('derives the measurement secret under ID "measurementSecret"', () => {
     const v = vectors.find((x) => x.name === 'HKDFMeasurementSecret')!;
     expect(toHex(deriveDataKey(hex(v.secret), hex(v.salt), MEASUREMENT_SECRET_KEY_ID, 32))).toBe(v.expected);
+  });
+
+  it('derives the cluster ID from the master secret as a node does: measurement secret first, then the ID', () => {
+    const [secret, salt, measurementSalt] = [1, 2, 3].map((b) => new Uint8Array(32).fill(b)) as [
+      Uint8Array,
+      Uint8Array,
+      Uint8Array,
+    ];
+    const measurementSecret = deriveDataKey(secret, salt, MEASUREMENT_SECRET_KEY_ID, 32);
+    expect(toHex(clusterIdFromMaster(secret, salt, measurementSalt))).toBe(
+      toHex(deriveClusterId(measurementSecret, measurementSalt)),
+    );
+    expect(toHex(clusterIdFromMaster(secret, salt, new Uint8Array(32).fill(4)))).not.toBe(
+      toHex(deriveClusterId(measurementSecret, measurementSalt)),
+    );
   });
 
   it('is case-sensitive in the data key ID', () => {

@@ -11,6 +11,7 @@ import { type KubernetesObject, loadYaml, type V1ConfigMap, type V1Secret } from
 import { NODE_VERSION_NAME, UPDATE_GROUP, UPDATE_VERSION } from '../../adapters/kubernetes/api.js';
 import { MASTER_SECRET_NAME } from '../../adapters/kubernetes/names.js';
 import { type KeyServiceTls, keyServiceTlsSecrets } from '../../adapters/pki/key-service-tls.js';
+import { clusterIdFromMaster } from '../../domain/key-derivation.js';
 import type { Component } from '../../ports/types.js';
 import { NAMESPACE } from '../manifests/common.js';
 import { receiptKeySecret } from '../manifests/join-service.js';
@@ -57,10 +58,13 @@ const labels = { 'app.kubernetes.io/part-of': 'confboot' };
 /** Every object, in the order they are applied (definitions before their instances). */
 export function bringupObjects(input: BringupInput): BringupObject[] {
   const b64 = (b: Uint8Array) => Buffer.from(b).toString('base64');
-  // join-config carries input.attestationConfig and input.measurementSalt (RenderOptions).
+  // join-config carries input.attestationConfig, input.measurementSalt and the cluster ID (RenderOptions).
   // The manifests are the API's JSON; the client's model names a few fields differently
   // (NetworkPolicy `_from`, `x_kubernetes_preserve_unknown_fields`) and sends only what it knows.
-  const rendered = renderObjects(input).map((r) => loadYaml<KubernetesObject>(JSON.stringify(r.object)));
+  const clusterId = clusterIdFromMaster(input.masterSecret, input.masterSalt, input.measurementSalt);
+  const rendered = renderObjects({ ...input, clusterId }).map((r) =>
+    loadYaml<KubernetesObject>(JSON.stringify(r.object)),
+  );
   const crds = rendered.filter((o) => o.kind === 'CustomResourceDefinition');
   const rest = rendered.filter((o) => o.kind !== 'CustomResourceDefinition');
   const masterSecret: V1Secret = {

@@ -64,6 +64,17 @@ export const manifestsCommand = defineCommand({
       description:
         'the 32-byte measurement salt confboot init wrote (measurement-salt.bin) instead of a placeholder',
     },
+    'cluster-id': {
+      type: 'string',
+      valueName: 'HEX',
+      description:
+        'the cluster ID confboot init printed (64 hex digits) instead of an empty one; the node operator re-attests vTPM nodes with it',
+      parse: (raw: string, flag: string) => {
+        if (!/^[0-9a-fA-F]{64}$/.test(raw))
+          throw new UsageError(`--${flag}: want 64 hex digits, got "${raw}"`);
+        return new Uint8Array(Buffer.from(raw, 'hex'));
+      },
+    },
     image: {
       type: 'string',
       valueName: 'IMG',
@@ -109,7 +120,7 @@ export const manifestsCommand = defineCommand({
     output: OUTPUT_OPTION,
   },
   get epilog() {
-    return `Clouds and their variants (the first is the default): ${targetList()}.\nBy default the join service reaches the key service over mutual TLS: create its Secrets once with\n  confboot manifests --tls-secrets | kubectl apply -f -\nand restart both services after renewing them (same command). The join service signs receipts with a key\nfrom a Secret; create it once with\n  confboot manifests --receipt-key-secret | kubectl apply -f -\n(confboot apply creates both when they are missing.)\nWith --out, DIR/overlays/<cloud>-<variant> renders with kubectl kustomize (kustomize v2.0.3 or later); its\nattestation-config.json and measurement-salt.bin are --attestation-config and --measurement-salt-file when given.\n-o json prints {yaml} (or, with --out, {wrote: [paths]}) as the result.`;
+    return `Clouds and their variants (the first is the default): ${targetList()}.\nBy default the join service reaches the key service over mutual TLS: create its Secrets once with\n  confboot manifests --tls-secrets | kubectl apply -f -\nand restart both services after renewing them (same command). The join service signs receipts with a key\nfrom a Secret; create it once with\n  confboot manifests --receipt-key-secret | kubectl apply -f -\n(confboot apply creates both when they are missing.)\nWith --out, DIR/overlays/<cloud>-<variant> renders with kubectl kustomize (kustomize v2.0.3 or later); its\nattestation-config.json, measurement-salt.bin and cluster-id.txt are --attestation-config, --measurement-salt-file\nand --cluster-id when given.\n-o json prints {yaml} (or, with --out, {wrote: [paths]}) as the result.`;
   },
   exitCodes: { 1: 'writing failed or the attestation config is refused' },
 });
@@ -127,6 +138,7 @@ const TARGET_FLAGS = [
   'plain-key-service',
   'attestation-config',
   'measurement-salt-file',
+  'cluster-id',
 ] as const;
 
 /** The flags among `flags` that were given. */
@@ -134,11 +146,11 @@ function given(v: ManifestsValues, flags: readonly (keyof ManifestsValues)[]): s
   return flags.filter((f) => v[f] !== undefined && v[f] !== false);
 }
 
-/** Reads `--attestation-config` and `--measurement-salt-file`; refuses a config the join service would refuse. */
+/** Reads `--attestation-config`, `--measurement-salt-file` and `--cluster-id`; refuses a config the join service would refuse. */
 async function clusterInputs(
   v: ManifestsValues,
   target: DeployTarget,
-): Promise<{ attestationConfig?: string; measurementSalt?: Uint8Array }> {
+): Promise<{ attestationConfig?: string; measurementSalt?: Uint8Array; clusterId?: Uint8Array }> {
   const read = async (flag: 'attestation-config' | 'measurement-salt-file'): Promise<Buffer | undefined> => {
     const path = v[flag];
     if (path === undefined) return undefined;
@@ -161,6 +173,7 @@ async function clusterInputs(
   return {
     ...(config === undefined ? {} : { attestationConfig: config }),
     ...(salt === undefined ? {} : { measurementSalt: new Uint8Array(salt) }),
+    ...(v['cluster-id'] === undefined ? {} : { clusterId: v['cluster-id'] }),
   };
 }
 
@@ -208,7 +221,7 @@ export async function runManifests(
     if (v.cloud !== undefined || v.variant !== undefined)
       throw new UsageError('--all renders every cloud and variant: leave out --cloud and --variant');
     if (dir === undefined) throw new UsageError('--all needs --out DIR');
-    const own = given(v, ['attestation-config', 'measurement-salt-file']);
+    const own = given(v, ['attestation-config', 'measurement-salt-file', 'cluster-id']);
     if (own.length > 0) throw new UsageError(`--${own.join(', --')} belongs to one cluster: leave out --all`);
     targets = deployTargets();
   } else {

@@ -8,6 +8,8 @@
  */
 import { createPinoLogger } from '../../adapters/log/pino-logger.js';
 import { DEFAULT_REATTEST_CONCURRENCY, DEFAULT_REATTEST_INTERVAL_MS } from '../../domain/reattestation.js';
+import { ATTESTATION_SETTINGS } from '../join-service/settings.js';
+import { tdxCollateralSource } from '../join-service/settings-by-owner.js';
 import type { ReattestationSettings } from '../node-operator/reattestation.js';
 import { DEFAULT_OPERATOR_INTERVAL_MS, runNodeOperator } from '../node-operator/run.js';
 import { runCommand, UsageError } from '../program/args.js';
@@ -70,12 +72,22 @@ export const nodeOperatorCommand = defineCommand({
       note: '; the file in force, read again every re-attestation round',
     }),
     ...AK_TRUST_OPTIONS,
+    // The join service's lookups, so a node is re-attested as it was admitted.
+    'amd-kds-url': ATTESTATION_SETTINGS['amd-kds-url'],
+    'tdx-collateral': ATTESTATION_SETTINGS['tdx-collateral'],
+    'tdx-root-crl-url': ATTESTATION_SETTINGS['tdx-root-crl-url'],
     'cluster-id': {
       type: 'string',
       valueName: 'HEX',
       description:
         "vTPM variants: the cluster's ID; a joined node's node-lock register (PCR 15) is expected marked with it (required to re-attest them)",
       parse: clusterIdHex,
+    },
+    'cluster-id-file': {
+      type: 'string',
+      valueName: 'F',
+      description:
+        'vTPM variants, instead of --cluster-id: a file holding it in hex, read again every round (the clusterId key of ConfigMap join-config); empty: not known yet, the round waits',
     },
     'reattest-interval': {
       type: 'string',
@@ -136,11 +148,18 @@ export function reattestationSettings(values: Values): ReattestationSettings | u
     throw new UsageError('re-attestation needs both --variant and --attestation-config');
   if (values['reattest-interval'] === 0) return undefined;
   if (values['verification-port'] > 65535) throw new UsageError('--verification-port: want at most 65535');
+  if (values['cluster-id'] !== undefined && values['cluster-id-file'] !== undefined)
+    throw new UsageError('give --cluster-id or --cluster-id-file, not both');
   return {
     variant,
     attestationConfigPath: config,
     ...(values['cluster-id'] === undefined ? {} : { clusterId: values['cluster-id'] }),
-    lookups: akTrustSettings(values),
+    ...(values['cluster-id-file'] === undefined ? {} : { clusterIdPath: values['cluster-id-file'] }),
+    lookups: {
+      ...akTrustSettings(values),
+      amdKdsUrl: values['amd-kds-url'],
+      tdxCollateral: tdxCollateralSource(values['tdx-collateral'], values['tdx-root-crl-url']),
+    },
     intervalMs: values['reattest-interval'],
     cordon: Boolean(values['reattest-cordon']),
     port: values['verification-port'],

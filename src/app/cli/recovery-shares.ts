@@ -6,12 +6,7 @@
  * shares belong to the running cluster. Nothing is sent anywhere; the files are written exclusively
  * (an existing file is never overwritten) and a failed write leaves no partial set.
  */
-import {
-  deriveClusterId,
-  deriveDataKey,
-  MEASUREMENT_SECRET_KEY_ID,
-  MEASUREMENT_SECRET_LENGTH,
-} from '../../domain/key-derivation.js';
+import { clusterIdFromMaster } from '../../domain/key-derivation.js';
 import { runCommand, UsageError } from '../program/args.js';
 import { readInput } from '../program/input-file.js';
 import { defineCommand, parseOptions } from '../program/options.js';
@@ -65,14 +60,7 @@ export async function run(argv: string[]): Promise<number> {
     const measurementSalt = await readInput(v['measurement-salt-file'], '--measurement-salt-file');
     if (measurementSalt.length !== 32)
       throw new UsageError('--measurement-salt-file must hold exactly 32 bytes');
-    const measurementSecret = deriveDataKey(
-      masterSecret,
-      masterSalt,
-      MEASUREMENT_SECRET_KEY_ID,
-      MEASUREMENT_SECRET_LENGTH,
-    );
-    const clusterId = deriveClusterId(measurementSecret, measurementSalt);
-    measurementSecret.fill(0);
+    const clusterId = clusterIdFromMaster(masterSecret, masterSalt, measurementSalt);
     let files: string[];
     try {
       files = await writeRecoveryShareFiles({ masterSecret, masterSalt, clusterId, ...shares });

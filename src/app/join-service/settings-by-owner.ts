@@ -94,7 +94,7 @@ export function joinServiceSettings(
 }
 
 /** Reads `--tdx-collateral DIR|pcs|pcs:URL` with `--tdx-root-crl-url URL`. */
-function tdxCollateralSource(
+export function tdxCollateralSource(
   value: string | undefined,
   rootCrlUrl: string | undefined,
 ): TdxCollateralSource | undefined {

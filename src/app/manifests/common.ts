@@ -88,6 +88,8 @@ export interface BuildContext extends DeployTarget {
   attestationConfig?: string;
   /** The cluster's measurement salt (32 bytes, from `confboot init`); default: a placeholder. */
   measurementSalt?: Uint8Array;
+  /** The cluster's ID (32 bytes, from `confboot init`); default: empty, not known yet. */
+  clusterId?: Uint8Array;
 }
 
 /** One family of objects: what it renders for a context, in apply order. */

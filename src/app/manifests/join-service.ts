@@ -102,6 +102,8 @@ export const joinServiceConfigObjects: ManifestBuilder = (context) => {
       attestationConfig:
         context.attestationConfig ?? `${JSON.stringify(attestationConfigTemplate(variant), null, 2)}\n`,
       ...variantEntry(variant).deploy?.configFiles,
+      // Public (a joined node's PCR 15 shows it); the node operator re-attests vTPM nodes with it.
+      clusterId: context.clusterId === undefined ? '' : `${Buffer.from(context.clusterId).toString('hex')}\n`,
     },
     // 32 random bytes chosen at `confboot init`.
     binaryData: {
@@ -129,8 +131,8 @@ export const joinServiceConfigObjects: ManifestBuilder = (context) => {
     {
       comment:
         context.attestationConfig === undefined
-          ? ` The join service's attestation config (watched and hot-reloaded) and the measurement salt: the\n config's reference measurements are zero, which refuses every node; give the cluster's own\n measurements${withVariant}, and the salt confboot init chose (measurement-salt.bin).`
-          : " The join service's attestation config (watched and hot-reloaded) and the measurement salt.",
+          ? ` The join service's attestation config (watched and hot-reloaded) and the measurement salt: the\n config's reference measurements are zero, which refuses every node; give the cluster's own\n measurements${withVariant}, the salt confboot init chose (measurement-salt.bin) and the cluster ID it\n printed (cluster-id.txt; the node operator re-attests vTPM nodes with it).`
+          : " The join service's attestation config (watched and hot-reloaded), the measurement salt and the\n cluster ID (the node operator re-attests vTPM nodes with it).",
       object: joinConfig,
     },
     { comment: ' Node identities and disk UUIDs to refuse (hot-reloaded).', object: denyList },
@@ -186,7 +188,7 @@ function joinServiceContainer({ cloud, variant, image, mtls, akRegistry }: Build
             `--key-service-key=${KEY_SERVICE_CLIENT_TLS_DIR}/tls.key`,
           ]
         : []),
-      ...(variantEntry(variant).deploy?.joinServiceFlags ?? []),
+      ...(variantEntry(variant).deploy?.lookupFlags ?? []),
       ...(cloudEntry(cloud).joinServiceFlags ?? []),
     ],
     ports: [

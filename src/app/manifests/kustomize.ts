@@ -46,6 +46,7 @@ export const overlayDir = (target: DeployTarget): string => `overlays/${target.c
 const GENERATED_FILE_NAMES: Readonly<Record<string, string>> = {
   attestationConfig: 'attestation-config.json',
   measurementSalt: 'measurement-salt.bin',
+  clusterId: 'cluster-id.txt',
   azureAkRoots: 'azure-ak-roots.pem',
 };
 
@@ -201,7 +202,9 @@ export function renderKustomizeTree(options: KustomizeOptions = {}): TreeFile[] 
         image: image ?? DEFAULT_IMAGE,
         mtls: renderOptions.keyServiceTls !== false,
         ownConfig:
-          renderOptions.attestationConfig !== undefined && renderOptions.measurementSalt !== undefined,
+          renderOptions.attestationConfig !== undefined &&
+          renderOptions.measurementSalt !== undefined &&
+          renderOptions.clusterId !== undefined,
       }),
     );
   return files;
@@ -302,8 +305,9 @@ function overlayFiles(
       ? []
       : [
           ' Before the first apply: attestation-config.json holds zero reference measurements (every node is',
-          " refused) and measurement-salt.bin a placeholder: put the cluster's own there (confboot init writes",
-          ' measurement-salt.bin), or generate join-config from your files in an overlay of your own (deploy/README.md).',
+          " refused), measurement-salt.bin a placeholder and cluster-id.txt is empty: put the cluster's own there",
+          ' (confboot init writes measurement-salt.bin and prints the cluster ID), or generate join-config from',
+          ' your files in an overlay of your own (deploy/README.md).',
         ]),
     ' Apply with: confboot manifests --receipt-key-secret | kubectl apply -f -   (once: the join receipt key)',
     ...(!choices.mtls

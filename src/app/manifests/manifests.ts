@@ -60,6 +60,8 @@ export interface RenderOptions extends DeployTarget {
   attestationConfig?: string;
   /** The cluster's measurement salt (32 bytes) instead of the placeholder. */
   measurementSalt?: Uint8Array;
+  /** The cluster's ID (32 bytes) instead of an empty `clusterId` (the node operator then waits for it). */
+  clusterId?: Uint8Array;
 }
 
 /** The object families in apply order: configuration and API objects before the workloads. */
@@ -88,6 +90,7 @@ function buildContext(options: RenderOptions): BuildContext {
     akRegistry: AK_REGISTRY_VARIANTS.has(variant),
     ...(options.attestationConfig === undefined ? {} : { attestationConfig: options.attestationConfig }),
     ...(options.measurementSalt === undefined ? {} : { measurementSalt: options.measurementSalt }),
+    ...(options.clusterId === undefined ? {} : { clusterId: options.clusterId }),
   };
 }
 

@@ -6,6 +6,10 @@
  * binding, and a one-replica Deployment on
  * the control planes. The operator talks only to the API server, so it runs on the host's network
  * and does not wait for a CNI (the kubelet CSRs it approves are what lets nodes become Ready).
+ * Rendered for a variant, the Deployment also re-attests every joined node against the join
+ * service's config in force: it mounts ConfigMap join-config (attestation config, cluster ID,
+ * variant files) and, where the variant has one, the AK registry, and passes the variant's lookup
+ * flags, so a node is re-verified as the join service verified it.
  */
 import type {
   KubernetesObject,
@@ -20,7 +24,10 @@ import { UPDATE_GROUP } from '../../adapters/kubernetes/api.js';
 import { EVIDENCE_GROUP, EVIDENCE_PLURAL } from '../../adapters/kubernetes/evidence-store.js';
 import { DISK_BINDING_GROUP, DISK_BINDING_PLURAL } from '../../adapters/kubernetes/names.js';
 import { KUBELET_CLIENT_SIGNER } from '../../ports/kubelet-csrs.js';
+import { ATTESTATION_CONFIG_PATH, CLUSTER_ID_PATH, SERVICE_BASE_PATH } from '../defaults.js';
+import { variantEntry } from '../registry/index.js';
 import {
+  AK_REGISTRY_PATH,
   type BuildContext,
   controlPlaneOnly,
   DEFAULT_IMAGE,
@@ -93,8 +100,30 @@ export function nodeOperatorRole(): V1Role {
   };
 }
 
-/** Every object of the operator, in apply order; `image` default {@link DEFAULT_IMAGE}. */
-export function nodeOperatorObjects(image = DEFAULT_IMAGE): KubernetesObject[] {
+/** The Deployment's re-attestation: the variant of the nodes and whether it mounts the AK registry. */
+export type ReattestTarget = Pick<BuildContext, 'variant' | 'akRegistry'>;
+
+/** The operator's flags that turn re-attestation on for `target`, reading the mounted join-config. */
+export function reattestationArgs({ variant, akRegistry }: ReattestTarget): string[] {
+  const entry = variantEntry(variant);
+  return [
+    `--variant=${variant}`,
+    `--attestation-config=${ATTESTATION_CONFIG_PATH}`,
+    ...(entry.kind === 'vtpm' ? [`--cluster-id-file=${CLUSTER_ID_PATH}`] : []),
+    ...(akRegistry ? [`--qemu-ak-registry=${AK_REGISTRY_PATH}`] : []),
+    ...(entry.deploy?.lookupFlags ?? []),
+  ];
+}
+
+/**
+ * Every object of the operator, in apply order; `image` default {@link DEFAULT_IMAGE}. With
+ * `reattest`, the Deployment re-attests the joined nodes (reattestationArgs); without, it only
+ * approves, deletes and releases.
+ */
+export function nodeOperatorObjects(
+  options: { image?: string; reattest?: ReattestTarget } = {},
+): KubernetesObject[] {
+  const { image = DEFAULT_IMAGE, reattest } = options;
   const account: V1ServiceAccount = {
     apiVersion: 'v1',
     kind: 'ServiceAccount',
@@ -135,7 +164,7 @@ export function nodeOperatorObjects(image = DEFAULT_IMAGE): KubernetesObject[] {
             {
               name: NODE_OPERATOR,
               image,
-              args: ['node-operator'],
+              args: ['node-operator', ...(reattest === undefined ? [] : reattestationArgs(reattest))],
               securityContext: {
                 ...hardened,
                 runAsNonRoot: true,
@@ -143,8 +172,28 @@ export function nodeOperatorObjects(image = DEFAULT_IMAGE): KubernetesObject[] {
                 runAsGroup: IMAGE_UID,
               },
               resources: { requests: { cpu: '10m', memory: '64Mi' }, limits: { memory: '256Mi' } },
+              ...(reattest === undefined
+                ? {}
+                : {
+                    volumeMounts: [
+                      { name: 'config', mountPath: SERVICE_BASE_PATH, readOnly: true },
+                      ...(reattest.akRegistry
+                        ? [{ name: 'ak-registry', mountPath: dirOf(AK_REGISTRY_PATH), readOnly: true }]
+                        : []),
+                    ],
+                  }),
             },
           ],
+          ...(reattest === undefined
+            ? {}
+            : {
+                volumes: [
+                  { name: 'config', configMap: { name: 'join-config' } },
+                  ...(reattest.akRegistry
+                    ? [{ name: 'ak-registry', configMap: { name: 'join-ak-registry' } }]
+                    : []),
+                ],
+              }),
         },
       },
     },
@@ -160,12 +209,17 @@ const COMMENTS: Record<string, string> = {
   Role: " The node operator's Events (a failed re-attestation), in kube-system only.",
   RoleBinding: ' Grants the node operator its Role.',
   Deployment:
-    " The node operator: approves a kubelet client CSR only for its join ticket, deletes JoiningNodes of\n Ready nodes, releases DiskBindings of nodes that are gone. One replica on a control plane's host\n network (it needs no pod network).",
+    " The node operator: approves a kubelet client CSR only for its join ticket, deletes JoiningNodes of\n Ready nodes, releases DiskBindings of nodes that are gone, and re-attests every joined node through\n its verification service against the join service's config in force (ConfigMap join-config). One\n replica on a control plane's host network (it needs no pod network).",
 };
+
+/** The directory of a file path. */
+function dirOf(path: string): string {
+  return path.slice(0, path.lastIndexOf('/'));
+}
 
 /** The node operator's objects as a manifest builder (manifests.ts). */
 export function nodeOperatorManifest(context: BuildContext): RenderedObject[] {
-  return nodeOperatorObjects(context.image).map((object) => ({
+  return nodeOperatorObjects({ image: context.image, reattest: context }).map((object) => ({
     comment: COMMENTS[object.kind ?? ''] ?? '',
     object,
   }));

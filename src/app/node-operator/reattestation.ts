@@ -6,7 +6,9 @@
  * file in force. The file is read again each round and a new validator built when it changed, so a
  * mounted ConfigMap that is rolled out applies from the next round on. For vTPM variants the
  * node-lock register (PCR 15) is expected as a node of the cluster marks it (`clusterId`), not as the
- * zero the config expects of a node that has yet to join.
+ * zero the config expects of a node that has yet to join. The cluster ID is given as bytes or as a
+ * file (`clusterIdPath`, 64 hex digits: the `clusterId` key of ConfigMap join-config the bring-up
+ * writes), read again every round like the config, so a Deployment can start before it is known.
  */
 import { readFile } from 'node:fs/promises';
 import type { KubeConfig } from '@kubernetes/client-node';
@@ -34,6 +36,8 @@ export interface ReattestationSettings {
   attestationConfigPath: string;
   /** vTPM variants: the cluster's ID (32 bytes), which the node-lock register is expected marked with. */
   clusterId?: Uint8Array;
+  /** vTPM variants, instead of `clusterId`: a file holding it in hex, read every round. */
+  clusterIdPath?: string;
   /** The variant's attestation-key trust, as the join service reads it. */
   lookups: VariantLookupSettings;
   intervalMs: number;
@@ -45,43 +49,71 @@ export interface ReattestationSettings {
   deadlineMs?: number;
 }
 
+/** Reads `path` or rejects `unavailable` naming `what`. */
+async function readInForce(path: string, what: string): Promise<Buffer> {
+  try {
+    return await readFile(path);
+  } catch (err) {
+    throw new ConfbootError('unavailable', `reading ${what} ${path}: ${messageOf(err)}`);
+  }
+}
+
 /**
- * The validator of the config file in force, rebuilt only when the file's bytes change.
+ * The cluster ID in the file at `path`: 64 hex digits, surrounding white space ignored.
+ * @throws ConfbootError `unavailable` while the file is empty (the ID is not known yet),
+ *   `invalid-argument` when it holds anything else
+ */
+export async function readClusterIdFile(path: string): Promise<Uint8Array> {
+  const text = (await readInForce(path, 'the cluster ID')).toString('utf8').trim();
+  if (text === '')
+    throw new ConfbootError(
+      'unavailable',
+      `the cluster ID is not known yet: ${path} is empty (confboot init prints it; confboot apply writes it to ConfigMap kube-system/join-config, key clusterId)`,
+    );
+  if (!/^[0-9a-fA-F]{64}$/.test(text))
+    throw new ConfbootError('invalid-argument', `${path}: want the cluster ID as 64 hex digits`);
+  return new Uint8Array(Buffer.from(text, 'hex'));
+}
+
+/**
+ * The validator of the config file in force, rebuilt only when the file's bytes (or the cluster
+ * ID's file) change.
  * @throws ConfbootError `invalid-argument` at once for a vTPM variant without a cluster ID
  */
 export function fileVerifier(
-  settings: Pick<ReattestationSettings, 'variant' | 'attestationConfigPath' | 'clusterId' | 'lookups'>,
+  settings: Pick<
+    ReattestationSettings,
+    'variant' | 'attestationConfigPath' | 'clusterId' | 'clusterIdPath' | 'lookups'
+  >,
   clock: Clock,
   logger: Logger,
 ): ReattestationVerifier {
   const entry = variantEntry(settings.variant);
-  if (entry.kind === 'vtpm' && settings.clusterId === undefined)
+  const vtpm = entry.kind === 'vtpm';
+  if (vtpm && settings.clusterId === undefined && settings.clusterIdPath === undefined)
     throw new ConfbootError(
       'invalid-argument',
       `re-attesting ${settings.variant} nodes needs the cluster ID (the node-lock register of a joined node is marked with it)`,
     );
   const lookups = entry.lookups(settings.lookups, clock);
-  let last: { text: string; validator: Validator } | undefined;
+  const clusterId = async (): Promise<Uint8Array | undefined> => {
+    if (!vtpm) return undefined;
+    if (settings.clusterIdPath === undefined) return settings.clusterId;
+    return readClusterIdFile(settings.clusterIdPath);
+  };
+  let last: { key: string; validator: Validator } | undefined;
   return {
     async current() {
-      let bytes: Buffer;
-      try {
-        bytes = await readFile(settings.attestationConfigPath);
-      } catch (err) {
-        throw new ConfbootError(
-          'unavailable',
-          `reading the attestation config ${settings.attestationConfigPath}: ${messageOf(err)}`,
-        );
-      }
-      const text = bytes.toString('utf8');
-      if (last?.text === text) return last.validator;
-      const config =
-        entry.kind === 'vtpm' && settings.clusterId !== undefined
-          ? withNodeLockMarked(settings.variant, bytes, settings.clusterId)
-          : bytes;
+      const [bytes, id] = await Promise.all([
+        readInForce(settings.attestationConfigPath, 'the attestation config'),
+        clusterId(),
+      ]);
+      const key = `${id === undefined ? '' : Buffer.from(id).toString('hex')}\n${bytes.toString('utf8')}`;
+      if (last?.key === key) return last.validator;
+      const config = id === undefined ? bytes : withNodeLockMarked(settings.variant, bytes, id);
       const validator = buildValidator(settings.variant, config, { clock, logger, ...(await lookups) });
       if (last !== undefined) logger.info('Re-attestation uses the changed attestation config');
-      last = { text, validator };
+      last = { key, validator };
       return validator;
     },
   };

@@ -141,7 +141,7 @@ export function tdxVariant(
     registers: name === 'qemu-tdx' ? QEMU_TDX_REGISTERS : VTPM_REGISTERS,
     deploy: {
       attestationConfig: { ...attestationConfig, intelRootKey: INTEL_SGX_ROOT_CA_PEM },
-      joinServiceFlags: ['--tdx-collateral=pcs'],
+      lookupFlags: ['--tdx-collateral=pcs'],
     },
   };
 }

@@ -24,8 +24,11 @@ export interface VariantDeploy {
   attestationConfig?: Record<string, unknown>;
   /** Files of the join service's config map (name → placeholder text), beside the attestation config. */
   configFiles?: Record<string, string>;
-  /** Flags of the join service this variant needs. */
-  joinServiceFlags?: readonly string[];
+  /**
+   * Flags of the lookups this variant's validator needs (AK roots, TDX collateral). The join service
+   * and the node operator (which re-attests with the same validator) both get them.
+   */
+  lookupFlags?: readonly string[];
 }
 
 /** One attestation variant. `C` is the variant's parsed attestation config. */

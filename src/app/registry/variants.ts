@@ -79,7 +79,7 @@ export const VARIANTS: Record<string, VariantEntry> = {
         azureAkRoots:
           '# The PEM certificates of the Azure AK roots to trust (docs/attestation-config.md): without one, no azure-trustedlaunch node is admitted\n',
       },
-      joinServiceFlags: [`--azure-ak-roots=${SERVICE_BASE_PATH}/azureAkRoots`],
+      lookupFlags: [`--azure-ak-roots=${SERVICE_BASE_PATH}/azureAkRoots`],
     },
   }),
   'azure-sev-snp': snpVariant('azure-sev-snp', '1.3.9900.4.1', ['azure'], async (node, oid) => {

@@ -111,7 +111,7 @@ describe('renderKustomizeTree', () => {
     expect(text(all, 'overlays/qemu-qemu-vtpm/measurement-salt.bin')).toBe('\xff'.repeat(32));
   });
 
-  it('puts the operator’s attestation config and salt into the overlay', () => {
+  it('puts the operator’s attestation config, salt and cluster ID into the overlay', () => {
     const config = '{"measurements": {"4": {"expected": "aa", "warnOnly": false}}}\n';
     const salt = new Uint8Array(32).fill(7);
     const target = { cloud: 'gcp', variant: 'gcp-sev-es' } as const;
@@ -119,8 +119,10 @@ describe('renderKustomizeTree', () => {
       targets: [target],
       attestationConfig: config,
       measurementSalt: salt,
+      clusterId: new Uint8Array(32).fill(0xab),
     });
     expect(text(files, `${overlayDir(target)}/attestation-config.json`)).toBe(config);
+    expect(text(files, `${overlayDir(target)}/cluster-id.txt`)).toBe(`${'ab'.repeat(32)}\n`);
     expect(
       Buffer.from(files.find((f) => f.path === `${overlayDir(target)}/measurement-salt.bin`)?.content ?? ''),
     ).toEqual(Buffer.from(salt));

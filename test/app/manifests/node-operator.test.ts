@@ -43,7 +43,7 @@ describe('nodeOperatorObjects', () => {
   });
 
   it('runs one replica on a control plane, on the host network (no CNI needed), as its ServiceAccount', () => {
-    const objects = nodeOperatorObjects('img:1');
+    const objects = nodeOperatorObjects({ image: 'img:1' });
     expect(objects.map((o) => o.kind)).toEqual([
       'ServiceAccount',
       'ClusterRole',

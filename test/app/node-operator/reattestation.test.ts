@@ -6,9 +6,10 @@
  * run here) over real HTTPS with the bring-up's RBAC, called as the node operator's ServiceAccount.
  * One worker's PCR is extended after its join; another has nothing listening.
  */
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
+import type { V1ConfigMap, V1Deployment } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createQemuVtpmIssuer } from '../../../src/adapters/attestation/vtpm/issuer.js';
 import type { VerificationHttpServer } from '../../../src/adapters/http/verification-server.js';
@@ -20,12 +21,15 @@ import { SystemClock } from '../../../src/adapters/system/system-clock.js';
 import { Pcr15Marker } from '../../../src/adapters/tpm/pcr15-marker.js';
 import { type SwtpmInstance, startSwtpm } from '../../../src/adapters/tpm/swtpm.js';
 import { Tpm2ToolsTpm } from '../../../src/adapters/tpm/tpm2-tools-tpm.js';
+import { nodeOperatorCommand, reattestationSettings } from '../../../src/app/cli/node-operator.js';
+import { renderObjects } from '../../../src/app/manifests/manifests.js';
 import {
   fileVerifier,
   type ReattestationSettings,
   wireReattestation,
 } from '../../../src/app/node-operator/reattestation.js';
 import { runNodeOperator } from '../../../src/app/node-operator/run.js';
+import { parseOptions } from '../../../src/app/program/options.js';
 import { variantOid } from '../../../src/app/registry/index.js';
 import { startVerificationService } from '../../../src/app/verification-service/serve.js';
 import {
@@ -219,4 +223,112 @@ describe('node operator re-attestation (real swtpm nodes and verification servic
     const { clusterId: _c, ...rest } = settings(false);
     expect(() => fileVerifier(rest, new SystemClock(), silentLogger)).toThrow('needs the cluster ID');
   });
+
+  it('refuses to re-attest while the cluster ID file is empty, and uses it from the round it is written in', async () => {
+    const idFile = join(files.dir, 'cluster-id-later');
+    await writeFile(idFile, '\n');
+    const { clusterId: _c, ...rest } = settings(false);
+    const verifier = fileVerifier({ ...rest, clusterIdPath: idFile }, new SystemClock(), silentLogger);
+    await expect(verifier.current()).rejects.toThrow('the cluster ID is not known yet');
+    await writeFile(idFile, 'not hex\n');
+    await expect(verifier.current()).rejects.toThrow('want the cluster ID as 64 hex digits');
+    await writeFile(idFile, `${Buffer.from(clusterId).toString('hex')}\n`);
+    await expect(verifier.current()).resolves.toBeDefined();
+  });
+});
+
+/**
+ * The Deployment `confboot manifests --cloud qemu --variant qemu-vtpm` renders, run as the kubelet
+ * would run it: its ConfigMap volumes laid out as files under a temporary root (each key a file, as
+ * the kubelet writes them), its args parsed by the command's own table with their absolute paths
+ * moved under that root. Only the verification port and the per-node deadline are the test's own
+ * (the nodes listen on a free loopback port).
+ */
+describe('the node operator Deployment as rendered (real swtpm nodes; SIMULATED API server)', () => {
+  async function deployed(id: Uint8Array | undefined) {
+    const root = await mkdtemp(join(tmpdir(), 'confboot-operator-pod-'));
+    const objects = renderObjects({
+      cloud: 'qemu',
+      variant: 'qemu-vtpm',
+      attestationConfig: JSON.stringify(expectedAttestationConfig()),
+      ...(id === undefined ? {} : { clusterId: id }),
+    }).map((r) => r.object);
+    const deployment = objects.find(
+      (o) => o.kind === 'Deployment' && o.metadata?.name === 'node-operator',
+    ) as V1Deployment;
+    const pod = deployment.spec?.template.spec;
+    const container = pod?.containers[0];
+    const configMap = (name: string) =>
+      objects.find((o) => o.kind === 'ConfigMap' && o.metadata?.name === name) as V1ConfigMap;
+    for (const mount of container?.volumeMounts ?? []) {
+      const volume = pod?.volumes?.find((v) => v.name === mount.name);
+      const map = configMap(volume?.configMap?.name ?? '');
+      // The operator's AK registry is the one the operator registered its VMs' keys in.
+      const data =
+        map.metadata?.name === 'join-ak-registry'
+          ? { 'ak-registry.json': await readFile(files.registry, 'utf8') }
+          : map.data;
+      for (const [key, text] of Object.entries(data ?? {})) {
+        const path = join(root, mount.mountPath, key);
+        await mkdir(dirname(path), { recursive: true });
+        await writeFile(path, text);
+      }
+      for (const [key, b64] of Object.entries(map.binaryData ?? {}))
+        await writeFile(join(root, mount.mountPath, key), Buffer.from(b64, 'base64'));
+    }
+    const args = (container?.args ?? []).slice(1).map((a) => a.replace(/=\//, `=${root}/`));
+    const values = parseOptions(
+      [...args, `--verification-port=${port}`, '--reattest-deadline=3s', '--once'],
+      nodeOperatorCommand,
+    );
+    return { root, args: container?.args ?? [], settings: reattestationSettings(values!) };
+  }
+
+  it('re-attests every joined node with the mounted join-config and AK registry: the changed one fails, the good one passes', async () => {
+    const pod = await deployed(clusterId);
+    const c = await cluster();
+    try {
+      expect(pod.args).toContain('--cluster-id-file=/var/config/clusterId');
+      const report = await runNodeOperator({
+        kubeconfigPath: await c.serviceAccountConf('node-operator'),
+        once: true,
+        signal: new AbortController().signal,
+        logger: silentLogger,
+        ...(pod.settings === undefined ? {} : { reattestation: pod.settings }),
+      });
+      const byNode = Object.fromEntries((report?.reattestation?.results ?? []).map((r) => [r.nodeName, r]));
+      expect(byNode['w-good']).toMatchObject({ ok: true, reason: 'ok', cordoned: false });
+      expect(byNode['w-tampered']).toMatchObject({ ok: false, reason: 'measurement-mismatch' });
+      expect(byNode['w-silent']).toMatchObject({ ok: false, reason: 'unreachable' });
+      expect(c.api.forbidden).toEqual([]);
+    } finally {
+      await c.close();
+      await rm(pod.root, { recursive: true, force: true });
+    }
+  }, 60_000);
+
+  it('before the cluster ID is in join-config, the round fails naming it instead of passing nodes unchecked', async () => {
+    const pod = await deployed(undefined);
+    const c = await cluster();
+    try {
+      await expect(
+        runNodeOperator({
+          kubeconfigPath: await c.serviceAccountConf('node-operator'),
+          once: true,
+          signal: new AbortController().signal,
+          logger: silentLogger,
+          ...(pod.settings === undefined ? {} : { reattestation: pod.settings }),
+        }),
+      ).rejects.toThrow(/the cluster ID is not known yet: .*clusterId is empty/);
+      expect(c.api.evidenceRecords.size).toBe(3);
+      expect(
+        [...c.api.evidenceRecords.values()].every(
+          (r) => r.metadata?.annotations?.[LAST_REATTESTATION_ANNOTATION] === undefined,
+        ),
+      ).toBe(true);
+    } finally {
+      await c.close();
+      await rm(pod.root, { recursive: true, force: true });
+    }
+  }, 60_000);
 });

@@ -49,7 +49,7 @@ describe('tdxVariant', () => {
   it('its manifests carry the Intel root and ask the join service for PCS collateral', () => {
     const entry = tdxVariant('qemu-tdx', '1', ['qemu'], noIssuer, { mrSeam: 'x' });
     expect(entry.kind).toBe('tdx');
-    expect(entry.deploy?.joinServiceFlags).toEqual(['--tdx-collateral=pcs']);
+    expect(entry.deploy?.lookupFlags).toEqual(['--tdx-collateral=pcs']);
     expect(entry.deploy?.attestationConfig).toMatchObject({ mrSeam: 'x' });
     expect(String(entry.deploy?.attestationConfig?.intelRootKey)).toMatch(/^-----BEGIN CERTIFICATE-----/);
   });
