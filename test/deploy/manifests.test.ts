@@ -20,6 +20,7 @@ import {
 import { parseJoinServiceFlags } from '../../src/app/cli/join-service-flags.js';
 import { keyServiceCommand } from '../../src/app/cli/key-service.js';
 import { runManifests } from '../../src/app/cli/manifests.js';
+import { nodeOperatorCommand, reattestationSettings } from '../../src/app/cli/node-operator.js';
 import * as d from '../../src/app/defaults.js';
 import {
   AK_REGISTRY_PATH,
@@ -31,7 +32,8 @@ import {
 import { pkiCopyArgs } from '../../src/app/manifests/join-service.js';
 import { deployTargets, renderManifests } from '../../src/app/manifests/manifests.js';
 import { parseCommand } from '../../src/app/program/args.js';
-import { cloudNames, cloudVariants } from '../../src/app/registry/index.js';
+import { parseOptions } from '../../src/app/program/options.js';
+import { cloudNames, cloudVariants, variantEntry } from '../../src/app/registry/index.js';
 import { parseAttestationConfig } from '../../src/domain/measurements.js';
 import { CONTROL_PLANE_FILE_NAMES } from '../../src/ports/kubernetes-node.js';
 import type { Variant } from '../../src/ports/variant.js';
@@ -213,6 +215,47 @@ describe.each(targets)('manifests for $cloud / $variant', (target) => {
       const key = p.slice(d.SERVICE_BASE_PATH.length + 1);
       expect({ ...cfg.data, ...cfg.binaryData }, p).toHaveProperty([key]);
     }
+  });
+
+  it("the node operator's args parse with its command table, re-attest this variant with the join service's lookups, and name mounted keys of join-config", () => {
+    const op = find('Deployment', 'node-operator').spec.template.spec;
+    const oc = op.containers[0];
+    expect(oc.args[0]).toBe('node-operator');
+    const values = parseOptions(oc.args.slice(1), nodeOperatorCommand);
+    const settings = values === undefined ? undefined : reattestationSettings(values);
+    expect(settings).toMatchObject({
+      variant: target.variant,
+      attestationConfigPath: d.ATTESTATION_CONFIG_PATH,
+    });
+    const oargs = argsOf(oc);
+    // The same AK trust and lookups as the join service.
+    for (const flag of ['qemu-ak-registry', 'azure-ak-roots', 'tdx-collateral'])
+      expect(oargs[flag], flag).toBe(jargs[flag]);
+    const vtpm = variantEntry(target.variant).kind === 'vtpm';
+    expect(oargs['cluster-id-file']).toBe(vtpm ? d.CLUSTER_ID_PATH : undefined);
+    const cfg = find('ConfigMap', 'join-config');
+    const mounts = oc.volumeMounts as Obj[];
+    for (const path of [d.ATTESTATION_CONFIG_PATH, oargs['cluster-id-file'], oargs['azure-ak-roots']].filter(
+      (p) => p !== undefined,
+    )) {
+      const mount = mounts.find((m) => path.startsWith(`${m.mountPath}/`));
+      expect(op.volumes.find((v: Obj) => v.name === mount?.name)?.configMap?.name, path).toBe('join-config');
+      expect(cfg.data, path).toHaveProperty([path.slice(d.SERVICE_BASE_PATH.length + 1)]);
+    }
+  });
+
+  it('takes every environment value from a key its ConfigMap holds', () => {
+    for (const c of [jc, kc, find('Deployment', 'node-operator').spec.template.spec.containers[0]])
+      for (const e of (c.env ?? []) as Obj[]) {
+        const ref = e.valueFrom?.configMapKeyRef;
+        if (ref === undefined) continue;
+        expect(find('ConfigMap', ref.name).data, `${c.name} ${e.name}`).toHaveProperty([ref.key]);
+      }
+    const endpointEnv = (jc.env as Obj[]).find((e) => e.name === 'CONFBOOT_CLOUD_API_ENDPOINT');
+    expect(endpointEnv !== undefined, 'the join service reads the cloud API endpoint from join-config').toBe(
+      target.cloud === 'openstack',
+    );
+    expect(jargs['cloud-api-endpoint']).toBeUndefined();
   });
 
   it('never trusts an attestation key as carried: qemu-vtpm checks the registered AKs (empty: nobody yet)', () => {
@@ -447,6 +490,19 @@ describe('confboot manifests', () => {
     await expect(runManifests(['--receipt-key-secret', '--cloud', 'qemu'])).rejects.toThrow(
       /leave out --cloud/,
     );
+  });
+
+  it('--cloud-api-endpoint puts the Nova endpoint into join-config; a URL that is not https is refused', async () => {
+    const { out, text } = capture();
+    await runManifests(
+      ['--cloud', 'openstack', '--cloud-api-endpoint', 'https://nova.example:8774/v2.1'],
+      out,
+    );
+    const cfg = parse(text()).find((o) => o?.kind === 'ConfigMap' && o.metadata.name === 'join-config');
+    expect(cfg.data.cloudApiEndpoint).toBe('https://nova.example:8774/v2.1\n');
+    await expect(
+      runManifests(['--cloud', 'openstack', '--cloud-api-endpoint', 'http://nova.example/v2.1']),
+    ).rejects.toThrow('--cloud-api-endpoint: want an https URL, got "http://nova.example/v2.1"');
   });
 
   it('refuses an unknown cloud, a variant of another cloud and --all without --out', async () => {

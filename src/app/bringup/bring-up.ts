@@ -11,7 +11,7 @@ import type { Variant } from '../../ports/variant.js';
 import type { JoinServiceCsp } from '../join-service/production.js';
 import { NAMESPACE } from '../manifests/common.js';
 import { deployVariants } from '../manifests/manifests.js';
-import { cloudNames, isCloud, isVariant, variantEntry } from '../registry/index.js';
+import { cloudEntry, cloudNames, isCloud, isVariant, variantEntry } from '../registry/index.js';
 import { type AppliedObject, applyObjects } from './apply.js';
 import { checkPodNetwork } from './cni-check.js';
 import { type BringupInput, bringupObjects } from './objects.js';
@@ -44,6 +44,16 @@ export function bringupTarget(cloud: string | undefined, variant: string | undef
   if (v === undefined || !variants.includes(v as Variant))
     throw new Error(`cloud ${c} has no variant "${v}" (want one of ${variants.join(', ')})`);
   return { cloud: c as JoinServiceCsp, variant: v as Variant };
+}
+
+/**
+ * Throws a plain Error (callers turn it into a usage error) when `cloud`'s join service needs a
+ * cloud API endpoint (OpenStack's Nova) and `endpoint` is not given: it would not start.
+ */
+export function checkCloudApiEndpoint(cloud: string, endpoint: string | undefined): void {
+  const needs = isCloud(cloud) ? cloudEntry(cloud).joinServiceApiEndpoint : undefined;
+  if (needs !== undefined && endpoint === undefined)
+    throw new Error(`the join service on ${cloud} needs --cloud-api-endpoint: ${needs}`);
 }
 
 /** What {@link bringUp} needs: the cluster's own values (objects.ts) and how to apply them. */

@@ -8,7 +8,7 @@
  */
 import { readFile } from 'node:fs/promises';
 import { messageOf } from '../../ports/errors.js';
-import { type BringupTarget, bringUp, bringupTarget } from '../bringup/bring-up.js';
+import { type BringupTarget, bringUp, bringupTarget, checkCloudApiEndpoint } from '../bringup/bring-up.js';
 import { receiptKeyAfterBringUp, receiptKeyLines } from '../bringup/receipt-key.js';
 import { DEFAULT_IMAGE } from '../manifests/common.js';
 import { runCommand, UsageError } from '../program/args.js';
@@ -17,6 +17,7 @@ import { printResult } from '../program/output.js';
 import {
   attestationConfigOption,
   cloudOption,
+  DEPLOY_CLOUD_API_ENDPOINT_OPTION,
   OUTPUT_OPTION,
   variantOption,
 } from '../program/shared-options.js';
@@ -67,6 +68,7 @@ export const applyCommand = defineCommand({
       description: 'Kubernetes version recorded in the NodeVersion',
     },
     image: { type: 'string', valueName: 'IMG', default: DEFAULT_IMAGE, description: 'container image' },
+    'cloud-api-endpoint': DEPLOY_CLOUD_API_ENDPOINT_OPTION,
     'dry-run': { type: 'boolean', description: 'server-side dry run: validate every object, store nothing' },
     'ready-timeout': readyTimeoutOption('the workloads to be ready'),
     output: OUTPUT_OPTION,
@@ -87,6 +89,7 @@ export async function run(argv: string[]): Promise<number> {
     let target: BringupTarget;
     try {
       target = bringupTarget(v.cloud, v.variant);
+      checkCloudApiEndpoint(target.cloud, v['cloud-api-endpoint']);
     } catch (err) {
       throw new UsageError(messageOf(err));
     }
@@ -114,6 +117,7 @@ export async function run(argv: string[]): Promise<number> {
       ...target,
       kubeconfig: v.kubeconfig,
       image: v.image,
+      ...(v['cloud-api-endpoint'] === undefined ? {} : { cloudApiEndpoint: v['cloud-api-endpoint'] }),
       masterSecret,
       masterSalt,
       measurementSalt,

@@ -9,14 +9,19 @@
 import { randomBytes } from 'node:crypto';
 import { readFile, writeFile } from 'node:fs/promises';
 import { messageOf } from '../../ports/errors.js';
-import { type BringupTarget, bringUp, bringupTarget } from '../bringup/bring-up.js';
+import { type BringupTarget, bringUp, bringupTarget, checkCloudApiEndpoint } from '../bringup/bring-up.js';
 import { receiptKeyAfterBringUp, receiptKeyLines } from '../bringup/receipt-key.js';
 import { DEFAULT_IMAGE } from '../manifests/common.js';
 import { initCluster } from '../operator/init-cluster.js';
 import { runCommand, UsageError } from '../program/args.js';
 import { defineCommand, parseOptions } from '../program/options.js';
 import { printResult } from '../program/output.js';
-import { attestationConfigOption, cloudOption, OUTPUT_OPTION } from '../program/shared-options.js';
+import {
+  attestationConfigOption,
+  cloudOption,
+  DEPLOY_CLOUD_API_ENDPOINT_OPTION,
+  OUTPUT_OPTION,
+} from '../program/shared-options.js';
 import {
   AK_TRUST_OPTIONS,
   akTrustSettings,
@@ -122,6 +127,7 @@ export const initCommand = defineCommand({
       default: DEFAULT_IMAGE,
       description: 'container image of the join and key service the bring-up deploys',
     },
+    'cloud-api-endpoint': DEPLOY_CLOUD_API_ENDPOINT_OPTION,
     'ready-timeout': readyTimeoutOption('the join and key service to be ready after the bring-up'),
     output: OUTPUT_OPTION,
   },
@@ -196,6 +202,7 @@ export async function run(argv: string[]): Promise<number> {
     if (!v['no-apply'])
       try {
         target = bringupTarget(v.cloud, variant);
+        checkCloudApiEndpoint(target.cloud, v['cloud-api-endpoint']);
       } catch (err) {
         throw new UsageError(`bring-up: ${messageOf(err)} (or pass --no-apply)`);
       }
@@ -255,6 +262,7 @@ export async function run(argv: string[]): Promise<number> {
         ...target,
         kubeconfig: v.kubeconfig,
         image: v.image,
+        ...(v['cloud-api-endpoint'] === undefined ? {} : { cloudApiEndpoint: v['cloud-api-endpoint'] }),
         masterSecret,
         masterSalt,
         measurementSalt,

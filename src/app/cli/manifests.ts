@@ -24,7 +24,12 @@ import { deployTargets, deployVariants, renderManifests } from '../manifests/man
 import { runCommand, UsageError } from '../program/args.js';
 import { defineCommand, duration, type OptionValues, parseOptions } from '../program/options.js';
 import { printResult } from '../program/output.js';
-import { cloudOption, OUTPUT_OPTION, variantOption } from '../program/shared-options.js';
+import {
+  cloudOption,
+  DEPLOY_CLOUD_API_ENDPOINT_OPTION,
+  OUTPUT_OPTION,
+  variantOption,
+} from '../program/shared-options.js';
 import { cloudNames } from '../registry/index.js';
 import { checkMeasurementPolicy } from '../registry/policy-guard.js';
 
@@ -64,6 +69,7 @@ export const manifestsCommand = defineCommand({
       description:
         'the 32-byte measurement salt confboot init wrote (measurement-salt.bin) instead of a placeholder',
     },
+    'cloud-api-endpoint': DEPLOY_CLOUD_API_ENDPOINT_OPTION,
     'cluster-id': {
       type: 'string',
       valueName: 'HEX',
@@ -139,6 +145,7 @@ const TARGET_FLAGS = [
   'attestation-config',
   'measurement-salt-file',
   'cluster-id',
+  'cloud-api-endpoint',
 ] as const;
 
 /** The flags among `flags` that were given. */
@@ -150,7 +157,12 @@ function given(v: ManifestsValues, flags: readonly (keyof ManifestsValues)[]): s
 async function clusterInputs(
   v: ManifestsValues,
   target: DeployTarget,
-): Promise<{ attestationConfig?: string; measurementSalt?: Uint8Array; clusterId?: Uint8Array }> {
+): Promise<{
+  attestationConfig?: string;
+  measurementSalt?: Uint8Array;
+  clusterId?: Uint8Array;
+  cloudApiEndpoint?: string;
+}> {
   const read = async (flag: 'attestation-config' | 'measurement-salt-file'): Promise<Buffer | undefined> => {
     const path = v[flag];
     if (path === undefined) return undefined;
@@ -174,6 +186,7 @@ async function clusterInputs(
     ...(config === undefined ? {} : { attestationConfig: config }),
     ...(salt === undefined ? {} : { measurementSalt: new Uint8Array(salt) }),
     ...(v['cluster-id'] === undefined ? {} : { clusterId: v['cluster-id'] }),
+    ...(v['cloud-api-endpoint'] === undefined ? {} : { cloudApiEndpoint: v['cloud-api-endpoint'] }),
   };
 }
 
@@ -221,7 +234,7 @@ export async function runManifests(
     if (v.cloud !== undefined || v.variant !== undefined)
       throw new UsageError('--all renders every cloud and variant: leave out --cloud and --variant');
     if (dir === undefined) throw new UsageError('--all needs --out DIR');
-    const own = given(v, ['attestation-config', 'measurement-salt-file', 'cluster-id']);
+    const own = given(v, ['attestation-config', 'measurement-salt-file', 'cluster-id', 'cloud-api-endpoint']);
     if (own.length > 0) throw new UsageError(`--${own.join(', --')} belongs to one cluster: leave out --all`);
     targets = deployTargets();
   } else {

@@ -29,7 +29,7 @@ import type { Validator } from '../../ports/validator.js';
 import type { Variant } from '../../ports/variant.js';
 import { KUBERNETES_PORT } from '../defaults.js';
 import { readPemFlag } from '../program/pem-file.js';
-import { cloudMetadataApi, isVariant, variantEntry, variantNames } from '../registry/index.js';
+import { cloudEntry, cloudMetadataApi, isVariant, variantEntry, variantNames } from '../registry/index.js';
 import {
   checkMeasurementPolicy,
   DEFAULT_SET_EXPIRY_WARNING_MS,
@@ -247,6 +247,12 @@ export async function startProductionJoinService(
   const measurementSalt = await readMeasurementSalt(cluster.measurementSaltFile);
   // The cloud's metadata binds each caller's address to its instance name, IPs and role, so an
   // attested node can only get a kubelet certificate for itself (see docs/identity.md).
+  const needs = cloudEntry(cloud.cloud).joinServiceApiEndpoint;
+  if (needs !== undefined && (cloud.cloudApiEndpoint ?? '').trim() === '')
+    throw new ConfbootError(
+      'failed-precondition',
+      `the join service on ${cloud.cloud} needs --cloud-api-endpoint (CONFBOOT_CLOUD_API_ENDPOINT): ${needs}; the manifests read it from ConfigMap join-config, key cloudApiEndpoint`,
+    );
   const metadata = await metadataApiFor(cloud.cloud, logger, cloud.metadataUrl, {
     endpoint: cloud.cloudApiEndpoint,
     authTokenFile: cloud.cloudAuthTokenFile,

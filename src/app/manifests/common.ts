@@ -90,6 +90,8 @@ export interface BuildContext extends DeployTarget {
   measurementSalt?: Uint8Array;
   /** The cluster's ID (32 bytes, from `confboot init`); default: empty, not known yet. */
   clusterId?: Uint8Array;
+  /** The cloud API endpoint the cloud's join service needs (OpenStack's Nova); default: empty. */
+  cloudApiEndpoint?: string;
 }
 
 /** One family of objects: what it renders for a context, in apply order. */

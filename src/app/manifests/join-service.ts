@@ -104,6 +104,12 @@ export const joinServiceConfigObjects: ManifestBuilder = (context) => {
       ...variantEntry(variant).deploy?.configFiles,
       // Public (a joined node's PCR 15 shows it); the node operator re-attests vTPM nodes with it.
       clusterId: context.clusterId === undefined ? '' : `${Buffer.from(context.clusterId).toString('hex')}\n`,
+      ...(cloudEntry(context.cloud).joinServiceApiEndpoint === undefined
+        ? {}
+        : {
+            [CLOUD_API_ENDPOINT_KEY]:
+              context.cloudApiEndpoint === undefined ? '' : `${context.cloudApiEndpoint}\n`,
+          }),
     },
     // 32 random bytes chosen at `confboot init`.
     binaryData: {
@@ -159,12 +165,26 @@ export function receiptKeySecret(pem: string): V1Secret {
   };
 }
 
+/** join-config's key of the cloud API endpoint, for a cloud whose join service needs one. */
+export const CLOUD_API_ENDPOINT_KEY = 'cloudApiEndpoint';
+
 /** The join service's container. */
 function joinServiceContainer({ cloud, variant, image, mtls, akRegistry }: BuildContext): V1Container {
   return {
     name: 'join-service',
     image,
-    env: [{ name: 'NODE_OPTIONS', value: JOIN_SERVICE_V8_FLAGS.join(' ') }],
+    env: [
+      { name: 'NODE_OPTIONS', value: JOIN_SERVICE_V8_FLAGS.join(' ') },
+      // Only the operator knows it: read from join-config, so no placeholder sits in the manifests.
+      ...(cloudEntry(cloud).joinServiceApiEndpoint === undefined
+        ? []
+        : [
+            {
+              name: 'CONFBOOT_CLOUD_API_ENDPOINT',
+              valueFrom: { configMapKeyRef: { name: 'join-config', key: CLOUD_API_ENDPOINT_KEY } },
+            },
+          ]),
+    ],
     args: [
       'join-service',
       `--csp=${cloud}`,
@@ -189,7 +209,6 @@ function joinServiceContainer({ cloud, variant, image, mtls, akRegistry }: Build
           ]
         : []),
       ...(variantEntry(variant).deploy?.lookupFlags ?? []),
-      ...(cloudEntry(cloud).joinServiceFlags ?? []),
     ],
     ports: [
       { name: 'grpc', containerPort: JOIN_SERVICE_PORT, protocol: 'TCP' },

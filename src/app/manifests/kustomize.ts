@@ -47,6 +47,7 @@ const GENERATED_FILE_NAMES: Readonly<Record<string, string>> = {
   attestationConfig: 'attestation-config.json',
   measurementSalt: 'measurement-salt.bin',
   clusterId: 'cluster-id.txt',
+  cloudApiEndpoint: 'cloud-api-endpoint.txt',
   azureAkRoots: 'azure-ak-roots.pem',
 };
 
@@ -309,6 +310,12 @@ function overlayFiles(
           ' (confboot init writes measurement-salt.bin and prints the cluster ID), or generate join-config from',
           ' your files in an overlay of your own (deploy/README.md).',
         ]),
+    ...(generated.some((cm) => cm.data?.cloudApiEndpoint === '')
+      ? [
+          ' cloud-api-endpoint.txt is empty: put the Nova compute endpoint there (e.g.',
+          ' https://nova.example:8774/v2.1); the join service does not start without it.',
+        ]
+      : []),
     ' Apply with: confboot manifests --receipt-key-secret | kubectl apply -f -   (once: the join receipt key)',
     ...(!choices.mtls
       ? []

@@ -62,6 +62,8 @@ export interface RenderOptions extends DeployTarget {
   measurementSalt?: Uint8Array;
   /** The cluster's ID (32 bytes) instead of an empty `clusterId` (the node operator then waits for it). */
   clusterId?: Uint8Array;
+  /** openstack: the Nova compute endpoint instead of an empty `cloudApiEndpoint` (the join service waits for it). */
+  cloudApiEndpoint?: string;
 }
 
 /** The object families in apply order: configuration and API objects before the workloads. */
@@ -91,6 +93,7 @@ function buildContext(options: RenderOptions): BuildContext {
     ...(options.attestationConfig === undefined ? {} : { attestationConfig: options.attestationConfig }),
     ...(options.measurementSalt === undefined ? {} : { measurementSalt: options.measurementSalt }),
     ...(options.clusterId === undefined ? {} : { clusterId: options.clusterId }),
+    ...(options.cloudApiEndpoint === undefined ? {} : { cloudApiEndpoint: options.cloudApiEndpoint }),
   };
 }
 

@@ -136,3 +136,25 @@ export const OUTPUT_OPTION = {
   description: 'output: table (text for people) or json (one envelope {command, status, exitCode, result})',
   parse: oneOf(OUTPUT_FORMATS),
 } as const;
+
+/**
+ * `--cloud-api-endpoint URL` of the commands that render or apply the manifests: the cloud API
+ * endpoint a cloud's join service needs and only the operator knows (OpenStack's Nova), written into
+ * ConfigMap join-config. An https URL.
+ */
+export const DEPLOY_CLOUD_API_ENDPOINT_OPTION = {
+  type: 'string',
+  valueName: 'URL',
+  description:
+    'openstack: the Nova compute endpoint the join service asks (join-config key cloudApiEndpoint; without it the join service does not start)',
+  parse: (raw: string, flag: string): string => {
+    let url: URL;
+    try {
+      url = new URL(raw);
+    } catch {
+      throw new UsageError(`--${flag}: not a URL: "${raw}"`);
+    }
+    if (url.protocol !== 'https:') throw new UsageError(`--${flag}: want an https URL, got "${raw}"`);
+    return raw;
+  },
+} as const;

@@ -36,8 +36,13 @@ export interface CloudOptions {
   entrypoint?: boolean;
   /** Defaults of its nodes' TPM (the node config's `akHandle` still wins). */
   tpm?: Readonly<CloudTpmOptions>;
-  /** Flags its join service needs besides the common ones (rendered into the manifests). */
-  joinServiceFlags?: readonly string[];
+  /**
+   * The cloud API endpoint its join service needs, which has no default and only the operator knows
+   * (OpenStack: the Nova compute endpoint from the Keystone catalog), named as messages name it. The
+   * manifests read it from ConfigMap join-config (key `cloudApiEndpoint`) and the join service
+   * refuses to start without it.
+   */
+  joinServiceApiEndpoint?: string;
 }
 
 /** One entry of the cloud registry. */
@@ -88,7 +93,9 @@ export interface ProviderSettings {
 /** Builds the {@link ProviderSettings} of `config`. */
 export function providerSettings(config: CloudMetadataSettings, logger: Logger): ProviderSettings {
   const m = config.metadata;
-  const configured = m.apiEndpoint === '' ? undefined : m.apiEndpoint;
+  // Trimmed: a value from a ConfigMap file (an environment variable) may end in a newline.
+  const trimmed = m.apiEndpoint?.trim();
+  const configured = trimmed === '' ? undefined : trimmed;
   return {
     csp: config.csp,
     metadataUrl: m.baseUrl,

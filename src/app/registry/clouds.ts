@@ -26,13 +26,6 @@ export const AZURE_TPM_OPTIONS: Readonly<CloudTpmOptions> = Object.freeze({
   createAttestationKey: false,
 });
 
-/**
- * The join service on OpenStack reads Nova at an endpoint only the operator knows (from the
- * Keystone catalog) and a Keystone token from the default token file, which the operator mounts.
- */
-const OPENSTACK_NOVA_PLACEHOLDER =
-  '--cloud-api-endpoint=https://REPLACE-with-the-nova-compute-endpoint.invalid/v2.1';
-
 /** csp → cloud. The keys are the cloud names of `--csp` and of the node config, in `--help` order. */
 export const CLOUDS: Record<string, CloudEntry> = {
   gcp: cloud(
@@ -88,6 +81,12 @@ export const CLOUDS: Record<string, CloudEntry> = {
         authToken: s.authToken,
         logger: s.logger,
       }),
-    { variants: ['qemu-vtpm'], joinServiceFlags: [OPENSTACK_NOVA_PLACEHOLDER] },
+    // The join service reads Nova at an endpoint only the operator knows, with a Keystone token from
+    // the default token file, which the operator mounts.
+    {
+      variants: ['qemu-vtpm'],
+      joinServiceApiEndpoint:
+        'the Nova compute endpoint (from the Keystone catalog, e.g. https://nova.example:8774/v2.1)',
+    },
   ),
 };

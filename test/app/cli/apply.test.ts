@@ -184,6 +184,30 @@ describe('bring-up through the Kubernetes API (FAKE API server, real client-node
     expect(await run(['--cloud', 'nowhere', '--attestation-config', 'x'])).toBe(2);
   });
 
+  it('refuses openstack without the Nova endpoint before touching the cluster (exit 2, one line)', async () => {
+    const { api, dir, kubeconfig } = await cluster();
+    const err: string[] = [];
+    vi.spyOn(process.stderr, 'write').mockImplementation((c: string | Uint8Array) => {
+      err.push(String(c));
+      return true;
+    });
+    const before = api.objects.size;
+    const argv = [
+      '--kubeconfig',
+      kubeconfig,
+      '--cloud',
+      'openstack',
+      '--attestation-config',
+      join(dir, 'none'),
+    ];
+    expect(await run([...argv, '--master-secret-file', 'x', '--measurement-salt-file', 'y'])).toBe(2);
+    expect(err.join('')).toMatch(
+      /^confboot: the join service on openstack needs --cloud-api-endpoint: the Nova compute endpoint/,
+    );
+    expect(err.join('').split('\n').filter(Boolean)).toHaveLength(1);
+    expect(api.objects.size).toBe(before);
+  });
+
   it('the CLI dry run on a cluster whose receipt key Secret is gone prints no pins and says why', async () => {
     const { api, dir, kubeconfig } = await cluster();
     writeFileSync(

@@ -244,6 +244,23 @@ describe('confboot join-service flags', () => {
     expect(parseJoinServiceFlags(manifestArgs().slice(1))?.attestation.trustAkAsCarried).toBe(false);
   });
 
+  it('on openstack refuses to start (exit 1) without the Nova endpoint, as an empty value from join-config leaves it', async () => {
+    const stderr = vi.spyOn(process.stderr, 'write').mockImplementation(() => true);
+    const dir = tmp();
+    writeFileSync(join(dir, 'salt'), randomBytes(32));
+    writeFileSync(join(dir, 'att'), JSON.stringify({ measurements: { 4: '00'.repeat(32) } }));
+    const code = await run([
+      ...['--csp=openstack', '--attestation-variant=qemu-vtpm', `--attestation-config=${join(dir, 'att')}`],
+      ...[`--measurement-salt-file=${join(dir, 'salt')}`, '--key-service-endpoint=127.0.0.1:9000'],
+      ...['--trust-ak-as-carried', '--api-server-endpoint=10.0.0.1:6443'],
+      ...['--listen=127.0.0.1:0', '--http-listen=127.0.0.1:0', '--cloud-api-endpoint=\n'],
+    ]);
+    expect(code).toBe(1);
+    const text = stderr.mock.calls.map((c) => String(c[0])).join('');
+    expect(text).toContain('the join service on openstack needs --cloud-api-endpoint');
+    expect(text).toContain('ConfigMap join-config, key cloudApiEndpoint');
+  });
+
   it('exits 2 on bad flags and 1 when the attestation config is missing', async () => {
     const stderr = vi.spyOn(process.stderr, 'write').mockImplementation(() => true);
     expect(await run(['--csp', 'qemu'])).toBe(2);

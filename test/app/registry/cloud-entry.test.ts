@@ -88,6 +88,16 @@ describe('providerSettings', () => {
         silentLogger,
       ).apiEndpoint(),
     ).toBe('http://nova');
+    // As the manifests give it: a ConfigMap file's content, ending in a newline.
+    expect(
+      providerSettings(
+        { csp: 'openstack', metadata: { apiEndpoint: 'https://nova:8774/v2.1\n' } },
+        silentLogger,
+      ).apiEndpoint(),
+    ).toBe('https://nova:8774/v2.1');
+    expect(
+      providerSettings({ csp: 'openstack', metadata: { apiEndpoint: '\n' } }, silentLogger).apiEndpointIfSet,
+    ).toBeUndefined();
     const unset = providerSettings({ csp: 'openstack', metadata: { apiEndpoint: '' } }, silentLogger);
     expect(unset.apiEndpointIfSet).toBeUndefined();
     expect(() => unset.apiEndpoint()).toThrow(
