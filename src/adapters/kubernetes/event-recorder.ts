@@ -164,6 +164,84 @@ export function eventMessage(event: RefusalEvent): string {
   return text.length > MAX_MESSAGE_CHARS ? `${text.slice(0, MAX_MESSAGE_CHARS - 1)}…` : text;
 }
 
+/** The object an Event regards. */
+export interface RegardedObject {
+  apiVersion: string;
+  kind: string;
+  namespace: string;
+  name: string;
+  uid?: string;
+}
+
+/** One Warning Event series as first written. */
+export interface WarningEvent {
+  regarding: RegardedObject;
+  reason: string;
+  message: string;
+  count: number;
+  first: Date;
+  last: Date;
+  /** `source.component` and `reportingComponent`. */
+  component: string;
+  /** `reportingInstance` and `source.host` (omitted when empty). */
+  instance: string;
+  action: string;
+}
+
+/**
+ * Creates the Warning Event of a new series, named as client-go names them (the regarded object's
+ * name and a unique suffix); resolves to its name. Rejects like every Kubernetes call here.
+ */
+export async function createWarningEvent(
+  core: CoreV1Api,
+  e: WarningEvent,
+  timeoutMs: number,
+): Promise<string> {
+  const { namespace } = e.regarding;
+  const name = `${e.regarding.name}.${randomBytes(8).toString('hex')}`;
+  await call(`creating Event ${namespace}/${name}`, timeoutMs, () =>
+    core.createNamespacedEvent({
+      namespace,
+      body: {
+        apiVersion: 'v1',
+        kind: 'Event',
+        metadata: { name, namespace },
+        involvedObject: { ...e.regarding },
+        reason: e.reason,
+        message: e.message,
+        type: 'Warning',
+        count: e.count,
+        firstTimestamp: e.first,
+        lastTimestamp: e.last,
+        source: { component: e.component, ...(e.instance !== '' ? { host: e.instance } : {}) },
+        reportingComponent: e.component,
+        reportingInstance: e.instance,
+        action: e.action,
+      },
+    }),
+  );
+  return name;
+}
+
+/** Patches a series' Event (JSON merge patch): its count, last time and message, as client-go's correlator does. */
+export async function patchEventSeries(
+  core: CoreV1Api,
+  at: { namespace: string; name: string },
+  update: { count: number; last: Date; message: string },
+  timeoutMs: number,
+): Promise<void> {
+  await call(`updating Event ${at.namespace}/${at.name}`, timeoutMs, () =>
+    core.patchNamespacedEvent(
+      {
+        name: at.name,
+        namespace: at.namespace,
+        body: { count: update.count, lastTimestamp: rfc3339(update.last), message: update.message },
+      },
+      setHeaderOptions('Content-Type', PatchStrategy.MergePatch),
+    ),
+  );
+}
+
 /** See the module header. */
 export class KubeEventRecorder implements EventRecorder {
   private readonly core: CoreV1Api;
@@ -270,46 +348,29 @@ export class KubeEventRecorder implements EventRecorder {
   }
 
   private async create(s: Series, reason: string, count: number): Promise<void> {
-    const { namespace } = this.involved;
-    const first = new Date(s.firstMs);
-    // client-go's naming: the regarded object's name and a unique suffix.
-    const name = `${this.involved.name}.${randomBytes(8).toString('hex')}`;
-    const instance = this.options.instance ?? '';
-    await call(`creating Event ${namespace}/${name}`, this.timeoutMs(), () =>
-      this.core.createNamespacedEvent({
-        namespace,
-        body: {
-          apiVersion: 'v1',
-          kind: 'Event',
-          metadata: { name, namespace },
-          involvedObject: { ...this.involved },
-          reason,
-          message: s.message,
-          type: 'Warning',
-          count,
-          firstTimestamp: first,
-          lastTimestamp: new Date(s.lastMs),
-          source: { component: EVENT_COMPONENT, ...(instance !== '' ? { host: instance } : {}) },
-          reportingComponent: EVENT_COMPONENT,
-          reportingInstance: instance,
-          action: 'Join',
-        },
-      }),
+    s.name = await createWarningEvent(
+      this.core,
+      {
+        regarding: this.involved,
+        reason,
+        message: s.message,
+        count,
+        first: new Date(s.firstMs),
+        last: new Date(s.lastMs),
+        component: EVENT_COMPONENT,
+        instance: this.options.instance ?? '',
+        action: 'Join',
+      },
+      this.timeoutMs(),
     );
-    s.name = name;
   }
 
   private async patch(s: Series, count: number): Promise<void> {
-    const { namespace } = this.involved;
-    await call(`updating Event ${namespace}/${s.name}`, this.timeoutMs(), () =>
-      this.core.patchNamespacedEvent(
-        {
-          name: s.name as string,
-          namespace,
-          body: { count, lastTimestamp: rfc3339(new Date(s.lastMs)), message: s.message },
-        },
-        setHeaderOptions('Content-Type', PatchStrategy.MergePatch),
-      ),
+    await patchEventSeries(
+      this.core,
+      { namespace: this.involved.namespace, name: s.name as string },
+      { count, last: new Date(s.lastMs), message: s.message },
+      this.timeoutMs(),
     );
   }
 

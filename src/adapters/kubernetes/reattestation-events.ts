@@ -12,8 +12,7 @@
  * `maxSeries` series are remembered (the oldest forgotten first); what does not fit is dropped and
  * counted. Reporting never delays or fails a round.
  */
-import { randomBytes } from 'node:crypto';
-import { CoreV1Api, type KubeConfig, PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
+import { CoreV1Api, type KubeConfig } from '@kubernetes/client-node';
 import type { Clock } from '../../ports/clock.js';
 import { messageOf } from '../../ports/errors.js';
 import type { Logger } from '../../ports/logger.js';
@@ -22,8 +21,8 @@ import type {
   ReattestationResult,
   ReattestationTarget,
 } from '../../ports/reattestation.js';
-import { call, DEFAULT_KUBE_REQUEST_TIMEOUT_MS, KUBE_SYSTEM, rfc3339 } from './api.js';
-import { stripControls } from './event-recorder.js';
+import { DEFAULT_KUBE_REQUEST_TIMEOUT_MS, KUBE_SYSTEM } from './api.js';
+import { createWarningEvent, patchEventSeries, stripControls } from './event-recorder.js';
 
 /** `source.component` and `reportingComponent` of every re-attestation Event. */
 export const REATTESTATION_EVENT_COMPONENT = 'confboot-node-operator';
@@ -156,40 +155,28 @@ export class KubeReattestationEvents implements ReattestationEvents {
     const s = this.series.get(p.key);
     if (s?.name !== undefined) {
       s.count++;
-      const name = s.name;
-      await call(`updating Event ${namespace}/${name}`, this.timeoutMs(), () =>
-        this.core.patchNamespacedEvent(
-          { name, namespace, body: { count: s.count, lastTimestamp: rfc3339(p.at), message: p.message } },
-          setHeaderOptions('Content-Type', PatchStrategy.MergePatch),
-        ),
+      await patchEventSeries(
+        this.core,
+        { namespace, name: s.name },
+        { count: s.count, last: p.at, message: p.message },
+        this.timeoutMs(),
       );
       return;
     }
-    const name = `${NODE_OPERATOR_OBJECT.name}.${randomBytes(8).toString('hex')}`;
-    const instance = this.options.instance ?? '';
-    await call(`creating Event ${namespace}/${name}`, this.timeoutMs(), () =>
-      this.core.createNamespacedEvent({
-        namespace,
-        body: {
-          apiVersion: 'v1',
-          kind: 'Event',
-          metadata: { name, namespace },
-          involvedObject: { ...NODE_OPERATOR_OBJECT },
-          reason: p.reason,
-          message: p.message,
-          type: 'Warning',
-          count: 1,
-          firstTimestamp: p.at,
-          lastTimestamp: p.at,
-          source: {
-            component: REATTESTATION_EVENT_COMPONENT,
-            ...(instance !== '' ? { host: instance } : {}),
-          },
-          reportingComponent: REATTESTATION_EVENT_COMPONENT,
-          reportingInstance: instance,
-          action: 'Reattest',
-        },
-      }),
+    const name = await createWarningEvent(
+      this.core,
+      {
+        regarding: NODE_OPERATOR_OBJECT,
+        reason: p.reason,
+        message: p.message,
+        count: 1,
+        first: p.at,
+        last: p.at,
+        component: REATTESTATION_EVENT_COMPONENT,
+        instance: this.options.instance ?? '',
+        action: 'Reattest',
+      },
+      this.timeoutMs(),
     );
     if (this.series.size >= this.limits.maxSeries) {
       const oldest = this.series.keys().next().value;
