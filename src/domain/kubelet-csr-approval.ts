@@ -8,7 +8,6 @@
  * token is denied with the mismatch named. CSRs from other requesters (a node renewing its own
  * certificate, an administrator) are not this approver's to decide and are left alone.
  */
-import { createHash, X509Certificate } from 'node:crypto';
 import type { JoiningNodeRecord, KubeletCredentialsGrant } from '../ports/joining-nodes.js';
 import type { KubeletCsrRecord } from '../ports/kubelet-csrs.js';
 import { KUBELET_CSR_CN_PREFIX, KUBELET_CSR_ORGANIZATION } from '../ports/kubernetes-node.js';
@@ -102,12 +101,9 @@ export function judgeKubeletCsr(
 
 /**
  * The grant a join ticket carries for its kubelet: the bootstrap token's ID and SHA-256 of the key
- * in the ticket's kubelet certificate (the key of the node's CSR).
+ * in the ticket's kubelet certificate, which is the key of the node's CSR (`CsrInfo.publicKeySha256`,
+ * computed where the CSR was parsed, so no certificate is parsed again on the join path).
  */
-export function kubeletGrant(token: string, kubeletCertPem: Uint8Array): KubeletCredentialsGrant {
-  const spki = new X509Certificate(kubeletCertPem).publicKey.export({ type: 'spki', format: 'der' });
-  return {
-    bootstrapTokenId: token.split('.')[0] ?? '',
-    kubeletKeySha256: createHash('sha256').update(spki).digest('hex'),
-  };
+export function kubeletGrant(token: string, kubeletKeySha256: string): KubeletCredentialsGrant {
+  return { bootstrapTokenId: token.split('.')[0] ?? '', kubeletKeySha256 };
 }

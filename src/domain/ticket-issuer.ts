@@ -265,7 +265,7 @@ export class TicketIssuer implements JoinCall {
     ]);
     // The record also says which bootstrap token and key the kubelet's client CSR must use.
     await step('recording joining node', () =>
-      facts.addJoiningNode(nodeName, req.isControlPlane, kubeletGrant(token, kubeletCert)),
+      facts.addJoiningNode(nodeName, req.isControlPlane, kubeletGrant(token, csr.publicKeySha256)),
     );
     if (ctx.signal?.aborted)
       throw joinRefusal('unavailable', 'cancelled', `${op}: the request was cancelled`, {

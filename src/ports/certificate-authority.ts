@@ -13,6 +13,11 @@ export interface CsrInfo {
   dnsNames: string[];
   /** Whether the CSR's self-signature verifies. */
   signatureValid: boolean;
+  /**
+   * SHA-256 (hex) of the CSR's SubjectPublicKeyInfo (DER). A kubelet certificate signed from the
+   * CSR carries that same key, so this is also the hash of the issued certificate's key.
+   */
+  publicKeySha256: string;
 }
 
 /**
@@ -31,8 +36,8 @@ export interface CertificateAuthority {
   /** Parses a DER CSR; rejects with `invalid-argument` when it cannot be parsed. */
   inspectCsr(csrDer: Uint8Array): Promise<CsrInfo>;
   /**
-   * Signs a kubelet CSR's public key for `identity` with upstream's profile; resolves to a PEM
-   * `CERTIFICATE`. Rejects with `invalid-argument` when the CSR's signature does not verify or its
+   * Signs a kubelet CSR's public key (unchanged: the certificate's key is the CSR's) for `identity`
+   * with upstream's profile; resolves to a PEM `CERTIFICATE`. Rejects with `invalid-argument` when the CSR's signature does not verify or its
    * subject is not exactly the kubelet subject of `identity.nodeName`.
    */
   signKubeletCsr(csrDer: Uint8Array, identity: KubeletIdentity): Promise<Uint8Array>;

@@ -406,6 +406,9 @@ export class StubCa implements CertificateAuthority {
     ipAddresses: ['192.0.2.5'],
     dnsNames: [],
     signatureValid: true,
+    // SHA-256 of the SubjectPublicKeyInfo of `cert` below (openssl): a CSR and the certificate
+    // signed from it share their key.
+    publicKeySha256: 'b2122d62a42874121370dbb0e529cb24c2ea2c168f41a43f708bb98e22b6be6f',
   };
   inspectCsrErr?: Error;
   signKubeletCsrErr?: Error;

@@ -35,6 +35,7 @@ function csr(overrides: Partial<CsrInfo> = {}): CsrInfo {
     ipAddresses: ['10.0.0.7'],
     dnsNames: [],
     signatureValid: true,
+    publicKeySha256: 'a'.repeat(64),
     ...overrides,
   };
 }

@@ -18,6 +18,7 @@
  * The CSR's self-signature is checked with node:crypto on the fields @peculiar/x509 parsed (ECDSA,
  * RSASSA-PKCS1-v1_5, RSA-PSS; anything else through @peculiar/x509's own verify).
  */
+import { createHash } from 'node:crypto';
 import { statSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { isIP } from 'node:net';
@@ -109,6 +110,7 @@ export class FileCertificateAuthority implements CertificateAuthority {
       ipAddresses: names.ips,
       dnsNames: names.dns,
       signatureValid,
+      publicKeySha256: createHash('sha256').update(new Uint8Array(csr.publicKey.rawData)).digest('hex'),
     };
   }
 

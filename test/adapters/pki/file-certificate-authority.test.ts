@@ -4,7 +4,7 @@
  * WorkerCertificateAuthority, the same CA on real worker threads.
  */
 import 'reflect-metadata';
-import { generateKeyPairSync, type KeyObject, webcrypto, X509Certificate } from 'node:crypto';
+import { createHash, generateKeyPairSync, type KeyObject, webcrypto, X509Certificate } from 'node:crypto';
 import * as fsp from 'node:fs/promises';
 import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -361,7 +361,25 @@ describe('FileCertificateAuthority.inspectCsr', () => {
       ipAddresses: ['10.0.0.3'],
       dnsNames: ['worker-1.example'],
       signatureValid: true,
+      publicKeySha256: expect.stringMatching(/^[0-9a-f]{64}$/),
     });
+  });
+
+  it("hashes the key the signed certificate carries (node:crypto's SPKI of the issued certificate)", async () => {
+    for (const kind of ['ec', 'rsa'] as const) {
+      const testCa = await makeCa(kind);
+      const csr = await makeCsr(kubeletName, [{ type: 'ip', value: '10.0.0.3' }]);
+      const authority = ca(testCa.dir);
+      const pem = await authority.signKubeletCsr(csr, worker1);
+      const spki = new X509Certificate(Buffer.from(pem)).publicKey.export({ type: 'spki', format: 'der' });
+      expect((await authority.inspectCsr(csr)).publicKeySha256, kind).toBe(
+        createHash('sha256').update(spki).digest('hex'),
+      );
+      const other = await makeCsr(kubeletName, [{ type: 'ip', value: '10.0.0.3' }]);
+      expect((await authority.inspectCsr(other)).publicKeySha256).not.toBe(
+        (await authority.inspectCsr(csr)).publicKeySha256,
+      );
+    }
   });
 
   it('rejects garbage with invalid-argument', async () => {
