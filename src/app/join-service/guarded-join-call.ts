@@ -30,7 +30,6 @@ import { limitRequestSize } from './guard/request-size.js';
 import { takeSlot } from './guard/slots.js';
 import type { ByteBudget } from './memory.js';
 
-export type { ReceiptIssuing } from './guard/receipts.js';
 
 /** Dependencies of {@link GuardedJoinCall}. */
 export interface GuardedJoinCallDeps {

@@ -7,6 +7,7 @@ export * from '../../adapters/ops/metrics.js';
 export * from '../../adapters/ops/timed-validator.js';
 export * from './audit.js';
 export * from './guard/join-guard.js';
+export type { ReceiptIssuing } from './guard/receipts.js';
 export * from './guarded-join-call.js';
 export * from './production.js';
 export * from './service.js';
