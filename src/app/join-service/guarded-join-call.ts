@@ -30,7 +30,6 @@ import { limitRequestSize } from './guard/request-size.js';
 import { takeSlot } from './guard/slots.js';
 import type { ByteBudget } from './memory.js';
 
-
 /** Dependencies of {@link GuardedJoinCall}. */
 export interface GuardedJoinCallDeps {
   /** The join call guarded (the domain's TicketIssuer). */
