@@ -101,28 +101,6 @@ export async function restoreApiServer(api: FakeKubeApi): Promise<boolean> {
   for (const [name, store] of Object.entries(stores(api)))
     for (const [k, v] of saved[name] ?? []) store.set(k, v as Record<string, unknown>);
   api.nodeRecords.resumeNumbering();
-  // No kubelet posted status while the control plane was down: as the node lifecycle controller
-  // does, every restored Node is Ready=Unknown until its kubelet reports again. A Node kept Ready
-  // made the node operator delete the JoiningNode of a node that was joining again under the same
-  // name, and its kubelet's CSR was then denied (no pending join ticket).
-  const now = new Date().toISOString();
-  for (const node of api.nodeRecords.nodes.values()) {
-    const status = (node.status ?? {}) as { conditions?: Array<Record<string, unknown>> };
-    const others = (status.conditions ?? []).filter((c) => c.type !== 'Ready');
-    node.status = {
-      ...status,
-      conditions: [
-        ...others,
-        {
-          type: 'Ready',
-          status: 'Unknown',
-          reason: 'NodeStatusUnknown',
-          message: 'Kubelet stopped posting node status.',
-          lastTransitionTime: now,
-        },
-      ],
-    };
-  }
   return true;
 }
 
