@@ -100,7 +100,6 @@ export async function restoreApiServer(api: FakeKubeApi): Promise<boolean> {
   const saved = JSON.parse(await readFile(API_SNAPSHOT, 'utf8')) as Record<string, [string, unknown][]>;
   for (const [name, store] of Object.entries(stores(api)))
     for (const [k, v] of saved[name] ?? []) store.set(k, v as Record<string, unknown>);
-  api.nodeRecords.resumeNumbering();
   return true;
 }
 
