@@ -4,9 +4,8 @@
  * - the filesystem itself: made (busybox mke2fs, ext2) when the agent formatted a blank disk;
  * - /etc/kubernetes, bind-mounted from the disk (the simulated kubeadm's CA, admin.conf, the API
  *   server's serving certificate: upstream keeps them on the state disk too);
- * - the SIMULATED API server's objects (Secrets, DiskBindings, JoiningNodes, Nodes, CSRs,
- *   EvidenceRecords, …), snapshotted to the disk on every change: they stand for etcd, which lives on
- *   the control plane's state disk;
+ * - the SIMULATED API server's objects (Secrets, DiskBindings, JoiningNodes, …), snapshotted to the
+ *   disk on every change: they stand for etcd, which lives on the control plane's state disk;
  * - the lifecycle scenario's marker file, written once and read back after every boot.
  * A disk set up before is mounted by the production disk mapper (`--state-mount`) once it opened it.
  */
@@ -76,36 +75,20 @@ export function readMarker(): { mounted: boolean; marker: string | null } {
   };
 }
 
-/**
- * The API server's stores kept in the snapshot: every object etcd would keep across a control-plane
- * restart. Nodes too: a real API server still lists a node that was powered off, so the node
- * operator does not take its DiskBinding for one of a node that is gone.
- */
-function stores(api: FakeKubeApi): Record<string, Map<string, Record<string, unknown>>> {
-  return {
-    secrets: api.secrets,
-    configMaps: api.configMaps,
-    nodeVersions: api.nodeVersions,
-    joiningNodes: api.joiningNodes,
-    diskBindings: api.diskBindings,
-    nodes: api.nodeRecords.nodes,
-    csrs: api.nodeRecords.csrs,
-    evidenceRecords: api.evidenceRecords,
-  };
-}
+type Store = 'secrets' | 'configMaps' | 'nodeVersions' | 'joiningNodes' | 'diskBindings';
+const STORES: Store[] = ['secrets', 'configMaps', 'nodeVersions', 'joiningNodes', 'diskBindings'];
 
 /** Loads the API server's objects from the state disk into `api`; false when there is no snapshot. */
 export async function restoreApiServer(api: FakeKubeApi): Promise<boolean> {
   if (!existsSync(API_SNAPSHOT)) return false;
-  const saved = JSON.parse(await readFile(API_SNAPSHOT, 'utf8')) as Record<string, [string, unknown][]>;
-  for (const [name, store] of Object.entries(stores(api)))
-    for (const [k, v] of saved[name] ?? []) store.set(k, v as Record<string, unknown>);
+  const saved = JSON.parse(await readFile(API_SNAPSHOT, 'utf8')) as Record<Store, [string, unknown][]>;
+  for (const s of STORES) for (const [k, v] of saved[s] ?? []) api[s].set(k, v as Record<string, unknown>);
   return true;
 }
 
 /** Snapshots the API server's objects to the state disk (atomically); returns the snapshot text. */
 export async function saveApiServer(api: FakeKubeApi, last: string): Promise<string> {
-  const now = JSON.stringify(Object.fromEntries(Object.entries(stores(api)).map(([s, m]) => [s, [...m]])));
+  const now = JSON.stringify(Object.fromEntries(STORES.map((s) => [s, [...api[s]]])));
   if (now === last || !mounted(STATE_MOUNT)) return last;
   await mkdir(`${STATE_MOUNT}/confboot-mini`, { recursive: true });
   await writeFile(`${API_SNAPSHOT}.next`, now, { mode: 0o600 });
