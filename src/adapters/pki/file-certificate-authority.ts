@@ -110,7 +110,7 @@ export class FileCertificateAuthority implements CertificateAuthority {
       ipAddresses: names.ips,
       dnsNames: names.dns,
       signatureValid,
-      publicKeySha256: createHash('sha256').update(new Uint8Array(csr.publicKey.rawData)).digest('hex'),
+      publicKeySha256: publicKeySha256(csr),
     };
   }
 
@@ -226,4 +226,21 @@ export class FileCertificateAuthority implements CertificateAuthority {
     }
     return files;
   }
+}
+
+/**
+ * SHA-256 (hex) of a CSR's SubjectPublicKeyInfo.
+ * @throws ConfbootError `invalid-argument` when the key cannot be parsed (e.g. bad EC parameters)
+ */
+function publicKeySha256(csr: { publicKey: { rawData: ArrayBuffer } }): string {
+  let spki: ArrayBuffer;
+  try {
+    spki = csr.publicKey.rawData;
+  } catch (err) {
+    throw new ConfbootError(
+      'invalid-argument',
+      `certificate request public key cannot be parsed: ${(err as Error).message}`,
+    );
+  }
+  return createHash('sha256').update(new Uint8Array(spki)).digest('hex');
 }
