@@ -206,6 +206,10 @@ describe('mini lifecycle reattest step, host side (SIMULATED API server, FAKE no
       clusterId: 'ab'.repeat(32),
       deadlineMs: 60_000,
     });
+    // The entry is done: stop the FAKE operator's rounds now, while the swtpm they read still runs
+    // (useSwtpm's own afterEach stops it before this file's cleanups run).
+    stop = true;
+    await rounds;
     expect(out.baseline?.map((b) => [b.node, b.last?.ok, b.cordoned])).toEqual([
       ['worker-0', true, false],
       ['worker-1', true, true],
