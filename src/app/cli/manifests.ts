@@ -28,6 +28,7 @@ import {
   cloudOption,
   DEPLOY_CLOUD_API_ENDPOINT_OPTION,
   OUTPUT_OPTION,
+  parseClusterIdHex,
   variantOption,
 } from '../program/shared-options.js';
 import { cloudNames } from '../registry/index.js';
@@ -75,11 +76,7 @@ export const manifestsCommand = defineCommand({
       valueName: 'HEX',
       description:
         'the cluster ID confboot init printed (64 hex digits) instead of an empty one; the node operator re-attests vTPM nodes with it',
-      parse: (raw: string, flag: string) => {
-        if (!/^[0-9a-fA-F]{64}$/.test(raw))
-          throw new UsageError(`--${flag}: want 64 hex digits, got "${raw}"`);
-        return new Uint8Array(Buffer.from(raw, 'hex'));
-      },
+      parse: parseClusterIdHex,
     },
     image: {
       type: 'string',

@@ -23,16 +23,15 @@ import {
   wholeNumber,
 } from '../program/options.js';
 import { printResult } from '../program/output.js';
-import { attestationConfigOption, OUTPUT_OPTION, variantOption } from '../program/shared-options.js';
+import {
+  attestationConfigOption,
+  OUTPUT_OPTION,
+  parseClusterIdHex,
+  variantOption,
+} from '../program/shared-options.js';
 import { untilStopSignal } from '../program/signals.js';
 import { VERIFICATION_SERVICE_PORT } from '../verification-service/serve.js';
 import { AK_TRUST_OPTIONS, akTrustSettings } from './operator-inputs.js';
-
-/** `parse` for a 32-byte cluster ID in hex. */
-function clusterIdHex(raw: string, flag: string): Uint8Array {
-  if (!/^[0-9a-fA-F]{64}$/.test(raw)) throw new UsageError(`--${flag}: want 64 hex digits, got "${raw}"`);
-  return new Uint8Array(Buffer.from(raw, 'hex'));
-}
 
 /** Flags of `confboot node-operator`. */
 export const nodeOperatorCommand = defineCommand({
@@ -81,7 +80,7 @@ export const nodeOperatorCommand = defineCommand({
       valueName: 'HEX',
       description:
         "vTPM variants: the cluster's ID; a joined node's node-lock register (PCR 15) is expected marked with it (required to re-attest them)",
-      parse: clusterIdHex,
+      parse: parseClusterIdHex,
     },
     'cluster-id-file': {
       type: 'string',

@@ -21,7 +21,12 @@ import { EXIT, runCommand, UsageError } from '../program/args.js';
 import { readInput } from '../program/input-file.js';
 import { defineCommand, duration, type OptionValues, parseOptions } from '../program/options.js';
 import { type ExitCode, printResult } from '../program/output.js';
-import { attestationConfigOption, OUTPUT_OPTION, variantOption } from '../program/shared-options.js';
+import {
+  attestationConfigOption,
+  OUTPUT_OPTION,
+  parseClusterIdHex,
+  variantOption,
+} from '../program/shared-options.js';
 import { variantEntry } from '../registry/index.js';
 import { withNodeLockMarked } from '../registry/node-lock-config.js';
 import { buildValidator } from '../registry/validators.js';
@@ -42,12 +47,6 @@ export function parseEndpoint(raw: string, flag: string): string {
   } else host = raw;
   if (host === '' || /[\s/[\]]/.test(host)) throw bad();
   return joinHostPort(host, port);
-}
-
-/** `parse` for a 32-byte cluster ID in hex. */
-function clusterIdHex(raw: string, flag: string): Uint8Array {
-  if (!/^[0-9a-fA-F]{64}$/.test(raw)) throw new UsageError(`--${flag}: want 64 hex digits, got "${raw}"`);
-  return new Uint8Array(Buffer.from(raw, 'hex'));
 }
 
 /** Options of `confboot verify`. */
@@ -71,7 +70,7 @@ export const verifyCommand = defineCommand({
       valueName: 'HEX',
       description:
         "vTPM variants: the cluster's ID; the node-lock register (PCR 15) is then expected as a node of that cluster marks it, instead of zero as the config says for a fresh node",
-      parse: clusterIdHex,
+      parse: parseClusterIdHex,
     },
     timeout: {
       type: 'string',

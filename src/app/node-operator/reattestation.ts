@@ -24,6 +24,7 @@ import type { Logger } from '../../ports/logger.js';
 import type { ReattestationVerifier } from '../../ports/reattestation.js';
 import type { Validator } from '../../ports/validator.js';
 import type { Variant } from '../../ports/variant.js';
+import { CLUSTER_ID_HEX } from '../program/shared-options.js';
 import { variantEntry } from '../registry/index.js';
 import { withNodeLockMarked } from '../registry/node-lock-config.js';
 import type { VariantLookupSettings } from '../registry/validator-deps.js';
@@ -70,7 +71,7 @@ export async function readClusterIdFile(path: string): Promise<Uint8Array> {
       'unavailable',
       `the cluster ID is not known yet: ${path} is empty (confboot init prints it; confboot apply writes it to ConfigMap kube-system/join-config, key clusterId)`,
     );
-  if (!/^[0-9a-fA-F]{64}$/.test(text))
+  if (!CLUSTER_ID_HEX.test(text))
     throw new ConfbootError('invalid-argument', `${path}: want the cluster ID as 64 hex digits`);
   return new Uint8Array(Buffer.from(text, 'hex'));
 }

@@ -158,3 +158,12 @@ export const DEPLOY_CLOUD_API_ENDPOINT_OPTION = {
     return raw;
   },
 } as const;
+
+/** A cluster ID written as text: 64 hex digits (32 bytes). */
+export const CLUSTER_ID_HEX = /^[0-9a-fA-F]{64}$/;
+
+/** `parse` for a 32-byte cluster ID given in hex (`--cluster-id`). */
+export function parseClusterIdHex(raw: string, flag: string): Uint8Array {
+  if (!CLUSTER_ID_HEX.test(raw)) throw new UsageError(`--${flag}: want 64 hex digits, got "${raw}"`);
+  return new Uint8Array(Buffer.from(raw, 'hex'));
+}

@@ -72,6 +72,21 @@ function manifestArgs(): string[] {
   throw new Error('no join-service container in the qemu-vtpm manifests');
 }
 
+/**
+ * Flags of a qemu-vtpm join service on `csp` that gets as far as its start-up checks: an attestation
+ * config and measurement salt in a fresh directory, loopback listeners, a fixed API server endpoint.
+ */
+function qemuVtpmServiceArgs(csp: string): string[] {
+  const dir = tmp();
+  writeFileSync(join(dir, 'salt'), randomBytes(32));
+  writeFileSync(join(dir, 'att'), JSON.stringify({ measurements: { 4: '00'.repeat(32) } }));
+  return [
+    ...[`--csp=${csp}`, '--attestation-variant=qemu-vtpm', `--attestation-config=${join(dir, 'att')}`],
+    ...[`--measurement-salt-file=${join(dir, 'salt')}`, '--key-service-endpoint=127.0.0.1:9000'],
+    ...['--api-server-endpoint=10.0.0.1:6443', '--listen=127.0.0.1:0', '--http-listen=127.0.0.1:0'],
+  ];
+}
+
 describe('confboot join-service flags', () => {
   it('accepts every flag the Kubernetes manifest passes, with the values it passes', () => {
     const [command, ...argv] = manifestArgs();
@@ -229,14 +244,7 @@ describe('confboot join-service flags', () => {
 
   it('qemu-vtpm without --qemu-ak-registry refuses to start (exit 1) naming the opt-in --trust-ak-as-carried', async () => {
     const stderr = vi.spyOn(process.stderr, 'write').mockImplementation(() => true);
-    const dir = tmp();
-    writeFileSync(join(dir, 'salt'), randomBytes(32));
-    writeFileSync(join(dir, 'att'), JSON.stringify({ measurements: { 4: '00'.repeat(32) } }));
-    const code = await run([
-      ...['--csp=qemu', '--attestation-variant=qemu-vtpm', `--attestation-config=${join(dir, 'att')}`],
-      ...[`--measurement-salt-file=${join(dir, 'salt')}`, '--key-service-endpoint=127.0.0.1:9000'],
-      ...['--api-server-endpoint=10.0.0.1:6443', '--listen=127.0.0.1:0', '--http-listen=127.0.0.1:0'],
-    ]);
+    const code = await run(qemuVtpmServiceArgs('qemu'));
     expect(code).toBe(1);
     const text = stderr.mock.calls.map((c) => String(c[0])).join('');
     expect(text).toContain('qemu-vtpm needs the registered attestation keys (--qemu-ak-registry F)');
@@ -246,14 +254,10 @@ describe('confboot join-service flags', () => {
 
   it('on openstack refuses to start (exit 1) without the Nova endpoint, as an empty value from join-config leaves it', async () => {
     const stderr = vi.spyOn(process.stderr, 'write').mockImplementation(() => true);
-    const dir = tmp();
-    writeFileSync(join(dir, 'salt'), randomBytes(32));
-    writeFileSync(join(dir, 'att'), JSON.stringify({ measurements: { 4: '00'.repeat(32) } }));
     const code = await run([
-      ...['--csp=openstack', '--attestation-variant=qemu-vtpm', `--attestation-config=${join(dir, 'att')}`],
-      ...[`--measurement-salt-file=${join(dir, 'salt')}`, '--key-service-endpoint=127.0.0.1:9000'],
-      ...['--trust-ak-as-carried', '--api-server-endpoint=10.0.0.1:6443'],
-      ...['--listen=127.0.0.1:0', '--http-listen=127.0.0.1:0', '--cloud-api-endpoint=\n'],
+      ...qemuVtpmServiceArgs('openstack'),
+      '--trust-ak-as-carried',
+      '--cloud-api-endpoint=\n',
     ]);
     expect(code).toBe(1);
     const text = stderr.mock.calls.map((c) => String(c[0])).join('');
