@@ -79,7 +79,7 @@ const TPM2_TOOLS = [
 ];
 
 /** Version of the layout below; part of the cache key. */
-const LAYOUT_VERSION = 'confboot-mini-image-4';
+const LAYOUT_VERSION = 'confboot-mini-image-5';
 
 /**
  * The initramfs compressor: zstd level 3 where this Node's zlib has it (Node ≥ 22.15), else gzip.
@@ -121,7 +121,7 @@ export function initScript(moduleFiles: readonly string[]): string {
     // The firmware event log goes to the host first, before any node software runs.
     'echo "CONFBOOT-MINI {\\"type\\":\\"measured\\",\\"eventLog\\":\\"$(base64 /sys/kernel/security/tpm0/binary_bios_measurements | tr -d \'\\n\')\\"}" > /dev/ttyS1',
     'echo "confboot-mini: starting agent"',
-    '/usr/bin/node /opt/confboot/agent.mjs',
+    '/usr/bin/node /opt/confboot/agent/main.js',
     'echo "confboot-mini: agent exited $?"',
     'sync',
     'poweroff -f',
@@ -223,7 +223,7 @@ export async function buildNodeImage(options: BuildNodeImageOptions = {}): Promi
   const kernel = await unpackKernel(deb, join(cacheDir, 'kernels', debHash.slice(0, 16)));
   const modules = await moduleLoadOrder(kernel, NODE_MODULES);
   const libs = await sharedLibraries(Object.values(EXECUTABLES), DLOPENED);
-  const agent = await bundleEntry('guest/agent');
+  const agent = await bundleSplit('guest/agent');
   const kubeadm = await bundleEntry('guest/kubeadm-sim');
   const cli = await bundleSplit('../../app/cli/main');
 
@@ -259,16 +259,17 @@ export async function buildNodeImage(options: BuildNodeImageOptions = {}): Promi
     addDir(dirname(`lib/modules/${m}`));
     entries.push(await fileEntry(`lib/modules/${m}`, join(modBase, m), 0o644));
   }
-  entries.push({ type: 'file', path: 'opt/confboot/agent.mjs', data: Buffer.from(agent), mode: 0o644 });
-  // The production `confboot` CLI (bootstrapper, join-service, key-service), split-bundled.
-  addDir('opt/confboot/cli');
-  entries.push({
-    type: 'file',
-    path: 'opt/confboot/cli/package.json',
-    data: Buffer.from('{"type":"module"}\n'),
-  });
-  for (const [name, text] of cli)
-    entries.push({ type: 'file', path: `opt/confboot/cli/${name}`, data: Buffer.from(text), mode: 0o644 });
+  // The agent and the production `confboot` CLI (bootstrapper, join-service, key-service), each
+  // split-bundled: a chunk loads when the program imports it, so a worker parses no control-plane code.
+  for (const [dir, files] of [
+    ['opt/confboot/agent', agent],
+    ['opt/confboot/cli', cli],
+  ] as const) {
+    addDir(dir);
+    entries.push({ type: 'file', path: `${dir}/package.json`, data: Buffer.from('{"type":"module"}\n') });
+    for (const [name, text] of files)
+      entries.push({ type: 'file', path: `${dir}/${name}`, data: Buffer.from(text), mode: 0o644 });
+  }
   // grpc-js reads its own package.json at run time (its version).
   addDir('opt/confboot/cli/node_modules/@grpc/grpc-js');
   entries.push(

@@ -32,6 +32,11 @@
  * Quotes for the host: only the one evidence document per boot, for the nonce in the pre-boot
  * config, with fixed user data, and only before the bootstrapper starts (evidence.ts).
  *
+ * The control plane's parts (the simulated API server with its controllers, ha-kubelet.ts) are
+ * imported when a control plane starts its bootstrapper: they carry the Kubernetes client (with undici, about
+ * 1.3 MB of the 2.2 MB bundle), and a worker's boot under TCG would parse them for nothing. mini
+ * bundles the agent with code splitting (image.ts), so those chunks load only on a control plane.
+ *
  * Over 400 lines because it is the guest's one entry point (bundled into one file for the
  * initramfs): its order handling follows the boot in sequence; the protocol, the boot commands,
  * the node orders and the control-plane API live in their own modules.
@@ -49,10 +54,8 @@ import { messageOf } from '../../../ports/errors.js';
 import { loadApiServerCredentials } from '../../simulated/apiserver-credentials.js';
 import { type FakeKubeApi, MASTER_SECRET_NAME } from '../../simulated/simulated-kube-api.js';
 import { writeBootCommands } from './boot-commands.js';
-import { startControlPlaneApi } from './control-plane-api.js';
 import { isLuks, mappingModes, mapStateDisk, stateDisk } from './disk-mapper.js';
 import { EvidenceGate } from './evidence.js';
-import { reportApiCredentials, runServicesFromApi } from './ha-kubelet.js';
 import { syncJoinConfig, writeReceiptKey } from './kubelet-sync.js';
 import { keepClusterId, reattestationArgs, serveOrders } from './node-orders.js';
 import {
@@ -268,6 +271,10 @@ async function runServices(config: BootstrapConfig, api: FakeKubeApi, ip: string
  * its credentials; undefined when `done()` turns true (the bootstrapper exited) before they appear.
  */
 async function startApiServer(done: () => boolean, reattest: boolean): Promise<FakeKubeApi | undefined> {
+  // Loaded while the bootstrapper starts, long before `kubeadm init` writes the credentials: the
+  // bootstrapper calls the API server right after kubeadm init returns.
+  const controlPlaneApi = import('./control-plane-api.js');
+  controlPlaneApi.catch(() => {});
   const deadline = Date.now() + 15 * 60_000;
   for (;;) {
     const finished = done();
@@ -277,6 +284,7 @@ async function startApiServer(done: () => boolean, reattest: boolean): Promise<F
     if (credentials !== undefined) {
       // With the controller-manager's signer and the node operator beside it (control-plane-api.ts).
       const ip = readFileSync('/run/ip', 'utf8').trim();
+      const { startControlPlaneApi } = await controlPlaneApi;
       const { api, restored } = await startControlPlaneApi({
         credentials,
         ip,
@@ -353,7 +361,7 @@ async function bootstrap(config: BootstrapConfig, gate: EvidenceGate | undefined
       : undefined;
   apiStarting?.catch(() => {});
   const credentialsReported = config.apiServerPublicKey
-    ? reportApiCredentials(() => !running, report)
+    ? import('./ha-kubelet.js').then((m) => m.reportApiCredentials(() => !running, report))
     : undefined;
   credentialsReported?.catch(() => {});
   const heartbeat = (async () => {
@@ -383,7 +391,8 @@ async function bootstrap(config: BootstrapConfig, gate: EvidenceGate | undefined
   if (config.orders === true) await serveOrders(new URL(config.metadataUrl).hostname, report);
   if (credentialsReported !== undefined && !(await credentialsReported))
     throw new Error('the simulated kubeadm init issued no API server certificate for the host');
-  if (lb !== undefined) await runServicesFromApi(config, lb, report, program);
+  if (lb !== undefined)
+    await (await import('./ha-kubelet.js')).runServicesFromApi(config, lb, report, program);
   if (apiStarting !== undefined) {
     const api = await apiStarting;
     if (api === undefined) throw new Error('the simulated kubeadm init wrote no API server credentials');

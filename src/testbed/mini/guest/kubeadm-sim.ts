@@ -8,7 +8,7 @@
  *   the join service signs kubelet certificates with a real CA; then, as kubeadm does for the API
  *   server, a serving certificate for the node's address signed by that CA (pki/apiserver.crt) and
  *   a random admin bearer token in admin.conf (src/testbed/simulated/apiserver-credentials.ts), which the simulated API server
- *   on this VM serves with;
+ *   on this VM serves with; like kubeadm, it returns only once that API server answers;
  * - `join`: checks what the JoinConfiguration carries — a bootstrap token of kubeadm's format, a
  *   `sha256:` discovery hash, the API server endpoint, and a kubelet certificate that matches its
  *   key and names this node; a control plane's join also writes admin.conf with a client
@@ -20,6 +20,8 @@
  */
 import { existsSync } from 'node:fs';
 import { mkdir, readFile } from 'node:fs/promises';
+import { request } from 'node:https';
+import { join as joinPath } from 'node:path';
 import { parseAllDocuments } from 'yaml';
 import { KUBELET_BOOTSTRAP_KEY_PATH } from '../../../adapters/kubernetes/kubeadm.js';
 import { silentLogger } from '../../../adapters/log/pino-logger.js';
@@ -82,9 +84,41 @@ async function init(docs: Doc[]): Promise<void> {
     addresses: [nodeIp, ...certSans, ...(endpointHost ? [endpointHost] : [])],
     ...(publicKeyPem === undefined ? {} : { publicKeyPem }),
   });
+  // As kubeadm's wait-control-plane phase: init returns once the API server answers (the agent or,
+  // with several control planes, the host starts it from these credentials), within 4 minutes.
+  await waitForApiServer(endpoint ?? `${nodeIp}:6443`, await readFile(joinPath(PKI_DIR, 'ca.crt')));
   process.stdout.write(
-    `kubeadm init (SIMULATED): wrote ${PKI_DIR} (real cluster CA, API server certificate) and ${ADMIN_CONF_PATH} (random admin token) for ${nodeName}; no Kubernetes is started\n`,
+    `kubeadm init (SIMULATED): wrote ${PKI_DIR} (real cluster CA, API server certificate) and ${ADMIN_CONF_PATH} (random admin token) for ${nodeName}; the API server at ${endpoint ?? nodeIp} answers; no Kubernetes is started\n`,
   );
+}
+
+/**
+ * Resolves once `https://endpoint/healthz` gives any HTTP answer over TLS verified against the
+ * cluster CA (the simulated API server has no health routes: its 404 means it serves); retries every
+ * second, refused or not listening yet, for at most `timeoutMs`.
+ */
+async function waitForApiServer(endpoint: string, ca: Buffer, timeoutMs = 4 * 60_000): Promise<void> {
+  const url = new URL(`https://${endpoint}/healthz`);
+  const deadline = Date.now() + timeoutMs;
+  let last = '';
+  for (;;) {
+    const answered = await new Promise<boolean>((resolve) => {
+      const req = request(url, { ca, timeout: 10_000 }, (res) => {
+        res.resume();
+        resolve(true);
+      });
+      req.on('timeout', () => req.destroy(new Error('no answer within 10 s')));
+      req.on('error', (err) => {
+        last = err.message;
+        resolve(false);
+      });
+      req.end();
+    });
+    if (answered) return;
+    if (Date.now() > deadline)
+      throw new Error(`kubeadm init (simulated): the API server at ${endpoint} did not answer: ${last}`);
+    await new Promise((r) => setTimeout(r, 1000));
+  }
 }
 
 async function join(docs: Doc[]): Promise<void> {
