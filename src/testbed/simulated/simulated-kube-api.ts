@@ -47,6 +47,8 @@ export interface SeenRequest {
 type Obj = Record<string, any>;
 
 const TOKEN_ID = /^[a-z0-9]{6}$/;
+/** The API server's health endpoints (`/healthz` is deprecated upstream but still served). */
+const HEALTH_PATHS = new Set(['/healthz', '/livez', '/readyz']);
 const TOKEN_SECRET = /^[a-z0-9]{16}$/;
 const RFC3339 = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})$/;
 const SECRET_KEYS = [
@@ -326,6 +328,13 @@ export class FakeKubeApi {
     // kubeadm's token discovery reads cluster-info anonymously and checks its CA against the pin.
     if (method === 'GET' && url.pathname === CLUSTER_INFO_PATH && this.tls)
       return this.ok(res, 200, clusterInfo(this.tls.caPem, this.clusterInfoServer));
+    // The health endpoints answer anyone, as a real API server's system:public-info-viewer role lets
+    // unauthenticated clients read them (kubeadm init waits on /healthz).
+    if (method === 'GET' && HEALTH_PATHS.has(url.pathname)) {
+      res.writeHead(200, { 'content-type': 'text/plain; charset=utf-8' });
+      res.end('ok');
+      return true;
+    }
     const user = this.authn.authenticate(req, this.secrets, new Date());
     if (user === undefined) {
       this.violations.push(`${method} ${url.pathname}: missing or wrong bearer token`);

@@ -11,9 +11,19 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { copyFileSync, existsSync, openSync, readFileSync } from 'node:fs';
 import { isAbsolute, join } from 'node:path';
 
-/** OVMF as Debian's `ovmf` package installs it. */
-export const OVMF_CODE = '/usr/share/OVMF/OVMF_CODE_4M.fd';
-export const OVMF_VARS = '/usr/share/OVMF/OVMF_VARS_4M.fd';
+/**
+ * OVMF as Debian's `ovmf` package installs it: the build for a 2 MB flash where it is installed,
+ * else the 4 MB one. Both are the same firmware; the 4 MB flash only adds room for Secure Boot
+ * variables, and no mini guest boots with Secure Boot. Under TCG the 2 MB build reaches the kernel's
+ * EFI stub about 3 s sooner (6.5 s against 9.3–9.7 s with the vTPM, measured alone on 2 cores), on
+ * each of the ~35 boots of a test run. The firmware PCRs come from a reference boot with the
+ * firmware in use (stages/reference.ts), so either build is measured as it boots.
+ */
+const OVMF_2M = ['/usr/share/OVMF/OVMF_CODE.fd', '/usr/share/OVMF/OVMF_VARS.fd'] as const;
+const OVMF_4M = ['/usr/share/OVMF/OVMF_CODE_4M.fd', '/usr/share/OVMF/OVMF_VARS_4M.fd'] as const;
+const [OVMF_CODE_PATH, OVMF_VARS_PATH] = OVMF_2M.every((p) => existsSync(p)) ? OVMF_2M : OVMF_4M;
+export const OVMF_CODE: string = OVMF_CODE_PATH;
+export const OVMF_VARS: string = OVMF_VARS_PATH;
 
 /** What to start. */
 export interface VmSpec {

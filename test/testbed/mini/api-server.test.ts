@@ -11,7 +11,7 @@
 
 import { randomBytes } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
-import { createServer } from 'node:https';
+import { createServer, request } from 'node:https';
 import type { AddressInfo } from 'node:net';
 import { describe, expect, it } from 'vitest';
 import {
@@ -224,5 +224,35 @@ describe('mini master secret to the SIMULATED API server: random token, verified
       uploadMasterSecret(access, secret(), { deadline: Date.now(), retryDelayMs: 50 }),
     );
     expect(err.check).toBe('network');
+  });
+
+  it('answers its health endpoints without a token, as a real API server does, and refuses everything else without one', async () => {
+    const { api, credentials } = await controlPlane();
+    try {
+      const get = (path: string) =>
+        new Promise<{ status: number; body: string }>((resolve, reject) => {
+          const req = request(
+            { host: '127.0.0.1', port: api.port, path, ca: credentials.caPem, servername: '127.0.0.1' },
+            (res) => {
+              let body = '';
+              res.on('data', (c) => {
+                body += c;
+              });
+              res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
+            },
+          );
+          req.on('error', reject);
+          req.end();
+        });
+      for (const path of ['/healthz', '/livez', '/readyz'])
+        expect(await get(path)).toEqual({ status: 200, body: 'ok' });
+      expect(api.violations).toEqual([]);
+      expect((await get('/api/v1/namespaces/kube-system/secrets')).status).toBe(401);
+      expect(api.violations).toEqual([
+        'GET /api/v1/namespaces/kube-system/secrets: missing or wrong bearer token',
+      ]);
+    } finally {
+      await api.close();
+    }
   });
 });

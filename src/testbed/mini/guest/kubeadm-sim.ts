@@ -93,9 +93,9 @@ async function init(docs: Doc[]): Promise<void> {
 }
 
 /**
- * Resolves once `https://endpoint/healthz` gives any HTTP answer over TLS verified against the
- * cluster CA (the simulated API server has no health routes: its 404 means it serves); retries every
- * second, refused or not listening yet, for at most `timeoutMs`.
+ * Resolves once `https://endpoint/healthz` answers 200 over TLS verified against the cluster CA, as
+ * kubeadm waits for it (anonymously: the API server lets anyone read its health); retries every
+ * second, refused, not listening yet or not healthy, for at most `timeoutMs`.
  */
 async function waitForApiServer(endpoint: string, ca: Buffer, timeoutMs = 4 * 60_000): Promise<void> {
   const url = new URL(`https://${endpoint}/healthz`);
@@ -105,7 +105,8 @@ async function waitForApiServer(endpoint: string, ca: Buffer, timeoutMs = 4 * 60
     const answered = await new Promise<boolean>((resolve) => {
       const req = request(url, { ca, timeout: 10_000 }, (res) => {
         res.resume();
-        resolve(true);
+        last = `HTTP ${res.statusCode}`;
+        resolve(res.statusCode === 200);
       });
       req.on('timeout', () => req.destroy(new Error('no answer within 10 s')));
       req.on('error', (err) => {
