@@ -1,6 +1,7 @@
 /** The join service's Prometheus metrics, read back from the text exposition. */
-import { describe, expect, it } from 'vitest';
-import { JoinServiceMetrics } from '../../../src/adapters/ops/metrics.js';
+import perfHooks from 'node:perf_hooks';
+import { describe, expect, it, vi } from 'vitest';
+import { EVENT_LOOP_SAMPLE_MS, JoinServiceMetrics } from '../../../src/adapters/ops/metrics.js';
 
 /** The value of one sample line `name{labels} value` in `text`, or undefined. */
 function sample(text: string, series: string): number | undefined {
@@ -79,5 +80,21 @@ describe('JoinServiceMetrics', () => {
     expect(await a.render()).not.toContain('process_cpu_seconds_total');
     expect(await b.render()).toContain('process_cpu_seconds_total');
     expect(a.contentType).toMatch(/^text\/plain/);
+  });
+
+  it("samples the event loop every 100 ms for its process metrics, not prom-client's 10 ms", async () => {
+    const monitor = vi.spyOn(perfHooks, 'monitorEventLoopDelay');
+    try {
+      const m = new JoinServiceMetrics();
+      expect(EVENT_LOOP_SAMPLE_MS).toBe(100);
+      expect(monitor).toHaveBeenCalledTimes(1);
+      expect(monitor).toHaveBeenCalledWith({ resolution: EVENT_LOOP_SAMPLE_MS });
+      // The process metrics are there, the event loop's delay among them.
+      const text = await m.render();
+      expect(text).toMatch(/^nodejs_eventloop_lag_p99_seconds /m);
+      expect(text).toMatch(/^process_cpu_seconds_total /m);
+    } finally {
+      monitor.mockRestore();
+    }
   });
 });
