@@ -29,6 +29,18 @@ export function isAdminCertificate(req: IncomingMessage, clientCaPem: string | u
 /** kubeadm's ClusterRoleBinding that auto-approves bootstrap-token node client CSRs. */
 export const NODE_AUTOAPPROVE_BOOTSTRAP_BINDING = 'kubeadm:node-autoapprove-bootstrap';
 
+/** The API server's health endpoints, which answer anyone (`/healthz` is deprecated upstream, still served). */
+export const HEALTH_PATHS: ReadonlySet<string> = new Set(['/healthz', '/livez', '/readyz']);
+
+/** One request as the simulated API server saw it. */
+export interface SeenRequest {
+  method: string;
+  path: string;
+  query: Record<string, string>;
+  contentType: string | undefined;
+  body: unknown;
+}
+
 /** kubeadm's public discovery ConfigMap. */
 export const CLUSTER_INFO_PATH = '/api/v1/namespaces/kube-public/configmaps/cluster-info';
 

@@ -29,26 +29,16 @@ import type { AddressInfo } from 'node:net';
 import { parse as parseYaml } from 'yaml';
 import { MASTER_SECRET_NAME } from '../../adapters/kubernetes/names.js';
 import { authorizeRequest, type RbacObjects } from './rbac-authorizer.js';
-import { CLUSTER_INFO_PATH, clusterInfo, type RouteRequest } from './route-request.js';
+import type { SeenRequest } from './route-request.js';
+import { CLUSTER_INFO_PATH, clusterInfo, HEALTH_PATHS, type RouteRequest } from './route-request.js';
 import { builtInRbac, SimulatedAuthenticator } from './simulated-authn.js';
 import { type RecordsAnswer, SimulatedRecords } from './simulated-kube-records.js';
 import { SimulatedNodeRecords } from './simulated-node-records.js';
-
-/** One request as the fake saw it. */
-export interface SeenRequest {
-  method: string;
-  path: string;
-  query: Record<string, string>;
-  contentType: string | undefined;
-  body: unknown;
-}
 
 // biome-ignore lint/suspicious/noExplicitAny: stored Kubernetes objects of arbitrary shape
 type Obj = Record<string, any>;
 
 const TOKEN_ID = /^[a-z0-9]{6}$/;
-/** The API server's health endpoints (`/healthz` is deprecated upstream but still served). */
-const HEALTH_PATHS = new Set(['/healthz', '/livez', '/readyz']);
 const TOKEN_SECRET = /^[a-z0-9]{16}$/;
 const RFC3339 = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})$/;
 const SECRET_KEYS = [
