@@ -21,9 +21,9 @@ import { isAbsolute, join } from 'node:path';
  */
 const OVMF_2M = ['/usr/share/OVMF/OVMF_CODE.fd', '/usr/share/OVMF/OVMF_VARS.fd'] as const;
 const OVMF_4M = ['/usr/share/OVMF/OVMF_CODE_4M.fd', '/usr/share/OVMF/OVMF_VARS_4M.fd'] as const;
-const [OVMF_CODE_PATH, OVMF_VARS_PATH] = OVMF_2M.every((p) => existsSync(p)) ? OVMF_2M : OVMF_4M;
-export const OVMF_CODE: string = OVMF_CODE_PATH;
-export const OVMF_VARS: string = OVMF_VARS_PATH;
+export const [OVMF_CODE, OVMF_VARS]: readonly [string, string] = OVMF_2M.every((p) => existsSync(p))
+  ? OVMF_2M
+  : OVMF_4M;
 
 /** What to start. */
 export interface VmSpec {

@@ -1,28 +1,16 @@
-import { request } from 'node:http';
 import { afterEach, describe, expect, it } from 'vitest';
 import {
   PromReattestationMetrics,
   startMetricsHttpServer,
 } from '../../../src/adapters/ops/reattestation-metrics.js';
+import { requestText } from '../../support/net.js';
 
 const closers: Array<() => Promise<void>> = [];
 afterEach(async () => {
   for (const c of closers.splice(0)) await c();
 });
 
-function get(port: number, path: string, method = 'GET'): Promise<{ status: number; body: string }> {
-  return new Promise((resolve, reject) => {
-    const req = request({ host: '127.0.0.1', port, path, method }, (res) => {
-      let body = '';
-      res.on('data', (d) => {
-        body += d;
-      });
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
-    });
-    req.on('error', reject);
-    req.end();
-  });
-}
+const get = (port: number, path: string, method = 'GET') => requestText({ port, path, method });
 
 describe('PromReattestationMetrics', () => {
   it('counts by result and reason and gauges the failing nodes, served at /metrics over real HTTP', async () => {

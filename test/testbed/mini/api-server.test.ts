@@ -11,7 +11,7 @@
 
 import { randomBytes } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
-import { createServer, request } from 'node:https';
+import { createServer } from 'node:https';
 import type { AddressInfo } from 'node:net';
 import { describe, expect, it } from 'vitest';
 import {
@@ -21,6 +21,7 @@ import {
 } from '../../../src/adapters/kubernetes/master-secret-upload.js';
 import { loadApiServerCredentials } from '../../../src/testbed/simulated/apiserver-credentials.js';
 import { FakeKubeApi, MASTER_SECRET_NAME } from '../../../src/testbed/simulated/simulated-kube-api.js';
+import { requestText } from '../../support/net.js';
 import { simulatedInit as simulatedInitIn } from '../../support/simulated-init.js';
 import { useTmpDirs } from '../../support/tmp.js';
 
@@ -230,20 +231,7 @@ describe('mini master secret to the SIMULATED API server: random token, verified
     const { api, credentials } = await controlPlane();
     try {
       const get = (path: string) =>
-        new Promise<{ status: number; body: string }>((resolve, reject) => {
-          const req = request(
-            { host: '127.0.0.1', port: api.port, path, ca: credentials.caPem, servername: '127.0.0.1' },
-            (res) => {
-              let body = '';
-              res.on('data', (c) => {
-                body += c;
-              });
-              res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
-            },
-          );
-          req.on('error', reject);
-          req.end();
-        });
+        requestText({ https: true, port: api.port, path, ca: credentials.caPem, servername: '127.0.0.1' });
       for (const path of ['/healthz', '/livez', '/readyz'])
         expect(await get(path)).toEqual({ status: 200, body: 'ok' });
       expect(api.violations).toEqual([]);
