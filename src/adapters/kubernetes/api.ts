@@ -7,8 +7,9 @@
  * event-recorder.ts, join-config.ts, node-operator-api.ts, cluster-status.ts.
  */
 
-import { ApiException, KubeConfig } from '@kubernetes/client-node';
+import { ApiException, type KubeConfig } from '@kubernetes/client-node';
 import { ConfbootError, errorText, isConfbootError } from '../../ports/errors.js';
+import { PooledKubeConfig } from './pooled-kube-config.js';
 
 /** Namespace of bootstrap tokens and the components ConfigMap (upstream `ConstellationNamespace`). */
 export const KUBE_SYSTEM = 'kube-system';
@@ -22,11 +23,12 @@ export const JOIN_SERVICE_FIELD_MANAGER = 'join-service';
 export const DEFAULT_KUBE_REQUEST_TIMEOUT_MS = 10_000;
 
 /**
- * A KubeConfig from a kubeconfig file, or the in-cluster service account when no path is given.
+ * A KubeConfig from a kubeconfig file, or the in-cluster service account when no path is given; its
+ * API clients share one connection pool (pooled-kube-config.ts).
  * @throws ConfbootError `failed-precondition` when the file cannot be read or we are not in a pod.
  */
 export function loadKubeConfig(kubeconfigPath?: string): KubeConfig {
-  const kc = new KubeConfig();
+  const kc: KubeConfig = new PooledKubeConfig();
   try {
     if (kubeconfigPath !== undefined) kc.loadFromFile(kubeconfigPath);
     else {
