@@ -8,7 +8,8 @@
  * node retry. {@link HandshakePacer} instead starts handshakes at a rate (a token bucket with a small
  * burst) and keeps the others waiting in FIFO order, their ClientHello unread, holding no TLS state.
  * The rate follows the event loop's measured utilization ({@link HandshakeCostSampler}, one window
- * per 100 ms): in a window in which connections waited, the rate is multiplied by
+ * per 100 ms while connections wait; an idle listener sets no timer): in a window in which
+ * connections waited, the rate is multiplied by
  * `utilization target ÷ measured utilization` (at most ×1.5, at least ×0.5), so it settles where the
  * loop is busy to the target — whatever a join costs, and however that cost is split between the
  * handshake, the verification and the call. Windows without waiting connections leave it alone.
@@ -51,6 +52,8 @@ export interface HandshakePacerOptions {
    * there too, holding TLS state. Checked before every start; default never.
    */
   held?: () => boolean;
+  /** Called when a connection starts to wait (the sampler then measures windows). */
+  onWaiting?: () => void;
 }
 
 /** The options a listener may tune (the bounds come from its own settings). */
@@ -92,6 +95,7 @@ export class HandshakePacer {
   /** Whether a connection waited since the last window. */
   private waited = false;
   private readonly held: () => boolean;
+  private readonly onWaiting: () => void;
   private tokens: number;
   private refilledAt: number;
   private readonly queue: Waiter[] = [];
@@ -120,6 +124,7 @@ export class HandshakePacer {
     this.rate = Math.min(MAX_RATE, Math.max(MIN_RATE, utilization / cost));
     this.now = options.now ?? (() => performance.now());
     this.held = options.held ?? (() => false);
+    this.onWaiting = options.onWaiting ?? (() => {});
     this.tokens = burst;
     this.refilledAt = this.now();
   }
@@ -132,6 +137,11 @@ export class HandshakePacer {
   /** Connections waiting for their start now. */
   get queued(): number {
     return this.waiting;
+  }
+
+  /** Whether a connection waits now or waited since the last window: the next window counts. */
+  get active(): boolean {
+    return this.waited || this.waiting > 0;
   }
 
   /** Handshakes started per second now. */
@@ -177,6 +187,7 @@ export class HandshakePacer {
       this.queue.push(waiter);
       this.waiting++;
       this.waited = true;
+      this.onWaiting();
       this.schedule();
     });
   }
@@ -253,17 +264,23 @@ export interface HandshakeCostSamplerOptions {
   now?: () => number;
 }
 
-/** Feeds {@link HandshakePacer} with windows of event-loop busy time. */
+/**
+ * Feeds {@link HandshakePacer} with windows of event-loop busy time, only while it has waiting
+ * connections: the pacer ignores other windows, and an idle listener (a node's init server or
+ * verification service for days) should not wake its process ten times a second. {@link wake}
+ * starts the windows; they stop after the first one that ends with the pacer inactive.
+ */
 export class HandshakeCostSampler {
   private readonly busyMs: () => number;
   private readonly intervalMs: number;
   private timer: ReturnType<typeof setInterval> | undefined;
   private readonly now: () => number;
+  private armed = false;
   private lastBusy = 0;
   private lastAt = 0;
 
   constructor(
-    private readonly pacer: Pick<HandshakePacer, 'record'>,
+    private readonly pacer: Pick<HandshakePacer, 'record' | 'active'>,
     options: HandshakeCostSamplerOptions = {},
   ) {
     this.busyMs = options.busyMs ?? (() => performance.eventLoopUtilization().active);
@@ -271,27 +288,47 @@ export class HandshakeCostSampler {
     this.now = options.now ?? (() => performance.now());
   }
 
-  /** Starts the windows (idempotent). */
+  /** Arms the sampler (idempotent): windows run while the pacer is active, from the next {@link wake}. */
   start(): void {
-    if (this.timer !== undefined) return;
+    this.armed = true;
+    if (this.pacer.active) this.wake();
+  }
+
+  /** A connection started to wait: starts the windows unless they run or the sampler is stopped. */
+  wake(): void {
+    if (!this.armed || this.timer !== undefined) return;
     this.lastBusy = this.busyMs();
     this.lastAt = this.now();
     this.timer = setInterval(() => this.closeWindow(), this.intervalMs);
     this.timer.unref();
   }
 
-  /** Stops the windows (idempotent). */
+  /** Stops the windows until {@link start} (idempotent). */
   stop(): void {
-    if (this.timer !== undefined) clearInterval(this.timer);
-    this.timer = undefined;
+    this.armed = false;
+    this.pause();
   }
 
-  /** Closes the current window: its busy time and length go to the pacer. */
+  /** Whether windows are being measured now. */
+  get sampling(): boolean {
+    return this.timer !== undefined;
+  }
+
+  /**
+   * Closes the current window: its busy time and length go to the pacer. Once the pacer is inactive
+   * after it, the windows stop until the next {@link wake}.
+   */
   closeWindow(): void {
     const busy = this.busyMs();
     const at = this.now();
     this.pacer.record(busy - this.lastBusy, at - this.lastAt);
     this.lastBusy = busy;
     this.lastAt = at;
+    if (!this.pacer.active) this.pause();
+  }
+
+  private pause(): void {
+    if (this.timer !== undefined) clearInterval(this.timer);
+    this.timer = undefined;
   }
 }

@@ -115,6 +115,7 @@ export class Admission {
         held: () =>
           this.tlsHandshaking >= this.maxHandshakes ||
           (connections !== undefined && connections.waiting >= connections.max),
+        onWaiting: () => this.sampler?.wake(),
       });
       this.sampler = new HandshakeCostSampler(
         this.pacer,

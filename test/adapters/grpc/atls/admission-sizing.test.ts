@@ -2,7 +2,8 @@
  * Handshake pacing of the attested TLS listener (admission-sizing.ts): handshakes start at
  * a rate with a small burst, in FIFO order; the queue is bounded by its timeout (capacity, expiry); an
  * aborted waiter takes no start; the rate steers toward the utilization target in windows where
- * connections waited and only then (fake timers, a fake clock and busy time); and on
+ * connections waited and only then, and the sampler sets a timer only while connections wait (fake
+ * timers, a fake clock and busy time); and on
  * real loopback TLS a second ClientHello waits unread while the first handshake runs, is dropped
  * after the queue timeout, and a connection beyond what the queue can start in time is refused at
  * accept (the sized global cap).
@@ -125,7 +126,7 @@ describe('HandshakeCostSampler (fake timers, fake busy time)', () => {
     let busy = 1_000;
     const windows: Array<[number, number]> = [];
     const sampler = new HandshakeCostSampler(
-      { record: (b, w) => windows.push([b, w]) },
+      { record: (b, w) => windows.push([b, w]), active: true },
       { intervalMs: 100, busyMs: () => busy, now: () => Date.now() },
     );
     sampler.start();
@@ -141,6 +142,50 @@ describe('HandshakeCostSampler (fake timers, fake busy time)', () => {
     sampler.stop();
     vi.advanceTimersByTime(1_000);
     expect(windows).toHaveLength(2);
+  });
+
+  it('measures only while the pacer is active: no timer when idle, windows from a wake until one ends inactive', () => {
+    vi.useFakeTimers();
+    const pacer = { active: false, windows: 0, record: () => void pacer.windows++ };
+    const sampler = new HandshakeCostSampler(pacer, { intervalMs: 100, busyMs: () => 0 });
+    sampler.start();
+    cleanups.push(() => sampler.stop());
+    vi.advanceTimersByTime(1_000);
+    expect([sampler.sampling, pacer.windows]).toEqual([false, 0]);
+    pacer.active = true;
+    sampler.wake();
+    vi.advanceTimersByTime(300);
+    expect([sampler.sampling, pacer.windows]).toEqual([true, 3]);
+    pacer.active = false;
+    vi.advanceTimersByTime(1_000);
+    // The window that ended inactive was the last one.
+    expect([sampler.sampling, pacer.windows]).toEqual([false, 4]);
+    sampler.stop();
+    sampler.wake();
+    expect(sampler.sampling).toBe(false);
+  });
+
+  it('with a real pacer: a connection that has to wait starts the windows, they stop once the queue drained', async () => {
+    let sampler: HandshakeCostSampler | undefined;
+    // The listener's wiring (admission.ts): the pacer wakes the sampler when a connection waits.
+    const pacer = fakePacer({ burst: 1, initialCostMs: 50, onWaiting: () => sampler?.wake() });
+    let busy = 0;
+    sampler = new HandshakeCostSampler(pacer, { intervalMs: 100, busyMs: () => busy });
+    sampler.start();
+    cleanups.push(() => sampler?.stop());
+    expect(sampler.sampling).toBe(false);
+    // The burst's one start needs no wait: still no timer.
+    await expect(pacer.waitForStart(new AbortController().signal)).resolves.toBe(true);
+    expect(sampler.sampling).toBe(false);
+    const { results } = waiters(pacer, 3);
+    expect(pacer.queued).toBe(3);
+    expect(sampler.sampling).toBe(true);
+    busy += 10;
+    await vi.advanceTimersByTimeAsync(1_000);
+    expect(await Promise.all(results)).toEqual([true, true, true]);
+    expect(pacer.queued).toBe(0);
+    await vi.advanceTimersByTimeAsync(300);
+    expect(sampler.sampling).toBe(false);
   });
 });
 
