@@ -83,8 +83,9 @@ describe('startControlPlaneApi (SIMULATED API server; real HTTPS, real client-no
     expect(s.programs).toEqual([]);
     s.cp.api.secrets.set(MASTER_SECRET_NAME, { metadata: { name: MASTER_SECRET_NAME }, data: {} });
     await s.waitFor('node operator', () => s.programs.length > 0);
-    // At the node operator's default interval, as deployed.
-    expect(s.programs).toEqual([['node-operator', `--kubeconfig=${s.operatorKubeconfigPath}`]]);
+    expect(s.programs).toEqual([
+      ['node-operator', `--kubeconfig=${s.operatorKubeconfigPath}`, '--interval=3s'],
+    ]);
     const round = await runNodeOperator({
       kubeconfigPath: s.operatorKubeconfigPath,
       once: true,
