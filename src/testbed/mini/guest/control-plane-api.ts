@@ -125,9 +125,7 @@ async function startControllers(
   );
   const extra = (await o.operatorArgs?.()) ?? [];
   if (stopped.value) return;
-  // At its default interval (5 s), as deployed: each round lists CSRs, Nodes, JoiningNodes and
-  // DiskBindings, and on one TCG vCPU an idle control plane spent most of its time on these rounds.
-  o.program('node-operator', ['node-operator', `--kubeconfig=${path}`, ...extra]);
+  o.program('node-operator', ['node-operator', `--kubeconfig=${path}`, '--interval=3s', ...extra]);
 }
 
 async function writeOperatorKubeconfig(
