@@ -3,14 +3,19 @@
  * and the node must not use what it changed. The state disk is LUKS2 with authenticated encryption
  * (aes-xts-plain64 with HMAC-SHA256 tags kept by dm-integrity), so a sector whose ciphertext or tag
  * changed fails to read (EIO; the kernel logs `INTEGRITY AEAD ERROR`) instead of decrypting to
- * changed data. The host flips one byte in every 4 KiB block of the integrity-protected area (the
- * tags and the data after dm-integrity's superblock and journal, which stay as they were, so the
- * mapping itself still activates); on the next boot the node gets its rejoin ticket, maps the disk,
- * and its first read (the filesystem's superblock, when it mounts the disk) fails. Checked: an I/O
- * error in the node's log or the kernel's AEAD error on its console, the marker never read back,
- * PCR 15 still zero (the node lock is only marked after the node state was read from the disk).
+ * changed data. The host flips one byte in every integrity block (dm-integrity's sector, 512 bytes
+ * here) of the protected area, the tags and the data after dm-integrity's superblock and journal,
+ * and one byte of every data sector of the journal. The journal matters: the node was powered off
+ * without closing its mapping, so the journal still holds the blocks written last (among them the
+ * filesystem's superblock, rewritten at every mount), and activating the mapping replays them over
+ * the data area. Left as it was, it restores exactly the blocks a mount reads first. The superblock
+ * and the journal's entry sectors stay as they were, so the mapping itself still activates. On the
+ * next boot the node gets its rejoin ticket, maps the disk, and its first read (the filesystem's
+ * superblock, when it mounts the disk) fails. Checked: an I/O error in the node's log or the
+ * kernel's AEAD error on its console, the marker never read back, PCR 15 still zero (the node lock
+ * is only marked after the node state was read from the disk).
  */
-import { open, readFile } from 'node:fs/promises';
+import { open, readFile, stat } from 'node:fs/promises';
 import { runCryptsetup } from '../../../adapters/disk/cryptsetup-runner.js';
 import type { MiniCluster } from '../context.js';
 import { type LifecycleStepResult, NODE_CMDLINE } from '../types.js';
@@ -34,6 +39,13 @@ export interface IntegrityLayout {
   protectedFrom: number;
   /** The segment's integrity type, e.g. `hmac(sha256)`. */
   integrity: string;
+  /** Byte offset of the journal (right after dm-integrity's superblock). */
+  journalFrom: number;
+  /** Journal sections, and sectors in each: first its entry sectors, then its data sectors. */
+  journalSections: number;
+  sectionSectors: number;
+  /** dm-integrity's block (the unit a tag protects) in bytes. */
+  blockBytes: number;
 }
 
 /**
@@ -74,24 +86,42 @@ export async function integrityLayout(image: string): Promise<IntegrityLayout> {
     segmentOffset,
     protectedFrom: segmentOffset + initialSectors * 512,
     integrity: seg.integrity.type,
+    journalFrom: segmentOffset + SB_SECTORS * 512,
+    journalSections,
+    sectionSectors,
+    blockBytes: 512 << log2SectorsPerBlock,
   };
 }
 
-/** Flips one byte in every 4 KiB block of `image` from byte `from` on; returns how many. */
-async function flipBlocks(image: string, from: number): Promise<number> {
+/**
+ * Byte 100 of every integrity block of the protected area, and of every journal data sector (a
+ * journal sector keeps its commit ID in its last 8 bytes, which stay as they were); ascending.
+ */
+export function tamperOffsets(layout: IntegrityLayout, size: number): number[] {
+  const at: number[] = [];
+  for (let s = 0; s < layout.journalSections; s++)
+    for (let i = JOURNAL_BLOCK_SECTORS; i < layout.sectionSectors; i++)
+      at.push(layout.journalFrom + (s * layout.sectionSectors + i) * 512 + 100);
+  for (let p = layout.protectedFrom + 100; p < size; p += layout.blockBytes) at.push(p);
+  return at;
+}
+
+/** Flips one byte at each of the ascending `offsets` in `image`, a MiB at a time; returns how many. */
+export async function flipBytes(image: string, offsets: number[]): Promise<number> {
   const fh = await open(image, 'r+');
   try {
-    const { size } = await fh.stat();
-    const one = Buffer.alloc(1);
-    let flipped = 0;
-    for (let at = from + 100; at < size; at += 4096) {
-      await fh.read(one, 0, 1, at);
-      one[0] = (one[0] as number) ^ 0x01;
-      await fh.write(one, 0, 1, at);
-      flipped++;
+    const buf = Buffer.alloc(1 << 20);
+    for (let i = 0; i < offsets.length; ) {
+      const start = offsets[i] as number;
+      const { bytesRead } = await fh.read(buf, 0, buf.length, start);
+      for (; i < offsets.length && (offsets[i] as number) < start + bytesRead; i++) {
+        const k = (offsets[i] as number) - start;
+        buf[k] = (buf[k] as number) ^ 0x01;
+      }
+      await fh.write(buf, 0, bytesRead, start);
     }
     await fh.sync();
-    return flipped;
+    return offsets.length;
   } finally {
     await fh.close();
   }
@@ -112,9 +142,10 @@ export async function tamperedDiskStep(
   try {
     await c.stopNode(name);
     layout = await integrityLayout(c.diskImage(name));
-    flipped = await flipBlocks(c.diskImage(name), layout.protectedFrom);
+    const image = c.diskImage(name);
+    flipped = await flipBytes(image, tamperOffsets(layout, (await stat(image)).size));
     c.progress(
-      `${name.padEnd(16)} state disk changed on the host: one byte flipped in each of ${flipped} blocks (${layout.integrity})`,
+      `${name.padEnd(16)} state disk changed on the host: one byte flipped in each of ${flipped} integrity blocks and journal sectors (${layout.integrity})`,
     );
     c.t0 = Date.now();
     const vm = await c.startNode(name, {
@@ -149,7 +180,7 @@ export async function tamperedDiskStep(
     pcr15: e.pcr15,
     diskOpen: false,
     reason: ok
-      ? `the host flipped one byte in each of ${flipped} blocks of the ${layout.integrity}-protected area; the node's read failed (${aeadError ?? ioError}) and it neither read its marker nor marked PCR 15`
+      ? `the host flipped one byte in each of ${flipped} integrity blocks and journal sectors of the ${layout.integrity}-protected disk; the node's read failed (${aeadError ?? ioError}) and it neither read its marker nor marked PCR 15`
       : `detected ${detected}, marker read back ${markerRead}, PCR 15 ${e.pcr15}; bootstrapper: ${e.bootstrapper ?? e.error ?? 'no outcome'}`,
     ...(aeadError === undefined ? {} : { kernel: aeadError }),
     ...(ioError === undefined ? {} : { bootstrapper: ioError }),
