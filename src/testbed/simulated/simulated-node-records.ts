@@ -53,6 +53,17 @@ export class SimulatedNodeRecords {
     private readonly now: () => Date = () => new Date(),
   ) {}
 
+  /**
+   * After CSRs and Nodes were restored from a snapshot: numbers the next names (`generateName`) and
+   * uids after every restored one, so a new CSR never collides with a restored one's name.
+   */
+  resumeNumbering(): void {
+    for (const o of [...this.csrs.values(), ...this.nodes.values()]) {
+      const n = /^uid-(?:csr|node)-(\d+)$/.exec(String(o?.metadata?.uid ?? ''));
+      if (n) this.serial = Math.max(this.serial, Number(n[1]));
+    }
+  }
+
   /** The answer to a request this part serves, made by `user`; undefined for any other request. */
   handle(
     method: string,

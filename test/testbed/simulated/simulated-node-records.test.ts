@@ -21,6 +21,32 @@ const csr = {
 };
 
 describe('SimulatedNodeRecords', () => {
+  it('after a restore from a snapshot, numbers new CSRs after the restored ones (no name collision)', () => {
+    const post = (r: SimulatedNodeRecords) =>
+      r.handle(
+        'POST',
+        '/apis/certificates.k8s.io/v1/certificatesigningrequests',
+        'application/json',
+        q,
+        csr,
+        bootstrapUser,
+      );
+    const before = new SimulatedNodeRecords(new Map(), new Map());
+    expect(post(before)).toMatchObject({ code: 201 });
+    const restore = () => {
+      const r = new SimulatedNodeRecords(new Map(), new Map());
+      for (const [k, v] of before.csrs) r.csrs.set(k, v);
+      return r;
+    };
+    // Restored without renumbering, the first generated name is taken: a real API server's random
+    // suffix would not collide.
+    expect(post(restore())).toMatchObject({ code: 409 });
+    const after = restore();
+    after.resumeNumbering();
+    expect(post(after)).toMatchObject({ code: 201 });
+    expect(after.csrs.size).toBe(2);
+  });
+
   it("records a CSR's requester from authentication, never from the body", () => {
     const r = new SimulatedNodeRecords(new Map(), new Map());
     const a = r.handle(

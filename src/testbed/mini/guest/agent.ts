@@ -237,15 +237,24 @@ async function runServices(config: BootstrapConfig, api: FakeKubeApi, ip: string
   );
   let last = '';
   let saved = await saveApiServer(api, '');
+  let saving = false;
   const watch = setInterval(() => {
-    // The API server's objects stand for etcd: kept on the state disk, restored after a reboot.
-    void saveApiServer(api, saved).then(
-      (v) => {
-        saved = v;
-      },
-      (err: unknown) =>
-        report({ type: 'log', source: 'agent', line: `saving the API server: ${messageOf(err)}` }),
-    );
+    // The API server's objects stand for etcd: kept on the state disk, restored after a reboot;
+    // one save at a time (under TCG a synced write can take longer than the interval).
+    if (!saving) {
+      saving = true;
+      void saveApiServer(api, saved)
+        .then(
+          (v) => {
+            saved = v;
+          },
+          (err: unknown) =>
+            report({ type: 'log', source: 'agent', line: `saving the API server: ${messageOf(err)}` }),
+        )
+        .finally(() => {
+          saving = false;
+        });
+    }
     const now = JSON.stringify({
       violations: api.violations,
       joiningNodes: [...api.joiningNodes.keys()],

@@ -4,14 +4,16 @@
  * - the filesystem itself: made (busybox mke2fs, ext2) when the agent formatted a blank disk;
  * - /etc/kubernetes, bind-mounted from the disk (the simulated kubeadm's CA, admin.conf, the API
  *   server's serving certificate: upstream keeps them on the state disk too);
- * - the SIMULATED API server's objects (Secrets, DiskBindings, JoiningNodes, …), snapshotted to the
- *   disk on every change: they stand for etcd, which lives on the control plane's state disk;
+ * - the SIMULATED API server's objects (Secrets, DiskBindings, JoiningNodes, Nodes, CSRs,
+ *   EvidenceRecords, …), snapshotted to the disk on every change: they stand for etcd, which lives on
+ *   the control plane's state disk;
  * - the lifecycle scenario's marker file, written once and read back after every boot.
  * A disk set up before is mounted by the production disk mapper (`--state-mount`) once it opened it.
  */
 import { execFile } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
-import { mkdir, readFile, rename, writeFile } from 'node:fs/promises';
+import { mkdir, open, readFile, rename, writeFile } from 'node:fs/promises';
+import { dirname } from 'node:path';
 import type { FakeKubeApi } from '../../simulated/simulated-kube-api.js';
 
 /** Where the state disk's mapping is mounted. */
@@ -75,23 +77,83 @@ export function readMarker(): { mounted: boolean; marker: string | null } {
   };
 }
 
-type Store = 'secrets' | 'configMaps' | 'nodeVersions' | 'joiningNodes' | 'diskBindings';
-const STORES: Store[] = ['secrets', 'configMaps', 'nodeVersions', 'joiningNodes', 'diskBindings'];
+/**
+ * The API server's stores kept in the snapshot: every object etcd would keep across a control-plane
+ * restart. Nodes too: a real API server still lists a node that was powered off, so the node
+ * operator does not take its DiskBinding for one of a node that is gone.
+ */
+function stores(api: FakeKubeApi): Record<string, Map<string, Record<string, unknown>>> {
+  return {
+    secrets: api.secrets,
+    configMaps: api.configMaps,
+    nodeVersions: api.nodeVersions,
+    joiningNodes: api.joiningNodes,
+    diskBindings: api.diskBindings,
+    nodes: api.nodeRecords.nodes,
+    csrs: api.nodeRecords.csrs,
+    evidenceRecords: api.evidenceRecords,
+  };
+}
 
 /** Loads the API server's objects from the state disk into `api`; false when there is no snapshot. */
 export async function restoreApiServer(api: FakeKubeApi): Promise<boolean> {
   if (!existsSync(API_SNAPSHOT)) return false;
-  const saved = JSON.parse(await readFile(API_SNAPSHOT, 'utf8')) as Record<Store, [string, unknown][]>;
-  for (const s of STORES) for (const [k, v] of saved[s] ?? []) api[s].set(k, v as Record<string, unknown>);
+  const saved = JSON.parse(await readFile(API_SNAPSHOT, 'utf8')) as Record<string, [string, unknown][]>;
+  for (const [name, store] of Object.entries(stores(api)))
+    for (const [k, v] of saved[name] ?? []) store.set(k, v as Record<string, unknown>);
+  api.nodeRecords.resumeNumbering();
+  // No kubelet posted status while the control plane was down: as the node lifecycle controller
+  // does, every restored Node is Ready=Unknown until its kubelet reports again. A Node kept Ready
+  // made the node operator delete the JoiningNode of a node that was joining again under the same
+  // name, and its kubelet's CSR was then denied (no pending join ticket).
+  const now = new Date().toISOString();
+  for (const node of api.nodeRecords.nodes.values()) {
+    const status = (node.status ?? {}) as { conditions?: Array<Record<string, unknown>> };
+    const others = (status.conditions ?? []).filter((c) => c.type !== 'Ready');
+    node.status = {
+      ...status,
+      conditions: [
+        ...others,
+        {
+          type: 'Ready',
+          status: 'Unknown',
+          reason: 'NodeStatusUnknown',
+          message: 'Kubelet stopped posting node status.',
+          lastTransitionTime: now,
+        },
+      ],
+    };
+  }
   return true;
 }
 
-/** Snapshots the API server's objects to the state disk (atomically); returns the snapshot text. */
+/**
+ * Writes `text` to `file` so that a power-off at any moment leaves the old or the new content, as
+ * etcd syncs its log: the data reaches the disk before the rename, the rename before this returns.
+ */
+async function writeDurably(file: string, text: string): Promise<void> {
+  const next = `${file}.next`;
+  const fh = await open(next, 'w', 0o600);
+  try {
+    await fh.writeFile(text);
+    await fh.sync();
+  } finally {
+    await fh.close();
+  }
+  await rename(next, file);
+  const dir = await open(dirname(file), 'r');
+  try {
+    await dir.sync();
+  } finally {
+    await dir.close();
+  }
+}
+
+/** Snapshots the API server's objects to the state disk (durably); returns the snapshot text. */
 export async function saveApiServer(api: FakeKubeApi, last: string): Promise<string> {
-  const now = JSON.stringify(Object.fromEntries(STORES.map((s) => [s, [...api[s]]])));
+  const now = JSON.stringify(Object.fromEntries(Object.entries(stores(api)).map(([s, m]) => [s, [...m]])));
   if (now === last || !mounted(STATE_MOUNT)) return last;
   await mkdir(`${STATE_MOUNT}/confboot-mini`, { recursive: true });
-  await writeFile(`${API_SNAPSHOT}.next`, now, { mode: 0o600 });
-  await rename(`${API_SNAPSHOT}.next`, API_SNAPSHOT);
+  await writeDurably(API_SNAPSHOT, now);
   return now;
 }
