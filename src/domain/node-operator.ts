@@ -6,7 +6,10 @@
  * 1. decides every pending kubelet client CSR (kubelet-csr-approval.ts) against the JoiningNode
  *    records as they are before this round removes any;
  * 2. removes a JoiningNode once a Ready Node of its name exists, or once its deadline passed
- *    (a control plane's record is what lets the next control plane join);
+ *    (a control plane's record is what lets the next control plane join). A Ready Node counts only
+ *    when its kubelet posted Ready after the record was created: a node wiped and joining again
+ *    under its old name finds its old Node still Ready for the node-monitor grace period, and
+ *    removing the record then would deny the new kubelet's CSR;
  * 3. labels DiskBindings written before the owner label existed (a migration each record goes
  *    through once), and releases a DiskBinding whose node is gone: no Node and no JoiningNode names
  *    it and the record is older than the grace period (a ticket being issued writes the binding a
@@ -16,7 +19,7 @@
  * and the round goes on. Rounds are idempotent: the next one finds what is still to do.
  */
 import type { Clock } from '../ports/clock.js';
-import type { ClusterNodes } from '../ports/cluster-nodes.js';
+import type { ClusterNode, ClusterNodes } from '../ports/cluster-nodes.js';
 import type { DiskBindingRecords } from '../ports/disk-binding-records.js';
 import { messageOf } from '../ports/errors.js';
 import type { JoiningNodes } from '../ports/joining-nodes.js';
@@ -24,6 +27,17 @@ import type { KubeletCsrs } from '../ports/kubelet-csrs.js';
 import type { Logger } from '../ports/logger.js';
 import type { CallOptions } from '../ports/types.js';
 import { judgeKubeletCsr } from './kubelet-csr-approval.js';
+
+/**
+ * Whether `node` is Ready for a JoiningNode created at `createdAt`: Ready, and, when both times are
+ * known, posted Ready at or after the record's creation (both have whole-second precision in the
+ * API; a node takes far longer than a second from its ticket to its kubelet's first status).
+ */
+function readySince(node: ClusterNode | undefined, createdAt: Date | undefined): boolean {
+  if (node?.ready !== true) return false;
+  if (node.readyHeartbeat === undefined || createdAt === undefined) return true;
+  return node.readyHeartbeat.getTime() >= createdAt.getTime();
+}
 
 /** Default age below which a DiskBinding is never released (longer than issuing one ticket takes). */
 export const DEFAULT_BINDING_GRACE_MS = 10 * 60_000;
@@ -105,11 +119,11 @@ export class NodeOperator {
           report.denied.push({ csr: csr.name, reason: verdict.reason, message: verdict.message });
       }
     }
-    const ready = new Set(nodeList.filter((n) => n.ready).map((n) => n.name));
+    const ready = new Map(nodeList.filter((n) => n.ready).map((n) => [n.name, n]));
     const known = new Set(nodeList.map((n) => n.name));
     const stillJoining = new Set<string>();
     for (const j of joining) {
-      const why = ready.has(j.nodeName)
+      const why = readySince(ready.get(j.nodeName), j.createdAt)
         ? 'node-ready'
         : j.deadline.getTime() <= now.getTime()
           ? 'deadline'

@@ -21,6 +21,8 @@ export interface JoiningNodeRecord {
   isControlPlane: boolean;
   /** After this the node is given up on and the record removed. */
   deadline: Date;
+  /** When the API server created the record (`metadata.creationTimestamp`), when known. */
+  createdAt?: Date;
   /** The ticket's kubelet credentials; absent on a record written without them. */
   grant?: KubeletCredentialsGrant;
 }

@@ -137,6 +137,44 @@ describe('NodeOperator', () => {
     expect(s.joiningNodes.records).toEqual([]);
   });
 
+  it('keeps the JoiningNode of a node joining again while its old Node is still Ready from before the record', async () => {
+    // worker-1 was wiped and got a fresh ticket at 08:00:10; its old Node still says Ready (the
+    // node-monitor grace period has not run out), last posted by the old kubelet at 07:59:30.
+    const again = { ...worker1, createdAt: new Date('2026-12-07T08:00:10Z') };
+    const s = setup({
+      joining: [again],
+      nodes: [{ name: 'worker-1', ready: true, readyHeartbeat: new Date('2026-12-07T07:59:30Z') }],
+      csrs: [csrOf('csr-a', 'worker-1')],
+    });
+    const first = await s.operator.reconcile();
+    expect(first.deletedJoiningNodes).toEqual([]);
+    // The new kubelet's CSR is still judged against the kept record, and approved.
+    expect(s.csrs.calls).toEqual(['approve csr-a AttestedJoinTicket']);
+    // The new kubelet posts Ready (after the record's creation): now the record goes.
+    s.nodes[0] = { name: 'worker-1', ready: true, readyHeartbeat: new Date('2026-12-07T08:01:02Z') };
+    expect((await s.operator.reconcile()).deletedJoiningNodes).toEqual([
+      { objectName: 'worker-1', nodeName: 'worker-1', why: 'node-ready' },
+    ]);
+  });
+
+  it('counts a Ready Node posted in the same second as the record, and one whose times are unknown', async () => {
+    const at = new Date('2026-12-07T08:00:10Z');
+    const s = setup({
+      joining: [
+        { ...worker1, createdAt: at },
+        { ...worker1, objectName: 'worker-2', nodeName: 'worker-2' },
+      ],
+      nodes: [
+        { name: 'worker-1', ready: true, readyHeartbeat: at },
+        { name: 'worker-2', ready: true, readyHeartbeat: new Date('2026-12-01T00:00:00Z') },
+      ],
+    });
+    expect((await s.operator.reconcile()).deletedJoiningNodes.map((d) => d.objectName)).toEqual([
+      'worker-1',
+      'worker-2',
+    ]);
+  });
+
   it('deletes a JoiningNode whose node never came once its deadline passed (fake time)', async () => {
     const s = setup({ joining: [cp1] });
     expect((await s.operator.reconcile()).deletedJoiningNodes).toEqual([]);

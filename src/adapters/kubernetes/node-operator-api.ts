@@ -59,6 +59,16 @@ export interface KubeNodeOperatorApiOptions {
   requestTimeoutInMs?: number;
 }
 
+/**
+ * `{ [key]: Date }` for an API timestamp (client-node hands it over as a Date or an RFC 3339
+ * string); `{}` when it is absent or unreadable.
+ */
+function optionalDate<K extends string>(key: K, value: unknown): { [P in K]?: Date } {
+  if (value === undefined || value === null) return {};
+  const at = value instanceof Date ? value : new Date(String(value));
+  return Number.isNaN(at.getTime()) ? {} : ({ [key]: at } as { [P in K]?: Date });
+}
+
 /** See the module header. */
 export class KubeNodeOperatorApi implements KubeletCsrs {
   private readonly custom: CustomObjectsApi;
@@ -92,6 +102,7 @@ export class KubeNodeOperatorApi implements KubeletCsrs {
         isControlPlane: spec.iscontrolplane === true,
         // A record without a readable deadline is treated as expired.
         deadline: Number.isNaN(deadline.getTime()) ? new Date(0) : deadline,
+        ...optionalDate('createdAt', j.metadata?.creationTimestamp),
         ...(typeof spec.bootstraptokenid === 'string' && typeof spec.kubeletkeysha256 === 'string'
           ? { grant: { bootstrapTokenId: spec.bootstraptokenid, kubeletKeySha256: spec.kubeletkeysha256 } }
           : {}),
@@ -115,10 +126,14 @@ export class KubeNodeOperatorApi implements KubeletCsrs {
     const items = await this.all('listing Nodes', (cont) =>
       this.core.listNode({ limit: PAGE, ...(cont ? { _continue: cont } : {}) }),
     );
-    return items.map((n) => ({
-      name: String(n.metadata?.name),
-      ready: (n.status?.conditions ?? []).some((c: Obj) => c.type === 'Ready' && c.status === 'True'),
-    }));
+    return items.map((n) => {
+      const ready = (n.status?.conditions ?? []).find((c: Obj) => c.type === 'Ready');
+      return {
+        name: String(n.metadata?.name),
+        ready: ready?.status === 'True',
+        ...optionalDate('readyHeartbeat', ready?.lastHeartbeatTime),
+      };
+    });
   }
 
   /** Every DiskBinding record ({@link DiskBindingRecords.list}). */

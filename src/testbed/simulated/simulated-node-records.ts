@@ -354,6 +354,11 @@ export class SimulatedNodeRecords {
     return problems;
   }
 
+  /** RFC 3339 to whole seconds, as the API server writes metadata timestamps. */
+  private timestamp(): string {
+    return `${this.now().toISOString().slice(0, 19)}Z`;
+  }
+
   createJoiningNode(contentType: string | undefined, j: Obj): RecordsAnswer {
     const problems = this.checkJoiningNode(j, undefined);
     if (contentType !== 'application/json') problems.push(`content type ${contentType}`);
@@ -365,8 +370,10 @@ export class SimulatedNodeRecords {
         reason: 'AlreadyExists',
         message: `joiningnodes.update.edgeless.systems "${name}" already exists`,
       };
-    this.joiningNodes.set(name, j);
-    return { code: 201, body: j };
+    // The API server sets creationTimestamp itself (a client's value is ignored), to whole seconds.
+    const stored = { ...j, metadata: { ...j.metadata, creationTimestamp: this.timestamp() } };
+    this.joiningNodes.set(name, stored);
+    return { code: 201, body: stored };
   }
 
   applyJoiningNode(name: string, contentType: string | undefined, q: URLSearchParams, j: Obj): RecordsAnswer {
@@ -375,10 +382,16 @@ export class SimulatedNodeRecords {
       problems.push(`content type ${contentType}, want application/apply-patch+yaml`);
     if (!q.get('fieldManager')) problems.push('server-side apply without fieldManager');
     if (problems.length > 0) return { violation: `JoiningNode apply: ${problems.join(', ')}` };
-    const existed = this.joiningNodes.has(name);
+    const existing = this.joiningNodes.get(name);
+    const existed = existing !== undefined;
     this.joiningNodes.set(name, {
       ...j,
-      metadata: { ...j.metadata, managedFields: [{ manager: q.get('fieldManager'), operation: 'Apply' }] },
+      metadata: {
+        ...j.metadata,
+        // Kept from the object's creation; an apply that creates it gets the server's time.
+        creationTimestamp: existing?.metadata?.creationTimestamp ?? this.timestamp(),
+        managedFields: [{ manager: q.get('fieldManager'), operation: 'Apply' }],
+      },
     });
     return { code: existed ? 200 : 201, body: this.joiningNodes.get(name) };
   }

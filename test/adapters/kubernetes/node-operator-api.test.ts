@@ -50,7 +50,7 @@ describe('KubeNodeOperatorApi (SIMULATED API server; real HTTPS, real client-nod
   it('reads JoiningNodes with their grant, and deletes one (twice is fine)', async () => {
     const { c, api } = await setup();
     c.api.joiningNodes.set('worker-1', {
-      metadata: { name: 'worker-1' },
+      metadata: { name: 'worker-1', creationTimestamp: '2026-12-07T08:00:10Z' },
       spec: {
         name: 'worker-1',
         iscontrolplane: false,
@@ -71,6 +71,7 @@ describe('KubeNodeOperatorApi (SIMULATED API server; real HTTPS, real client-nod
         nodeName: 'worker-1',
         isControlPlane: false,
         deadline: new Date('2026-12-09T08:00:00Z'),
+        createdAt: new Date('2026-12-07T08:00:10Z'),
         grant: { bootstrapTokenId: 'abcdef', kubeletKeySha256: 'a'.repeat(64) },
       },
     ]);
@@ -104,16 +105,26 @@ describe('KubeNodeOperatorApi (SIMULATED API server; real HTTPS, real client-nod
     expect(c.api.diskBindings.size).toBe(0);
   });
 
-  it('lists Nodes with their readiness', async () => {
+  it('lists Nodes with their readiness and when a kubelet last posted it', async () => {
     const { c, api } = await setup();
     c.api.nodeRecords.nodes.set('a', {
       metadata: { name: 'a' },
       status: { conditions: [{ type: 'Ready', status: 'True' }] },
     });
     c.api.nodeRecords.nodes.set('b', { metadata: { name: 'b' }, status: {} });
+    c.api.nodeRecords.nodes.set('c', {
+      metadata: { name: 'c' },
+      status: {
+        conditions: [
+          { type: 'MemoryPressure', status: 'False', lastHeartbeatTime: '2026-12-07T07:00:00Z' },
+          { type: 'Ready', status: 'Unknown', lastHeartbeatTime: '2026-12-07T08:01:02Z' },
+        ],
+      },
+    });
     expect(await api.nodes()).toEqual([
       { name: 'a', ready: true },
       { name: 'b', ready: false },
+      { name: 'c', ready: false, readyHeartbeat: new Date('2026-12-07T08:01:02Z') },
     ]);
   });
 

@@ -47,6 +47,46 @@ describe('SimulatedNodeRecords', () => {
     expect(after.csrs.size).toBe(2);
   });
 
+  it("stamps a JoiningNode's creationTimestamp itself (whole seconds, the client's ignored) and keeps it on apply", () => {
+    let now = new Date('2026-12-07T08:00:10.734Z');
+    const r = new SimulatedNodeRecords(new Map(), new Map(), () => now);
+    const joining = {
+      apiVersion: 'update.edgeless.systems/v1alpha1',
+      kind: 'JoiningNode',
+      metadata: { name: 'worker-1', creationTimestamp: '2020-01-01T00:00:00Z' },
+      spec: {
+        name: 'worker-1',
+        componentsreference: 'k',
+        iscontrolplane: false,
+        deadline: '2026-12-09T08:00:00Z',
+      },
+    };
+    const path = '/apis/update.edgeless.systems/v1alpha1/joiningnodes';
+    const created = r.handle('POST', path, 'application/json', q, joining, bootstrapUser);
+    expect(created).toMatchObject({
+      code: 201,
+      body: { metadata: { creationTimestamp: '2026-12-07T08:00:10Z' } },
+    });
+    now = new Date('2026-12-07T08:05:00Z');
+    const apply = new URLSearchParams({ fieldManager: 'confboot' });
+    const applied = r.handle(
+      'PATCH',
+      `${path}/worker-1`,
+      'application/apply-patch+yaml',
+      apply,
+      joining,
+      bootstrapUser,
+    );
+    expect(applied).toMatchObject({
+      code: 200,
+      body: { metadata: { creationTimestamp: '2026-12-07T08:00:10Z' } },
+    });
+    const fresh = { ...joining, metadata: { name: 'worker-2' }, spec: { ...joining.spec, name: 'worker-2' } };
+    expect(
+      r.handle('PATCH', `${path}/worker-2`, 'application/apply-patch+yaml', apply, fresh, bootstrapUser),
+    ).toMatchObject({ code: 201, body: { metadata: { creationTimestamp: '2026-12-07T08:05:00Z' } } });
+  });
+
   it("records a CSR's requester from authentication, never from the body", () => {
     const r = new SimulatedNodeRecords(new Map(), new Map());
     const a = r.handle(
