@@ -20,17 +20,19 @@ const csr = {
   },
 };
 
+/** A bootstrap-token kubelet's POST of `csr`. */
+const post = (r: SimulatedNodeRecords) =>
+  r.handle(
+    'POST',
+    '/apis/certificates.k8s.io/v1/certificatesigningrequests',
+    'application/json',
+    q,
+    csr,
+    bootstrapUser,
+  );
+
 describe('SimulatedNodeRecords', () => {
   it('after a restore from a snapshot, numbers new CSRs after the restored ones (no name collision)', () => {
-    const post = (r: SimulatedNodeRecords) =>
-      r.handle(
-        'POST',
-        '/apis/certificates.k8s.io/v1/certificatesigningrequests',
-        'application/json',
-        q,
-        csr,
-        bootstrapUser,
-      );
     const before = new SimulatedNodeRecords(new Map(), new Map());
     expect(post(before)).toMatchObject({ code: 201 });
     const restore = () => {
@@ -89,14 +91,7 @@ describe('SimulatedNodeRecords', () => {
 
   it("records a CSR's requester from authentication, never from the body", () => {
     const r = new SimulatedNodeRecords(new Map(), new Map());
-    const a = r.handle(
-      'POST',
-      '/apis/certificates.k8s.io/v1/certificatesigningrequests',
-      'application/json',
-      q,
-      csr,
-      bootstrapUser,
-    );
+    const a = post(r);
     expect(a).toMatchObject({
       code: 201,
       body: { spec: { username: 'system:bootstrap:abcdef', groups: ['system:bootstrappers'] } },
@@ -105,14 +100,7 @@ describe('SimulatedNodeRecords', () => {
 
   it('takes one decision per CSR, and signs nothing that is not approved', () => {
     const r = new SimulatedNodeRecords(new Map(), new Map());
-    r.handle(
-      'POST',
-      '/apis/certificates.k8s.io/v1/certificatesigningrequests',
-      'application/json',
-      q,
-      csr,
-      bootstrapUser,
-    );
+    post(r);
     const name = [...r.csrs.keys()][0] as string;
     const path = `/apis/certificates.k8s.io/v1/certificatesigningrequests/${name}`;
     const cert = { status: { certificate: Buffer.from('-----BEGIN CERTIFICATE-----').toString('base64') } };
