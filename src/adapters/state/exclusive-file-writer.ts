@@ -70,7 +70,7 @@ export class ExclusiveFileWriter implements FileWriter {
 }
 
 /** Makes the new directory entry durable; best effort (some filesystems refuse to fsync directories). */
-async function syncDir(dir: string): Promise<void> {
+export async function syncDir(dir: string): Promise<void> {
   let fh: FileHandle | undefined;
   try {
     fh = await open(dir, 'r');

@@ -190,7 +190,7 @@ export class SimulatedNodeRecords {
         ...c.metadata,
         name,
         uid: `uid-csr-${++this.serial}`,
-        creationTimestamp: this.now().toISOString(),
+        creationTimestamp: this.timestamp(),
       },
       spec: { ...spec, username: user.name, groups: user.groups },
       status: {},
@@ -263,7 +263,7 @@ export class SimulatedNodeRecords {
       metadata: {
         ...n.metadata,
         uid: `uid-node-${++this.serial}`,
-        creationTimestamp: this.now().toISOString(),
+        creationTimestamp: this.timestamp(),
       },
     };
     this.nodes.set(name, stored);
@@ -354,7 +354,7 @@ export class SimulatedNodeRecords {
     return problems;
   }
 
-  /** RFC 3339 to whole seconds, as the API server writes metadata timestamps. */
+  /** RFC 3339 to whole seconds, as the API server writes every creationTimestamp. */
   private timestamp(): string {
     return `${this.now().toISOString().slice(0, 19)}Z`;
   }
@@ -370,7 +370,7 @@ export class SimulatedNodeRecords {
         reason: 'AlreadyExists',
         message: `joiningnodes.update.edgeless.systems "${name}" already exists`,
       };
-    // The API server sets creationTimestamp itself (a client's value is ignored), to whole seconds.
+    // The API server sets creationTimestamp itself (a client's value is ignored).
     const stored = { ...j, metadata: { ...j.metadata, creationTimestamp: this.timestamp() } };
     this.joiningNodes.set(name, stored);
     return { code: 201, body: stored };

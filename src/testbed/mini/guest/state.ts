@@ -14,6 +14,7 @@ import { execFile } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { mkdir, open, readFile, rename, writeFile } from 'node:fs/promises';
 import { dirname } from 'node:path';
+import { syncDir } from '../../../adapters/state/exclusive-file-writer.js';
 import type { FakeKubeApi } from '../../simulated/simulated-kube-api.js';
 
 /** Where the state disk's mapping is mounted. */
@@ -141,12 +142,7 @@ async function writeDurably(file: string, text: string): Promise<void> {
     await fh.close();
   }
   await rename(next, file);
-  const dir = await open(dirname(file), 'r');
-  try {
-    await dir.sync();
-  } finally {
-    await dir.close();
-  }
+  await syncDir(dirname(file));
 }
 
 /** Snapshots the API server's objects to the state disk (durably); returns the snapshot text. */
