@@ -16,8 +16,8 @@ export const miniUpgradeCommand = defineCommand({
     'Roll a mini cluster from image A to image B (another kernel command line) with measurement sets: dry run of "B only" against the evidence the join service keeps in the cluster, A+B rollout through ConfigMap join-config, a B node joins, an A node reboots and rejoins, A expires and A nodes are refused with measurement-set-expired; the dry run predicts every outcome and every receipt verifies against the JWKS. kubeadm and the Kubernetes API server are simulated.',
   options: MINI_VM_OPTIONS,
   epilog:
-    'Needs what `confboot mini up` needs (scripts/setup.sh). Four VMs (a control plane, two A workers, one B\n' +
-    'worker); under TCG a run takes tens of minutes.\n' +
+    'Needs what `confboot mini up` needs (scripts/setup.sh). Three VMs (a control plane, an A worker, a B\n' +
+    'worker); under TCG a run takes about ten minutes.\n' +
     'JSON: the envelope\'s result is {"steps": [{"step", "node", "ok", "reason", ...}], "ok", ...} as `mini lifecycle` prints it.',
   exitCodes: scenarioExitCodes('every step held'),
 });

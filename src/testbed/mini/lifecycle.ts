@@ -2,6 +2,10 @@
  * `confboot mini lifecycle`: a cluster that survives reboots and a full outage, on real QEMU VMs.
  * The same stages as `mini up` (image, network, reference boot, provision, boot, init, join) form a
  * control plane and two workers; each node writes a marker to its mounted state disk and stays up.
+ * A third, tampered worker (another kernel command line, so PCR 9 differs) boots with them and is
+ * refused by the join service on its first join (`refused-join`): once refused it is powered off and
+ * its disk image checked on the host (only its initial passphrase opens it), and it takes no part in
+ * the steps after. `formation` keeps every node's first-boot evidence (as `mini up` reports it).
  * The operator's master secret is split 2-of-3 into share files the way `confboot init
  * --recovery-shares 3 --recovery-threshold 2` does after init. Then the steps, each checked from
  * real state (stages/lifecycle-steps.ts, stages/outage.ts): re-attestation
@@ -20,12 +24,13 @@ import type { MiniSecrets } from './stages/init.js';
 import { reattestStep, rebootStep, resetStep, tamperedRebootStep } from './stages/lifecycle-steps.js';
 import { bootEvidence, secondsSince, waitBootstrapped } from './stages/node-evidence.js';
 import { type LifecycleShares, outageStep } from './stages/outage.js';
-import { MINI_SIMULATED } from './stages/outcome.js';
+import { diskInVmOf, diskOnHost, MINI_SIMULATED, pcr15Evidence } from './stages/outcome.js';
 import { tamperedDiskStep } from './stages/tampered-disk.js';
 import {
   type LifecycleStepResult,
   type MiniLifecycleOptions,
   type MiniLifecycleResult,
+  type MiniNodeSpec,
   planNodes,
 } from './types.js';
 
@@ -75,7 +80,7 @@ function headerIntegrity(c: MiniCluster, name: string): string | null {
   return typeof state?.headerIntegrity === 'string' ? state.headerIntegrity : null;
 }
 
-/** One `form` entry per node: initialised or joined, marker written, PCR 15 the cluster's marker. */
+/** One `form` entry per good node: initialised or joined, marker written, PCR 15 the cluster's marker. */
 async function formSteps(
   c: MiniCluster,
   secrets: MiniSecrets,
@@ -83,6 +88,7 @@ async function formSteps(
 ): Promise<LifecycleStepResult[]> {
   return Promise.all(
     c.nodes.map(async (n): Promise<LifecycleStepResult> => {
+      c.result(n.name).diskInVm = diskInVmOf(c.reports(n.name));
       const r = c.result(n.name);
       let error: string | undefined;
       try {
@@ -107,26 +113,81 @@ async function formSteps(
   );
 }
 
+/**
+ * Step `refused-join` of tampered node `n` (refused by the join service while the cluster formed):
+ * powers it off and leaves the scenario's nodes; holds when the join service refused it naming PCR 9
+ * alone, expected as computed from the image, its PCR 15 stayed zero and, on the host, its disk
+ * image opens with its initial passphrase and not with the key derived for its UUID.
+ */
+async function refusedJoinStep(
+  c: MiniCluster,
+  secrets: MiniSecrets,
+  n: MiniNodeSpec,
+  started: number,
+): Promise<LifecycleStepResult> {
+  const r = c.result(n.name);
+  await c.stopNode(n.name);
+  c.nodes.splice(c.nodes.indexOf(n), 1);
+  const pcr = c
+    .reports(n.name)
+    .filter((x) => x.type === 'pcr15' && typeof x.value === 'string')
+    .pop();
+  r.pcr15 = pcr15Evidence(pcr === undefined ? null : String(pcr.value), secrets);
+  r.diskInVm = diskInVmOf(c.reports(n.name));
+  if (r.disk !== undefined) r.diskOnHost = await diskOnHost(c, n.name, r.disk.uuid, secrets);
+  const computed9 = c.expected.computed.get(9)?.toString('hex');
+  const ok =
+    r.refusedBy === 'join-service' &&
+    r.mismatches.map((m) => m.pcr).join() === '9' &&
+    r.mismatches[0]?.expected === computed9 &&
+    r.mismatches[0]?.actual !== computed9 &&
+    r.pcr15.zero &&
+    r.diskOnHost?.opensWithInitialPassphrase === true &&
+    r.diskOnHost.opensWithDerivedKey === false;
+  return {
+    step: 'refused-join',
+    node: n.name,
+    ok,
+    pcr15: r.pcr15.zero ? 'zero' : r.pcr15.matches ? 'cluster-marker' : 'other',
+    diskOpen: false,
+    mismatches: r.mismatches,
+    reason: `${r.reason}; powered off, its disk image opens on the host with its initial passphrase: ${r.diskOnHost?.opensWithInitialPassphrase}, with the derived key: ${r.diskOnHost?.opensWithDerivedKey}`,
+    seconds: secondsSince(started),
+  };
+}
+
 /** Runs the lifecycle scenario; always removes everything it started. */
 export async function miniLifecycle(options: MiniLifecycleOptions): Promise<MiniLifecycleResult> {
-  const c = await MiniCluster.open({ ...options, workers: 2, tampered: 0 }, planNodes(2, 0));
-  const markers = new Map(c.nodes.map((n) => [n.name, randomBytes(16).toString('hex')]));
+  const c = await MiniCluster.open({ ...options, workers: 2, tampered: 1 }, planNodes(2, 1));
+  const good = c.nodes.filter((n) => n.boot === 'good');
+  const tampered = c.nodes.filter((n) => n.boot === 'tampered');
+  const markers = new Map(good.map((n) => [n.name, randomBytes(16).toString('hex')]));
   const steps: LifecycleStepResult[] = [];
   const diskIntegrity: Record<string, string | null> = {};
   let clusterId: string | undefined;
+  let formation: MiniLifecycleResult['formation'];
   let result: MiniLifecycleResult | undefined;
   try {
     await prepareCluster(c);
     const started = Date.now();
-    const { secrets } = await formCluster(
+    const { init, secrets } = await formCluster(
       c,
-      // Every node keeps serving the verification service; the control plane's node operator re-attests.
-      (n) => ({ marker: markers.get(n.name) as string, stay: true, verifyListen: true, orders: true }),
+      // Every good node keeps serving the verification service; the control plane's node operator re-attests.
+      (n) =>
+        n.boot === 'good'
+          ? { marker: markers.get(n.name) as string, stay: true, verifyListen: true, orders: true }
+          : {},
       true,
     );
     if (secrets !== undefined) {
       clusterId = secrets.clusterId.toString('hex');
+      for (const n of tampered) steps.push(await refusedJoinStep(c, secrets, n, started));
       steps.push(...(await formSteps(c, secrets, started)));
+      formation = {
+        ...(init === undefined ? {} : { init }),
+        computedFromImage: { '9': c.expected.computed.get(9)?.toString('hex') ?? '' },
+        nodes: [...good, ...tampered].map((n) => ({ ...c.result(n.name) })),
+      };
     }
     if (secrets !== undefined && steps.every((s) => s.ok)) {
       const shares = await makeShares(secrets);
@@ -143,14 +204,16 @@ export async function miniLifecycle(options: MiniLifecycleOptions): Promise<Mini
       accel: c.accel,
       ...(clusterId === undefined ? {} : { clusterId }),
       recoveryShares: SHARES,
+      ...(formation === undefined ? {} : { formation }),
       diskIntegrity,
       steps,
       netns: c.network.netns,
       workDir: c.workDir,
       durationMs: 0,
       simulated: MINI_SIMULATED,
-      // Every step ran (form ×3, reattest, reboot, tampered reboot, outage ×3, reset, tampered disk) and held.
-      ok: steps.length === 3 + 1 + 1 + 1 + 3 + 1 + 1 && steps.every((s) => s.ok),
+      // Every step ran (refused join, form ×3, reattest, reboot, tampered reboot, outage ×3, reset,
+      // tampered disk) and held.
+      ok: steps.length === 1 + 3 + 1 + 1 + 1 + 3 + 1 + 1 && steps.every((s) => s.ok),
     };
   } finally {
     const leftovers = await c.teardown(false);

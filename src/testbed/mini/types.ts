@@ -175,7 +175,15 @@ export interface AuditRecord {
 
 /** One step of `mini lifecycle` on one node, checked from real state. */
 export interface LifecycleStepResult {
-  step: 'form' | 'reattest' | 'reboot' | 'tampered-reboot' | 'outage' | 'reset' | 'tampered-disk';
+  step:
+    | 'form'
+    | 'refused-join'
+    | 'reattest'
+    | 'reboot'
+    | 'tampered-reboot'
+    | 'outage'
+    | 'reset'
+    | 'tampered-disk';
   node: string;
   ok: boolean;
   /** The node opened its state disk with a rejoin ticket (not a fresh join). */
@@ -228,6 +236,15 @@ export interface MiniLifecycleResult {
   accel: 'kvm' | 'tcg';
   clusterId?: string;
   recoveryShares: { total: number; threshold: number };
+  /**
+   * The cluster's formation as `mini up` reports it: init's outcome, PCR 9 as computed from the
+   * image, and every node's first-boot evidence (the tampered worker's after it was powered off).
+   */
+  formation?: {
+    init?: MiniResult['init'];
+    computedFromImage: Record<string, string>;
+    nodes: MiniNodeResult[];
+  };
   /** Each node's state-disk integrity as its VM read the validated LUKS2 header (e.g. `hmac(sha256)`). */
   diskIntegrity: Record<string, string | null>;
   steps: LifecycleStepResult[];

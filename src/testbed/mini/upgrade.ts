@@ -1,6 +1,6 @@
 /**
  * `confboot mini upgrade`: a rolling upgrade with measurement sets on real QEMU VMs, checked against
- * the dry run's predictions. The stages of `mini up` form a control plane and two workers from image
+ * the dry run's predictions. The stages of `mini up` form a control plane and a worker from image
  * A (the node image booted with its kernel command line); the join service on the control plane
  * keeps its evidence in the cluster (EvidenceRecord resources in the SIMULATED API server), records
  * refusals as Events there and signs a receipt for every ticket. Then, each step checked from real
@@ -8,15 +8,15 @@
  *
  * 1. `image-b`: image B is the same kernel and initramfs with another command line; its expected
  *    PCRs 4 and 9 are computed from it, the firmware PCRs taken from the reference boot's event log;
- * 2. `dry-run` "B only" against the recorded evidence: both A workers are predicted refused;
+ * 2. `dry-run` "B only" against the recorded evidence: the A worker is predicted refused;
  * 3. `rollout` A+B: the operator applies sets `image-a` and `image-b` to ConfigMap join-config; the
  *    control plane's kubelet (the agent) updates the mounted file and the join service reloads it;
  * 4. `join-b`: a fresh worker boots image B and joins, matching `image-b` (its event log replays to
  *    B's computed PCRs); `rejoin-a`: worker-0 reboots into image A and rejoins, matching `image-a`;
- * 5. `dry-run` "B only" again: only the remaining A workers are predicted refused;
+ * 5. `dry-run` "B only" again: only the A worker is predicted refused, the B worker accepted;
  * 6. `expire-a`: the operator sets `image-a` to expire 30 s later; the join service's own clock
  *    passes it without a reload; the dry run of the config in force then predicts each worker;
- * 7. every worker reboots: the A workers are refused with `measurement-set-expired`
+ * 7. every worker reboots: the A worker is refused with `measurement-set-expired`
  *    (`expired-reboot`), the B worker rejoins (`reboot-b`); `prediction`: per worker, the prediction
  *    of step 6 equals the outcome;
  * 8. `receipts`: every receipt the join service issued verifies against the JWKS it serves.
@@ -48,7 +48,10 @@ import {
 } from './stages/upgrade-steps.js';
 import { type MiniUpOptions, NODE_CMDLINE, planNodes } from './types.js';
 
-/** Options of `mini upgrade` (always a control plane, two A workers and one B worker). */
+/**
+ * Options of `mini upgrade` (always a control plane, one A worker and one B worker: a second A worker
+ * would take the same path as the first, two more TCG boots on the CI's two cores).
+ */
 export type MiniUpgradeOptions = Omit<MiniUpOptions, 'workers' | 'tampered' | 'keep'>;
 
 /**
@@ -96,7 +99,7 @@ function configs(a: Pcrs, b: Pcrs) {
 
 /** Runs the upgrade scenario; always removes everything it started. */
 export async function miniUpgrade(options: MiniUpgradeOptions): Promise<MiniUpgradeResult> {
-  const c = await MiniCluster.open({ ...options, workers: 2, tampered: 0 }, [...planNodes(2, 0), B_NODE]);
+  const c = await MiniCluster.open({ ...options, workers: 1, tampered: 0 }, [...planNodes(1, 0), B_NODE]);
   const steps: UpgradeStepResult[] = [];
   const held = () => steps.every((s) => s.ok);
   let clusterId: string | undefined;
@@ -152,14 +155,14 @@ export async function miniUpgrade(options: MiniUpgradeOptions): Promise<MiniUpgr
         );
 
       let s = await dryRunStep(run, 'B only', cfg.bOnly);
-      s.ok = predicts(s, ['worker-0', 'worker-1'], ['worker-0', 'worker-1']);
+      s.ok = predicts(s, ['worker-0'], ['worker-0']);
       steps.push(s);
       if (held()) steps.push(await rolloutStep(run, 'rollout', 'A+B', cfg.aAndB()));
       if (held()) steps.push(await joinBStep(run, b));
       if (held()) steps.push(await rejoinStep(run, 'rejoin-a', 'worker-0', NODE_CMDLINE, 'image-a'));
       if (held()) {
         s = await dryRunStep(run, 'B only', cfg.bOnly);
-        s.ok = predicts(s, ['worker-0', 'worker-1', 'worker-2'], ['worker-0', 'worker-1']);
+        s.ok = predicts(s, ['worker-0', B_NODE.name], ['worker-0']);
         steps.push(s);
       }
       let final: UpgradeStepResult | undefined;
@@ -174,7 +177,7 @@ export async function miniUpgrade(options: MiniUpgradeOptions): Promise<MiniUpgr
           c.progress(`operator         waiting ${Math.ceil(wait / 1000)} s until image-a has expired`);
           if (wait > 0) await new Promise((r) => setTimeout(r, wait));
           final = await dryRunStep(run, 'A expired+B', cfg.aAndB(expires));
-          final.ok = predicts(final, ['worker-0', 'worker-1', 'worker-2'], ['worker-0', 'worker-1']);
+          final.ok = predicts(final, ['worker-0', B_NODE.name], ['worker-0']);
           steps.push(final);
         }
       }
@@ -183,11 +186,10 @@ export async function miniUpgrade(options: MiniUpgradeOptions): Promise<MiniUpgr
         steps.push(
           ...(await Promise.all([
             expiredRebootStep(run, 'worker-0'),
-            expiredRebootStep(run, 'worker-1'),
-            rejoinStep(run, 'reboot-b', 'worker-2', IMAGE_B_CMDLINE, 'image-b'),
+            rejoinStep(run, 'reboot-b', B_NODE.name, IMAGE_B_CMDLINE, 'image-b'),
           ])),
         );
-        steps.push(...predictionSteps(steps, final, ['worker-0', 'worker-1', 'worker-2']));
+        steps.push(...predictionSteps(steps, final, ['worker-0', B_NODE.name]));
       }
       if (held()) steps.push(await receiptsStep(run));
     }
@@ -199,9 +201,9 @@ export async function miniUpgrade(options: MiniUpgradeOptions): Promise<MiniUpgr
       workDir: c.workDir,
       durationMs: 0,
       simulated: MINI_SIMULATED,
-      // form ×3, image-b, dry-run, rollout, join-b, rejoin-a, dry-run, expire-a, dry-run,
-      // expired-reboot ×2, reboot-b, prediction ×3, receipts.
-      ok: steps.length === 3 + 15 && held(),
+      // form ×2, image-b, dry-run, rollout, join-b, rejoin-a, dry-run, expire-a, dry-run,
+      // expired-reboot, reboot-b, prediction ×2, receipts.
+      ok: steps.length === 2 + 13 && held(),
     };
   } finally {
     const leftovers = await c.teardown(false);

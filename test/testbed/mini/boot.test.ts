@@ -39,7 +39,7 @@ const missing = ['qemu-system-x86_64', 'swtpm', 'swtpm_setup', 'dpkg-deb', 'depm
   (c) => !have(c),
 );
 if (!existsSync(OVMF_CODE)) missing.push(OVMF_CODE);
-// test/testbed/mini/mini-up.test.ts proves the same on three VMs in `npm test`; this single-VM test (about two
+// test/testbed/mini/lifecycle.test.ts proves the same on its VMs in `npm test`; this single-VM test (about two
 // minutes under TCG) runs with CONFBOOT_MINI_ALL=1.
 if (process.env.CONFBOOT_MINI_ALL !== '1') missing.push('CONFBOOT_MINI_ALL=1');
 const CMDLINE = 'console=ttyS0 quiet panic=-1 no_timer_check';

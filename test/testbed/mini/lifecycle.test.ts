@@ -1,6 +1,12 @@
 /**
  * `confboot mini lifecycle` end to end on ONE cluster of real QEMU VMs under TCG (a control plane and
- * two workers, the master secret split 2-of-3): worker-1's PCR 9 extended after the join is flagged
+ * two workers, the master secret split 2-of-3). It forms the cluster as `mini up` does, checked the
+ * same way: init verified the control plane's quote (AK trust included) and stored the master-secret
+ * Secret; every node quoted through /dev/tpmrm0 with an event log that replays to its quote, and its
+ * state disk is mapped with one keyslot the initial passphrase no longer opens; a tampered worker
+ * (PCR 9 differs) booting with them is refused by the join service naming PCR 9 as computed from the
+ * image, holds nothing (PCR 15 zero; on the host only its initial passphrase opens its disk) and is
+ * powered off. Then worker-1's PCR 9 extended after the join is flagged
  * by the control plane's production node operator (EvidenceRecord annotation, Event, metric) and
  * cordoned while worker-0 stays green, and `confboot verify` accepts worker-0 and the control plane and
  * refuses worker-1 with fresh nonces (a replayed document refused); worker-0's reboot rejoins with its marker intact;
@@ -44,6 +50,7 @@ describe.skipIf(missing.length > 0)(
         };
         expect(result.steps.map((s) => `${s.step} ${s.node}`).sort(), summary).toEqual(
           [
+            'refused-join worker-2',
             'form control-plane-0',
             'form worker-0',
             'form worker-1',
@@ -57,6 +64,54 @@ describe.skipIf(missing.length > 0)(
             'tampered-disk worker-0',
           ].sort(),
         );
+        // formation, as `mini up` checks it: init verified the control plane's quote (AK trust
+        // included) and stored the master-secret Secret over verified TLS; every node quoted through
+        // the kernel's resource manager with an event log that replays to its quote and is the log
+        // /init reported at boot; every good node's disk is mapped with one keyslot that the initial
+        // passphrase no longer opens.
+        const formation = result.formation;
+        const init = formation?.init;
+        expect(init?.ok, summary).toBe(true);
+        expect(init?.attestationChecks, summary).toContain('ok ak-trust');
+        expect(init?.masterSecretStored, summary).toBe(true);
+        expect(init?.clusterId, summary).toBe(result.clusterId);
+        expect(formation?.nodes.map((n) => `${n.name} ${n.boot}`).sort(), summary).toEqual([
+          'control-plane-0 good',
+          'worker-0 good',
+          'worker-1 good',
+          'worker-2 tampered',
+        ]);
+        for (const n of formation?.nodes ?? []) {
+          expect(n.tcti, n.name).toBe('device:/dev/tpmrm0');
+          expect(n.eventLogReplays, n.name).toBe(true);
+          expect(n.eventLogMatchesBootReport, n.name).toBe(true);
+          expect(n.metadataSelf, n.name).toMatchObject({ Name: n.name, VPCIP: n.ip });
+          expect(n.disk, n.name).toMatchObject({ mapping: '/dev/mapper/state', cipher: 'aes-xts-plain64' });
+          if (n.boot === 'good')
+            expect(n.diskInVm, n.name).toMatchObject({
+              active: true,
+              keyslots: [0],
+              initialPassphraseOpens: false,
+            });
+        }
+        // refused-join: the tampered worker was refused by the join service on its first join,
+        // naming PCR 9 alone, expected = computed from the image; it holds nothing: PCR 15 zero, and
+        // on the host its disk opens with its initial passphrase and not with a derived key.
+        const refused = step('refused-join', 'worker-2');
+        expect(refused.ok, summary).toBe(true);
+        const bad = formation?.nodes.find((n) => n.name === 'worker-2');
+        expect(bad?.refusedBy, summary).toBe('join-service');
+        expect(
+          bad?.mismatches.map((m) => m.pcr),
+          summary,
+        ).toEqual([9]);
+        expect(bad?.mismatches[0]?.expected, summary).toBe(formation?.computedFromImage['9']);
+        expect(bad?.mismatches[0]?.actual, summary).not.toBe(bad?.mismatches[0]?.expected);
+        expect(bad?.pcr15?.zero, summary).toBe(true);
+        expect(bad?.diskOnHost, summary).toEqual({
+          opensWithInitialPassphrase: true,
+          opensWithDerivedKey: false,
+        });
         // reattest: worker-1's PCR 9 extended after the join; the production node operator (every 5 s,
         // cordon opted in) flags it on its EvidenceRecord, raises an Event, counts it, cordons it;
         // worker-0 re-attests ok in a round after the change and stays schedulable.

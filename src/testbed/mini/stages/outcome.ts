@@ -67,20 +67,26 @@ export async function diskOnHost(
   };
 }
 
+/** The state disk as the VM reported it after its bootstrapper (first `disk-state` report), if it did. */
+export function diskInVmOf(reports: readonly Record<string, unknown>[]): MiniNodeResult['diskInVm'] {
+  const state = reports.find((x) => x.type === 'disk-state');
+  if (state === undefined) return undefined;
+  return {
+    active: state.active === true,
+    cipher: (state.cipher as string | null) ?? null,
+    integrity: (state.integrity as string | null) ?? null,
+    keyslots: (state.keyslots as number[]) ?? [],
+    initialPassphraseOpens: state.initialPassphraseOpens === true,
+  };
+}
+
 /** Fills in each node's end state from its reports and its disk image. */
 export async function collectOutcome(c: MiniCluster, secrets: MiniSecrets | undefined): Promise<void> {
   for (const n of c.nodes) {
     const r = c.result(n.name);
     const reports = c.reports(n.name);
-    const state = reports.find((x) => x.type === 'disk-state');
-    if (state)
-      r.diskInVm = {
-        active: state.active === true,
-        cipher: (state.cipher as string | null) ?? null,
-        integrity: (state.integrity as string | null) ?? null,
-        keyslots: (state.keyslots as number[]) ?? [],
-        initialPassphraseOpens: state.initialPassphraseOpens === true,
-      };
+    const inVm = diskInVmOf(reports);
+    if (inVm) r.diskInVm = inVm;
     const lastLine = reports
       .filter((x) => x.type === 'log' && x.source === 'bootstrapper' && typeof x.line === 'string')
       .map((x) => String(x.line))

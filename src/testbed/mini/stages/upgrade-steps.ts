@@ -360,7 +360,7 @@ export function recordKeys(c: MiniCluster): Map<string, string> {
 }
 
 /** The B worker: not booted with the cluster, it joins after the A+B rollout. */
-export const B_NODE: MiniNodeSpec = { name: 'worker-2', role: 'worker', boot: 'good' };
+export const B_NODE: MiniNodeSpec = { name: 'worker-1', role: 'worker', boot: 'good' };
 
 /** Boots the fresh B worker and follows it to its join; the step checks its set and its event log. */
 export async function joinBStep(run: Run, b: Pcrs): Promise<UpgradeStepResult> {
