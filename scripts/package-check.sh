@@ -6,9 +6,11 @@
 # real NitroTPM document of the test vectors, and every entry point there; then installs it as a plain
 # `npm install` does (its optional dependencies too) with the optional peers, and loads the library.
 #
-# Run alone with `bash scripts/package-check.sh` or `npm run package:check`; .ci/run runs it after
+# Run alone with `bash scripts/package-check.sh` or `npm run package:check`; .ci/run runs it beside
 # `npm test`. The work tree is left as it was: the tarball and the empty project live in one temp
-# directory, removed on exit. Only dist/ (ignored by git) is rebuilt.
+# directory, removed on exit. Only dist/ (ignored by git) is rebuilt, by the pack (step 1) alone: with
+# CONFBOOT_PACKAGE_CHECK_PACKED=FILE the script creates FILE once the tarball exists, and what follows
+# reads only the tarball and the test vectors, so tests may run from then on.
 #
 # The empty project's installs reach the npm registry. Each is bounded by
 # CONFBOOT_PACKAGE_CHECK_INSTALL_TIMEOUT seconds (default 300). CONFBOOT_PACKAGE_CHECK_KEEP=1 keeps the
@@ -60,6 +62,7 @@ EOF
 . "$work/pack.env"
 tarball="$work/$tarball"
 [ -f "$tarball" ] || fail "npm pack wrote no $tarball"
+if [ -n "${CONFBOOT_PACKAGE_CHECK_PACKED:-}" ]; then : >"$CONFBOOT_PACKAGE_CHECK_PACKED"; fi
 
 # 2. The file list: every file package.json points to is in it; nothing of the tests, the test support
 # or the testbed (src/testbed, the simulated stand-ins and VM runners: files excludes it) is. Of test/,

@@ -60,7 +60,9 @@ describe('package', () => {
     // npm installs a git dependency by running only `prepare` in its clone before packing it.
     expect(pkg.scripts.prepare).toMatch(/\bnpm run build\b/);
     expect(pkg.scripts['package:check']).toBe('bash scripts/package-check.sh');
-    expect(readFileSync(resolve(root, '.ci/run'), 'utf8')).toMatch(/^bash scripts\/package-check\.sh$/m);
+    expect(readFileSync(resolve(root, '.ci/run'), 'utf8')).toMatch(
+      /^CONFBOOT_PACKAGE_CHECK_PACKED=\S+ bash scripts\/package-check\.sh /m,
+    );
     // exact pins: the package check's verdicts do not change under a new minor version of a linter
     expect(pkg.devDependencies.publint).toMatch(/^0\.3\.\d+$/);
     expect(pkg.devDependencies['@arethetypeswrong/cli']).toMatch(/^0\.18\.\d+$/);
