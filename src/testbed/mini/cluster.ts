@@ -66,6 +66,25 @@ export async function formCluster(
   return formed;
 }
 
+/**
+ * Gives the control plane time to report the simulated API server's final state: at least 3 s, and
+ * until it reports no JoiningNode left (the node operator deletes each in its first round after the
+ * node's Node is Ready; it runs every 10 s), at most `boundMs`. What is left then is in the result.
+ */
+async function joiningNodesSettled(c: MiniCluster, boundMs = 30_000): Promise<void> {
+  const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+  const deadline = Date.now() + boundMs;
+  await sleep(3000);
+  while (Date.now() < deadline) {
+    const last = c
+      .reports(c.controlPlane.name)
+      .filter((x) => x.type === 'api-server' && Array.isArray(x.joiningNodes))
+      .pop();
+    if (last !== undefined && (last.joiningNodes as unknown[]).length === 0) return;
+    await sleep(1000);
+  }
+}
+
 /** Runs the cluster; always cleans up VMs, swtpms, dnsmasq and the namespace unless `keep`. */
 export async function miniUp(options: MiniUpOptions): Promise<MiniResult> {
   const c = await MiniCluster.open(options, planNodes(options.workers, options.tampered));
@@ -73,8 +92,7 @@ export async function miniUp(options: MiniUpOptions): Promise<MiniResult> {
   try {
     await prepareCluster(c);
     const { init, secrets } = await formCluster(c);
-    // Give the control plane a moment to report the simulated API server's final state.
-    await new Promise((r) => setTimeout(r, 3000));
+    await joiningNodesSettled(c);
     const status = init?.ok ? await statusSnapshot(c) : undefined;
     // Stop every VM (with --keep all but the control plane, which keeps serving joins), then
     // check each disk image on the host.

@@ -175,15 +175,7 @@ export interface AuditRecord {
 
 /** One step of `mini lifecycle` on one node, checked from real state. */
 export interface LifecycleStepResult {
-  step:
-    | 'form'
-    | 'refused-join'
-    | 'reattest'
-    | 'reboot'
-    | 'tampered-reboot'
-    | 'outage'
-    | 'reset'
-    | 'tampered-disk';
+  step: 'form' | 'refused-join' | 'reattest' | 'tampered-reboot' | 'outage' | 'reset' | 'tampered-disk';
   node: string;
   ok: boolean;
   /** The node opened its state disk with a rejoin ticket (not a fresh join). */

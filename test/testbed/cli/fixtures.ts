@@ -75,7 +75,7 @@ export function lifecycleResult(ok = true): MiniLifecycleResult {
     diskIntegrity: { 'worker-0': 'hmac(sha256)' },
     steps: [
       {
-        step: 'reboot',
+        step: 'outage',
         node: 'worker-0',
         ok,
         rejoined: true,

@@ -19,7 +19,7 @@ describe('confboot mini lifecycle (scenario stood in)', () => {
     expect(code).toBe(0);
     expect(seen[0]).toMatchObject({ accel: 'tcg', cacheDir: '/c' });
     expect(stdout.text()).toMatch(/^formed$/m);
-    expect(stdout.text()).toMatch(/^reboot +worker-0 +held +yes +yes +cluster-marker +yes +38s/m);
+    expect(stdout.text()).toMatch(/^outage +worker-0 +held +yes +yes +cluster-marker +yes +38s/m);
   });
 
   it('-o json: the envelope on stdout, progress on stderr, exit 1 when a step failed', async () => {
@@ -33,7 +33,7 @@ describe('confboot mini lifecycle (scenario stood in)', () => {
     expect(JSON.parse(stdout.text())).toMatchObject({
       command: 'mini lifecycle',
       exitCode: 1,
-      result: { steps: [{ step: 'reboot', ok: false }] },
+      result: { steps: [{ step: 'outage', ok: false }] },
     });
     expect(stderr.text()).toBe('formed\n');
   });

@@ -10,11 +10,6 @@
  *   not cordoned; `confboot verify` accepts the other worker and the control plane and refuses the
  *   changed one naming the PCR, each with a fresh nonce; a replayed document is refused. The changed
  *   worker stays cordoned; its next boot (`tampered-reboot`) resets its PCRs;
- * - `reboot`: a worker restarts with the same disk and TPM; the production disk mapper gets a rejoin
- *   ticket, opens and mounts the disk, and marks PCR 15 again; its marker reads back equal, the
- *   join service's audit shows a rejoin, not a join, and the bootstrapper restarted the kubelet (on
- *   by default; SIMULATED in the VM, boot-commands.ts) with the state disk mounted and the kubelet
- *   credentials of the first join on it;
  * - `tampered-reboot`: a worker restarts with another kernel command line (PCR 9 differs); the join
  *   service refuses the rejoin naming the register, nothing is issued, its disk stays unmapped and
  *   PCR 15 stays zero (it keeps retrying with backoff);
@@ -24,6 +19,9 @@
  *   disk mapper wipes and formats the disk (a new LUKS UUID each time) and the node joins fresh; the
  *   join releases the old disk's binding (named in its audit event, gone from the API server's
  *   DiskBindings).
+ * A worker's rejoin after a reboot is checked in `outage` (outage.ts: rejoin ticket, marker, PCR 15,
+ * kubelet restarted); a single worker rebooting while the rest of the cluster runs rejoins the same
+ * way in `mini upgrade` (`rejoin-a`, `reboot-b`).
  */
 import { join } from 'node:path';
 import { messageOf } from '../../../ports/errors.js';
@@ -58,59 +56,6 @@ export function failed(
   err: unknown,
 ): LifecycleStepResult {
   return { step, node, ok: false, reason: messageOf(err), seconds: secondsSince(started) };
-}
-
-/** Step `reboot` of node `name` (see the module comment). */
-export async function rebootStep(
-  c: MiniCluster,
-  secrets: MiniSecrets,
-  markers: Map<string, string>,
-  name: string,
-): Promise<LifecycleStepResult> {
-  const started = Date.now();
-  const ip = c.result(name).ip;
-  const from = auditMark(c);
-  try {
-    await restart(c, name, NODE_CMDLINE, 'reboot (same state disk, same TPM)');
-    await waitBootstrapped(c, name);
-  } catch (err) {
-    return failed('reboot', name, started, err);
-  }
-  const e = bootEvidence(c, name, secrets);
-  const audit = auditOf(c, ip, from);
-  const rejoined =
-    /^Node rejoined/.test(e.bootstrapper ?? '') &&
-    audit.some((a) => a.rpc === 'IssueRejoinTicket' && a.outcome === 'issued') &&
-    !audit.some((a) => a.rpc === 'IssueJoinTicket');
-  const markerIntact = e.marker === markers.get(name);
-  const restarted = c.reports(name).find((r) => r.type === 'kubelet-restarted');
-  const kubeletRestart = {
-    stateMounted: restarted?.stateMounted === true,
-    kubeletCredentials: restarted?.kubeletCredentials === true,
-  };
-  const kubeletRestarted =
-    /, kubelet restarted$/.test(e.bootstrapper ?? '') &&
-    kubeletRestart.stateMounted &&
-    kubeletRestart.kubeletCredentials;
-  const ok =
-    rejoined && markerIntact && kubeletRestarted && e.pcr15 === 'cluster-marker' && e.diskOpen === true;
-  c.progress(`${name.padEnd(16)} ${ok ? 'rejoined' : 'reboot did NOT hold'}: ${e.bootstrapper ?? '-'}`);
-  return {
-    step: 'reboot',
-    node: name,
-    ok,
-    rejoined,
-    markerIntact,
-    pcr15: e.pcr15,
-    diskOpen: e.diskOpen === true,
-    reason: ok
-      ? 'rejoined through the join service: disk opened with the issued key, marker intact, PCR 15 marked again, kubelet restarted (SIMULATED) from the mounted state disk'
-      : `kubelet restarted ${kubeletRestarted}; bootstrapper: ${e.bootstrapper ?? e.error ?? 'no outcome'}`,
-    audit,
-    kubeletRestart,
-    ...(e.bootstrapper === undefined ? {} : { bootstrapper: e.bootstrapper }),
-    seconds: secondsSince(started),
-  };
 }
 
 /** Step `tampered-reboot` of node `name` (see the module comment); the node is left running. */

@@ -50,6 +50,30 @@ export function bootEvidence(c: MiniCluster, name: string, secrets: MiniSecrets)
   };
 }
 
+/**
+ * Whether node `name`'s bootstrapper restarted the kubelet in this boot (SIMULATED kubelet, on by
+ * default): its outcome line says so, and the kubelet ran with the state disk mounted and the
+ * kubelet credentials of the first join on it.
+ */
+export function kubeletRestartOf(
+  c: MiniCluster,
+  name: string,
+  bootstrapper: string | undefined,
+): { kubeletRestart: { stateMounted: boolean; kubeletCredentials: boolean }; restarted: boolean } {
+  const seen = c.reports(name).find((r) => r.type === 'kubelet-restarted');
+  const kubeletRestart = {
+    stateMounted: seen?.stateMounted === true,
+    kubeletCredentials: seen?.kubeletCredentials === true,
+  };
+  return {
+    kubeletRestart,
+    restarted:
+      /, kubelet restarted$/.test(bootstrapper ?? '') &&
+      kubeletRestart.stateMounted &&
+      kubeletRestart.kubeletCredentials,
+  };
+}
+
 /** Waits until node `name`'s bootstrapper finished this boot and the agent read the marker. */
 export async function waitBootstrapped(c: MiniCluster, name: string): Promise<void> {
   const r = await c.waitReport(

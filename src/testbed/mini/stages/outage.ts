@@ -5,14 +5,17 @@
  * the namespace, each verifying the control plane's quote and registered AK before it sends) send:
  * one valid share (the node answers `1 of 2`), one share of another cluster, then a second valid
  * share, which recovers it; the answer names the foreign share. The recovered control plane runs its
- * join service again and every worker rejoins through it without further commands.
+ * join service again and every worker rejoins through it without further commands: a rejoin ticket
+ * (no join ticket) in the join service's audit, the disk opened with the issued key, its marker
+ * intact, PCR 15 marked again, and the kubelet restarted (SIMULATED) with the state disk mounted and
+ * the kubelet credentials of the first join on it.
  */
 import type { MiniCluster } from '../context.js';
 import type { RecoverEntryOutput } from '../host/recover-entry.js';
 import { type LifecycleStepResult, NODE_CMDLINE } from '../types.js';
 import { bootstrapConfig } from './fleet.js';
 import { type MiniSecrets, runHostEntry } from './init.js';
-import { auditOf, bootEvidence, secondsSince, waitBootstrapped } from './node-evidence.js';
+import { auditOf, bootEvidence, kubeletRestartOf, secondsSince, waitBootstrapped } from './node-evidence.js';
 
 /** Port of a control plane's recovery endpoint. */
 const RECOVERY_PORT = 9999;
@@ -131,8 +134,10 @@ export async function outageStep(
       const audit = auditOf(c, c.result(n.name).ip);
       const rejoined =
         /^Node rejoined/.test(e.bootstrapper ?? '') &&
-        audit.some((a) => a.rpc === 'IssueRejoinTicket' && a.outcome === 'issued');
+        audit.some((a) => a.rpc === 'IssueRejoinTicket' && a.outcome === 'issued') &&
+        !audit.some((a) => a.rpc === 'IssueJoinTicket');
       const markerIntact = e.marker === markers.get(n.name);
+      const { kubeletRestart, restarted } = kubeletRestartOf(c, n.name, e.bootstrapper);
       entries.push({
         step: 'outage',
         node: n.name,
@@ -140,6 +145,7 @@ export async function outageStep(
           werr === undefined &&
           rejoined &&
           markerIntact &&
+          restarted &&
           e.pcr15 === 'cluster-marker' &&
           e.diskOpen === true,
         rejoined,
@@ -148,8 +154,9 @@ export async function outageStep(
         diskOpen: e.diskOpen === true,
         reason:
           werr ??
-          `rejoined through the recovered control plane without further commands: ${e.bootstrapper ?? '-'}`,
+          `rejoined through the recovered control plane without further commands (kubelet restarted ${restarted}): ${e.bootstrapper ?? '-'}`,
         audit,
+        kubeletRestart,
         ...(e.bootstrapper === undefined ? {} : { bootstrapper: e.bootstrapper }),
         seconds: secondsSince(started),
       });

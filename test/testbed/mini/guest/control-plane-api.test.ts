@@ -84,7 +84,7 @@ describe('startControlPlaneApi (SIMULATED API server; real HTTPS, real client-no
     s.cp.api.secrets.set(MASTER_SECRET_NAME, { metadata: { name: MASTER_SECRET_NAME }, data: {} });
     await s.waitFor('node operator', () => s.programs.length > 0);
     expect(s.programs).toEqual([
-      ['node-operator', `--kubeconfig=${s.operatorKubeconfigPath}`, '--interval=3s'],
+      ['node-operator', `--kubeconfig=${s.operatorKubeconfigPath}`, '--interval=10s'],
     ]);
     const round = await runNodeOperator({
       kubeconfigPath: s.operatorKubeconfigPath,
