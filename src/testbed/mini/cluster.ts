@@ -32,7 +32,7 @@ import { imageStage } from './stages/image.js';
 import { initStage, type MiniSecrets } from './stages/init.js';
 import { servicesStage, withKubeletCredentials, workerStage } from './stages/join.js';
 import { networkStage } from './stages/network.js';
-import { buildResult, collectOutcome, statusSnapshot } from './stages/outcome.js';
+import { apiServerReport, buildResult, collectOutcome, statusSnapshot } from './stages/outcome.js';
 import { findReference, REFERENCE_VM, referenceStage } from './stages/reference.js';
 import { type MiniResult, type MiniUpOptions, planNodes } from './types.js';
 
@@ -76,11 +76,7 @@ async function joiningNodesSettled(c: MiniCluster, boundMs = 30_000): Promise<vo
   const deadline = Date.now() + boundMs;
   await sleep(3000);
   while (Date.now() < deadline) {
-    const last = c
-      .reports(c.controlPlane.name)
-      .filter((x) => x.type === 'api-server' && Array.isArray(x.joiningNodes))
-      .pop();
-    if (last !== undefined && (last.joiningNodes as unknown[]).length === 0) return;
+    if (apiServerReport(c)?.joiningNodes.length === 0) return;
     await sleep(1000);
   }
 }

@@ -24,7 +24,7 @@ import type { MiniSecrets } from './stages/init.js';
 import { reattestStep, resetStep, tamperedRebootStep } from './stages/lifecycle-steps.js';
 import { bootEvidence, secondsSince, waitBootstrapped } from './stages/node-evidence.js';
 import { type LifecycleShares, outageStep } from './stages/outage.js';
-import { diskInVmOf, diskOnHost, MINI_SIMULATED, pcr15Evidence } from './stages/outcome.js';
+import { collectNodeOutcome, diskInVmOf, MINI_SIMULATED } from './stages/outcome.js';
 import { tamperedDiskStep } from './stages/tampered-disk.js';
 import {
   type LifecycleStepResult,
@@ -88,8 +88,8 @@ async function formSteps(
 ): Promise<LifecycleStepResult[]> {
   return Promise.all(
     c.nodes.map(async (n): Promise<LifecycleStepResult> => {
-      c.result(n.name).diskInVm = diskInVmOf(c.reports(n.name));
       const r = c.result(n.name);
+      r.diskInVm = diskInVmOf(c.reports(n.name));
       let error: string | undefined;
       try {
         if (r.accepted) await waitBootstrapped(c, n.name);
@@ -128,27 +128,21 @@ async function refusedJoinStep(
   const r = c.result(n.name);
   await c.stopNode(n.name);
   c.nodes.splice(c.nodes.indexOf(n), 1);
-  const pcr = c
-    .reports(n.name)
-    .filter((x) => x.type === 'pcr15' && typeof x.value === 'string')
-    .pop();
-  r.pcr15 = pcr15Evidence(pcr === undefined ? null : String(pcr.value), secrets);
-  r.diskInVm = diskInVmOf(c.reports(n.name));
-  if (r.disk !== undefined) r.diskOnHost = await diskOnHost(c, n.name, r.disk.uuid, secrets);
+  await collectNodeOutcome(c, n.name, secrets);
   const computed9 = c.expected.computed.get(9)?.toString('hex');
   const ok =
     r.refusedBy === 'join-service' &&
     r.mismatches.map((m) => m.pcr).join() === '9' &&
     r.mismatches[0]?.expected === computed9 &&
     r.mismatches[0]?.actual !== computed9 &&
-    r.pcr15.zero &&
+    r.pcr15?.zero === true &&
     r.diskOnHost?.opensWithInitialPassphrase === true &&
     r.diskOnHost.opensWithDerivedKey === false;
   return {
     step: 'refused-join',
     node: n.name,
     ok,
-    pcr15: r.pcr15.zero ? 'zero' : r.pcr15.matches ? 'cluster-marker' : 'other',
+    pcr15: r.pcr15?.zero ? 'zero' : r.pcr15?.matches ? 'cluster-marker' : 'other',
     diskOpen: false,
     mismatches: r.mismatches,
     reason: `${r.reason}; powered off, its disk image opens on the host with its initial passphrase: ${r.diskOnHost?.opensWithInitialPassphrase}, with the derived key: ${r.diskOnHost?.opensWithDerivedKey}`,

@@ -82,27 +82,33 @@ export function diskInVmOf(reports: readonly Record<string, unknown>[]): MiniNod
 
 /** Fills in each node's end state from its reports and its disk image. */
 export async function collectOutcome(c: MiniCluster, secrets: MiniSecrets | undefined): Promise<void> {
-  for (const n of c.nodes) {
-    const r = c.result(n.name);
-    const reports = c.reports(n.name);
-    const inVm = diskInVmOf(reports);
-    if (inVm) r.diskInVm = inVm;
-    const lastLine = reports
-      .filter((x) => x.type === 'log' && x.source === 'bootstrapper' && typeof x.line === 'string')
-      .map((x) => String(x.line))
-      .filter((l) => l.startsWith('Node '))
-      .pop();
-    if (lastLine) r.bootstrapper = lastLine;
-    const pcr = reports.filter((x) => x.type === 'pcr15' && typeof x.value === 'string').pop();
-    if (secrets !== undefined) r.pcr15 = pcr15Evidence(pcr ? String(pcr.value) : null, secrets);
-    if (existsSync(c.diskImage(n.name)) && r.disk)
-      r.diskOnHost = await diskOnHost(c, n.name, r.disk.uuid, secrets);
-    r.seconds = Math.round((Date.now() - c.t0) / 1000);
-  }
+  for (const n of c.nodes) await collectNodeOutcome(c, n.name, secrets);
+}
+
+/** Fills in node `name`'s end state from its reports and, once its VM stopped, its disk image. */
+export async function collectNodeOutcome(
+  c: MiniCluster,
+  name: string,
+  secrets: MiniSecrets | undefined,
+): Promise<void> {
+  const r = c.result(name);
+  const reports = c.reports(name);
+  const inVm = diskInVmOf(reports);
+  if (inVm) r.diskInVm = inVm;
+  const lastLine = reports
+    .filter((x) => x.type === 'log' && x.source === 'bootstrapper' && typeof x.line === 'string')
+    .map((x) => String(x.line))
+    .filter((l) => l.startsWith('Node '))
+    .pop();
+  if (lastLine) r.bootstrapper = lastLine;
+  const pcr = reports.filter((x) => x.type === 'pcr15' && typeof x.value === 'string').pop();
+  if (secrets !== undefined) r.pcr15 = pcr15Evidence(pcr ? String(pcr.value) : null, secrets);
+  if (existsSync(c.diskImage(name)) && r.disk) r.diskOnHost = await diskOnHost(c, name, r.disk.uuid, secrets);
+  r.seconds = Math.round((Date.now() - c.t0) / 1000);
 }
 
 /** The simulated API server's last state, as the control plane reported it. */
-function apiServerReport(c: MiniCluster): MiniResult['apiServer'] | undefined {
+export function apiServerReport(c: MiniCluster): MiniResult['apiServer'] | undefined {
   const report = c
     .reports(c.controlPlane.name)
     .filter((x) => x.type === 'api-server' && Array.isArray(x.violations))

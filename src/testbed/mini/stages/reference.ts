@@ -47,13 +47,12 @@ export async function findReference(c: MiniCluster): Promise<ReferenceLookup> {
     )
     .digest('hex');
   const file = join(c.cacheDir, 'reference', `${key.slice(0, 24)}.json`);
-  return { file, qemuVersion, cached: await readReference(file) };
-}
-
-/** The firmware PCRs of the reference boot cached in `file`, or undefined when there is none. */
-async function readReference(file: string): Promise<Map<number, Buffer> | undefined> {
   const eventLog = await readEventLog(file);
-  return eventLog === undefined ? undefined : referencePcrs(decodeLog(eventLog));
+  return {
+    file,
+    qemuVersion,
+    cached: eventLog === undefined ? undefined : referencePcrs(decodeLog(eventLog)),
+  };
 }
 
 async function readEventLog(file: string): Promise<string | undefined> {
